@@ -1,0 +1,3 @@
+from iris_cli.app import main
+
+main()

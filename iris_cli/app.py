@@ -1,0 +1,181 @@
+"""``iris``: the command line. Thin: build a request, send it to irisd, render the reply."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, NoReturn
+
+import msgspec
+import typer
+
+from iris_cli import render
+from iris_cli.client import Client
+from protocol.errors import IrisError
+from protocol.messages import (
+    Event,
+    GetStatus,
+    GetTell,
+    ListTeams,
+    StatusReply,
+    TeamsReply,
+    Tell,
+    TellReply,
+    TellText,
+)
+
+app = typer.Typer(
+    name="iris",
+    help="Let the Claude Code agents of your projects talk to each other.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+FromOption = Annotated[
+    str | None, typer.Option("--from", help="The team asking (default: you, outside any team).")
+]
+
+
+def fail(error: IrisError, as_json: bool = False) -> NoReturn:
+    if as_json:
+        print(json.dumps({"error": {"code": error.code, "message": error.message}}), file=sys.stderr)
+    else:
+        render.err.print(f"[red]error:[/] {error.message}")
+    raise typer.Exit(1)
+
+
+def print_json(value: object) -> None:
+    print(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))
+
+
+@app.command()
+def tell(
+    team: Annotated[str, typer.Argument(help="The team to tell.")],
+    message: Annotated[str, typer.Argument(help="What to tell it ('-' reads standard input).")],
+    from_team: FromOption = None,
+    timeout: Annotated[
+        int,
+        typer.Option(
+            "--timeout",
+            help="Milliseconds to wait: 0 waits for the answer, -1 returns at once with the "
+            "tell's id, N returns the answer so far after N ms (the tell runs on).",
+        ),
+    ] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Tell TEAM something and print its answer."""
+    if message == "-":
+        message = sys.stdin.read()
+    streamed: list[str] = []
+    live = not as_json and sys.stdout.isatty() and timeout != -1
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, TellText):
+            streamed.append(event.text)
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+
+    request = Tell(to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=live)
+    try:
+        with Client() as client:
+            reply = client.request(request, on_event if live else None)
+    except IrisError as exc:
+        fail(exc, as_json)
+    assert isinstance(reply, TellReply)
+    info = reply.tell
+    if as_json:
+        print_json({**msgspec.to_builtins(info), "status": reply.status, "tell_status": info.status})
+    elif timeout == -1 and reply.status == "in_progress":
+        print(info.id)
+        render.err.print(f"[dim]tell {info.id} is {info.status}; see it with: iris result {info.id}[/]")
+    else:
+        if streamed:
+            if not "".join(streamed).endswith("\n"):
+                print()
+        elif info.text:
+            print(info.text)
+        render.tell_outcome(reply.status, info)
+    if reply.status not in ("completed", "in_progress"):
+        raise typer.Exit(1)
+
+
+@app.command()
+def result(
+    tell_id: Annotated[str, typer.Argument(help="The tell's id (printed by 'iris tell').")],
+    as_json: JsonOption = False,
+) -> None:
+    """Show the status and answer of one tell (partial while it runs)."""
+    try:
+        with Client() as client:
+            reply = client.request(GetTell(tell_id=tell_id))
+    except IrisError as exc:
+        fail(exc, as_json)
+    assert isinstance(reply, TellReply)
+    if as_json:
+        print_json({**msgspec.to_builtins(reply.tell), "status": reply.status, "tell_status": reply.tell.status})
+        return
+    info = reply.tell
+    render.err.print(
+        f"[dim]{info.from_team or 'external'} -> {info.to_team} · {info.status} · {render.ago(info.created_at)}[/]"
+    )
+    if info.text:
+        print(info.text)
+    render.tell_outcome(reply.status, info)
+
+
+@app.command()
+def teams(as_json: JsonOption = False) -> None:
+    """List the configured teams."""
+    try:
+        with Client() as client:
+            reply = client.request(ListTeams())
+    except IrisError as exc:
+        fail(exc, as_json)
+    assert isinstance(reply, TeamsReply)
+    if as_json:
+        print_json(reply.teams)
+    elif not reply.teams:
+        render.err.print("no teams configured; add them under 'teams:' in config.yaml")
+    else:
+        render.out.print(render.teams_table(reply.teams))
+
+
+@app.command()
+def status(as_json: JsonOption = False) -> None:
+    """Is irisd up? Its teams and live processes."""
+    try:
+        with Client() as client:
+            reply = client.request(GetStatus())
+    except IrisError as exc:
+        if as_json and exc.code == "daemon_not_running":
+            print(json.dumps({"running": False, "message": exc.message}))
+            raise typer.Exit(1) from None
+        fail(exc, as_json)
+    assert isinstance(reply, StatusReply)
+    if as_json:
+        print_json({"running": True, **msgspec.to_builtins(reply)})
+    else:
+        render.status(reply)
+
+
+@app.command()
+def demo(
+    claude: Annotated[
+        str | None,
+        typer.Option(help="The claude executable (default: $IRIS_CLAUDE_BIN, then 'claude' on PATH)."),
+    ] = None,
+    keep: Annotated[bool, typer.Option(help="Keep the temporary folder (for a look inside).")] = False,
+) -> None:
+    """Run Iris end to end, offline: a scripted model, two teams, the daemon, a few tells."""
+    from iris_cli.demo import run_demo
+
+    try:
+        run_demo(claude, keep=keep)
+    except IrisError as exc:
+        fail(exc)
+
+
+def main() -> None:
+    app()

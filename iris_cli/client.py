@@ -1,0 +1,114 @@
+"""A blocking client of irisd, for the CLI (and any script): encode, send, decode.
+
+One request at a time per connection; events the daemon pushes before a reply are
+handed to ``on_event``. Errors come back as the same ``IrisError`` subclasses the
+daemon raised.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+import msgspec
+
+from protocol import PROTOCOL_VERSION
+from protocol.codec import decode_server_message, encode
+from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
+from protocol.framing import LengthPrefixedFramer
+from protocol.messages import ErrorReply, Event, Hello, Reply, Request, TellState, TellText, Welcome
+
+EventHandler = Callable[[Event], None]
+
+
+def default_socket_path() -> Path:
+    from irisd.paths import IrisPaths
+
+    return IrisPaths.from_env().socket
+
+
+class Client:
+    def __init__(self, socket_path: Path | None = None, *, timeout: float | None = None) -> None:
+        self.socket_path = socket_path or default_socket_path()
+        self.timeout = timeout
+        self.welcome: Welcome | None = None
+        self._sock: socket.socket | None = None
+        self._framer = LengthPrefixedFramer()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def connect(self) -> Welcome:
+        if self.welcome is not None:
+            return self.welcome
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(os.fspath(self.socket_path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            raise DaemonNotRunningError(
+                f"irisd is not running (nothing listens on {self.socket_path}); start it with "
+                "'irisd' (or 'systemctl --user start irisd')"
+            ) from None
+        except PermissionError:
+            sock.close()
+            raise DaemonNotRunningError(
+                f"no permission to connect to {self.socket_path}; it belongs to another user"
+            ) from None
+        self._sock = sock
+        reply = self._exchange(Hello(protocol_version=PROTOCOL_VERSION, client="iris-cli"), None)
+        if not isinstance(reply, Welcome):
+            raise ProtocolError(f"irisd answered the hello with {type(reply).__name__}")
+        self.welcome = reply
+        return reply
+
+    def request(self, request: Request, on_event: EventHandler | None = None) -> Reply:
+        """Send ``request`` and return its reply; raises the daemon's IrisError on failure."""
+        self.connect()
+        return self._exchange(request, on_event)
+
+    def _exchange(self, request: Request, on_event: EventHandler | None) -> Reply:
+        assert self._sock is not None
+        try:
+            self._sock.sendall(encode(request))
+            while True:
+                message = self._receive()
+                if isinstance(message, TellText | TellState):
+                    if on_event is not None:
+                        on_event(message)
+                    continue
+                if isinstance(message, ErrorReply):
+                    raise IrisError.from_wire(message.code, message.message)
+                return message
+        except (BrokenPipeError, ConnectionResetError):
+            self.close()
+            raise DaemonNotRunningError("irisd closed the connection (did it stop?)") from None
+
+    def _receive(self) -> Reply | Event:
+        assert self._sock is not None
+        while (body := self._framer.next_frame()) is None:
+            data = self._sock.recv(65536)
+            if not data:
+                self.close()
+                raise DaemonNotRunningError("irisd closed the connection (did it stop?)")
+            self._framer.receive_data(data)
+        return decode_server_message(body)
+
+
+def to_builtins(message: msgspec.Struct) -> object:
+    """A message as plain JSON-able data (for ``--json`` output)."""
+    return msgspec.to_builtins(message)

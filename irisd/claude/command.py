@@ -1,0 +1,47 @@
+"""The command line and environment of a team's claude child."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+# Variables that belong to irisd itself (systemd's handshake, Iris internals): a child
+# that inherited them could talk to systemd as if it were irisd.
+_DAEMON_ONLY_PREFIXES = ("LISTEN_", "WATCHDOG_", "IRIS_SECRET")
+_DAEMON_ONLY = frozenset({"NOTIFY_SOCKET", "INVOCATION_ID"})
+
+
+def claude_argv(
+    claude_path: str,
+    *,
+    session_id: str,
+    resume: bool,
+    skip_permissions: bool = False,
+) -> list[str]:
+    """``claude`` in long-lived stream-json mode, starting or resuming ``session_id``."""
+    argv = [
+        claude_path,
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--resume" if resume else "--session-id",
+        session_id,
+    ]
+    if skip_permissions:
+        argv.append("--dangerously-skip-permissions")
+    return argv
+
+
+def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The daemon's environment (credentials, ANTHROPIC_BASE_URL, CLAUDE_CONFIG_DIR...)
+    without the variables that are irisd's own."""
+    env = os.environ if env is None else env
+    return {
+        key: value
+        for key, value in env.items()
+        if key not in _DAEMON_ONLY and not key.startswith(_DAEMON_ONLY_PREFIXES)
+    }

@@ -1,0 +1,191 @@
+"""One claude child process: started in its own process group, stopped as a group.
+
+``ClaudeProcess.run`` is the child's whole lifetime. It runs in a nursery owned by the
+object the child belongs to (a pair); cancelling it (``stop()``) sends SIGTERM to the
+process GROUP, waits ``grace`` seconds, sends SIGKILL, and reaps the child, so neither
+claude nor anything it started (tools, MCP servers) outlives it. The child gets only
+stdin/stdout/stderr (subprocess closes every other fd).
+
+Decoded stdout lines and the final exit go to ``on_event`` (a memory channel owned by
+the pair), tagged with this process, so events of a replaced child are recognisable.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+
+import trio
+
+from irisd.claude.wire import AnyLine, GarbageLine, decode_line
+from protocol.errors import ClaudeError
+from protocol.framing import FrameTooLargeError, LineFramer
+
+MAX_LINE = 32 * 1024 * 1024
+STDERR_TAIL_LINES = 30
+
+
+@dataclass(frozen=True)
+class ChildLine:
+    process: ClaudeProcess
+    line: AnyLine
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class ChildExited:
+    process: ClaudeProcess
+    returncode: int | None
+    stderr_tail: str
+
+    def describe(self) -> str:
+        code = self.returncode
+        if code is None:
+            how = "ended"
+        elif code < 0:
+            how = f"was killed by {signal.Signals(-code).name}"
+        else:
+            how = f"exited with code {code}"
+        detail = f": {self.stderr_tail.strip()}" if self.stderr_tail.strip() else ""
+        return f"claude (pid {self.process.pid}) {how}{detail}"
+
+
+ChildEvent = ChildLine | ChildExited
+
+
+class ClaudeProcess:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: str,
+        env: dict[str, str],
+        events: trio.MemorySendChannel[ChildEvent],
+        grace: float = 3.0,
+    ) -> None:
+        self.argv = argv
+        self.cwd = cwd
+        self.env = env
+        self.grace = grace
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.exited = trio.Event()
+        self._events = events
+        self._cancel_scope = trio.CancelScope()
+        self._stdin: trio.abc.SendStream | None = None
+        self._send_lock = trio.Lock()
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+
+    async def run(self, *, task_status: trio.TaskStatus[ClaudeProcess] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start the child, pump its output until it exits or ``stop()`` is called.
+
+        Reports ``started`` once the process exists (not once claude is ready); raises
+        ClaudeError if it cannot be started at all. Cancellation (``stop()`` or the
+        owner's scope) terminates the group and reaps the child under a shielded scope.
+        Once started, it always ends by sending one ChildExited.
+        """
+        try:
+            process = await trio.lowlevel.open_process(
+                self.argv,
+                cwd=self.cwd,
+                env=self.env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ClaudeError(
+                f"cannot start {self.argv[0]!r} in {self.cwd}: {exc.strerror}; install Claude "
+                "Code or set settings.claudePath in config.yaml"
+            ) from None
+        self.pid = process.pid
+        self._stdin = process.stdin
+        task_status.started(self)
+        try:
+            with self._cancel_scope:
+                async with trio.open_nursery() as nursery:
+                    assert process.stdout is not None and process.stderr is not None
+                    nursery.start_soon(self._pump_stderr, process.stderr)
+                    await self._pump_stdout(process.stdout)
+                    # stdout is closed: the child is exiting; wait for it, then stop reading.
+                    await process.wait()
+                    nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._terminate(process)
+                self.returncode = process.returncode
+                self.exited.set()
+                exit_event = ChildExited(self, self.returncode, "\n".join(self._stderr_tail))
+                try:
+                    await self._events.send(exit_event)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+                for stream in (process.stdin, process.stdout, process.stderr):
+                    if stream is not None:
+                        await stream.aclose()
+
+    def stop(self) -> None:
+        """Terminate the child (group SIGTERM, grace, SIGKILL); ``run`` returns once reaped."""
+        self._cancel_scope.cancel()
+
+    async def send(self, data: bytes) -> None:
+        """Write to the child's stdin; raises ClaudeError if it is gone."""
+        if self._stdin is None or self.exited.is_set():
+            raise ClaudeError("the claude process is not running")
+        try:
+            async with self._send_lock:
+                await self._stdin.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise ClaudeError("the claude process closed its input (it is exiting)") from None
+
+    async def _pump_stdout(self, stdout: trio.abc.ReceiveStream) -> None:
+        framer = LineFramer(MAX_LINE)
+        async for chunk in stdout:
+            framer.receive_data(chunk)
+            while True:
+                try:
+                    raw = framer.next_frame()
+                except FrameTooLargeError as exc:
+                    raw = None
+                    await self._events.send(ChildLine(self, GarbageLine(error=str(exc)), b""))
+                    framer = LineFramer(MAX_LINE)
+                if raw is None:
+                    break
+                await self._events.send(ChildLine(self, decode_line(raw), raw))
+        tail = framer.tail()
+        if tail.strip():
+            await self._events.send(ChildLine(self, decode_line(tail), tail))
+
+    async def _pump_stderr(self, stderr: trio.abc.ReceiveStream) -> None:
+        framer = LineFramer(MAX_LINE)
+        async for chunk in stderr:
+            framer.receive_data(chunk)
+            try:
+                while (line := framer.next_frame()) is not None:
+                    self._stderr_tail.append(line.decode(errors="replace")[:2000])
+            except FrameTooLargeError:
+                framer = LineFramer(MAX_LINE)
+        if framer.tail().strip():
+            self._stderr_tail.append(framer.tail().decode(errors="replace")[:2000])
+
+    async def _terminate(self, process: trio.Process) -> None:
+        """SIGTERM the group, wait up to ``grace``, SIGKILL the group, reap. Also clears
+        any grandchild left in the group after claude itself exited."""
+        if process.returncode is None:
+            self._kill_group(signal.SIGTERM)
+            with trio.move_on_after(self.grace):
+                await process.wait()
+        self._kill_group(signal.SIGKILL)
+        await process.wait()
+
+    def _kill_group(self, sig: signal.Signals) -> None:
+        if self.pid is None:
+            return
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass

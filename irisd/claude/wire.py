@@ -1,0 +1,159 @@
+"""Lenient Structs for the JSON lines ``claude -p --output-format stream-json`` prints.
+
+The CLI adds message types and fields between releases, so decoding never fails on
+what it does not know: unknown fields are ignored, an unknown ``type`` becomes
+``UnknownLine`` with the raw bytes kept, and a line that is not JSON at all becomes
+``GarbageLine``. Only the fields Iris acts on are declared.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class _Line(msgspec.Struct, kw_only=True, tag_field="type"):
+    pass
+
+
+class SystemLine(_Line, tag="system"):
+    subtype: str = ""
+    session_id: str = ""
+
+
+class ContentBlock(msgspec.Struct, kw_only=True):
+    type: str = ""
+    text: str = ""
+
+
+class AssistantMessage(msgspec.Struct, kw_only=True):
+    content: list[ContentBlock] = []
+
+
+class AssistantLine(_Line, tag="assistant"):
+    message: AssistantMessage = msgspec.field(default_factory=AssistantMessage)
+    session_id: str = ""
+
+    def text(self) -> str:
+        return "".join(block.text for block in self.message.content if block.type == "text")
+
+
+class UserLine(_Line, tag="user"):
+    """A user turn echoed back (usually tool results)."""
+
+
+class StreamDelta(msgspec.Struct, kw_only=True):
+    type: str = ""
+    text: str = ""
+
+
+class StreamInner(msgspec.Struct, kw_only=True):
+    type: str = ""
+    delta: StreamDelta | None = None
+
+
+class StreamEventLine(_Line, tag="stream_event"):
+    event: StreamInner = msgspec.field(default_factory=StreamInner)
+
+    def text_delta(self) -> str:
+        """The text of a ``content_block_delta`` / ``text_delta`` event, else ''."""
+        delta = self.event.delta
+        if self.event.type == "content_block_delta" and delta and delta.type == "text_delta":
+            return delta.text
+        return ""
+
+
+class ResultLine(_Line, tag="result"):
+    subtype: str = ""
+    is_error: bool = False
+    result: str = ""
+    duration_ms: int | None = None
+    num_turns: int | None = None
+    total_cost_usd: float | None = None
+    session_id: str = ""
+    usage: dict[str, Any] | None = None
+
+
+class ControlResponseBody(msgspec.Struct, kw_only=True):
+    subtype: str = ""
+    request_id: str = ""
+    error: str = ""
+
+
+class ControlResponseLine(_Line, tag="control_response"):
+    response: ControlResponseBody = msgspec.field(default_factory=ControlResponseBody)
+
+
+class ControlRequestBody(msgspec.Struct, kw_only=True):
+    subtype: str = ""
+    tool_name: str = ""
+    input: dict[str, Any] = {}
+    permission_suggestions: list[Any] | None = None
+
+
+class ControlRequestLine(_Line, tag="control_request"):
+    request_id: str = ""
+    request: ControlRequestBody = msgspec.field(default_factory=ControlRequestBody)
+
+
+class UnknownLine(msgspec.Struct, kw_only=True):
+    """Valid JSON of a type Iris does not know; kept raw."""
+
+    type: str
+
+
+class GarbageLine(msgspec.Struct, kw_only=True):
+    """Not a JSON object at all (a stray print, a crash dump)."""
+
+    error: str
+
+
+ClaudeLine = (
+    SystemLine
+    | AssistantLine
+    | UserLine
+    | StreamEventLine
+    | ResultLine
+    | ControlResponseLine
+    | ControlRequestLine
+)
+AnyLine = ClaudeLine | UnknownLine | GarbageLine
+
+
+class _Envelope(msgspec.Struct):
+    type: str = ""
+
+
+_line_decoder = msgspec.json.Decoder(ClaudeLine)  # type: ignore[arg-type]
+_envelope_decoder = msgspec.json.Decoder(_Envelope)
+
+
+def decode_line(raw: bytes) -> AnyLine:
+    """Decode one stdout line; never raises."""
+    try:
+        return _line_decoder.decode(raw)  # type: ignore[no-any-return]
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        pass
+    try:
+        return UnknownLine(type=_envelope_decoder.decode(raw).type or "?")
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        return GarbageLine(error=str(exc))
+
+
+_encoder = msgspec.json.Encoder()
+
+
+def user_turn(text: str) -> bytes:
+    """The stdin line for one user turn."""
+    message = {
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+    }
+    return _encoder.encode(message) + b"\n"
+
+
+def interrupt_request(request_id: str) -> bytes:
+    """The control request that interrupts the running turn without killing the process."""
+    message = {"type": "control_request", "request_id": request_id, "request": {"subtype": "interrupt"}}
+    return _encoder.encode(message) + b"\n"

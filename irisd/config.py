@@ -1,0 +1,200 @@
+"""The configuration file: decoding into Structs and validation with actionable errors.
+
+The format is the original Iris ``config.yaml`` (camelCase keys, times in ms), so
+existing configs load unchanged::
+
+    settings:
+      responseTimeout: 120000
+      maxProcesses: 10
+    teams:
+      backend:
+        path: /home/me/src/backend     # alias: project
+        description: The API server
+
+Every mistake raises ``ConfigError`` naming the file, the key and the fix; callers
+never get a half-valid config.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from protocol.errors import ConfigError
+
+TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MINUTE_MS = 60_000
+
+
+class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    response_timeout: int = 120_000
+    idle_timeout: int = 30 * MINUTE_MS
+    max_processes: int = 10
+    health_check_interval: int = 30_000
+    session_init_timeout: int = 30_000
+    claude_path: str = "claude"
+    queue_limit: int = 100
+
+
+class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    path: str = ""
+    project: str = ""  # the seeds' name for path; either may be given
+    description: str = ""
+    idle_timeout: int | None = None
+    response_timeout: int | None = None
+    skip_permissions: bool = False
+    color: str = ""
+
+
+class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    settings: Settings | None = None
+    # Decoded team by team (see _decode_team) so errors can name the team.
+    teams: dict[Any, Any] | None = None
+
+
+class Team(msgspec.Struct, frozen=True, kw_only=True):
+    """A validated team: its folder is absolute, resolved and exists."""
+
+    name: str
+    path: str
+    description: str = ""
+    color: str = ""
+    idle_timeout_ms: int
+    response_timeout_ms: int
+    skip_permissions: bool = False
+
+
+class IrisConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The whole validated configuration, as the daemon uses it."""
+
+    source: str
+    settings: Settings
+    teams: dict[str, Team]
+
+    def team(self, name: str) -> Team:
+        from protocol.errors import UnknownTeamError
+
+        try:
+            return self.teams[name]
+        except KeyError:
+            raise UnknownTeamError.for_name(name, list(self.teams)) from None
+
+
+def load_config(path: Path) -> IrisConfig:
+    """Read, decode and validate ``path``; raises ConfigError with the fix."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(
+            f"config file {path} does not exist; create it with your teams "
+            "(see README 'Configuration'), or set IRIS_HOME to the folder that holds it"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    return parse_config(raw, source=str(path))
+
+
+def parse_config(raw: bytes, *, source: str) -> IrisConfig:
+    """Decode and validate YAML text; ``source`` names the file in error messages."""
+    if not raw.strip():
+        config = Config()
+    else:
+        try:
+            config = msgspec.yaml.decode(raw, type=Config)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"{source}: {_explain(str(exc))}") from None
+        except (msgspec.DecodeError, ValueError) as exc:
+            raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+    return _validate(config, source)
+
+
+def _decode_team(name: str, value: Any, source: str) -> TeamConfig:
+    if value is None:
+        value = {}
+    try:
+        return msgspec.convert(value, TeamConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{source}: {_explain(str(exc), prefix=f'teams.{name}')}") from None
+
+
+def _explain(msgspec_message: str, prefix: str = "") -> str:
+    """Turn msgspec's "... - at `$.teams.a.path`" into "key 'teams.a.path': ..."."""
+    problem, _, where = msgspec_message.partition(" - at `")
+    key = ".".join(p for p in (prefix, where.rstrip("`").removeprefix("$").lstrip(".")) if p)
+    unknown = re.match(r"Object contains unknown field `(.+)`", problem)
+    if unknown:
+        field = unknown.group(1)
+        full = f"{key}.{field}" if key else field
+        return f"unknown key {full!r}; check its spelling (keys are camelCase, e.g. responseTimeout)"
+    if not key:
+        return f"{problem}; the file must be a mapping with 'settings' and 'teams'"
+    return f"key {key!r}: {problem[0].lower()}{problem[1:]}"
+
+
+def _validate(config: Config, source: str) -> IrisConfig:
+    s = config.settings or Settings()
+    for key, value, minimum in (
+        ("responseTimeout", s.response_timeout, 1000),
+        ("idleTimeout", s.idle_timeout, 1000),
+        ("healthCheckInterval", s.health_check_interval, 100),
+        ("sessionInitTimeout", s.session_init_timeout, 1000),
+        ("maxProcesses", s.max_processes, 1),
+        ("queueLimit", s.queue_limit, 1),
+    ):
+        if value < minimum:
+            raise ConfigError(
+                f"{source}: key 'settings.{key}' is {value}; it must be at least {minimum}"
+            )
+    if not s.claude_path.strip():
+        raise ConfigError(f"{source}: key 'settings.claudePath' is empty; use 'claude' or a path")
+    teams = {
+        str(name): _validate_team(str(name), _decode_team(str(name), value, source), s, source)
+        for name, value in (config.teams or {}).items()
+    }
+    return IrisConfig(source=source, settings=s, teams=teams)
+
+
+def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str) -> Team:
+    where = f"{source}: team {name!r}"
+    if not TEAM_NAME.match(name):
+        raise ConfigError(
+            f"{where}: a team name must start with a letter or digit and hold only "
+            "letters, digits, '.', '_' and '-' (at most 64 characters)"
+        )
+    if team.path and team.project and _expand(team.path) != _expand(team.project):
+        raise ConfigError(f"{where}: 'path' and 'project' differ; keep only 'path'")
+    given = team.path or team.project
+    if not given:
+        raise ConfigError(f"{where}: key 'teams.{name}.path' is missing; set it to the project folder")
+    expanded = _expand(given)
+    if not os.path.isabs(expanded):
+        raise ConfigError(
+            f"{where}: path {given!r} is relative; write the absolute path of the project folder"
+        )
+    if not os.path.isdir(expanded):
+        problem = "is not a folder" if os.path.exists(expanded) else "does not exist"
+        raise ConfigError(f"{where}: path {given!r} {problem}; create it or fix the path")
+    for key, value in (("idleTimeout", team.idle_timeout), ("responseTimeout", team.response_timeout)):
+        if value is not None and value < 1000:
+            raise ConfigError(f"{where}: key 'teams.{name}.{key}' is {value}; it must be at least 1000")
+    if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
+        raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
+    return Team(
+        name=name,
+        path=os.path.realpath(expanded),
+        description=team.description,
+        color=team.color,
+        idle_timeout_ms=team.idle_timeout if team.idle_timeout is not None else settings.idle_timeout,
+        response_timeout_ms=(
+            team.response_timeout if team.response_timeout is not None else settings.response_timeout
+        ),
+        skip_permissions=team.skip_permissions,
+    )
+
+
+def _expand(path: str) -> str:
+    return os.path.expanduser(path)

@@ -1,0 +1,66 @@
+"""``irisd``: run the daemon in the foreground until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+import trio
+
+from irisd import __version__
+from irisd.config import load_config
+from irisd.daemon import Daemon
+from irisd.logs import setup_logging
+from irisd.paths import IrisPaths
+from protocol.errors import IrisError
+
+log = logging.getLogger("irisd")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="irisd", description="The Iris daemon (runs in the foreground).")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--version", action="version", version=f"irisd {__version__}")
+    args = parser.parse_args(argv)
+    setup_logging(args.log_level)
+    paths = IrisPaths.from_env()
+    failed = False
+    try:
+        config = load_config(paths.config_file)
+        trio.run(_run, Daemon(config, paths))
+    except* IrisError as group:  # bad config, socket in use, database unreadable, ...
+        failed = True
+        for exc in _leaves(group):
+            log.error("irisd cannot run", extra={"error": str(exc)})
+            print(f"irisd: {exc}", file=sys.stderr)
+    if failed:
+        return 2
+    log.info("irisd stopped")
+    return 0
+
+
+def _leaves(group: BaseExceptionGroup[IrisError]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found += _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return found
+
+
+async def _run(daemon: Daemon) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(daemon.run)
+
+            async def stop_on_signal() -> None:
+                async for signum in signals:
+                    log.info("stopping", extra={"signal": signal.Signals(signum).name})
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(stop_on_signal)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

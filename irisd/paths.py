@@ -1,0 +1,57 @@
+"""Where Iris keeps its files. Read from the environment once, at start-up.
+
+* ``IRIS_HOME`` (default ``~/.iris``): ``config.yaml``, ``data/iris.db``, ``logs/``.
+* The socket: ``IRIS_SOCKET`` if set, else ``$XDG_RUNTIME_DIR/iris/irisd.sock``,
+  else ``$IRIS_HOME/run/irisd.sock``. Its folder is 0700, the socket 0600.
+* ``CLAUDE_CONFIG_DIR`` (default ``~/.claude``): where claude keeps session files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class IrisPaths:
+    home: Path
+    socket: Path
+    claude_config_dir: Path
+
+    @property
+    def config_file(self) -> Path:
+        return self.home / "config.yaml"
+
+    @property
+    def database(self) -> Path:
+        return self.home / "data" / "iris.db"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.home / "logs"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> IrisPaths:
+        env = os.environ if env is None else env
+        home = Path(env.get("IRIS_HOME") or Path.home() / ".iris").expanduser()
+        if env.get("IRIS_SOCKET"):
+            socket = Path(env["IRIS_SOCKET"]).expanduser()
+        elif env.get("XDG_RUNTIME_DIR"):
+            socket = Path(env["XDG_RUNTIME_DIR"]) / "iris" / "irisd.sock"
+        else:
+            socket = home / "run" / "irisd.sock"
+        claude_dir = Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
+        return cls(home=home.absolute(), socket=socket.absolute(), claude_config_dir=claude_dir)
+
+
+def escape_project_path(path: str) -> str:
+    """claude's folder name for a project: every char but ASCII letters and digits -> '-'."""
+    return re.sub(r"[^A-Za-z0-9]", "-", path)
+
+
+def session_file(claude_config_dir: Path, project_path: str, session_id: str) -> Path:
+    """The transcript claude keeps for ``session_id`` started in ``project_path``."""
+    return claude_config_dir / "projects" / escape_project_path(project_path) / f"{session_id}.jsonl"

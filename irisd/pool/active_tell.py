@@ -1,0 +1,109 @@
+"""A tell in flight: its state machine plus what the trio side needs to wait on it."""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+
+import trio
+
+from irisd.tell.machine import TellMachine
+from protocol.messages import Event, TellInfo, TellState, TellStatus, TellText
+
+LISTENER_BUFFER = 1000
+
+
+def new_tell_id() -> str:
+    """Unguessable and short enough to type: 16 hex digits."""
+    return secrets.token_hex(8)
+
+
+class ActiveTell:
+    def __init__(
+        self,
+        *,
+        from_team: str | None,
+        to_team: str,
+        message: str,
+        machine: TellMachine,
+    ) -> None:
+        self.id = new_tell_id()
+        self.from_team = from_team
+        self.to_team = to_team
+        self.message = message
+        self.machine = machine
+        self.session_id = ""
+        self.new_session = False
+        self.created_wall = time.time()
+        self.started_wall: float | None = None
+        self.finished_wall: float | None = None
+        self.replied = trio.Event()  # the submitting caller gets its answer now
+        self.finished = trio.Event()
+        self._last_status: TellStatus = machine.status
+        self._listeners: set[trio.MemorySendChannel[Event]] = set()
+
+    def info(self) -> TellInfo:
+        m = self.machine
+        cost = m.result.total_cost_usd if m.result is not None else None
+        return TellInfo(
+            id=self.id,
+            from_team=self.from_team,
+            to_team=self.to_team,
+            message=self.message,
+            status=m.status,
+            text=m.text,
+            session_id=self.session_id,
+            created_at=self.created_wall,
+            started_at=self.started_wall,
+            finished_at=self.finished_wall,
+            error=m.error,
+            cost_usd=cost,
+            new_session=self.new_session,
+        )
+
+    def note_status(self) -> bool:
+        """Record wall times of a status change; True if the status changed."""
+        status = self.machine.status
+        if status == self._last_status:
+            return False
+        self._last_status = status
+        if status == "running":
+            self.started_wall = time.time()
+        if self.machine.is_final:
+            self.finished_wall = time.time()
+        self.publish(TellState(tell_id=self.id, status=status))
+        return True
+
+    # --- live listeners (streaming callers, watchers) --------------------------------
+
+    def listen(self) -> trio.MemoryReceiveChannel[Event]:
+        send, receive = trio.open_memory_channel[Event](LISTENER_BUFFER)
+        self._listeners.add(send)
+        if self.machine.is_final:
+            send.close()
+            self._listeners.discard(send)
+        return receive
+
+    def publish(self, event: Event) -> None:
+        """Best effort: a listener that cannot keep up is dropped, never waited for."""
+        for listener in list(self._listeners):
+            try:
+                listener.send_nowait(event)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                listener.close()
+                self._listeners.discard(listener)
+        if self.machine.is_final:
+            for listener in self._listeners:
+                listener.close()
+            self._listeners.clear()
+
+    def publish_text(self, before: str) -> None:
+        """Publish what the answer grew by since ``before`` (if it only grew)."""
+        after = self.machine.text
+        if len(after) > len(before) and after.startswith(before):
+            self.publish(TellText(tell_id=self.id, text=after[len(before) :]))
+
+    @property
+    def deadline(self) -> float:
+        return self.machine.next_deadline() if not self.machine.is_final else math.inf

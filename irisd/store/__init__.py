@@ -1,0 +1,1 @@
+"""SQLite storage (apsw): schema and migrations, small sync queries, one async facade."""

@@ -1,0 +1,113 @@
+"""Queries on ``sessions``: one persistent claude conversation per (from_team, to_team).
+
+The external caller (no team) is stored as from_team '' rather than NULL, because a
+UNIQUE constraint lets any number of NULLs through in SQLite: '' gives exactly one
+session per target, as the pair key needs.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import apsw
+import msgspec
+
+EXTERNAL = ""
+
+
+class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
+    from_team: str | None
+    to_team: str
+    session_id: str
+    created_at: float
+    last_used_at: float
+    message_count: int
+    status: str
+    process_state: str
+    last_response_at: float | None
+
+
+_COLUMNS = (
+    "from_team, to_team, session_id, created_at, last_used_at, message_count, status, "
+    "process_state, last_response_at"
+)
+
+
+def _row(values: tuple[object, ...]) -> SessionRow:
+    fields = dict(zip(_COLUMNS.split(", "), values, strict=True))
+    fields["from_team"] = fields["from_team"] or None
+    return msgspec.convert(fields, SessionRow)
+
+
+def get(db: apsw.Connection, from_team: str | None, to_team: str) -> SessionRow | None:
+    row = db.execute(
+        f"SELECT {_COLUMNS} FROM sessions WHERE from_team = ? AND to_team = ?",
+        (from_team or EXTERNAL, to_team),
+    ).fetchone()
+    return _row(row) if row else None
+
+
+def get_or_create(db: apsw.Connection, from_team: str | None, to_team: str, now: float) -> SessionRow:
+    """The pair's session, created with a fresh id the first time the pair is used."""
+    with db:
+        existing = get(db, from_team, to_team)
+        if existing is not None:
+            return existing
+        db.execute(
+            "INSERT INTO sessions (from_team, to_team, session_id, created_at, last_used_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (from_team or EXTERNAL, to_team, str(uuid.uuid4()), now, now),
+        )
+    created = get(db, from_team, to_team)
+    assert created is not None
+    return created
+
+
+def replace_session_id(db: apsw.Connection, from_team: str | None, to_team: str, now: float) -> SessionRow:
+    """Start a new conversation for the pair (the old one is gone or was reset)."""
+    db.execute(
+        "UPDATE sessions SET session_id = ?, created_at = ?, last_used_at = ?, message_count = 0 "
+        "WHERE from_team = ? AND to_team = ?",
+        (str(uuid.uuid4()), now, now, from_team or EXTERNAL, to_team),
+    )
+    row = get(db, from_team, to_team)
+    assert row is not None
+    return row
+
+
+def record_spawn(
+    db: apsw.Connection, from_team: str | None, to_team: str, command: list[str], team_snapshot: bytes
+) -> None:
+    db.execute(
+        "UPDATE sessions SET launch_command = ?, team_snapshot = ? WHERE from_team = ? AND to_team = ?",
+        (msgspec.json.encode(command).decode(), team_snapshot.decode(), from_team or EXTERNAL, to_team),
+    )
+
+
+def set_process_state(db: apsw.Connection, from_team: str | None, to_team: str, state: str) -> None:
+    db.execute(
+        "UPDATE sessions SET process_state = ? WHERE from_team = ? AND to_team = ?",
+        (state, from_team or EXTERNAL, to_team),
+    )
+
+
+def record_turn(db: apsw.Connection, from_team: str | None, to_team: str, now: float) -> None:
+    """A tell got its answer: one more exchange in the conversation."""
+    db.execute(
+        "UPDATE sessions SET message_count = message_count + 1, last_used_at = ?, "
+        "last_response_at = ? WHERE from_team = ? AND to_team = ?",
+        (now, now, from_team or EXTERNAL, to_team),
+    )
+
+
+def list_all(db: apsw.Connection) -> list[SessionRow]:
+    return [
+        _row(row)
+        for row in db.execute(f"SELECT {_COLUMNS} FROM sessions ORDER BY to_team, from_team")
+    ]
+
+
+def reset_process_states(db: apsw.Connection) -> int:
+    """At start-up: no child of a previous run is alive, whatever the table says."""
+    db.execute("UPDATE sessions SET process_state = 'stopped' WHERE process_state != 'stopped'")
+    return db.changes()

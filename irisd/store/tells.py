@@ -1,0 +1,84 @@
+"""Queries on ``tells`` and their transcript ``tell_messages``.
+
+Every line a child prints for a tell is appended as it streams, so the transcript
+survives a crash of the child and of irisd.
+"""
+
+from __future__ import annotations
+
+import apsw
+import msgspec
+
+from protocol.messages import TellInfo
+
+EXTERNAL = ""
+
+_COLUMNS = (
+    "id, from_team, to_team, message, status, text, session_id, created_at, started_at, "
+    "finished_at, error, cost_usd, new_session"
+)
+
+
+def _info(values: tuple[object, ...]) -> TellInfo:
+    fields = dict(zip(_COLUMNS.split(", "), values, strict=True))
+    fields["from_team"] = fields["from_team"] or None
+    fields["new_session"] = bool(fields["new_session"])
+    return msgspec.convert(fields, TellInfo)
+
+
+def insert(db: apsw.Connection, tell: TellInfo) -> None:
+    db.execute(
+        "INSERT INTO tells (id, from_team, to_team, message, status, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (tell.id, tell.from_team or EXTERNAL, tell.to_team, tell.message, tell.status, tell.created_at),
+    )
+
+
+def update(db: apsw.Connection, tell: TellInfo, usage: bytes | None = None) -> None:
+    """Write the tell's current state (status, text, times, result figures)."""
+    db.execute(
+        "UPDATE tells SET status = ?, text = ?, session_id = ?, started_at = ?, finished_at = ?, "
+        "error = ?, cost_usd = ?, new_session = ?, usage = coalesce(?, usage) WHERE id = ?",
+        (
+            tell.status,
+            tell.text,
+            tell.session_id,
+            tell.started_at,
+            tell.finished_at,
+            tell.error,
+            tell.cost_usd,
+            int(tell.new_session),
+            usage.decode() if usage else None,
+            tell.id,
+        ),
+    )
+
+
+def append_message(db: apsw.Connection, tell_id: str, at: float, type_: str, raw: bytes) -> None:
+    db.execute(
+        "INSERT INTO tell_messages (tell_id, at, type, raw) VALUES (?, ?, ?, ?)",
+        (tell_id, at, type_, raw),
+    )
+
+
+def get(db: apsw.Connection, tell_id: str) -> TellInfo | None:
+    row = db.execute(f"SELECT {_COLUMNS} FROM tells WHERE id = ?", (tell_id,)).fetchone()
+    return _info(row) if row else None
+
+
+def messages(db: apsw.Connection, tell_id: str) -> list[tuple[float, str, bytes]]:
+    return [
+        (float(at), str(type_), bytes(raw))
+        for at, type_, raw in db.execute(
+            "SELECT at, type, raw FROM tell_messages WHERE tell_id = ? ORDER BY id", (tell_id,)
+        )
+    ]
+
+
+def interrupt_unfinished(db: apsw.Connection, now: float) -> int:
+    """At start-up: a tell still queued or running belonged to a daemon that died."""
+    db.execute(
+        "UPDATE tells SET status = 'interrupted', finished_at = ?, "
+        "error = 'irisd stopped before this tell finished' WHERE status IN ('queued', 'running')",
+        (now,),
+    )
+    return db.changes()

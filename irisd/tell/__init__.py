@@ -1,0 +1,1 @@
+"""A tell: one message to a team, its lifecycle and the answer."""

@@ -1,0 +1,227 @@
+"""The tell lifecycle as a pure state machine. No trio, no I/O: time is an argument.
+
+How it works
+------------
+A tell is created ``queued`` when a caller submits it. The pair's worker calls
+``start(now)`` when it writes the message to the claude child; from then on every
+line the child prints goes to ``child_line(line, now)``. The machine keeps two
+deadlines and the trio runner arms ONE timer at ``next_deadline()`` and calls
+``handle_timer(now)`` when it fires:
+
+* the *response deadline* (process health): ``response_timeout`` after the last line
+  from the child; it restarts on every line. Expiry ends the tell ``timed_out`` and
+  asks for the child to be stopped (the output so far is kept).
+* the *caller deadline* (caller patience), from ``caller_timeout_ms``: -1 replies at
+  once, 0 waits for the end, N replies after N ms with the text so far while the tell
+  runs on. It counts from submission, so time spent queued counts too.
+
+::
+
+    queued ──start──> running ──result──────────────> completed | failed
+      │                 │ ─────response deadline──> timed_out   (StopChild)
+      │                 │ ─────child exited───────> interrupted
+      │                 └─cancel─> interrupting ─result / grace─> interrupted
+      └──cancel─────────────────────────────────> interrupted
+    any non-final ──fail(reason)──> failed
+
+Methods return a list of actions for the runner: ``ReplyToCaller`` (exactly once per
+tell), ``StopChild``, ``SendInterrupt``. Calling a method that makes no sense in the
+current state raises ``IllegalTransition``: that is a bug in the caller, not a runtime
+condition.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from irisd.claude.wire import (
+    AnyLine,
+    AssistantLine,
+    ResultLine,
+    StreamEventLine,
+)
+from protocol.messages import FINAL_TELL_STATUSES, ReplyStatus, TellStatus
+
+INTERRUPT_GRACE_S = 5.0
+
+
+class IllegalTransition(RuntimeError):
+    """A tell was asked to do something its state does not allow."""
+
+
+@dataclass(frozen=True)
+class ReplyToCaller:
+    """The caller waiting on this tell gets its answer now (final, or partial)."""
+
+
+@dataclass(frozen=True)
+class StopChild:
+    """The child must be stopped (it hung, or ignored an interrupt)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class SendInterrupt:
+    """Write an interrupt control request to the child."""
+
+
+Action = ReplyToCaller | StopChild | SendInterrupt
+
+
+class TellMachine:
+    def __init__(
+        self,
+        *,
+        response_timeout_s: float,
+        caller_timeout_ms: int,
+        now: float,
+        interrupt_grace_s: float = INTERRUPT_GRACE_S,
+    ) -> None:
+        if caller_timeout_ms < -1:
+            raise ValueError(f"caller timeout {caller_timeout_ms} ms is below -1")
+        self.status: TellStatus = "queued"
+        self.error = ""
+        self.result: ResultLine | None = None
+        self.created_at = now
+        self.started_at: float | None = None
+        self.finished_at: float | None = None
+        self._response_timeout_s = response_timeout_s
+        self._interrupt_grace_s = interrupt_grace_s
+        self._caller_timeout_ms = caller_timeout_ms
+        self._caller_deadline = (
+            math.inf if caller_timeout_ms == 0 else now + max(caller_timeout_ms, 0) / 1000
+        )
+        self._response_deadline = math.inf
+        self._interrupt_deadline = math.inf
+        self._interrupting = False
+        self.caller_replied = False
+        self._committed: list[str] = []  # text of finished assistant messages
+        self._streaming = ""  # text of the content block being streamed
+
+    # --- queries ------------------------------------------------------------------
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_TELL_STATUSES
+
+    @property
+    def text(self) -> str:
+        """The answer: the final result's text, else everything generated so far."""
+        if self.result is not None and self.result.result:
+            return self.result.result
+        parts = [*self._committed, self._streaming] if self._streaming else self._committed
+        return "\n".join(parts)
+
+    def reply_status(self) -> ReplyStatus:
+        """What the caller is told: the final state, or in_progress."""
+        if self.status in ("queued", "running"):
+            return "in_progress"
+        return self.status  # type: ignore[return-value]
+
+    def next_deadline(self) -> float:
+        """The earliest time ``handle_timer`` has something to do (``inf`` if none)."""
+        deadlines = [self._response_deadline, self._interrupt_deadline]
+        if not self.caller_replied:
+            deadlines.append(self._caller_deadline)
+        return min(deadlines)
+
+    # --- events -------------------------------------------------------------------
+
+    def caller_attached(self, now: float) -> list[Action]:
+        """Right after submission: a caller that does not wait (-1) is answered at once."""
+        return self.handle_timer(now)
+
+    def start(self, now: float) -> list[Action]:
+        """The message was handed to the child."""
+        self._require("start", "queued")
+        self.status = "running"
+        self.started_at = now
+        self._response_deadline = now + self._response_timeout_s
+        return []
+
+    def child_line(self, line: AnyLine, now: float) -> list[Action]:
+        """A line from the child: restarts the response deadline, collects text."""
+        self._require("child_line", "running")
+        if not self._interrupting:
+            self._response_deadline = now + self._response_timeout_s
+        match line:
+            case StreamEventLine():
+                if line.event.type in ("content_block_start", "message_start"):
+                    self._streaming = ""
+                self._streaming += line.text_delta()
+            case AssistantLine():
+                self._streaming = ""
+                text = line.text()
+                if text:
+                    self._committed.append(text)
+            case ResultLine():
+                self.result = line
+                if self._interrupting:
+                    return self._finish("interrupted", now, "interrupted by request")
+                if line.is_error:
+                    return self._finish("failed", now, line.result or line.subtype)
+                return self._finish("completed", now)
+        return []
+
+    def child_exited(self, now: float, detail: str) -> list[Action]:
+        """The child process ended before the turn's result."""
+        self._require("child_exited", "running")
+        return self._finish("interrupted", now, detail)
+
+    def cancel(self, now: float) -> list[Action]:
+        """Interrupt the tell: at once if queued, through the child if running."""
+        if self.status == "queued":
+            return self._finish("interrupted", now, "cancelled before it started")
+        self._require("cancel", "running")
+        if self._interrupting:
+            return []
+        self._interrupting = True
+        self._response_deadline = math.inf
+        self._interrupt_deadline = now + self._interrupt_grace_s
+        return [SendInterrupt()]
+
+    def fail(self, now: float, reason: str) -> list[Action]:
+        """The tell cannot go on (the child failed to start, the daemon is stopping, ...)."""
+        if self.is_final:
+            raise IllegalTransition(f"fail() on a tell that is already {self.status}")
+        return self._finish("failed", now, reason)
+
+    def interrupt(self, now: float, reason: str) -> list[Action]:
+        """End a non-final tell as interrupted from outside (child gone, daemon draining)."""
+        if self.is_final:
+            raise IllegalTransition(f"interrupt() on a tell that is already {self.status}")
+        return self._finish("interrupted", now, reason)
+
+    def handle_timer(self, now: float) -> list[Action]:
+        actions: list[Action] = []
+        if self.status == "running" and now >= self._interrupt_deadline:
+            actions += self._finish("interrupted", now, "interrupted (claude ignored the interrupt)")
+            actions.insert(0, StopChild("it did not honour an interrupt in time"))
+        elif self.status == "running" and now >= self._response_deadline:
+            seconds = f"{self._response_timeout_s:g}"
+            actions += self._finish(
+                "timed_out", now, f"no output from claude for {seconds} s (responseTimeout)"
+            )
+            actions.insert(0, StopChild("response timeout"))
+        if not self.caller_replied and now >= self._caller_deadline:
+            self.caller_replied = True
+            actions.append(ReplyToCaller())
+        return actions
+
+    # --- internals ----------------------------------------------------------------
+
+    def _finish(self, status: TellStatus, now: float, error: str = "") -> list[Action]:
+        self.status = status
+        self.error = error
+        self.finished_at = now
+        self._response_deadline = self._interrupt_deadline = math.inf
+        if self.caller_replied:
+            return []
+        self.caller_replied = True
+        return [ReplyToCaller()]
+
+    def _require(self, event: str, *states: TellStatus) -> None:
+        if self.status not in states:
+            raise IllegalTransition(f"{event}() on a tell that is {self.status}")

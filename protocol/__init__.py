@@ -1,0 +1,3 @@
+"""The Iris wire protocol: msgspec Structs, framing and errors. Pure: no I/O, no trio."""
+
+PROTOCOL_VERSION = 1

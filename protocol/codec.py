@@ -1,0 +1,38 @@
+"""Reusable encoders and decoders for the socket protocol (msgpack bodies, framed)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from protocol.errors import ProtocolError
+from protocol.framing import DEFAULT_MAX_FRAME, encode_frame
+from protocol.messages import Request, ServerMessage
+
+_encoder = msgspec.msgpack.Encoder()
+_request_decoder = msgspec.msgpack.Decoder(Request)  # type: ignore[arg-type]
+_server_decoder = msgspec.msgpack.Decoder(ServerMessage)  # type: ignore[arg-type]
+
+
+def encode(message: msgspec.Struct, max_size: int = DEFAULT_MAX_FRAME) -> bytes:
+    """One framed message, ready to send."""
+    return encode_frame(_encoder.encode(message), max_size)
+
+
+def decode_request(body: bytes) -> Request:
+    """Decode a client's frame body; anything that is not a valid request raises ProtocolError."""
+    return _decode(_request_decoder, body)  # type: ignore[no-any-return]
+
+
+def decode_server_message(body: bytes) -> ServerMessage:
+    """Decode a daemon's frame body (a reply or a pushed event)."""
+    return _decode(_server_decoder, body)  # type: ignore[no-any-return]
+
+
+def _decode(decoder: msgspec.msgpack.Decoder[object], body: bytes) -> object:
+    try:
+        return decoder.decode(body)
+    except msgspec.ValidationError as exc:
+        raise ProtocolError(f"invalid message: {exc}") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        # Deep nesting raises RecursionError, not DecodeError (measured).
+        raise ProtocolError(f"undecodable message: {exc}") from None

@@ -1,0 +1,104 @@
+"""One small error hierarchy, shared by the daemon and its clients.
+
+Every error carries a wire code, so an error raised inside ``irisd`` reaches the
+CLI (or the MCP shim) as the same class with the same message. Messages are
+written for the person reading them: they name the problem and the fix.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class IrisError(Exception):
+    """Base of every error Iris reports to a user."""
+
+    code: ClassVar[str] = "internal"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    @staticmethod
+    def from_wire(code: str, message: str) -> IrisError:
+        """Rebuild the error a daemon sent; unknown codes become a plain IrisError."""
+        return _BY_CODE.get(code, IrisError)(message)
+
+
+class ConfigError(IrisError):
+    """The configuration file is missing, unreadable or invalid."""
+
+    code = "config"
+
+
+class UnknownTeamError(IrisError):
+    """A request named a team that is not configured."""
+
+    code = "unknown_team"
+
+    @classmethod
+    def for_name(cls, name: str, known: list[str]) -> UnknownTeamError:
+        listed = ", ".join(sorted(known)) or "(none configured)"
+        return cls(
+            f"team {name!r} is not configured; known teams: {listed}. "
+            "Add it under 'teams:' in config.yaml."
+        )
+
+
+class InvalidRequestError(IrisError):
+    """A request was well-formed on the wire but its values make no sense."""
+
+    code = "invalid_request"
+
+
+class ProtocolError(IrisError):
+    """The bytes on the socket are not the Iris protocol (garbage, too large, wrong version)."""
+
+    code = "protocol"
+
+
+class DaemonNotRunningError(IrisError):
+    """A client could not reach irisd."""
+
+    code = "daemon_not_running"
+
+
+class ClaudeError(IrisError):
+    """The claude process failed: it could not start, or exited in the middle of a tell."""
+
+    code = "claude_failed"
+
+
+class NotFoundError(IrisError):
+    """A tell, session or approval id does not exist."""
+
+    code = "not_found"
+
+
+class BusyError(IrisError):
+    """The request cannot be served now (queue full, every process busy)."""
+
+    code = "busy"
+
+
+class ShuttingDownError(IrisError):
+    """irisd is draining and accepts no new work."""
+
+    code = "shutting_down"
+
+
+_BY_CODE: dict[str, type[IrisError]] = {
+    cls.code: cls
+    for cls in (
+        IrisError,
+        ConfigError,
+        UnknownTeamError,
+        InvalidRequestError,
+        ProtocolError,
+        DaemonNotRunningError,
+        ClaudeError,
+        NotFoundError,
+        BusyError,
+        ShuttingDownError,
+    )
+}
