@@ -50,6 +50,13 @@ def print_json(value: object) -> None:
     print(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))
 
 
+def tell_json(reply: TellReply) -> dict[str, object]:
+    """A tell for scripts: its fields, ``status`` as the caller sees it (``in_progress``
+    while it runs) and ``tell_status`` as stored (queued, running, completed, ...)."""
+    fields: dict[str, object] = msgspec.to_builtins(reply.tell)
+    return {**fields, "status": reply.status, "tell_status": reply.tell.status}
+
+
 @app.command()
 def tell(
     team: Annotated[str, typer.Argument(help="The team to tell.")],
@@ -86,7 +93,7 @@ def tell(
     assert isinstance(reply, TellReply)
     info = reply.tell
     if as_json:
-        print_json({**msgspec.to_builtins(info), "status": reply.status, "tell_status": info.status})
+        print_json(tell_json(reply))
     elif timeout == -1 and reply.status == "in_progress":
         print(info.id)
         render.err.print(f"[dim]tell {info.id} is {info.status}; see it with: iris result {info.id}[/]")
@@ -114,12 +121,11 @@ def result(
         fail(exc, as_json)
     assert isinstance(reply, TellReply)
     if as_json:
-        print_json({**msgspec.to_builtins(reply.tell), "status": reply.status, "tell_status": reply.tell.status})
+        print_json(tell_json(reply))
         return
     info = reply.tell
-    render.err.print(
-        f"[dim]{info.from_team or 'external'} -> {info.to_team} · {info.status} · {render.ago(info.created_at)}[/]"
-    )
+    pair = f"{info.from_team or 'external'} -> {info.to_team}"
+    render.err.print(f"[dim]{pair} · {info.status} · {render.ago(info.created_at)}[/]")
     if info.text:
         print(info.text)
     render.tell_outcome(reply.status, info)

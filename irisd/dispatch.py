@@ -27,9 +27,9 @@ from protocol.messages import (
     Request,
     StatusReply,
     TeamInfo,
+    TeamsReply,
     Tell,
     TellReply,
-    TeamsReply,
     Welcome,
 )
 

@@ -143,10 +143,10 @@ async def open_unix_listener(path: Path) -> trio.SocketListener:
     if len(os.fsencode(path)) > 107:
         raise SocketError(f"socket path {path} is too long for a Unix socket; set a shorter IRIS_SOCKET")
     prepare_socket_dir(path.parent)
-    if path.exists() or path.is_symlink():
+    if os.path.lexists(path):  # noqa: ASYNC240 - start-up, nothing else runs yet
         if await _is_live(path):
             raise SocketError(f"irisd is already running on {path}; stop it first ('iris status' shows it)")
-        path.unlink()
+        os.unlink(path)  # a stale socket of a daemon that died
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     try:
         old_umask = os.umask(0o177)  # the socket is born 0600: no window where others can connect

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import msgspec
 
 from protocol.errors import ProtocolError
@@ -9,8 +11,8 @@ from protocol.framing import DEFAULT_MAX_FRAME, encode_frame
 from protocol.messages import Request, ServerMessage
 
 _encoder = msgspec.msgpack.Encoder()
-_request_decoder = msgspec.msgpack.Decoder(Request)  # type: ignore[arg-type]
-_server_decoder = msgspec.msgpack.Decoder(ServerMessage)  # type: ignore[arg-type]
+_request_decoder = msgspec.msgpack.Decoder(Request)
+_server_decoder = msgspec.msgpack.Decoder(ServerMessage)
 
 
 def encode(message: msgspec.Struct, max_size: int = DEFAULT_MAX_FRAME) -> bytes:
@@ -20,12 +22,12 @@ def encode(message: msgspec.Struct, max_size: int = DEFAULT_MAX_FRAME) -> bytes:
 
 def decode_request(body: bytes) -> Request:
     """Decode a client's frame body; anything that is not a valid request raises ProtocolError."""
-    return _decode(_request_decoder, body)  # type: ignore[no-any-return]
+    return cast(Request, _decode(_request_decoder, body))
 
 
 def decode_server_message(body: bytes) -> ServerMessage:
     """Decode a daemon's frame body (a reply or a pushed event)."""
-    return _decode(_server_decoder, body)  # type: ignore[no-any-return]
+    return cast(ServerMessage, _decode(_server_decoder, body))
 
 
 def _decode(decoder: msgspec.msgpack.Decoder[object], body: bytes) -> object:

@@ -41,7 +41,7 @@ class LengthPrefixedFramer:
         self.max_size = max_size
         self._buffer = bytearray()
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray) -> None:
         self._buffer += data
 
     def next_frame(self) -> bytes | None:
@@ -74,7 +74,7 @@ class LineFramer:
         self._buffer = bytearray()
         self._scanned = 0  # bytes of _buffer already searched for b"\n"
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray) -> None:
         self._buffer += data
 
     def next_frame(self) -> bytes | None:

@@ -125,7 +125,7 @@ class _Envelope(msgspec.Struct):
     type: str = ""
 
 
-_line_decoder = msgspec.json.Decoder(ClaudeLine)  # type: ignore[arg-type]
+_line_decoder = msgspec.json.Decoder(ClaudeLine)
 _envelope_decoder = msgspec.json.Decoder(_Envelope)
 
 

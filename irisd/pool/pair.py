@@ -33,7 +33,7 @@ from irisd.paths import IrisPaths, session_file
 from irisd.pool.active_tell import ActiveTell
 from irisd.store import sessions, tells
 from irisd.store.facade import Store
-from irisd.tell.machine import ReplyToCaller, SendInterrupt, StopChild, TellMachine
+from irisd.tell.machine import Action, ReplyToCaller, SendInterrupt, StopChild
 from protocol.errors import BusyError, ClaudeError, NotFoundError
 from protocol.messages import ProcessInfo, ProcessState
 
@@ -172,11 +172,11 @@ class Pair:
             case Submitted(tell):
                 await self._apply(tell, tell.machine.caller_attached(now))
             case CancelTell(tell_id):
-                tell = self.tells.get(tell_id)
-                if tell is not None:
-                    if tell in self.queue:
-                        self.queue.remove(tell)
-                    await self._apply(tell, tell.machine.cancel(now))
+                cancelled = self.tells.get(tell_id)
+                if cancelled is not None:
+                    if cancelled in self.queue:
+                        self.queue.remove(cancelled)
+                    await self._apply(cancelled, cancelled.machine.cancel(now))
             case Spawned(process, session_id, new_session):
                 self.session_id = session_id
                 if self.state == "spawning":
@@ -298,7 +298,7 @@ class Pair:
         for tell in list(self.tells.values()):
             await self._apply(tell, tell.machine.handle_timer(now))
 
-    async def _apply(self, tell: ActiveTell, actions: list[object]) -> None:
+    async def _apply(self, tell: ActiveTell, actions: list[Action]) -> None:
         """Carry out a machine's actions and persist what changed."""
         for action in actions:
             match action:
@@ -348,7 +348,7 @@ class Pair:
                 tell.note_status()
                 try:
                     await self.store.call(tells.update, tell.info(), None)
-                except Exception:  # noqa: BLE001 - shutting down; the row is fixed at next start
+                except Exception:
                     log.exception("could not record an interrupted tell")
             tell.replied.set()
             tell.finished.set()

@@ -1,0 +1,142 @@
+"""``iris demo``: the whole flow, offline, in a temporary folder.
+
+A scripted model stands in for the Anthropic API, so no account and no network are
+needed; everything else is real: the irisd daemon, real ``claude`` processes in two
+team folders, the socket protocol and the CLI client.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.panel import Panel
+
+from iris_cli import render
+from iris_cli.client import Client
+from iris_cli.scripted_model import ScriptedModel
+from protocol.errors import DaemonNotRunningError, IrisError
+from protocol.messages import GetStatus, StatusReply, Tell, TellReply
+
+CLAUDE_VERSION = "2.1.330"
+START_TIMEOUT_S = 20.0
+
+SCRIPT: list[tuple[str | None, str, str]] = [
+    (None, "backend", "What does GET /users return?"),
+    ("frontend", "backend", "Which fields does a user have?"),
+    ("frontend", "backend", "And is the email optional?"),
+    ("backend", "frontend", "Which page lists the users?"),
+]
+
+
+def find_claude(explicit: str | None) -> str:
+    candidates = [explicit, os.environ.get("IRIS_CLAUDE_BIN"), shutil.which("claude")]
+    candidates.append(str(Path.cwd() / ".cache/claude-cli/node_modules/.bin/claude"))
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return str(Path(candidate).absolute())
+    raise IrisError(
+        "the claude CLI was not found; install it with "
+        f"'npm install -g @anthropic-ai/claude-code@{CLAUDE_VERSION}' or pass --claude PATH"
+    )
+
+
+def run_demo(claude: str | None, *, keep: bool = False) -> None:
+    claude_path = find_claude(claude)
+    root = Path(tempfile.mkdtemp(prefix="iris-demo-"))
+    try:
+        with ScriptedModel() as model:
+            env = _environment(root, model.base_url)
+            _write_config(root, claude_path)
+            daemon = subprocess.Popen(
+                [sys.executable, "-m", "irisd.main"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=(root / "irisd.log").open("wb"),
+            )
+            try:
+                _play(Path(env["IRIS_SOCKET"]), daemon)
+            finally:
+                daemon.send_signal(signal.SIGTERM)
+                try:
+                    daemon.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    daemon.kill()
+                    daemon.wait()
+    finally:
+        if keep:
+            render.err.print(f"[dim]kept {root}[/]")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _environment(root: Path, base_url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        IRIS_HOME=str(root / "iris"),
+        IRIS_SOCKET=str(root / "irisd.sock"),
+        CLAUDE_CONFIG_DIR=str(root / "claude-config"),
+        ANTHROPIC_BASE_URL=base_url,
+        ANTHROPIC_API_KEY="iris-demo",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+    )
+    return env
+
+
+def _write_config(root: Path, claude_path: str) -> None:
+    for team in ("frontend", "backend"):
+        (root / "projects" / team).mkdir(parents=True)
+    (root / "iris").mkdir()
+    (root / "iris" / "config.yaml").write_text(
+        "settings:\n"
+        f"  claudePath: {claude_path!r}\n"
+        "  responseTimeout: 60000\n"
+        "teams:\n"
+        f"  frontend:\n    path: {str(root / 'projects/frontend')!r}\n"
+        "    description: The web app\n    color: '#E91E63'\n"
+        f"  backend:\n    path: {str(root / 'projects/backend')!r}\n"
+        "    description: The API server\n    color: '#2196F3'\n"
+    )
+
+
+def _play(socket_path: Path, daemon: subprocess.Popen[bytes]) -> None:
+    os.environ["IRIS_SOCKET"] = str(socket_path)  # for the Client default
+    _wait_for_daemon(socket_path, daemon)
+    render.out.print("[bold]Iris demo[/]: two teams, a scripted model, real claude processes.\n")
+    for from_team, to_team, message in SCRIPT:
+        started = time.monotonic()
+        with Client(socket_path) as client:
+            reply = client.request(Tell(to_team=to_team, message=message, from_team=from_team))
+        assert isinstance(reply, TellReply)
+        seconds = time.monotonic() - started
+        title = f"{from_team or 'you'} -> {to_team}  ({reply.status}, {seconds:.1f} s)"
+        render.out.print(Panel(f"[bold]{message}[/]\n\n{reply.tell.text or reply.tell.error}", title=title))
+    with Client(socket_path) as client:
+        status = client.request(GetStatus())
+    assert isinstance(status, StatusReply)
+    render.status(status)
+    render.out.print(
+        "\nThe '#N' in each answer counts the turns of that pair's conversation: "
+        "frontend -> backend continued its session, while each pair has its own."
+    )
+
+
+def _wait_for_daemon(socket_path: Path, daemon: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if daemon.poll() is not None:
+            raise IrisError(f"irisd exited at start-up with code {daemon.returncode}")
+        try:
+            with Client(socket_path) as client:
+                client.connect()
+            return
+        except DaemonNotRunningError:
+            if time.monotonic() > deadline:
+                raise IrisError(f"irisd did not start within {START_TIMEOUT_S:g} s") from None
+            time.sleep(0.05)

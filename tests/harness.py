@@ -1,0 +1,174 @@
+"""Running the real thing in tests: an isolated irisd subprocess, the real claude CLI,
+the scripted model. Every instance lives under its own temporary folder: its own
+IRIS_HOME, socket, database, CLAUDE_CONFIG_DIR and team folders."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from iris_cli.client import Client
+from protocol.errors import DaemonNotRunningError
+
+REPO = Path(__file__).resolve().parents[1]
+CLAUDE_VERSION = "2.1.330"
+
+
+def claude_binary() -> Path:
+    """The pinned claude CLI; tests that need it FAIL (never skip) when it is missing."""
+    path = Path(os.environ.get("IRIS_CLAUDE_BIN") or REPO / ".cache/claude-cli/node_modules/.bin/claude")
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(
+            f"claude CLI not found at {path}; run .ci/run (or: npm install --prefix .cache/claude-cli "
+            f"@anthropic-ai/claude-code@{CLAUDE_VERSION}), or set IRIS_CLAUDE_BIN"
+        )
+    return path
+
+
+class Iris:
+    """One isolated Iris installation: config, teams, env; starts and stops irisd."""
+
+    def __init__(self, root: Path, *, model_url: str, claude: Path | str) -> None:
+        self.root = root
+        self.home = root / "home"
+        # Unix socket paths are limited to 107 bytes: keep it short, whatever tmp_path is.
+        self.socket = Path(tempfile.mkdtemp(prefix="iris-", dir="/tmp")) / "irisd.sock"
+        self.claude_config = root / "claude-config"
+        self.teams_dir = root / "teams"
+        self.claude = str(claude)
+        self.settings: dict[str, Any] = {"claudePath": self.claude}
+        self.teams: dict[str, dict[str, Any]] = {}
+        self.env = dict(os.environ)
+        for key in [k for k in self.env if k.startswith(("IRIS_", "CLAUDE", "ANTHROPIC"))]:
+            del self.env[key]
+        self.env.update(
+            IRIS_HOME=str(self.home),
+            IRIS_SOCKET=str(self.socket),
+            CLAUDE_CONFIG_DIR=str(self.claude_config),
+            ANTHROPIC_BASE_URL=model_url,
+            ANTHROPIC_API_KEY="test-key",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            PYTHONUNBUFFERED="1",
+        )
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = root / "irisd.log"
+        self.home.mkdir(parents=True, exist_ok=True)
+
+    # --- configuration ---------------------------------------------------------------
+
+    def add_team(self, name: str, folder: str | None = None, **options: Any) -> Path:
+        path = self.teams_dir / (folder or name)
+        path.mkdir(parents=True, exist_ok=True)
+        self.teams[name] = {"path": str(path), **options}
+        return path
+
+    def write_config(self) -> Path:
+        import yaml
+
+        config = self.home / "config.yaml"
+        config.write_text(yaml.safe_dump({"settings": self.settings, "teams": self.teams}))
+        return config
+
+    # --- the daemon --------------------------------------------------------------------
+
+    def start(self, *, wait: bool = True) -> subprocess.Popen[bytes]:
+        self.write_config()
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "irisd.main", "--log-level", "debug"],
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                cwd=self.root,
+            )
+        if wait:
+            self.wait_ready()
+        return self.process
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        assert self.process is not None
+        while True:
+            if self.process.poll() is not None:
+                raise AssertionError(f"irisd exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                with self.client() as client:
+                    client.connect()
+                return
+            except DaemonNotRunningError:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"irisd not ready after {timeout} s:\n{self.log()}") from None
+                time.sleep(0.02)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        code = self.process.wait(timeout=timeout)
+        self.process = None
+        return code
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def client(self, timeout: float | None = 120.0) -> Client:
+        return Client(self.socket, timeout=timeout)
+
+    def request(self, request: Any) -> Any:
+        with self.client() as client:
+            return client.request(request)
+
+    # --- the CLI -----------------------------------------------------------------------
+
+    def cli(
+        self, *args: str, input: str | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "iris_cli", *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            input=input,
+            timeout=timeout,
+            cwd=self.root,
+        )
+
+
+def child_pids(parent: int) -> set[int]:
+    """Direct children of ``parent``, from /proc."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent:
+            found.add(int(entry.name))
+    return found
+
+
+def claude_processes_under(folders: Iterable[Path]) -> list[int]:
+    """Live claude processes whose cwd is one of ``folders`` (for leak checks)."""
+    wanted = {str(f.resolve()) for f in folders}
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmd = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if cwd in wanted and b"claude" in cmd:
+            found.append(int(entry.name))
+    return found

@@ -1,0 +1,205 @@
+"""The walking skeleton end to end: CLI -> irisd -> real claude -> scripted model."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import subprocess
+
+import msgspec
+import pytest
+from harness import Iris
+
+from iris_cli.client import Client
+from protocol import PROTOCOL_VERSION
+from protocol.codec import decode_server_message, encode
+from protocol.messages import ErrorReply, Hello, ListTeams, TeamsReply, Tell, TellReply, Welcome
+
+pytestmark = pytest.mark.claude
+
+
+def test_tell_returns_the_answer_and_the_pair_keeps_its_conversation(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.add_team("beta")
+    iris.start()
+
+    first = iris.cli("tell", "alpha", "hello")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "echo #1: hello\n"
+
+    second = iris.cli("tell", "alpha", "hello again")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "echo #2: hello again\n"  # the same conversation continued
+
+    # Another caller gets a conversation of its own with the same team.
+    from_beta = iris.cli("tell", "alpha", "hi", "--from", "beta", "--json")
+    assert from_beta.returncode == 0, from_beta.stderr
+    answer = json.loads(from_beta.stdout)
+    assert answer["status"] == "completed"
+    assert answer["text"] == "echo #1: hi"
+    assert answer["id"] and answer["from_team"] == "beta" and answer["to_team"] == "alpha"
+
+    external = iris.cli("tell", "alpha", "third", "--json")
+    assert json.loads(external.stdout)["text"] == "echo #3: third"
+    assert json.loads(external.stdout)["session_id"] != answer["session_id"]
+
+
+def test_team_folder_with_dots_underscores_and_spaces(iris: Iris) -> None:
+    folder = iris.add_team("odd", folder="my proj.v2_x/sub dir")
+    iris.start()
+    for turn in (1, 2):
+        result = iris.cli("tell", "odd", f"turn {turn}", "--json")
+        assert result.returncode == 0, result.stderr
+        answer = json.loads(result.stdout)
+        assert answer["text"] == f"echo #{turn}: turn {turn}"
+    # claude kept the transcript where Iris looks for it (the escaping rule of the facts page).
+    escaped = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder.resolve()))
+    assert (iris.claude_config / "projects" / escaped / f"{answer['session_id']}.jsonl").is_file()
+
+
+def test_errors_name_the_problem_and_the_fix(iris: Iris) -> None:
+    iris.add_team("alpha")
+    not_running = iris.cli("tell", "alpha", "hi")
+    assert not_running.returncode == 1
+    assert "irisd is not running" in not_running.stderr
+
+    iris.start()
+    unknown = iris.cli("tell", "bakend", "hi")
+    assert unknown.returncode == 1
+    assert "team 'bakend' is not configured; known teams: alpha" in unknown.stderr
+
+    unknown_from = iris.cli("tell", "alpha", "hi", "--from", "nobody")
+    assert "team 'nobody' is not configured" in unknown_from.stderr
+
+    empty = iris.cli("tell", "alpha", "   ")
+    assert empty.returncode == 1 and "message is empty" in empty.stderr
+
+    bad_wait = iris.cli("tell", "alpha", "hi", "--timeout", "5")
+    assert bad_wait.returncode == 1 and "timeout 5 ms is out of range" in bad_wait.stderr
+
+    as_json = iris.cli("tell", "nope", "hi", "--json")
+    assert json.loads(as_json.stderr)["error"]["code"] == "unknown_team"
+
+
+def test_claude_that_fails_to_start_is_reported_with_its_stderr(iris: Iris) -> None:
+    broken = iris.root / "broken-claude"
+    broken.write_text("#!/bin/sh\necho 'Error: invalid API key for this org' >&2\nexit 3\n")
+    broken.chmod(0o755)
+    iris.settings["claudePath"] = str(broken)
+    iris.add_team("alpha")
+    iris.start()
+    result = iris.cli("tell", "alpha", "hi", "--json")
+    assert result.returncode == 1
+    answer = json.loads(result.stdout)
+    assert answer["status"] == "failed"
+    assert "exited with code 3" in answer["error"]
+    assert "invalid API key for this org" in answer["error"]
+
+    missing = iris.root / "no-such-claude"
+    iris.stop()
+    iris.settings["claudePath"] = str(missing)
+    iris.start()
+    result = iris.cli("tell", "alpha", "hi")
+    assert result.returncode == 1
+    assert "cannot start" in result.stderr and "settings.claudePath" in result.stderr
+
+
+def test_bad_clients_do_not_disturb_the_daemon(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+
+    opened: list[socket.socket] = []
+
+    def raw_connection() -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX)
+        opened.append(sock)
+        sock.settimeout(10)
+        sock.connect(str(iris.socket))
+        return sock
+
+    def read_reply(sock: socket.socket) -> object:
+        header = sock.recv(4, socket.MSG_WAITALL)
+        (size,) = struct.unpack(">I", header)
+        return decode_server_message(sock.recv(size, socket.MSG_WAITALL))
+
+    raw_connection()  # connects and never says anything
+
+    garbage = raw_connection()
+    garbage.sendall(struct.pack(">I", 5) + b"\xc1\xc1\xc1\xc1\xc1")
+    reply = read_reply(garbage)
+    assert isinstance(reply, ErrorReply) and reply.code == "protocol"
+    assert garbage.recv(1) == b""  # and it was disconnected
+
+    oversized = raw_connection()
+    oversized.sendall(struct.pack(">I", 2**31))
+    reply = read_reply(oversized)
+    assert isinstance(reply, ErrorReply) and "limit" in reply.message
+
+    no_hello = raw_connection()
+    no_hello.sendall(encode(ListTeams()))
+    reply = read_reply(no_hello)
+    assert isinstance(reply, ErrorReply) and "hello" in reply.message
+
+    old_client = raw_connection()
+    old_client.sendall(encode(Hello(protocol_version=PROTOCOL_VERSION + 1)))
+    reply = read_reply(old_client)
+    assert isinstance(reply, ErrorReply) and "protocol" in reply.message
+
+    deep = raw_connection()
+    deep.sendall(struct.pack(">I", 3000) + b"\x91" * 3000)  # 3000 nested arrays
+    reply = read_reply(deep)
+    assert isinstance(reply, ErrorReply)
+
+    half = raw_connection()  # disconnects in the middle of a request
+    half.sendall(encode(Hello(protocol_version=PROTOCOL_VERSION))[:3])
+    half.close()
+
+    hung_up = raw_connection()  # sends a tell and leaves before the answer
+    hung_up.sendall(encode(Hello(protocol_version=PROTOCOL_VERSION)))
+    assert isinstance(read_reply(hung_up), Welcome)
+    hung_up.sendall(encode(Tell(to_team="alpha", message="@slow:200 leaving")))
+    hung_up.close()
+
+    with Client(iris.socket, timeout=60) as client:
+        teams = client.request(ListTeams())
+        assert isinstance(teams, TeamsReply) and [t.name for t in teams.teams] == ["alpha"]
+        answer = client.request(Tell(to_team="alpha", message="still here"))
+        assert isinstance(answer, TellReply)
+        assert answer.tell.text == "echo #2: still here"  # after the abandoned one
+    for sock in opened:
+        sock.close()
+    assert iris.process is not None and iris.process.poll() is None
+
+
+def test_bad_config_refuses_to_start(iris: Iris) -> None:
+    iris.write_config()
+    (iris.home / "config.yaml").write_text("settings:\n  responseTimout: 5000\n")
+    result = subprocess.run(
+        [*_irisd(), "--log-level", "error"], env=iris.env, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 2
+    assert "unknown key 'settings.responseTimout'" in result.stderr
+    assert str(iris.home / "config.yaml") in result.stderr
+    assert not iris.socket.exists()
+
+
+def test_streamed_text_reaches_a_streaming_client(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    pieces: list[str] = []
+    with iris.client() as client:
+        reply = client.request(
+            Tell(to_team="alpha", message="@chunks:4 one two three four", stream=True),
+            on_event=lambda event: pieces.append(msgspec.json.encode(event).decode()),
+        )
+    assert isinstance(reply, TellReply) and reply.status == "completed"
+    texts = [json.loads(p)["text"] for p in pieces if json.loads(p)["type"] == "tell_text"]
+    assert len(texts) >= 4
+    assert "".join(texts) == reply.tell.text
+
+
+def _irisd() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "irisd.main"]

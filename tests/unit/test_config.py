@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from irisd.config import load_config, parse_config
+from protocol.errors import ConfigError, UnknownTeamError
+
+
+def parse(text: str) -> object:
+    return parse_config(text.encode(), source="/etc/iris/config.yaml")
+
+
+def test_a_seed_style_config_loads(tmp_path: Path) -> None:
+    (tmp_path / "web").mkdir()
+    config = parse(f"""
+settings:
+  responseTimeout: 90000
+  idleTimeout: 600000
+  maxProcesses: 4
+  healthCheckInterval: 30000
+  sessionInitTimeout: 30000
+teams:
+  frontend:
+    project: {tmp_path}/web
+    description: The web app
+    skipPermissions: true
+    color: "#FF6B9D"
+    idleTimeout: 5000
+  backend:
+    path: {tmp_path}
+""")
+    assert config.settings.response_timeout == 90000  # type: ignore[attr-defined]
+    frontend = config.team("frontend")  # type: ignore[attr-defined]
+    assert frontend.path == str((tmp_path / "web").resolve())
+    assert frontend.idle_timeout_ms == 5000 and frontend.skip_permissions
+    assert config.team("backend").idle_timeout_ms == 600000  # type: ignore[attr-defined]
+    with pytest.raises(UnknownTeamError, match="known teams: backend, frontend"):
+        config.team("mobile")  # type: ignore[attr-defined]
+
+
+def test_empty_file_is_an_empty_config() -> None:
+    assert parse("").teams == {}  # type: ignore[attr-defined]
+    assert parse("teams:\n").teams == {}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("settings:\n  responseTimout: 1\n", "unknown key 'settings.responseTimout'"),
+        ("teams:\n  a:\n    path: /tmp\n    colour: red\n", "unknown key 'teams.a.colour'"),
+        ("settings:\n  maxProcesses: many\n", "key 'settings.maxProcesses': expected `int`, got `str`"),
+        ("teams:\n  a:\n    path: 3\n", "key 'teams.a.path': expected `str`"),
+        ("teams:\n  a:\n    path: relative/dir\n", "is relative; write the absolute path"),
+        ("teams:\n  a:\n    path: /no/such/folder\n", "does not exist"),
+        ("teams:\n  a:\n    path: /etc/hostname\n", "is not a folder"),
+        ("teams:\n  a:\n    description: x\n", "key 'teams.a.path' is missing"),
+        ("teams:\n  'a b':\n    path: /tmp\n", "team name must start with a letter or digit"),
+        ("teams:\n  ../x:\n    path: /tmp\n", "team name must start"),
+        ("teams:\n  a:\n    path: /tmp\n    project: /var\n", "'path' and 'project' differ"),
+        ("teams:\n  a:\n    path: /tmp\n    color: pink\n", "is not a hex color"),
+        ("teams:\n  a:\n    path: /tmp\n    idleTimeout: 5\n", "must be at least 1000"),
+        ("settings:\n  maxProcesses: 0\n", "'settings.maxProcesses' is 0; it must be at least 1"),
+        ("- just\n- a list\n", "must be a mapping"),
+        ("teams: [\n", "not valid YAML"),
+    ],
+)
+def test_every_mistake_names_the_file_the_key_and_the_fix(text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse(text)
+    assert caught.value.message.startswith("/etc/iris/config.yaml")
+    assert expected in caught.value.message
+
+
+def test_missing_file_says_how_to_create_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist; create it"):
+        load_config(tmp_path / "config.yaml")
+
+
+def test_home_folder_is_expanded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "proj").mkdir()
+    config = parse("teams:\n  a:\n    path: ~/proj\n")
+    assert config.team("a").path == str((tmp_path / "proj").resolve())  # type: ignore[attr-defined]

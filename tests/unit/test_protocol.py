@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import struct
+
+import msgspec
+import pytest
+
+from protocol.codec import decode_request, decode_server_message, encode
+from protocol.errors import (
+    BusyError,
+    IrisError,
+    ProtocolError,
+    UnknownTeamError,
+)
+from protocol.framing import FrameTooLargeError, LengthPrefixedFramer, LineFramer, encode_frame
+from protocol.messages import (
+    ErrorReply,
+    GetStatus,
+    Hello,
+    Tell,
+    TellInfo,
+    TellReply,
+    TellText,
+)
+
+
+def frames(framer: LengthPrefixedFramer | LineFramer) -> list[bytes]:
+    out = []
+    while (frame := framer.next_frame()) is not None:
+        out.append(frame)
+    return out
+
+
+def test_length_prefixed_frames_arrive_byte_by_byte() -> None:
+    data = encode_frame(b"first") + encode_frame(b"") + encode_frame(b"third")
+    framer = LengthPrefixedFramer()
+    received = []
+    for i in range(len(data)):
+        framer.receive_data(data[i : i + 1])
+        received += frames(framer)
+    assert received == [b"first", b"", b"third"]
+    assert framer.pending == 0
+
+
+def test_oversized_frame_is_refused_from_its_header_alone() -> None:
+    framer = LengthPrefixedFramer(max_size=10)
+    framer.receive_data(struct.pack(">I", 11))
+    with pytest.raises(FrameTooLargeError, match="over the 10-byte limit"):
+        framer.next_frame()
+    with pytest.raises(FrameTooLargeError):
+        encode_frame(b"x" * 11, max_size=10)
+
+
+def test_line_framer_splits_lines_and_keeps_the_tail() -> None:
+    framer = LineFramer()
+    framer.receive_data(b'{"a":1}\n\n{"b"')
+    assert frames(framer) == [b'{"a":1}']
+    framer.receive_data(b":2}\r\npartial")
+    assert frames(framer) == [b'{"b":2}']
+    assert framer.tail() == b"partial"
+
+
+def test_line_framer_refuses_an_endless_line() -> None:
+    framer = LineFramer(max_size=8)
+    framer.receive_data(b"0123456789")
+    with pytest.raises(FrameTooLargeError):
+        framer.next_frame()
+
+
+def test_requests_and_replies_round_trip() -> None:
+    for request in (
+        Hello(protocol_version=1, client="test"),
+        Tell(to_team="backend", message="hi", from_team="frontend", timeout_ms=-1, stream=True),
+        GetStatus(),
+    ):
+        assert decode_request(encode(request)[4:]) == request
+    info = TellInfo(id="abc", from_team=None, to_team="b", message="m", status="running", text="so far")
+    for reply in (TellReply(status="in_progress", tell=info), ErrorReply(code="busy", message="full"),
+                  TellText(tell_id="abc", text="x")):
+        assert decode_server_message(encode(reply)[4:]) == reply
+
+
+def test_tags_are_stable_snake_case_names() -> None:
+    wire = msgspec.msgpack.decode(encode(GetStatus())[4:])
+    assert wire == {"type": "get_status"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xc1",  # never used in msgpack
+        msgspec.msgpack.encode({"type": "no_such_request"}),
+        msgspec.msgpack.encode({"type": "tell", "to_team": 5, "message": "x"}),
+        msgspec.msgpack.encode([1, 2, 3]),
+        b"\x91" * 5000,  # deeply nested arrays raise RecursionError inside msgspec
+        b"\xdd\xff\xff\xff\xff",  # an array header claiming 4 G elements
+    ],
+)
+def test_hostile_bodies_raise_protocol_error(body: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        decode_request(body)
+
+
+def test_errors_survive_the_wire_as_their_own_class() -> None:
+    error = UnknownTeamError.for_name("bakend", ["frontend", "backend"])
+    assert "known teams: backend, frontend" in error.message
+    rebuilt = IrisError.from_wire(error.code, error.message)
+    assert type(rebuilt) is UnknownTeamError and rebuilt.message == error.message
+    assert type(IrisError.from_wire("busy", "x")) is BusyError
+    assert type(IrisError.from_wire("from_the_future", "x")) is IrisError
