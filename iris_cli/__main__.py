@@ -1,3 +1,3 @@
-from iris_cli.app import main
+from iris_cli.entry import main
 
 main()

@@ -185,3 +185,11 @@ def demo(
 
 def main() -> None:
     app()
+
+
+# Command groups that live in modules of their own.
+from iris_cli.daemon_cmd import daemon_app  # noqa: E402
+from iris_cli.mcp_cmd import mcp_app  # noqa: E402
+
+app.add_typer(daemon_app, name="daemon")
+app.add_typer(mcp_app, name="mcp")

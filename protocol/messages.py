@@ -78,6 +78,43 @@ class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str = ""  # why the pair is failed / was stopped
 
 
+class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A pair's persistent conversation."""
+
+    from_team: str | None
+    to_team: str
+    session_id: str
+    created_at: float
+    last_used_at: float
+    message_count: int = 0
+    status: str = "active"
+    process_state: ProcessState = "stopped"
+    transcript_exists: bool = True
+
+
+class TranscriptEntry(msgspec.Struct, kw_only=True):
+    """One line claude printed during a tell, kept raw (JSON text)."""
+
+    at: float
+    type: str
+    raw: str
+
+
+class NotificationInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A persisted fire-and-forget tell."""
+
+    id: str
+    from_team: str | None
+    to_team: str
+    message: str
+    status: Literal["pending", "delivering", "delivered", "expired"]
+    created_at: float
+    expires_at: float
+    attempts: int = 0
+    tell_id: str = ""
+    error: str = ""
+
+
 # --- requests -------------------------------------------------------------------
 
 
@@ -98,10 +135,31 @@ class Tell(_Message, tag="tell"):
     from_team: str | None = None
     timeout_ms: int = 0
     stream: bool = False  # push TellText events while waiting
+    persist: bool = False  # store it durably and deliver it later (a notification)
+    ttl_days: float = 30.0  # with persist: expire undelivered after this long
+    chain_id: str = ""  # nested tells: the chain this tell belongs to
+    hops: int = 0  # nested tells: how many tells led to this one
 
 
 class GetTell(_Message, tag="get_tell"):
+    """A tell's status and answer; with ``wait_ms`` > 0, wait up to that long for its end."""
+
     tell_id: str
+    wait_ms: int = 0
+
+
+class CancelTell(_Message, tag="cancel_tell"):
+    tell_id: str
+
+
+class Command(_Message, tag="command"):
+    """A slash command (``/compact`` ...) for the pair's session, through its queue."""
+
+    to_team: str
+    command: str
+    args: str = ""
+    from_team: str | None = None
+    timeout_ms: int = 0
 
 
 class ListTeams(_Message, tag="list_teams"):
@@ -112,7 +170,90 @@ class GetStatus(_Message, tag="get_status"):
     pass
 
 
-Request = Hello | Tell | GetTell | ListTeams | GetStatus
+class ListSessions(_Message, tag="list_sessions"):
+    to_team: str | None = None
+
+
+class ResetSession(_Message, tag="reset_session"):
+    """Start a fresh conversation for the pair (the child is stopped if idle)."""
+
+    to_team: str
+    from_team: str | None = None
+
+
+class GetPair(_Message, tag="get_pair"):
+    to_team: str
+    from_team: str | None = None
+
+
+class Wake(_Message, tag="wake"):
+    to_team: str
+    from_team: str | None = None
+
+
+class WakeAll(_Message, tag="wake_all"):
+    from_team: str | None = None
+    parallel: bool = True
+
+
+class Sleep(_Message, tag="sleep"):
+    to_team: str
+    from_team: str | None = None
+    force: bool = False
+
+
+class Report(_Message, tag="report"):
+    """Recent tells of a pair (or of every pair to ``to_team`` when from_team is omitted
+    and ``all_callers`` is set)."""
+
+    to_team: str
+    from_team: str | None = None
+    all_callers: bool = False
+    limit: int = 20
+
+
+class ReadTranscript(_Message, tag="read_transcript"):
+    tell_id: str
+
+
+class ClearCache(_Message, tag="clear_cache"):
+    """Forget finished tells (and their transcripts) of a pair."""
+
+    to_team: str
+    from_team: str | None = None
+
+
+class ListNotifications(_Message, tag="list_notifications"):
+    to_team: str | None = None
+    include_done: bool = False
+
+
+class Watch(_Message, tag="watch"):
+    """Receive events (tells starting, their text, their ends) until disconnecting."""
+
+    team: str | None = None
+
+
+Request = (
+    Hello
+    | Tell
+    | GetTell
+    | CancelTell
+    | Command
+    | ListTeams
+    | GetStatus
+    | ListSessions
+    | ResetSession
+    | GetPair
+    | Wake
+    | WakeAll
+    | Sleep
+    | Report
+    | ReadTranscript
+    | ClearCache
+    | ListNotifications
+    | Watch
+)
 
 
 # --- replies --------------------------------------------------------------------
@@ -149,7 +290,61 @@ class StatusReply(_Message, tag="status_reply"):
     max_processes: int
 
 
-Reply = Welcome | ErrorReply | TellReply | TeamsReply | StatusReply
+class SessionsReply(_Message, tag="sessions_reply"):
+    sessions: list[SessionInfo]
+
+
+class SessionReply(_Message, tag="session_reply"):
+    session: SessionInfo
+
+
+class PairReply(_Message, tag="pair_reply"):
+    process: ProcessInfo
+    message: str = ""  # what happened, for a person ("already awake", "busy: not stopped")
+
+
+class PairsReply(_Message, tag="pairs_reply"):
+    processes: list[ProcessInfo]
+    errors: dict[str, str] = {}  # team -> why it could not be woken
+
+
+class ReportReply(_Message, tag="report_reply"):
+    tells: list[TellInfo]
+
+
+class TranscriptReply(_Message, tag="transcript_reply"):
+    tell: TellInfo
+    entries: list[TranscriptEntry]
+
+
+class CountReply(_Message, tag="count_reply"):
+    count: int
+
+
+class NotificationReply(_Message, tag="notification_reply"):
+    notification: NotificationInfo
+
+
+class NotificationsReply(_Message, tag="notifications_reply"):
+    notifications: list[NotificationInfo]
+
+
+Reply = (
+    Welcome
+    | ErrorReply
+    | TellReply
+    | TeamsReply
+    | StatusReply
+    | SessionsReply
+    | SessionReply
+    | PairReply
+    | PairsReply
+    | ReportReply
+    | TranscriptReply
+    | CountReply
+    | NotificationReply
+    | NotificationsReply
+)
 
 
 # --- events ---------------------------------------------------------------------
@@ -163,10 +358,14 @@ class TellText(_Message, tag="tell_text"):
 
 
 class TellState(_Message, tag="tell_state"):
-    """A tell changed state."""
+    """A tell changed state (``Watch`` subscribers also get the pair and the message)."""
 
     tell_id: str
     status: TellStatus
+    from_team: str | None = None
+    to_team: str = ""
+    message: str = ""
+    error: str = ""
 
 
 Event = TellText | TellState

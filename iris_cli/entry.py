@@ -1,0 +1,19 @@
+"""The ``iris`` executable. Kept light: ``iris mcp`` (launched by Claude Code for every
+session) must not pay for importing Typer and rich before the MCP server starts."""
+
+from __future__ import annotations
+
+import sys
+
+_CLI_ONLY = {"install", "uninstall", "--help", "-h"}
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if args[:1] == ["mcp"] and not _CLI_ONLY.intersection(args[1:2]):
+        from iris_cli.mcp_shim import main as serve_mcp
+
+        sys.exit(serve_mcp(args[1:]))
+    from iris_cli.app import main as cli
+
+    cli()
