@@ -62,6 +62,9 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     error: str = ""
     cost_usd: float | None = None
     new_session: bool = False  # this tell started a new conversation (first, or recovered)
+    chain_id: str = ""  # the first tell of a chain of nested tells (its own id if none)
+    hops: int = 0  # how many tells led to this one
+    kind: Literal["tell", "command", "notification"] = "tell"
 
 
 class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -137,8 +140,10 @@ class Tell(_Message, tag="tell"):
     stream: bool = False  # push TellText events while waiting
     persist: bool = False  # store it durably and deliver it later (a notification)
     ttl_days: float = 30.0  # with persist: expire undelivered after this long
-    chain_id: str = ""  # nested tells: the chain this tell belongs to
-    hops: int = 0  # nested tells: how many tells led to this one
+    # Nested tells: set by the MCP shim inside a claude child that Iris started (from
+    # IRIS_PARENT_PAIR), naming that child's pair as "from->to" ("external->to" for no
+    # team). The daemon links the new tell to the tell that pair is serving (chain, hops).
+    parent_pair: str = ""
 
 
 class GetTell(_Message, tag="get_tell"):
