@@ -38,6 +38,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     session_init_timeout: int = 30_000
     claude_path: str = "claude"
     queue_limit: int = 100
+    hop_limit: int = 4  # nested tells: how deep a chain may go
+    retention_days: float = 30.0  # finished tells (and transcripts) older than this are pruned
+    retention_keep: int = 200  # ... but the newest this many of each pair are always kept
 
 
 class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -144,11 +147,15 @@ def _validate(config: Config, source: str) -> IrisConfig:
         ("sessionInitTimeout", s.session_init_timeout, 1000),
         ("maxProcesses", s.max_processes, 1),
         ("queueLimit", s.queue_limit, 1),
+        ("hopLimit", s.hop_limit, 1),
+        ("retentionKeep", s.retention_keep, 0),
     ):
         if value < minimum:
             raise ConfigError(
                 f"{source}: key 'settings.{key}' is {value}; it must be at least {minimum}"
             )
+    if s.retention_days <= 0:
+        raise ConfigError(f"{source}: key 'settings.retentionDays' must be more than 0")
     if not s.claude_path.strip():
         raise ConfigError(f"{source}: key 'settings.claudePath' is empty; use 'claude' or a path")
     teams = {

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import logging
-import time
 
 import trio
 
 from irisd.config import IrisConfig
+from irisd.core import run_core
 from irisd.dispatch import Dispatcher
 from irisd.paths import IrisPaths
-from irisd.pool.supervisor import Supervisor
 from irisd.server import open_unix_listener, serve
-from irisd.store import sessions, tells
 from irisd.store.facade import Store
 
 log = logging.getLogger("irisd")
@@ -29,15 +27,10 @@ class Daemon:
         unfinished tell as interrupted before returning."""
         store = await Store.open(self.paths.database)
         try:
-            await self._reconcile(store)
             listener = await open_unix_listener(self.paths.socket)
             try:
                 async with trio.open_nursery() as nursery:
-                    supervisor = Supervisor(config=self.config, paths=self.paths, store=store)
-                    await nursery.start(supervisor.run)
-                    self.dispatcher = Dispatcher(
-                        config=self.config, paths=self.paths, store=store, supervisor=supervisor
-                    )
+                    self.dispatcher = await nursery.start(run_core, self.config, self.paths, store)
                     await nursery.start(serve, listener, self.dispatcher)
                     log.info(
                         "irisd ready",
@@ -48,13 +41,3 @@ class Daemon:
                 self.paths.socket.unlink(missing_ok=True)
         finally:
             store.close()
-
-    async def _reconcile(self, store: Store) -> None:
-        """Nothing of a previous run is alive: reset process states, end its tells."""
-        reset = await store.call(sessions.reset_process_states)
-        interrupted = await store.call(tells.interrupt_unfinished, time.time())
-        if reset or interrupted:
-            log.info(
-                "reconciled state of the previous run",
-                extra={"process_states_reset": reset, "tells_interrupted": interrupted},
-            )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable
 
@@ -10,63 +11,141 @@ import trio
 
 from irisd import __version__
 from irisd.config import IrisConfig
-from irisd.paths import IrisPaths
+from irisd.events import EventHub
+from irisd.paths import IrisPaths, session_file
 from irisd.pool.active_tell import ActiveTell
+from irisd.pool.pair import Pair
 from irisd.pool.supervisor import Supervisor
-from irisd.store import tells
+from irisd.store import notifications, sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
-from protocol.errors import BusyError, InvalidRequestError, NotFoundError
+from protocol import PROTOCOL_VERSION
+from protocol.errors import BusyError, InvalidRequestError, LoopError, NotFoundError
 from protocol.messages import (
+    CancelTell,
+    ClearCache,
+    Command,
+    CountReply,
     Event,
+    GetPair,
     GetStatus,
     GetTell,
     Hello,
+    ListNotifications,
+    ListSessions,
     ListTeams,
+    NotificationReply,
+    NotificationsReply,
+    PairReply,
+    PairsReply,
+    ReadTranscript,
     Reply,
+    ReplyStatus,
+    Report,
+    ReportReply,
     Request,
+    ResetSession,
+    SessionInfo,
+    SessionReply,
+    SessionsReply,
+    Sleep,
     StatusReply,
     TeamInfo,
     TeamsReply,
     Tell,
+    TellInfo,
     TellReply,
+    TranscriptEntry,
+    TranscriptReply,
+    Wake,
+    WakeAll,
+    Watch,
     Welcome,
 )
 
 MAX_MESSAGE_CHARS = 1_000_000
 MIN_WAIT_MS, MAX_WAIT_MS = 1_000, 3_600_000
+MAX_TTL_DAYS = 365
+COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
 SendEvent = Callable[[Event], Awaitable[None]]
 
 
 class Dispatcher:
     def __init__(
-        self, *, config: IrisConfig, paths: IrisPaths, store: Store, supervisor: Supervisor
+        self,
+        *,
+        config: IrisConfig,
+        paths: IrisPaths,
+        store: Store,
+        supervisor: Supervisor,
+        hub: EventHub | None = None,
+        on_notification: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
         self.paths = paths
         self.store = store
         self.supervisor = supervisor
+        self.hub = hub or supervisor.hub
+        self.on_notification = on_notification
         self.started_at = time.time()
 
     async def dispatch(self, request: Request, send_event: SendEvent) -> Reply:
         """Serve one request; raises IrisError subclasses for the client to see."""
         match request:
             case Hello():
-                return self.welcome()
+                return Welcome(protocol_version=PROTOCOL_VERSION, daemon_version=__version__, pid=os.getpid())
+            case Tell(persist=True):
+                return await self.notify(request)
             case Tell():
                 return await self.tell(request, send_event)
-            case GetTell(tell_id):
-                return await self.get_tell(tell_id)
+            case Command():
+                return await self.command(request, send_event)
+            case GetTell(tell_id, wait_ms):
+                return await self.get_tell(tell_id, wait_ms)
+            case CancelTell(tell_id):
+                return await self.cancel(tell_id)
             case ListTeams():
                 return TeamsReply(teams=self.team_infos())
             case GetStatus():
                 return self.status()
+            case ListSessions(to_team):
+                return SessionsReply(sessions=await self.sessions(to_team))
+            case ResetSession(to_team, from_team):
+                return await self.reset_session(from_team, to_team)
+            case GetPair(to_team, from_team):
+                return PairReply(process=(await self.pair(from_team, to_team)).statistics())
+            case Wake(to_team, from_team):
+                pair = await self.pair(from_team, to_team)
+                message = await pair.wake()
+                return PairReply(process=pair.statistics(), message=message)
+            case Sleep(to_team, from_team, force):
+                pair = await self.pair(from_team, to_team)
+                message = await pair.sleep(force=force, reason="put to sleep on request")
+                return PairReply(process=pair.statistics(), message=message)
+            case WakeAll(from_team, parallel):
+                self._check_from(from_team)
+                errors = await self.supervisor.wake_all(from_team, parallel=parallel)
+                wanted = [p for p in self.supervisor.statistics() if p.from_team == from_team]
+                return PairsReply(processes=wanted, errors=errors)
+            case Report(to_team, from_team, all_callers, limit):
+                return await self.report(to_team, from_team, all_callers, limit)
+            case ReadTranscript(tell_id):
+                return await self.transcript(tell_id)
+            case ClearCache(to_team, from_team):
+                self.config.team(to_team)
+                self._check_from(from_team)
+                count = await self.store.call(tells.clear_finished, to_team, from_team)
+                return CountReply(count=count)
+            case ListNotifications(to_team, include_done):
+                if to_team is not None:
+                    self.config.team(to_team)
+                found = await self.store.call(notifications.listing, to_team, include_done)
+                return NotificationsReply(notifications=found)
+            case Watch(team):
+                return await self.watch(team, send_event)
 
-    def welcome(self) -> Welcome:
-        from protocol import PROTOCOL_VERSION
-
-        return Welcome(protocol_version=PROTOCOL_VERSION, daemon_version=__version__, pid=os.getpid())
+    # --- queries -------------------------------------------------------------------------
 
     def team_infos(self) -> list[TeamInfo]:
         return [
@@ -86,30 +165,136 @@ class Dispatcher:
             max_processes=self.config.settings.max_processes,
         )
 
-    async def tell(self, request: Tell, send_event: SendEvent) -> TellReply:
-        team = self.config.team(request.to_team)
-        if request.from_team is not None:
-            self.config.team(request.from_team)
-        message = request.message.replace("\x00", "")
-        if not message.strip():
-            raise InvalidRequestError("the message is empty; say what the team should do")
-        if len(message) > MAX_MESSAGE_CHARS:
-            raise InvalidRequestError(
-                f"the message has {len(message)} characters, over the {MAX_MESSAGE_CHARS} limit; "
-                "point the team at a file instead"
+    async def sessions(self, to_team: str | None) -> list[SessionInfo]:
+        if to_team is not None:
+            self.config.team(to_team)
+        rows = await self.store.call(sessions.list_all)
+        found = []
+        for row in rows:
+            if to_team is not None and row.to_team != to_team:
+                continue
+            team = self.config.teams.get(row.to_team)
+            transcript = team is not None and await trio.to_thread.run_sync(
+                session_file(self.paths.claude_config_dir, team.path, row.session_id).exists
             )
-        check_wait(request.timeout_ms)
-        pair = await self.supervisor.pair(request.from_team, team.name)
+            live = self.supervisor.pairs.get((row.from_team, row.to_team))
+            found.append(
+                SessionInfo(
+                    from_team=row.from_team,
+                    to_team=row.to_team,
+                    session_id=row.session_id,
+                    created_at=row.created_at,
+                    last_used_at=row.last_used_at,
+                    message_count=row.message_count,
+                    status=row.status,
+                    process_state=live.state if live else "stopped",
+                    transcript_exists=bool(transcript),
+                )
+            )
+        return found
+
+    async def report(
+        self, to_team: str, from_team: str | None, all_callers: bool, limit: int
+    ) -> ReportReply:
+        self.config.team(to_team)
+        self._check_from(from_team)
+        if not 1 <= limit <= 1000:
+            raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
+        found = await self.store.call(tells.recent, to_team, from_team, all_callers=all_callers, limit=limit)
+        return ReportReply(tells=[self._live(info) for info in found])
+
+    async def transcript(self, tell_id: str) -> TranscriptReply:
+        info = await self._find(tell_id)
+        entries = await self.store.call(tells.messages, tell_id)
+        return TranscriptReply(
+            tell=info,
+            entries=[
+                TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
+                for at, kind, raw in entries
+            ],
+        )
+
+    async def get_tell(self, tell_id: str, wait_ms: int) -> TellReply:
+        if wait_ms:
+            check_wait(wait_ms)
+            active = self.supervisor.find_tell(tell_id)
+            if active is not None:
+                with trio.move_on_after(wait_ms / 1000):
+                    await active.finished.wait()
+        info = await self._find(tell_id)
+        return TellReply(status=reply_status(info), tell=info)
+
+    async def _find(self, tell_id: str) -> TellInfo:
+        active = self.supervisor.find_tell(tell_id)
+        info = active.info() if active else await self.store.call(tells.get, tell_id)
+        if info is None:
+            raise NotFoundError(f"no tell with id {tell_id!r}; 'iris report TEAM' lists recent tells")
+        return info
+
+    def _live(self, info: TellInfo) -> TellInfo:
+        """A stored tell, with the live text if it is still running."""
+        active = self.supervisor.find_tell(info.id)
+        return active.info() if active else info
+
+    # --- tells ---------------------------------------------------------------------------
+
+    async def tell(self, request: Tell, send_event: SendEvent) -> TellReply:
+        tell = await self.submit(
+            request.to_team,
+            request.message,
+            request.from_team,
+            request.timeout_ms,
+            parent_pair=request.parent_pair,
+            listen=request.stream,
+        )
+        return await self._reply_when_due(tell, send_event if request.stream else None)
+
+    async def command(self, request: Command, send_event: SendEvent) -> TellReply:
+        name = request.command.strip().removeprefix("/")
+        if not COMMAND_NAME.match(name):
+            raise InvalidRequestError(
+                f"{request.command!r} is not a slash command name; use e.g. 'compact' or '/compact'"
+            )
+        text = f"/{name} {request.args.strip()}".strip()
+        tell = await self.submit(request.to_team, text, request.from_team, request.timeout_ms, kind="command")
+        return await self._reply_when_due(tell, None)
+
+    async def submit(
+        self,
+        to_team: str,
+        message: str,
+        from_team: str | None,
+        timeout_ms: int,
+        *,
+        parent_pair: str = "",
+        listen: bool = False,
+        kind: str = "tell",
+    ) -> ActiveTell:
+        """Validate and queue a tell on its pair; returns it at once (it runs on)."""
+        team = self.config.team(to_team)
+        self._check_from(from_team)
+        message = check_message(message)
+        check_wait(timeout_ms)
+        chain_id, hops = await self._link(parent_pair, from_team, team.name, message)
+        pair = await self.supervisor.pair(from_team, team.name)
         machine = TellMachine(
             response_timeout_s=team.response_timeout_ms / 1000,
-            caller_timeout_ms=request.timeout_ms,
+            caller_timeout_ms=timeout_ms,
             now=trio.current_time(),
         )
         tell = ActiveTell(
-            from_team=request.from_team, to_team=team.name, message=message, machine=machine
+            from_team=from_team,
+            to_team=team.name,
+            message=message,
+            machine=machine,
+            hub=self.hub,
+            kind=kind,  # type: ignore[arg-type]
+            chain_id=chain_id,
+            hops=hops,
         )
         await self.store.call(tells.insert, tell.info())
-        listener = tell.listen() if request.stream else None
+        if listen:
+            tell.listener = tell.listen()
         try:
             pair.submit(tell)
         except BusyError as exc:
@@ -117,19 +302,139 @@ class Dispatcher:
             tell.note_status()
             await self.store.call(tells.update, tell.info(), None)
             raise
-        if listener is None:
+        return tell
+
+    async def _link(
+        self, parent_pair: str, from_team: str | None, to_team: str, message: str
+    ) -> tuple[str, int]:
+        """Chain id and hop count of a nested tell; refuses loops and chains too long."""
+        if not parent_pair:
+            return "", 0
+        parent = self._current_tell_of(parent_pair)
+        if parent is None:
+            return "", 0  # the parent's tell already ended: nothing waits on this one
+        ancestors = [parent, *self._ancestors(parent)]
+        hops = parent.hops + 1
+        limit = self.config.settings.hop_limit
+        waiting = {t.to_team for t in ancestors} | {t.from_team for t in ancestors if t.from_team}
+        problem = ""
+        if hops > limit:
+            problem = f"this tell would be hop {hops} of a chain of nested tells; the limit is {limit}"
+        elif to_team in waiting:
+            root = ancestors[-1].from_team or "external"
+            path = " -> ".join([root, *[t.to_team for t in reversed(ancestors)]])
+            problem = f"loop: {to_team} is already waiting in this chain ({path} -> {to_team})"
+        if not problem:
+            return parent.chain_id, hops
+        refused = ActiveTell(
+            from_team=from_team,
+            to_team=to_team,
+            message=message,
+            machine=TellMachine(response_timeout_s=1, caller_timeout_ms=0, now=trio.current_time()),
+            chain_id=parent.chain_id,
+            hops=hops,
+        )
+        refused.machine.fail(trio.current_time(), problem)
+        refused.note_status()
+        await self.store.call(tells.insert, refused.info())
+        raise LoopError(f"{problem}; answer from what you know instead of asking {to_team}")
+
+    def _current_tell_of(self, pair_label: str) -> ActiveTell | None:
+        from_name, _, to_name = pair_label.partition("->")
+        pair = self.supervisor.pairs.get((None if from_name in ("", "external") else from_name, to_name))
+        return pair.current if pair is not None else None
+
+    def _ancestors(self, tell: ActiveTell) -> list[ActiveTell]:
+        """Unfinished tells of the same chain that wait on ``tell`` (its callers)."""
+        same_chain = [
+            t
+            for pair in self.supervisor.pairs.values()
+            if (t := pair.current) is not None and t.chain_id == tell.chain_id and t is not tell
+        ]
+        return [t for t in same_chain if t.hops < tell.hops]
+
+    async def _reply_when_due(self, tell: ActiveTell, send_event: SendEvent | None) -> TellReply:
+        if send_event is None or tell.listener is None:
             await tell.replied.wait()
         else:
-            await _forward_until(tell, listener, send_event)
+            await _forward_until(tell, tell.listener, send_event)
         return TellReply(status=tell.machine.reply_status(), tell=tell.info())
 
-    async def get_tell(self, tell_id: str) -> TellReply:
+    async def cancel(self, tell_id: str) -> TellReply:
         active = self.supervisor.find_tell(tell_id)
-        info = active.info() if active else await self.store.call(tells.get, tell_id)
-        if info is None:
-            raise NotFoundError(f"no tell with id {tell_id!r}; 'iris tell' prints the id of each tell")
-        status = info.status if info.status not in ("queued", "running") else "in_progress"
-        return TellReply(status=status, tell=info)  # type: ignore[arg-type]
+        if active is None:
+            info = await self._find(tell_id)  # NotFoundError for an unknown id
+            return TellReply(status=reply_status(info), tell=info)
+        pair = self.supervisor.pairs[(active.from_team, active.to_team)]
+        pair.cancel(tell_id)
+        await active.finished.wait()
+        return TellReply(status=active.machine.reply_status(), tell=active.info())
+
+    async def notify(self, request: Tell) -> NotificationReply:
+        """A persisted tell: committed to the database before the sender is answered."""
+        self.config.team(request.to_team)
+        self._check_from(request.from_team)
+        message = check_message(request.message)
+        if not 0 < request.ttl_days <= MAX_TTL_DAYS:
+            raise InvalidRequestError(
+                f"ttlDays {request.ttl_days:g} is out of range; use more than 0, up to {MAX_TTL_DAYS}"
+            )
+        created = await self.store.call(
+            notifications.create,
+            request.from_team,
+            request.to_team,
+            message,
+            time.time(),
+            request.ttl_days * 86400,
+        )
+        self.on_notification()
+        return NotificationReply(notification=created)
+
+    # --- pairs and sessions ----------------------------------------------------------------
+
+    async def pair(self, from_team: str | None, to_team: str) -> Pair:
+        team = self.config.team(to_team)
+        self._check_from(from_team)
+        return await self.supervisor.pair(from_team, team.name)
+
+    async def reset_session(self, from_team: str | None, to_team: str) -> SessionReply:
+        pair = await self.pair(from_team, to_team)
+        await pair.reset()
+        for info in await self.sessions(to_team):
+            if info.from_team == from_team:
+                return SessionReply(session=info)
+        raise NotFoundError(f"no session for {pair.label}")  # pragma: no cover - reset creates it
+
+    async def watch(self, team: str | None, send_event: SendEvent) -> Reply:
+        """Push events until the client disconnects (which ends this request)."""
+        if team is not None:
+            self.config.team(team)
+        async with self.hub.subscribe(team) as events:
+            async for event in events:
+                await send_event(event)
+        raise BusyError("this watcher could not keep up with the events and was disconnected; watch again")
+
+    def _check_from(self, from_team: str | None) -> None:
+        if from_team is not None:
+            self.config.team(from_team)
+
+
+def reply_status(info: TellInfo) -> ReplyStatus:
+    if info.status in ("queued", "running"):
+        return "in_progress"
+    return info.status  # type: ignore[return-value]
+
+
+def check_message(message: str) -> str:
+    message = message.replace("\x00", "")
+    if not message.strip():
+        raise InvalidRequestError("the message is empty; say what the team should do")
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise InvalidRequestError(
+            f"the message has {len(message)} characters, over the {MAX_MESSAGE_CHARS} limit; "
+            "point the team at a file instead"
+        )
+    return message
 
 
 def check_wait(timeout_ms: int) -> None:

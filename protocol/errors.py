@@ -81,6 +81,12 @@ class BusyError(IrisError):
     code = "busy"
 
 
+class LoopError(IrisError):
+    """A nested tell would loop back to a team already waiting, or exceed the hop limit."""
+
+    code = "loop"
+
+
 class ShuttingDownError(IrisError):
     """irisd is draining and accepts no new work."""
 
@@ -99,6 +105,7 @@ _BY_CODE: dict[str, type[IrisError]] = {
         ClaudeError,
         NotFoundError,
         BusyError,
+        LoopError,
         ShuttingDownError,
     )
 }

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 import secrets
 import time
+from typing import Literal
 
 import trio
 
+from irisd.events import EventHub
 from irisd.tell.machine import TellMachine
 from protocol.messages import Event, TellInfo, TellState, TellStatus, TellText
 
@@ -27,8 +29,16 @@ class ActiveTell:
         to_team: str,
         message: str,
         machine: TellMachine,
+        hub: EventHub | None = None,
+        kind: Literal["tell", "command", "notification"] = "tell",
+        chain_id: str = "",
+        hops: int = 0,
     ) -> None:
         self.id = new_tell_id()
+        self.kind = kind
+        self.chain_id = chain_id or self.id
+        self.hops = hops
+        self.hub = hub
         self.from_team = from_team
         self.to_team = to_team
         self.message = message
@@ -42,6 +52,7 @@ class ActiveTell:
         self.finished = trio.Event()
         self._last_status: TellStatus = machine.status
         self._listeners: set[trio.MemorySendChannel[Event]] = set()
+        self.listener: trio.MemoryReceiveChannel[Event] | None = None  # the submitter's, if streaming
 
     def info(self) -> TellInfo:
         m = self.machine
@@ -60,6 +71,9 @@ class ActiveTell:
             error=m.error,
             cost_usd=cost,
             new_session=self.new_session,
+            chain_id=self.chain_id,
+            hops=self.hops,
+            kind=self.kind,
         )
 
     def note_status(self) -> bool:
@@ -72,8 +86,22 @@ class ActiveTell:
             self.started_wall = time.time()
         if self.machine.is_final:
             self.finished_wall = time.time()
-        self.publish(TellState(tell_id=self.id, status=status))
+        self.announce()
         return True
+
+    def announce(self) -> None:
+        """Tell listeners and watchers the tell's current state."""
+        status = self.machine.status
+        self.publish(
+            TellState(
+                tell_id=self.id,
+                status=status,
+                from_team=self.from_team,
+                to_team=self.to_team,
+                message=self.message if status in ("queued", "running") else "",
+                error=self.machine.error,
+            )
+        )
 
     # --- live listeners (streaming callers, watchers) --------------------------------
 
@@ -87,6 +115,8 @@ class ActiveTell:
 
     def publish(self, event: Event) -> None:
         """Best effort: a listener that cannot keep up is dropped, never waited for."""
+        if self.hub is not None:
+            self.hub.publish(event, self.from_team, self.to_team)
         for listener in list(self._listeners):
             try:
                 listener.send_nowait(event)

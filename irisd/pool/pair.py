@@ -2,16 +2,25 @@
 
 How it works
 ------------
-``Pair.run`` is an actor: a single task owns every piece of the pair's state and
-handles one event at a time from its inbox (a submitted tell, a cancel, a line or the
-exit of the child, the end of a spawn). Tells are served one at a time in arrival
-order. One timer is armed at the earliest deadline of any tell of the pair (response
-timeouts, callers' waits); when it fires, every tell's machine gets ``handle_timer``.
+``Pair.run`` is an actor: one task owns all of the pair's state and handles one event
+at a time from its inbox (a submitted tell, a cancel, wake / stop / reset requests, a
+line or the exit of the child, the outcome of a spawn). Tells are served one at a
+time, in arrival order. One timer is armed at the earliest deadline of the pair: the
+tells' deadlines (response timeouts, callers' waits) and the idle child's reaping time.
 
-The child runs in the pair's own nursery, so it can never outlive the pair. Spawning
-happens in a task of that nursery too: the actor keeps answering cancels and caller
-deadlines while claude starts. A new conversation is started with ``--session-id``;
-once claude has written the session's transcript, later children ``--resume`` it.
+Process states::
+
+    stopped ─> spawning ─> idle <─> processing
+                  ^          │           │ (response timeout, sleep --force, evict)
+                  │          └─────> terminating ─> stopped
+                  └── retry (backoff) <── crashed on start ──> failed (after retries)
+
+The child runs in the pair's own nursery, so it never outlives the pair. Spawning
+runs in a task of that nursery too (it may wait for a free slot under maxProcesses),
+so the actor keeps answering cancels and deadlines while claude starts. A new
+conversation starts with ``--session-id``; once claude has its transcript on disk,
+later children ``--resume`` it. If a resume finds no conversation, the pair starts a
+new one, once, and says so on the tell (``new_session``).
 """
 
 from __future__ import annotations
@@ -20,24 +29,81 @@ import collections
 import logging
 import math
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 import trio
 
 from irisd.claude.command import child_environment, claude_argv
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
-from irisd.claude.wire import GarbageLine, ResultLine, UnknownLine, interrupt_request, user_turn
+from irisd.claude.wire import AnyLine, GarbageLine, ResultLine, UnknownLine, interrupt_request, user_turn
 from irisd.config import IrisConfig, Team
 from irisd.paths import IrisPaths, session_file
 from irisd.pool.active_tell import ActiveTell
+from irisd.pool.policy import PairKey, PairView, idle_deadline, start_retry_delay
 from irisd.store import sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import Action, ReplyToCaller, SendInterrupt, StopChild
-from protocol.errors import BusyError, ClaudeError, NotFoundError
+from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
 from protocol.messages import ProcessInfo, ProcessState
 
+if TYPE_CHECKING:
+    from irisd.pool.supervisor import Supervisor
+
 log = logging.getLogger("irisd.pair")
+
+FAILED_COOLDOWN_S = 30.0  # a failed pair refuses tells this long, then tries again
+NO_CONVERSATION = "No conversation found"
+
+
+class Child(Protocol):
+    """What a pair needs of its child (a ClaudeProcess, or a fake in tests)."""
+
+    pid: int | None
+
+    async def run(self, *, task_status: trio.TaskStatus[Child] = ...) -> None: ...
+    def stop(self) -> None: ...
+    async def send(self, data: bytes) -> None: ...
+
+
+ChildFactory = Callable[[list[str], str, dict[str, str], trio.MemorySendChannel[ChildEvent]], Child]
+
+
+def claude_child(
+    argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]
+) -> Child:
+    return ClaudeProcess(argv, cwd=cwd, env=env, events=events)
+
+
+@dataclass(eq=False)
+class _Request:
+    """A request from another task; ``done`` is set once the actor has handled it."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    message: str = ""
+    error: IrisError | None = None
+
+    def finish(self, message: str = "", error: IrisError | None = None) -> None:
+        self.message, self.error = message, error
+        self.done.set()
+
+
+@dataclass(eq=False)
+class WakeRequest(_Request):
+    pass
+
+
+@dataclass(eq=False)
+class StopRequest(_Request):
+    force: bool = False
+    reason: str = ""
+
+
+@dataclass(eq=False)
+class ResetRequest(_Request):
+    pass
 
 
 @dataclass(frozen=True)
@@ -52,9 +118,10 @@ class CancelTell:
 
 @dataclass(frozen=True)
 class Spawned:
-    process: ClaudeProcess
+    process: Child
     session_id: str
     new_session: bool
+    resumed: bool
 
 
 @dataclass(frozen=True)
@@ -62,9 +129,9 @@ class SpawnFailed:
     reason: str
 
 
-PairEvent = Submitted | CancelTell | Spawned | SpawnFailed | ChildEvent
-
-PairKey = tuple[str | None, str]
+PairEvent = (
+    Submitted | CancelTell | WakeRequest | StopRequest | ResetRequest | Spawned | SpawnFailed | ChildEvent
+)
 
 
 class Pair:
@@ -76,23 +143,38 @@ class Pair:
         config: IrisConfig,
         paths: IrisPaths,
         store: Store,
+        supervisor: Supervisor | None = None,
+        child_factory: ChildFactory = claude_child,
     ) -> None:
         self.from_team = from_team
         self.team = team
         self.config = config
         self.paths = paths
         self.store = store
+        self.supervisor = supervisor
+        self.child_factory = child_factory
         self.state: ProcessState = "stopped"
         self.reason = ""
         self.session_id = ""
-        self.last_used_at: float | None = None
-        self.process: ClaudeProcess | None = None
+        self.last_used_at: float | None = None  # wall clock, for people
+        self.last_active = trio.current_time()  # monotonic, for LRU and idle reaping
+        self.holds_slot = False  # counted against maxProcesses
+        self.process: Child | None = None
         self.current: ActiveTell | None = None
         self.queue: collections.deque[ActiveTell] = collections.deque()
         self.tells: dict[str, ActiveTell] = {}  # every unfinished tell of the pair
-        self._inbox_send, self._inbox = trio.open_memory_channel[PairEvent](256)
+        self._inbox_send, self._inbox = trio.open_memory_channel[PairEvent](1024)
         self._nursery: trio.Nursery | None = None
-        self._new_session = False  # the child just started a new conversation
+        self._resumed = False  # the child was started with --resume
+        self._child_spoke = False  # the child printed at least one line
+        self._new_session = False  # the child started a new conversation
+        self._resend = False  # the current tell must be written to the next child
+        self._start_failures = 0  # consecutive crashes on start
+        self._retry_at = -math.inf
+        self._failed_until = -math.inf
+        self._force_new_session = False
+        self._wakers: list[WakeRequest] = []
+        self._stoppers: list[StopRequest] = []
 
     @property
     def key(self) -> PairKey:
@@ -115,7 +197,16 @@ class Pair:
             reason=self.reason,
         )
 
-    # --- called from other tasks (non-blocking) ------------------------------------
+    def view(self) -> PairView:
+        return PairView(
+            key=self.key,
+            state=self.state,
+            last_used_at=self.last_active,
+            queued=len(self.queue) + (1 if self.current else 0),
+            holds_slot=self.holds_slot,
+        )
+
+    # --- called from other tasks (non-blocking, or waiting for the actor) ----------------
 
     def submit(self, tell: ActiveTell) -> None:
         """Queue ``tell``; raises BusyError when the pair's queue is full."""
@@ -123,16 +214,42 @@ class Pair:
         if len(self.queue) >= limit:
             raise BusyError(
                 f"the queue of {self.label} is full ({limit} tells waiting); wait for some "
-                "to finish, or raise settings.queueLimit"
+                "to finish, cancel some ('iris cancel ID'), or raise settings.queueLimit"
             )
+        self._post(Submitted(tell))
         self.tells[tell.id] = tell
         self.queue.append(tell)  # counted at once, so the limit holds between events
-        self._post(Submitted(tell))
 
     def cancel(self, tell_id: str) -> None:
         if tell_id not in self.tells:
             raise NotFoundError(f"tell {tell_id} is not running or queued on {self.label}")
         self._post(CancelTell(tell_id))
+
+    async def wake(self) -> str:
+        """Start the child if it is not running; returns what happened."""
+        return await self._ask(WakeRequest())
+
+    async def sleep(self, *, force: bool = False, reason: str = "put to sleep") -> str:
+        """Stop the child. Without ``force`` a busy child is left alone (says so)."""
+        return await self._ask(StopRequest(force=force, reason=reason))
+
+    async def reset(self) -> str:
+        """Start a new conversation for the pair (refused while it has work)."""
+        return await self._ask(ResetRequest())
+
+    def request_stop_nowait(self, reason: str) -> None:
+        """For eviction: stop the child if it is idle; the supervisor watches the result."""
+        try:
+            self._post(StopRequest(force=False, reason=reason))
+        except BusyError:
+            pass
+
+    async def _ask(self, request: WakeRequest | StopRequest | ResetRequest) -> str:
+        self._post(request)
+        await request.done.wait()
+        if request.error is not None:
+            raise request.error
+        return request.message
 
     def _post(self, event: PairEvent) -> None:
         try:
@@ -140,11 +257,20 @@ class Pair:
         except trio.WouldBlock:
             raise BusyError(f"{self.label} is overloaded; try again in a moment") from None
 
+    def _post_quietly(self, event: PairEvent) -> None:
+        try:
+            self._inbox_send.send_nowait(event)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            if isinstance(event, Spawned):
+                event.process.stop()
+
     # --- the actor -----------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve the pair until cancelled; cancellation stops the child and interrupts
-        every unfinished tell (recorded as interrupted)."""
+        """Serve the pair until cancelled; cancellation stops the child and records every
+        unfinished tell as interrupted."""
+        row = await self.store.call(sessions.get, self.from_team, self.team.name)
+        self.session_id = row.session_id if row else ""
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -159,17 +285,21 @@ class Pair:
             await self._advance()
             with trio.move_on_at(self._next_deadline()):
                 event = await self._inbox.receive()
-                await self._handle(event)
+                await self._handle(event, trio.current_time())
                 continue
-            await self._on_timer()
+            await self._on_timer(trio.current_time())
 
     def _next_deadline(self) -> float:
-        return min((tell.deadline for tell in self.tells.values()), default=math.inf)
+        deadlines = [tell.deadline for tell in self.tells.values()]
+        reap = idle_deadline(self.state, self.last_active, self.team.idle_timeout_ms / 1000)
+        if reap is not None and not self.queue:
+            deadlines.append(reap)
+        return min(deadlines, default=math.inf)
 
-    async def _handle(self, event: PairEvent) -> None:
-        now = trio.current_time()
+    async def _handle(self, event: PairEvent, now: float) -> None:
         match event:
             case Submitted(tell):
+                tell.announce()
                 await self._apply(tell, tell.machine.caller_attached(now))
             case CancelTell(tell_id):
                 cancelled = self.tells.get(tell_id)
@@ -177,57 +307,84 @@ class Pair:
                     if cancelled in self.queue:
                         self.queue.remove(cancelled)
                     await self._apply(cancelled, cancelled.machine.cancel(now))
-            case Spawned(process, session_id, new_session):
-                self.session_id = session_id
-                if self.state == "spawning":
-                    self.process = process
-                    self._new_session = new_session
-                    await self._set_state("idle")
-                else:  # nothing wants it any more
-                    process.stop()
+            case WakeRequest():
+                await self._on_wake(event, now)
+            case StopRequest():
+                await self._on_stop(event, now)
+            case ResetRequest():
+                await self._on_reset(event)
+            case Spawned():
+                await self._on_spawned(event)
             case SpawnFailed(reason):
-                self.reason = reason
-                await self._set_state("stopped")
-                for tell in list(self.queue):
-                    self.queue.remove(tell)
-                    await self._apply(tell, tell.machine.fail(now, reason))
+                self._release_slot()
+                await self._enter_failed(reason, now)
             case ChildLine(process, line, raw) if process is self.process:
                 await self._on_child_line(line, raw, now)
             case ChildExited(process) if process is self.process:
                 await self._on_child_exit(event, now)
             case ChildLine() | ChildExited():
-                pass  # from a child we already replaced
+                pass  # from a child already replaced
 
     async def _advance(self) -> None:
-        """Start the next queued tell if the child is free, spawning it if needed."""
-        if self.current is not None or not self.queue:
-            return
+        """Start the next queued tell if the child is free; start a child if work waits."""
+        now = trio.current_time()
+        if self.state == "failed":
+            if now < self._failed_until:
+                for tell in list(self.queue):
+                    self.queue.remove(tell)
+                    await self._apply(tell, tell.machine.fail(now, self.reason))
+                return
+            if not self.queue and not self._wakers:
+                return
+            await self._clear_failure()
+        wanted = bool(self.queue or self.current or self._wakers)
         if self.process is None:
-            if self.state != "spawning":
+            if wanted and self.state in ("stopped",):
                 await self._set_state("spawning")
                 assert self._nursery is not None
-                self._nursery.start_soon(self._spawn)
+                self._nursery.start_soon(self._spawn, self._retry_at)
             return
-        if self.state != "idle":
+        if self.current is not None or not self.queue or self.state != "idle":
             return
         tell = self.queue.popleft()
         self.current = tell
         tell.session_id = self.session_id
         tell.new_session, self._new_session = self._new_session, False
-        await self._apply(tell, tell.machine.start(trio.current_time()))
+        await self._apply(tell, tell.machine.start(now))
+        await self._send_current()
+
+    async def _send_current(self) -> None:
+        assert self.current is not None and self.process is not None
         await self._set_state("processing")
         try:
-            await self.process.send(user_turn(tell.message))
+            await self.process.send(user_turn(self.current.message))
         except ClaudeError:
-            pass  # the ChildExited event that follows ends the tell
+            pass  # the ChildExited that follows ends or retries the tell
 
-    async def _spawn(self) -> None:
+    # --- spawning ------------------------------------------------------------------
+
+    async def _spawn(self, not_before: float) -> None:
         """Start a child for this pair; posts Spawned or SpawnFailed."""
-        now = trio.current_time()
+        await trio.sleep_until(not_before)
+        if self.supervisor is not None:
+            await self.supervisor.reserve_slot(self)
+        self.holds_slot = True
+        started = trio.current_time()
         try:
-            row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, _wall())
+            row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
             transcript = session_file(self.paths.claude_config_dir, self.team.path, row.session_id)
             resume = await trio.to_thread.run_sync(transcript.exists)
+            if self._force_new_session or (not resume and row.message_count > 0):
+                # The conversation is gone (or could not be resumed): start a new one.
+                log.warning(
+                    "conversation lost; starting a new one",
+                    extra={"pair": self.label, "old_session_id": row.session_id},
+                )
+                row = await self.store.call(
+                    sessions.replace_session_id, self.from_team, self.team.name, time.time()
+                )
+                resume = False
+            self._force_new_session = False
             argv = claude_argv(
                 self.config.settings.claude_path,
                 session_id=row.session_id,
@@ -235,68 +392,179 @@ class Pair:
                 skip_permissions=self.team.skip_permissions,
             )
             await self.store.call(
-                sessions.record_spawn,
-                self.from_team,
-                self.team.name,
-                argv,
-                msgspec.json.encode(self.team),
+                sessions.record_spawn, self.from_team, self.team.name, argv, msgspec.json.encode(self.team)
             )
-            process = ClaudeProcess(
-                argv, cwd=self.team.path, env=child_environment(), events=self._inbox_send.clone()
-            )
+            process = self.child_factory(argv, self.team.path, child_environment(), self._inbox_send.clone())
             assert self._nursery is not None
             await self._nursery.start(process.run)
         except ClaudeError as exc:
             self._post_quietly(SpawnFailed(exc.message))
             return
+        except Exception as exc:  # a bug or a broken database must not take other pairs down
+            log.exception("spawn failed", extra={"pair": self.label})
+            self._post_quietly(SpawnFailed(f"irisd could not start claude: {exc}"))
+            return
         log.info(
             "spawned claude",
             extra={"pair": self.label, "pid": process.pid, "resume": resume,
-                   "session_id": row.session_id, "spawn_s": trio.current_time() - now},
+                   "session_id": row.session_id, "spawn_s": round(trio.current_time() - started, 3)},
         )
-        self._post_quietly(Spawned(process, row.session_id, new_session=not resume))
+        self._post_quietly(Spawned(process, row.session_id, new_session=not resume, resumed=resume))
 
-    def _post_quietly(self, event: PairEvent) -> None:
-        try:
-            self._inbox_send.send_nowait(event)
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-            if isinstance(event, Spawned):
-                event.process.stop()
+    async def _on_spawned(self, event: Spawned) -> None:
+        if self.state != "spawning":
+            event.process.stop()  # nothing wants it any more
+            return
+        self.process = event.process
+        self.session_id = event.session_id
+        self._resumed = event.resumed
+        self._child_spoke = False
+        self._new_session = self._new_session or event.new_session
+        self.last_active = trio.current_time()
+        for waker in self._wakers:
+            waker.finish(f"{self.label} is awake (pid {event.process.pid})")
+        self._wakers.clear()
+        if self.current is not None and not self.current.machine.is_final and self._resend:
+            self._resend = False
+            self.current.session_id = self.session_id
+            self.current.new_session = self.current.new_session or self._new_session
+            self._new_session = False
+            await self._send_current()
+        else:
+            await self._set_state("idle")
 
-    async def _on_child_line(self, line: object, raw: bytes, now: float) -> None:
+    # --- the child's output and exit -------------------------------------------------
+
+    async def _on_child_line(self, line: AnyLine, raw: bytes, now: float) -> None:
+        self._child_spoke = True
+        self._start_failures = 0
         tell = self.current
-        if tell is None:
+        if tell is None or tell.machine.is_final:
             if isinstance(line, GarbageLine | UnknownLine):
                 log.warning("unexpected output from an idle claude", extra={"pair": self.label})
             return
         before = tell.machine.text
-        actions = tell.machine.child_line(line, now)  # type: ignore[arg-type]
+        actions = tell.machine.child_line(line, now)
         type_ = getattr(line, "type", None) or type(line).__name__
-        await self.store.call(tells.append_message, tell.id, _wall(), str(type_), raw)
+        await self.store.call(tells.append_message, tell.id, time.time(), str(type_), raw)
         tell.publish_text(before)
         if isinstance(line, ResultLine) and tell.machine.is_final:
-            await self.store.call(sessions.record_turn, self.from_team, self.team.name, _wall())
+            await self.store.call(sessions.record_turn, self.from_team, self.team.name, time.time())
         await self._apply(tell, actions)
 
     async def _on_child_exit(self, exit: ChildExited, now: float) -> None:
         self.process = None
-        tell = self.current
+        self._release_slot()
+        stopped_by_us = self.state == "terminating"
         detail = exit.describe()
-        if self.state != "terminating":
+        for stopper in self._stoppers:
+            stopper.finish(f"{self.label} is asleep")
+        self._stoppers.clear()
+        tell = self.current
+        running = tell is not None and not tell.machine.is_final
+        crashed_on_start = not stopped_by_us and not self._child_spoke and exit.returncode != 0
+        lost = crashed_on_start and self._resumed and NO_CONVERSATION in exit.stderr_tail
+        if lost and not self._force_new_session:  # once: a second failure counts as a crash
+            await self._retry_with_new_session(detail)
+            return
+        if crashed_on_start:
+            self._start_failures += 1
+            delay = start_retry_delay(self._start_failures)
+            log.warning(
+                "claude crashed on start",
+                extra={"pair": self.label, "detail": detail, "failures": self._start_failures},
+            )
+            if delay is None:
+                await self._enter_failed(
+                    f"claude keeps crashing on start ({self._start_failures} times): {detail}", now
+                )
+                return
+            self._retry_at = now + delay
+            self._resend = running
+            await self._set_state("stopped")
+            return
+        if not stopped_by_us:
             log.warning("claude exited", extra={"pair": self.label, "detail": detail})
-            self.reason = detail if exit.returncode else ""
+        self.reason = "" if stopped_by_us or not exit.returncode else detail
         await self._set_state("stopped")
-        if tell is not None and not tell.machine.is_final:
-            silent = not tell.machine.text and tell.machine.result is None
-            if exit.returncode and silent:
-                await self._apply(tell, tell.machine.fail(now, detail))
-            else:
-                await self._apply(tell, tell.machine.child_exited(now, detail))
+        if tell is not None and running:
+            await self._apply(tell, tell.machine.child_exited(now, detail))
 
-    async def _on_timer(self) -> None:
-        now = trio.current_time()
+    async def _retry_with_new_session(self, detail: str) -> None:
+        log.warning("resume failed; starting a new conversation", extra={"pair": self.label, "why": detail})
+        self._force_new_session = True
+        self._resend = self.current is not None and not self.current.machine.is_final
+        if self.current is not None:
+            self.current.new_session = True
+        await self._set_state("stopped")
+
+    async def _enter_failed(self, reason: str, now: float) -> None:
+        self.reason = reason
+        self._failed_until = now + FAILED_COOLDOWN_S
+        self._resend = False
+        await self._set_state("failed")
+        for waker in self._wakers:
+            waker.finish(error=ClaudeError(f"{self.label} cannot start: {reason}"))
+        self._wakers.clear()
+        for tell in [t for t in (self.current, *self.queue) if t is not None and not t.machine.is_final]:
+            if tell in self.queue:
+                self.queue.remove(tell)
+            await self._apply(tell, tell.machine.fail(now, reason))
+
+    async def _clear_failure(self) -> None:
+        self._start_failures = 0
+        self._retry_at = -math.inf
+        self._failed_until = -math.inf
+        self.reason = ""
+        await self._set_state("stopped")
+
+    # --- requests ---------------------------------------------------------------------
+
+    async def _on_wake(self, request: WakeRequest, now: float) -> None:
+        if self.state == "failed":
+            await self._clear_failure()
+        if self.process is not None and self.state in ("idle", "processing"):
+            request.finish(f"{self.label} is already awake (pid {self.process.pid})")
+            return
+        self._wakers.append(request)  # answered when the child is up (or failed)
+
+    async def _on_stop(self, request: StopRequest, now: float) -> None:
+        if self.state == "terminating":
+            self._stoppers.append(request)  # answered once the child is gone
+            return
+        if self.process is None:
+            request.finish(f"{self.label} is not running")
+            return
+        busy = self.state == "processing" or bool(self.queue)
+        if busy and not request.force:
+            request.finish(f"{self.label} is busy with a tell; not stopped (use --force to stop it anyway)")
+            return
+        if self.current is not None and not self.current.machine.is_final:
+            await self._apply(self.current, self.current.machine.interrupt(now, f"stopped: {request.reason}"))
+        self._stoppers.append(request)
+        self._stop_child(request.reason)
+
+    async def _on_reset(self, request: ResetRequest) -> None:
+        if self.current is not None or self.queue:
+            busy = BusyError(f"{self.label} has tells running or queued; reset it when it is idle")
+            request.finish(error=busy)
+            return
+        if self.process is not None:
+            self._stop_child("session reset")
+        row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
+        row = await self.store.call(sessions.replace_session_id, self.from_team, self.team.name, time.time())
+        self.session_id = row.session_id
+        self._new_session = True
+        request.finish(f"{self.label} starts a new conversation (session {row.session_id})")
+
+    # --- timers and actions -------------------------------------------------------------
+
+    async def _on_timer(self, now: float) -> None:
         for tell in list(self.tells.values()):
             await self._apply(tell, tell.machine.handle_timer(now))
+        reap = idle_deadline(self.state, self.last_active, self.team.idle_timeout_ms / 1000)
+        if reap is not None and now >= reap and not self.queue and self.process is not None:
+            self._stop_child(f"idle for {self.team.idle_timeout_ms / 1000:g} s (idleTimeout)")
 
     async def _apply(self, tell: ActiveTell, actions: list[Action]) -> None:
         """Carry out a machine's actions and persist what changed."""
@@ -312,8 +580,7 @@ class Pair:
                             await self.process.send(interrupt_request(f"interrupt-{tell.id}"))
                         except ClaudeError:
                             pass
-        changed = tell.note_status()
-        if changed or tell.machine.is_final:
+        if tell.note_status() or tell.machine.is_final:
             usage = None
             if tell.machine.result is not None and tell.machine.result.usage is not None:
                 usage = msgspec.json.encode(tell.machine.result.usage)
@@ -322,22 +589,34 @@ class Pair:
             self.tells.pop(tell.id, None)
             if tell is self.current:
                 self.current = None
+                self._resend = False
+                self.last_active = trio.current_time()
+                self.last_used_at = time.time()
                 if self.state == "processing":
                     await self._set_state("idle")
-                    self.last_used_at = _wall()
             tell.replied.set()
             tell.finished.set()
 
     def _stop_child(self, reason: str) -> None:
-        if self.process is not None:
+        if self.process is not None and self.state != "terminating":
             log.info("stopping claude", extra={"pair": self.label, "reason": reason})
             self.process.stop()
             self.state = "terminating"
+            self._notify_supervisor()
+
+    def _release_slot(self) -> None:
+        self.holds_slot = False
+        self._notify_supervisor()
+
+    def _notify_supervisor(self) -> None:
+        if self.supervisor is not None:
+            self.supervisor.pair_changed()
 
     async def _set_state(self, state: ProcessState) -> None:
         if state == self.state:
             return
         self.state = state
+        self._notify_supervisor()
         await self.store.call(sessions.set_process_state, self.from_team, self.team.name, state)
 
     async def _interrupt_all(self, reason: str) -> None:
@@ -352,11 +631,10 @@ class Pair:
                     log.exception("could not record an interrupted tell")
             tell.replied.set()
             tell.finished.set()
+        for request in (*self._wakers, *self._stoppers):
+            request.finish(error=IrisError("irisd is stopping"))
         self.tells.clear()
         self.queue.clear()
         self.current = None
+        self.holds_slot = False
         self.state = "stopped"
-
-
-def _wall() -> float:
-    return time.time()

@@ -1,25 +1,45 @@
-"""The pool of pairs: creates each pair's actor on first use, inside the pool's nursery."""
+"""The pool of pairs: each pair's actor runs in the pool's nursery; slots under
+``maxProcesses`` are granted by the pure policy in ``policy.py``."""
 
 from __future__ import annotations
+
+import logging
 
 import trio
 
 from irisd.config import IrisConfig
+from irisd.events import EventHub
 from irisd.paths import IrisPaths
 from irisd.pool.active_tell import ActiveTell
-from irisd.pool.pair import Pair, PairKey
+from irisd.pool.pair import ChildFactory, Pair, claude_child
+from irisd.pool.policy import Evict, Grant, PairKey, decide_slot
 from irisd.store.facade import Store
 from protocol.messages import ProcessInfo
 
+log = logging.getLogger("irisd.pool")
+
+WAKE_ALL_PARALLELISM = 4
+
 
 class Supervisor:
-    def __init__(self, *, config: IrisConfig, paths: IrisPaths, store: Store) -> None:
+    def __init__(
+        self,
+        *,
+        config: IrisConfig,
+        paths: IrisPaths,
+        store: Store,
+        hub: EventHub | None = None,
+        child_factory: ChildFactory = claude_child,
+    ) -> None:
         self.config = config
         self.paths = paths
         self.store = store
+        self.hub = hub or EventHub()
+        self.child_factory = child_factory
         self.pairs: dict[PairKey, Pair] = {}
         self._nursery: trio.Nursery | None = None
         self._creating: dict[PairKey, trio.Event] = {}
+        self._changed = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own every pair until cancelled; cancelling stops every child."""
@@ -29,7 +49,7 @@ class Supervisor:
             await trio.sleep_forever()
 
     async def pair(self, from_team: str | None, to_team: str) -> Pair:
-        """The pair's actor, started on first use (teams must be valid already)."""
+        """The pair's actor, started on first use."""
         key: PairKey = (from_team, to_team)
         while key not in self.pairs:
             pending = self._creating.get(key)
@@ -44,14 +64,61 @@ class Supervisor:
                     config=self.config,
                     paths=self.paths,
                     store=self.store,
+                    supervisor=self,
+                    child_factory=self.child_factory,
                 )
                 assert self._nursery is not None
-                await self._nursery.start(pair.run)
+                await self._nursery.start(self._guard, pair)
                 self.pairs[key] = pair
             finally:
                 del self._creating[key]
                 done.set()
         return self.pairs[key]
+
+    async def _guard(
+        self, pair: Pair, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run one pair; a bug in it is logged and that pair alone starts afresh."""
+        try:
+            await pair.run(task_status=task_status)
+        except Exception:
+            log.exception("pair crashed; it will start afresh on next use", extra={"pair": pair.label})
+        finally:
+            if self.pairs.get(pair.key) is pair:
+                del self.pairs[pair.key]
+            self.pair_changed()
+
+    # --- slots under maxProcesses ----------------------------------------------------
+
+    def pair_changed(self) -> None:
+        """A pair's state or slot changed: wake whoever waits for a slot."""
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def reserve_slot(self, requester: Pair) -> None:
+        """Wait until ``requester`` may start a child, evicting the least recently used
+        idle pair if the pool is full. Never stops a busy pair."""
+        announced = False
+        while True:
+            views = [p.view() for p in self.pairs.values()]
+            decision = decide_slot(requester.key, views, self.config.settings.max_processes)
+            if isinstance(decision, Grant):
+                requester.holds_slot = True
+                return
+            changed = self._changed
+            if isinstance(decision, Evict):
+                victim = self.pairs[decision.key]
+                log.info("evicting idle pair", extra={"pair": victim.label, "for": requester.label})
+                victim.request_stop_nowait(f"evicted (least recently used) for {requester.label}")
+            elif not announced:
+                announced = True
+                log.info(
+                    "every process is busy; waiting for a free slot",
+                    extra={"pair": requester.label, "busy": decision.busy},
+                )
+            await changed.wait()
+
+    # --- queries and bulk operations -----------------------------------------------------
 
     def find_tell(self, tell_id: str) -> ActiveTell | None:
         for pair in self.pairs.values():
@@ -62,3 +129,24 @@ class Supervisor:
 
     def statistics(self) -> list[ProcessInfo]:
         return [pair.statistics() for pair in self.pairs.values()]
+
+    def running_processes(self) -> int:
+        return sum(pair.process is not None for pair in self.pairs.values())
+
+    async def wake_all(self, from_team: str | None, *, parallel: bool) -> dict[str, str]:
+        """Wake (from_team -> every other team); returns team -> error for failures."""
+        errors: dict[str, str] = {}
+        limiter = trio.CapacityLimiter(WAKE_ALL_PARALLELISM if parallel else 1)
+
+        async def wake(team: str) -> None:
+            async with limiter:
+                try:
+                    await (await self.pair(from_team, team)).wake()
+                except Exception as exc:  # reported per team; one failure does not stop the rest
+                    errors[team] = str(exc)
+
+        async with trio.open_nursery() as nursery:
+            for team in sorted(self.config.teams):
+                if team != from_team:
+                    nursery.start_soon(wake, team)
+        return errors

@@ -61,6 +61,25 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX tell_messages_by_tell ON tell_messages (tell_id, id);
     """,
+    # 2: notifications (persisted fire-and-forget tells) and the chain of nested tells.
+    """
+    CREATE TABLE notifications (
+        id          TEXT PRIMARY KEY,
+        from_team   TEXT NOT NULL,
+        to_team     TEXT NOT NULL,
+        message     TEXT NOT NULL,
+        status      TEXT NOT NULL DEFAULT 'pending',  -- pending, delivering, delivered, expired
+        created_at  REAL NOT NULL,
+        expires_at  REAL NOT NULL,
+        attempts    INTEGER NOT NULL DEFAULT 0,
+        tell_id     TEXT NOT NULL DEFAULT '',
+        error       TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX notifications_pending ON notifications (status, created_at);
+    ALTER TABLE tells ADD COLUMN chain_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE tells ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE tells ADD COLUMN kind TEXT NOT NULL DEFAULT 'tell';
+    """,
 ]
 
 

@@ -15,7 +15,7 @@ EXTERNAL = ""
 
 _COLUMNS = (
     "id, from_team, to_team, message, status, text, session_id, created_at, started_at, "
-    "finished_at, error, cost_usd, new_session"
+    "finished_at, error, cost_usd, new_session, chain_id, hops, kind"
 )
 
 
@@ -28,8 +28,21 @@ def _info(values: tuple[object, ...]) -> TellInfo:
 
 def insert(db: apsw.Connection, tell: TellInfo) -> None:
     db.execute(
-        "INSERT INTO tells (id, from_team, to_team, message, status, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (tell.id, tell.from_team or EXTERNAL, tell.to_team, tell.message, tell.status, tell.created_at),
+        "INSERT INTO tells (id, from_team, to_team, message, status, created_at, chain_id, hops, kind, "
+        "error, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            tell.id,
+            tell.from_team or EXTERNAL,
+            tell.to_team,
+            tell.message,
+            tell.status,
+            tell.created_at,
+            tell.chain_id,
+            tell.hops,
+            tell.kind,
+            tell.error,
+            tell.finished_at,
+        ),
     )
 
 
@@ -81,4 +94,47 @@ def interrupt_unfinished(db: apsw.Connection, now: float) -> int:
         "error = 'irisd stopped before this tell finished' WHERE status IN ('queued', 'running')",
         (now,),
     )
+    return db.changes()
+
+
+def recent(
+    db: apsw.Connection, to_team: str, from_team: str | None, *, all_callers: bool, limit: int
+) -> list[TellInfo]:
+    """The newest tells of a pair (or to a team from anyone), newest first."""
+    if all_callers:
+        rows = db.execute(
+            f"SELECT {_COLUMNS} FROM tells WHERE to_team = ? ORDER BY created_at DESC LIMIT ?",
+            (to_team, limit),
+        )
+    else:
+        rows = db.execute(
+            f"SELECT {_COLUMNS} FROM tells WHERE to_team = ? AND from_team = ? "
+            "ORDER BY created_at DESC LIMIT ?",
+            (to_team, from_team or EXTERNAL, limit),
+        )
+    return [_info(row) for row in rows]
+
+
+def clear_finished(db: apsw.Connection, to_team: str, from_team: str | None) -> int:
+    """Forget a pair's finished tells and their transcripts; running ones stay."""
+    with db:
+        db.execute(
+            "DELETE FROM tells WHERE to_team = ? AND from_team = ? "
+            "AND status NOT IN ('queued', 'running')",
+            (to_team, from_team or EXTERNAL),
+        )
+    return db.changes()
+
+
+def prune(db: apsw.Connection, finished_before: float, keep_per_pair: int) -> int:
+    """Retention: drop finished tells older than ``finished_before``, keeping at least the
+    newest ``keep_per_pair`` of every pair."""
+    with db:
+        db.execute(
+            "DELETE FROM tells WHERE finished_at IS NOT NULL AND finished_at < ? AND id NOT IN ("
+            "  SELECT id FROM (SELECT id, row_number() OVER ("
+            "    PARTITION BY from_team, to_team ORDER BY created_at DESC) AS n FROM tells)"
+            "  WHERE n <= ?)",
+            (finished_before, keep_per_pair),
+        )
     return db.changes()

@@ -1,0 +1,80 @@
+"""The daemon's services, without the socket: event hub, pool, notification courier,
+retention. ``run_core`` starts them in one nursery and hands back the Dispatcher."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import trio
+
+from irisd.config import IrisConfig
+from irisd.dispatch import Dispatcher
+from irisd.events import EventHub
+from irisd.notifications import Courier
+from irisd.paths import IrisPaths
+from irisd.pool.pair import ChildFactory, claude_child
+from irisd.pool.supervisor import Supervisor
+from irisd.store import notifications, sessions, tells
+from irisd.store.facade import Store
+
+log = logging.getLogger("irisd")
+
+RETENTION_EVERY_S = 3600.0
+
+
+async def run_core(
+    config: IrisConfig,
+    paths: IrisPaths,
+    store: Store,
+    *,
+    child_factory: ChildFactory = claude_child,
+    task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Reconcile the store with a fresh start, then run every service until cancelled.
+    Cancellation stops every claude child and records unfinished tells as interrupted."""
+    await reconcile(store)
+    hub = EventHub()
+    async with trio.open_nursery() as nursery:
+        supervisor = Supervisor(config=config, paths=paths, store=store, hub=hub, child_factory=child_factory)
+        await nursery.start(supervisor.run)
+        courier = Courier(store=store)
+        dispatcher = Dispatcher(
+            config=config,
+            paths=paths,
+            store=store,
+            supervisor=supervisor,
+            hub=hub,
+            on_notification=courier.wake_up,
+        )
+        courier.dispatcher = dispatcher
+        await nursery.start(courier.run)
+        nursery.start_soon(_retention, config, store)
+        task_status.started(dispatcher)
+
+
+async def reconcile(store: Store) -> None:
+    """Nothing of a previous run is alive: reset process states, end its tells, and put
+    notifications that were being delivered back in line."""
+    reset = await store.call(sessions.reset_process_states)
+    interrupted = await store.call(tells.interrupt_unfinished, time.time())
+    requeued = await store.call(notifications.reset_delivering)
+    if reset or interrupted or requeued:
+        log.info(
+            "reconciled the state of the previous run",
+            extra={
+                "process_states_reset": reset,
+                "tells_interrupted": interrupted,
+                "notifications_requeued": requeued,
+            },
+        )
+
+
+async def _retention(config: IrisConfig, store: Store) -> None:
+    """Keep the database bounded: prune old finished tells now and then."""
+    while True:
+        cutoff = time.time() - config.settings.retention_days * 86400
+        pruned = await store.call(tells.prune, cutoff, config.settings.retention_keep)
+        if pruned:
+            log.info("pruned old tells", extra={"count": pruned})
+        await trio.sleep(RETENTION_EVERY_S)

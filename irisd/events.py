@@ -1,0 +1,44 @@
+"""Live events for watchers (``iris watch``, MCP progress): publish never blocks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import trio
+
+from protocol.messages import Event
+
+WATCHER_BUFFER = 1000
+
+
+@dataclass(eq=False)
+class _Watcher:
+    team: str | None
+    send: trio.MemorySendChannel[Event]
+    teams_of_tell: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+
+
+class EventHub:
+    def __init__(self) -> None:
+        self._watchers: set[_Watcher] = set()
+
+    def subscribe(self, team: str | None = None) -> trio.MemoryReceiveChannel[Event]:
+        """Events of tells to or from ``team`` (all tells if None)."""
+        send, receive = trio.open_memory_channel[Event](WATCHER_BUFFER)
+        self._watchers.add(_Watcher(team, send))
+        return receive
+
+    def publish(self, event: Event, from_team: str | None, to_team: str) -> None:
+        """Best effort: a watcher that cannot keep up is disconnected, never waited for."""
+        for watcher in list(self._watchers):
+            if watcher.team is not None and watcher.team not in (from_team, to_team):
+                continue
+            try:
+                watcher.send.send_nowait(event)
+            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
+                watcher.send.close()
+                self._watchers.discard(watcher)
+
+    @property
+    def watchers(self) -> int:
+        return len(self._watchers)
