@@ -1,0 +1,127 @@
+"""A trio client of irisd, for the MCP shim: one connection per call, events as they arrive.
+
+Why not the blocking ``Client`` in a worker thread: a streaming tell pushes ``TellText``
+events that the shim forwards as MCP progress notifications while the call runs, and an
+MCP cancellation must stop the wait at once. A thread blocked in ``recv()`` can be
+neither interrupted nor cancelled (trio can only abandon it, socket still open); here a
+cancellation simply closes the socket. The framing and codec are the shared ones in
+``protocol/``, so this is only the I/O loop.
+
+Failures are split by what the caller may do next:
+
+* ``DaemonUnreachable``: nothing was sent (no socket, connection refused, the hello
+  failed). Starting the daemon and trying again is always safe.
+* ``ConnectionLost``: the request was sent, then the connection dropped before its
+  reply. The daemon may have acted on it; only idempotent requests may be resent.
+
+Both are ``DaemonNotRunningError`` (wire code ``daemon_not_running``) for anyone who
+does not care about the difference.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from protocol import PROTOCOL_VERSION
+from protocol.codec import decode_server_message, encode
+from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
+from protocol.framing import LengthPrefixedFramer
+from protocol.messages import ErrorReply, Event, Hello, Reply, Request, TellState, TellText, Welcome
+
+AsyncEventHandler = Callable[[Event], Awaitable[None]]
+
+RECEIVE_CHUNK = 65536
+
+
+class DaemonUnreachable(DaemonNotRunningError):
+    """irisd could not be reached; the request was not sent."""
+
+
+class ConnectionLost(DaemonNotRunningError):
+    """The connection broke after the request was sent; irisd may have acted on it."""
+
+
+class AsyncConnection:
+    """One greeted connection to irisd; requests go one at a time."""
+
+    def __init__(self, stream: trio.SocketStream, socket_path: Path) -> None:
+        self._stream = stream
+        self._socket_path = socket_path
+        self._framer = LengthPrefixedFramer()
+        self.welcome: Welcome | None = None
+
+    async def hello(self, client: str) -> Welcome:
+        """Greet the daemon. A failure here means nothing was sent: DaemonUnreachable."""
+        try:
+            reply = await self.request(Hello(protocol_version=PROTOCOL_VERSION, client=client))
+        except ConnectionLost as exc:
+            raise DaemonUnreachable(exc.message) from None
+        if not isinstance(reply, Welcome):
+            raise ProtocolError(f"irisd answered the hello with {type(reply).__name__}")
+        self.welcome = reply
+        return reply
+
+    async def request(self, request: Request, on_event: AsyncEventHandler | None = None) -> Reply:
+        """Send ``request``, hand pushed events to ``on_event``, return the reply.
+
+        Raises the daemon's ``IrisError`` for an ``ErrorReply`` and ``ConnectionLost``
+        when the connection breaks. Cancellation closes nothing by itself: the caller's
+        ``open_connection`` block closes the socket on the way out, and the daemon sees
+        a client that left (a tell runs on; cancel it with ``CancelTell``).
+        """
+        try:
+            await self._stream.send_all(encode(request))
+            while True:
+                message = await self._receive()
+                if isinstance(message, TellText | TellState):
+                    if on_event is not None:
+                        await on_event(message)
+                    continue
+                if isinstance(message, ErrorReply):
+                    raise IrisError.from_wire(message.code, message.message)
+                return message
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            raise self._lost() from None
+
+    async def _receive(self) -> Reply | Event:
+        while (body := self._framer.next_frame()) is None:
+            data = await self._stream.receive_some(RECEIVE_CHUNK)
+            if not data:
+                raise self._lost()
+            self._framer.receive_data(data)
+        return decode_server_message(body)
+
+    def _lost(self) -> ConnectionLost:
+        return ConnectionLost(f"irisd closed the connection on {self._socket_path} (did it stop or restart?)")
+
+
+@asynccontextmanager
+async def open_connection(socket_path: Path, client: str = "iris-mcp") -> AsyncIterator[AsyncConnection]:
+    """Connect to irisd and say hello; the socket is closed when the block exits."""
+    stream = await _connect(socket_path)
+    async with stream:
+        connection = AsyncConnection(stream, socket_path)
+        await connection.hello(client)
+        yield connection
+
+
+async def _connect(socket_path: Path) -> trio.SocketStream:
+    """The one place OS errors of connecting become Iris errors."""
+    try:
+        return await trio.open_unix_socket(os.fspath(socket_path))
+    except (FileNotFoundError, ConnectionRefusedError):
+        raise DaemonUnreachable(
+            f"irisd is not running (nothing listens on {socket_path}); start it with "
+            "'irisd' (or 'systemctl --user start irisd')"
+        ) from None
+    except PermissionError:
+        raise DaemonUnreachable(
+            f"no permission to connect to {socket_path}; it belongs to another user"
+        ) from None
+    except OSError as exc:
+        raise DaemonUnreachable(f"cannot connect to irisd on {socket_path}: {exc.strerror or exc}") from None

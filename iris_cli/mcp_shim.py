@@ -1,0 +1,491 @@
+"""``iris mcp``: the stdio MCP server Claude Code launches, a thin client of irisd.
+
+Start-up is on every Claude Code session's path, so this module imports only the MCP
+SDK and trio (the SDK needs trio here anyway); ``protocol/``, msgspec and the tool
+definitions load on the first ``tools/list``, and the daemon is contacted on the first
+tool call. stdout is the MCP wire: logs go to stderr, and while serving the SDK points
+fd 1 at stderr so that nothing else can reach the wire either.
+
+Each tool call opens its own connection to irisd (connect + request + close costs
+about 0.7 ms): a daemon that restarted between two calls is simply reached again, and a
+cancelled call just closes its socket. When nothing listens, the shim starts irisd
+(``daemon_control.ensure_daemon``) and tries once more. A request that was sent and
+then lost its connection is resent once only if resending cannot do anything twice
+(idempotent requests); a tell or a command is not: the daemon may already have queued
+it, and a second copy would reach the other team twice. The model gets an error that
+says how to find out (team_report, team_result).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+import trio
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+
+if TYPE_CHECKING:
+    from iris_cli.mcp_tools import CacheReadArgs, Identity, ToolOutput
+    from protocol.messages import Event, Reply, Request, Tell
+
+log = logging.getLogger("iris.mcp")
+
+INSTRUCTIONS = (
+    "Iris connects you with the Claude Code agents of other projects (teams). team_teams lists "
+    "them; team_tell asks one and returns its answer (each pair of teams keeps its own "
+    "conversation); team_result fetches an answer that took longer than the call's timeout."
+)
+CALL_TIMEOUT_S = 120.0  # a request that is not a tell: waking every team can take a while
+TELL_GRACE_S = 15.0  # beyond the tell's own timeout, before the shim stops waiting for irisd
+CANCEL_TIMEOUT_S = 5.0  # a CancelTell sent while the call is being torn down
+DAEMON_START_TIMEOUT_S = 15.0
+
+ReportProgress = Callable[[float, str], Awaitable[None]]
+
+
+# --- reaching irisd -------------------------------------------------------------------
+
+
+class DaemonLink:
+    """One connection per request to irisd; starts the daemon when nothing answers."""
+
+    def __init__(self, socket_path: Path | None = None, *, autostart: bool = True) -> None:
+        self._socket_path = socket_path
+        self.autostart = autostart
+        self._start_lock = trio.Lock()
+
+    @property
+    def socket_path(self) -> Path:
+        if self._socket_path is None:
+            from iris_cli.client import default_socket_path
+
+            self._socket_path = default_socket_path()
+        return self._socket_path
+
+    async def call(
+        self,
+        request: Request,
+        *,
+        idempotent: bool,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
+    ) -> Reply:
+        """The daemon's reply to ``request``; raises its IrisError.
+
+        DaemonUnreachable (nothing was sent): start the daemon, send once more.
+        ConnectionLost (sent, then cut off): resend once only if ``idempotent``.
+        """
+        from iris_cli.aclient import ConnectionLost, DaemonUnreachable
+
+        try:
+            return await self._once(request, on_event)
+        except DaemonUnreachable:
+            await self.ensure_daemon()
+        except ConnectionLost:
+            if not idempotent:
+                raise
+            log.info("irisd dropped the connection; reconnecting once for %s", type(request).__name__)
+            await self.ensure_daemon()
+        return await self._once(request, on_event)
+
+    async def _once(self, request: Request, on_event: Callable[[Event], Awaitable[None]] | None) -> Reply:
+        from iris_cli.aclient import open_connection
+
+        async with open_connection(self.socket_path) as connection:
+            return await connection.request(request, on_event)
+
+    async def ensure_daemon(self) -> None:
+        """Start irisd if it does not answer (in a thread: it polls and may run systemctl)."""
+        from iris_cli.aclient import DaemonUnreachable
+
+        if not self.autostart:
+            raise DaemonUnreachable(
+                f"irisd is not running (nothing listens on {self.socket_path}); start it with 'irisd'"
+            )
+        from iris_cli.daemon_control import ensure_daemon
+
+        async with self._start_lock:  # concurrent calls start it once
+            log.info("starting irisd for %s", self.socket_path)
+            await trio.to_thread.run_sync(
+                partial(ensure_daemon, self.socket_path, timeout=DAEMON_START_TIMEOUT_S)
+            )
+
+
+# --- the tools ------------------------------------------------------------------------
+
+
+class Shim:
+    """The tools: validate arguments, derive the caller, send requests, render replies."""
+
+    def __init__(
+        self, link: DaemonLink, *, team: str | None, cwd: str, env: Mapping[str, str]
+    ) -> None:
+        self.link = link
+        self.explicit_team = team
+        self.cwd = cwd
+        self.parent_pair = env.get("IRIS_PARENT_PAIR", "").strip()
+        self._identity: Identity | None = None
+        self._handlers: dict[str, Callable[[Any, ReportProgress], Awaitable[ToolOutput]]] = {
+            "team_tell": self.team_tell,
+            "team_isAwake": self.team_is_awake,
+            "team_wake": self.team_wake,
+            "team_sleep": self.team_sleep,
+            "team_wake_all": self.team_wake_all,
+            "team_report": self.team_report,
+            "team_command": self.team_command,
+            "team_cache_read": self.team_cache_read,
+            "team_cache_clear": self.team_cache_clear,
+            "team_teams": self.team_teams,
+            "team_getTeamName": self.team_get_team_name,
+            "team_result": self.team_result,
+            "team_cancel": self.team_cancel,
+        }
+
+    async def call(
+        self, name: str, arguments: dict[str, Any] | None, report: ReportProgress
+    ) -> ToolOutput:
+        """Run one tool; every failure becomes a tool error the model can act on."""
+        from iris_cli.mcp_tools import TOOLS_BY_NAME, error_output, parse_args
+        from protocol.errors import IrisError
+
+        tool = TOOLS_BY_NAME.get(name)
+        if tool is None:
+            known = ", ".join(TOOLS_BY_NAME)
+            return error_output(f"unknown tool {name!r}; the Iris tools are: {known}", "invalid_request")
+        try:
+            args = parse_args(tool, arguments)
+            return await self._handlers[name](args, report)
+        except IrisError as exc:
+            log.info("%s failed: %s", name, exc.message)
+            return error_output(exc.message, exc.code)
+        except Exception as exc:  # a bug here must not take the MCP session down
+            log.exception("%s crashed", name)
+            return error_output(
+                f"the Iris MCP server failed on {name} ({type(exc).__name__}: {exc}); see its stderr log",
+                "internal",
+            )
+
+    # identity ------------------------------------------------------------------------
+
+    async def identity(self) -> Identity:
+        """Who this shim speaks for; the configured team folders are asked for once."""
+        from iris_cli.mcp_tools import resolve_identity
+        from protocol.messages import ListTeams, TeamsReply
+
+        if self._identity is None:
+            teams = []
+            if self.explicit_team is None:
+                reply = await self.link.call(ListTeams(), idempotent=True)
+                assert isinstance(reply, TeamsReply)
+                teams = reply.teams
+            self._identity = resolve_identity(self.explicit_team, self.cwd, teams)
+            log.info("identity: %s", self._identity.describe())
+        return self._identity
+
+    async def sender(self, claimed: str | None) -> str | None:
+        return (await self.identity()).check_from_team(claimed)
+
+    async def simple(self, request: Request, *, within: float = CALL_TIMEOUT_S) -> ToolOutput:
+        """An idempotent request whose reply renders by its type."""
+        from iris_cli.mcp_tools import render_reply
+
+        return render_reply(await self.request(request, within=within))
+
+    async def request(
+        self, request: Request, *, idempotent: bool = True, within: float = CALL_TIMEOUT_S
+    ) -> Reply:
+        """The daemon's reply, or an error after ``within`` seconds (irisd wedged)."""
+        from protocol.errors import IrisError
+
+        with trio.move_on_after(within):
+            return await self.link.call(request, idempotent=idempotent)
+        raise IrisError(f"irisd did not answer {type(request).__name__} within {within:g} s; see its log")
+
+    # tells -----------------------------------------------------------------------------
+
+    async def team_tell(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import Tell
+
+        request = Tell(
+            to_team=args.to_team,
+            message=args.message,
+            from_team=await self.sender(args.from_team),
+            timeout_ms=args.timeout,
+            stream=True,  # also when nobody wants progress: the first event names the tell
+            persist=args.persist,
+            ttl_days=args.ttl_days,
+            parent_pair=self.parent_pair,
+        )
+        return await self.run_tell(request, report)
+
+    async def run_tell(self, request: Tell, report: ReportProgress) -> ToolOutput:
+        """Send a tell, forward its text as progress, cancel it if the call is cancelled."""
+        from iris_cli.aclient import ConnectionLost
+        from iris_cli.mcp_tools import TellWatch, render_reply, render_unanswered
+        from protocol.errors import IrisError
+
+        watch = TellWatch(request.to_team)
+        timeout_ms = request.timeout_ms
+
+        async def on_event(event: Event) -> None:
+            message = watch.feed(event, trio.current_time())
+            if message is not None:
+                await report(watch.progress, message)
+
+        # The daemon answers by the tell's own deadline; this one only guards against a
+        # daemon that never does. 0 ("wait for the end") has no deadline at all.
+        grace = max(timeout_ms, 0) / 1000 + TELL_GRACE_S if timeout_ms != 0 else float("inf")
+        try:
+            with trio.move_on_after(grace):
+                return render_reply(await self.link.call(request, idempotent=False, on_event=on_event))
+        except ConnectionLost:
+            raise IrisError(watch.lost_message()) from None
+        except trio.Cancelled:
+            await self.cancel_quietly(watch.tell_id)
+            raise
+        return render_unanswered(watch, grace)
+
+    async def cancel_quietly(self, tell_id: str | None) -> None:
+        """On a cancelled call: cancel its tell too, bounded, whatever the outcome."""
+        from protocol.errors import IrisError
+        from protocol.messages import CancelTell
+
+        if tell_id is None:
+            log.warning("call cancelled before irisd named its tell; the tell runs on")
+            return
+        with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_TIMEOUT_S):
+            try:
+                await self.link.call(CancelTell(tell_id=tell_id), idempotent=True)
+                log.info("cancelled tell %s", tell_id)
+            except IrisError as exc:
+                log.warning("could not cancel tell %s: %s", tell_id, exc.message)
+
+    async def team_command(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from iris_cli.aclient import ConnectionLost
+        from iris_cli.mcp_tools import render_reply
+        from protocol.errors import IrisError
+        from protocol.messages import Command
+
+        request = Command(
+            to_team=args.team,
+            command="/" + args.command.strip().lstrip("/"),
+            args=args.args,
+            from_team=await self.sender(args.from_team),
+            timeout_ms=args.timeout,
+        )
+        grace = max(args.timeout, 0) / 1000 + TELL_GRACE_S if args.timeout != 0 else float("inf")
+        try:
+            return render_reply(await self.request(request, idempotent=False, within=grace))
+        except ConnectionLost:
+            raise IrisError(
+                "the connection to irisd broke after the command was sent; it may have run: "
+                f"see team_report {{\"team\": \"{args.team}\"}}"
+            ) from None
+
+    async def team_result(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import GetTell
+
+        request = GetTell(tell_id=args.tell_id, wait_ms=args.wait)
+        return await self.simple(request, within=args.wait / 1000 + TELL_GRACE_S)
+
+    async def team_cancel(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import CancelTell
+
+        return await self.simple(CancelTell(tell_id=args.tell_id))
+
+    # pairs -----------------------------------------------------------------------------
+
+    async def team_is_awake(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from iris_cli.mcp_tools import render_awake
+        from protocol.messages import GetPair, GetStatus, StatusReply
+
+        me = await self.sender(args.from_team)
+        if args.team is not None:
+            return await self.simple(GetPair(to_team=args.team, from_team=me))
+        status = await self.request(GetStatus())
+        assert isinstance(status, StatusReply)
+        return render_awake(status, me)
+
+    async def team_wake(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import Wake
+
+        return await self.simple(Wake(to_team=args.team, from_team=await self.sender(args.from_team)))
+
+    async def team_sleep(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import Sleep
+
+        me = await self.sender(args.from_team)
+        return await self.simple(Sleep(to_team=args.team, from_team=me, force=args.force))
+
+    async def team_wake_all(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import WakeAll
+
+        me = await self.sender(args.from_team)
+        return await self.simple(WakeAll(from_team=me, parallel=args.parallel))
+
+    async def team_report(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import Report
+
+        me = await self.sender(args.from_team)
+        request = Report(to_team=args.team, from_team=me, all_callers=args.all_callers, limit=args.limit)
+        return await self.simple(request)
+
+    async def team_cache_read(self, args: CacheReadArgs, report: ReportProgress) -> ToolOutput:
+        from iris_cli.mcp_tools import ToolOutput
+        from protocol.errors import InvalidRequestError
+        from protocol.messages import ReadTranscript, Report, ReportReply
+
+        me = await self.sender(args.from_team)
+        tell_id = args.tell_id
+        if tell_id is None:
+            if args.team is None:
+                raise InvalidRequestError(
+                    "team_cache_read needs a tellId, or a team to read your latest tell to it"
+                )
+            latest = await self.request(Report(to_team=args.team, from_team=me, limit=1))
+            assert isinstance(latest, ReportReply)
+            if not latest.tells:
+                return ToolOutput(f"no tells between you and {args.team} yet", {"tells": []})
+            tell_id = latest.tells[0].id
+        return await self.simple(ReadTranscript(tell_id=tell_id))
+
+    async def team_cache_clear(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from iris_cli.mcp_tools import ToolOutput, pair_name
+        from protocol.messages import ClearCache, CountReply
+
+        me = await self.sender(args.from_team)
+        reply = await self.request(ClearCache(to_team=args.team, from_team=me))
+        assert isinstance(reply, CountReply)
+        text = f"forgot {reply.count} finished tells of {pair_name(me, args.team)}; the conversation is kept"
+        return ToolOutput(text, {"cleared": reply.count, "from_team": me, "to_team": args.team})
+
+    # who is who ------------------------------------------------------------------------
+
+    async def team_teams(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from iris_cli.mcp_tools import render_teams
+        from protocol.messages import GetStatus, StatusReply
+
+        me = (await self.identity()).team
+        status = await self.request(GetStatus())
+        assert isinstance(status, StatusReply)
+        return render_teams(status, me)
+
+    async def team_get_team_name(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from iris_cli.mcp_tools import ToolOutput
+
+        me = await self.identity()
+        data = {
+            "team": me.team,
+            "source": me.source,
+            "cwd": me.cwd,
+            "team_path": me.team_path,
+            "parent_pair": self.parent_pair,
+        }
+        return ToolOutput(me.describe()[0].upper() + me.describe()[1:] + ".", data)
+
+
+# --- the MCP server -------------------------------------------------------------------
+
+
+def build_server(shim: Shim) -> Server[Any]:
+    """The low-level SDK server (MCPServer would add schema generation we do not need)."""
+    listed: list[types.Tool] = []
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        if not listed:
+            listed.extend(mcp_tool_list())
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        async def report(progress: float, message: str) -> None:
+            await ctx.session.report_progress(progress, None, message)  # no-op without a token
+
+        output = await shim.call(params.name, params.arguments, report)
+        return types.CallToolResult(
+            content=[types.TextContent(text=output.text)],
+            structured_content=output.data,
+            is_error=output.is_error,
+        )
+
+    from irisd import __version__
+
+    return Server(
+        "iris",
+        version=__version__,
+        title="Iris",
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def mcp_tool_list() -> list[types.Tool]:
+    from iris_cli.mcp_tools import TOOLS, input_schema
+
+    return [
+        types.Tool(
+            name=tool.name,
+            title=tool.title,
+            description=tool.description,
+            input_schema=input_schema(tool.args),
+            annotations=types.ToolAnnotations(
+                title=tool.title,
+                read_only_hint=tool.read_only,
+                destructive_hint=tool.destructive,
+                idempotent_hint=tool.idempotent,
+                open_world_hint=False,
+            ),
+        )
+        for tool in TOOLS
+    ]
+
+
+async def serve(server: Server[Any]) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def parse_options(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="iris mcp",
+        description="Serve the Iris tools to an MCP client (Claude Code) on stdin/stdout.",
+    )
+    parser.add_argument(
+        "--team", help="the team this server speaks for (default: the team whose folder holds the cwd)"
+    )
+    parser.add_argument(
+        "--no-autostart", action="store_true", help="do not start irisd when it is not running"
+    )
+    parser.add_argument("--log-level", default=os.environ.get("IRIS_MCP_LOG_LEVEL", "warning"))
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of ``iris mcp``; returns the exit code."""
+    options = parse_options(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=options.log_level.upper(),
+        format="%(asctime)s iris-mcp %(levelname)s %(name)s: %(message)s",
+    )
+    link = DaemonLink(autostart=not options.no_autostart)
+    shim = Shim(link, team=options.team, cwd=os.getcwd(), env=os.environ)
+    try:
+        trio.run(serve, build_server(shim))
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,616 @@
+"""The MCP shim's tools, without I/O: arguments, schemas, identity, and reply rendering.
+
+How it works: each tool's arguments are a msgspec ``Struct`` (camelCase on the wire,
+unknown fields refused). That one Struct gives both the JSON Schema the model sees
+(``input_schema``) and the validation of what the model sent (``parse_args``), so they
+cannot drift apart. The docstring of the Struct is the tool's description.
+
+Every daemon reply is rendered by its type (``render_reply``) into text for the model
+plus structured content (the reply as plain data, the shape ``iris ... --json`` prints),
+so a request whose reply type the daemon changes still renders sensibly.
+
+Identity (``Identity``, ``resolve_identity``) is derived, never taken from the model:
+``--team NAME``, else the deepest configured team folder containing the shim's working
+folder, else the external caller.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from protocol.errors import InvalidRequestError
+from protocol.messages import (
+    CountReply,
+    Event,
+    NotificationInfo,
+    NotificationReply,
+    NotificationsReply,
+    PairReply,
+    PairsReply,
+    ProcessInfo,
+    Reply,
+    ReportReply,
+    SessionReply,
+    SessionsReply,
+    StatusReply,
+    TeamInfo,
+    TeamsReply,
+    TellReply,
+    TellState,
+    TellText,
+    TranscriptReply,
+    Welcome,
+)
+
+# Fits common MCP client limits: the TypeScript SDK (and the many clients built on it)
+# fails a request after 60 s by default, and progress notifications do not extend that
+# unless the client opts in. 50 s leaves room for start-up and the reply's trip back;
+# past it the caller gets the answer so far and the tell's id instead of a client error.
+DEFAULT_TELL_TIMEOUT_MS = 50_000
+MAX_TIMEOUT_MS = 3_600_000
+
+# Caps on what goes back to the model: Claude Code warns above ~25k tokens of tool output.
+MAX_PROGRESS_CHARS = 4_000
+PROGRESS_INTERVAL_S = 0.2  # at most this often a progress notification for new text
+MAX_LISTED_TEXT = 300
+MAX_TRANSCRIPT_CHARS = 20_000
+MAX_TRANSCRIPT_ENTRIES = 200
+
+
+# --- arguments --------------------------------------------------------------------
+
+FromTeam = Annotated[
+    str | None,
+    msgspec.Meta(
+        description="Your own team. Optional: Iris knows who you are (see team_getTeamName); "
+        "if given it must be that team."
+    ),
+]
+Team = Annotated[str, msgspec.Meta(min_length=1, description="The team's name, as listed by team_teams.")]
+TellId = Annotated[
+    str, msgspec.Meta(min_length=1, description="The tell's id (tellId returned by team_tell).")
+]
+Timeout = Annotated[
+    int,
+    msgspec.Meta(
+        ge=-1,
+        le=MAX_TIMEOUT_MS,
+        description="Milliseconds to wait for the answer: -1 returns at once with the tell's id, "
+        "0 waits until the answer is complete, N (1000 to 3600000) waits up to N ms and then "
+        f"returns the answer so far while the team works on. Default {DEFAULT_TELL_TIMEOUT_MS}.",
+    ),
+]
+
+
+class _Args(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    pass
+
+
+class TellArgs(_Args):
+    """Send a message to another team's Claude Code agent and get its answer. Each
+    (your team, that team) pair keeps its own conversation, so follow-up messages keep
+    their context. By default it waits up to 50 s; if the team is still working you get
+    the answer so far and a tellId: fetch the rest with team_result. Use timeout -1 to
+    send without waiting, or persist=true to queue a message durably for later delivery
+    (fire-and-forget, survives restarts)."""
+
+    to_team: Annotated[str, msgspec.Meta(min_length=1, description="The team to tell (see team_teams).")]
+    message: Annotated[
+        str, msgspec.Meta(min_length=1, description="What to tell or ask it, self-contained.")
+    ]
+    from_team: FromTeam = None
+    timeout: Timeout = DEFAULT_TELL_TIMEOUT_MS
+    persist: Annotated[
+        bool,
+        msgspec.Meta(
+            description="Store the message durably and deliver it when the team is free, "
+            "without waiting for an answer (a notification)."
+        ),
+    ] = False
+    ttl_days: Annotated[
+        float,
+        msgspec.Meta(gt=0, description="With persist: drop the message if undelivered after this many days."),
+    ] = 30.0
+
+
+class IsAwakeArgs(_Args):
+    """Is a team's Claude process for your conversation with it running (awake) or
+    stopped (asleep)? Without a team: every team, plus how many processes run."""
+
+    team: Annotated[str | None, msgspec.Meta(description="One team; omit for all teams.")] = None
+    from_team: FromTeam = None
+
+
+class WakeArgs(_Args):
+    """Start a team's Claude process for your conversation with it now, so the next
+    team_tell answers without start-up delay."""
+
+    team: Team
+    from_team: FromTeam = None
+
+
+class SleepArgs(_Args):
+    """Stop a team's Claude process for your conversation with it (the conversation is
+    kept and resumes on the next team_tell). A busy process is left alone unless force."""
+
+    team: Team
+    from_team: FromTeam = None
+    force: Annotated[
+        bool, msgspec.Meta(description="Stop it even while it answers (that tell is interrupted).")
+    ] = False
+
+
+class WakeAllArgs(_Args):
+    """Start the Claude processes of every configured team for your conversations with them."""
+
+    from_team: FromTeam = None
+    parallel: Annotated[
+        bool, msgspec.Meta(description="Start them all at once (default) rather than one after another.")
+    ] = True
+
+
+class ReportArgs(_Args):
+    """Recent tells between you and a team: each message, its status and (the start of)
+    its answer, newest first. Read one in full with team_result or team_cache_read."""
+
+    team: Team
+    from_team: FromTeam = None
+    all_callers: Annotated[
+        bool, msgspec.Meta(description="Include tells to that team from every caller, not only you.")
+    ] = False
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200, description="How many tells, at most.")] = 20
+
+
+class CommandArgs(_Args):
+    """Run a Claude Code slash command in your conversation with a team, e.g. "compact"
+    to shrink a long conversation. It waits its turn behind that pair's tells."""
+
+    team: Team
+    command: Annotated[
+        str, msgspec.Meta(min_length=1, description='The command, with or without "/", e.g. "compact".')
+    ]
+    args: Annotated[str, msgspec.Meta(description="The command's arguments, if any.")] = ""
+    from_team: FromTeam = None
+    timeout: Timeout = DEFAULT_TELL_TIMEOUT_MS
+
+
+class CacheReadArgs(_Args):
+    """Everything a team's Claude printed while answering one tell (its transcript:
+    tool calls, results, text). Give a tellId, or a team for your latest tell to it."""
+
+    tell_id: Annotated[
+        str | None, msgspec.Meta(description="The tell to read (from team_tell or team_report).")
+    ] = None
+    team: Annotated[
+        str | None, msgspec.Meta(description="Without tellId: read your latest tell to this team.")
+    ] = None
+    from_team: FromTeam = None
+
+
+class CacheClearArgs(_Args):
+    """Forget the finished tells (and their transcripts) between you and a team. The
+    conversation itself is kept."""
+
+    team: Team
+    from_team: FromTeam = None
+
+
+class TeamsArgs(_Args):
+    """The configured teams: name, description, folder, and whether the Claude process
+    of your conversation with each is running."""
+
+
+class GetTeamNameArgs(_Args):
+    """Who you are in Iris: the team this server speaks for (or the external caller),
+    and how that was decided."""
+
+
+class ResultArgs(_Args):
+    """The status and answer of a tell by id: the answer so far while it runs, the full
+    answer once it completed."""
+
+    tell_id: TellId
+    wait: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0, le=MAX_TIMEOUT_MS, description="Wait up to this many ms for the tell to end (0: no wait)."
+        ),
+    ] = 0
+
+
+class CancelArgs(_Args):
+    """Cancel a tell: drop it if it is still queued, interrupt the team if it is answering."""
+
+    tell_id: TellId
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    name: str
+    title: str
+    args: type[_Args]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+
+    @property
+    def description(self) -> str:
+        return " ".join((self.args.__doc__ or "").split())
+
+
+TOOLS: tuple[ToolDef, ...] = (
+    ToolDef("team_tell", "Tell a team", TellArgs),
+    ToolDef("team_isAwake", "Is a team awake?", IsAwakeArgs, read_only=True, idempotent=True),
+    ToolDef("team_wake", "Wake a team", WakeArgs, idempotent=True),
+    ToolDef("team_sleep", "Put a team to sleep", SleepArgs, idempotent=True),
+    ToolDef("team_wake_all", "Wake every team", WakeAllArgs, idempotent=True),
+    ToolDef("team_report", "Recent tells with a team", ReportArgs, read_only=True, idempotent=True),
+    ToolDef("team_command", "Slash command for a team", CommandArgs),
+    ToolDef("team_cache_read", "Read a tell's transcript", CacheReadArgs, read_only=True, idempotent=True),
+    ToolDef("team_cache_clear", "Forget finished tells", CacheClearArgs, destructive=True, idempotent=True),
+    ToolDef("team_teams", "List the teams", TeamsArgs, read_only=True, idempotent=True),
+    ToolDef("team_getTeamName", "Who am I?", GetTeamNameArgs, read_only=True, idempotent=True),
+    ToolDef("team_result", "A tell's answer", ResultArgs, read_only=True, idempotent=True),
+    ToolDef("team_cancel", "Cancel a tell", CancelArgs, destructive=True, idempotent=True),
+)
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+
+
+def input_schema(args: type[_Args]) -> dict[str, Any]:
+    """The tool's JSON Schema: msgspec's, inlined, with optional fields shown plainly.
+
+    Optional fields accept null (models send it) but are advertised as their plain type:
+    some MCP clients handle ``anyOf`` poorly, and an omitted field means the same.
+    """
+    (schema,), components = msgspec.json.schema_components([args], ref_template="{name}")
+    body: dict[str, Any] = dict(components[schema["$ref"]])
+    body.pop("title", None)
+    body.pop("description", None)
+    properties = body.setdefault("properties", {})
+    for name, prop in properties.items():
+        options = prop.pop("anyOf", None)
+        if options is not None:
+            (plain,) = [o for o in options if o.get("type") != "null"]
+            prop.update(plain)
+        if prop.get("default", 0) is None:
+            del prop["default"]
+        properties[name] = prop
+    return body
+
+
+def parse_args(tool: ToolDef, arguments: dict[str, Any] | None) -> Any:
+    """Validate the model's arguments; InvalidRequestError says what is wrong and how to fix it."""
+    try:
+        return msgspec.convert(arguments or {}, tool.args, strict=False)
+    except msgspec.ValidationError as exc:
+        fields = ", ".join(input_schema(tool.args).get("properties", {})) or "none"
+        raise InvalidRequestError(
+            f"invalid arguments for {tool.name}: {exc}. Its arguments: {fields}."
+        ) from None
+
+
+# --- identity ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The team this shim speaks for; ``team`` None is the external caller."""
+
+    team: str | None
+    source: Literal["--team", "folder", "outside"]
+    cwd: str
+    team_path: str = ""
+
+    def describe(self) -> str:
+        match self.source:
+            case "--team":
+                return f"you are team {self.team!r} (this Iris MCP server was started with --team)"
+            case "folder":
+                return f"you are team {self.team!r} (the Iris MCP server runs in its folder {self.team_path})"
+            case _:
+                return (
+                    f"you are the external caller: this Iris MCP server runs in {self.cwd}, outside every "
+                    "team's folder, and was not started with --team"
+                )
+
+    def check_from_team(self, claimed: str | None) -> str | None:
+        """The team to send as. A ``fromTeam`` that contradicts the identity is refused."""
+        if claimed is None or claimed == self.team:
+            return self.team
+        raise InvalidRequestError(
+            f"fromTeam {claimed!r} is refused: {self.describe()}. Leave fromTeam out; to speak as "
+            f"{claimed!r}, use Iris from that team's folder (or 'iris mcp --team {claimed}')."
+        )
+
+
+def resolve_identity(explicit: str | None, cwd: str, teams: list[TeamInfo]) -> Identity:
+    """``--team`` wins; else the deepest team folder holding ``cwd`` (real paths compared)."""
+    if explicit is not None:
+        return Identity(explicit, "--team", cwd)
+    here = Path(os.path.realpath(cwd))
+    best: tuple[int, TeamInfo] | None = None
+    for team in teams:
+        root = Path(os.path.realpath(os.path.expanduser(team.path)))
+        if (here == root or root in here.parents) and (best is None or len(root.parts) > best[0]):
+            best = (len(root.parts), team)
+    if best is None:
+        return Identity(None, "outside", cwd)
+    return Identity(best[1].name, "folder", cwd, best[1].path)
+
+
+def parent_pair_from_env(env: dict[str, str] | os._Environ[str]) -> str:
+    """IRIS_PARENT_PAIR, set by irisd for the shims of the claude children it starts."""
+    return env.get("IRIS_PARENT_PAIR", "").strip()
+
+
+# --- rendering --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    text: str
+    data: dict[str, Any]
+    is_error: bool = False
+
+
+def plain(value: object) -> Any:
+    return msgspec.to_builtins(value)
+
+
+def short(text: str, limit: int = MAX_LISTED_TEXT) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def pair_name(from_team: str | None, to_team: str) -> str:
+    return f"{from_team or 'external'} -> {to_team}"
+
+
+def tell_data(reply: TellReply) -> dict[str, Any]:
+    """A tell as ``iris tell --json`` prints it: ``status`` as the caller sees it."""
+    data: dict[str, Any] = plain(reply.tell)
+    return {**data, "status": reply.status, "tell_status": reply.tell.status}
+
+
+def render_tell(reply: TellReply) -> ToolOutput:
+    """A tell's answer for the model; anything but a plain answer says what to do next."""
+    info, status = reply.tell, reply.status
+    data = tell_data(reply)
+    if status == "completed":
+        return ToolOutput(info.text or "(the team answered with no text)", data)
+    if status == "in_progress":
+        if not info.text:
+            text = (
+                f"Sent to {info.to_team} (tellId {info.id}); it is {info.status}. "
+                f"Fetch the answer later with team_result {{\"tellId\": \"{info.id}\"}}."
+            )
+        else:
+            text = (
+                f"{info.to_team} is still working (tellId {info.id}). The answer so far:\n\n{info.text}\n\n"
+                f"Fetch the rest with team_result {{\"tellId\": \"{info.id}\"}}."
+            )
+        return ToolOutput(text, data)
+    reason = f": {info.error}" if info.error else ""
+    text = f"The tell to {info.to_team} {status.replace('_', ' ')}{reason} (tellId {info.id})."
+    if info.text:
+        text += f"\nWhat it said before that:\n\n{info.text}"
+    return ToolOutput(text, data, is_error=True)
+
+
+def render_process(process: ProcessInfo, message: str = "") -> str:
+    pair = pair_name(process.from_team, process.to_team)
+    awake = "awake" if process.state not in ("stopped", "failed") else "asleep"
+    details: list[str] = [process.state]
+    if process.pid is not None:
+        details.append(f"pid {process.pid}")
+    if process.queued:
+        details.append(f"{process.queued} queued")
+    if process.reason:
+        details.append(process.reason)
+    line = f"{pair}: {awake} ({', '.join(details)})"
+    return f"{message}. {line}" if message else line
+
+
+def render_pair(reply: PairReply) -> ToolOutput:
+    return ToolOutput(render_process(reply.process, reply.message), plain(reply))
+
+
+def render_pairs(reply: PairsReply) -> ToolOutput:
+    lines = [render_process(p) for p in reply.processes]
+    lines += [f"{team}: not woken: {why}" for team, why in sorted(reply.errors.items())]
+    return ToolOutput("\n".join(lines) or "no teams configured", plain(reply), is_error=bool(reply.errors))
+
+
+def render_report(reply: ReportReply) -> ToolOutput:
+    if not reply.tells:
+        return ToolOutput("no tells yet", plain(reply))
+    lines = []
+    for tell in reply.tells:
+        line = f"- {tell.id} [{tell.status}] {pair_name(tell.from_team, tell.to_team)}: {short(tell.message)}"
+        if tell.text:
+            line += f"\n  answer: {short(tell.text)}"
+        if tell.error:
+            line += f"\n  error: {short(tell.error)}"
+        lines.append(line)
+    return ToolOutput("\n".join(lines), plain(reply))
+
+
+def transcript_line(entry_type: str, raw: str) -> str:
+    """What one claude stream-json line says, in a line: text, tool calls, results."""
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return f"{entry_type}: {short(raw)}"
+    if not isinstance(line, dict):
+        return f"{entry_type}: {short(raw)}"
+    if entry_type == "result":
+        return f"result ({line.get('subtype', '?')}): {short(str(line.get('result', '')))}"
+    content = (line.get("message") or {}).get("content") if isinstance(line.get("message"), dict) else None
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(short(str(block.get("text", ""))))
+        elif kind == "tool_use":
+            parts.append(f"calls {block.get('name')} {short(json.dumps(block.get('input', {})), 150)}")
+        elif kind == "tool_result":
+            parts.append(f"tool result: {short(str(block.get('content', '')), 150)}")
+    detail = "; ".join(p for p in parts if p) or str(line.get("subtype", ""))
+    return f"{entry_type}: {detail}" if detail else entry_type
+
+
+def render_transcript(reply: TranscriptReply) -> ToolOutput:
+    tell = reply.tell
+    entries = [e for e in reply.entries if e.type not in ("stream_event",)]
+    pair = pair_name(tell.from_team, tell.to_team)
+    header = f"tell {tell.id} [{tell.status}] {pair}: {short(tell.message)}"
+    body = "\n".join(transcript_line(e.type, e.raw) for e in entries)
+    data = plain(reply)
+    if len(data["entries"]) > MAX_TRANSCRIPT_ENTRIES:
+        data["entries"] = data["entries"][-MAX_TRANSCRIPT_ENTRIES:]
+        data["entries_truncated"] = True
+    return ToolOutput(tail(f"{header}\n{body}", MAX_TRANSCRIPT_CHARS), data)
+
+
+def render_teams(status: StatusReply, me: str | None) -> ToolOutput:
+    """Every team with its description and the state of the caller's process to it."""
+    mine = {p.to_team: p for p in status.processes if p.from_team == me}
+    rows = []
+    for team in status.teams:
+        process = mine.get(team.name)
+        state = process.state if process is not None else "stopped"
+        rows.append({**plain(team), "state": state, "awake": state not in ("stopped", "failed")})
+    lines = [
+        f"- {r['name']}{' (you)' if r['name'] == me else ''}: {r.get('description') or 'no description'} "
+        f"[{'awake' if r['awake'] else 'asleep'}] {r['path']}"
+        for r in rows
+    ]
+    text = "\n".join(lines) if lines else "no teams configured; add them under 'teams:' in config.yaml"
+    return ToolOutput(text, {"teams": rows, "you": me})
+
+
+def render_awake(status: StatusReply, me: str | None) -> ToolOutput:
+    teams = render_teams(status, me).data["teams"]
+    running = sum(p.pid is not None for p in status.processes)
+    lines = [f"{t['name']}: {'awake' if t['awake'] else 'asleep'} ({t['state']})" for t in teams]
+    lines.append(f"{running} of at most {status.max_processes} Claude processes run")
+    pool = {"processes": running, "max_processes": status.max_processes}
+    return ToolOutput("\n".join(lines), {"teams": {t["name"]: t for t in teams}, "pool": pool})
+
+
+def render_notification(info: NotificationInfo) -> str:
+    return (
+        f"notification {info.id} for {info.to_team}: {info.status}"
+        f"{f' (tell {info.tell_id})' if info.tell_id else ''}{f': {info.error}' if info.error else ''}"
+    )
+
+
+def render_reply(reply: Reply) -> ToolOutput:
+    """Any daemon reply as tool output, by its type."""
+    match reply:
+        case TellReply():
+            return render_tell(reply)
+        case PairReply():
+            return render_pair(reply)
+        case PairsReply():
+            return render_pairs(reply)
+        case ReportReply():
+            return render_report(reply)
+        case TranscriptReply():
+            return render_transcript(reply)
+        case CountReply(count):
+            return ToolOutput(f"done ({count})", plain(reply))
+        case NotificationReply(notification):
+            text = render_notification(notification) + ". It will be delivered when the team is free."
+            return ToolOutput(text, plain(reply))
+        case NotificationsReply(notifications):
+            text = "\n".join(render_notification(n) for n in notifications) or "no notifications"
+            return ToolOutput(text, plain(reply))
+        case TeamsReply(teams):
+            return ToolOutput("\n".join(f"- {t.name}: {t.description}" for t in teams), plain(reply))
+        case SessionReply() | SessionsReply() | StatusReply() | Welcome():
+            return ToolOutput(json.dumps(plain(reply), indent=1), plain(reply))
+    return ToolOutput(f"irisd answered with {type(reply).__name__}", {"type": type(reply).__name__})
+
+
+@dataclass
+class TellWatch:
+    """What a streaming tell has shown so far: its id, status and text, and when the next
+    progress notification is due. Time is an argument (``now``), so it is tested without
+    sleeping."""
+
+    to_team: str
+    interval: float = PROGRESS_INTERVAL_S
+    tell_id: str | None = None
+    status: str = ""
+    parts: list[str] = field(default_factory=list)
+    progress: float = 0.0  # strictly increasing, one step per notification (MCP requires it)
+    _last_sent: float = -math.inf
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def feed(self, event: Event, now: float) -> str | None:
+        """Take one pushed event; the progress message to send now, or None."""
+        match event:
+            case TellText(tell_id=tell_id, text=text):
+                self.tell_id = tell_id
+                self.parts.append(text)
+                if now - self._last_sent < self.interval:
+                    return None  # the next one carries this text too
+            case TellState(tell_id=tell_id, status=status):
+                self.tell_id = tell_id
+                if status == self.status:
+                    return None
+                self.status = status
+        self._last_sent = now
+        self.progress += 1
+        return self.message()
+
+    def message(self) -> str:
+        if self.parts:
+            return tail(self.text, MAX_PROGRESS_CHARS)
+        match self.status:
+            case "queued":
+                return f"{self.to_team} has other tells to answer first; this one is queued"
+            case "running":
+                return f"{self.to_team} is working on it"
+        return f"{self.to_team}: {self.status}"
+
+    def next_step(self) -> str:
+        if self.tell_id is None:
+            return f'see team_report {{"team": "{self.to_team}"}}'
+        return f'fetch it with team_result {{"tellId": "{self.tell_id}"}}'
+
+    def lost_message(self) -> str:
+        return (
+            f"the connection to irisd broke while the tell to {self.to_team} was under way; it may "
+            f"have been delivered and answered, so it was not sent again: {self.next_step()}"
+        )
+
+
+def render_unanswered(watch: TellWatch, waited_s: float) -> ToolOutput:
+    """irisd missed the tell's own deadline (it should never): say what is known."""
+    text = f"irisd did not answer within {waited_s:g} s; the tell may still be running: {watch.next_step()}."
+    if watch.parts:
+        text += f"\nThe answer so far:\n\n{watch.text}"
+    data = {"id": watch.tell_id, "status": "in_progress", "text": watch.text, "to_team": watch.to_team}
+    return ToolOutput(text, data, is_error=True)
+
+
+def error_output(message: str, code: str) -> ToolOutput:
+    return ToolOutput(message, {"error": {"code": code, "message": message}}, is_error=True)
