@@ -1,0 +1,1 @@
+"""Iris command-line client and helpers."""
