@@ -229,7 +229,7 @@ class Shim:
         """Send a tell, forward its text as progress, cancel it if the call is cancelled."""
         from iris_cli.aclient import ConnectionLost
         from iris_cli.mcp_tools import TellWatch, render_reply, render_unanswered
-        from protocol.errors import IrisError
+        from protocol.errors import DaemonNotRunningError
 
         watch = TellWatch(request.to_team)
         timeout_ms = request.timeout_ms
@@ -246,7 +246,7 @@ class Shim:
             with trio.move_on_after(grace):
                 return render_reply(await self.link.call(request, idempotent=False, on_event=on_event))
         except ConnectionLost:
-            raise IrisError(watch.lost_message()) from None
+            raise DaemonNotRunningError(watch.lost_message()) from None
         except trio.Cancelled:
             await self.cancel_quietly(watch.tell_id)
             raise
@@ -270,7 +270,7 @@ class Shim:
     async def team_command(self, args: Any, report: ReportProgress) -> ToolOutput:
         from iris_cli.aclient import ConnectionLost
         from iris_cli.mcp_tools import render_reply
-        from protocol.errors import IrisError
+        from protocol.errors import DaemonNotRunningError
         from protocol.messages import Command
 
         request = Command(
@@ -284,7 +284,7 @@ class Shim:
         try:
             return render_reply(await self.request(request, idempotent=False, within=grace))
         except ConnectionLost:
-            raise IrisError(
+            raise DaemonNotRunningError(
                 "the connection to irisd broke after the command was sent; it may have run: "
                 f"see team_report {{\"team\": \"{args.team}\"}}"
             ) from None

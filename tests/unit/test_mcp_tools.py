@@ -1,0 +1,209 @@
+"""The MCP shim's pure layer: schemas, argument checks, identity, progress, rendering."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from iris_cli.mcp_tools import (
+    DEFAULT_TELL_TIMEOUT_MS,
+    MAX_PROGRESS_CHARS,
+    TOOLS,
+    TOOLS_BY_NAME,
+    TellWatch,
+    input_schema,
+    parse_args,
+    render_reply,
+    render_teams,
+    render_tell,
+    resolve_identity,
+    transcript_line,
+)
+from protocol.errors import InvalidRequestError
+from protocol.messages import (
+    PairReply,
+    PairsReply,
+    ProcessInfo,
+    StatusReply,
+    TeamInfo,
+    TellInfo,
+    TellReply,
+    TellState,
+    TellText,
+)
+
+EXPECTED_TOOLS = [
+    "team_tell",
+    "team_isAwake",
+    "team_wake",
+    "team_sleep",
+    "team_wake_all",
+    "team_report",
+    "team_command",
+    "team_cache_read",
+    "team_cache_clear",
+    "team_teams",
+    "team_getTeamName",
+    "team_result",
+    "team_cancel",
+]
+
+
+def test_the_tool_set_and_its_schemas() -> None:
+    assert [t.name for t in TOOLS] == EXPECTED_TOOLS
+    for tool in TOOLS:
+        schema = input_schema(tool.args)
+        assert schema["type"] == "object" and schema["additionalProperties"] is False
+        assert len(tool.description) > 40, tool.name  # something a model can follow
+        for name, prop in schema["properties"].items():
+            assert "anyOf" not in prop and prop.get("type"), (tool.name, name)
+            assert prop.get("description"), (tool.name, name)
+        json.dumps(schema)  # plain JSON
+    tell = input_schema(TOOLS_BY_NAME["team_tell"].args)
+    assert tell["required"] == ["toTeam", "message"]
+    assert set(tell["properties"]) == {"toTeam", "message", "fromTeam", "timeout", "persist", "ttlDays"}
+    assert tell["properties"]["timeout"]["default"] == DEFAULT_TELL_TIMEOUT_MS
+    assert tell["properties"]["timeout"]["minimum"] == -1
+    assert "default" not in tell["properties"]["fromTeam"]
+
+
+def test_arguments_are_checked_with_messages_a_model_can_act_on() -> None:
+    tell = TOOLS_BY_NAME["team_tell"]
+    args = parse_args(tell, {"toTeam": "b", "message": "hi", "fromTeam": None, "timeout": "1000"})
+    assert (args.to_team, args.from_team, args.timeout, args.persist) == ("b", None, 1000, False)
+    with pytest.raises(InvalidRequestError, match=r"unknown field `team`.*Its arguments: toTeam, message"):
+        parse_args(tell, {"team": "b", "message": "hi"})
+    with pytest.raises(InvalidRequestError, match="missing required field `message`"):
+        parse_args(tell, {"toTeam": "b"})
+    with pytest.raises(InvalidRequestError, match=r"Expected `int` >= -1 - at `\$.timeout`"):
+        parse_args(tell, {"toTeam": "b", "message": "hi", "timeout": -2})
+    assert parse_args(TOOLS_BY_NAME["team_teams"], None) is not None
+
+
+def team(name: str, path: Path) -> TeamInfo:
+    return TeamInfo(name=name, path=str(path))
+
+
+def test_identity_is_the_deepest_team_folder_holding_the_cwd(tmp_path: Path) -> None:
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "inner"
+    (inner / "src").mkdir(parents=True)
+    (tmp_path / "outer-sibling").mkdir()
+    teams = [team("outer", outer), team("inner", inner)]
+
+    assert resolve_identity(None, str(inner / "src"), teams).team == "inner"
+    assert resolve_identity(None, str(outer), teams).team == "outer"
+    # A prefix of the name is not a parent folder.
+    assert resolve_identity(None, str(tmp_path / "outer-sibling"), teams).team is None
+    outside = resolve_identity(None, str(tmp_path), teams)
+    assert (outside.team, outside.source) == (None, "outside")
+    assert "external caller" in outside.describe()
+    explicit = resolve_identity("other", str(inner), teams)
+    assert (explicit.team, explicit.source) == ("other", "--team")
+
+
+def test_identity_compares_real_paths(tmp_path: Path) -> None:
+    real = tmp_path / "real" / "proj"
+    real.mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    # Started through the symlink, configured by the real path, and the other way round.
+    assert resolve_identity(None, str(link), [team("proj", real)]).team == "proj"
+    assert resolve_identity(None, str(real / "."), [team("proj", link)]).team == "proj"
+
+
+def test_a_contradicting_from_team_is_refused() -> None:
+    me = resolve_identity("alpha", "/x", [])
+    assert me.check_from_team(None) == "alpha"
+    assert me.check_from_team("alpha") == "alpha"
+    with pytest.raises(InvalidRequestError, match="fromTeam 'beta' is refused: you are team 'alpha'"):
+        me.check_from_team("beta")
+    external = resolve_identity(None, "/nowhere", [])
+    assert external.check_from_team(None) is None
+    with pytest.raises(InvalidRequestError, match=r"external caller.*iris mcp --team beta"):
+        external.check_from_team("beta")
+
+
+def test_progress_carries_the_text_so_far_at_a_bounded_rate() -> None:
+    watch = TellWatch("beta", interval=0.2)
+    assert watch.feed(TellState(tell_id="t1", status="queued"), now=0.0) == (
+        "beta has other tells to answer first; this one is queued"
+    )
+    assert watch.tell_id == "t1"
+    assert watch.feed(TellState(tell_id="t1", status="running"), now=0.05) == "beta is working on it"
+    assert watch.feed(TellText(tell_id="t1", text="one "), now=0.1) is None  # too soon
+    assert watch.feed(TellText(tell_id="t1", text="two "), now=0.25) == "one two "
+    assert watch.feed(TellText(tell_id="t1", text="three"), now=0.3) is None
+    assert watch.feed(TellState(tell_id="t1", status="running"), now=0.31) is None  # no change
+    assert watch.feed(TellText(tell_id="t1", text="!"), now=0.5) == "one two three!"
+    assert watch.progress == 4.0  # one step per notification sent
+    watch.feed(TellText(tell_id="t1", text="x" * 2 * MAX_PROGRESS_CHARS), now=1.0)
+    assert len(watch.message()) == MAX_PROGRESS_CHARS and watch.message().startswith("…")
+
+
+def test_a_lost_tell_is_not_resent_and_the_model_learns_where_to_look() -> None:
+    watch = TellWatch("beta")
+    assert 'team_report {"team": "beta"}' in watch.lost_message()
+    watch.feed(TellState(tell_id="t9", status="running"), now=0.0)
+    assert "was not sent again" in watch.lost_message()
+    assert 'team_result {"tellId": "t9"}' in watch.lost_message()
+
+
+def tell_reply(status: str, tell_status: str, text: str = "", error: str = "") -> TellReply:
+    info = TellInfo(
+        id="t1", from_team="alpha", to_team="beta", message="hi", status=tell_status,  # type: ignore[arg-type]
+        text=text, error=error,
+    )
+    return TellReply(status=status, tell=info)  # type: ignore[arg-type]
+
+
+def test_tell_replies_render_with_the_next_step() -> None:
+    done = render_tell(tell_reply("completed", "completed", "the answer"))
+    assert (done.text, done.is_error) == ("the answer", False)
+    assert done.data["id"] == "t1" and done.data["tell_status"] == "completed"
+
+    partial = render_tell(tell_reply("in_progress", "running", "half"))
+    assert not partial.is_error
+    assert "still working (tellId t1)" in partial.text and "half" in partial.text
+    assert 'team_result {"tellId": "t1"}' in partial.text
+
+    sent = render_tell(tell_reply("in_progress", "queued"))
+    assert "Sent to beta (tellId t1); it is queued" in sent.text
+
+    failed = render_tell(tell_reply("failed", "failed", "so far", error="claude exited"))
+    assert failed.is_error and "failed: claude exited" in failed.text and "so far" in failed.text
+
+
+def test_pairs_and_teams_render_by_reply_type() -> None:
+    process = ProcessInfo(from_team="alpha", to_team="beta", state="idle", pid=42)
+    woke = render_reply(PairReply(process=process, message="woken"))
+    assert woke.text == "woken. alpha -> beta: awake (idle, pid 42)"
+    asleep = ProcessInfo(from_team=None, to_team="beta", state="stopped")
+    pairs = render_reply(PairsReply(processes=[asleep], errors={"gamma": "cannot start"}))
+    assert pairs.is_error and "external -> beta: asleep (stopped)" in pairs.text
+    assert "gamma: not woken: cannot start" in pairs.text
+
+    status = StatusReply(
+        pid=1, daemon_version="0", started_at=0, socket_path="s", config_path="c",
+        teams=[TeamInfo(name="alpha", path="/a", description="web"), TeamInfo(name="beta", path="/b")],
+        processes=[process, ProcessInfo(from_team=None, to_team="alpha", state="idle")],
+        max_processes=4,
+    )
+    teams = render_teams(status, "alpha")
+    assert teams.text.splitlines() == ["- alpha (you): web [asleep] /a", "- beta: no description [awake] /b"]
+    assert teams.data["you"] == "alpha" and teams.data["teams"][1]["state"] == "idle"
+
+
+def test_transcript_lines_say_what_claude_did() -> None:
+    assistant = {
+        "type": "assistant",
+        "message": {"content": [{"type": "text", "text": "Let me look"},
+                                {"type": "tool_use", "name": "Read", "input": {"file": "a.py"}}]},
+    }
+    assert transcript_line("assistant", json.dumps(assistant)) == (
+        'assistant: Let me look; calls Read {"file": "a.py"}'
+    )
+    result = {"type": "result", "subtype": "success", "result": "done"}
+    assert transcript_line("result", json.dumps(result)) == "result (success): done"
+    assert transcript_line("system", "not json") == "system: not json"
