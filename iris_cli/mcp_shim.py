@@ -296,9 +296,12 @@ class Shim:
         return await self.simple(request, within=args.wait / 1000 + TELL_GRACE_S)
 
     async def team_cancel(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from protocol.messages import CancelTell
+        from iris_cli.mcp_tools import render_cancelled
+        from protocol.messages import CancelTell, TellReply
 
-        return await self.simple(CancelTell(tell_id=args.tell_id))
+        reply = await self.request(CancelTell(tell_id=args.tell_id))
+        assert isinstance(reply, TellReply)
+        return render_cancelled(reply)
 
     # pairs -----------------------------------------------------------------------------
 

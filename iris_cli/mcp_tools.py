@@ -388,6 +388,8 @@ def render_tell(reply: TellReply) -> ToolOutput:
     info, status = reply.tell, reply.status
     data = tell_data(reply)
     if status == "completed":
+        if not info.text and info.kind == "command":
+            return ToolOutput(f"{info.message} ran in {pair_name(info.from_team, info.to_team)}.", data)
         return ToolOutput(info.text or "(the team answered with no text)", data)
     if status == "in_progress":
         if not info.text:
@@ -406,6 +408,18 @@ def render_tell(reply: TellReply) -> ToolOutput:
     if info.text:
         text += f"\nWhat it said before that:\n\n{info.text}"
     return ToolOutput(text, data, is_error=True)
+
+
+def render_cancelled(reply: TellReply) -> ToolOutput:
+    """What a cancel did: the tell is interrupted now, or had already ended."""
+    info = reply.tell
+    if info.status == "interrupted":
+        text = f"Cancelled tell {info.id} to {info.to_team}."
+    else:
+        text = f"Tell {info.id} to {info.to_team} had already ended ({info.status}); nothing to cancel."
+    if info.text:
+        text += f" What it had said:\n\n{info.text}"
+    return ToolOutput(text, tell_data(reply))
 
 
 def render_process(process: ProcessInfo, message: str = "") -> str:
@@ -446,38 +460,46 @@ def render_report(reply: ReportReply) -> ToolOutput:
     return ToolOutput("\n".join(lines), plain(reply))
 
 
-def transcript_line(entry_type: str, raw: str) -> str:
-    """What one claude stream-json line says, in a line: text, tool calls, results."""
+def transcript_line(entry_type: str, raw: str) -> str | None:
+    """What one claude stream-json line says, in a line: text, tool calls, results.
+
+    The line's own ``type`` (claude's: assistant, result, ...) names it; ``entry_type``
+    (as the daemon stored it) is the fallback for lines that are not JSON objects. Token
+    deltas (``stream_event``) give None: the assistant line after them holds the text."""
     try:
         line = json.loads(raw)
     except ValueError:
         return f"{entry_type}: {short(raw)}"
     if not isinstance(line, dict):
         return f"{entry_type}: {short(raw)}"
-    if entry_type == "result":
+    kind = str(line.get("type") or entry_type)
+    if kind == "stream_event":
+        return None
+    if kind == "result":
         return f"result ({line.get('subtype', '?')}): {short(str(line.get('result', '')))}"
-    content = (line.get("message") or {}).get("content") if isinstance(line.get("message"), dict) else None
+    message = line.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
     parts: list[str] = []
     for block in content if isinstance(content, list) else []:
         if not isinstance(block, dict):
             continue
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(short(str(block.get("text", ""))))
-        elif kind == "tool_use":
-            parts.append(f"calls {block.get('name')} {short(json.dumps(block.get('input', {})), 150)}")
-        elif kind == "tool_result":
-            parts.append(f"tool result: {short(str(block.get('content', '')), 150)}")
+        match block.get("type"):
+            case "text":
+                parts.append(short(str(block.get("text", ""))))
+            case "tool_use":
+                parts.append(f"calls {block.get('name')} {short(json.dumps(block.get('input', {})), 150)}")
+            case "tool_result":
+                parts.append(f"tool result: {short(str(block.get('content', '')), 150)}")
     detail = "; ".join(p for p in parts if p) or str(line.get("subtype", ""))
-    return f"{entry_type}: {detail}" if detail else entry_type
+    return f"{kind}: {detail}" if detail else kind
 
 
 def render_transcript(reply: TranscriptReply) -> ToolOutput:
     tell = reply.tell
-    entries = [e for e in reply.entries if e.type not in ("stream_event",)]
     pair = pair_name(tell.from_team, tell.to_team)
     header = f"tell {tell.id} [{tell.status}] {pair}: {short(tell.message)}"
-    body = "\n".join(transcript_line(e.type, e.raw) for e in entries)
+    lines = (transcript_line(e.type, e.raw) for e in reply.entries)
+    body = "\n".join(line for line in lines if line is not None)
     data = plain(reply)
     if len(data["entries"]) > MAX_TRANSCRIPT_ENTRIES:
         data["entries"] = data["entries"][-MAX_TRANSCRIPT_ENTRIES:]

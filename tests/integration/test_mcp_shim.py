@@ -1,0 +1,362 @@
+"""``iris mcp`` driven by the MCP SDK's own client over stdio, as Claude Code drives it:
+a real shim subprocess, a real irisd, the real claude against the scripted model."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+import trio
+from harness import Iris
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from iris_cli.daemon_control import Layout, read_pid_file, stop_pid
+from protocol.messages import GetTell, Report, ReportReply, TellReply
+
+pytestmark = pytest.mark.claude
+
+TOOL_NAMES = {
+    "team_tell", "team_isAwake", "team_wake", "team_sleep", "team_wake_all", "team_report",
+    "team_command", "team_cache_read", "team_cache_clear", "team_teams", "team_getTeamName",
+    "team_result", "team_cancel",
+}
+
+
+def iris_command() -> list[str]:
+    """The installed ``iris`` script (what Claude Code runs), else ``python -m iris_cli``."""
+    script = Path(sys.executable).parent / "iris"
+    return [str(script)] if os.access(script, os.X_OK) else [sys.executable, "-m", "iris_cli"]
+
+
+@asynccontextmanager
+async def shim(
+    iris: Iris, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, mode: str = "legacy"
+) -> AsyncIterator[Client]:
+    """An ``iris mcp`` subprocess and an initialized SDK client talking to it."""
+    command, *prefix = iris_command()
+    params = StdioServerParameters(
+        command=command,
+        args=[*prefix, "mcp", "--log-level", "info", *args],
+        env=env or iris.env,
+        cwd=cwd or iris.root,
+    )
+    with (iris.root / "shim.log").open("a") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), mode=mode) as client:
+            yield client
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> tuple[str, dict[str, Any], bool]:
+    result = await client.call_tool(tool, arguments)
+    (content,) = result.content
+    assert isinstance(content, types.TextContent)
+    return content.text, result.structured_content, result.is_error
+
+
+def two_teams(iris: Iris) -> tuple[Path, Path]:
+    alpha = iris.add_team("alpha", description="The web app")
+    beta = iris.add_team("beta", description="The API")
+    return alpha, beta
+
+
+async def test_initialize_and_list_the_tools(iris: Iris) -> None:
+    two_teams(iris)
+    iris.start()
+    async with shim(iris) as client:
+        assert client.server_info is not None and client.server_info.name == "iris"
+        assert "team_tell" in (client.instructions or "")
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == TOOL_NAMES
+    tell = tools["team_tell"]
+    assert tell.input_schema["required"] == ["toTeam", "message"]
+    assert tell.annotations is not None and tell.annotations.read_only_hint is False
+    assert tools["team_teams"].annotations is not None and tools["team_teams"].annotations.read_only_hint
+
+
+async def test_the_newer_protocol_era_works_too(iris: Iris) -> None:
+    two_teams(iris)
+    iris.start()
+    async with shim(iris, mode="auto") as client:
+        assert len((await client.list_tools()).tools) == len(TOOL_NAMES)
+        _text, data, is_error = await call(client, "team_teams")
+    assert not is_error and [t["name"] for t in data["teams"]] == ["alpha", "beta"]
+
+
+async def test_identity_comes_from_the_folder_or_the_team_option(iris: Iris) -> None:
+    outer = iris.add_team("outer")
+    inner = iris.add_team("inner", folder="outer/inner")
+    (inner / "src").mkdir()
+    link = iris.root / "link-to-outer"
+    link.symlink_to(outer)
+    iris.start()
+    cases = [
+        (inner / "src", (), "inner", "folder"),  # the deepest team folder wins
+        (link, (), "outer", "folder"),  # real paths are compared
+        (iris.root, (), None, "outside"),
+        (iris.root, ("--team", "inner"), "inner", "--team"),
+    ]
+    for cwd, args, team, source in cases:
+        async with shim(iris, *args, cwd=cwd) as client:
+            text, data, is_error = await call(client, "team_getTeamName")
+        assert not is_error, text
+        assert (data["team"], data["source"]) == (team, source), cwd
+
+
+async def test_tell_result_and_timeouts(iris: Iris) -> None:
+    alpha, _ = two_teams(iris)
+    iris.start()
+    async with shim(iris, cwd=alpha) as client:
+        text, data, is_error = await call(client, "team_tell", toTeam="beta", message="hello")
+        assert (text, is_error) == ("echo #1: hello", False)
+        assert (data["from_team"], data["to_team"], data["status"]) == ("alpha", "beta", "completed")
+        first = data["id"]
+
+        # fromTeam may repeat who we are; the same pair's conversation goes on.
+        text, _, _ = await call(client, "team_tell", toTeam="beta", message="again", fromTeam="alpha")
+        assert text == "echo #2: again"
+
+        # -1: the id at once; the answer later.
+        text, data, is_error = await call(client, "team_tell", toTeam="beta", message="later", timeout=-1)
+        assert not is_error and data["status"] == "in_progress" and "team_result" in text
+        text, data, _ = await call(client, "team_result", tellId=data["id"], wait=30_000)
+        assert (text, data["status"]) == ("echo #3: later", "completed")
+
+        # N ms: the answer so far, then the rest with team_result.
+        slow = "@chunks:8 @slow:500 one two three four five six seven eight"
+        text, data, is_error = await call(client, "team_tell", toTeam="beta", message=slow, timeout=1000)
+        assert not is_error and data["status"] == "in_progress"
+        assert f'team_result {{"tellId": "{data["id"]}"}}' in text
+        text, data, _ = await call(client, "team_result", tellId=data["id"], wait=60_000)
+        assert data["status"] == "completed" and text == "echo #4: one two three four five six seven eight"
+
+        text, data, _ = await call(client, "team_result", tellId=first)
+        assert text == "echo #1: hello"
+
+
+async def test_progress_notifications_carry_the_streamed_text(iris: Iris) -> None:
+    alpha, _ = two_teams(iris)
+    iris.start()
+    seen: list[tuple[float, float, str]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((trio.current_time(), progress, message or ""))
+
+    async with shim(iris, cwd=alpha) as client:
+        arguments = {"toTeam": "beta", "message": "@chunks:5 @slow:300 one two three four five"}
+        result = await client.call_tool("team_tell", arguments, progress_callback=on_progress)
+        answered = trio.current_time()
+    assert not result.is_error
+    final = result.structured_content["text"]
+    assert final == "echo #1: one two three four five"
+    progress = [p for _, p, _ in seen]
+    assert progress == sorted(set(progress))  # strictly increasing
+    texts = [m for _, _, m in seen if m.startswith("echo")]
+    assert len(texts) >= 3, seen
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
+    assert texts[-1] == final
+    assert seen[0][0] < answered - 0.6  # they arrived while the tell ran, not with the answer
+
+
+async def test_cancelling_the_call_interrupts_the_tell(iris: Iris) -> None:
+    alpha, _ = two_teams(iris)
+    iris.start()
+    working = trio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message and "working" in message:
+            working.set()
+
+    async with shim(iris, cwd=alpha) as client:
+        with trio.move_on_after(60):
+            async with trio.open_nursery() as nursery:
+
+                async def hanging_tell() -> None:
+                    arguments = {"toTeam": "beta", "message": "@hang forever"}
+                    await client.call_tool("team_tell", arguments, progress_callback=on_progress)
+
+                nursery.start_soon(hanging_tell)
+                await working.wait()
+                nursery.cancel_scope.cancel()  # the SDK client sends notifications/cancelled
+
+        report = await trio.to_thread.run_sync(iris.request, Report(to_team="beta", from_team="alpha"))
+        assert isinstance(report, ReportReply)
+        tell_id = report.tells[0].id
+        with trio.fail_after(30):
+            while True:
+                reply = await trio.to_thread.run_sync(iris.request, GetTell(tell_id=tell_id))
+                assert isinstance(reply, TellReply)
+                if reply.tell.status != "running":
+                    break
+                await trio.sleep(0.1)
+        assert reply.tell.status == "interrupted"
+
+        # The pair serves the next tell as usual.
+        text, _, is_error = await call(client, "team_tell", toTeam="beta", message="after")
+        assert not is_error and text.endswith("after")
+
+        # team_cancel does the same by id.
+        _, started, _ = await call(client, "team_tell", toTeam="beta", message="@hang again", timeout=-1)
+        text, data, is_error = await call(client, "team_cancel", tellId=started["id"])
+        assert not is_error and data["tell_status"] == "interrupted", text
+
+
+async def test_pairs_reports_transcripts_and_commands(iris: Iris) -> None:
+    alpha, _ = two_teams(iris)
+    iris.start()
+    async with shim(iris, cwd=alpha) as client:
+        text, data, is_error = await call(client, "team_teams")
+        assert not is_error
+        assert text.splitlines()[0].startswith("- alpha (you): The web app [asleep]")
+        assert [(t["name"], t["description"]) for t in data["teams"]] == [
+            ("alpha", "The web app"), ("beta", "The API")
+        ]
+
+        text, data, is_error = await call(client, "team_isAwake", team="beta")
+        assert not is_error and data["process"]["state"] == "stopped" and "asleep" in text
+
+        text, data, is_error = await call(client, "team_wake", team="beta")
+        assert not is_error and data["process"]["state"] in ("idle", "spawning"), text
+        text, data, _ = await call(client, "team_isAwake")
+        assert data["teams"]["beta"]["awake"] and not data["teams"]["alpha"]["awake"]
+        assert data["pool"]["max_processes"] == 10
+
+        text, data, _ = await call(client, "team_tell", toTeam="beta", message="remember me")
+        tell_id = data["id"]
+        text, data, is_error = await call(client, "team_report", team="beta")
+        assert not is_error and tell_id in text and "remember me" in text
+        assert data["tells"][0]["id"] == tell_id
+
+        text, data, is_error = await call(client, "team_cache_read", tellId=tell_id)
+        assert not is_error and "result (success): echo #1: remember me" in text
+        assert data["tell"]["id"] == tell_id and data["entries"]
+        latest, _, _ = await call(client, "team_cache_read", team="beta")
+        assert latest == text
+
+        text, data, is_error = await call(client, "team_command", team="beta", command="compact")
+        assert not is_error and (data["kind"], data["message"]) == ("command", "/compact"), text
+        assert text == "/compact ran in alpha -> beta."
+
+        text, data, is_error = await call(client, "team_sleep", team="beta")
+        assert not is_error and data["process"]["state"] == "stopped", text
+
+        text, data, is_error = await call(client, "team_wake_all", parallel=True)
+        assert not is_error, text
+        assert {p["to_team"] for p in data["processes"]} == {"beta"}  # every team but ours
+
+        text, data, is_error = await call(client, "team_cache_clear", team="beta")
+        assert not is_error and data["cleared"] >= 1, text
+        text, data, _ = await call(client, "team_report", team="beta")
+        assert tell_id not in text
+
+        text, data, is_error = await call(client, "team_tell", toTeam="beta", message="note", persist=True)
+        assert not is_error and data["notification"]["status"] in ("pending", "delivering", "delivered")
+
+
+async def test_errors_are_tool_errors_that_say_what_to_do(iris: Iris) -> None:
+    alpha, _ = two_teams(iris)
+    iris.start()
+    async with shim(iris, cwd=alpha) as client:
+        text, data, is_error = await call(client, "team_tell", toTeam="bakend", message="hi")
+        assert is_error and "team 'bakend' is not configured; known teams: alpha, beta" in text
+        assert data["error"]["code"] == "unknown_team"
+
+        text, _, is_error = await call(client, "team_tell", toTeam="beta", message="hi", fromTeam="beta")
+        assert is_error and "fromTeam 'beta' is refused: you are team 'alpha'" in text
+
+        text, _, is_error = await call(client, "team_tell", team="beta", message="hi")
+        assert is_error and "unknown field `team`" in text and "toTeam" in text
+
+        text, _, is_error = await call(client, "team_tell", toTeam="beta", message="hi", timeout=5)
+        assert is_error and "timeout 5 ms is out of range" in text
+
+        text, _, is_error = await call(client, "team_tell", toTeam="beta", message="   ")
+        assert is_error and "message is empty" in text
+
+        text, _, is_error = await call(client, "team_result", tellId="nope")
+        assert is_error and "no tell with id 'nope'" in text
+
+        text, _, is_error = await call(client, "team_nope")
+        assert is_error and "unknown tool 'team_nope'" in text
+
+    async with shim(iris, cwd=iris.root) as client:  # the external caller may not pose as a team
+        text, _, is_error = await call(client, "team_tell", toTeam="beta", message="hi", fromTeam="alpha")
+        assert is_error and "external caller" in text
+
+
+async def test_the_shim_starts_the_daemon_and_survives_its_restart(iris: Iris) -> None:
+    alpha, _ = two_teams(iris)
+    iris.write_config()
+    layout = Layout.from_env(iris.env)
+    try:
+        async with shim(iris, "--no-autostart", cwd=alpha) as client:
+            text, _, is_error = await call(client, "team_teams")
+            assert is_error and "irisd is not running" in text
+
+        async with shim(iris, cwd=alpha) as client:
+            text, _, is_error = await call(client, "team_teams")  # starts irisd, detached
+            assert not is_error, text
+            pid = read_pid_file(layout)
+            assert pid is not None
+            await trio.to_thread.run_sync(stop_pid, pid)
+
+            text, _data, is_error = await call(client, "team_tell", toTeam="beta", message="back")
+            assert (text, is_error) == ("echo #1: back", False)  # started again, transparently
+    finally:
+        pid = read_pid_file(layout)
+        if pid is not None:
+            await trio.to_thread.run_sync(stop_pid, pid)
+
+
+async def test_a_daemon_restart_between_calls_is_invisible(iris: Iris) -> None:
+    alpha, _ = two_teams(iris)
+    iris.start()
+    async with shim(iris, cwd=alpha) as client:
+        _, _, is_error = await call(client, "team_teams")
+        assert not is_error
+        await trio.to_thread.run_sync(iris.stop)
+        await trio.to_thread.run_sync(iris.start)
+        text, _, is_error = await call(client, "team_tell", toTeam="beta", message="still there")
+        assert (text, is_error) == ("echo #1: still there", False)
+
+
+def test_stdout_carries_nothing_but_json_rpc(iris: Iris) -> None:
+    two_teams(iris)
+    iris.start()
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "team_teams", "arguments": {}}},
+    ]
+    log = iris.root / "raw-shim.log"
+    with log.open("w") as stderr, subprocess.Popen(
+        [*iris_command(), "mcp", "--log-level", "debug"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, env=iris.env, cwd=iris.root,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+            process.stdin.flush()
+            replies = [json.loads(process.stdout.readline()) for _ in range(3)]
+            process.stdin.close()  # the client leaves: the shim exits, having written nothing more
+            assert process.stdout.read() == ""
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert [r.get("id") for r in replies] == [1, 2, 3]
+    assert all(r["jsonrpc"] == "2.0" and "result" in r for r in replies), replies
+    assert "alpha" in replies[2]["result"]["content"][0]["text"]
+    assert "iris.mcp" in log.read_text()  # the logs went to stderr
