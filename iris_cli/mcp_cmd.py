@@ -1,7 +1,205 @@
-"""``iris mcp install|uninstall``: register the MCP shim with Claude Code."""
+"""``iris mcp install|uninstall``: register the MCP shim with Claude Code.
+
+``iris mcp`` itself (the server) never gets here: ``iris_cli.entry`` hands it to
+``iris_cli.mcp_shim`` before Typer is imported. The callback below only documents it,
+and serves it when the Typer app is driven directly.
+
+Scopes are Claude Code's: ``user`` (every project of this user; the default, since the
+shim finds its team from the folder Claude Code starts it in), ``local`` (this project,
+private) and ``project`` (this project's ``.mcp.json``, shared through the repository).
+``project`` is written directly, so it needs no ``claude``; the others go through
+``claude mcp add`` / ``claude mcp remove``.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
 
-mcp_app = typer.Typer(help="The MCP server Claude Code launches ('iris mcp'), and its registration.")
+from iris_cli import render
+
+SERVER_NAME = "iris"
+# Where the shim must look for irisd if not in the default place: carried into the
+# registration, because Claude Code starts the shim with its own environment.
+CARRIED_ENV = ("IRIS_HOME", "IRIS_SOCKET")
+
+mcp_app = typer.Typer(
+    help="The MCP server Claude Code launches ('iris mcp [--team NAME]'), and its registration.",
+    invoke_without_command=True,
+)
+
+
+class Scope(StrEnum):
+    user = "user"
+    local = "local"
+    project = "project"
+
+
+ScopeOption = Annotated[
+    Scope,
+    typer.Option(
+        "--scope",
+        help="user: every project; local: this project, only you; project: this project's .mcp.json.",
+    ),
+]
+ClaudeOption = Annotated[
+    str | None,
+    typer.Option(
+        "--claude", help="The claude executable (default: $IRIS_CLAUDE_BIN, then 'claude' on PATH)."
+    ),
+]
+
+
+@mcp_app.callback()
+def serve(
+    ctx: typer.Context,
+    team: Annotated[
+        str | None,
+        typer.Option(help="The team this server speaks for (default: the team whose folder holds the cwd)."),
+    ] = None,
+) -> None:
+    """Serve the Iris tools over MCP on stdin/stdout (what Claude Code runs)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from iris_cli.mcp_shim import main
+
+    raise typer.Exit(main(["--team", team] if team else []))
+
+
+def shim_command() -> list[str]:
+    """How Claude Code should start the shim: this installation's ``iris`` script."""
+    script = Path(sys.executable).parent / "iris"
+    if os.access(script, os.X_OK):
+        return [str(script), "mcp"]
+    found = shutil.which("iris")
+    if found:
+        return [found, "mcp"]
+    return [sys.executable, "-m", "iris_cli", "mcp"]
+
+
+def carried_env() -> dict[str, str]:
+    return {key: os.environ[key] for key in CARRIED_ENV if os.environ.get(key)}
+
+
+def find_claude(claude: str | None) -> str:
+    candidate = claude or os.environ.get("IRIS_CLAUDE_BIN") or "claude"
+    found = shutil.which(candidate)
+    if found is None:
+        render.err.print(
+            f"[red]error:[/] claude not found ({candidate!r}); pass --claude PATH, or use "
+            "--scope project to write this project's .mcp.json without it"
+        )
+        raise typer.Exit(1)
+    return found
+
+
+def run_claude(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        render.err.print(f"[red]error:[/] could not run {argv[0]}: {exc}")
+        raise typer.Exit(1) from None
+
+
+# --- .mcp.json --------------------------------------------------------------------------
+
+
+def mcp_json_path() -> Path:
+    return Path.cwd() / ".mcp.json"
+
+
+def read_mcp_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        render.err.print(f"[red]error:[/] cannot read {path}: {exc}; fix or remove it, then try again")
+        raise typer.Exit(1) from None
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
+        render.err.print(f"[red]error:[/] {path} is not an MCP config (no 'mcpServers' object)")
+        raise typer.Exit(1)
+    return data
+
+
+def write_mcp_json(path: Path, data: dict[str, Any]) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2) + "\n")
+    temporary.replace(path)  # never a half-written config
+
+
+def install_project() -> Path:
+    path = mcp_json_path()
+    data = read_mcp_json(path)
+    command, *args = shim_command()
+    entry: dict[str, Any] = {"type": "stdio", "command": command, "args": args}
+    if env := carried_env():
+        entry["env"] = env
+    data.setdefault("mcpServers", {})[SERVER_NAME] = entry
+    write_mcp_json(path, data)
+    return path
+
+
+def uninstall_project() -> bool:
+    path = mcp_json_path()
+    data = read_mcp_json(path)
+    servers = data.get("mcpServers", {})
+    if SERVER_NAME not in servers:
+        return False
+    del servers[SERVER_NAME]
+    if not servers and set(data) == {"mcpServers"}:
+        path.unlink()  # it only ever held Iris
+    else:
+        write_mcp_json(path, data)
+    return True
+
+
+# --- the commands ------------------------------------------------------------------------
+
+
+@mcp_app.command()
+def install(scope: ScopeOption = Scope.user, claude: ClaudeOption = None) -> None:
+    """Register 'iris mcp' with Claude Code, so its sessions get the team_* tools."""
+    if scope is Scope.project:
+        path = install_project()
+        render.out.print(f"added '{SERVER_NAME}' to {path} (Claude Code asks once before using it)")
+        return
+    executable = find_claude(claude)
+    env_flags = [flag for key, value in carried_env().items() for flag in ("-e", f"{key}={value}")]
+    # Replace, not duplicate: 'claude mcp add' refuses a name that exists.
+    run_claude([executable, "mcp", "remove", "--scope", scope.value, SERVER_NAME])
+    added = run_claude(
+        [executable, "mcp", "add", SERVER_NAME, "--scope", scope.value, *env_flags, "--", *shim_command()]
+    )
+    if added.returncode != 0:
+        detail = (added.stderr or added.stdout).strip()
+        render.err.print(f"[red]error:[/] 'claude mcp add' failed: {detail}")
+        raise typer.Exit(1)
+    command = " ".join(shim_command())
+    render.out.print(f"registered '{SERVER_NAME}' with Claude Code ({scope.value} scope): {command}")
+
+
+@mcp_app.command()
+def uninstall(scope: ScopeOption = Scope.user, claude: ClaudeOption = None) -> None:
+    """Remove the 'iris' MCP server from Claude Code."""
+    if scope is Scope.project:
+        removed = uninstall_project()
+        render.out.print(
+            f"removed '{SERVER_NAME}' from {mcp_json_path()}" if removed else "nothing to remove"
+        )
+        return
+    executable = find_claude(claude)
+    removed_run = run_claude([executable, "mcp", "remove", "--scope", scope.value, SERVER_NAME])
+    if removed_run.returncode != 0:
+        detail = (removed_run.stderr or removed_run.stdout).strip()
+        render.out.print(f"nothing to remove ({detail})" if detail else "nothing to remove")
+        return
+    render.out.print(f"removed '{SERVER_NAME}' from Claude Code ({scope.value} scope)")

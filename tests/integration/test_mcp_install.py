@@ -1,0 +1,61 @@
+"""``iris mcp install|uninstall``: the shim registered with the real Claude Code CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from harness import Iris
+
+pytestmark = pytest.mark.claude
+
+
+def test_project_scope_writes_and_cleans_the_projects_mcp_json(iris: Iris) -> None:
+    config = iris.root / ".mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"other": {"command": "other-server"}}}))
+
+    installed = iris.cli("mcp", "install", "--scope", "project")
+    assert installed.returncode == 0, installed.stderr
+    servers = json.loads(config.read_text())["mcpServers"]
+    assert servers["other"] == {"command": "other-server"}  # left alone
+    entry = servers["iris"]
+    assert entry["args"][-1] == "mcp" and Path(entry["command"]).exists()
+    # Claude Code starts the shim with its own environment: the daemon's location goes along.
+    assert entry["env"] == {"IRIS_HOME": str(iris.home), "IRIS_SOCKET": str(iris.socket)}
+
+    again = iris.cli("mcp", "install", "--scope", "project")  # idempotent
+    assert again.returncode == 0 and set(json.loads(config.read_text())["mcpServers"]) == {"other", "iris"}
+
+    removed = iris.cli("mcp", "uninstall", "--scope", "project")
+    assert removed.returncode == 0, removed.stderr
+    assert json.loads(config.read_text()) == {"mcpServers": {"other": {"command": "other-server"}}}
+    config.unlink()
+    assert iris.cli("mcp", "install", "--scope", "project").returncode == 0
+    assert iris.cli("mcp", "uninstall", "--scope", "project").returncode == 0
+    assert not config.exists()  # it only ever held Iris
+
+
+def test_user_scope_goes_through_claude_which_can_start_the_shim(iris: Iris, claude_bin: Path) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    installed = iris.cli("mcp", "install", "--claude", str(claude_bin))
+    assert installed.returncode == 0, installed.stderr
+    assert iris.cli("mcp", "install", "--claude", str(claude_bin)).returncode == 0  # replaces
+
+    shown = subprocess.run(
+        [str(claude_bin), "mcp", "get", "iris"],
+        env=iris.env, cwd=iris.root, capture_output=True, text=True, timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert "User config" in shown.stdout and "Connected" in shown.stdout, shown.stdout
+    assert f"IRIS_SOCKET={iris.socket}" in shown.stdout
+
+    removed = iris.cli("mcp", "uninstall", "--claude", str(claude_bin))
+    assert removed.returncode == 0 and "removed 'iris'" in removed.stdout
+    again = iris.cli("mcp", "uninstall", "--claude", str(claude_bin))
+    assert again.returncode == 0 and "nothing to remove" in again.stdout
+
+    missing = iris.cli("mcp", "install", "--claude", str(iris.root / "no-claude"))
+    assert missing.returncode == 1 and "--scope project" in missing.stderr
