@@ -10,18 +10,42 @@ import msgspec
 import typer
 
 from iris_cli import render
-from iris_cli.client import Client
+from iris_cli.client import Client, EventHandler
 from protocol.errors import IrisError
 from protocol.messages import (
+    CancelTell,
+    ClearCache,
+    Command,
+    CountReply,
     Event,
     GetStatus,
     GetTell,
+    ListNotifications,
+    ListSessions,
     ListTeams,
+    NotificationReply,
+    NotificationsReply,
+    PairReply,
+    PairsReply,
+    ReadTranscript,
+    Reply,
+    Report,
+    ReportReply,
+    Request,
+    ResetSession,
+    SessionReply,
+    SessionsReply,
+    Sleep,
     StatusReply,
     TeamsReply,
     Tell,
     TellReply,
+    TellState,
     TellText,
+    TranscriptReply,
+    Wake,
+    WakeAll,
+    Watch,
 )
 
 app = typer.Typer(
@@ -44,6 +68,15 @@ def fail(error: IrisError, as_json: bool = False) -> NoReturn:
     else:
         render.err.print(f"[red]error:[/] {error.message}")
     raise typer.Exit(1)
+
+
+def send(request: Request, as_json: bool = False, on_event: EventHandler | None = None) -> Reply:
+    """One request to irisd; an IrisError ends the command with its message."""
+    try:
+        with Client() as client:
+            return client.request(request, on_event)
+    except IrisError as exc:
+        fail(exc, as_json)
 
 
 def print_json(value: object) -> None:
@@ -70,11 +103,26 @@ def tell(
             "tell's id, N returns the answer so far after N ms (the tell runs on).",
         ),
     ] = 0,
+    persist: Annotated[
+        bool,
+        typer.Option(help="Store it and deliver it later, even across restarts (fire and forget)."),
+    ] = False,
+    ttl_days: Annotated[float, typer.Option(help="With --persist: give up after this many days.")] = 30.0,
     as_json: JsonOption = False,
 ) -> None:
     """Tell TEAM something and print its answer."""
     if message == "-":
         message = sys.stdin.read()
+    if persist:
+        request = Tell(to_team=team, message=message, from_team=from_team, persist=True, ttl_days=ttl_days)
+        stored = send(request, as_json)
+        assert isinstance(stored, NotificationReply)
+        if as_json:
+            print_json(stored.notification)
+        else:
+            print(stored.notification.id)
+            render.err.print(f"[dim]stored; it will be delivered to {team} (see 'iris notifications')[/]")
+        return
     streamed: list[str] = []
     live = not as_json and sys.stdout.isatty() and timeout != -1
 
@@ -85,11 +133,7 @@ def tell(
             sys.stdout.flush()
 
     request = Tell(to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=live)
-    try:
-        with Client() as client:
-            reply = client.request(request, on_event if live else None)
-    except IrisError as exc:
-        fail(exc, as_json)
+    reply = send(request, as_json, on_event if live else None)
     assert isinstance(reply, TellReply)
     info = reply.tell
     if as_json:
@@ -111,14 +155,11 @@ def tell(
 @app.command()
 def result(
     tell_id: Annotated[str, typer.Argument(help="The tell's id (printed by 'iris tell').")],
+    wait: Annotated[int, typer.Option(help="Wait up to this many ms for the tell to end.")] = 0,
     as_json: JsonOption = False,
 ) -> None:
     """Show the status and answer of one tell (partial while it runs)."""
-    try:
-        with Client() as client:
-            reply = client.request(GetTell(tell_id=tell_id))
-    except IrisError as exc:
-        fail(exc, as_json)
+    reply = send(GetTell(tell_id=tell_id, wait_ms=wait), as_json)
     assert isinstance(reply, TellReply)
     if as_json:
         print_json(tell_json(reply))
@@ -134,11 +175,7 @@ def result(
 @app.command()
 def teams(as_json: JsonOption = False) -> None:
     """List the configured teams."""
-    try:
-        with Client() as client:
-            reply = client.request(ListTeams())
-    except IrisError as exc:
-        fail(exc, as_json)
+    reply = send(ListTeams(), as_json)
     assert isinstance(reply, TeamsReply)
     if as_json:
         print_json(reply.teams)
@@ -181,6 +218,205 @@ def demo(
         run_demo(claude, keep=keep)
     except IrisError as exc:
         fail(exc)
+
+
+@app.command()
+def cancel(
+    tell_id: Annotated[str, typer.Argument(help="The tell to interrupt (queued or running).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Interrupt a tell without killing the team's warm claude process."""
+    reply = send(CancelTell(tell_id=tell_id), as_json)
+    assert isinstance(reply, TellReply)
+    if as_json:
+        print_json(tell_json(reply))
+    else:
+        render.out.print(f"tell {tell_id} is {reply.tell.status}")
+        if reply.tell.text:
+            print(reply.tell.text)
+
+
+@app.command()
+def command(
+    team: Annotated[str, typer.Argument(help="The team whose session gets the command.")],
+    name: Annotated[str, typer.Argument(help="The slash command, e.g. compact or /compact.")],
+    args: Annotated[str, typer.Argument(help="Its arguments.")] = "",
+    from_team: FromOption = None,
+    timeout: Annotated[int, typer.Option(help="Milliseconds to wait, as for 'iris tell'.")] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Send a slash command (such as /compact) to a pair's session, through its queue."""
+    request = Command(to_team=team, command=name, args=args, from_team=from_team, timeout_ms=timeout)
+    reply = send(request, as_json)
+    assert isinstance(reply, TellReply)
+    if as_json:
+        print_json(tell_json(reply))
+    else:
+        if reply.tell.text:
+            print(reply.tell.text)
+        render.tell_outcome(reply.status, reply.tell)
+    if reply.status not in ("completed", "in_progress"):
+        raise typer.Exit(1)
+
+
+@app.command()
+def sessions(
+    team: Annotated[str | None, typer.Argument(help="Only the sessions with this team.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the pairs' persistent conversations."""
+    reply = send(ListSessions(to_team=team), as_json)
+    assert isinstance(reply, SessionsReply)
+    if as_json:
+        print_json(reply.sessions)
+    else:
+        render.sessions(reply.sessions)
+
+
+session_app = typer.Typer(help="Manage one pair's conversation.", no_args_is_help=True)
+app.add_typer(session_app, name="session")
+
+
+@session_app.command("reset")
+def session_reset(
+    from_team: Annotated[str, typer.Argument(help="The asking team ('external' for you).")],
+    to_team: Annotated[str, typer.Argument(help="The answering team.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Start a fresh conversation for the pair FROM -> TO."""
+    reply = send(ResetSession(to_team=to_team, from_team=_caller(from_team)), as_json)
+    assert isinstance(reply, SessionReply)
+    if as_json:
+        print_json(reply.session)
+    else:
+        session = reply.session.session_id
+        render.out.print(f"{from_team} -> {to_team} starts a new conversation (session {session})")
+
+
+def _caller(name: str | None) -> str | None:
+    return None if name in (None, "", "external", "-") else name
+
+
+@app.command()
+def wake(
+    team: Annotated[str | None, typer.Argument(help="The team to wake.")] = None,
+    from_team: FromOption = None,
+    all_teams: Annotated[bool, typer.Option("--all", help="Wake every team (for --from).")] = False,
+    sequential: Annotated[bool, typer.Option(help="With --all: one at a time.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Start a pair's claude process now, so the next tell is fast."""
+    if all_teams == (team is not None):
+        fail(IrisError("name a TEAM, or use --all"), as_json)
+    if team is None:
+        many = send(WakeAll(from_team=from_team, parallel=not sequential), as_json)
+        assert isinstance(many, PairsReply)
+        if as_json:
+            print_json(many)
+        else:
+            render.processes(many.processes)
+            for name, error in sorted(many.errors.items()):
+                render.err.print(f"[red]{name}:[/] {error}")
+        if many.errors:
+            raise typer.Exit(1)
+        return
+    reply = send(Wake(to_team=team, from_team=from_team), as_json)
+    assert isinstance(reply, PairReply)
+    print_json(reply) if as_json else render.out.print(reply.message)
+
+
+@app.command()
+def sleep(
+    team: Annotated[str, typer.Argument(help="The team to put to sleep.")],
+    from_team: FromOption = None,
+    force: Annotated[bool, typer.Option(help="Stop it even in the middle of a tell.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Stop a pair's claude process (its conversation is kept)."""
+    reply = send(Sleep(to_team=team, from_team=from_team, force=force), as_json)
+    assert isinstance(reply, PairReply)
+    print_json(reply) if as_json else render.out.print(reply.message)
+    if "busy" in reply.message:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    team: Annotated[str, typer.Argument(help="The answering team.")],
+    from_team: FromOption = None,
+    all_callers: Annotated[bool, typer.Option("--all-callers", help="Tells from every caller.")] = False,
+    limit: Annotated[int, typer.Option(help="How many recent tells.")] = 20,
+    as_json: JsonOption = False,
+) -> None:
+    """Recent tells of a pair: status, duration, cost."""
+    reply = send(Report(to_team=team, from_team=from_team, all_callers=all_callers, limit=limit), as_json)
+    assert isinstance(reply, ReportReply)
+    print_json(reply.tells) if as_json else render.report(reply.tells)
+
+
+cache_app = typer.Typer(help="The stored transcripts of tells.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("read")
+def cache_read(
+    tell_id: Annotated[str, typer.Argument(help="The tell whose transcript to show.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Every line claude printed during one tell."""
+    reply = send(ReadTranscript(tell_id=tell_id), as_json)
+    assert isinstance(reply, TranscriptReply)
+    if as_json:
+        print_json(reply)
+        return
+    for entry in reply.entries:
+        print(entry.raw)
+
+
+@cache_app.command("clear")
+def cache_clear(
+    team: Annotated[str, typer.Argument(help="The answering team.")],
+    from_team: FromOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Forget a pair's finished tells and their transcripts (the conversation stays)."""
+    reply = send(ClearCache(to_team=team, from_team=from_team), as_json)
+    assert isinstance(reply, CountReply)
+    print_json(reply) if as_json else render.out.print(f"forgot {reply.count} finished tells")
+
+
+@app.command()
+def notifications(
+    team: Annotated[str | None, typer.Argument(help="Only those for this team.")] = None,
+    include_done: Annotated[bool, typer.Option("--all", help="Delivered and expired ones too.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Persisted tells and whether they were delivered."""
+    reply = send(ListNotifications(to_team=team, include_done=include_done), as_json)
+    assert isinstance(reply, NotificationsReply)
+    print_json(reply.notifications) if as_json else render.notifications(reply.notifications)
+
+
+@app.command()
+def watch(
+    team: Annotated[str | None, typer.Argument(help="Only tells to or from this team.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Follow tells live as their text streams (Ctrl-C to stop)."""
+
+    def show(event: Event) -> None:
+        if as_json:
+            print(json.dumps(msgspec.to_builtins(event)), flush=True)
+        elif isinstance(event, TellState):
+            render.tell_state(event)
+        elif isinstance(event, TellText):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+
+    try:
+        send(Watch(team=team), as_json, show)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ from irisd.config import IrisConfig
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.notifications import Courier
-from irisd.paths import IrisPaths
+from irisd.paths import IrisPaths, session_file
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
 from irisd.store import notifications, sessions, tells
@@ -34,6 +34,7 @@ async def run_core(
     """Reconcile the store with a fresh start, then run every service until cancelled.
     Cancellation stops every claude child and records unfinished tells as interrupted."""
     await reconcile(store)
+    await report_lost_sessions(config, paths, store)
     hub = EventHub()
     async with trio.open_nursery() as nursery:
         supervisor = Supervisor(config=config, paths=paths, store=store, hub=hub, child_factory=child_factory)
@@ -68,6 +69,21 @@ async def reconcile(store: Store) -> None:
                 "notifications_requeued": requeued,
             },
         )
+
+
+async def report_lost_sessions(config: IrisConfig, paths: IrisPaths, store: Store) -> None:
+    """Sessions whose transcript claude no longer has: reported now, re-created on next use."""
+    for row in await store.call(sessions.list_all):
+        team = config.teams.get(row.to_team)
+        if team is None or row.message_count == 0:
+            continue
+        transcript = session_file(paths.claude_config_dir, team.path, row.session_id)
+        if not await trio.to_thread.run_sync(transcript.exists):
+            log.warning(
+                "session transcript is gone; the next tell starts a new conversation",
+                extra={"pair": f"{row.from_team or 'external'}->{row.to_team}", "session_id": row.session_id,
+                       "expected": str(transcript)},
+            )
 
 
 async def _retention(config: IrisConfig, store: Store) -> None:

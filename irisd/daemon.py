@@ -1,8 +1,23 @@
-"""The daemon's root: opens the store, reconciles it, starts the pool and the server."""
+"""The daemon's root: opens the store and the socket, runs the core services and the
+server, tells systemd how it is doing, and drains on request.
+
+Stopping (``request_stop``, on SIGTERM/SIGINT) drains in order, so every caller still
+hears what became of its tell:
+
+1. the server stops accepting; connected clients' new requests get ShuttingDownError;
+2. the core is cancelled: every pair stops its claude child's process group and
+   records its unfinished tells as interrupted, which answers the callers waiting on
+   them;
+3. those answers are sent (at most ``REPLY_GRACE_S``), then the connections close.
+
+Cancelling ``run`` instead stops everything at once; children are still stopped and
+tells still recorded (that cleanup is shielded), only the waiting callers get no reply.
+"""
 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import trio
 
@@ -10,34 +25,124 @@ from irisd.config import IrisConfig
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
 from irisd.paths import IrisPaths
-from irisd.server import open_unix_listener, serve
+from irisd.server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.store.facade import Store
+from irisd.systemd import (
+    Notifier,
+    SystemdEnv,
+    SystemdError,
+    inherited_listener,
+    serve_watchdog,
+    socket_path_of,
+)
 
 log = logging.getLogger("irisd")
 
+REPLY_GRACE_S = 2.0
+
 
 class Daemon:
-    def __init__(self, config: IrisConfig, paths: IrisPaths) -> None:
+    def __init__(
+        self,
+        config: IrisConfig,
+        paths: IrisPaths,
+        *,
+        systemd: SystemdEnv | None = None,
+        allowed_uid: int | None = None,
+    ) -> None:
         self.config = config
         self.paths = paths
+        self.systemd = systemd or SystemdEnv()
+        self.allowed_uid = allowed_uid
+        self.notifier = Notifier(self.systemd.notify_socket)
         self.dispatcher: Dispatcher | None = None
+        self._stop_requested = trio.Event()
+
+    @property
+    def stop_requested(self) -> bool:
+        return self._stop_requested.is_set()
+
+    def request_stop(self) -> None:
+        """Drain and return from ``run`` (see the module's docstring). Idempotent."""
+        self._stop_requested.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled. Cancellation stops every claude child and records every
-        unfinished tell as interrupted before returning."""
+        """Serve until ``request_stop`` (drains, then returns) or cancellation.
+
+        Reports started once the socket and the database are open and clients are
+        served; that is also when systemd hears READY=1. Raises SocketError or
+        StoreError when it cannot start.
+        """
         store = await Store.open(self.paths.database)
         try:
-            listener = await open_unix_listener(self.paths.socket)
+            listener, owned_socket = await self._listen()
             try:
-                async with trio.open_nursery() as nursery:
-                    self.dispatcher = await nursery.start(run_core, self.config, self.paths, store)
-                    await nursery.start(serve, listener, self.dispatcher)
-                    log.info(
-                        "irisd ready",
-                        extra={"socket": str(self.paths.socket), "teams": sorted(self.config.teams)},
-                    )
-                    task_status.started()
+                await self._serve(store, listener, task_status)
             finally:
-                self.paths.socket.unlink(missing_ok=True)
+                if owned_socket is not None:  # systemd's socket outlives us: not ours to remove
+                    owned_socket.unlink(missing_ok=True)
         finally:
             store.close()
+            self.notifier.close()
+
+    async def _listen(self) -> tuple[trio.SocketListener, Path | None]:
+        """systemd's socket when activated, else our own; and the path we must remove."""
+        if not self.systemd.listen_fds:
+            return await open_unix_listener(self.paths.socket), self.paths.socket
+        try:
+            listener = inherited_listener()
+        except SystemdError as exc:
+            raise SocketError(str(exc)) from None
+        bound = socket_path_of(listener)
+        if bound:
+            prepare_socket_dir(Path(bound).parent)
+        if bound != str(self.paths.socket):
+            log.warning(
+                "systemd's socket is not where clients look for it; set IRIS_SOCKET to the same path",
+                extra={"activated_socket": bound, "clients_socket": str(self.paths.socket)},
+            )
+        log.info("serving the socket systemd passed", extra={"socket": bound, "fds": self.systemd.listen_fds})
+        return listener, None
+
+    async def _serve(
+        self, store: Store, listener: trio.SocketListener, task_status: trio.TaskStatus[None]
+    ) -> None:
+        async with trio.open_nursery() as nursery:
+            core_scope, core_done = trio.CancelScope(), trio.Event()
+            self.dispatcher = await nursery.start(self._run_core, store, core_scope, core_done)
+            server = Server(listener, self.dispatcher, allowed_uid=self.allowed_uid)
+            await nursery.start(server.run)
+            self.notifier.ready(f"serving {len(self.config.teams)} teams")
+            if self.systemd.watchdog_s is not None:
+                await nursery.start(serve_watchdog, self.notifier, self.systemd.watchdog_s)
+            log.info(
+                "irisd ready", extra={"socket": str(self.paths.socket), "teams": sorted(self.config.teams)}
+            )
+            task_status.started()
+            await self._stop_requested.wait()
+            await self._drain(server, core_scope, core_done)
+            nursery.cancel_scope.cancel()
+
+    async def _run_core(
+        self,
+        store: Store,
+        scope: trio.CancelScope,
+        done: trio.Event,
+        *,
+        task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        try:
+            with scope:
+                await run_core(self.config, self.paths, store, task_status=task_status)
+        finally:
+            done.set()
+
+    async def _drain(self, server: Server, core_scope: trio.CancelScope, core_done: trio.Event) -> None:
+        log.info("draining", extra={"requests_in_flight": server.in_flight})
+        self.notifier.stopping("draining: interrupting tells, stopping claude processes")
+        server.stop_accepting()
+        core_scope.cancel()
+        await core_done.wait()
+        with trio.move_on_after(REPLY_GRACE_S):
+            await server.wait_idle()
+        log.info("drained", extra={"requests_unanswered": server.in_flight})

@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import trio
@@ -17,9 +18,14 @@ from irisd.config import load_config
 from irisd.daemon import Daemon
 from irisd.logs import setup_logging
 from irisd.paths import IrisPaths
+from irisd.systemd import SystemdEnv
 from protocol.errors import IrisError
 
 log = logging.getLogger("irisd")
+
+# Draining waits for claude children to exit (3 s grace each, in parallel); the unit's
+# TimeoutStopSec leaves room above this.
+DRAIN_TIMEOUT_S = 10.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     try:
         config = load_config(paths.config_file)
+        daemon = Daemon(config, paths, systemd=SystemdEnv.take())
         try:
-            trio.run(_run, Daemon(config, paths), args.pid_file)
+            trio.run(_run, daemon, args.pid_file)
         finally:
             if args.pid_file is not None:
                 _remove_pid_file(args.pid_file)
@@ -61,17 +68,31 @@ def _leaves(group: BaseExceptionGroup[IrisError]) -> list[BaseException]:
 async def _run(daemon: Daemon, pid_file: Path | None) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
-            await nursery.start(daemon.run)
+            nursery.start_soon(_handle_signals, daemon, signals, nursery.cancel_scope)
+
+            async def serve_then_stop(*, task_status: trio.TaskStatus[None]) -> None:
+                await daemon.run(task_status=task_status)
+                nursery.cancel_scope.cancel()  # drained: nothing left to wait for
+
+            await nursery.start(serve_then_stop)
             if pid_file is not None:
                 _write_pid_file(pid_file)  # tiny and local: not worth a thread
 
-            async def stop_on_signal() -> None:
-                async for signum in signals:
-                    log.info("stopping", extra={"signal": signal.Signals(signum).name})
-                    nursery.cancel_scope.cancel()
-                    return
 
-            nursery.start_soon(stop_on_signal)
+async def _handle_signals(
+    daemon: Daemon, signals: AsyncIterator[int], everything: trio.CancelScope
+) -> None:
+    """First signal: drain, within DRAIN_TIMEOUT_S. Second: stop at once (children are
+    still stopped and tells recorded; only waiting callers get no answer)."""
+    async for signum in signals:
+        name = signal.Signals(signum).name
+        if not daemon.stop_requested:
+            log.info("stopping", extra={"signal": name})
+            daemon.request_stop()
+            everything.deadline = min(everything.deadline, trio.current_time() + DRAIN_TIMEOUT_S)
+        else:
+            log.warning("stopping at once", extra={"signal": name})
+            everything.cancel()
 
 
 def _write_pid_file(path: Path) -> None:

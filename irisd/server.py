@@ -11,7 +11,11 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import socket
 import stat
+import struct
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import msgspec
@@ -20,13 +24,14 @@ import trio
 from irisd.dispatch import Dispatcher
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode
-from protocol.errors import IrisError, ProtocolError
+from protocol.errors import IrisError, ProtocolError, ShuttingDownError
 from protocol.framing import LengthPrefixedFramer
 from protocol.messages import ErrorReply, Event, Hello, Request
 
 log = logging.getLogger("irisd.server")
 
 RECEIVE_CHUNK = 65536
+REFUSE_LINGER_S = 2.0
 
 
 class SocketError(IrisError):
@@ -64,55 +69,128 @@ class Connection:
 
 async def handle_client(stream: trio.SocketStream, dispatcher: Dispatcher) -> None:
     """Serve one client until it leaves. Never raises (except Cancelled)."""
-    connection = Connection(stream)
-    try:
-        async with stream:
-            await _serve(connection, dispatcher)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass  # the client went away
-    except ProtocolError as exc:
-        log.warning("client broke the protocol", extra={"error": exc.message})
-    except Exception:
-        log.exception("unexpected error while serving a client")
+    await Server(None, dispatcher).handle(stream)
 
 
-async def _serve(connection: Connection, dispatcher: Dispatcher) -> None:
-    async def send_event(event: Event) -> None:
-        await connection.send(event)
+class Server:
+    """Accepts clients on ``listener`` and serves each in its own task.
 
-    greeted = False
-    while True:
-        try:
-            request = await connection.receive()
-        except ProtocolError as exc:
-            await _try_send(connection, ErrorReply(code=exc.code, message=exc.message))
-            raise
-        if request is None:
-            return
-        if not greeted:
-            if not isinstance(request, Hello):
-                error = ProtocolError("the first message must be a hello; upgrade the client")
-                await connection.send(ErrorReply(code=error.code, message=error.message))
-                raise error
-            if request.protocol_version != PROTOCOL_VERSION:
-                error = ProtocolError(
-                    f"client speaks protocol {request.protocol_version}, irisd speaks "
-                    f"{PROTOCOL_VERSION}; install the same Iris version for both"
+    Draining (``stop_accepting``): the listener closes, requests already being served
+    run on, new ones get ShuttingDownError, and ``wait_idle`` tells when no request is
+    left in flight, so a waiting caller still gets its (interrupted) reply.
+    """
+
+    def __init__(
+        self,
+        listener: trio.SocketListener | None,
+        dispatcher: Dispatcher,
+        *,
+        allowed_uid: int | None = None,
+    ) -> None:
+        self.listener = listener
+        self.dispatcher = dispatcher
+        self.allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
+        self.draining = False
+        self.in_flight = 0
+        self._idle = trio.Event()
+        self._idle.set()
+        self._accept_scope = trio.CancelScope()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Accept clients until ``stop_accepting``; serve them until cancelled."""
+        assert self.listener is not None
+        async with trio.open_nursery() as handlers:
+            with self._accept_scope:
+                await handlers.start(
+                    partial(trio.serve_listeners, self.handle, [self.listener], handler_nursery=handlers)
                 )
-                await connection.send(ErrorReply(code=error.code, message=error.message))
-                raise error
-            greeted = True
+                task_status.started()
+                await trio.sleep_forever()
+            await trio.sleep_forever()  # the clients of a draining server, until cancelled
+
+    def stop_accepting(self) -> None:
+        """Close the listener; refuse new requests from connected clients."""
+        self.draining = True
+        self._accept_scope.cancel()
+
+    async def wait_idle(self) -> None:
+        """Until no request is being served."""
+        while self.in_flight:
+            await self._idle.wait()
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """Serve one client until it leaves. Never raises (except Cancelled)."""
+        connection = Connection(stream)
         try:
-            reply = await dispatcher.dispatch(request, send_event)
+            async with stream:
+                peer_uid = peer_credentials(stream.socket).uid
+                if not peer_allowed(peer_uid, self.allowed_uid):
+                    await _refuse(connection, peer_uid, self.allowed_uid)
+                    return
+                await self._serve(connection)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the client went away
+        except ProtocolError as exc:
+            log.warning("client broke the protocol", extra={"error": exc.message})
+        except Exception:
+            log.exception("unexpected error while serving a client")
+
+    async def _serve(self, connection: Connection) -> None:
+        greeted = False
+        while True:
+            try:
+                request = await connection.receive()
+            except ProtocolError as exc:
+                await _try_send(connection, ErrorReply(code=exc.code, message=exc.message))
+                raise
+            if request is None:
+                return
+            if not greeted:
+                await _check_hello(connection, request)
+                greeted = True
+            self._begin()
+            try:
+                await connection.send(await self._reply(request, connection))
+            finally:
+                self._end()
+
+    async def _reply(self, request: Request, connection: Connection) -> msgspec.Struct:
+        async def send_event(event: Event) -> None:
+            await connection.send(event)
+
+        try:
+            if self.draining and not isinstance(request, Hello):
+                raise ShuttingDownError("irisd is stopping; send this again once it is back")
+            return await self.dispatcher.dispatch(request, send_event)
         except IrisError as exc:
-            await connection.send(ErrorReply(code=exc.code, message=exc.message))
-            continue
+            return ErrorReply(code=exc.code, message=exc.message)
         except Exception as exc:
             log.exception("request failed", extra={"request": type(request).__name__})
             message = f"irisd failed on this request ({type(exc).__name__}: {exc}); see the irisd log"
-            await connection.send(ErrorReply(code="internal", message=message))
-            continue
-        await connection.send(reply)
+            return ErrorReply(code="internal", message=message)
+
+    def _begin(self) -> None:
+        self.in_flight += 1
+        self._idle = trio.Event()
+
+    def _end(self) -> None:
+        self.in_flight -= 1
+        if not self.in_flight:
+            self._idle.set()
+
+
+async def _check_hello(connection: Connection, request: Request) -> None:
+    if not isinstance(request, Hello):
+        error = ProtocolError("the first message must be a hello; upgrade the client")
+    elif request.protocol_version != PROTOCOL_VERSION:
+        error = ProtocolError(
+            f"client speaks protocol {request.protocol_version}, irisd speaks "
+            f"{PROTOCOL_VERSION}; install the same Iris version for both"
+        )
+    else:
+        return
+    await connection.send(ErrorReply(code=error.code, message=error.message))
+    raise error
 
 
 async def _try_send(connection: Connection, message: msgspec.Struct) -> None:
@@ -120,6 +198,53 @@ async def _try_send(connection: Connection, message: msgspec.Struct) -> None:
         await connection.send(message)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass
+
+
+# --- who is on the other end -------------------------------------------------------
+
+
+class PeerRefusedError(IrisError):
+    """A process of another user connected to the socket."""
+
+    code = "permission_denied"
+
+
+@dataclass(frozen=True)
+class PeerCredentials:
+    pid: int
+    uid: int
+    gid: int
+
+
+def peer_credentials(sock: trio.socket.SocketType) -> PeerCredentials:
+    """The connecting process's pid, uid and gid, from the kernel (SO_PEERCRED)."""
+    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    return PeerCredentials(*_UCRED.unpack(raw))
+
+
+def peer_allowed(peer_uid: int, allowed_uid: int) -> bool:
+    """Only the user irisd runs as may use it: its agents act with that user's rights.
+    (root is no exception: a root-owned client must not drive a user's agents.)"""
+    return peer_uid == allowed_uid
+
+
+async def _refuse(connection: Connection, peer_uid: int, allowed_uid: int) -> None:
+    """Tell the intruder why, then hang up. The reply is followed by EOF, but the socket
+    stays open briefly until the client closes it: a client still writing its hello
+    would otherwise get EPIPE instead of the reason."""
+    log.warning("refused a client of another user", extra={"peer_uid": peer_uid})
+    error = PeerRefusedError(
+        f"this irisd belongs to uid {allowed_uid} and serves only that user (you are uid "
+        f"{peer_uid}); start an irisd of your own"
+    )
+    await connection.send(ErrorReply(code=error.code, message=error.message))
+    await connection.stream.send_eof()
+    with trio.move_on_after(REFUSE_LINGER_S):
+        while await connection.stream.receive_some(RECEIVE_CHUNK):
+            pass
+
+
+_UCRED = struct.Struct("3i")  # struct ucred: pid_t pid; uid_t uid; gid_t gid
 
 
 def prepare_socket_dir(folder: Path) -> None:
@@ -179,9 +304,4 @@ async def serve(
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Accept clients until cancelled, each in its own task."""
-    async with trio.open_nursery() as nursery:
-        async def handler(stream: trio.SocketStream) -> None:
-            await handle_client(stream, dispatcher)
-
-        await nursery.start(trio.serve_listeners, handler, [listener])
-        task_status.started()
+    await Server(listener, dispatcher).run(task_status=task_status)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import collections
 import logging
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -373,7 +374,8 @@ class Pair:
         try:
             row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
             transcript = session_file(self.paths.claude_config_dir, self.team.path, row.session_id)
-            resume = await trio.to_thread.run_sync(transcript.exists)
+            # A stat, inline: a worker thread would let trio's autojump clock (tests) skip ahead.
+            resume = os.path.exists(transcript)  # noqa: ASYNC240
             if self._force_new_session or (not resume and row.message_count > 0):
                 # The conversation is gone (or could not be resumed): start a new one.
                 log.warning(

@@ -51,6 +51,8 @@ def decide_slot(requester: PairKey, pairs: list[PairView], max_processes: int) -
     holders = [p for p in pairs if p.holds_slot and p.key != requester]
     if len(holders) < max_processes:
         return Grant()
+    if any(p.state == "terminating" for p in holders):
+        return Wait(busy=len(holders))  # a slot is already on its way back: evict no more
     victim = least_recently_used_idle(holders)
     if victim is not None:
         return Evict(victim)

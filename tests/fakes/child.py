@@ -1,0 +1,68 @@
+"""A fake claude child for trio-level tests on the autojump clock: the test decides
+every line it prints and when it exits. (Real processes would let the clock jump.)"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import trio
+
+from irisd.claude.process import ChildEvent, ChildExited, ChildLine
+from irisd.claude.wire import decode_line
+
+
+class FakeChild:
+    instances: list[FakeChild] = []
+    next_pid = 1000
+
+    def __init__(
+        self, argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]
+    ) -> None:
+        self.argv, self.cwd, self.env, self.events = argv, cwd, env, events
+        FakeChild.next_pid += 1
+        self.pid: int | None = FakeChild.next_pid
+        self.sent: list[dict[str, object]] = []
+        self.returncode: int | None = None
+        self._scope = trio.CancelScope()
+        self._exit = trio.Event()
+        self.stopped_at = math.inf
+        self.created_at = trio.current_time()
+        FakeChild.instances.append(self)
+
+    async def run(self, *, task_status: trio.TaskStatus[FakeChild] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started(self)
+        try:
+            with self._scope:
+                await self._exit.wait()
+        finally:
+            if self._scope.cancelled_caught or self._scope.cancel_called:
+                self.stopped_at = trio.current_time()
+                self.returncode = -15
+            with trio.CancelScope(shield=True):
+                await self.events.send(ChildExited(self, self.returncode, ""))  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        self._scope.cancel()
+
+    async def send(self, data: bytes) -> None:
+        self.sent.append(json.loads(data))
+
+    # --- driven by the test ---------------------------------------------------------
+
+    async def emit(self, line: dict[str, object]) -> None:
+        raw = json.dumps(line).encode()
+        await self.events.send(ChildLine(self, decode_line(raw), raw))  # type: ignore[arg-type]
+
+    async def text(self, text: str) -> None:
+        await self.emit(
+            {"type": "stream_event", "event": {"type": "content_block_delta",
+                                               "delta": {"type": "text_delta", "text": text}}}
+        )
+
+    async def result(self, text: str, *, is_error: bool = False, subtype: str = "success") -> None:
+        await self.emit({"type": "result", "subtype": subtype, "is_error": is_error, "result": text})
+
+    def exit(self, code: int) -> None:
+        self.returncode = code
+        self._exit.set()

@@ -1,0 +1,236 @@
+"""The pair actor's timing on trio's autojump clock, with a fake child: exact virtual
+times for the response timeout, the caller's wait, interrupts, idle reaping, retries."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+from fakes.child import FakeChild
+
+from irisd.config import IrisConfig, parse_config
+from irisd.core import run_core
+from irisd.dispatch import Dispatcher
+from irisd.paths import IrisPaths
+from irisd.store.db import open_database
+from irisd.store.facade import Store
+from protocol.errors import BusyError
+from protocol.messages import Event, Tell, TellReply
+
+
+async def no_events(event: Event) -> None:
+    pass
+
+
+def config_for(tmp_path: Path, extra: str = "") -> IrisConfig:
+    (tmp_path / "alpha").mkdir(exist_ok=True)
+    return parse_config(
+        f"settings:\n  responseTimeout: 120000\n  queueLimit: 2\n{extra}"
+        f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n    idleTimeout: 60000\n".encode(),
+        source="test",
+    )
+
+
+@pytest.fixture
+async def core(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Dispatcher]:
+    FakeChild.instances.clear()
+    marker = request.node.get_closest_marker("settings")
+    config = config_for(tmp_path, marker.args[0] if marker else "")
+    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    async with trio.open_nursery() as nursery:
+        dispatcher = await nursery.start(lambda task_status: run_core(
+            config, paths, store, child_factory=FakeChild, task_status=task_status))
+        yield dispatcher
+        nursery.cancel_scope.cancel()
+    store.close()
+
+
+class Caller:
+    """Runs one tell in the background and records when its reply came."""
+
+    def __init__(self) -> None:
+        self.reply: TellReply | None = None
+        self.replied_at: float | None = None
+        self.error: Exception | None = None
+
+    async def run(self, dispatcher: Dispatcher, request: Tell) -> None:
+        try:
+            self.reply = await dispatcher.tell(request, no_events)
+        except Exception as exc:
+            self.error = exc
+        self.replied_at = trio.current_time()
+
+
+async def child_got_turn(index: int = 0) -> FakeChild:
+    """Wait until the index-th child has been written a user turn."""
+    while len(FakeChild.instances) <= index or not FakeChild.instances[index].sent:
+        await trio.sleep(0.001)
+    return FakeChild.instances[index]
+
+
+async def start_tell(
+    nursery: trio.Nursery, core: Dispatcher, timeout_ms: int = 0, message: str = "hi"
+) -> Caller:
+    caller = Caller()
+    nursery.start_soon(caller.run, core, Tell(to_team="alpha", message=message, timeout_ms=timeout_ms))
+    await trio.testing.wait_all_tasks_blocked()
+    return caller
+
+
+async def test_response_timeout_restarts_on_every_line_then_stops_the_child(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        caller = await start_tell(nursery, core)
+        child = await child_got_turn()
+        t0 = trio.current_time()
+        for offset in (10, 20, 45):
+            await trio.sleep_until(t0 + offset)
+            await child.text("x")
+        while caller.replied_at is None:
+            await trio.sleep(1)
+    assert caller.reply is not None and caller.reply.status == "timed_out"
+    assert caller.replied_at == pytest.approx(t0 + 45 + 120)
+    assert child.stopped_at == pytest.approx(t0 + 165)
+    assert caller.reply.tell.text == "xxx"  # the output so far is kept
+    assert "120 s" in caller.reply.tell.error
+
+
+async def test_caller_timeout_returns_partial_text_and_the_tell_runs_on(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The seeds' example: caller 30 s, response 120 s; lines at 10, 20, 45; result at 50."""
+    async with trio.open_nursery() as nursery:
+        caller = await start_tell(nursery, core, timeout_ms=30_000)
+        child = await child_got_turn()
+        t0 = trio.current_time()
+        await trio.sleep_until(t0 + 10)
+        await child.text("Let me ")
+        await trio.sleep_until(t0 + 20)
+        await child.text("check")
+        while caller.replied_at is None:
+            await trio.sleep(0.5)
+        assert caller.replied_at == pytest.approx(t0 + 30)
+        assert caller.reply is not None and caller.reply.status == "in_progress"
+        assert caller.reply.tell.status == "running" and caller.reply.tell.text == "Let me check"
+        tell_id = caller.reply.tell.id
+        await trio.sleep_until(t0 + 45)
+        await child.text(".")
+        await trio.sleep_until(t0 + 50)
+        await child.result("Done.")
+        await trio.sleep(0.1)
+    later = await core.get_tell(tell_id, 0)
+    assert later.status == "completed" and later.tell.text == "Done."
+    assert child.stopped_at == float("inf")  # the warm child lives on
+
+
+async def test_async_caller_gets_the_id_at_once(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    t0 = trio.current_time()
+    reply = await core.tell(Tell(to_team="alpha", message="later", timeout_ms=-1), no_events)
+    assert trio.current_time() == t0
+    assert reply.status == "in_progress" and reply.tell.id
+    child = await child_got_turn()
+    await child.result("answer")
+    done = await core.get_tell(reply.tell.id, 5_000)
+    assert done.status == "completed" and done.tell.text == "answer"
+
+
+async def test_cancel_interrupts_through_the_child_then_stops_it_if_ignored(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        caller = await start_tell(nursery, core)
+        child = await child_got_turn()
+        assert caller.reply is None
+        tell_id = next(iter(core.supervisor.pairs.values())).current.id  # type: ignore[union-attr]
+        t0 = trio.current_time()
+        cancelled = await core.cancel(tell_id)
+    assert child.sent[-1]["type"] == "control_request"
+    assert child.sent[-1]["request"] == {"subtype": "interrupt"}
+    assert cancelled.tell.status == "interrupted"
+    assert child.stopped_at == pytest.approx(t0 + 5)  # it ignored the interrupt for 5 s
+
+
+async def test_honoured_interrupt_keeps_the_child(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        await start_tell(nursery, core)
+        child = await child_got_turn()
+        tell_id = next(iter(core.supervisor.pairs.values())).current.id  # type: ignore[union-attr]
+
+        async def honour() -> None:
+            while child.sent[-1]["type"] != "control_request":
+                await trio.sleep(0.01)
+            await trio.sleep(1)
+            await child.result("", is_error=True, subtype="error_during_execution")
+
+        nursery.start_soon(honour)
+        t0 = trio.current_time()
+        cancelled = await core.cancel(tell_id)
+        assert trio.current_time() == pytest.approx(t0 + 1, abs=0.05)
+    assert cancelled.tell.status == "interrupted"
+    assert child.stopped_at == float("inf")
+
+
+async def test_idle_child_is_reaped_after_idle_timeout(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        caller = await start_tell(nursery, core)
+        child = await child_got_turn()
+        await child.result("ok")
+        t_done = trio.current_time()
+        while caller.replied_at is None:
+            await trio.sleep(0.1)
+    while child.stopped_at == float("inf"):
+        await trio.sleep(1)
+    assert child.stopped_at == pytest.approx(t_done + 60)
+
+
+async def test_tells_to_a_pair_run_in_order_and_the_queue_is_bounded(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        first = await start_tell(nursery, core, message="one")
+        child = await child_got_turn()
+        second = await start_tell(nursery, core, message="two")
+        third = await start_tell(nursery, core, message="three")
+        with pytest.raises(BusyError, match="queue of external->alpha is full"):
+            await core.tell(Tell(to_team="alpha", message="four"), no_events)
+        assert [m["message"]["content"][0]["text"] for m in child.sent] == ["one"]  # type: ignore[index]
+        for expected, caller in (("one", first), ("two", second), ("three", third)):
+            await trio.sleep(1)
+            assert child.sent[-1]["message"]["content"][0]["text"] == expected  # type: ignore[index]
+            await child.result(f"re: {expected}")
+            while caller.replied_at is None:
+                await trio.sleep(0.1)
+            assert caller.reply is not None and caller.reply.tell.text == f"re: {expected}"
+
+
+async def test_a_child_that_crashes_on_start_is_retried_with_backoff_then_failed(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        caller = await start_tell(nursery, core)
+        for attempt in range(3):
+            child = await child_got_turn(attempt)
+            child.exit(1)
+        while caller.replied_at is None:
+            await trio.sleep(0.1)
+    starts = [child.created_at for child in FakeChild.instances]
+    assert [b - a for a, b in itertools.pairwise(starts)] == pytest.approx([0.25, 1.0], abs=0.002)
+    assert caller.reply is not None and caller.reply.status == "failed"
+    assert "keeps crashing on start (3 times)" in caller.reply.tell.error
+    pair = next(iter(core.supervisor.pairs.values()))
+    assert pair.state == "failed" and "crashing" in pair.reason
+    # While failed, tells fail at once with the reason; 'wake' clears it.
+    quick = await core.tell(Tell(to_team="alpha", message="again"), no_events)
+    assert quick.status == "failed" and "crashing" in quick.tell.error
