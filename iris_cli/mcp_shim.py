@@ -223,7 +223,9 @@ class Shim:
             ttl_days=args.ttl_days,
             parent_pair=self.parent_pair,
         )
-        return await self.run_tell(request, report)
+        output = await self.run_tell(request, report)
+        output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
+        return output
 
     async def run_tell(self, request: Tell, report: ReportProgress) -> ToolOutput:
         """Send a tell, forward its text as progress, cancel it if the call is cancelled."""
@@ -417,7 +419,7 @@ def build_server(shim: Shim) -> Server[Any]:
         output = await shim.call(params.name, params.arguments, report)
         return types.CallToolResult(
             content=[types.TextContent(text=output.text)],
-            structured_content=output.data,
+            structured_content=output.structured(),
             is_error=output.is_error,
         )
 

@@ -60,6 +60,7 @@ MAX_TIMEOUT_MS = 3_600_000
 MAX_PROGRESS_CHARS = 4_000
 PROGRESS_INTERVAL_S = 0.2  # at most this often a progress notification for new text
 MAX_LISTED_TEXT = 300
+MAX_LISTED_ANSWER = 2_000
 MAX_TRANSCRIPT_CHARS = 20_000
 MAX_TRANSCRIPT_ENTRIES = 200
 
@@ -359,6 +360,20 @@ class ToolOutput:
     data: dict[str, Any]
     is_error: bool = False
 
+    def structured(self) -> dict[str, Any]:
+        """The structured content, standing on its own.
+
+        Claude Code hands the model ``structuredContent`` INSTEAD of the text when a
+        successful result has both (anthropics/claude-code#55677, #79944; seen here with
+        2.1.330), so the data carries the text too, as ``summary``, unless it already
+        holds it (a tell's answer is its ``text``; an error's, its message).
+        """
+        error = self.data.get("error")
+        held = (self.data.get("text"), error.get("message") if isinstance(error, dict) else None)
+        if not self.text or self.text in held:
+            return self.data
+        return {"summary": self.text, **self.data}
+
 
 def plain(value: object) -> Any:
     return msgspec.to_builtins(value)
@@ -457,7 +472,12 @@ def render_report(reply: ReportReply) -> ToolOutput:
         if tell.error:
             line += f"\n  error: {short(tell.error)}"
         lines.append(line)
-    return ToolOutput("\n".join(lines), plain(reply))
+    data = plain(reply)
+    for tell in data["tells"]:  # the list is for finding a tell; team_result has all of it
+        if len(tell.get("text", "")) > MAX_LISTED_ANSWER:
+            tell["text"] = tell["text"][:MAX_LISTED_ANSWER] + "…"
+            tell["text_truncated"] = True
+    return ToolOutput("\n".join(lines), data)
 
 
 def transcript_line(entry_type: str, raw: str) -> str | None:
@@ -498,12 +518,14 @@ def render_transcript(reply: TranscriptReply) -> ToolOutput:
     tell = reply.tell
     pair = pair_name(tell.from_team, tell.to_team)
     header = f"tell {tell.id} [{tell.status}] {pair}: {short(tell.message)}"
-    lines = (transcript_line(e.type, e.raw) for e in reply.entries)
-    body = "\n".join(line for line in lines if line is not None)
-    data = plain(reply)
-    if len(data["entries"]) > MAX_TRANSCRIPT_ENTRIES:
-        data["entries"] = data["entries"][-MAX_TRANSCRIPT_ENTRIES:]
+    # One line per claude line, token deltas left out; the raw JSON stays with the daemon
+    # ('iris' CLI): the model reads this data, and raw transcripts run to megabytes.
+    summaries = [(e, line) for e in reply.entries if (line := transcript_line(e.type, e.raw)) is not None]
+    entries = [{"at": e.at, "type": e.type, "line": line} for e, line in summaries]
+    data: dict[str, Any] = {"tell": plain(tell), "entries": entries[-MAX_TRANSCRIPT_ENTRIES:]}
+    if len(entries) > MAX_TRANSCRIPT_ENTRIES:
         data["entries_truncated"] = True
+    body = "\n".join(line for _, line in summaries)
     return ToolOutput(tail(f"{header}\n{body}", MAX_TRANSCRIPT_CHARS), data)
 
 

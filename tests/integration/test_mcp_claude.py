@@ -1,0 +1,97 @@
+"""The real claude as the MCP CLIENT: a team's claude (started by irisd, given Iris as an
+MCP server) asks other teams through the shim, and the daemon links nested tells.
+
+The scripted model makes the asking claude call ``mcp__iris__team_tell`` (``@tool:``) and
+then answers ``tool mcp__iris__team_tell said: <the tool's result>`` (or ``failed:`` for a
+tool error), so each answer shows what travelled back through every hop.
+
+Needs the daemon side: irisd gives each claude child ``--mcp-config`` with
+``iris mcp --team <team>``, ``IRIS_PARENT_PAIR`` and permission for the iris tools.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from harness import Iris
+
+from protocol.messages import Report, ReportReply, TellInfo
+
+pytestmark = pytest.mark.claude
+
+TOOL = "mcp__iris__team_tell"
+
+
+def ask(to_team: str, message: str) -> str:
+    """A prompt that makes the scripted model tell ``to_team`` ``message`` through Iris."""
+    return f"@tool:{TOOL} " + json.dumps({"toTeam": to_team, "message": message})
+
+
+def unwrap(answer: object) -> str:
+    """What came back through one hop. The scripted model wrote ``tool X said: <result>``;
+    Claude Code gives the model a successful MCP result as its structured content (JSON;
+    the answer is its ``text``), older versions gave the text itself."""
+    prefix = f"tool {TOOL} said: "
+    assert isinstance(answer, str) and answer.startswith(prefix), answer
+    result = answer.removeprefix(prefix)
+    try:
+        data = json.loads(result)
+    except ValueError:
+        return result
+    assert isinstance(data, dict) and data.get("status") == "completed", data
+    return str(data["text"])
+
+
+def tell(iris: Iris, team: str, message: str) -> dict[str, object]:
+    result = iris.cli("tell", team, message, "--json", timeout=180)
+    assert result.stdout, result.stderr
+    answer: dict[str, object] = json.loads(result.stdout)
+    return answer
+
+
+def latest(iris: Iris, from_team: str, to_team: str) -> TellInfo:
+    report = iris.request(Report(to_team=to_team, from_team=from_team, limit=1))
+    assert isinstance(report, ReportReply) and report.tells
+    return report.tells[0]
+
+
+def three_teams(iris: Iris) -> None:
+    for name in ("alpha", "beta", "gamma"):
+        iris.add_team(name)
+    iris.start()
+
+
+def test_a_team_asks_another_through_the_shim(iris: Iris) -> None:
+    three_teams(iris)
+    answer = tell(iris, "alpha", ask("beta", "ping"))
+    assert answer["status"] == "completed", answer
+    assert unwrap(answer["text"]) == "echo #1: ping"
+
+    asked = latest(iris, "alpha", "beta")  # the shim spoke as alpha, linked to the outer tell
+    assert asked.message == "ping" and asked.status == "completed"
+    assert (asked.chain_id, asked.hops) == (answer["id"], 1)
+
+
+def test_nested_tells_go_two_hops_deep(iris: Iris) -> None:
+    three_teams(iris)
+    answer = tell(iris, "alpha", ask("beta", ask("gamma", "deep")))
+    assert answer["status"] == "completed", answer
+    assert unwrap(unwrap(answer["text"])) == "echo #1: deep"
+
+    innermost = latest(iris, "beta", "gamma")
+    assert innermost.message == "deep"
+    assert (innermost.chain_id, innermost.hops) == (answer["id"], 2)
+
+
+def test_the_loop_guard_refuses_a_tell_back_to_a_waiting_team(iris: Iris) -> None:
+    three_teams(iris)
+    answer = tell(iris, "alpha", ask("beta", ask("alpha", "are you there?")))
+    assert answer["status"] == "completed", answer  # alpha still answers, from what it knows
+    from_beta = unwrap(answer["text"])  # beta's answer: its tell to alpha was refused
+    assert from_beta.startswith(f"tool {TOOL} failed:"), from_beta
+    assert "loop: alpha is already waiting in this chain" in from_beta
+
+    refused = latest(iris, "beta", "alpha")  # the refusal is recorded
+    assert refused.status == "failed" and "loop" in refused.error
+    assert refused.chain_id == answer["id"]
