@@ -13,6 +13,7 @@ from iris_cli.mcp_tools import (
     TOOLS,
     TOOLS_BY_NAME,
     TellWatch,
+    error_output,
     input_schema,
     parse_args,
     render_reply,
@@ -32,6 +33,8 @@ from protocol.messages import (
     TellReply,
     TellState,
     TellText,
+    TranscriptEntry,
+    TranscriptReply,
 )
 
 EXPECTED_TOOLS = [
@@ -207,3 +210,33 @@ def test_transcript_lines_say_what_claude_did() -> None:
     result = {"type": "result", "subtype": "success", "result": "done"}
     assert transcript_line("result", json.dumps(result)) == "result (success): done"
     assert transcript_line("system", "not json") == "system: not json"
+
+
+def test_structured_content_stands_on_its_own() -> None:
+    # Claude Code shows the model the structured content instead of the text.
+    answer = render_tell(tell_reply("completed", "completed", "the answer"))
+    assert "summary" not in answer.structured()  # the answer is already its "text"
+    partial = render_tell(tell_reply("in_progress", "running", "half"))
+    assert partial.structured()["summary"] == partial.text
+    assert next(iter(partial.structured())) == "summary"
+    error = error_output("team 'x' is not configured", "unknown_team")
+    assert error.structured() == {"error": {"code": "unknown_team", "message": "team 'x' is not configured"}}
+
+
+def test_transcripts_are_summarised_line_by_line() -> None:
+    info = TellInfo(id="t1", from_team=None, to_team="beta", message="hi", status="completed")
+    lines = [
+        ("system", {"type": "system", "subtype": "init"}),
+        ("stream_event", {"type": "stream_event", "event": {"type": "content_block_delta"}}),
+        ("assistant", {"type": "assistant", "message": {"content": [{"type": "text", "text": "hello"}]}}),
+        ("result", {"type": "result", "subtype": "success", "result": "hello"}),
+    ]
+    entries = [TranscriptEntry(at=i, type=kind, raw=json.dumps(raw)) for i, (kind, raw) in enumerate(lines)]
+    output = render_reply(TranscriptReply(tell=info, entries=entries))
+    assert output.text.splitlines() == [
+        "tell t1 [completed] external -> beta: hi",
+        "system: init",
+        "assistant: hello",
+        "result (success): hello",
+    ]
+    assert [e["line"] for e in output.data["entries"]] == output.text.splitlines()[1:]  # no raw JSON
