@@ -120,7 +120,8 @@ async def _connect(socket_path: Path) -> trio.SocketStream:
             "'irisd' (or 'systemctl --user start irisd')"
         ) from None
     except PermissionError:
-        raise DaemonUnreachable(
+        # Not DaemonUnreachable: a daemon is there, starting another would not help.
+        raise DaemonNotRunningError(
             f"no permission to connect to {socket_path}; it belongs to another user"
         ) from None
     except OSError as exc:

@@ -475,7 +475,13 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--no-autostart", action="store_true", help="do not start irisd when it is not running"
     )
-    parser.add_argument("--log-level", default=os.environ.get("IRIS_MCP_LOG_LEVEL", "warning"))
+    parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=["debug", "info", "warning", "error"],
+        default=os.environ.get("IRIS_MCP_LOG_LEVEL", "warning").lower(),
+        help="what to log on stderr (default: $IRIS_MCP_LOG_LEVEL, else warning)",
+    )
     return parser.parse_args(argv)
 
 
