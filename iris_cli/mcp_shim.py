@@ -393,7 +393,8 @@ class Shim:
             "team_path": me.team_path,
             "parent_pair": self.parent_pair,
         }
-        return ToolOutput(me.describe()[0].upper() + me.describe()[1:] + ".", data)
+        described = me.describe()
+        return ToolOutput(f"{described[0].upper()}{described[1:]}.", data)
 
 
 # --- the MCP server -------------------------------------------------------------------

@@ -346,11 +346,6 @@ def resolve_identity(explicit: str | None, cwd: str, teams: list[TeamInfo]) -> I
     return Identity(best[1].name, "folder", cwd, best[1].path)
 
 
-def parent_pair_from_env(env: dict[str, str] | os._Environ[str]) -> str:
-    """IRIS_PARENT_PAIR, set by irisd for the shims of the claude children it starts."""
-    return env.get("IRIS_PARENT_PAIR", "").strip()
-
-
 # --- rendering --------------------------------------------------------------------
 
 
