@@ -195,32 +195,34 @@ def daemon_environment(env: Mapping[str, str], socket_path: Path) -> dict[str, s
     return kept
 
 
-def start_detached(layout: Layout, socket_path: Path) -> None:
-    """Start irisd in a new session, outliving this process; returns at once.
+def start_detached(layout: Layout, socket_path: Path) -> int:
+    """Start irisd in a new session, outliving this process; returns its pid at once.
 
-    A shell starts irisd in the background and exits, so irisd is re-parented to init
-    and never becomes a zombie of a long-lived caller (the MCP shim).
+    A shell starts irisd in the background, prints its pid and exits, so irisd is
+    re-parented to init and never becomes a zombie of a long-lived caller (the MCP shim).
     """
     for folder in (layout.pid_file.parent, layout.log_file.parent):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     argv = [*irisd_command(), "--pid-file", str(layout.pid_file)]
     with layout.log_file.open("ab") as log:
-        launcher = subprocess.Popen(
-            ["/bin/sh", "-c", '"$@" &', "sh", *argv],
+        launcher = subprocess.run(
+            ["/bin/sh", "-c", '"$@" >&2 & echo $!', "sh", *argv],
             stdin=subprocess.DEVNULL,
-            stdout=log,
+            stdout=subprocess.PIPE,
             stderr=log,
             env=daemon_environment(os.environ, socket_path),
             cwd="/",
             start_new_session=True,
+            check=True,
+            timeout=30,
         )
-    launcher.wait()
+    return int(launcher.stdout)
 
 
 def log_tail(path: Path, lines: int = 5) -> str:
     try:
         with path.open("rb") as file:
-            file.seek(max(0, file.seek(0, os.SEEK_END) - 8192))
+            file.seek(max(0, file.seek(0, os.SEEK_END) - max(8192, lines * 2048)))
             return "\n".join(file.read().decode(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
@@ -238,11 +240,14 @@ def _start_lock(layout: Layout) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def wait_until_answering(socket_path: Path, deadline: float) -> Welcome | None:
+def wait_until_answering(socket_path: Path, deadline: float, pid: int | None = None) -> Welcome | None:
+    """Poll until irisd answers, the deadline passes, or process ``pid`` is gone."""
     while True:
         welcome = daemon_welcome(socket_path)
         if welcome is not None or time.monotonic() >= deadline:
             return welcome
+        if pid is not None and not is_alive(pid):
+            return daemon_welcome(socket_path)  # it may have lost a race to a twin that answers
         time.sleep(POLL_S)
 
 
@@ -257,30 +262,40 @@ def ensure_daemon(socket_path: Path | None = None, timeout: float = 15.0) -> Non
     """
     layout = Layout.from_env()
     socket_path = socket_path or layout.paths.socket
-    if daemon_welcome(socket_path) is not None:
-        return
+    if daemon_welcome(socket_path) is None:
+        start_daemon(layout, socket_path, timeout)
+
+
+def start_daemon(layout: Layout, socket_path: Path, timeout: float = 15.0) -> Welcome:
+    """Start irisd for ``socket_path`` and wait until it answers (see ``ensure_daemon``)."""
     deadline = time.monotonic() + timeout
     with _start_lock(layout):
-        if daemon_welcome(socket_path) is not None:  # another caller started it meanwhile
-            return
+        welcome = daemon_welcome(socket_path)
+        if welcome is not None:  # another caller started it meanwhile
+            return welcome
+        pid = None
         try:
             if systemd_serves(layout, socket_path):
-                how, logs = "systemd", "'iris daemon logs' (journalctl --user -u irisd)"
+                how, logs = "the systemd user service", "'iris daemon logs' (journalctl --user -u irisd)"
                 start_with_systemd()
             else:
                 how, logs = "a background process", str(layout.log_file)
-                start_detached(layout, socket_path)
-        except (DaemonControlError, OSError, subprocess.SubprocessError) as exc:
+                pid = start_detached(layout, socket_path)
+        except (DaemonControlError, OSError, ValueError, subprocess.SubprocessError) as exc:
             raise DaemonNotRunningError(
                 f"irisd is not running on {socket_path} and could not be started: {exc}; "
                 "start it by hand with 'irisd'"
             ) from None
-        if wait_until_answering(socket_path, deadline) is not None:
-            return
-    tail = log_tail(layout.log_file) if how == "a background process" else ""
+        welcome = wait_until_answering(socket_path, deadline, pid)
+        if welcome is not None:
+            return welcome
+    if pid is not None and not is_alive(pid):
+        problem = "started as a background process but exited"
+    else:
+        problem = f"started as {how} but did not answer within {timeout:g} s"
+    tail = log_tail(layout.log_file) if pid is not None else ""
     raise DaemonNotRunningError(
-        f"irisd was started as {how} but did not answer on {socket_path} within {timeout:g} s; "
-        f"see its log: {logs}" + (f"\n{tail}" if tail else "")
+        f"irisd {problem} (socket {socket_path}); see its log: {logs}" + (f"\n{tail}" if tail else "")
     )
 
 
@@ -294,14 +309,26 @@ def read_pid_file(layout: Layout) -> int | None:
         return None
 
 
+def _proc_state(pid: int) -> str | None:
+    """The process's state letter (R, S, Z...), None if there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def is_alive(pid: int) -> bool:
+    """Is ``pid`` running (a zombie waiting to be reaped is not)?"""
+    return _proc_state(pid) not in (None, "Z")
+
+
 def is_irisd(pid: int) -> bool:
     """Is ``pid`` a live irisd (not a zombie, not a recycled pid)?"""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+    except OSError:
         return False
-    return state != "Z" and (b"irisd" in cmdline)
+    return is_alive(pid) and b"irisd" in cmdline
 
 
 def stop_pid(pid: int, timeout: float = STOP_TIMEOUT_S) -> None:
@@ -319,3 +346,200 @@ def stop_pid(pid: int, timeout: float = STOP_TIMEOUT_S) -> None:
                 "(its unfinished tells are recorded as interrupted at the next start)"
             )
         time.sleep(POLL_S)
+
+
+# --- what runs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DaemonState:
+    """Is irisd up on this environment's socket, and how was it started?"""
+
+    socket: Path
+    welcome: Welcome | None
+    how: str  # "systemd", "background" (pid file), "foreground" (by hand), "" when down
+
+    @property
+    def running(self) -> bool:
+        return self.welcome is not None
+
+    @property
+    def pid(self) -> int | None:
+        return self.welcome.pid if self.welcome else None
+
+
+def daemon_state(layout: Layout, socket_path: Path | None = None) -> DaemonState:
+    socket_path = socket_path or layout.paths.socket
+    welcome = daemon_welcome(socket_path)
+    how = ""
+    if welcome is not None:
+        if _in_service_cgroup(welcome.pid):
+            how = "systemd"
+        elif read_pid_file(layout) == welcome.pid:
+            how = "background"
+        else:
+            how = "foreground"
+    return DaemonState(socket=socket_path, welcome=welcome, how=how)
+
+
+def _in_service_cgroup(pid: int) -> bool:
+    """systemd runs every service in a cgroup named after its unit."""
+    try:
+        return f"/{SERVICE_UNIT}" in Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return False
+
+
+# --- the units -------------------------------------------------------------------------
+
+# The units as committed in systemd/ (for a pip --user install); 'iris daemon install'
+# writes them with this installation's irisd and environment instead.
+REFERENCE_EXEC_START = "%h/.local/bin/irisd"
+REFERENCE_ENVIRONMENT_FILE = "%h/.iris/irisd.env"
+REFERENCE_LISTEN = "%t/iris/irisd.sock"
+
+
+def render_service_unit(exec_start: str, environment_file: str, environment: Mapping[str, str]) -> str:
+    """irisd.service; ``exec_start`` and ``environment_file`` are in unit syntax already."""
+    env_lines = "".join(
+        f"Environment={systemd_quote(f'{key}={value}', dollar=False)}\n" for key, value in environment.items()
+    )
+    return f"""\
+# irisd, the Iris daemon, as a systemd user service; started by irisd.socket on the
+# first connection. 'iris daemon install' writes it to ~/.config/systemd/user/.
+[Unit]
+Description=Iris daemon: lets the Claude Code agents of your projects talk
+Requires=irisd.socket
+After=irisd.socket
+# Give up after 5 failed starts in 5 minutes ('systemctl --user reset-failed irisd').
+StartLimitIntervalSec=300
+StartLimitBurst=5
+
+[Service]
+# READY=1 once the socket and the database are open; WATCHDOG=1 from the event loop
+# every WatchdogSec/2, so a stalled loop gets irisd restarted.
+Type=notify
+WatchdogSec=30
+ExecStart={exec_start}
+{env_lines}# Credentials claude needs (ANTHROPIC_API_KEY=...) can go in this file (keep it 0600).
+EnvironmentFile=-{environment_file}
+# On SIGTERM irisd drains by itself: tells recorded interrupted, every claude's process
+# group stopped. Whatever is left after TimeoutStopSec gets SIGKILL.
+KillMode=mixed
+TimeoutStopSec=20
+Restart=on-failure
+RestartSec=2
+# systemd 254+: back off from 2 s to 60 s over 5 restarts (older versions ignore these).
+RestartSteps=5
+RestartMaxDelaySec=60
+# Exit code 2: bad configuration or an unsafe socket folder; a restart cannot fix it.
+RestartPreventExitStatus=2
+UMask=0077
+# No MemoryDenyWriteExecute= (claude runs on Node, whose JIT needs it) and no
+# ProtectHome= (the agents work in your projects under your home folder).
+
+[Install]
+WantedBy=default.target
+Also=irisd.socket
+"""
+
+
+def render_socket_unit(listen: str) -> str:
+    return f"""\
+# The Iris socket: systemd listens, and starts irisd.service on the first connection.
+[Unit]
+Description=Iris daemon socket
+
+[Socket]
+ListenStream={listen}
+SocketMode=0600
+DirectoryMode=0700
+
+[Install]
+WantedBy=sockets.target
+"""
+
+
+def systemd_quote(value: str, *, dollar: bool = True) -> str:
+    """One word of a unit file, quoted only when needed; '%' (and '$' in command lines)
+    doubled so systemd takes them literally."""
+    escaped = value.replace("%", "%%")
+    if dollar:
+        escaped = escaped.replace("$", "$$")
+    if not any(c in escaped for c in ' \t"\\\''):
+        return escaped
+    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def systemd_path(path: Path) -> str:
+    """A path for ListenStream= or EnvironmentFile= (taken verbatim but for specifiers)."""
+    return str(path).replace("%", "%%")
+
+
+def installed_units(layout: Layout, env: Mapping[str, str] | None = None) -> dict[Path, str]:
+    """The two unit files for this installation: its irisd, IRIS_HOME, socket and PATH
+    (a user manager's PATH rarely finds claude)."""
+    env = os.environ if env is None else env
+    environment = {"IRIS_HOME": str(layout.paths.home)}
+    socket_path = layout.paths.socket
+    if layout.runtime_dir is not None and socket_path == layout.runtime_dir / "iris" / "irisd.sock":
+        listen = REFERENCE_LISTEN
+    else:
+        listen = systemd_path(socket_path)
+        environment["IRIS_SOCKET"] = str(socket_path)
+    for key in ("CLAUDE_CONFIG_DIR", "PATH"):
+        if env.get(key):
+            environment[key] = env[key]
+    exec_start = " ".join(systemd_quote(arg) for arg in irisd_command())
+    env_file = systemd_path(layout.paths.home / "irisd.env")
+    return {
+        layout.service_file: render_service_unit(exec_start, env_file, environment),
+        layout.socket_file: render_socket_unit(listen),
+    }
+
+
+def _systemctl_checked(*args: str) -> None:
+    result = systemctl_user(*args)
+    if result.returncode != 0:
+        raise DaemonControlError(f"'systemctl --user {' '.join(args)}' failed: {result.stderr.strip()}")
+
+
+def install_service(layout: Layout) -> list[Path]:
+    """Write the units, reload the user manager and enable the socket (systemd then starts
+    irisd on the first connection, at every login). Returns the files written."""
+    units = installed_units(layout)
+    layout.unit_dir.mkdir(parents=True, exist_ok=True)
+    for path, text in units.items():
+        path.write_text(text)
+    _systemctl_checked("daemon-reload")
+    _systemctl_checked("enable", "--now", SOCKET_UNIT)
+    return list(units)
+
+
+def uninstall_service(layout: Layout) -> list[Path]:
+    """Stop and disable the units and remove their files; returns the files removed."""
+    present = [path for path in (layout.service_file, layout.socket_file) if path.exists()]
+    manager = bool(present) and user_manager_problem() is None
+    if manager:
+        systemctl_user("disable", "--now", SOCKET_UNIT, SERVICE_UNIT)  # fine if already off
+    for path in present:
+        path.unlink()
+    if manager:
+        _systemctl_checked("daemon-reload")
+    return present
+
+
+def stop_daemon(layout: Layout, socket_path: Path | None = None) -> int | None:
+    """Stop irisd however it runs (service, background, by hand) and wait until it has
+    drained. Returns the pid that stopped, None when none was running."""
+    socket_path = socket_path or layout.paths.socket
+    stopped = None
+    if layout.service_file.exists() and user_manager_problem() is None:
+        # The socket too: a connection would start the service again.
+        _systemctl_checked("stop", SOCKET_UNIT, SERVICE_UNIT)
+    welcome = daemon_welcome(socket_path)
+    pid = welcome.pid if welcome else read_pid_file(layout)
+    if pid is not None and is_irisd(pid):
+        stop_pid(pid)
+        stopped = pid
+    return stopped
