@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from collections.abc import Mapping
 
 # Variables that belong to irisd itself (systemd's handshake, Iris internals): a child
@@ -11,12 +13,24 @@ _DAEMON_ONLY_PREFIXES = ("LISTEN_", "WATCHDOG_", "IRIS_SECRET")
 _DAEMON_ONLY = frozenset({"NOTIFY_SOCKET", "INVOCATION_ID"})
 
 
+def iris_mcp_config(*, team: str, parent_pair: str, socket: str) -> str:
+    """The ``--mcp-config`` that gives a child Iris itself as an MCP server: the shim
+    speaks as ``team`` and links the tells it sends to the pair the child serves."""
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "iris_cli", "mcp", "--team", team],
+        "env": {"IRIS_SOCKET": socket, "IRIS_PARENT_PAIR": parent_pair},
+    }
+    return json.dumps({"mcpServers": {"iris": server}})
+
+
 def claude_argv(
     claude_path: str,
     *,
     session_id: str,
     resume: bool,
     skip_permissions: bool = False,
+    mcp_config: str = "",
 ) -> list[str]:
     """``claude`` in long-lived stream-json mode, starting or resuming ``session_id``."""
     argv = [
@@ -31,6 +45,9 @@ def claude_argv(
         "--resume" if resume else "--session-id",
         session_id,
     ]
+    if mcp_config:
+        # Iris's own tools need no permission prompt: the daemon guards them (loops, hops).
+        argv += ["--mcp-config", mcp_config, "--allowedTools", "mcp__iris"]
     if skip_permissions:
         argv.append("--dangerously-skip-permissions")
     return argv

@@ -26,6 +26,7 @@ from protocol.framing import FrameTooLargeError, LineFramer
 
 MAX_LINE = 32 * 1024 * 1024
 STDERR_TAIL_LINES = 30
+STDERR_DRAIN_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class ClaudeProcess:
         self._stdin: trio.abc.SendStream | None = None
         self._send_lock = trio.Lock()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_closed = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[ClaudeProcess] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the child, pump its output until it exits or ``stop()`` is called.
@@ -111,8 +113,11 @@ class ClaudeProcess:
                     assert process.stdout is not None and process.stderr is not None
                     nursery.start_soon(self._pump_stderr, process.stderr)
                     await self._pump_stdout(process.stdout)
-                    # stdout is closed: the child is exiting; wait for it, then stop reading.
+                    # stdout is closed: the child is exiting. Wait for it, and for its last
+                    # words on stderr (bounded: a grandchild may hold stderr open).
                     await process.wait()
+                    with trio.move_on_after(STDERR_DRAIN_S):
+                        await self._stderr_closed.wait()
                     nursery.cancel_scope.cancel()
         finally:
             with trio.CancelScope(shield=True):
@@ -171,6 +176,7 @@ class ClaudeProcess:
                 framer = LineFramer(MAX_LINE)
         if framer.tail().strip():
             self._stderr_tail.append(framer.tail().decode(errors="replace")[:2000])
+        self._stderr_closed.set()
 
     async def _terminate(self, process: trio.Process) -> None:
         """SIGTERM the group, wait up to ``grace``, SIGKILL the group, reap. Also clears

@@ -73,6 +73,7 @@ class ResultLine(_Line, tag="result"):
     total_cost_usd: float | None = None
     session_id: str = ""
     usage: dict[str, Any] | None = None
+    errors: list[str] = []
 
 
 class ControlResponseBody(msgspec.Struct, kw_only=True):

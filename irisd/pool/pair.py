@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 import trio
 
-from irisd.claude.command import child_environment, claude_argv
+from irisd.claude.command import child_environment, claude_argv, iris_mcp_config
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import AnyLine, GarbageLine, ResultLine, UnknownLine, interrupt_request, user_turn
 from irisd.config import IrisConfig, Team
@@ -174,6 +174,7 @@ class Pair:
         self._retry_at = -math.inf
         self._failed_until = -math.inf
         self._force_new_session = False
+        self._conversation_lost = False  # claude said it has no such conversation
         self._wakers: list[WakeRequest] = []
         self._stoppers: list[StopRequest] = []
 
@@ -392,6 +393,9 @@ class Pair:
                 session_id=row.session_id,
                 resume=resume,
                 skip_permissions=self.team.skip_permissions,
+                mcp_config=iris_mcp_config(
+                    team=self.team.name, parent_pair=self.label, socket=str(self.paths.socket)
+                ),
             )
             await self.store.call(
                 sessions.record_spawn, self.from_team, self.team.name, argv, msgspec.json.encode(self.team)
@@ -421,6 +425,7 @@ class Pair:
         self.session_id = event.session_id
         self._resumed = event.resumed
         self._child_spoke = False
+        self._conversation_lost = False
         self._new_session = self._new_session or event.new_session
         self.last_active = trio.current_time()
         for waker in self._wakers:
@@ -438,6 +443,10 @@ class Pair:
     # --- the child's output and exit -------------------------------------------------
 
     async def _on_child_line(self, line: AnyLine, raw: bytes, now: float) -> None:
+        if isinstance(line, ResultLine) and self._resumed and not self._child_spoke:
+            if any(NO_CONVERSATION in error for error in line.errors):
+                self._conversation_lost = True  # the exit follows; handled there
+                return
         self._child_spoke = True
         self._start_failures = 0
         tell = self.current
@@ -465,7 +474,10 @@ class Pair:
         tell = self.current
         running = tell is not None and not tell.machine.is_final
         crashed_on_start = not stopped_by_us and not self._child_spoke and exit.returncode != 0
-        lost = crashed_on_start and self._resumed and NO_CONVERSATION in exit.stderr_tail
+        lost = self._conversation_lost or (
+            crashed_on_start and self._resumed and NO_CONVERSATION in exit.stderr_tail
+        )
+        self._conversation_lost = False
         if lost and not self._force_new_session:  # once: a second failure counts as a crash
             await self._retry_with_new_session(detail)
             return
