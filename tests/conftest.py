@@ -4,8 +4,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import Iris, claude_binary
 
+from harness import Iris, claude_binary
 from iris_cli.scripted_model import ScriptedModel
 
 

@@ -443,10 +443,10 @@ class Pair:
     # --- the child's output and exit -------------------------------------------------
 
     async def _on_child_line(self, line: AnyLine, raw: bytes, now: float) -> None:
-        if isinstance(line, ResultLine) and self._resumed and not self._child_spoke:
-            if any(NO_CONVERSATION in error for error in line.errors):
-                self._conversation_lost = True  # the exit follows; handled there
-                return
+        first = self._resumed and not self._child_spoke
+        if first and isinstance(line, ResultLine) and any(NO_CONVERSATION in e for e in line.errors):
+            self._conversation_lost = True  # the exit follows; handled there
+            return
         self._child_spoke = True
         self._start_failures = 0
         tell = self.current

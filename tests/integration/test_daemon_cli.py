@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from harness import REPO, Iris
 
+from harness import REPO, Iris
 from iris_cli.daemon_control import (
     REFERENCE_ENVIRONMENT_FILE,
     REFERENCE_EXEC_START,

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness import Iris
 
+from harness import Iris
 from protocol.messages import Report, ReportReply, TellInfo
 
 pytestmark = pytest.mark.claude

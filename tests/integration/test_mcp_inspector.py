@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from harness import REPO, Iris
 
 pytestmark = pytest.mark.claude

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from harness import Iris
 
 pytestmark = pytest.mark.claude

@@ -16,10 +16,10 @@ from typing import Any
 import mcp_types as types
 import pytest
 import trio
-from harness import Iris
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from harness import Iris
 from iris_cli.daemon_control import Layout, read_pid_file, stop_pid
 from protocol.messages import GetTell, Report, ReportReply, TellReply
 

@@ -19,8 +19,8 @@ from typing import Any, TypeVar, cast
 import apsw
 import pytest
 import trio
-from harness import Iris, claude_processes_under
 
+from harness import Iris, claude_processes_under
 from iris_cli.client import Client
 from irisd.dispatch import Dispatcher
 from irisd.server import Server, SocketError, open_unix_listener, peer_allowed, prepare_socket_dir

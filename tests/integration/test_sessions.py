@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import Iris, child_pids
 
+from harness import Iris, child_pids
 from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Sleep, Tell, Wake
 
 pytestmark = pytest.mark.claude
@@ -110,7 +110,8 @@ def test_wake_and_sleep_act_on_one_pair(iris: Iris) -> None:
     again = iris.cli("wake", "alpha", "--from", "beta")
     assert "already awake" in again.stdout
 
-    busy = iris.request(Tell(to_team="alpha", from_team="beta", message="@slow:300 @chunks:30 x", timeout_ms=-1))
+    slow = Tell(to_team="alpha", from_team="beta", message="@slow:300 @chunks:30 x", timeout_ms=-1)
+    busy = iris.request(slow)
     wait_for(lambda: pair_state(iris, "alpha", "beta").state == "processing", what="processing")
     refused = iris.cli("sleep", "alpha", "--from", "beta")
     assert refused.returncode == 1 and "busy" in refused.stdout and "--force" in refused.stdout

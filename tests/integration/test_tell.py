@@ -9,8 +9,8 @@ import subprocess
 
 import msgspec
 import pytest
-from harness import Iris
 
+from harness import Iris
 from iris_cli.client import Client
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from fakes.child import FakeChild
 
+from fakes.child import FakeChild
 from irisd.config import IrisConfig, parse_config
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
