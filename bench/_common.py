@@ -1,0 +1,131 @@
+"""Shared by the benchmarks: an isolated Iris with the real claude and the scripted
+model (the test harness's), figures, and the machine they were measured on.
+
+Every benchmark measures the things it compares side by side in one run, interleaved
+round by round, so a busier moment of the machine hits both sides alike; it prints
+ratios first, then the absolute numbers for context.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from harness import Iris, claude_binary  # noqa: E402
+from iris_cli.client import Client  # noqa: E402
+from iris_cli.scripted_model import ScriptedModel  # noqa: E402
+from protocol.messages import GetStatus, StatusReply  # noqa: E402
+
+
+@contextlib.contextmanager
+def running_iris(teams: list[str], *, start: bool = True, **settings: Any) -> Iterator[Iris]:
+    """A started, isolated Iris (own IRIS_HOME, socket, CLAUDE_CONFIG_DIR) with ``teams``."""
+    root = Path(tempfile.mkdtemp(prefix="iris-bench-"))
+    with ScriptedModel() as model:
+        iris = Iris(root, model_url=model.base_url, claude=claude_binary())
+        try:
+            iris.settings.update(settings)
+            for team in teams:
+                iris.add_team(team)
+            if start:
+                iris.start()
+            yield iris
+        finally:
+            if iris.process is not None:
+                iris.stop(timeout=60)
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.rmtree(iris.socket.parent, ignore_errors=True)
+
+
+def timed(action: Callable[..., object], *args: Any) -> float:
+    """Seconds ``action(*args)`` took."""
+    started = time.perf_counter()
+    action(*args)
+    return time.perf_counter() - started
+
+
+def request(iris: Iris, message: Any, timeout: float = 300) -> Any:
+    with Client(iris.socket, timeout=timeout) as client:
+        return client.request(message)
+
+
+def status(iris: Iris) -> StatusReply:
+    reply = request(iris, GetStatus())
+    assert isinstance(reply, StatusReply)
+    return reply
+
+
+def rss_kib(pid: int) -> dict[str, int]:
+    """VmRSS (now) and VmHWM (peak) of a process, in KiB, from /proc."""
+    found = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = int(value.split()[0])
+    return found
+
+
+# --- figures ---------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+def ms(seconds: float) -> str:
+    milliseconds = seconds * 1000
+    return f"{milliseconds:.2f} ms" if milliseconds < 10 else f"{milliseconds:.1f} ms"
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def describe(label: str, samples: list[float]) -> str:
+    return (
+        f"  {label:<44} median {ms(median(samples)):>10}   p90 {ms(percentile(samples, 90)):>10}"
+        f"   min {ms(min(samples)):>10}   (n={len(samples)})"
+    )
+
+
+def header(title: str) -> None:
+    print(f"\n== {title} ==")
+    print(f"machine: {machine()}")
+
+
+def machine() -> str:
+    memory = subprocess.run(["free", "-h"], capture_output=True, text=True).stdout.splitlines()
+    total = memory[1].split()[1] if len(memory) > 1 else "?"
+    version = subprocess.run([str(claude_binary()), "--version"], capture_output=True, text=True)
+    claude = version.stdout.strip()
+    return (
+        f"{os.cpu_count()} cores ({_cpu_model()}), {total} RAM, Python {platform.python_version()}, "
+        f"claude {claude}"
+    )
+
+
+def _cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown CPU"

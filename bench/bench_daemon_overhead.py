@@ -1,0 +1,101 @@
+"""Benchmark 1: the daemon's overhead on a warm tell.
+
+Side by side, round by round, on warm processes (the same real claude, the same
+scripted model answering at once):
+
+* direct:   a user turn written straight to a warm ``claude`` stream-json process,
+            until its ``result`` line;
+* socket:   the same turn as a tell through irisd, from a blocking protocol client
+            (connect + hello + tell + reply: what the MCP shim pays);
+* CLI:      the same through ``iris tell`` (adds the CLI's Python start-up).
+
+Run: .venv/bin/python bench/bench_daemon_overhead.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import uuid
+
+from _common import describe, header, median, ms, request, running_iris, timed
+
+from harness import Iris
+from irisd.claude.command import child_environment, claude_argv
+from irisd.claude.wire import user_turn
+from protocol.messages import Tell, TellReply
+
+
+class DirectClaude:
+    """A warm claude child, driven the way irisd drives one, minus irisd."""
+
+    def __init__(self, claude: str, cwd: str, env: dict[str, str]) -> None:
+        argv = claude_argv(claude, session_id=str(uuid.uuid4()), resume=False)
+        self.process = subprocess.Popen(
+            argv, cwd=cwd, env=child_environment(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def turn(self, text: str) -> str:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(user_turn(text))
+        self.process.stdin.flush()
+        for line in self.process.stdout:
+            message = json.loads(line)
+            if message.get("type") == "result":
+                return str(message.get("result", ""))
+        raise RuntimeError("claude exited in the middle of a turn")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def via_socket(iris: Iris, text: str) -> None:
+    reply = request(iris, Tell(to_team="alpha", message=text))
+    assert isinstance(reply, TellReply) and reply.status == "completed", reply
+
+
+def via_cli(iris: Iris, text: str) -> None:
+    result = iris.cli("tell", "alpha", text)
+    assert result.returncode == 0, result.stderr
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    header("1. daemon overhead: warm tell through irisd vs straight to a warm claude")
+    direct: list[float] = []
+    socket: list[float] = []
+    cli: list[float] = []
+    with running_iris(["alpha"]) as iris:
+        claude = DirectClaude(iris.claude, str(iris.teams_dir / "alpha"), iris.env)
+        try:
+            claude.turn("warm up")  # both sides start warm: spawn and first turn excluded
+            request(iris, Tell(to_team="alpha", message="warm up"))
+            for round_ in range(args.rounds):
+                text = f"question {round_}"
+                direct.append(timed(claude.turn, text))
+                socket.append(timed(via_socket, iris, text))
+                cli.append(timed(via_cli, iris, text))
+                print(".", end="", flush=True, file=sys.stderr)
+        finally:
+            claude.close()
+    print()
+    base = median(direct)
+    print("ratios (median time / median direct turn):")
+    for label, samples in (("protocol client", socket), ("'iris tell' CLI", cli)):
+        extra = ms(median(samples) - base)
+        print(f"  through irisd, {label:<16} {median(samples) / base:5.2f}x   (+{extra})")
+    print("absolute:")
+    print(describe("direct: turn on a warm claude", direct))
+    print(describe("irisd: tell from a protocol client", socket))
+    print(describe("irisd: 'iris tell' (a new CLI process)", cli))
+
+
+if __name__ == "__main__":
+    main()
