@@ -142,6 +142,17 @@ def decode_line(raw: bytes) -> AnyLine:
         return GarbageLine(error=str(exc))
 
 
+def line_type(line: AnyLine) -> str:
+    """claude's own name for the line's type ('result', 'stream_event', ...)."""
+    match line:
+        case UnknownLine():
+            return line.type
+        case GarbageLine():
+            return "garbage"
+    tag = line.__struct_config__.tag
+    return str(tag)
+
+
 _encoder = msgspec.json.Encoder()
 
 

@@ -39,7 +39,15 @@ import trio
 
 from irisd.claude.command import child_environment, claude_argv, iris_mcp_config
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
-from irisd.claude.wire import AnyLine, GarbageLine, ResultLine, UnknownLine, interrupt_request, user_turn
+from irisd.claude.wire import (
+    AnyLine,
+    GarbageLine,
+    ResultLine,
+    UnknownLine,
+    interrupt_request,
+    line_type,
+    user_turn,
+)
 from irisd.config import IrisConfig, Team
 from irisd.paths import IrisPaths, session_file
 from irisd.pool.active_tell import ActiveTell
@@ -352,7 +360,7 @@ class Pair:
         self.current = tell
         tell.session_id = self.session_id
         tell.new_session, self._new_session = self._new_session, False
-        await self._apply(tell, tell.machine.start(now))
+        await self._apply(tell, tell.machine.start(now, startup_s=self._startup_grace()))
         await self._send_current()
 
     async def _send_current(self) -> None:
@@ -436,9 +444,16 @@ class Pair:
             self.current.session_id = self.session_id
             self.current.new_session = self.current.new_session or self._new_session
             self._new_session = False
+            now = trio.current_time()
+            restarted = self.current.machine.child_restarted(now, startup_s=self._startup_grace())
+            await self._apply(self.current, restarted)
             await self._send_current()
         else:
             await self._set_state("idle")
+
+    def _startup_grace(self) -> float:
+        """How long a child that has not printed anything yet may take for its first line."""
+        return 0.0 if self._child_spoke else self.config.settings.session_init_timeout / 1000
 
     # --- the child's output and exit -------------------------------------------------
 
@@ -456,8 +471,7 @@ class Pair:
             return
         before = tell.machine.text
         actions = tell.machine.child_line(line, now)
-        type_ = getattr(line, "type", None) or type(line).__name__
-        await self.store.call(tells.append_message, tell.id, time.time(), str(type_), raw)
+        await self.store.call(tells.append_message, tell.id, time.time(), line_type(line), raw)
         tell.publish_text(before)
         if isinstance(line, ResultLine) and tell.machine.is_final:
             await self.store.call(sessions.record_turn, self.from_team, self.team.name, time.time())

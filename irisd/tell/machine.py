@@ -18,6 +18,7 @@ deadlines and the trio runner arms ONE timer at ``next_deadline()`` and calls
 ::
 
     queued ──start──> running ──result──────────────> completed | failed
+                        │ <─child_restarted (same tell, new child)
       │                 │ ─────response deadline──> timed_out   (StopChild)
       │                 │ ─────child exited───────> interrupted
       │                 └─cancel─> interrupting ─result / grace─> interrupted
@@ -133,12 +134,20 @@ class TellMachine:
         """Right after submission: a caller that does not wait (-1) is answered at once."""
         return self.handle_timer(now)
 
-    def start(self, now: float) -> list[Action]:
-        """The message was handed to the child."""
+    def start(self, now: float, *, startup_s: float = 0.0) -> list[Action]:
+        """The message was handed to the child. ``startup_s``: a child that has not
+        printed anything yet gets that long (if longer) for its first line, since
+        claude's start-up is not a stall (settings.sessionInitTimeout)."""
         self._require("start", "queued")
         self.status = "running"
         self.started_at = now
-        self._response_deadline = now + self._response_timeout_s
+        self._response_deadline = now + max(self._response_timeout_s, startup_s)
+        return []
+
+    def child_restarted(self, now: float, *, startup_s: float = 0.0) -> list[Action]:
+        """The message was handed again, to a new child (the last one crashed on start)."""
+        self._require("child_restarted", "running")
+        self._response_deadline = now + max(self._response_timeout_s, startup_s)
         return []
 
     def child_line(self, line: AnyLine, now: float) -> list[Action]:

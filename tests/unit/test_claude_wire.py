@@ -12,6 +12,7 @@ from irisd.claude.wire import (
     UnknownLine,
     decode_line,
     interrupt_request,
+    line_type,
     user_turn,
 )
 from irisd.paths import IrisPaths, escape_project_path
@@ -84,3 +85,10 @@ def test_locations_follow_the_environment() -> None:
     assert str(paths.database) == "/h/data/iris.db"
     assert str(IrisPaths.from_env({"IRIS_HOME": "/h"}).socket) == "/h/run/irisd.sock"
     assert str(IrisPaths.from_env({"IRIS_HOME": "/h", "IRIS_SOCKET": "/s"}).socket) == "/s"
+
+
+def test_line_types_are_claudes_own_names() -> None:
+    assert line_type(decode_line(b'{"type":"result"}')) == "result"
+    assert line_type(decode_line(b'{"type":"stream_event","event":{}}')) == "stream_event"
+    assert line_type(decode_line(b'{"type":"novel"}')) == "novel"
+    assert line_type(decode_line(b"oops")) == "garbage"

@@ -193,3 +193,17 @@ def test_partial_text_spans_messages_and_blocks() -> None:
 def test_caller_timeout_below_minus_one_is_refused() -> None:
     with pytest.raises(ValueError):
         machine(caller_ms=-2)
+
+
+def test_a_fresh_child_gets_the_start_up_grace_for_its_first_line() -> None:
+    m = machine(response_s=2.0)
+    m.start(0.0, startup_s=30.0)
+    assert m.next_deadline() == 30.0  # claude is still starting: not a stall yet
+    m.child_line(delta("x"), 5.0)
+    assert m.next_deadline() == 7.0  # from the first line on, the response timeout
+    assert m.child_restarted(6.0, startup_s=30.0) == [] and m.next_deadline() == 36.0
+
+
+def test_child_restarted_needs_a_running_tell() -> None:
+    with pytest.raises(IllegalTransition):
+        machine().child_restarted(1.0)
