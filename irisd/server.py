@@ -4,6 +4,10 @@ A connection starts with ``Hello`` (protocol version check), then carries reques
 at a time; each gets exactly one reply, possibly preceded by pushed events. A client
 that sends garbage or an oversized frame gets an ``ErrorReply`` and is disconnected;
 nothing it does reaches another client or the daemon.
+
+Only the user irisd runs as is served: the kernel names each connecting process's uid
+(SO_PEERCRED), and any other user gets an ``ErrorReply`` saying so, then EOF. The
+socket is 0600 in a 0700 folder already; this also holds for a socket systemd made.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode
 from protocol.errors import IrisError, ProtocolError, ShuttingDownError
 from protocol.framing import LengthPrefixedFramer
-from protocol.messages import ErrorReply, Event, Hello, Request
+from protocol.messages import ErrorReply, Event, Hello, Request, Watch
 
 log = logging.getLogger("irisd.server")
 
@@ -67,11 +71,6 @@ class Connection:
                 await self.stream.send_all(frame)
 
 
-async def handle_client(stream: trio.SocketStream, dispatcher: Dispatcher) -> None:
-    """Serve one client until it leaves. Never raises (except Cancelled)."""
-    await Server(None, dispatcher).handle(stream)
-
-
 class Server:
     """Accepts clients on ``listener`` and serves each in its own task.
 
@@ -82,7 +81,7 @@ class Server:
 
     def __init__(
         self,
-        listener: trio.SocketListener | None,
+        listener: trio.SocketListener,
         dispatcher: Dispatcher,
         *,
         allowed_uid: int | None = None,
@@ -98,7 +97,6 @@ class Server:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Accept clients until ``stop_accepting``; serve them until cancelled."""
-        assert self.listener is not None
         async with trio.open_nursery() as handlers:
             with self._accept_scope:
                 await handlers.start(
@@ -148,11 +146,15 @@ class Server:
             if not greeted:
                 await _check_hello(connection, request)
                 greeted = True
-            self._begin()
+            # A watch only ends when its client leaves: draining must not wait for it.
+            counted = not isinstance(request, Watch)
+            if counted:
+                self._begin()
             try:
                 await connection.send(await self._reply(request, connection))
             finally:
-                self._end()
+                if counted:
+                    self._end()
 
     async def _reply(self, request: Request, connection: Connection) -> msgspec.Struct:
         async def send_event(event: Event) -> None:
@@ -295,13 +297,3 @@ async def _is_live(path: Path) -> bool:
         raise
     await stream.aclose()
     return True
-
-
-async def serve(
-    listener: trio.SocketListener,
-    dispatcher: Dispatcher,
-    *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Accept clients until cancelled, each in its own task."""
-    await Server(listener, dispatcher).run(task_status=task_status)

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,7 +27,7 @@ from irisd.dispatch import Dispatcher
 from irisd.server import Server, SocketError, open_unix_listener, peer_allowed, prepare_socket_dir
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
-from protocol.messages import ErrorReply, GetStatus, Hello, StatusReply, Welcome
+from protocol.messages import ErrorReply, GetStatus, Hello, StatusReply, Watch, Welcome
 
 T = TypeVar("T")
 DEADLINE_S = 60.0
@@ -55,6 +56,11 @@ def tell_in_background(iris: Iris, team: str, message: str, *options: str) -> st
     return str(json.loads(result.stdout)["id"])
 
 
+def read_frame(sock: socket.socket) -> object:
+    (size,) = struct.unpack(">I", sock.recv(4, socket.MSG_WAITALL))
+    return decode_server_message(sock.recv(size, socket.MSG_WAITALL))
+
+
 def stored_statuses(iris: Iris) -> dict[str, str]:
     with apsw.Connection(str(iris.home / "data" / "iris.db"), flags=apsw.SQLITE_OPEN_READONLY) as db:
         return {str(row[0]): str(row[1]) for row in db.execute("SELECT id, status FROM tells")}
@@ -65,6 +71,11 @@ def test_sigterm_drains_interrupts_tells_and_leaves_no_claude(iris: Iris) -> Non
     alpha = iris.add_team("alpha")
     beta = iris.add_team("beta")
     iris.start()
+    watcher = socket.socket(socket.AF_UNIX)  # a watch never ends: draining must not wait for it
+    watcher.settimeout(DEADLINE_S)
+    watcher.connect(str(iris.socket))
+    watcher.sendall(encode(Hello(protocol_version=PROTOCOL_VERSION)) + encode(Watch()))
+    assert isinstance(read_frame(watcher), Welcome)
     running = [
         tell_in_background(iris, "alpha", "@hang first"),
         tell_in_background(iris, "alpha", "@hang from beta", "--from", "beta"),
@@ -82,6 +93,7 @@ def test_sigterm_drains_interrupts_tells_and_leaves_no_claude(iris: Iris) -> Non
     wait_for("three claude children serving a turn", all_processing)
     children = claude_processes_under([alpha, beta])
     assert len(children) == 3
+    assert not isinstance(read_frame(watcher), ErrorReply)  # an event: the watch is being served
 
     assert iris.process is not None
     started = time.monotonic()
@@ -99,6 +111,9 @@ def test_sigterm_drains_interrupts_tells_and_leaves_no_claude(iris: Iris) -> Non
     statuses = stored_statuses(iris)
     assert len(statuses) == 4 and set(statuses.values()) == {"interrupted"}
     assert not iris.socket.exists()
+    drained = [json.loads(line) for line in iris.log().splitlines() if '"msg":"drained"' in line]
+    assert drained[-1]["requests_unanswered"] == 0  # every caller got its answer, no watch waited for
+    watcher.close()
 
     iris.start()
     for tell_id in [*running, queued]:
