@@ -168,3 +168,18 @@ async def test_daemon_errors_and_bad_calls_become_tool_errors() -> None:
 
     crashed = await Shim(Broken(), team="alpha", cwd="/", env={}).call("team_teams", {}, no_progress)
     assert crashed.is_error and "RuntimeError: boom" in crashed.text
+
+
+def test_serving_imports_nothing_it_can_do_without() -> None:
+    """Claude Code starts the shim for every session: no Typer, rich or protocol/ until a
+    tool is called (the SDK's own imports are the floor)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, iris_cli.entry, iris_cli.mcp_shim; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'rich', 'msgspec', 'protocol'}))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
