@@ -24,6 +24,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TypeGuard, cast, get_args
 
 import trio
 
@@ -31,11 +32,17 @@ from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
 from protocol.framing import LengthPrefixedFramer
-from protocol.messages import ErrorReply, Event, Hello, Reply, Request, TellState, TellText, Welcome
+from protocol.messages import ErrorReply, Event, Hello, Reply, Request, Welcome
 
 AsyncEventHandler = Callable[[Event], Awaitable[None]]
 
 RECEIVE_CHUNK = 65536
+# Every pushed event type, new ones included: an event never ends a request.
+EVENT_TYPES: tuple[type, ...] = get_args(Event)
+
+
+def is_event(message: Reply | Event) -> TypeGuard[Event]:
+    return isinstance(message, EVENT_TYPES)
 
 
 class DaemonUnreachable(DaemonNotRunningError):
@@ -78,13 +85,13 @@ class AsyncConnection:
             await self._stream.send_all(encode(request))
             while True:
                 message = await self._receive()
-                if isinstance(message, TellText | TellState):
+                if is_event(message):
                     if on_event is not None:
                         await on_event(message)
                     continue
                 if isinstance(message, ErrorReply):
                     raise IrisError.from_wire(message.code, message.message)
-                return message
+                return cast(Reply, message)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             raise self._lost() from None
 

@@ -27,6 +27,7 @@ import msgspec
 
 from protocol.errors import InvalidRequestError
 from protocol.messages import (
+    FINAL_TELL_STATUSES,
     CountReply,
     Event,
     NotificationInfo,
@@ -616,6 +617,10 @@ class TellWatch:
                 if status == self.status:
                     return None
                 self.status = status
+                if status in FINAL_TELL_STATUSES:
+                    return None  # the result itself follows at once
+            case _:
+                return None  # an event this shim does not know yet: not worth a notification
         self._last_sent = now
         self.progress += 1
         return self.message()
@@ -625,7 +630,7 @@ class TellWatch:
             return tail(self.text, MAX_PROGRESS_CHARS)
         match self.status:
             case "queued":
-                return f"{self.to_team} has other tells to answer first; this one is queued"
+                return f"queued for {self.to_team}"
             case "running":
                 return f"{self.to_team} is working on it"
         return f"{self.to_team}: {self.status}"

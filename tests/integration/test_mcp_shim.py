@@ -142,7 +142,13 @@ async def test_tell_result_and_timeouts(iris: Iris) -> None:
         assert text == "echo #1: hello"
 
 
-async def test_progress_notifications_carry_the_streamed_text(iris: Iris) -> None:
+# Claude Code 2.1.330 speaks the 2026-07-28 era ("auto" negotiates it); older clients the
+# initialize handshake ("legacy").
+ERAS = pytest.mark.parametrize("mode", ["auto", "legacy"])
+
+
+@ERAS
+async def test_progress_notifications_carry_the_streamed_text(iris: Iris, mode: str) -> None:
     alpha, _ = two_teams(iris)
     iris.start()
     seen: list[tuple[float, float, str]] = []
@@ -150,7 +156,7 @@ async def test_progress_notifications_carry_the_streamed_text(iris: Iris) -> Non
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((trio.current_time(), progress, message or ""))
 
-    async with shim(iris, cwd=alpha) as client:
+    async with shim(iris, cwd=alpha, mode=mode) as client:
         arguments = {"toTeam": "beta", "message": "@chunks:5 @slow:300 one two three four five"}
         result = await client.call_tool("team_tell", arguments, progress_callback=on_progress)
         answered = trio.current_time()
@@ -166,7 +172,8 @@ async def test_progress_notifications_carry_the_streamed_text(iris: Iris) -> Non
     assert seen[0][0] < answered - 0.6  # they arrived while the tell ran, not with the answer
 
 
-async def test_cancelling_the_call_interrupts_the_tell(iris: Iris) -> None:
+@ERAS
+async def test_cancelling_the_call_interrupts_the_tell(iris: Iris, mode: str) -> None:
     alpha, _ = two_teams(iris)
     iris.start()
     working = trio.Event()
@@ -175,7 +182,7 @@ async def test_cancelling_the_call_interrupts_the_tell(iris: Iris) -> None:
         if message and "working" in message:
             working.set()
 
-    async with shim(iris, cwd=alpha) as client:
+    async with shim(iris, cwd=alpha, mode=mode) as client:
         with trio.move_on_after(60):
             async with trio.open_nursery() as nursery:
 

@@ -130,9 +130,7 @@ def test_a_contradicting_from_team_is_refused() -> None:
 
 def test_progress_carries_the_text_so_far_at_a_bounded_rate() -> None:
     watch = TellWatch("beta", interval=0.2)
-    assert watch.feed(TellState(tell_id="t1", status="queued"), now=0.0) == (
-        "beta has other tells to answer first; this one is queued"
-    )
+    assert watch.feed(TellState(tell_id="t1", status="queued"), now=0.0) == "queued for beta"
     assert watch.tell_id == "t1"
     assert watch.feed(TellState(tell_id="t1", status="running"), now=0.05) == "beta is working on it"
     assert watch.feed(TellText(tell_id="t1", text="one "), now=0.1) is None  # too soon
@@ -141,6 +139,7 @@ def test_progress_carries_the_text_so_far_at_a_bounded_rate() -> None:
     assert watch.feed(TellState(tell_id="t1", status="running"), now=0.31) is None  # no change
     assert watch.feed(TellText(tell_id="t1", text="!"), now=0.5) == "one two three!"
     assert watch.progress == 4.0  # one step per notification sent
+    assert watch.feed(TellState(tell_id="t1", status="completed"), now=0.9) is None  # the result follows
     watch.feed(TellText(tell_id="t1", text="x" * 2 * MAX_PROGRESS_CHARS), now=1.0)
     assert len(watch.message()) == MAX_PROGRESS_CHARS and watch.message().startswith("…")
 
