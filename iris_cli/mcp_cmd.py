@@ -136,10 +136,20 @@ def write_mcp_json(path: Path, data: dict[str, Any]) -> None:
     temporary.replace(path)  # never a half-written config
 
 
+def portable_shim_command() -> list[str]:
+    """For a shared ``.mcp.json``: plain ``iris`` when PATH finds this very installation,
+    so the file works for everyone who has Iris on PATH; else the absolute path."""
+    command = shim_command()
+    found = shutil.which("iris")
+    if found is not None and Path(found).resolve() == Path(command[0]).resolve():
+        return ["iris", *command[1:]]
+    return command
+
+
 def install_project() -> Path:
     path = mcp_json_path()
     data = read_mcp_json(path)
-    command, *args = shim_command()
+    command, *args = portable_shim_command()
     entry: dict[str, Any] = {"type": "stdio", "command": command, "args": args}
     if env := carried_env():
         entry["env"] = env

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,17 @@ def test_project_scope_writes_and_cleans_the_projects_mcp_json(iris: Iris) -> No
     servers = json.loads(config.read_text())["mcpServers"]
     assert servers["other"] == {"command": "other-server"}  # left alone
     entry = servers["iris"]
-    assert entry["args"][-1] == "mcp" and Path(entry["command"]).exists()
+    assert entry["args"][-1] == "mcp"
+    assert entry["command"] == "iris" or Path(entry["command"]).exists()  # absolute unless on PATH
+
+    script = Path(sys.executable).parent / "iris"
+    on_path = iris.env | {"PATH": f"{script.parent}:{iris.env['PATH']}"}
+    portable = subprocess.run(
+        [str(script), "mcp", "install", "--scope", "project"],
+        env=on_path, cwd=iris.root, capture_output=True, text=True, timeout=60,
+    )
+    assert portable.returncode == 0, portable.stderr
+    assert json.loads(config.read_text())["mcpServers"]["iris"]["command"] == "iris"  # shareable
     # Claude Code starts the shim with its own environment: the daemon's location goes along.
     assert entry["env"] == {"IRIS_HOME": str(iris.home), "IRIS_SOCKET": str(iris.socket)}
 
