@@ -13,13 +13,18 @@ from iris_cli import render
 from iris_cli.client import Client, EventHandler
 from protocol.errors import IrisError
 from protocol.messages import (
+    ApprovalEvent,
+    ApprovalReply,
+    ApprovalsReply,
     CancelTell,
     ClearCache,
     Command,
     CountReply,
+    Decide,
     Event,
     GetStatus,
     GetTell,
+    ListApprovals,
     ListNotifications,
     ListSessions,
     ListTeams,
@@ -409,6 +414,8 @@ def watch(
             print(json.dumps(msgspec.to_builtins(event)), flush=True)
         elif isinstance(event, TellState):
             render.tell_state(event)
+        elif isinstance(event, ApprovalEvent):
+            render.approval_event(event.approval)
         elif isinstance(event, TellText):
             sys.stdout.write(event.text)
             sys.stdout.flush()
@@ -417,6 +424,56 @@ def watch(
         send(Watch(team=team), as_json, show)
     except KeyboardInterrupt:
         raise typer.Exit(0) from None
+
+
+@app.command()
+def approvals(
+    team: Annotated[str | None, typer.Argument(help="Only requests of or for this team.")] = None,
+    include_decided: Annotated[bool, typer.Option("--all", help="Decided and expired ones too.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Requests of teams to use a tool, waiting for your decision."""
+    reply = send(ListApprovals(team=team, include_decided=include_decided), as_json)
+    assert isinstance(reply, ApprovalsReply)
+    print_json(reply.approvals) if as_json else render.approvals(reply.approvals)
+
+
+@app.command()
+def approve(
+    approval_id: Annotated[str, typer.Argument(help="The approval's id (see 'iris approvals').")],
+    remember: Annotated[
+        bool, typer.Option(help="Also allow the same request from this pair from now on, without asking.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Allow a team's tool use."""
+    _decide(Decide(approval_id=approval_id, allow=True, remember=remember, by=_me()), as_json)
+
+
+@app.command()
+def deny(
+    approval_id: Annotated[str, typer.Argument(help="The approval's id (see 'iris approvals').")],
+    reason: Annotated[str, typer.Option(help="Why; the team's model reads it.")] = "",
+    as_json: JsonOption = False,
+) -> None:
+    """Refuse a team's tool use."""
+    _decide(Decide(approval_id=approval_id, allow=False, reason=reason, by=_me()), as_json)
+
+
+def _decide(request: Decide, as_json: bool) -> None:
+    reply = send(request, as_json)
+    assert isinstance(reply, ApprovalReply)
+    if as_json:
+        print_json(reply.approval)
+    else:
+        remembered = " (remembered for this pair)" if reply.approval.remembered else ""
+        render.out.print(f"{reply.approval.tool_name}: {reply.approval.status}{remembered}")
+
+
+def _me() -> str:
+    import getpass
+
+    return f"{getpass.getuser()} (cli)"
 
 
 def main() -> None:

@@ -19,7 +19,17 @@ from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
 from protocol.framing import LengthPrefixedFramer
-from protocol.messages import ErrorReply, Event, Hello, Reply, Request, TellState, TellText, Welcome
+from protocol.messages import (
+    ApprovalEvent,
+    ErrorReply,
+    Event,
+    Hello,
+    Reply,
+    Request,
+    TellState,
+    TellText,
+    Welcome,
+)
 
 EventHandler = Callable[[Event], None]
 
@@ -87,7 +97,7 @@ class Client:
             self._sock.sendall(encode(request))
             while True:
                 message = self._receive()
-                if isinstance(message, TellText | TellState):
+                if isinstance(message, TellText | TellState | ApprovalEvent):
                     if on_event is not None:
                         on_event(message)
                     continue

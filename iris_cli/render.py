@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from protocol.messages import (
+    ApprovalInfo,
     NotificationInfo,
     ProcessInfo,
     SessionInfo,
@@ -47,6 +50,8 @@ def status(reply: StatusReply) -> None:
     out.print(f"socket: {reply.socket_path}\nconfig: {reply.config_path}")
     out.print(f"\n[bold]teams[/] ({len(reply.teams)})")
     out.print(teams_table(reply.teams) if reply.teams else "  none configured")
+    if reply.pending_approvals:
+        out.print(f"\n[magenta]{reply.pending_approvals} approval(s) waiting[/]: see 'iris approvals'")
     running = sum(p.pid is not None for p in reply.processes)
     out.print(f"\n[bold]processes[/] ({running} of at most {reply.max_processes} running)")
     processes([p for p in reply.processes if p.state != "stopped" or p.reason])
@@ -124,6 +129,40 @@ def tell_state(event: TellState) -> None:
     detail = f": {_short(event.message)}" if event.message and event.status == "queued" else ""
     error = f" ({event.error})" if event.error else ""
     out.print(f"\n[bold]{event.tell_id}[/] {pair} [cyan]{event.status}[/]{detail}{error}")
+
+
+def approvals(items: list[ApprovalInfo]) -> None:
+    if not items:
+        out.print("no approvals waiting")
+        return
+    for a in items:
+        out.print(
+            f"[bold]{a.id}[/] {pair_name(a.from_team, a.to_team)} wants [bold]{a.tool_name}[/] "
+            f"({a.status}, {ago(a.created_at)}, tell {a.tell_id})"
+        )
+        out.print(tool_input(a.tool_name, a.input), markup=False)
+        if a.status == "pending":
+            out.print(f"  iris approve {a.id} [--remember]   |   iris deny {a.id} --reason '...'\n", markup=False)
+        elif a.reason or a.decided_by:
+            out.print(f"  {a.status} by {a.decided_by or '-'}: {a.reason}\n", markup=False)
+
+
+def tool_input(tool: str, value: dict[str, Any]) -> str:
+    """A tool's input, readable: the command of Bash, the path of file tools, else JSON."""
+    if tool == "Bash" and isinstance(value.get("command"), str):
+        described = f"  # {value['description']}\n" if value.get("description") else ""
+        return f"{described}  $ {value['command']}"
+    if isinstance(value.get("file_path"), str):
+        rest = {k: v for k, v in value.items() if k != "file_path"}
+        body = json.dumps(rest, indent=2, ensure_ascii=False)
+        return f"  file: {value['file_path']}\n" + "\n".join("  " + line for line in body.splitlines())
+    return "\n".join("  " + line for line in json.dumps(value, indent=2, ensure_ascii=False).splitlines())
+
+
+def approval_event(a: ApprovalInfo) -> None:
+    out.print(f"\n[magenta]approval {a.status}[/] {a.id} {pair_name(a.from_team, a.to_team)} {a.tool_name}")
+    if a.status == "pending":
+        out.print(tool_input(a.tool_name, a.input), markup=False)
 
 
 def _short(text: str, width: int = 50) -> str:

@@ -20,11 +20,13 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from protocol.errors import ConfigError
+
+PermissionMode = Literal["ask", "deny", "skip"]
 
 TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MINUTE_MS = 60_000
@@ -41,6 +43,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     hop_limit: int = 4  # nested tells: how deep a chain may go
     retention_days: float = 30.0  # finished tells (and transcripts) older than this are pruned
     retention_keep: int = 200  # ... but the newest this many of each pair are always kept
+    permissions: PermissionMode = "ask"  # default for teams that say nothing
+    approval_timeout: int = 10 * MINUTE_MS  # no decision in time means deny
+    allowed_tools: list[str] = []  # Claude Code rule syntax, e.g. "Bash(git status)", "Read"
+    disallowed_tools: list[str] = []
 
 
 class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -49,7 +55,10 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
     description: str = ""
     idle_timeout: int | None = None
     response_timeout: int | None = None
-    skip_permissions: bool = False
+    skip_permissions: bool | None = None  # the seeds' switch: true is permissions: skip
+    permissions: PermissionMode | None = None
+    allowed_tools: list[str] | None = None  # replaces the global list when given
+    disallowed_tools: list[str] | None = None
     color: str = ""
 
 
@@ -68,7 +77,13 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     color: str = ""
     idle_timeout_ms: int
     response_timeout_ms: int
-    skip_permissions: bool = False
+    permissions: PermissionMode = "ask"
+    allowed_tools: tuple[str, ...] = ()
+    disallowed_tools: tuple[str, ...] = ()
+
+    @property
+    def skip_permissions(self) -> bool:
+        return self.permissions == "skip"
 
 
 class IrisConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -154,6 +169,8 @@ def _validate(config: Config, source: str) -> IrisConfig:
             raise ConfigError(
                 f"{source}: key 'settings.{key}' is {value}; it must be at least {minimum}"
             )
+    if s.approval_timeout < 1000:
+        raise ConfigError(f"{source}: key 'settings.approvalTimeout' is {s.approval_timeout}; it must be at least 1000")
     if s.retention_days <= 0:
         raise ConfigError(f"{source}: key 'settings.retentionDays' must be more than 0")
     if not s.claude_path.strip():
@@ -188,6 +205,15 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
     for key, value in (("idleTimeout", team.idle_timeout), ("responseTimeout", team.response_timeout)):
         if value is not None and value < 1000:
             raise ConfigError(f"{where}: key 'teams.{name}.{key}' is {value}; it must be at least 1000")
+    permissions = team.permissions or settings.permissions
+    if team.skip_permissions is not None:
+        implied: PermissionMode = "skip" if team.skip_permissions else (team.permissions or "ask")
+        if team.permissions is not None and team.permissions != implied:
+            raise ConfigError(
+                f"{where}: skipPermissions: {str(team.skip_permissions).lower()} contradicts "
+                f"permissions: {team.permissions}; keep only 'permissions'"
+            )
+        permissions = implied
     if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
         raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
     return Team(
@@ -199,7 +225,11 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         response_timeout_ms=(
             team.response_timeout if team.response_timeout is not None else settings.response_timeout
         ),
-        skip_permissions=team.skip_permissions,
+        permissions=permissions,
+        allowed_tools=tuple(team.allowed_tools if team.allowed_tools is not None else settings.allowed_tools),
+        disallowed_tools=tuple(
+            team.disallowed_tools if team.disallowed_tools is not None else settings.disallowed_tools
+        ),
     )
 
 

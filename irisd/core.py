@@ -15,7 +15,7 @@ from irisd.notifications import Courier
 from irisd.paths import IrisPaths, session_file
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
-from irisd.store import notifications, sessions, tells
+from irisd.store import approvals, notifications, sessions, tells
 from irisd.store.facade import Store
 
 log = logging.getLogger("irisd")
@@ -60,6 +60,7 @@ async def reconcile(store: Store) -> None:
     reset = await store.call(sessions.reset_process_states)
     interrupted = await store.call(tells.interrupt_unfinished, time.time())
     requeued = await store.call(notifications.reset_delivering)
+    await store.call(approvals.expire_pending, time.time(), "irisd restarted; the claude that asked is gone")
     if reset or interrupted or requeued:
         log.info(
             "reconciled the state of the previous run",

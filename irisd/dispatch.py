@@ -16,21 +16,27 @@ from irisd.paths import IrisPaths, session_file
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.pair import Pair
 from irisd.pool.supervisor import Supervisor
-from irisd.store import notifications, sessions, tells
+from irisd.store import approvals, notifications, sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
 from protocol.errors import BusyError, InvalidRequestError, LoopError, NotFoundError
 from protocol.messages import (
+    UNFINISHED_TELL_STATUSES,
+    ApprovalInfo,
+    ApprovalReply,
+    ApprovalsReply,
     CancelTell,
     ClearCache,
     Command,
     CountReply,
+    Decide,
     Event,
     GetPair,
     GetStatus,
     GetTell,
     Hello,
+    ListApprovals,
     ListNotifications,
     ListSessions,
     ListTeams,
@@ -144,6 +150,13 @@ class Dispatcher:
                 return NotificationsReply(notifications=found)
             case Watch(team):
                 return await self.watch(team, send_event)
+            case ListApprovals(team, include_decided):
+                if team is not None:
+                    self.config.team(team)
+                listed = await self.store.call(approvals.listing, team, include_decided)
+                return ApprovalsReply(approvals=listed)
+            case Decide():
+                return ApprovalReply(approval=await self.decide(request))
 
     # --- queries -------------------------------------------------------------------------
 
@@ -163,6 +176,7 @@ class Dispatcher:
             teams=self.team_infos(),
             processes=self.supervisor.statistics(),
             max_processes=self.config.settings.max_processes,
+            pending_approvals=sum(len(p.desk.pending) for p in self.supervisor.pairs.values()),
         )
 
     async def sessions(self, to_team: str | None) -> list[SessionInfo]:
@@ -390,6 +404,22 @@ class Dispatcher:
         self.on_notification()
         return NotificationReply(notification=created)
 
+    async def decide(self, request: Decide) -> ApprovalInfo:
+        for pair in self.supervisor.pairs.values():
+            if request.approval_id in pair.desk.pending:
+                return await pair.decide(
+                    request.approval_id,
+                    allow=request.allow,
+                    remember=request.remember,
+                    reason=request.reason,
+                    by=request.by or "unknown",
+                )
+        known = await self.store.call(approvals.get, request.approval_id)
+        if known is None:
+            raise NotFoundError(f"no approval with id {request.approval_id!r}; 'iris approvals' lists the pending ones")
+        who = f" by {known.decided_by}" if known.decided_by else ""
+        raise InvalidRequestError(f"approval {known.id} is already {known.status}{who}; nothing to decide")
+
     # --- pairs and sessions ----------------------------------------------------------------
 
     async def pair(self, from_team: str | None, to_team: str) -> Pair:
@@ -420,7 +450,7 @@ class Dispatcher:
 
 
 def reply_status(info: TellInfo) -> ReplyStatus:
-    if info.status in ("queued", "running"):
+    if info.status in UNFINISHED_TELL_STATUSES:
         return "in_progress"
     return info.status  # type: ignore[return-value]
 

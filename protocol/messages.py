@@ -14,14 +14,15 @@ a peer they do not understand.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
 # A tell's own state. Final states never change again.
 TellStatus = Literal[
-    "queued", "running", "completed", "timed_out", "interrupted", "failed"
+    "queued", "running", "awaiting_approval", "completed", "timed_out", "interrupted", "failed"
 ]
+UNFINISHED_TELL_STATUSES: frozenset[str] = frozenset({"queued", "running", "awaiting_approval"})
 FINAL_TELL_STATUSES: frozenset[str] = frozenset(
     {"completed", "timed_out", "interrupted", "failed"}
 )
@@ -65,6 +66,7 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     chain_id: str = ""  # the first tell of a chain of nested tells (its own id if none)
     hops: int = 0  # how many tells led to this one
     kind: Literal["tell", "command", "notification"] = "tell"
+    approval_id: str = ""  # with status awaiting_approval: the approval it waits for
 
 
 class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -116,6 +118,28 @@ class NotificationInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     attempts: int = 0
     tell_id: str = ""
     error: str = ""
+
+
+ApprovalStatus = Literal["pending", "allowed", "denied", "expired"]
+
+
+class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A team's request to use a tool, and what was decided."""
+
+    id: str
+    from_team: str | None
+    to_team: str
+    tell_id: str
+    tool_name: str
+    input: dict[str, Any]
+    status: ApprovalStatus
+    created_at: float
+    expires_at: float
+    suggestions: list[Any] = []
+    decided_at: float | None = None
+    decided_by: str = ""
+    reason: str = ""
+    remembered: bool = False
 
 
 # --- requests -------------------------------------------------------------------
@@ -239,6 +263,22 @@ class Watch(_Message, tag="watch"):
     team: str | None = None
 
 
+class ListApprovals(_Message, tag="list_approvals"):
+    team: str | None = None
+    include_decided: bool = False
+
+
+class Decide(_Message, tag="decide"):
+    """Allow or deny a pending approval. ``remember`` turns an allow into a rule for the
+    pair, so the same request is not asked again."""
+
+    approval_id: str
+    allow: bool
+    remember: bool = False
+    reason: str = ""
+    by: str = ""
+
+
 Request = (
     Hello
     | Tell
@@ -258,6 +298,8 @@ Request = (
     | ClearCache
     | ListNotifications
     | Watch
+    | ListApprovals
+    | Decide
 )
 
 
@@ -293,6 +335,7 @@ class StatusReply(_Message, tag="status_reply"):
     teams: list[TeamInfo]
     processes: list[ProcessInfo]
     max_processes: int
+    pending_approvals: int = 0
 
 
 class SessionsReply(_Message, tag="sessions_reply"):
@@ -334,6 +377,14 @@ class NotificationsReply(_Message, tag="notifications_reply"):
     notifications: list[NotificationInfo]
 
 
+class ApprovalsReply(_Message, tag="approvals_reply"):
+    approvals: list[ApprovalInfo]
+
+
+class ApprovalReply(_Message, tag="approval_reply"):
+    approval: ApprovalInfo
+
+
 Reply = (
     Welcome
     | ErrorReply
@@ -349,6 +400,8 @@ Reply = (
     | CountReply
     | NotificationReply
     | NotificationsReply
+    | ApprovalsReply
+    | ApprovalReply
 )
 
 
@@ -373,6 +426,12 @@ class TellState(_Message, tag="tell_state"):
     error: str = ""
 
 
-Event = TellText | TellState
+class ApprovalEvent(_Message, tag="approval_event"):
+    """An approval was requested or decided."""
+
+    approval: ApprovalInfo
+
+
+Event = TellText | TellState | ApprovalEvent
 
 ServerMessage = Reply | Event

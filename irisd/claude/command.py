@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 # Variables that belong to irisd itself (systemd's handshake, Iris internals): a child
 # that inherited them could talk to systemd as if it were irisd.
@@ -29,10 +29,15 @@ def claude_argv(
     *,
     session_id: str,
     resume: bool,
-    skip_permissions: bool = False,
+    permissions: str = "ask",
+    allowed_tools: Sequence[str] = (),
+    disallowed_tools: Sequence[str] = (),
     mcp_config: str = "",
 ) -> list[str]:
-    """``claude`` in long-lived stream-json mode, starting or resuming ``session_id``."""
+    """``claude`` in long-lived stream-json mode, starting or resuming ``session_id``.
+
+    ``permissions``: ``skip`` skips every check; ``ask`` and ``deny`` route each request
+    that needs permission to irisd over stdio (``can_use_tool`` control requests)."""
     argv = [
         claude_path,
         "-p",
@@ -45,11 +50,21 @@ def claude_argv(
         "--resume" if resume else "--session-id",
         session_id,
     ]
+    allowed = list(allowed_tools)
     if mcp_config:
         # Iris's own tools need no permission prompt: the daemon guards them (loops, hops).
-        argv += ["--mcp-config", mcp_config, "--allowedTools", "mcp__iris"]
-    if skip_permissions:
+        argv += ["--mcp-config", mcp_config]
+        allowed.append("mcp__iris")
+    if permissions == "skip":
         argv.append("--dangerously-skip-permissions")
+    else:
+        argv += ["--permission-prompt-tool", "stdio"]
+    # The options take several values: one argument per rule, since rules such as
+    # "Bash(git status)" hold spaces.
+    if allowed:
+        argv += ["--allowedTools", *allowed]
+    if disallowed_tools:
+        argv += ["--disallowedTools", *disallowed_tools]
     return argv
 
 

@@ -11,7 +11,7 @@ import trio
 
 from irisd.events import EventHub
 from irisd.tell.machine import TellMachine
-from protocol.messages import Event, TellInfo, TellState, TellStatus, TellText
+from protocol.messages import UNFINISHED_TELL_STATUSES, Event, TellInfo, TellState, TellStatus, TellText
 
 LISTENER_BUFFER = 1000
 
@@ -44,6 +44,7 @@ class ActiveTell:
         self.message = message
         self.machine = machine
         self.session_id = ""
+        self.approval_id = ""  # while awaiting_approval
         self.new_session = False
         self.created_wall = time.time()
         self.started_wall: float | None = None
@@ -74,6 +75,7 @@ class ActiveTell:
             chain_id=self.chain_id,
             hops=self.hops,
             kind=self.kind,
+            approval_id=self.approval_id if m.status == "awaiting_approval" else "",
         )
 
     def note_status(self) -> bool:
@@ -98,7 +100,7 @@ class ActiveTell:
                 status=status,
                 from_team=self.from_team,
                 to_team=self.to_team,
-                message=self.message if status in ("queued", "running") else "",
+                message=self.message if status in UNFINISHED_TELL_STATUSES else "",
                 error=self.machine.error,
             )
         )

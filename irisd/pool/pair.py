@@ -41,6 +41,7 @@ from irisd.claude.command import child_environment, claude_argv, iris_mcp_config
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import (
     AnyLine,
+    ControlRequestLine,
     GarbageLine,
     ResultLine,
     UnknownLine,
@@ -51,12 +52,13 @@ from irisd.claude.wire import (
 from irisd.config import IrisConfig, Team
 from irisd.paths import IrisPaths, session_file
 from irisd.pool.active_tell import ActiveTell
+from irisd.pool.approvals import ApprovalDesk
 from irisd.pool.policy import PairKey, PairView, idle_deadline, start_retry_delay
 from irisd.store import sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import Action, ReplyToCaller, SendInterrupt, StopChild
 from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
-from protocol.messages import ProcessInfo, ProcessState
+from protocol.messages import ApprovalInfo, ProcessInfo, ProcessState
 
 if TYPE_CHECKING:
     from irisd.pool.supervisor import Supervisor
@@ -115,6 +117,16 @@ class ResetRequest(_Request):
     pass
 
 
+@dataclass(eq=False)
+class DecideRequest(_Request):
+    approval_id: str = ""
+    allow: bool = False
+    remember: bool = False
+    reason: str = ""
+    by: str = ""
+    approval: ApprovalInfo | None = None
+
+
 @dataclass(frozen=True)
 class Submitted:
     tell: ActiveTell
@@ -139,7 +151,15 @@ class SpawnFailed:
 
 
 PairEvent = (
-    Submitted | CancelTell | WakeRequest | StopRequest | ResetRequest | Spawned | SpawnFailed | ChildEvent
+    Submitted
+    | CancelTell
+    | WakeRequest
+    | StopRequest
+    | ResetRequest
+    | DecideRequest
+    | Spawned
+    | SpawnFailed
+    | ChildEvent
 )
 
 
@@ -183,6 +203,14 @@ class Pair:
         self._failed_until = -math.inf
         self._force_new_session = False
         self._conversation_lost = False  # claude said it has no such conversation
+        self.desk = ApprovalDesk(
+            from_team=from_team,
+            to_team=team.name,
+            mode=team.permissions,
+            timeout_s=config.settings.approval_timeout / 1000,
+            store=store,
+            hub=supervisor.hub if supervisor is not None else None,
+        )
         self._wakers: list[WakeRequest] = []
         self._stoppers: list[StopRequest] = []
 
@@ -247,6 +275,13 @@ class Pair:
         """Start a new conversation for the pair (refused while it has work)."""
         return await self._ask(ResetRequest())
 
+    async def decide(self, approval_id: str, *, allow: bool, remember: bool, reason: str, by: str) -> ApprovalInfo:
+        """Answer a pending approval of this pair (NotFoundError if it is not pending)."""
+        request = DecideRequest(approval_id=approval_id, allow=allow, remember=remember, reason=reason, by=by)
+        await self._ask(request)
+        assert request.approval is not None
+        return request.approval
+
     def request_stop_nowait(self, reason: str) -> None:
         """For eviction: stop the child if it is idle; the supervisor watches the result."""
         try:
@@ -254,7 +289,7 @@ class Pair:
         except BusyError:
             pass
 
-    async def _ask(self, request: WakeRequest | StopRequest | ResetRequest) -> str:
+    async def _ask(self, request: WakeRequest | StopRequest | ResetRequest | DecideRequest) -> str:
         self._post(request)
         await request.done.wait()
         if request.error is not None:
@@ -301,6 +336,7 @@ class Pair:
 
     def _next_deadline(self) -> float:
         deadlines = [tell.deadline for tell in self.tells.values()]
+        deadlines.append(self.desk.next_deadline())
         reap = idle_deadline(self.state, self.last_active, self.team.idle_timeout_ms / 1000)
         if reap is not None and not self.queue:
             deadlines.append(reap)
@@ -323,6 +359,20 @@ class Pair:
                 await self._on_stop(event, now)
             case ResetRequest():
                 await self._on_reset(event)
+            case DecideRequest():
+                try:
+                    event.approval = await self.desk.decide(
+                        event.approval_id,
+                        allow=event.allow,
+                        remember=event.remember,
+                        reason=event.reason,
+                        by=event.by,
+                        send=self._send_to_child,
+                        apply=self._apply,
+                    )
+                    event.finish()
+                except IrisError as exc:
+                    event.finish(error=exc)
             case Spawned():
                 await self._on_spawned(event)
             case SpawnFailed(reason):
@@ -400,7 +450,9 @@ class Pair:
                 self.config.settings.claude_path,
                 session_id=row.session_id,
                 resume=resume,
-                skip_permissions=self.team.skip_permissions,
+                permissions=self.team.permissions,
+                allowed_tools=self.team.allowed_tools,
+                disallowed_tools=self.team.disallowed_tools,
                 mcp_config=iris_mcp_config(
                     team=self.team.name, parent_pair=self.label, socket=str(self.paths.socket)
                 ),
@@ -458,6 +510,12 @@ class Pair:
     # --- the child's output and exit -------------------------------------------------
 
     async def _on_child_line(self, line: AnyLine, raw: bytes, now: float) -> None:
+        if isinstance(line, ControlRequestLine) and line.request.subtype == "can_use_tool":
+            self._child_spoke = True
+            if self.current is not None and not self.current.machine.is_final:
+                await self.store.call(tells.append_message, self.current.id, time.time(), line_type(line), raw)
+            await self.desk.on_request(line, self.current, self._send_to_child, self._apply)
+            return
         first = self._resumed and not self._child_spoke
         if first and isinstance(line, ResultLine) and any(NO_CONVERSATION in e for e in line.errors):
             self._conversation_lost = True  # the exit follows; handled there
@@ -479,6 +537,7 @@ class Pair:
 
     async def _on_child_exit(self, exit: ChildExited, now: float) -> None:
         self.process = None
+        await self.desk.expire("claude exited before a decision")
         self._release_slot()
         stopped_by_us = self.state == "terminating"
         detail = exit.describe()
@@ -587,7 +646,15 @@ class Pair:
 
     # --- timers and actions -------------------------------------------------------------
 
+    async def _send_to_child(self, data: bytes) -> None:
+        if self.process is not None:
+            try:
+                await self.process.send(data)
+            except ClaudeError:
+                pass  # it is exiting; its ChildExited follows
+
     async def _on_timer(self, now: float) -> None:
+        await self.desk.on_timer(now, self._send_to_child, self._apply)
         for tell in list(self.tells.values()):
             await self._apply(tell, tell.machine.handle_timer(now))
         reap = idle_deadline(self.state, self.last_active, self.team.idle_timeout_ms / 1000)
@@ -614,6 +681,7 @@ class Pair:
                 usage = msgspec.json.encode(tell.machine.result.usage)
             await self.store.call(tells.update, tell.info(), usage)
         if tell.machine.is_final:
+            await self.desk.expire(f"the tell ended ({tell.machine.status}) before a decision", tell)
             self.tells.pop(tell.id, None)
             if tell is self.current:
                 self.current = None

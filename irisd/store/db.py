@@ -80,6 +80,37 @@ MIGRATIONS: list[str] = [
     ALTER TABLE tells ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE tells ADD COLUMN kind TEXT NOT NULL DEFAULT 'tell';
     """,
+    # 3: permission approvals, and the rules remembered from them per pair.
+    """
+    CREATE TABLE approvals (
+        id           TEXT PRIMARY KEY,
+        from_team    TEXT NOT NULL,
+        to_team      TEXT NOT NULL,
+        tell_id      TEXT NOT NULL,
+        request_id   TEXT NOT NULL,
+        tool_name    TEXT NOT NULL,
+        input        TEXT NOT NULL,                   -- JSON
+        suggestions  TEXT NOT NULL DEFAULT '[]',      -- JSON
+        status       TEXT NOT NULL DEFAULT 'pending', -- pending, allowed, denied, expired
+        created_at   REAL NOT NULL,
+        expires_at   REAL NOT NULL,
+        decided_at   REAL,
+        decided_by   TEXT NOT NULL DEFAULT '',
+        reason       TEXT NOT NULL DEFAULT '',
+        remembered   INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX approvals_pending ON approvals (status, created_at);
+
+    CREATE TABLE pair_rules (
+        from_team   TEXT NOT NULL,
+        to_team     TEXT NOT NULL,
+        tool_name   TEXT NOT NULL,
+        input       TEXT NOT NULL,                    -- canonical JSON of the allowed input
+        created_at  REAL NOT NULL,
+        approval_id TEXT NOT NULL,
+        PRIMARY KEY (from_team, to_team, tool_name, input)
+    );
+    """,
 ]
 
 

@@ -91,7 +91,8 @@ def interrupt_unfinished(db: apsw.Connection, now: float) -> int:
     """At start-up: a tell still queued or running belonged to a daemon that died."""
     db.execute(
         "UPDATE tells SET status = 'interrupted', finished_at = ?, "
-        "error = 'irisd stopped before this tell finished' WHERE status IN ('queued', 'running')",
+        "error = 'irisd stopped before this tell finished' "
+        "WHERE status IN ('queued', 'running', 'awaiting_approval')",
         (now,),
     )
     return db.changes()
@@ -120,7 +121,7 @@ def clear_finished(db: apsw.Connection, to_team: str, from_team: str | None) -> 
     with db:
         db.execute(
             "DELETE FROM tells WHERE to_team = ? AND from_team = ? "
-            "AND status NOT IN ('queued', 'running')",
+            "AND status NOT IN ('queued', 'running', 'awaiting_approval')",
             (to_team, from_team or EXTERNAL),
         )
     return db.changes()

@@ -19,6 +19,8 @@ deadlines and the trio runner arms ONE timer at ``next_deadline()`` and calls
 
     queued ──start──> running ──result──────────────> completed | failed
                         │ <─child_restarted (same tell, new child)
+                        │ <─approval_requested / approval_settled─> awaiting_approval
+                        │       (no response deadline while a person decides)
       │                 │ ─────response deadline──> timed_out   (StopChild)
       │                 │ ─────child exited───────> interrupted
       │                 └─cancel─> interrupting ─result / grace─> interrupted
@@ -42,7 +44,7 @@ from irisd.claude.wire import (
     ResultLine,
     StreamEventLine,
 )
-from protocol.messages import FINAL_TELL_STATUSES, ReplyStatus, TellStatus
+from protocol.messages import FINAL_TELL_STATUSES, UNFINISHED_TELL_STATUSES, ReplyStatus, TellStatus
 
 INTERRUPT_GRACE_S = 5.0
 
@@ -98,6 +100,7 @@ class TellMachine:
         self._interrupt_deadline = math.inf
         self._interrupting = False
         self.caller_replied = False
+        self._approvals_pending = 0
         self._committed: list[str] = []  # text of finished assistant messages
         self._streaming = ""  # text of the content block being streamed
 
@@ -117,7 +120,7 @@ class TellMachine:
 
     def reply_status(self) -> ReplyStatus:
         """What the caller is told: the final state, or in_progress."""
-        if self.status in ("queued", "running"):
+        if self.status in UNFINISHED_TELL_STATUSES:
             return "in_progress"
         return self.status  # type: ignore[return-value]
 
@@ -146,14 +149,33 @@ class TellMachine:
 
     def child_restarted(self, now: float, *, startup_s: float = 0.0) -> list[Action]:
         """The message was handed again, to a new child (the last one crashed on start)."""
-        self._require("child_restarted", "running")
+        self._require("child_restarted", "running", "awaiting_approval")
         self._response_deadline = now + max(self._response_timeout_s, startup_s)
+        return []
+
+    def approval_requested(self, now: float) -> list[Action]:
+        """The child asked to use a tool and waits for a decision: the response deadline
+        stops, since the silence is a person deciding, not a stall."""
+        self._require("approval_requested", "running", "awaiting_approval")
+        self._approvals_pending += 1
+        self.status = "awaiting_approval"
+        self._response_deadline = math.inf
+        return []
+
+    def approval_settled(self, now: float) -> list[Action]:
+        """A decision went back to the child; with none pending, the deadline restarts."""
+        self._require("approval_settled", "awaiting_approval")
+        self._approvals_pending -= 1
+        if self._approvals_pending == 0:
+            self.status = "running"
+            if not self._interrupting:
+                self._response_deadline = now + self._response_timeout_s
         return []
 
     def child_line(self, line: AnyLine, now: float) -> list[Action]:
         """A line from the child: restarts the response deadline, collects text."""
-        self._require("child_line", "running")
-        if not self._interrupting:
+        self._require("child_line", "running", "awaiting_approval")
+        if not self._interrupting and self.status == "running":
             self._response_deadline = now + self._response_timeout_s
         match line:
             case StreamEventLine():
@@ -176,14 +198,14 @@ class TellMachine:
 
     def child_exited(self, now: float, detail: str) -> list[Action]:
         """The child process ended before the turn's result."""
-        self._require("child_exited", "running")
+        self._require("child_exited", "running", "awaiting_approval")
         return self._finish("interrupted", now, detail)
 
     def cancel(self, now: float) -> list[Action]:
         """Interrupt the tell: at once if queued, through the child if running."""
         if self.status == "queued":
             return self._finish("interrupted", now, "cancelled before it started")
-        self._require("cancel", "running")
+        self._require("cancel", "running", "awaiting_approval")
         if self._interrupting:
             return []
         self._interrupting = True
@@ -205,10 +227,11 @@ class TellMachine:
 
     def handle_timer(self, now: float) -> list[Action]:
         actions: list[Action] = []
-        if self.status == "running" and now >= self._interrupt_deadline:
+        live = self.status in ("running", "awaiting_approval")
+        if live and now >= self._interrupt_deadline:
             actions += self._finish("interrupted", now, "interrupted (claude ignored the interrupt)")
             actions.insert(0, StopChild("it did not honour an interrupt in time"))
-        elif self.status == "running" and now >= self._response_deadline:
+        elif live and now >= self._response_deadline:
             seconds = f"{self._response_timeout_s:g}"
             actions += self._finish(
                 "timed_out", now, f"no output from claude for {seconds} s (responseTimeout)"
@@ -223,6 +246,7 @@ class TellMachine:
 
     def _finish(self, status: TellStatus, now: float, error: str = "") -> list[Action]:
         self.status = status
+        self._approvals_pending = 0
         self.error = error
         self.finished_at = now
         self._response_deadline = self._interrupt_deadline = math.inf

@@ -1,0 +1,187 @@
+"""The permission desk of one pair: claude's ``can_use_tool`` requests become approvals
+that a person (or a policy) decides. Owned and driven by the pair's actor.
+
+* ``deny`` teams: every request is denied at once, with a message the model can read.
+* a rule remembered for the pair (``iris approve --remember``) allows an identical
+  request at once.
+* otherwise an approval is stored and announced; the tell shows ``awaiting_approval``
+  (its response timeout paused) until ``decide`` — or until ``approvalTimeout``, which
+  denies. If the tell ends or the child dies first, the approval expires.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import trio
+
+from irisd.claude.wire import ControlRequestLine
+from irisd.events import EventHub
+from irisd.pool.active_tell import ActiveTell
+from irisd.store import approvals
+from irisd.store.facade import Store
+from irisd.tell.machine import Action
+from protocol.errors import NotFoundError
+from protocol.messages import ApprovalEvent, ApprovalInfo
+
+log = logging.getLogger("irisd.approvals")
+
+Send = Callable[[bytes], Awaitable[None]]
+Apply = Callable[[ActiveTell, list[Action]], Awaitable[None]]
+_encoder = msgspec.json.Encoder()
+
+
+def new_approval_id() -> str:
+    """Unguessable: 128 random bits, so one id says nothing about another."""
+    return "a-" + secrets.token_hex(16)
+
+
+def permission_response(request_id: str, decision: dict[str, Any]) -> bytes:
+    """The stdin line that answers a ``can_use_tool`` control request."""
+    message = {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": decision},
+    }
+    return _encoder.encode(message) + b"\n"
+
+
+@dataclass
+class _Pending:
+    info: ApprovalInfo
+    request_id: str
+    tell: ActiveTell
+    deadline: float  # monotonic
+
+
+class ApprovalDesk:
+    def __init__(
+        self,
+        *,
+        from_team: str | None,
+        to_team: str,
+        mode: str,
+        timeout_s: float,
+        store: Store,
+        hub: EventHub | None,
+    ) -> None:
+        self.from_team = from_team
+        self.to_team = to_team
+        self.mode = mode
+        self.timeout_s = timeout_s
+        self.store = store
+        self.hub = hub
+        self.pending: dict[str, _Pending] = {}
+
+    def next_deadline(self) -> float:
+        return min((p.deadline for p in self.pending.values()), default=math.inf)
+
+    async def on_request(self, line: ControlRequestLine, tell: ActiveTell | None, send: Send, apply: Apply) -> None:
+        """A ``can_use_tool`` request from the child."""
+        body = line.request
+        if tell is None or tell.machine.is_final:
+            await send(permission_response(line.request_id, _deny("no tell is waiting for this tool")))
+            return
+        if self.mode == "deny":
+            why = f"team {self.to_team} is configured with permissions: deny; do without {body.tool_name}"
+            await send(permission_response(line.request_id, _deny(why)))
+            return
+        if await self.store.call(
+            approvals.remembered, self.from_team, self.to_team, body.tool_name, body.input
+        ):
+            log.info("allowed by a remembered rule", extra={"tool": body.tool_name, "tell_id": tell.id})
+            await send(permission_response(line.request_id, {"behavior": "allow", "updatedInput": body.input}))
+            return
+        now_wall = time.time()
+        info = ApprovalInfo(
+            id=new_approval_id(),
+            from_team=self.from_team,
+            to_team=self.to_team,
+            tell_id=tell.id,
+            tool_name=body.tool_name,
+            input=body.input,
+            suggestions=body.permission_suggestions or [],
+            status="pending",
+            created_at=now_wall,
+            expires_at=now_wall + self.timeout_s,
+        )
+        await self.store.call(approvals.insert, info, line.request_id)
+        self.pending[info.id] = _Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
+        tell.approval_id = info.id
+        await apply(tell, tell.machine.approval_requested(trio.current_time()))
+        self._announce(info)
+
+    async def decide(
+        self, approval_id: str, *, allow: bool, remember: bool, reason: str, by: str, send: Send, apply: Apply
+    ) -> ApprovalInfo:
+        pending = self.pending.pop(approval_id, None)
+        if pending is None:
+            raise NotFoundError(f"approval {approval_id} is not pending")
+        info = pending.info
+        if allow:
+            decision: dict[str, Any] = {"behavior": "allow", "updatedInput": info.input}
+            if remember and info.suggestions:
+                decision["updatedPermissions"] = info.suggestions
+        else:
+            decision = _deny(reason or f"the user denied {info.tool_name}")
+        decided = msgspec.structs.replace(
+            info,
+            status="allowed" if allow else "denied",
+            decided_at=time.time(),
+            decided_by=by,
+            reason=reason,
+            remembered=allow and remember,
+        )
+        await self.store.call(approvals.decide, decided)
+        if decided.remembered:
+            await self.store.call(
+                approvals.remember, self.from_team, self.to_team, info.tool_name, info.input, info.id, time.time()
+            )
+        await send(permission_response(pending.request_id, decision))
+        await self._settle(pending.tell, apply)
+        self._announce(decided)
+        return decided
+
+    async def on_timer(self, now: float, send: Send, apply: Apply) -> None:
+        for approval_id, pending in list(self.pending.items()):
+            if now >= pending.deadline:
+                minutes = f"{self.timeout_s / 60:g} min" if self.timeout_s >= 60 else f"{self.timeout_s:g} s"
+                await self.decide(
+                    approval_id,
+                    allow=False,
+                    remember=False,
+                    reason=f"nobody decided within {minutes} (approvalTimeout); the request was denied",
+                    by="timeout",
+                    send=send,
+                    apply=apply,
+                )
+
+    async def expire(self, reason: str, tell: ActiveTell | None = None) -> None:
+        """The tell ended or the child died: its pending approvals can no longer be used."""
+        for approval_id, pending in list(self.pending.items()):
+            if tell is not None and pending.tell is not tell:
+                continue
+            del self.pending[approval_id]
+            expired = msgspec.structs.replace(pending.info, status="expired", decided_at=time.time(), reason=reason)
+            await self.store.call(approvals.decide, expired)
+            self._announce(expired)
+
+    async def _settle(self, tell: ActiveTell, apply: Apply) -> None:
+        if tell.machine.status == "awaiting_approval":
+            if not any(p.tell is tell for p in self.pending.values()):
+                tell.approval_id = ""
+            await apply(tell, tell.machine.approval_settled(trio.current_time()))
+
+    def _announce(self, info: ApprovalInfo) -> None:
+        if self.hub is not None:
+            self.hub.publish(ApprovalEvent(approval=info), info.from_team, info.to_team)
+
+
+def _deny(message: str) -> dict[str, Any]:
+    return {"behavior": "deny", "message": message}

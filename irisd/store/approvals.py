@@ -1,0 +1,110 @@
+"""Queries on ``approvals`` (a team's request to use a tool, and the decision) and
+``pair_rules`` (allows remembered with --remember, per pair, matched exactly)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+import msgspec
+
+from protocol.messages import ApprovalInfo
+
+EXTERNAL = ""
+_COLUMNS = (
+    "id, from_team, to_team, tell_id, tool_name, input, suggestions, status, created_at, expires_at, "
+    "decided_at, decided_by, reason, remembered"
+)
+_json = msgspec.json.Encoder(order="sorted")  # canonical: equal inputs give equal text
+
+
+def canonical(value: Any) -> str:
+    return _json.encode(value).decode()
+
+
+def _info(values: tuple[object, ...]) -> ApprovalInfo:
+    fields = dict(zip(_COLUMNS.split(", "), values, strict=True))
+    fields["from_team"] = fields["from_team"] or None
+    fields["input"] = msgspec.json.decode(str(fields["input"]))
+    fields["suggestions"] = msgspec.json.decode(str(fields["suggestions"]))
+    fields["remembered"] = bool(fields["remembered"])
+    return msgspec.convert(fields, ApprovalInfo)
+
+
+def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None:
+    db.execute(
+        "INSERT INTO approvals (id, from_team, to_team, tell_id, request_id, tool_name, input, "
+        "suggestions, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            approval.id,
+            approval.from_team or EXTERNAL,
+            approval.to_team,
+            approval.tell_id,
+            request_id,
+            approval.tool_name,
+            canonical(approval.input),
+            canonical(approval.suggestions),
+            approval.status,
+            approval.created_at,
+            approval.expires_at,
+        ),
+    )
+
+
+def decide(db: apsw.Connection, approval: ApprovalInfo) -> None:
+    db.execute(
+        "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, reason = ?, remembered = ? "
+        "WHERE id = ?",
+        (
+            approval.status,
+            approval.decided_at,
+            approval.decided_by,
+            approval.reason,
+            int(approval.remembered),
+            approval.id,
+        ),
+    )
+
+
+def get(db: apsw.Connection, approval_id: str) -> ApprovalInfo | None:
+    row = db.execute(f"SELECT {_COLUMNS} FROM approvals WHERE id = ?", (approval_id,)).fetchone()
+    return _info(row) if row else None
+
+
+def listing(db: apsw.Connection, team: str | None, include_decided: bool) -> list[ApprovalInfo]:
+    where = [] if include_decided else ["status = 'pending'"]
+    params: list[object] = []
+    if team is not None:
+        where.append("(to_team = ? OR from_team = ?)")
+        params += [team, team]
+    clause = f"WHERE {' AND '.join(where)}" if where else ""
+    rows = db.execute(f"SELECT {_COLUMNS} FROM approvals {clause} ORDER BY created_at DESC LIMIT 200", params)
+    return [_info(row) for row in rows]
+
+
+def expire_pending(db: apsw.Connection, now: float, reason: str) -> int:
+    """At start-up: no claude waits for these any more."""
+    db.execute(
+        "UPDATE approvals SET status = 'expired', decided_at = ?, reason = ? WHERE status = 'pending'",
+        (now, reason),
+    )
+    return db.changes()
+
+
+def remember(
+    db: apsw.Connection, from_team: str | None, to_team: str, tool_name: str, input: Any, approval_id: str,
+    now: float,
+) -> None:
+    db.execute(
+        "INSERT OR IGNORE INTO pair_rules (from_team, to_team, tool_name, input, created_at, approval_id) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (from_team or EXTERNAL, to_team, tool_name, canonical(input), now, approval_id),
+    )
+
+
+def remembered(db: apsw.Connection, from_team: str | None, to_team: str, tool_name: str, input: Any) -> bool:
+    row = db.execute(
+        "SELECT 1 FROM pair_rules WHERE from_team = ? AND to_team = ? AND tool_name = ? AND input = ?",
+        (from_team or EXTERNAL, to_team, tool_name, canonical(input)),
+    ).fetchone()
+    return row is not None
