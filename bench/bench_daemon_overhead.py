@@ -1,6 +1,6 @@
 """Benchmark 1: the daemon's overhead on a warm tell.
 
-Side by side, round by round, on warm processes (the same real claude, the same
+Side by side, round by round (each side first in turn), on warm processes (the same real claude, the same
 scripted model answering at once):
 
 * direct:   a user turn written straight to a warm ``claude`` stream-json process,
@@ -66,7 +66,7 @@ def via_cli(iris: Iris, text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=30)
     args = parser.parse_args()
     header("1. daemon overhead: warm tell through irisd vs straight to a warm claude")
     direct: list[float] = []
@@ -79,9 +79,15 @@ def main() -> None:
             request(iris, Tell(to_team="alpha", message="warm up"))
             for round_ in range(args.rounds):
                 text = f"question {round_}"
-                direct.append(timed(claude.turn, text))
-                socket.append(timed(via_socket, iris, text))
-                cli.append(timed(via_cli, iris, text))
+                sides = [
+                    (direct, claude.turn, ()),
+                    (socket, via_socket, (iris,)),
+                    (cli, via_cli, (iris,)),
+                ]
+                # Each side goes first as often as the others: no order bias.
+                shift = round_ % len(sides)
+                for samples, action, before in sides[shift:] + sides[:shift]:
+                    samples.append(timed(action, *before, text))
                 print(".", end="", flush=True, file=sys.stderr)
         finally:
             claude.close()
