@@ -372,7 +372,14 @@ class Dispatcher:
             await tell.replied.wait()
         else:
             await _forward_until(tell, tell.listener, send_event)
-        return TellReply(status=tell.machine.reply_status(), tell=tell.info())
+        info = tell.info()
+        pair = self.supervisor.pairs.get((tell.from_team, tell.to_team))
+        if info.status == "queued" and pair is not None and pair.waiting_for_slot:
+            info.error = (
+                f"all {pair.waiting_for_slot} claude processes (maxProcesses) are busy; the tell stays "
+                f"queued until one is free (see it with 'iris result {info.id}')"
+            )
+        return TellReply(status=tell.machine.reply_status(), tell=info)
 
     async def cancel(self, tell_id: str) -> TellReply:
         active = self.supervisor.find_tell(tell_id)

@@ -188,6 +188,7 @@ class Pair:
         self.last_used_at: float | None = None  # wall clock, for people
         self.last_active = trio.current_time()  # monotonic, for LRU and idle reaping
         self.holds_slot = False  # counted against maxProcesses
+        self.waiting_for_slot = 0  # while > 0: that many busy processes fill the pool
         self.process: Child | None = None
         self.current: ActiveTell | None = None
         self.queue: collections.deque[ActiveTell] = collections.deque()
@@ -257,6 +258,7 @@ class Pair:
         self._post(Submitted(tell))
         self.tells[tell.id] = tell
         self.queue.append(tell)  # counted at once, so the limit holds between events
+        tell.announce()  # "queued", before the actor can start it
 
     def cancel(self, tell_id: str) -> None:
         if tell_id not in self.tells:
@@ -345,7 +347,6 @@ class Pair:
     async def _handle(self, event: PairEvent, now: float) -> None:
         match event:
             case Submitted(tell):
-                tell.announce()
                 await self._apply(tell, tell.machine.caller_attached(now))
             case CancelTell(tell_id):
                 cancelled = self.tells.get(tell_id)

@@ -104,18 +104,21 @@ class Supervisor:
             decision = decide_slot(requester.key, views, self.config.settings.max_processes)
             if isinstance(decision, Grant):
                 requester.holds_slot = True
+                requester.waiting_for_slot = 0
                 return
             changed = self._changed
             if isinstance(decision, Evict):
                 victim = self.pairs[decision.key]
                 log.info("evicting idle pair", extra={"pair": victim.label, "for": requester.label})
                 victim.request_stop_nowait(f"evicted (least recently used) for {requester.label}")
-            elif not announced:
-                announced = True
-                log.info(
-                    "every process is busy; waiting for a free slot",
-                    extra={"pair": requester.label, "busy": decision.busy},
-                )
+            else:
+                requester.waiting_for_slot = decision.busy
+                if not announced:
+                    announced = True
+                    log.info(
+                        "every process is busy; waiting for a free slot",
+                        extra={"pair": requester.label, "busy": decision.busy},
+                    )
             await changed.wait()
 
     # --- queries and bulk operations -----------------------------------------------------

@@ -30,7 +30,8 @@ def config_for(tmp_path: Path, extra: str = "") -> IrisConfig:
     (tmp_path / "alpha").mkdir(exist_ok=True)
     return parse_config(
         f"settings:\n  responseTimeout: 120000\n  queueLimit: 2\n{extra}"
-        f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n    idleTimeout: 60000\n".encode(),
+        f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n    idleTimeout: 60000\n"
+        f"  beta:\n    path: {tmp_path / 'alpha'}\n".encode(),
         source="test",
     )
 
@@ -234,3 +235,24 @@ async def test_a_child_that_crashes_on_start_is_retried_with_backoff_then_failed
     # While failed, tells fail at once with the reason; 'wake' clears it.
     quick = await core.tell(Tell(to_team="alpha", message="again"), no_events)
     assert quick.status == "failed" and "crashing" in quick.tell.error
+
+
+@pytest.mark.settings("  maxProcesses: 1\n")
+async def test_a_full_pool_of_busy_processes_makes_a_tell_wait_never_evicting(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        await start_tell(nursery, core, message="long job")
+        busy = await child_got_turn()
+        t0 = trio.current_time()
+        waiting = await core.tell(Tell(to_team="beta", message="me too", timeout_ms=2000), no_events)
+        assert trio.current_time() == pytest.approx(t0 + 2)
+        assert waiting.status == "in_progress" and waiting.tell.status == "queued"
+        assert "all 1 claude processes (maxProcesses) are busy" in waiting.tell.error
+        assert busy.stopped_at == float("inf") and len(FakeChild.instances) == 1
+        await busy.result("done")  # the busy pair goes idle: now it may be evicted
+        second = await child_got_turn(1)
+        assert busy.stopped_at < float("inf")
+        await second.result("your turn")
+        done = await core.get_tell(waiting.tell.id, 5000)
+        assert done.tell.text == "your turn"
