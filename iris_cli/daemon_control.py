@@ -36,11 +36,12 @@ from protocol.messages import Welcome
 SERVICE_UNIT = "irisd.service"
 SOCKET_UNIT = "irisd.socket"
 # Variables a detached irisd must not inherit from whoever started it: systemd's
-# handshake belongs to the caller, and claude refuses to run nested in a Claude Code
-# session (the MCP shim runs inside one).
+# handshake belongs to the caller, and so do the marks of the Claude Code session the
+# MCP shim runs in (irisd outlives that session; its children are not part of it).
 _NOT_INHERITED_PREFIXES = ("LISTEN_", "WATCHDOG_")
 _NOT_INHERITED = frozenset({"NOTIFY_SOCKET", "INVOCATION_ID", "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT"})
 POLL_S = 0.05
+MAX_LOG_BYTES = 20 * 1024 * 1024  # then the log is rotated, once, when irisd starts
 STOP_TIMEOUT_S = 30.0
 
 
@@ -204,6 +205,7 @@ def start_detached(layout: Layout, socket_path: Path) -> int:
     for folder in (layout.pid_file.parent, layout.log_file.parent):
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     argv = [*irisd_command(), "--pid-file", str(layout.pid_file)]
+    rotate_log(layout.log_file)
     with layout.log_file.open("ab") as log:
         launcher = subprocess.run(
             ["/bin/sh", "-c", '"$@" >&2 & echo $!', "sh", *argv],
@@ -217,6 +219,13 @@ def start_detached(layout: Layout, socket_path: Path) -> int:
             timeout=30,
         )
     return int(launcher.stdout)
+
+
+def rotate_log(path: Path, limit: int = MAX_LOG_BYTES) -> None:
+    """Keep one previous log (``irisd.log.1``) so the log never grows without bound."""
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > limit:
+            path.replace(path.with_name(path.name + ".1"))
 
 
 def log_tail(path: Path, lines: int = 5) -> str:

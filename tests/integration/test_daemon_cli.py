@@ -25,6 +25,7 @@ from iris_cli.daemon_control import (
     read_pid_file,
     render_service_unit,
     render_socket_unit,
+    rotate_log,
     stop_pid,
     systemd_quote,
 )
@@ -149,6 +150,17 @@ def test_committed_units_are_what_install_writes() -> None:
     for setting in ("MemoryDenyWriteExecute=", "ProtectHome="):
         assert f"\n{setting}" not in service  # they break claude
     assert "SocketMode=0600" in render_socket_unit(REFERENCE_LISTEN)
+
+
+def test_the_background_log_is_rotated_when_large(tmp_path: Path) -> None:
+    log = tmp_path / "irisd.log"
+    log.write_bytes(b"x" * 11)
+    rotate_log(log, limit=10)
+    assert not log.exists() and (tmp_path / "irisd.log.1").read_bytes() == b"x" * 11
+    log.write_bytes(b"small")
+    rotate_log(log, limit=10)
+    assert log.read_bytes() == b"small"
+    rotate_log(tmp_path / "missing.log")  # nothing to do, no error
 
 
 def test_systemd_quote() -> None:
