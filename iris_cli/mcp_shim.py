@@ -146,6 +146,9 @@ class Shim:
             "team_getTeamName": self.team_get_team_name,
             "team_result": self.team_result,
             "team_cancel": self.team_cancel,
+            "team_approvals": self.team_approvals,
+            "team_approve": self.team_approve,
+            "team_deny": self.team_deny,
         }
 
     async def call(
@@ -304,6 +307,28 @@ class Shim:
         reply = await self.request(CancelTell(tell_id=args.tell_id))
         assert isinstance(reply, TellReply)
         return render_cancelled(reply)
+
+    # approvals -------------------------------------------------------------------------
+
+    async def team_approvals(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import ListApprovals
+
+        return await self.simple(ListApprovals(team=args.team, include_decided=args.all))
+
+    async def team_approve(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import Decide
+
+        decide = Decide(approval_id=args.approval_id, allow=True, remember=args.remember, by=await self.decider())
+        return await self.simple(decide)
+
+    async def team_deny(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import Decide
+
+        decide = Decide(approval_id=args.approval_id, allow=False, reason=args.reason, by=await self.decider())
+        return await self.simple(decide)
+
+    async def decider(self) -> str:
+        return f"{(await self.identity()).team or 'external'} (Claude Code)"
 
     # pairs -----------------------------------------------------------------------------
 

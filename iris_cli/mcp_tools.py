@@ -28,6 +28,9 @@ import msgspec
 from protocol.errors import InvalidRequestError
 from protocol.messages import (
     FINAL_TELL_STATUSES,
+    ApprovalInfo,
+    ApprovalReply,
+    ApprovalsReply,
     CountReply,
     Event,
     NotificationInfo,
@@ -233,6 +236,39 @@ class CancelArgs(_Args):
     tell_id: TellId
 
 
+ApprovalId = Annotated[
+    str, msgspec.Meta(min_length=1, description="The approval's id, as listed by team_approvals.")
+]
+
+
+class ApprovalsArgs(_Args):
+    """Requests of teams to use a tool (run a command, edit a file) that wait for a
+    person's decision: which team, which tool, with what input. Show them to your user;
+    decide only as your user tells you, with team_approve or team_deny."""
+
+    team: Annotated[
+        str | None, msgspec.Meta(description="Only requests of or for this team (default: all).")
+    ] = None
+    all: Annotated[bool, msgspec.Meta(description="Include decided and expired ones.")] = False
+
+
+class ApproveArgs(_Args):
+    """Allow a team's pending tool use (see team_approvals). Only on your user's word."""
+
+    approval_id: ApprovalId
+    remember: Annotated[
+        bool,
+        msgspec.Meta(description="Also allow the same request of that pair from now on, without asking."),
+    ] = False
+
+
+class DenyArgs(_Args):
+    """Refuse a team's pending tool use (see team_approvals). The team's model reads the reason."""
+
+    approval_id: ApprovalId
+    reason: Annotated[str, msgspec.Meta(description="Why, for the team's model.")] = ""
+
+
 @dataclass(frozen=True)
 class ToolDef:
     name: str
@@ -261,7 +297,13 @@ TOOLS: tuple[ToolDef, ...] = (
     ToolDef("team_getTeamName", "Who am I?", GetTeamNameArgs, read_only=True, idempotent=True),
     ToolDef("team_result", "A tell's answer", ResultArgs, read_only=True, idempotent=True),
     ToolDef("team_cancel", "Cancel a tell", CancelArgs, destructive=True, idempotent=True),
+    ToolDef("team_approvals", "Tool uses waiting for a decision", ApprovalsArgs, read_only=True, idempotent=True),
+    ToolDef("team_approve", "Allow a team's tool use", ApproveArgs, destructive=True),
+    ToolDef("team_deny", "Refuse a team's tool use", DenyArgs, destructive=True),
 )
+# The tools a claude child that Iris started may use without a person's say:
+# never the ones that decide approvals (a team must not approve its own requests).
+CHILD_ALLOWED_TOOLS = tuple(t.name for t in TOOLS if t.name not in ("team_approve", "team_deny"))
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
@@ -558,6 +600,16 @@ def render_notification(info: NotificationInfo) -> str:
     )
 
 
+def render_approval(a: ApprovalInfo) -> str:
+    """One approval, readable: who wants which tool with what input, and its state."""
+    what = json.dumps(a.input, ensure_ascii=False)
+    if a.tool_name == "Bash" and isinstance(a.input.get("command"), str):
+        what = f"$ {a.input['command']}"
+    state = a.status if a.status == "pending" else f"{a.status} by {a.decided_by or '-'}"
+    reason = f" ({a.reason})" if a.reason else ""
+    return f"{a.id}: {pair_name(a.from_team, a.to_team)} wants {a.tool_name}: {what} [{state}{reason}]"
+
+
 def render_reply(reply: Reply) -> ToolOutput:
     """Any daemon reply as tool output, by its type."""
     match reply:
@@ -579,6 +631,11 @@ def render_reply(reply: Reply) -> ToolOutput:
         case NotificationsReply(notifications):
             text = "\n".join(render_notification(n) for n in notifications) or "no notifications"
             return ToolOutput(text, plain(reply))
+        case ApprovalsReply(approvals):
+            text = "\n\n".join(render_approval(a) for a in approvals) or "no approvals waiting"
+            return ToolOutput(text, plain(reply))
+        case ApprovalReply(approval):
+            return ToolOutput(render_approval(approval), plain(reply))
         case TeamsReply(teams):
             return ToolOutput("\n".join(f"- {t.name}: {t.description}" for t in teams), plain(reply))
         case SessionReply() | SessionsReply() | StatusReply() | Welcome():

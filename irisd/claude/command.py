@@ -13,12 +13,22 @@ _DAEMON_ONLY_PREFIXES = ("LISTEN_", "WATCHDOG_", "IRIS_SECRET")
 _DAEMON_ONLY = frozenset({"NOTIFY_SOCKET", "INVOCATION_ID"})
 
 
+# Iris's MCP tools a child may call without asking (iris_cli.mcp_tools.CHILD_ALLOWED_TOOLS;
+# listed here so that irisd does not import the MCP code).
+IRIS_TOOLS_FOR_CHILDREN = (
+    "team_tell", "team_isAwake", "team_wake", "team_sleep", "team_wake_all", "team_report",
+    "team_command", "team_cache_read", "team_cache_clear", "team_teams", "team_getTeamName",
+    "team_result", "team_cancel", "team_approvals",
+)
+
+
 def iris_mcp_config(*, team: str, parent_pair: str, socket: str) -> str:
     """The ``--mcp-config`` that gives a child Iris itself as an MCP server: the shim
     speaks as ``team`` and links the tells it sends to the pair the child serves."""
     server = {
         "command": sys.executable,
-        "args": ["-m", "iris_cli", "mcp", "--team", team],
+        # --no-autostart: if its irisd is gone, the child is being stopped anyway.
+        "args": ["-m", "iris_cli", "mcp", "--team", team, "--no-autostart"],
         "env": {"IRIS_SOCKET": socket, "IRIS_PARENT_PAIR": parent_pair},
     }
     return json.dumps({"mcpServers": {"iris": server}})
@@ -54,7 +64,8 @@ def claude_argv(
     if mcp_config:
         # Iris's own tools need no permission prompt: the daemon guards them (loops, hops).
         argv += ["--mcp-config", mcp_config]
-        allowed.append("mcp__iris")
+        # Not team_approve / team_deny: a team must not decide its own requests.
+        allowed += [f"mcp__iris__{tool}" for tool in IRIS_TOOLS_FOR_CHILDREN]
     if permissions == "skip":
         argv.append("--dangerously-skip-permissions")
     else:

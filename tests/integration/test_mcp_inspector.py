@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness import REPO, Iris
+from iris_cli.mcp_tools import TOOLS
 
 pytestmark = pytest.mark.claude
 
@@ -57,7 +58,7 @@ def test_the_inspector_lists_and_calls_the_tools(iris: Iris) -> None:
 
     listed = inspect(iris, alpha, "--method", "tools/list")
     names = {tool["name"] for tool in listed["tools"]}
-    assert {"team_tell", "team_teams", "team_result", "team_cancel"} <= names and len(names) == 13
+    assert {"team_tell", "team_teams", "team_result", "team_cancel"} <= names and len(names) == len(TOOLS)
 
     who = inspect(iris, alpha, "--method", "tools/call", "--tool-name", "team_getTeamName")
     assert who["structuredContent"]["team"] == "alpha"  # from the folder it runs in

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.claude
 TOOL_NAMES = {
     "team_tell", "team_isAwake", "team_wake", "team_sleep", "team_wake_all", "team_report",
     "team_command", "team_cache_read", "team_cache_clear", "team_teams", "team_getTeamName",
-    "team_result", "team_cancel",
+    "team_result", "team_cancel", "team_approvals", "team_approve", "team_deny",
 }
 
 
@@ -367,3 +367,26 @@ def test_stdout_carries_nothing_but_json_rpc(iris: Iris) -> None:
     assert all(r["jsonrpc"] == "2.0" and "result" in r for r in replies), replies
     assert "alpha" in replies[2]["result"]["content"][0]["text"]
     assert "iris.mcp" in log.read_text()  # the logs went to stderr
+
+
+async def test_the_person_at_another_claude_code_decides_approvals(iris: Iris) -> None:
+    alpha, beta = two_teams(iris)
+    iris.start()
+    from protocol.messages import GetTell, Tell
+
+    asked = iris.request(Tell(to_team="beta", message='@tool:Bash {"command": "echo hi > made.txt"}', timeout_ms=-1))
+    async with shim(iris, cwd=alpha) as client:
+        for _ in range(600):
+            text, data, is_error = await call(client, "team_approvals")
+            if data["approvals"]:
+                break
+            await trio.sleep(0.1)
+        (approval,) = data["approvals"]
+        assert not is_error and "$ echo hi > made.txt" in text and approval["tool_name"] == "Bash"
+        text, data, is_error = await call(client, "team_approve", approvalId=approval["id"])
+        assert not is_error and data["approval"]["status"] == "allowed"
+        assert data["approval"]["decided_by"] == "alpha (Claude Code)"
+        text, _, is_error = await call(client, "team_deny", approvalId=approval["id"])
+        assert is_error and "already allowed" in text
+    done = iris.request(GetTell(tell_id=asked.tell.id, wait_ms=60_000))
+    assert done.tell.status == "completed" and (beta / "made.txt").exists()

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from irisd.claude.command import child_environment, claude_argv
+from irisd.claude.command import IRIS_TOOLS_FOR_CHILDREN, child_environment, claude_argv
 from irisd.claude.wire import (
     AssistantLine,
     GarbageLine,
@@ -60,7 +60,7 @@ def test_stdin_lines_are_the_stream_json_shapes() -> None:
 def test_first_spawn_creates_the_session_later_ones_resume_it() -> None:
     new = claude_argv("claude", session_id="u1", resume=False)
     assert new[new.index("--session-id") + 1] == "u1" and "--resume" not in new
-    again = claude_argv("claude", session_id="u1", resume=True, skip_permissions=True)
+    again = claude_argv("claude", session_id="u1", resume=True, permissions="skip")
     assert again[again.index("--resume") + 1] == "u1" and "--dangerously-skip-permissions" in again
     for flag in ("-p", "--verbose", "--include-partial-messages"):
         assert flag in new
@@ -92,3 +92,14 @@ def test_line_types_are_claudes_own_names() -> None:
     assert line_type(decode_line(b'{"type":"stream_event","event":{}}')) == "stream_event"
     assert line_type(decode_line(b'{"type":"novel"}')) == "novel"
     assert line_type(decode_line(b"oops")) == "garbage"
+
+
+def test_children_may_use_every_iris_tool_but_deciding_approvals() -> None:
+    from iris_cli.mcp_tools import CHILD_ALLOWED_TOOLS, TOOLS_BY_NAME
+
+    assert set(IRIS_TOOLS_FOR_CHILDREN) == set(CHILD_ALLOWED_TOOLS)
+    assert {"team_approve", "team_deny"} <= set(TOOLS_BY_NAME) - set(IRIS_TOOLS_FOR_CHILDREN)
+    argv = claude_argv("claude", session_id="u", resume=False, mcp_config="{}")
+    allowed = argv[argv.index("--allowedTools") + 1 :]
+    assert "mcp__iris__team_tell" in allowed and "mcp__iris__team_approve" not in allowed
+    assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"

@@ -51,6 +51,9 @@ EXPECTED_TOOLS = [
     "team_getTeamName",
     "team_result",
     "team_cancel",
+    "team_approvals",
+    "team_approve",
+    "team_deny",
 ]
 
 
