@@ -28,7 +28,7 @@ import trio
 from irisd.dispatch import Dispatcher
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode
-from protocol.errors import IrisError, ProtocolError, ShuttingDownError
+from protocol.errors import IrisError, PermissionDeniedError, ProtocolError, ShuttingDownError
 from protocol.framing import LengthPrefixedFramer
 from protocol.messages import ErrorReply, Event, Hello, Request, Watch
 
@@ -205,10 +205,8 @@ async def _try_send(connection: Connection, message: msgspec.Struct) -> None:
 # --- who is on the other end -------------------------------------------------------
 
 
-class PeerRefusedError(IrisError):
+class PeerRefusedError(PermissionDeniedError):
     """A process of another user connected to the socket."""
-
-    code = "permission_denied"
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,12 @@ class LoopError(IrisError):
     code = "loop"
 
 
+class PermissionDeniedError(IrisError):
+    """The caller may not use this irisd (another user's process)."""
+
+    code = "permission_denied"
+
+
 class ShuttingDownError(IrisError):
     """irisd is draining and accepts no new work."""
 
@@ -106,6 +112,7 @@ _BY_CODE: dict[str, type[IrisError]] = {
         NotFoundError,
         BusyError,
         LoopError,
+        PermissionDeniedError,
         ShuttingDownError,
     )
 }
