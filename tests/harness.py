@@ -141,6 +141,24 @@ class Iris:
         )
 
 
+def wait_for(condition: Any, timeout: float = 60.0, what: str = "condition") -> Any:
+    """Poll ``condition`` until it returns something truthy (and return that)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def transcript_file(iris: Iris, folder: Path, session_id: str) -> Path:
+    """Where claude keeps a session's transcript (the escaping rule of the facts page)."""
+    escaped = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder.resolve()))
+    return iris.claude_config / "projects" / escaped / f"{session_id}.jsonl"
+
+
 def child_pids(parent: int) -> set[int]:
     """Direct children of ``parent``, from /proc."""
     found = set()

@@ -8,9 +8,9 @@ from typing import Any
 import apsw
 import msgspec
 
+from irisd.store.rows import EXTERNAL, to_struct
 from protocol.messages import ApprovalInfo
 
-EXTERNAL = ""
 _COLUMNS = (
     "id, from_team, to_team, tell_id, tool_name, input, suggestions, status, created_at, expires_at, "
     "decided_at, decided_by, reason, remembered"
@@ -23,12 +23,10 @@ def canonical(value: Any) -> str:
 
 
 def _info(values: tuple[object, ...]) -> ApprovalInfo:
-    fields = dict(zip(_COLUMNS.split(", "), values, strict=True))
-    fields["from_team"] = fields["from_team"] or None
-    fields["input"] = msgspec.json.decode(str(fields["input"]))
-    fields["suggestions"] = msgspec.json.decode(str(fields["suggestions"]))
-    fields["remembered"] = bool(fields["remembered"])
-    return msgspec.convert(fields, ApprovalInfo)
+    decode = msgspec.json.decode
+    return to_struct(
+        ApprovalInfo, _COLUMNS, values, input=decode, suggestions=decode, remembered=bool
+    )
 
 
 def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None:

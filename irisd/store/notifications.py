@@ -6,18 +6,15 @@ from __future__ import annotations
 import secrets
 
 import apsw
-import msgspec
 
+from irisd.store.rows import EXTERNAL, to_struct
 from protocol.messages import NotificationInfo
 
-EXTERNAL = ""
 _COLUMNS = "id, from_team, to_team, message, status, created_at, expires_at, attempts, tell_id, error"
 
 
 def _info(values: tuple[object, ...]) -> NotificationInfo:
-    fields = dict(zip(_COLUMNS.split(", "), values, strict=True))
-    fields["from_team"] = fields["from_team"] or None
-    return msgspec.convert(fields, NotificationInfo)
+    return to_struct(NotificationInfo, _COLUMNS, values)
 
 
 def create(

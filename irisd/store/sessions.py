@@ -1,9 +1,4 @@
-"""Queries on ``sessions``: one persistent claude conversation per (from_team, to_team).
-
-The external caller (no team) is stored as from_team '' rather than NULL, because a
-UNIQUE constraint lets any number of NULLs through in SQLite: '' gives exactly one
-session per target, as the pair key needs.
-"""
+"""Queries on ``sessions``: one persistent claude conversation per (from_team, to_team)."""
 
 from __future__ import annotations
 
@@ -12,7 +7,7 @@ import uuid
 import apsw
 import msgspec
 
-EXTERNAL = ""
+from irisd.store.rows import EXTERNAL, to_struct
 
 
 class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -34,9 +29,7 @@ _COLUMNS = (
 
 
 def _row(values: tuple[object, ...]) -> SessionRow:
-    fields = dict(zip(_COLUMNS.split(", "), values, strict=True))
-    fields["from_team"] = fields["from_team"] or None
-    return msgspec.convert(fields, SessionRow)
+    return to_struct(SessionRow, _COLUMNS, values)
 
 
 def get(db: apsw.Connection, from_team: str | None, to_team: str) -> SessionRow | None:

@@ -7,11 +7,9 @@ survives a crash of the child and of irisd.
 from __future__ import annotations
 
 import apsw
-import msgspec
 
+from irisd.store.rows import EXTERNAL, to_struct
 from protocol.messages import TellInfo
-
-EXTERNAL = ""
 
 _COLUMNS = (
     "id, from_team, to_team, message, status, text, session_id, created_at, started_at, "
@@ -20,10 +18,7 @@ _COLUMNS = (
 
 
 def _info(values: tuple[object, ...]) -> TellInfo:
-    fields = dict(zip(_COLUMNS.split(", "), values, strict=True))
-    fields["from_team"] = fields["from_team"] or None
-    fields["new_session"] = bool(fields["new_session"])
-    return msgspec.convert(fields, TellInfo)
+    return to_struct(TellInfo, _COLUMNS, values, new_session=bool)
 
 
 def insert(db: apsw.Connection, tell: TellInfo) -> None:

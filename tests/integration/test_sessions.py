@@ -7,12 +7,11 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import Iris, child_pids
+from harness import Iris, child_pids, transcript_file, wait_for
 from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Sleep, Tell, Wake
 
 pytestmark = pytest.mark.claude
@@ -30,15 +29,6 @@ def pair_state(iris: Iris, team: str, from_team: str | None = None) -> ProcessIn
     return reply.process  # type: ignore[no-any-return]
 
 
-def wait_for(condition: Any, timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_conversation_continues_across_a_daemon_restart(iris: Iris) -> None:
@@ -149,9 +139,7 @@ def test_a_lost_transcript_starts_a_new_conversation_and_says_so(iris: Iris) -> 
     iris.start()
     first = tell(iris, "alpha", "one")
     iris.stop()
-    escaped = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder.resolve()))
-    transcript = iris.claude_config / "projects" / escaped / f"{first['session_id']}.jsonl"
-    transcript.unlink()
+    transcript_file(iris, folder, first["session_id"]).unlink()
     iris.start()
     assert "session transcript is gone" in iris.log()
     fresh = tell(iris, "alpha", "two")
@@ -166,8 +154,7 @@ def test_a_transcript_claude_cannot_resume_is_replaced_once(iris: Iris) -> None:
     iris.start()
     first = tell(iris, "alpha", "one")
     iris.stop()
-    escaped = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder.resolve()))
-    Path(iris.claude_config / "projects" / escaped / f"{first['session_id']}.jsonl").write_text("")
+    transcript_file(iris, folder, first["session_id"]).write_text("")
     iris.start()
     fresh = tell(iris, "alpha", "two")
     assert fresh["status"] == "completed" and fresh["new_session"]

@@ -10,7 +10,7 @@ import subprocess
 import msgspec
 import pytest
 
-from harness import Iris
+from harness import Iris, transcript_file
 from iris_cli.client import Client
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
@@ -54,8 +54,7 @@ def test_team_folder_with_dots_underscores_and_spaces(iris: Iris) -> None:
         answer = json.loads(result.stdout)
         assert answer["text"] == f"echo #{turn}: turn {turn}"
     # claude kept the transcript where Iris looks for it (the escaping rule of the facts page).
-    escaped = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder.resolve()))
-    assert (iris.claude_config / "projects" / escaped / f"{answer['session_id']}.jsonl").is_file()
+    assert transcript_file(iris, folder, answer["session_id"]).is_file()
 
 
 def test_errors_name_the_problem_and_the_fix(iris: Iris) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness import Iris
+from harness import Iris, wait_for
 from protocol.messages import CancelTell, GetPair, GetTell, Tell
 
 pytestmark = pytest.mark.claude
@@ -25,15 +25,6 @@ def run_json(iris: Iris, *args: str, ok: bool = True) -> Any:
     return json.loads(result.stdout or result.stderr)
 
 
-def wait_for(condition: Any, timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def test_caller_timeout_returns_the_partial_answer_and_result_fetches_the_rest(iris: Iris) -> None:
