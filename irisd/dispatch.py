@@ -123,7 +123,9 @@ class Dispatcher:
                 return PairReply(process=(await self.pair(from_team, to_team)).statistics())
             case Wake(to_team, from_team):
                 pair = await self.pair(from_team, to_team)
-                message = await pair.wake()
+                message = f"{pair.label} is still starting (it may be waiting for a free process slot)"
+                with trio.move_on_after(self.config.settings.session_init_timeout / 1000):
+                    message = await pair.wake()
                 return PairReply(process=pair.statistics(), message=message)
             case Sleep(to_team, from_team, force):
                 pair = await self.pair(from_team, to_team)

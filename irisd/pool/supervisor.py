@@ -144,7 +144,10 @@ class Supervisor:
         async def wake(team: str) -> None:
             async with limiter:
                 try:
-                    await (await self.pair(from_team, team)).wake()
+                    with trio.move_on_after(self.config.settings.session_init_timeout / 1000) as waited:
+                        await (await self.pair(from_team, team)).wake()
+                    if waited.cancelled_caught:
+                        errors[team] = "still starting (it may be waiting for a free process slot)"
                 except Exception as exc:  # reported per team; one failure does not stop the rest
                     errors[team] = str(exc)
 
