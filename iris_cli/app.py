@@ -209,6 +209,25 @@ def status(as_json: JsonOption = False) -> None:
 
 
 @app.command()
+def init(
+    team: Annotated[
+        list[str] | None,
+        typer.Option("--team", help="A team as NAME=FOLDER (repeat for each); '.' is this folder."),
+    ] = None,
+    force: Annotated[bool, typer.Option(help="Replace an existing config.yaml.")] = False,
+) -> None:
+    """Write a starter config.yaml with your teams (checked before it is written)."""
+    from iris_cli.setup import write_starter_config
+
+    try:
+        path, teams = write_starter_config(team or [], force=force)
+    except IrisError as exc:
+        fail(exc)
+    render.out.print(f"wrote {path} with {len(teams)} team(s): {', '.join(teams) or 'none yet'}")
+    render.out.print("next: start the daemon ('iris daemon start', or 'irisd' in a terminal), then 'iris tell'")
+
+
+@app.command()
 def demo(
     claude: Annotated[
         str | None,

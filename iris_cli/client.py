@@ -72,7 +72,7 @@ class Client:
             sock.close()
             raise DaemonNotRunningError(
                 f"irisd is not running (nothing listens on {self.socket_path}); start it with "
-                "'irisd' (or 'systemctl --user start irisd')"
+                "'iris daemon start' (or run 'irisd' in a terminal)"
             ) from None
         except PermissionError:
             sock.close()

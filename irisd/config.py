@@ -108,7 +108,7 @@ def load_config(path: Path) -> IrisConfig:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(
-            f"config file {path} does not exist; create it with your teams "
+            f"config file {path} does not exist; create it with 'iris init --team NAME=FOLDER' "
             "(see README 'Configuration'), or set IRIS_HOME to the folder that holds it"
         ) from None
     except OSError as exc:
