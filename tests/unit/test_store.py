@@ -1,0 +1,88 @@
+"""The storage queries on a real SQLite file: sessions, retention, notifications, approvals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+
+from irisd.pool.approvals import new_approval_id
+from irisd.store import approvals, notifications, sessions, tells
+from irisd.store.db import MIGRATIONS, StoreError, open_database
+from protocol.messages import ApprovalInfo, TellInfo
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> apsw.Connection:
+    return open_database(tmp_path / "iris.db")
+
+
+def tell(tell_id: str, *, from_team: str | None = None, created: float, finished: float | None) -> TellInfo:
+    status = "completed" if finished is not None else "running"
+    return TellInfo(id=tell_id, from_team=from_team, to_team="b", message="m", status=status,  # type: ignore[arg-type]
+                    created_at=created, finished_at=finished)
+
+
+def test_the_external_caller_has_exactly_one_session_per_team(db: apsw.Connection) -> None:
+    first = sessions.get_or_create(db, None, "b", now=1.0)
+    again = sessions.get_or_create(db, None, "b", now=2.0)
+    other = sessions.get_or_create(db, "a", "b", now=3.0)
+    assert first.session_id == again.session_id != other.session_id
+    assert first.from_team is None and other.from_team == "a"
+    assert len(sessions.list_all(db)) == 2
+
+
+def test_migrations_bring_a_new_database_to_the_latest_version(db: apsw.Connection, tmp_path: Path) -> None:
+    assert db.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    db.close()
+    with pytest.raises(StoreError, match="newer than this irisd knows"):
+        open_database(tmp_path / "iris.db")
+
+
+def test_retention_drops_old_finished_tells_but_keeps_the_newest_and_the_unfinished(db: apsw.Connection) -> None:
+    for n in range(5):
+        tells.insert(db, tell(f"old{n}", created=n, finished=n + 0.5))
+        tells.append_message(db, f"old{n}", n, "result", b"{}")
+    tells.insert(db, tell("running", created=0.1, finished=None))
+    tells.insert(db, tell("recent", created=100, finished=101))
+    assert tells.prune(db, finished_before=50, keep_per_pair=2) == 4  # old0..old3 go
+    left = {t.id for t in tells.recent(db, "b", None, all_callers=True, limit=10)}
+    assert left == {"old4", "running", "recent"}
+    assert tells.messages(db, "old0") == []  # their transcripts went with them
+
+
+def test_unfinished_tells_of_a_dead_daemon_become_interrupted(db: apsw.Connection) -> None:
+    tells.insert(db, tell("t1", created=1, finished=None))
+    assert tells.interrupt_unfinished(db, now=5.0) == 1
+    found = tells.get(db, "t1")
+    assert found is not None and found.status == "interrupted" and "irisd stopped" in found.error
+
+
+def test_notifications_are_delivered_in_order_and_expire(db: apsw.Connection) -> None:
+    first = notifications.create(db, "a", "b", "one", now=10.0, ttl_s=100.0)
+    second = notifications.create(db, "a", "b", "two", now=11.0, ttl_s=1.0)
+    assert [n.message for n in notifications.pending(db)] == ["one", "two"]
+    notifications.mark(db, first.id, "delivering", tell_id="t1")
+    assert notifications.reset_delivering(db) == 1  # a restart puts it back in line
+    assert notifications.expire(db, now=12.0) == 1
+    gone = notifications.get(db, second.id)
+    assert gone is not None and gone.status == "expired"
+    assert [n.id for n in notifications.pending(db)] == [first.id]
+    assert notifications.get(db, first.id).attempts == 1  # type: ignore[union-attr]
+
+
+def test_approvals_have_unguessable_ids_and_remembered_rules_match_exactly(db: apsw.Connection) -> None:
+    ids = {new_approval_id() for _ in range(1000)}
+    assert len(ids) == 1000 and all(len(i) == 34 for i in ids)  # "a-" + 128 random bits
+    info = ApprovalInfo(id=new_approval_id(), from_team=None, to_team="b", tell_id="t", tool_name="Bash",
+                        input={"command": "ls", "description": "x"}, status="pending", created_at=1, expires_at=2)
+    approvals.insert(db, info, request_id="r1")
+    assert [a.id for a in approvals.listing(db, "b", include_decided=False)] == [info.id]
+    approvals.remember(db, None, "b", "Bash", {"description": "x", "command": "ls"}, info.id, now=3)
+    assert approvals.remembered(db, None, "b", "Bash", {"command": "ls", "description": "x"})  # key order
+    assert not approvals.remembered(db, None, "b", "Bash", {"command": "ls -la", "description": "x"})
+    assert not approvals.remembered(db, "a", "b", "Bash", {"command": "ls", "description": "x"})  # other pair
+    assert approvals.expire_pending(db, now=4.0, reason="restart") == 1
+    assert approvals.get(db, info.id).status == "expired"  # type: ignore[union-attr]
