@@ -100,6 +100,11 @@ class ClaudeProcess:
                 start_new_session=True,
             )
         except OSError as exc:
+            if not os.path.isdir(self.cwd):  # noqa: ASYNC240 - only on this error path
+                raise ClaudeError(
+                    f"the team folder {self.cwd} does not exist any more; restore it, or fix the "
+                    "team's path in config.yaml and restart irisd"
+                ) from None
             raise ClaudeError(
                 f"cannot start {self.argv[0]!r} in {self.cwd}: {exc.strerror}; install Claude "
                 "Code or set settings.claudePath in config.yaml"

@@ -202,3 +202,12 @@ def _irisd() -> list[str]:
     import sys
 
     return [sys.executable, "-m", "irisd.main"]
+
+
+def test_a_team_folder_removed_while_irisd_runs_is_named_in_the_error(iris: Iris) -> None:
+    folder = iris.add_team("alpha")
+    iris.start()
+    folder.rmdir()
+    result = iris.cli("tell", "alpha", "hi", "--json")
+    assert result.returncode == 1
+    assert f"the team folder {folder.resolve()} does not exist any more" in json.loads(result.stdout)["error"]
