@@ -131,14 +131,24 @@ def tell(
     streamed: list[str] = []
     live = not as_json and sys.stdout.isatty() and timeout != -1
 
+    tell_id: list[str] = []
+
     def on_event(event: Event) -> None:
-        if isinstance(event, TellText):
+        if isinstance(event, TellState | TellText) and not tell_id:
+            tell_id.append(event.tell_id)
+        if isinstance(event, TellText) and live:
             streamed.append(event.text)
             sys.stdout.write(event.text)
             sys.stdout.flush()
 
-    request = Tell(to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=live)
-    reply = send(request, as_json, on_event if live else None)
+    # Streaming also tells us the tell's id early, for the Ctrl-C message below.
+    request = Tell(to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=True)
+    try:
+        reply = send(request, as_json, on_event)
+    except KeyboardInterrupt:
+        which = f"'iris result {tell_id[0]}' or 'iris cancel {tell_id[0]}'" if tell_id else f"'iris report {team}'"
+        render.err.print(f"\n[yellow]stopped waiting[/]: the tell goes on in irisd; see {which}")
+        raise typer.Exit(130) from None
     assert isinstance(reply, TellReply)
     info = reply.tell
     if as_json:
