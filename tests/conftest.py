@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,3 +28,4 @@ def iris(tmp_path: Path, model: ScriptedModel, claude_bin: Path) -> Iterator[Iri
     yield instance
     if instance.process is not None:
         instance.stop(timeout=30)
+    shutil.rmtree(instance.socket.parent, ignore_errors=True)
