@@ -53,7 +53,18 @@ from irisd.config import IrisConfig, Team
 from irisd.paths import IrisPaths, session_file
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.approvals import ApprovalDesk
-from irisd.pool.policy import PairKey, PairView, idle_deadline, start_retry_delay
+from irisd.pool.policy import (
+    ChildExit,
+    Died,
+    Expected,
+    GiveUp,
+    NewConversation,
+    PairKey,
+    PairView,
+    RetryStart,
+    classify_exit,
+    idle_deadline,
+)
 from irisd.store import sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import Action, ReplyToCaller, SendInterrupt, StopChild
@@ -547,36 +558,38 @@ class Pair:
         self._stoppers.clear()
         tell = self.current
         running = tell is not None and not tell.machine.is_final
-        crashed_on_start = not stopped_by_us and not self._child_spoke and exit.returncode != 0
-        lost = self._conversation_lost or (
-            crashed_on_start and self._resumed and NO_CONVERSATION in exit.stderr_tail
-        )
+        lost = self._conversation_lost or (self._resumed and NO_CONVERSATION in exit.stderr_tail)
         self._conversation_lost = False
-        if lost and not self._force_new_session:  # once: a second failure counts as a crash
-            await self._retry_with_new_session(detail)
-            return
-        if crashed_on_start:
-            self._start_failures += 1
-            delay = start_retry_delay(self._start_failures)
-            log.warning(
-                "claude crashed on start",
-                extra={"pair": self.label, "detail": detail, "failures": self._start_failures},
-            )
-            if delay is None:
-                await self._enter_failed(
-                    f"claude keeps crashing on start ({self._start_failures} times): {detail}", now
-                )
-                return
-            self._retry_at = now + delay
-            self._resend = running
-            await self._set_state("stopped")
-            return
-        if not stopped_by_us:
-            log.warning("claude exited", extra={"pair": self.label, "detail": detail})
-        self.reason = "" if stopped_by_us or not exit.returncode else detail
-        await self._set_state("stopped")
-        if tell is not None and running:
-            await self._apply(tell, tell.machine.child_exited(now, detail))
+        verdict = classify_exit(
+            ChildExit(
+                stopped_by_us=stopped_by_us,
+                spoke=self._child_spoke,
+                returncode=exit.returncode,
+                conversation_lost=lost,
+                renewed_already=self._force_new_session,
+            ),
+            self._start_failures,
+        )
+        match verdict:
+            case NewConversation():
+                await self._retry_with_new_session(detail)
+            case RetryStart(delay, failures):
+                log.warning("claude crashed on start", extra={"pair": self.label, "detail": detail,
+                                                              "failures": failures})
+                self._start_failures = failures
+                self._retry_at = now + delay
+                self._resend = running
+                await self._set_state("stopped")
+            case GiveUp(failures):
+                self._start_failures = failures
+                await self._enter_failed(f"claude keeps crashing on start ({failures} times): {detail}", now)
+            case Expected() | Died():
+                if isinstance(verdict, Died):
+                    log.warning("claude exited", extra={"pair": self.label, "detail": detail})
+                self.reason = "" if stopped_by_us or not exit.returncode else detail
+                await self._set_state("stopped")
+                if tell is not None and running:
+                    await self._apply(tell, tell.machine.child_exited(now, detail))
 
     async def _retry_with_new_session(self, detail: str) -> None:
         log.warning("resume failed; starting a new conversation", extra={"pair": self.label, "why": detail})

@@ -78,3 +78,60 @@ def start_retry_delay(consecutive_failures: int) -> float | None:
 def idle_deadline(state: ProcessState, last_active: float, idle_timeout_s: float) -> float | None:
     """When an idle child should be reaped (None while it is not idle)."""
     return last_active + idle_timeout_s if state == "idle" else None
+
+
+@dataclass(frozen=True)
+class ChildExit:
+    """What the pair knows when its child is gone."""
+
+    stopped_by_us: bool
+    spoke: bool  # it printed at least one line
+    returncode: int | None
+    conversation_lost: bool  # claude said it has no conversation to resume
+    renewed_already: bool = False  # the pair already started a new conversation for this
+
+
+@dataclass(frozen=True)
+class Expected:
+    """We stopped it (sleep, eviction, idle, timeout): nothing to recover."""
+
+
+@dataclass(frozen=True)
+class Died:
+    """It exited on its own after working: its tell ends interrupted; the next one respawns."""
+
+
+@dataclass(frozen=True)
+class NewConversation:
+    """The resume failed: start a new conversation and hand it the same tell (once)."""
+
+
+@dataclass(frozen=True)
+class RetryStart:
+    """It crashed on start: try again after ``delay`` seconds with the same tell."""
+
+    delay: float
+    failures: int
+
+
+@dataclass(frozen=True)
+class GiveUp:
+    """It crashed on start too often: the pair is failed."""
+
+    failures: int
+
+
+ExitVerdict = Expected | Died | NewConversation | RetryStart | GiveUp
+
+
+def classify_exit(exit: ChildExit, start_failures: int) -> ExitVerdict:
+    """What to do about a child that is gone, given how many starts failed in a row."""
+    if exit.stopped_by_us:
+        return Expected()
+    if exit.conversation_lost and not exit.renewed_already:
+        return NewConversation()
+    if exit.spoke or exit.returncode == 0:
+        return Died()
+    failures = start_failures + 1
+    delay = start_retry_delay(failures)
+    return GiveUp(failures) if delay is None else RetryStart(delay, failures)

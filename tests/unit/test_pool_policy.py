@@ -1,10 +1,17 @@
 from __future__ import annotations
 
 from irisd.pool.policy import (
+    ChildExit,
+    Died,
     Evict,
+    Expected,
+    GiveUp,
     Grant,
+    NewConversation,
     PairView,
+    RetryStart,
     Wait,
+    classify_exit,
     decide_slot,
     idle_deadline,
     least_recently_used_idle,
@@ -55,3 +62,29 @@ def test_start_retries_back_off_then_give_up() -> None:
 def test_idle_deadline_only_while_idle() -> None:
     assert idle_deadline("idle", last_active=100.0, idle_timeout_s=60) == 160.0
     assert idle_deadline("processing", last_active=100.0, idle_timeout_s=60) is None
+
+
+def exit_(stopped_by_us: bool = False, spoke: bool = False, code: int | None = 1, lost: bool = False,
+          renewed: bool = False) -> ChildExit:
+    return ChildExit(stopped_by_us=stopped_by_us, spoke=spoke, returncode=code, conversation_lost=lost,
+                     renewed_already=renewed)
+
+
+def test_a_child_we_stopped_needs_nothing() -> None:
+    assert classify_exit(exit_(stopped_by_us=True, lost=True), start_failures=2) == Expected()
+
+
+def test_a_child_that_worked_and_died_interrupts_its_tell() -> None:
+    assert classify_exit(exit_(spoke=True, code=-9), start_failures=0) == Died()
+    assert classify_exit(exit_(spoke=False, code=0), start_failures=0) == Died()
+
+
+def test_a_lost_conversation_is_renewed_once_then_counts_as_a_crash() -> None:
+    assert classify_exit(exit_(lost=True), start_failures=0) == NewConversation()
+    assert classify_exit(exit_(lost=True, renewed=True), start_failures=0) == RetryStart(0.25, 1)
+
+
+def test_crashes_on_start_are_retried_then_given_up() -> None:
+    assert classify_exit(exit_(), start_failures=0) == RetryStart(0.25, 1)
+    assert classify_exit(exit_(), start_failures=1) == RetryStart(1.0, 2)
+    assert classify_exit(exit_(), start_failures=2) == GiveUp(3)
