@@ -36,6 +36,20 @@ async def run_core(
     await reconcile(store)
     await report_lost_sessions(config, paths, store)
     hub = EventHub()
+    try:
+        await _run_services(config, paths, store, hub, child_factory, task_status)
+    finally:
+        hub.close()
+
+
+async def _run_services(
+    config: IrisConfig,
+    paths: IrisPaths,
+    store: Store,
+    hub: EventHub,
+    child_factory: ChildFactory,
+    task_status: trio.TaskStatus[Dispatcher],
+) -> None:
     async with trio.open_nursery() as nursery:
         supervisor = Supervisor(config=config, paths=paths, store=store, hub=hub, child_factory=child_factory)
         await nursery.start(supervisor.run)

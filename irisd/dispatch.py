@@ -20,7 +20,7 @@ from irisd.store import approvals, notifications, sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
-from protocol.errors import BusyError, InvalidRequestError, LoopError, NotFoundError
+from protocol.errors import BusyError, InvalidRequestError, LoopError, NotFoundError, ShuttingDownError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
     ApprovalInfo,
@@ -451,6 +451,8 @@ class Dispatcher:
         async with self.hub.subscribe(team) as events:
             async for event in events:
                 await send_event(event)
+        if self.hub.closed:
+            raise ShuttingDownError("irisd is stopping; watch again once it is back")
         raise BusyError("this watcher could not keep up with the events and was disconnected; watch again")
 
     def _check_from(self, from_team: str | None) -> None:

@@ -21,11 +21,22 @@ class _Watcher:
 class EventHub:
     def __init__(self) -> None:
         self._watchers: set[_Watcher] = set()
+        self.closed = False
+
+    def close(self) -> None:
+        """irisd is stopping: end every watch (their iteration stops)."""
+        self.closed = True
+        for watcher in self._watchers:
+            watcher.send.close()
+        self._watchers.clear()
 
     def subscribe(self, team: str | None = None) -> trio.MemoryReceiveChannel[Event]:
         """Events of tells to or from ``team`` (all tells if None)."""
         send, receive = trio.open_memory_channel[Event](WATCHER_BUFFER)
-        self._watchers.add(_Watcher(team, send))
+        if self.closed:
+            send.close()
+        else:
+            self._watchers.add(_Watcher(team, send))
         return receive
 
     def publish(self, event: Event, from_team: str | None, to_team: str) -> None:

@@ -30,7 +30,7 @@ from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode
 from protocol.errors import IrisError, PermissionDeniedError, ProtocolError, ShuttingDownError
 from protocol.framing import LengthPrefixedFramer
-from protocol.messages import ErrorReply, Event, Hello, Request, Watch
+from protocol.messages import ErrorReply, Event, Hello, Request
 
 log = logging.getLogger("irisd.server")
 
@@ -146,15 +146,13 @@ class Server:
             if not greeted:
                 await _check_hello(connection, request)
                 greeted = True
-            # A watch only ends when its client leaves: draining must not wait for it.
-            counted = not isinstance(request, Watch)
-            if counted:
-                self._begin()
+            # (A watch too: the core ends every watch when it stops, before the drain
+            # waits for the last replies, so that watchers hear why.)
+            self._begin()
             try:
                 await connection.send(await self._reply(request, connection))
             finally:
-                if counted:
-                    self._end()
+                self._end()
 
     async def _reply(self, request: Request, connection: Connection) -> msgspec.Struct:
         async def send_event(event: Event) -> None:

@@ -169,3 +169,19 @@ def test_watch_follows_tells_live(iris: Iris) -> None:
     assert states == ["queued", "running", "completed"]
     assert all(e["tell_id"] == told["id"] for e in events)
     assert "".join(e["text"] for e in events if e["type"] == "tell_text") == "echo #1: watch this"
+
+
+def test_a_watcher_is_told_when_irisd_stops(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "iris_cli", "watch"],
+        env=iris.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        time.sleep(0.5)  # let the watcher subscribe (nothing to poll for)
+        assert iris.stop() == 0
+        _, err = watcher.communicate(timeout=20)
+    finally:
+        watcher.kill()
+    assert watcher.returncode == 1 and "irisd is stopping" in err
