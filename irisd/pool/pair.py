@@ -295,12 +295,11 @@ class Pair:
         assert request.approval is not None
         return request.approval
 
-    def request_stop_nowait(self, reason: str) -> None:
-        """For eviction: stop the child if it is idle; the supervisor watches the result."""
-        try:
-            self._post(StopRequest(force=False, reason=reason))
-        except BusyError:
-            pass
+    async def request_stop(self, reason: str) -> None:
+        """For eviction: ask the actor to stop the child if it is idle, without waiting for
+        the answer (the supervisor watches the pair's state). Never dropped: it waits for
+        room in a full inbox."""
+        await self._inbox_send.send(StopRequest(force=False, reason=reason))
 
     async def _ask(self, request: WakeRequest | StopRequest | ResetRequest | DecideRequest) -> str:
         self._post(request)
@@ -315,10 +314,12 @@ class Pair:
         except trio.WouldBlock:
             raise BusyError(f"{self.label} is overloaded; try again in a moment") from None
 
-    def _post_quietly(self, event: PairEvent) -> None:
+    async def _report_spawn(self, event: Spawned | SpawnFailed) -> None:
+        """Hand a spawn's outcome to the actor. It must not be lost (the pair would stay
+        'spawning' for ever), so this waits for room in a full inbox."""
         try:
-            self._inbox_send.send_nowait(event)
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            await self._inbox_send.send(event)
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
             if isinstance(event, Spawned):
                 event.process.stop()
 
@@ -476,18 +477,18 @@ class Pair:
             assert self._nursery is not None
             await self._nursery.start(process.run)
         except ClaudeError as exc:
-            self._post_quietly(SpawnFailed(exc.message))
+            await self._report_spawn(SpawnFailed(exc.message))
             return
         except Exception as exc:  # a bug or a broken database must not take other pairs down
             log.exception("spawn failed", extra={"pair": self.label})
-            self._post_quietly(SpawnFailed(f"irisd could not start claude: {exc}"))
+            await self._report_spawn(SpawnFailed(f"irisd could not start claude: {exc}"))
             return
         log.info(
             "spawned claude",
             extra={"pair": self.label, "pid": process.pid, "resume": resume,
                    "session_id": row.session_id, "spawn_s": round(trio.current_time() - started, 3)},
         )
-        self._post_quietly(Spawned(process, row.session_id, new_session=not resume, resumed=resume))
+        await self._report_spawn(Spawned(process, row.session_id, new_session=not resume, resumed=resume))
 
     async def _on_spawned(self, event: Spawned) -> None:
         if self.state != "spawning":

@@ -110,7 +110,7 @@ class Supervisor:
             if isinstance(decision, Evict):
                 victim = self.pairs[decision.key]
                 log.info("evicting idle pair", extra={"pair": victim.label, "for": requester.label})
-                victim.request_stop_nowait(f"evicted (least recently used) for {requester.label}")
+                await victim.request_stop(f"evicted (least recently used) for {requester.label}")
             else:
                 requester.waiting_for_slot = decision.busy
                 if not announced:
