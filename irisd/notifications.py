@@ -29,44 +29,52 @@ RETRY_AFTER_S = 30.0
 
 
 class Courier:
+    """Delivers notifications: one task per pair with notifications waiting, so a long
+    tell of one pair never holds up the others."""
+
     def __init__(self, *, store: Store) -> None:
         self.store = store
         self.dispatcher: Dispatcher | None = None
         self._wakeup = trio.Event()
+        self._delivering: set[tuple[str, str]] = set()  # pairs with a delivery task
 
     def wake_up(self) -> None:
-        """A notification was stored: deliver it now rather than at the next round."""
+        """A notification was stored (or a pair finished): look again now."""
         self._wakeup.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        task_status.started()
-        while True:
-            self._wakeup = trio.Event()
-            failures = await self.deliver_pending()
-            with trio.move_on_after(RETRY_AFTER_S if failures else 3600.0):
-                await self._wakeup.wait()
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            while True:
+                self._wakeup = trio.Event()
+                await self.start_deliveries(nursery)
+                with trio.move_on_after(3600.0):  # TTLs expire even when nothing happens
+                    await self._wakeup.wait()
 
-    async def deliver_pending(self) -> int:
-        """One round: every pending notification, pairs in parallel, each pair in order.
-        Returns how many deliveries failed (to be retried)."""
+    async def start_deliveries(self, nursery: trio.Nursery) -> None:
+        """Expire what is past its TTL; start a task for each pair with work and none yet."""
         await self.store.call(notifications.expire, time.time())
         pending = await self.store.call(notifications.pending)
-        failures = 0
-
-        async def deliver_pair(items: list[NotificationInfo]) -> None:
-            nonlocal failures
-            for item in items:
-                if not await self._deliver(item):
-                    failures += 1
-                    return  # keep the order: later ones wait for this one
 
         def key(n: NotificationInfo) -> tuple[str, str]:
             return (n.from_team or "", n.to_team)
 
-        async with trio.open_nursery() as nursery:
-            for _, group in itertools.groupby(sorted(pending, key=key), key=key):
-                nursery.start_soon(deliver_pair, list(group))
-        return failures
+        for pair, group in itertools.groupby(sorted(pending, key=key), key=key):
+            if pair not in self._delivering:
+                self._delivering.add(pair)
+                nursery.start_soon(self._deliver_pair, pair, list(group))
+
+    async def _deliver_pair(self, pair: tuple[str, str], items: list[NotificationInfo]) -> None:
+        """In order; after a failure the pair's line waits RETRY_AFTER_S, then is retried
+        (later notifications wait for the failed one)."""
+        try:
+            for item in items:
+                if not await self._deliver(item):
+                    await trio.sleep(RETRY_AFTER_S)
+                    return
+        finally:
+            self._delivering.discard(pair)
+            self.wake_up()  # look again: a retry, or more that arrived for this pair meanwhile
 
     async def _deliver(self, item: NotificationInfo) -> bool:
         assert self.dispatcher is not None

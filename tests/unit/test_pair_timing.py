@@ -256,3 +256,37 @@ async def test_a_full_pool_of_busy_processes_makes_a_tell_wait_never_evicting(
         await second.result("your turn")
         done = await core.get_tell(waiting.tell.id, 5000)
         assert done.tell.text == "your turn"
+
+
+async def notify(core: Dispatcher, team: str, message: str) -> str:
+    reply = await core.dispatch(Tell(to_team=team, message=message, persist=True), no_events)
+    return reply.notification.id  # type: ignore[union-attr]
+
+
+async def sent_texts(child: FakeChild, count: int) -> list[str]:
+    while len(child.sent) < count:
+        await trio.sleep(0.01)
+    return [m["message"]["content"][0]["text"] for m in child.sent]  # type: ignore[index]
+
+
+async def test_notifications_of_one_pair_never_wait_for_another_and_failures_retry_later(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    from irisd.notifications import RETRY_AFTER_S
+    from irisd.store import notifications
+
+    slow_id = await notify(core, "alpha", "slow one")
+    alpha = await child_got_turn(0)
+    quick_id = await notify(core, "beta", "quick one")
+    beta = await child_got_turn(1)  # delivered while alpha's is still running
+    await beta.result("got it")
+    await trio.sleep(0.1)
+    assert (await core.store.call(notifications.get, quick_id)).status == "delivered"  # type: ignore[union-attr]
+
+    await alpha.result("model overloaded", is_error=True)  # the delivery fails...
+    failed_at = trio.current_time()
+    assert await sent_texts(alpha, 2) == ["slow one", "slow one"]  # ... and is retried
+    assert trio.current_time() == pytest.approx(failed_at + RETRY_AFTER_S, abs=0.1)
+    await alpha.result("done")
+    await trio.sleep(0.1)
+    assert (await core.store.call(notifications.get, slow_id)).status == "delivered"  # type: ignore[union-attr]
