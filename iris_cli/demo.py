@@ -20,8 +20,9 @@ from rich.panel import Panel
 
 from iris_cli import render
 from iris_cli.client import Client
+from iris_cli.daemon_control import wait_until_answering
 from iris_cli.scripted_model import ScriptedModel
-from protocol.errors import DaemonNotRunningError, IrisError
+from protocol.errors import IrisError
 from protocol.messages import GetStatus, StatusReply, Tell, TellReply
 
 CLAUDE_VERSION = "2.1.330"
@@ -106,8 +107,10 @@ def _write_config(root: Path, claude_path: str) -> None:
 
 
 def _play(socket_path: Path, daemon: subprocess.Popen[bytes]) -> None:
-    os.environ["IRIS_SOCKET"] = str(socket_path)  # for the Client default
-    _wait_for_daemon(socket_path, daemon)
+    if wait_until_answering(socket_path, time.monotonic() + START_TIMEOUT_S, daemon.pid) is None:
+        code = daemon.poll()
+        why = f"exited with code {code}" if code is not None else f"did not answer within {START_TIMEOUT_S:g} s"
+        raise IrisError(f"irisd {why}; run 'iris demo --keep' and read irisd.log in the folder it names")
     render.out.print("[bold]Iris demo[/]: two teams, a scripted model, real claude processes.\n")
     for from_team, to_team, message in SCRIPT:
         started = time.monotonic()
@@ -125,18 +128,3 @@ def _play(socket_path: Path, daemon: subprocess.Popen[bytes]) -> None:
         "\nThe '#N' in each answer counts the turns of that pair's conversation: "
         "frontend -> backend continued its session, while each pair has its own."
     )
-
-
-def _wait_for_daemon(socket_path: Path, daemon: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        if daemon.poll() is not None:
-            raise IrisError(f"irisd exited at start-up with code {daemon.returncode}")
-        try:
-            with Client(socket_path) as client:
-                client.connect()
-            return
-        except DaemonNotRunningError:
-            if time.monotonic() > deadline:
-                raise IrisError(f"irisd did not start within {START_TIMEOUT_S:g} s") from None
-            time.sleep(0.05)

@@ -6,6 +6,8 @@ import json
 import socket
 import struct
 import subprocess
+import tempfile
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -211,3 +213,12 @@ def test_a_team_folder_removed_while_irisd_runs_is_named_in_the_error(iris: Iris
     result = iris.cli("tell", "alpha", "hi", "--json")
     assert result.returncode == 1
     assert f"the team folder {folder.resolve()} does not exist any more" in json.loads(result.stdout)["error"]
+
+
+def test_the_demo_runs_offline_and_cleans_up(iris: Iris, claude_bin: Path) -> None:
+    before = set(Path(tempfile.gettempdir()).glob("iris-demo-*"))
+    result = iris.cli("demo", "--claude", str(claude_bin), timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "echo #1: What does GET /users return?" in result.stdout
+    assert "echo #2: And is the email optional?" in result.stdout  # frontend -> backend continued
+    assert set(Path(tempfile.gettempdir()).glob("iris-demo-*")) == before  # nothing left behind
