@@ -12,7 +12,7 @@ from irisd.config import IrisConfig
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.notifications import Courier
-from irisd.paths import IrisPaths, session_file
+from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
 from irisd.store import approvals, notifications, sessions, tells
@@ -88,12 +88,11 @@ async def reconcile(store: Store) -> None:
 
 async def report_lost_sessions(config: IrisConfig, paths: IrisPaths, store: Store) -> None:
     """Sessions whose transcript claude no longer has: reported now, re-created on next use."""
-    for row in await store.call(sessions.list_all):
-        team = config.teams.get(row.to_team)
-        if team is None or row.message_count == 0:
-            continue
-        transcript = session_file(paths.claude_config_dir, team.path, row.session_id)
-        if not await trio.to_thread.run_sync(transcript.exists):
+    rows = [row for row in await store.call(sessions.list_all) if row.message_count > 0]
+    files = [transcript_path(paths, config.teams, row.to_team, row.session_id) for row in rows]
+    found = await trio.to_thread.run_sync(existing, files)
+    for row, transcript, exists in zip(rows, files, found, strict=True):
+        if transcript is not None and not exists:
             log.warning(
                 "session transcript is gone; the next tell starts a new conversation",
                 extra={"pair": f"{row.from_team or 'external'}->{row.to_team}", "session_id": row.session_id,

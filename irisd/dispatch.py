@@ -12,7 +12,7 @@ import trio
 from irisd import __version__
 from irisd.config import IrisConfig
 from irisd.events import EventHub
-from irisd.paths import IrisPaths, session_file
+from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.pair import Pair
 from irisd.pool.supervisor import Supervisor
@@ -184,15 +184,10 @@ class Dispatcher:
     async def sessions(self, to_team: str | None) -> list[SessionInfo]:
         if to_team is not None:
             self.config.team(to_team)
-        rows = await self.store.call(sessions.list_all)
+        rows = [r for r in await self.store.call(sessions.list_all) if to_team in (None, r.to_team)]
+        files = [transcript_path(self.paths, self.config.teams, r.to_team, r.session_id) for r in rows]
         found = []
-        for row in rows:
-            if to_team is not None and row.to_team != to_team:
-                continue
-            team = self.config.teams.get(row.to_team)
-            transcript = team is not None and await trio.to_thread.run_sync(
-                session_file(self.paths.claude_config_dir, team.path, row.session_id).exists
-            )
+        for row, transcript in zip(rows, await trio.to_thread.run_sync(existing, files), strict=True):
             live = self.supervisor.pairs.get((row.from_team, row.to_team))
             found.append(
                 SessionInfo(
@@ -204,7 +199,7 @@ class Dispatcher:
                     message_count=row.message_count,
                     status=row.status,
                     process_state=live.state if live else "stopped",
-                    transcript_exists=bool(transcript),
+                    transcript_exists=transcript,
                 )
             )
         return found

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -55,3 +56,14 @@ def escape_project_path(path: str) -> str:
 def session_file(claude_config_dir: Path, project_path: str, session_id: str) -> Path:
     """The transcript claude keeps for ``session_id`` started in ``project_path``."""
     return claude_config_dir / "projects" / escape_project_path(project_path) / f"{session_id}.jsonl"
+
+
+def transcript_path(paths: IrisPaths, teams: Mapping[str, Any], to_team: str, session_id: str) -> Path | None:
+    """The transcript of a pair's session, or None if its team is no longer configured."""
+    team = teams.get(to_team)
+    return session_file(paths.claude_config_dir, team.path, session_id) if team is not None else None
+
+
+def existing(files: list[Path | None]) -> list[bool]:
+    """Which of ``files`` exist: one blocking call for a whole listing (run it in a thread)."""
+    return [file is not None and file.exists() for file in files]
