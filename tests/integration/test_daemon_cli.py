@@ -78,7 +78,9 @@ def test_without_systemd_irisd_runs_as_a_background_process(iris: Iris, env: dic
     assert read_pid_file(layout) == pid
     assert state["socket"] == str(iris.socket) and state["log"] == str(layout.log_file)
     stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    assert int(stat[1]) != os.getpid() and int(stat[4]) != os.getsid(0)  # detached: own parent, own session
+    parent, session, terminal = int(stat[1]), int(stat[3]), int(stat[4])
+    # Detached: re-parented, in the launcher's new session, with no controlling terminal.
+    assert parent != os.getpid() and session not in (0, os.getsid(0)) and terminal == 0
 
     assert "irisd ready" in daemon(iris, "logs", "-n", "5").stdout
     assert "already running" in daemon(iris, "start").stdout
