@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 
 from _common import describe, header, median, ms, request, running_iris, timed
 
@@ -79,7 +80,7 @@ def main() -> None:
             request(iris, Tell(to_team="alpha", message="warm up"))
             for round_ in range(args.rounds):
                 text = f"question {round_}"
-                sides = [
+                sides: list[tuple[list[float], Callable[..., object], tuple[object, ...]]] = [
                     (direct, claude.turn, ()),
                     (socket, via_socket, (iris,)),
                     (cli, via_cli, (iris,)),

@@ -81,13 +81,13 @@ def main() -> None:
             print(".", end="", flush=True, file=sys.stderr)
     print()
     print("ratios (medians):")
-    for label, one, wall, each in (
+    for label, one, walls, each in (
         ("warm", warm_one, warm_wall, warm_each),
         ("cold", cold_one, cold_wall, cold_each),
     ):
-        speedup = PAIRS * median(one) / median(wall)
+        speedup = PAIRS * median(one) / median(walls)
         print(
-            f"  {label}: {PAIRS} at once take {median(wall) / median(one):4.1f}x one tell's time "
+            f"  {label}: {PAIRS} at once take {median(walls) / median(one):4.1f}x one tell's time "
             f"(each tell {median(each) / median(one):4.1f}x slower); throughput {speedup:4.1f}x of one "
             f"pair at a time"
         )

@@ -136,12 +136,12 @@ def main() -> int:
             samples[name].append(time_to_initialize(command, env))
     for name, runs in samples.items():
         print(describe(name, runs))
-    bare, shim = samples["bare SDK server"], samples["iris mcp"]
-    difference = median_ms(shim, 0) - median_ms(bare, 0)
-    cpu_difference = median_ms(shim, 1) - median_ms(bare, 1)
+    bare_runs, shim_runs = samples["bare SDK server"], samples["iris mcp"]
+    difference = median_ms(shim_runs, 0) - median_ms(bare_runs, 0)
+    cpu_difference = median_ms(shim_runs, 1) - median_ms(bare_runs, 1)
     verdict = "within" if difference <= TARGET_MS else "OVER"
     print(
-        f"iris mcp - bare: wall {difference:+.1f} ms (ratio {median_ms(shim, 0) / median_ms(bare, 0):.2f}), "
+        f"iris mcp - bare: wall {difference:+.1f} ms (ratio {median_ms(shim_runs, 0) / median_ms(bare_runs, 0):.2f}), "
         f"cpu {cpu_difference:+.1f} ms; {verdict} the target of +{TARGET_MS:g} ms "
         f"({options.runs} runs each; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
     )

@@ -97,8 +97,8 @@ def tell_json(reply: TellReply) -> dict[str, object]:
 
 @app.command()
 def tell(
-    team: Annotated[str, typer.Argument(help="The team to tell.")],
-    message: Annotated[str, typer.Argument(help="What to tell it ('-' reads standard input).")],
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The team to tell.")],
+    message: Annotated[str, typer.Argument(metavar="MESSAGE", help="What to tell it ('-' reads standard input).")],
     from_team: FromOption = None,
     timeout: Annotated[
         int,
@@ -169,7 +169,7 @@ def tell(
 
 @app.command()
 def result(
-    tell_id: Annotated[str, typer.Argument(help="The tell's id (printed by 'iris tell').")],
+    tell_id: Annotated[str, typer.Argument(metavar="ID", help="The tell's id (printed by 'iris tell').")],
     wait: Annotated[int, typer.Option(help="Wait up to this many ms for the tell to end.")] = 0,
     as_json: JsonOption = False,
 ) -> None:
@@ -256,7 +256,7 @@ def demo(
 
 @app.command()
 def cancel(
-    tell_id: Annotated[str, typer.Argument(help="The tell to interrupt (queued or running).")],
+    tell_id: Annotated[str, typer.Argument(metavar="ID", help="The tell to interrupt (queued or running).")],
     as_json: JsonOption = False,
 ) -> None:
     """Interrupt a tell without killing the team's warm claude process."""
@@ -272,9 +272,9 @@ def cancel(
 
 @app.command()
 def command(
-    team: Annotated[str, typer.Argument(help="The team whose session gets the command.")],
-    name: Annotated[str, typer.Argument(help="The slash command, e.g. compact or /compact.")],
-    args: Annotated[str, typer.Argument(help="Its arguments.")] = "",
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The team whose session gets the command.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The slash command, e.g. compact or /compact.")],
+    args: Annotated[str, typer.Argument(metavar="ARGS", help="Its arguments.")] = "",
     from_team: FromOption = None,
     timeout: Annotated[int, typer.Option(help="Milliseconds to wait, as for 'iris tell'.")] = 0,
     as_json: JsonOption = False,
@@ -295,7 +295,7 @@ def command(
 
 @app.command()
 def sessions(
-    team: Annotated[str | None, typer.Argument(help="Only the sessions with this team.")] = None,
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only the sessions with this team.")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """List the pairs' persistent conversations."""
@@ -313,8 +313,8 @@ app.add_typer(session_app, name="session")
 
 @session_app.command("reset")
 def session_reset(
-    from_team: Annotated[str, typer.Argument(help="The asking team ('external' for you).")],
-    to_team: Annotated[str, typer.Argument(help="The answering team.")],
+    from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
+    to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
     as_json: JsonOption = False,
 ) -> None:
     """Start a fresh conversation for the pair FROM -> TO."""
@@ -333,7 +333,7 @@ def _caller(name: str | None) -> str | None:
 
 @app.command()
 def wake(
-    team: Annotated[str | None, typer.Argument(help="The team to wake.")] = None,
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="The team to wake.")] = None,
     from_team: FromOption = None,
     all_teams: Annotated[bool, typer.Option("--all", help="Wake every team (for --from).")] = False,
     sequential: Annotated[bool, typer.Option(help="With --all: one at a time.")] = False,
@@ -361,7 +361,7 @@ def wake(
 
 @app.command()
 def sleep(
-    team: Annotated[str, typer.Argument(help="The team to put to sleep.")],
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The team to put to sleep.")],
     from_team: FromOption = None,
     force: Annotated[bool, typer.Option(help="Stop it even in the middle of a tell.")] = False,
     as_json: JsonOption = False,
@@ -376,7 +376,7 @@ def sleep(
 
 @app.command()
 def report(
-    team: Annotated[str, typer.Argument(help="The answering team.")],
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The answering team.")],
     from_team: FromOption = None,
     all_callers: Annotated[bool, typer.Option("--all-callers", help="Tells from every caller.")] = False,
     limit: Annotated[int, typer.Option(help="How many recent tells.")] = 20,
@@ -394,7 +394,7 @@ app.add_typer(cache_app, name="cache")
 
 @cache_app.command("read")
 def cache_read(
-    tell_id: Annotated[str, typer.Argument(help="The tell whose transcript to show.")],
+    tell_id: Annotated[str, typer.Argument(metavar="ID", help="The tell whose transcript to show.")],
     as_json: JsonOption = False,
 ) -> None:
     """Every line claude printed during one tell."""
@@ -409,7 +409,7 @@ def cache_read(
 
 @cache_app.command("clear")
 def cache_clear(
-    team: Annotated[str, typer.Argument(help="The answering team.")],
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The answering team.")],
     from_team: FromOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -421,7 +421,7 @@ def cache_clear(
 
 @app.command()
 def notifications(
-    team: Annotated[str | None, typer.Argument(help="Only those for this team.")] = None,
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only those for this team.")] = None,
     include_done: Annotated[bool, typer.Option("--all", help="Delivered and expired ones too.")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -433,7 +433,7 @@ def notifications(
 
 @app.command()
 def watch(
-    team: Annotated[str | None, typer.Argument(help="Only tells to or from this team.")] = None,
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only tells to or from this team.")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Follow tells live as their text streams (Ctrl-C to stop)."""
@@ -457,7 +457,7 @@ def watch(
 
 @app.command()
 def approvals(
-    team: Annotated[str | None, typer.Argument(help="Only requests of or for this team.")] = None,
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only requests of or for this team.")] = None,
     include_decided: Annotated[bool, typer.Option("--all", help="Decided and expired ones too.")] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -469,7 +469,7 @@ def approvals(
 
 @app.command()
 def approve(
-    approval_id: Annotated[str, typer.Argument(help="The approval's id (see 'iris approvals').")],
+    approval_id: Annotated[str, typer.Argument(metavar="ID", help="The approval's id (see 'iris approvals').")],
     remember: Annotated[
         bool, typer.Option(help="Also allow the same request from this pair from now on, without asking.")
     ] = False,
@@ -481,7 +481,7 @@ def approve(
 
 @app.command()
 def deny(
-    approval_id: Annotated[str, typer.Argument(help="The approval's id (see 'iris approvals').")],
+    approval_id: Annotated[str, typer.Argument(metavar="ID", help="The approval's id (see 'iris approvals').")],
     reason: Annotated[str, typer.Option(help="Why; the team's model reads it.")] = "",
     as_json: JsonOption = False,
 ) -> None:

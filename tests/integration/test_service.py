@@ -62,8 +62,11 @@ def read_frame(sock: socket.socket) -> object:
 
 
 def stored_statuses(iris: Iris) -> dict[str, str]:
-    with apsw.Connection(str(iris.home / "data" / "iris.db"), flags=apsw.SQLITE_OPEN_READONLY) as db:
+    db = apsw.Connection(str(iris.home / "data" / "iris.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
         return {str(row[0]): str(row[1]) for row in db.execute("SELECT id, status FROM tells")}
+    finally:
+        db.close()
 
 
 @pytest.mark.claude
