@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 
 from protocol.messages import (
     ApprovalInfo,
@@ -34,12 +36,37 @@ def ago(timestamp: float | None) -> str:
     return f"{int(seconds)}s ago"
 
 
+# Ids, pairs and short values are never wrapped or cut: users copy them. The free text
+# shares what is left of the terminal's width; a message keeps to one line.
+FREE_TEXT = frozenset({"message", "description", "path", "state"})
+ONE_LINE = frozenset({"message", "description"})
+
+
+def table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> Table:
+    widest = [
+        max([len(header), *(Text.from_markup(row[index]).cell_len for row in rows)])
+        for index, header in enumerate(headers)
+    ]
+    fixed = sum(w for h, w in zip(headers, widest, strict=True) if h not in FREE_TEXT)
+    free = sum(h in FREE_TEXT for h in headers) or 1
+    share = max(8, (out.width - fixed - 2 * (len(headers) - 1)) // free)
+
+    def column(header: str, width: int) -> Column:
+        if header in ONE_LINE:
+            return Column(header, no_wrap=True, overflow="ellipsis", max_width=share)
+        if header in FREE_TEXT:
+            return Column(header, min_width=min(width, share))
+        return Column(header, no_wrap=True, min_width=width)
+
+    built = Table(*(column(h, w) for h, w in zip(headers, widest, strict=True)), box=None, pad_edge=False)
+    for row in rows:
+        built.add_row(*row)
+    return built
+
+
 def teams_table(teams: list[TeamInfo]) -> Table:
-    table = Table("team", "path", "description", box=None, pad_edge=False)
-    for team in teams:
-        name = f"[{team.color}]{team.name}[/]" if team.color else team.name
-        table.add_row(name, team.path, team.description)
-    return table
+    rows = [(f"[{t.color}]{t.name}[/]" if t.color else t.name, t.path, t.description) for t in teams]
+    return table(("team", "path", "description"), rows)
 
 
 def status(reply: StatusReply) -> None:
@@ -65,32 +92,32 @@ def processes(items: list[ProcessInfo]) -> None:
     if not items:
         out.print("  none")
         return
-    table = Table("pair", "state", "pid", "queued", "session", "last used", box=None, pad_edge=False)
+    rows = []
     for p in items:
         state = p.state if not p.reason else f"{p.state} ({p.reason})"
         color = {"failed": "red", "processing": "yellow", "idle": "green"}.get(p.state, "")
-        table.add_row(
+        rows.append((
             pair_name(p.from_team, p.to_team),
             f"[{color}]{state}[/]" if color else state,
             str(p.pid or "-"),
             str(p.queued),
             p.session_id[:8],
             ago(p.last_used_at),
-        )
-    out.print(table)
+        ))
+    out.print(table(("pair", "state", "pid", "queued", "session", "last used"), rows))
 
 
 def sessions(items: list[SessionInfo]) -> None:
     if not items:
         out.print("no sessions yet; the first tell of a pair creates its session")
         return
-    table = Table("pair", "session", "messages", "last used", "state", box=None, pad_edge=False)
+    rows = []
     for s in items:
         lost = not s.transcript_exists and s.message_count > 0
         state = f"{s.process_state} (transcript missing: a new one starts)" if lost else s.process_state
-        table.add_row(pair_name(s.from_team, s.to_team), s.session_id, str(s.message_count),
-                      ago(s.last_used_at), state)
-    out.print(table)
+        rows.append((pair_name(s.from_team, s.to_team), s.session_id, str(s.message_count),
+                     ago(s.last_used_at), state))
+    out.print(table(("pair", "session", "turns", "last used", "state"), rows))
 
 
 def duration(tell: TellInfo) -> str:
@@ -104,24 +131,25 @@ def report(items: list[TellInfo]) -> None:
     if not items:
         out.print("no tells yet")
         return
-    table = Table("id", "pair", "status", "when", "took", "cost", "message", box=None, pad_edge=False)
-    for t in items:
-        cost = f"${t.cost_usd:.4f}" if t.cost_usd is not None else "-"
-        table.add_row(t.id, pair_name(t.from_team, t.to_team), t.status, ago(t.created_at),
-                      duration(t), cost, _short(t.message))
-    out.print(table)
+    rows = [
+        (t.id, pair_name(t.from_team, t.to_team), t.status, ago(t.created_at), duration(t),
+         f"${t.cost_usd:.4f}" if t.cost_usd is not None else "-", _short(t.message))
+        for t in items
+    ]
+    out.print(table(("id", "pair", "status", "when", "took", "cost", "message"), rows))
 
 
 def notifications(items: list[NotificationInfo]) -> None:
     if not items:
         out.print("no notifications waiting")
         return
-    table = Table("id", "pair", "status", "created", "tries", "message", box=None, pad_edge=False)
-    for n in items:
-        status = f"{n.status} ({n.error})" if n.error and n.status != "delivered" else n.status
-        table.add_row(n.id, pair_name(n.from_team, n.to_team), status, ago(n.created_at),
-                      str(n.attempts), _short(n.message))
-    out.print(table)
+    rows = [
+        (n.id, pair_name(n.from_team, n.to_team),
+         f"{n.status} ({n.error})" if n.error and n.status != "delivered" else n.status,
+         ago(n.created_at), str(n.attempts), _short(n.message))
+        for n in items
+    ]
+    out.print(table(("id", "pair", "status", "created", "tries", "message"), rows))
 
 
 def tell_state(event: TellState) -> None:
