@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+import yaml
 
 from protocol.errors import ConfigError
 
@@ -122,12 +123,37 @@ def parse_config(raw: bytes, *, source: str) -> IrisConfig:
         config = Config()
     else:
         try:
-            config = msgspec.yaml.decode(raw, type=Config)
+            data = yaml.load(raw, Loader=_UniqueKeyLoader)
+        except _DuplicateKey as exc:
+            raise ConfigError(f"{source}: {exc}") from None
+        except (yaml.YAMLError, ValueError) as exc:
+            raise ConfigError(f"{source}: not valid YAML: {exc}") from None
+        try:
+            config = msgspec.convert(data, type=Config)
         except msgspec.ValidationError as exc:
             raise ConfigError(f"{source}: {_explain(str(exc))}") from None
-        except (msgspec.DecodeError, ValueError) as exc:
-            raise ConfigError(f"{source}: not valid YAML: {exc}") from None
     return _validate(config, source)
+
+
+class _DuplicateKey(yaml.YAMLError):
+    pass
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice (plain YAML keeps the last one
+    silently, so a second team named like the first would replace it)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise _DuplicateKey(
+                    f"key {key!r} is given twice (lines {seen[key]} and {line}); keep one of them"
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
 
 
 def _decode_team(name: str, value: Any, source: str) -> TeamConfig:

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pytest
 
-from irisd.config import load_config, parse_config
+from irisd.config import IrisConfig, load_config, parse_config
 from protocol.errors import ConfigError, UnknownTeamError
 
 
-def parse(text: str) -> object:
+def parse(text: str) -> IrisConfig:
     return parse_config(text.encode(), source="/etc/iris/config.yaml")
 
 
@@ -31,18 +31,18 @@ teams:
   backend:
     path: {tmp_path}
 """)
-    assert config.settings.response_timeout == 90000  # type: ignore[attr-defined]
-    frontend = config.team("frontend")  # type: ignore[attr-defined]
+    assert config.settings.response_timeout == 90000
+    frontend = config.team("frontend")
     assert frontend.path == str((tmp_path / "web").resolve())
     assert frontend.idle_timeout_ms == 5000 and frontend.skip_permissions
-    assert config.team("backend").idle_timeout_ms == 600000  # type: ignore[attr-defined]
+    assert config.team("backend").idle_timeout_ms == 600000
     with pytest.raises(UnknownTeamError, match="known teams: backend, frontend"):
-        config.team("mobile")  # type: ignore[attr-defined]
+        config.team("mobile")
 
 
 def test_empty_file_is_an_empty_config() -> None:
-    assert parse("").teams == {}  # type: ignore[attr-defined]
-    assert parse("teams:\n").teams == {}  # type: ignore[attr-defined]
+    assert parse("").teams == {}
+    assert parse("teams:\n").teams == {}
 
 
 @pytest.mark.parametrize(
@@ -64,6 +64,8 @@ def test_empty_file_is_an_empty_config() -> None:
         ("settings:\n  maxProcesses: 0\n", "'settings.maxProcesses' is 0; it must be at least 1"),
         ("- just\n- a list\n", "must be a mapping"),
         ("teams: [\n", "not valid YAML"),
+        ("teams:\n  a:\n    path: /tmp\n  a:\n    path: /var\n", "key 'a' is given twice (lines 2 and 4)"),
+        ("settings:\n  maxProcesses: 2\n  maxProcesses: 3\n", "key 'maxProcesses' is given twice"),
     ],
 )
 def test_every_mistake_names_the_file_the_key_and_the_fix(text: str, expected: str) -> None:
@@ -82,4 +84,4 @@ def test_home_folder_is_expanded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / "proj").mkdir()
     config = parse("teams:\n  a:\n    path: ~/proj\n")
-    assert config.team("a").path == str((tmp_path / "proj").resolve())  # type: ignore[attr-defined]
+    assert config.team("a").path == str((tmp_path / "proj").resolve())
