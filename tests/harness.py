@@ -4,6 +4,7 @@ IRIS_HOME, socket, database, CLAUDE_CONFIG_DIR and team folders."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -139,6 +140,13 @@ class Iris:
             timeout=timeout,
             cwd=self.root,
         )
+
+    def cli_json(self, *args: str, ok: bool = True) -> Any:
+        """``iris ARGS --json``, decoded; with ``ok`` it must succeed (else the log says why)."""
+        result = self.cli(*args, "--json")
+        if ok:
+            assert result.returncode == 0, result.stderr + self.log()[-2000:]
+        return json.loads(result.stdout or result.stderr)
 
 
 def wait_for(condition: Any, timeout: float = 60.0, what: str = "condition") -> Any:

@@ -390,7 +390,9 @@ class Pair:
                 await self._on_spawned(event)
             case SpawnFailed(reason):
                 self._release_slot()
-                await self._enter_failed(reason, now)
+                # No claude ran (a missing folder or executable): cheap to check again, so
+                # the next tell tries at once; the status shows the reason until then.
+                await self._enter_failed(reason, now, cooldown_s=0.0)
             case ChildLine(process, line, raw) if process is self.process:
                 await self._on_child_line(line, raw, now)
             case ChildExited(process) if process is self.process:
@@ -600,9 +602,9 @@ class Pair:
             self.current.new_session = True
         await self._set_state("stopped")
 
-    async def _enter_failed(self, reason: str, now: float) -> None:
+    async def _enter_failed(self, reason: str, now: float, cooldown_s: float = FAILED_COOLDOWN_S) -> None:
         self.reason = reason
-        self._failed_until = now + FAILED_COOLDOWN_S
+        self._failed_until = now + cooldown_s
         self._resend = False
         await self._set_state("failed")
         for waker in self._wakers:

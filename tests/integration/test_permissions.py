@@ -3,7 +3,6 @@ file; a person (or a policy) decides through irisd."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from typing import Any
@@ -17,16 +16,10 @@ pytestmark = pytest.mark.claude
 WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
 
 
-def run_json(iris: Iris, *args: str) -> Any:
-    result = iris.cli(*args, "--json")
-    assert result.returncode == 0, result.stderr + iris.log()[-2000:]
-    return json.loads(result.stdout)
-
-
 def pending_approval(iris: Iris, timeout: float = 60.0) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        waiting = run_json(iris, "approvals")
+        waiting = iris.cli_json("approvals")
         if waiting:
             return waiting[0]  # type: ignore[no-any-return]
         time.sleep(0.1)
@@ -35,9 +28,9 @@ def pending_approval(iris: Iris, timeout: float = 60.0) -> dict[str, Any]:
 
 def ask(iris: Iris) -> tuple[dict[str, Any], dict[str, Any]]:
     """Start the file-writing tell; return it (awaiting approval) and its approval."""
-    started = run_json(iris, "tell", "alpha", WRITE, "--timeout", "-1")
+    started = iris.cli_json("tell", "alpha", WRITE, "--timeout", "-1")
     approval = pending_approval(iris)
-    told = run_json(iris, "result", started["id"])
+    told = iris.cli_json("result", started["id"])
     assert told["tell_status"] == "awaiting_approval" and told["approval_id"] == approval["id"]
     assert approval["tool_name"] == "Bash" and approval["input"]["command"] == "echo hi > made.txt"
     return started, approval
@@ -49,9 +42,9 @@ def test_ask_then_approve_runs_the_tool(iris: Iris) -> None:
     started, approval = ask(iris)
     human = iris.cli("approvals")
     assert "$ echo hi > made.txt" in human.stdout and f"iris approve {approval['id']}" in human.stdout
-    decided = run_json(iris, "approve", approval["id"])
+    decided = iris.cli_json("approve", approval["id"])
     assert decided["status"] == "allowed" and "(cli)" in decided["decided_by"]
-    done = run_json(iris, "result", started["id"], "--wait", "60000")
+    done = iris.cli_json("result", started["id"], "--wait", "60000")
     assert done["status"] == "completed" and done["text"].startswith("tool Bash said:")
     assert (folder / "made.txt").read_text() == "hi\n"
     again = iris.cli("approve", approval["id"])
@@ -62,8 +55,8 @@ def test_ask_then_deny_tells_the_model_why(iris: Iris) -> None:
     folder = iris.add_team("alpha")
     iris.start()
     started, approval = ask(iris)
-    run_json(iris, "deny", approval["id"], "--reason", "not on a Friday")
-    done = run_json(iris, "result", started["id"], "--wait", "60000")
+    iris.cli_json("deny", approval["id"], "--reason", "not on a Friday")
+    done = iris.cli_json("result", started["id"], "--wait", "60000")
     assert done["status"] == "completed"
     assert "tool Bash failed:" in done["text"] and "not on a Friday" in done["text"]
     assert not (folder / "made.txt").exists()
@@ -73,13 +66,13 @@ def test_no_decision_in_time_means_deny(iris: Iris) -> None:
     folder = iris.add_team("alpha", responseTimeout=1000)
     iris.settings["approvalTimeout"] = 2500
     iris.start()
-    run_json(iris, "tell", "alpha", "warm up")
+    iris.cli_json("tell", "alpha", "warm up")
     started = time.monotonic()
-    done = run_json(iris, "tell", "alpha", WRITE)  # waits; the response timeout (1 s) must not fire
+    done = iris.cli_json("tell", "alpha", WRITE)  # waits; the response timeout (1 s) must not fire
     assert time.monotonic() - started >= 2.4
     assert done["status"] == "completed" and "nobody decided within 2.5 s" in done["text"]
     assert not (folder / "made.txt").exists()
-    (expired,) = run_json(iris, "approvals", "--all")
+    (expired,) = iris.cli_json("approvals", "--all")
     assert expired["status"] == "denied" and expired["decided_by"] == "timeout"
 
 
@@ -87,23 +80,23 @@ def test_remember_allows_the_same_request_without_asking(iris: Iris) -> None:
     folder = iris.add_team("alpha")
     iris.start()
     started, approval = ask(iris)
-    run_json(iris, "approve", approval["id"], "--remember")
-    run_json(iris, "result", started["id"], "--wait", "60000")
+    iris.cli_json("approve", approval["id"], "--remember")
+    iris.cli_json("result", started["id"], "--wait", "60000")
     (folder / "made.txt").unlink()
     iris.stop()
     iris.start()  # a new claude process: only Iris's own rule can know
-    done = run_json(iris, "tell", "alpha", WRITE)
+    done = iris.cli_json("tell", "alpha", WRITE)
     assert done["status"] == "completed" and done["text"].startswith("tool Bash said:")
     assert (folder / "made.txt").exists()
-    assert len(run_json(iris, "approvals", "--all")) == 1  # nobody was asked again
+    assert len(iris.cli_json("approvals", "--all")) == 1  # nobody was asked again
 
 
 def test_deny_mode_refuses_without_asking(iris: Iris) -> None:
     folder = iris.add_team("alpha", permissions="deny")
     iris.start()
-    done = run_json(iris, "tell", "alpha", WRITE)
+    done = iris.cli_json("tell", "alpha", WRITE)
     assert "tool Bash failed:" in done["text"] and "permissions: deny" in done["text"]
-    assert not (folder / "made.txt").exists() and run_json(iris, "approvals", "--all") == []
+    assert not (folder / "made.txt").exists() and iris.cli_json("approvals", "--all") == []
 
 
 def test_skip_mode_runs_tools_unchecked(iris: Iris) -> None:
@@ -111,7 +104,7 @@ def test_skip_mode_runs_tools_unchecked(iris: Iris) -> None:
     if os.geteuid() == 0:
         iris.env["IS_SANDBOX"] = "1"  # claude refuses to skip permissions as root otherwise
     iris.start()
-    done = run_json(iris, "tell", "alpha", WRITE)
+    done = iris.cli_json("tell", "alpha", WRITE)
     assert done["text"].startswith("tool Bash said:") and (folder / "made.txt").exists()
 
 
@@ -120,20 +113,20 @@ def test_allow_and_deny_lists_decide_without_asking(iris: Iris) -> None:
     refused = iris.add_team("beta", folder="b", disallowedTools=["Bash"])
     iris.settings["approvalTimeout"] = 5000  # were anyone asked, the test would fail fast
     iris.start()
-    done = run_json(iris, "tell", "alpha", WRITE)
+    done = iris.cli_json("tell", "alpha", WRITE)
     assert done["text"].startswith("tool Bash said:") and (allowed / "made.txt").exists()
-    other = run_json(iris, "tell", "beta", WRITE)
+    other = iris.cli_json("tell", "beta", WRITE)
     assert "tool Bash failed:" in other["text"] and not (refused / "made.txt").exists()
-    assert run_json(iris, "approvals", "--all") == []
+    assert iris.cli_json("approvals", "--all") == []
 
 
 def test_a_cancelled_tell_expires_its_approval(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
     started, _ = ask(iris)
-    cancelled = run_json(iris, "cancel", started["id"])
+    cancelled = iris.cli_json("cancel", started["id"])
     assert cancelled["tell_status"] == "interrupted"
-    (expired,) = run_json(iris, "approvals", "--all")
+    (expired,) = iris.cli_json("approvals", "--all")
     assert expired["status"] == "expired"
     unknown = iris.cli("approve", "a-" + "0" * 32)
     assert unknown.returncode == 1 and "no approval with id" in unknown.stderr

@@ -16,7 +16,7 @@ from harness import Iris, transcript_file
 from iris_cli.client import Client
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
-from protocol.messages import ErrorReply, Hello, ListTeams, TeamsReply, Tell, TellReply, Welcome
+from protocol.messages import ErrorReply, GetPair, Hello, ListTeams, TeamsReply, Tell, TellReply, Welcome
 
 pytestmark = pytest.mark.claude
 
@@ -206,13 +206,16 @@ def _irisd() -> list[str]:
     return [sys.executable, "-m", "irisd.main"]
 
 
-def test_a_team_folder_removed_while_irisd_runs_is_named_in_the_error(iris: Iris) -> None:
+def test_a_team_folder_removed_while_irisd_runs_is_named_in_the_error_until_restored(iris: Iris) -> None:
     folder = iris.add_team("alpha")
     iris.start()
     folder.rmdir()
     result = iris.cli("tell", "alpha", "hi", "--json")
     assert result.returncode == 1
     assert f"the team folder {folder.resolve()} does not exist any more" in json.loads(result.stdout)["error"]
+    assert iris.request(GetPair(to_team="alpha")).process.state == "failed"
+    folder.mkdir()  # restored: the next tell starts claude at once, no cool-down
+    assert iris.cli_json("tell", "alpha", "back?")["text"] == "echo #1: back?"
 
 
 def test_the_demo_runs_offline_and_cleans_up(iris: Iris, claude_bin: Path) -> None:

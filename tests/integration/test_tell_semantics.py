@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Any
 
 import pytest
 
@@ -18,25 +17,18 @@ from protocol.messages import CancelTell, GetPair, GetTell, Tell
 pytestmark = pytest.mark.claude
 
 
-def run_json(iris: Iris, *args: str, ok: bool = True) -> Any:
-    result = iris.cli(*args, "--json")
-    if ok:
-        assert result.returncode == 0, result.stderr + iris.log()[-2000:]
-    return json.loads(result.stdout or result.stderr)
-
-
 
 
 def test_caller_timeout_returns_the_partial_answer_and_result_fetches_the_rest(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    run_json(iris, "tell", "alpha", "warm up")
-    partial = run_json(iris, "tell", "alpha", "@slow:250 @chunks:12 one two three four five six seven",
+    iris.cli_json("tell", "alpha", "warm up")
+    partial = iris.cli_json("tell", "alpha", "@slow:250 @chunks:12 one two three four five six seven",
                        "--timeout", "1000")
     assert partial["status"] == "in_progress" and partial["tell_status"] == "running"
     assert partial["text"] and partial["text"] != "echo #2: one two three four five six seven"
     assert "echo #2: one two three four five six seven".startswith(partial["text"])  # token by token
-    done = run_json(iris, "result", partial["id"], "--wait", "60000")
+    done = iris.cli_json("result", partial["id"], "--wait", "60000")
     assert done["status"] == "completed" and done["text"] == "echo #2: one two three four five six seven"
 
 
@@ -47,21 +39,21 @@ def test_async_tell_returns_its_id_at_once(iris: Iris) -> None:
     result = iris.cli("tell", "alpha", "in the background", "--timeout", "-1")
     assert result.returncode == 0 and time.monotonic() - started < 5
     tell_id = result.stdout.strip()
-    done = run_json(iris, "result", tell_id, "--wait", "60000")
+    done = iris.cli_json("result", tell_id, "--wait", "60000")
     assert done["status"] == "completed" and done["text"] == "echo #1: in the background"
 
 
 def test_cancel_interrupts_without_killing_the_warm_child(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    run_json(iris, "tell", "alpha", "warm up")
+    iris.cli_json("tell", "alpha", "warm up")
     pid = iris.request(GetPair(to_team="alpha")).process.pid
     hung = iris.request(Tell(to_team="alpha", message="@hang never answers", timeout_ms=-1))
     wait_for(lambda: iris.request(GetTell(tell_id=hung.tell.id)).tell.status == "running", what="running")
-    cancelled = run_json(iris, "cancel", hung.tell.id)
+    cancelled = iris.cli_json("cancel", hung.tell.id)
     assert cancelled["tell_status"] == "interrupted"
     assert iris.request(GetPair(to_team="alpha")).process.pid == pid  # the same warm child
-    after = run_json(iris, "tell", "alpha", "still there?")
+    after = iris.cli_json("tell", "alpha", "still there?")
     assert after["status"] == "completed" and after["text"].endswith("still there?")
     assert iris.request(GetPair(to_team="alpha")).process.pid == pid
 
@@ -69,13 +61,13 @@ def test_cancel_interrupts_without_killing_the_warm_child(iris: Iris) -> None:
 def test_response_timeout_on_a_model_that_never_answers(iris: Iris) -> None:
     iris.add_team("alpha", responseTimeout=1500)
     iris.start()
-    first = run_json(iris, "tell", "alpha", "hello")
+    first = iris.cli_json("tell", "alpha", "hello")
     timed_out = iris.cli("tell", "alpha", "@hang are you there?", "--json")
     assert timed_out.returncode == 1
     answer = json.loads(timed_out.stdout)
     assert answer["status"] == "timed_out" and "1.5 s (responseTimeout)" in answer["error"]
     assert answer["finished_at"] - answer["started_at"] == pytest.approx(1.5, abs=0.5)
-    again = run_json(iris, "tell", "alpha", "and now?")  # a new child resumes the conversation
+    again = iris.cli_json("tell", "alpha", "and now?")  # a new child resumes the conversation
     assert again["status"] == "completed" and again["session_id"] == first["session_id"]
 
 
@@ -83,46 +75,46 @@ def test_tells_to_a_pair_are_served_in_order_and_a_full_queue_refuses(iris: Iris
     iris.add_team("alpha")
     iris.settings["queueLimit"] = 2
     iris.start()
-    run_json(iris, "tell", "alpha", "warm up")
+    iris.cli_json("tell", "alpha", "warm up")
     slow = [Tell(to_team="alpha", message=f"@slow:600 m{n}", timeout_ms=-1) for n in range(3)]
     ids = [iris.request(request).tell.id for request in slow]
     refused = iris.cli("tell", "alpha", "one too many", "--timeout", "-1")
     assert refused.returncode == 1
     assert "queue of external->alpha is full (2 tells waiting)" in refused.stderr
-    finished = [run_json(iris, "result", i, "--wait", "60000") for i in ids]
+    finished = [iris.cli_json("result", i, "--wait", "60000") for i in ids]
     assert [f["text"] for f in finished] == [f"echo #{n + 2}: m{n}" for n in range(3)]
     assert [f["started_at"] for f in finished] == sorted(f["started_at"] for f in finished)
     running = iris.request(Tell(to_team="alpha", message="@slow:300 x", timeout_ms=-1))
     behind = iris.request(Tell(to_team="alpha", message="y", timeout_ms=-1))
     assert iris.request(CancelTell(tell_id=behind.tell.id)).tell.status == "interrupted"
-    assert run_json(iris, "result", running.tell.id, "--wait", "60000")["status"] == "completed"
+    assert iris.cli_json("result", running.tell.id, "--wait", "60000")["status"] == "completed"
 
 
 def test_a_persisted_tell_survives_kill_9_of_the_daemon(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.add_team("beta")
     iris.start()
-    stored = run_json(
-        iris, "tell", "alpha", "remember the release", "--from", "beta", "--persist", "--ttl-days", "2"
+    stored = iris.cli_json(
+        "tell", "alpha", "remember the release", "--from", "beta", "--persist", "--ttl-days", "2"
     )
     assert stored["status"] in ("pending", "delivering") and stored["id"].startswith("n-")
     assert iris.stop(signal.SIGKILL) == -signal.SIGKILL  # right after the acknowledgement
     iris.start()
     delivered = wait_for(
-        lambda: [n for n in run_json(iris, "notifications", "--all") if n["status"] == "delivered"],
+        lambda: [n for n in iris.cli_json("notifications", "--all") if n["status"] == "delivered"],
         what="delivery after restart",
     )
     assert delivered[0]["id"] == stored["id"] and delivered[0]["tell_id"]
-    result = run_json(iris, "result", delivered[0]["tell_id"])
+    result = iris.cli_json("result", delivered[0]["tell_id"])
     assert result["text"] == "echo #1: remember the release" and result["from_team"] == "beta"
-    assert run_json(iris, "notifications") == []  # nothing pending
+    assert iris.cli_json("notifications") == []  # nothing pending
 
 
 def test_slash_command_goes_through_the_queue(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    run_json(iris, "tell", "alpha", "something to compact")
-    compacted = run_json(iris, "command", "alpha", "compact")
+    iris.cli_json("tell", "alpha", "something to compact")
+    compacted = iris.cli_json("command", "alpha", "compact")
     assert compacted["status"] == "completed" and compacted["kind"] == "command"
     assert compacted["message"] == "/compact"
     bad = iris.cli("command", "alpha", "rm -rf")
@@ -132,18 +124,18 @@ def test_slash_command_goes_through_the_queue(iris: Iris) -> None:
 def test_report_transcript_and_cache_clear(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    told = run_json(iris, "tell", "alpha", "@chunks:3 report me")
-    report = run_json(iris, "report", "alpha")
+    told = iris.cli_json("tell", "alpha", "@chunks:3 report me")
+    report = iris.cli_json("report", "alpha")
     assert [t["id"] for t in report] == [told["id"]] and report[0]["cost_usd"] is not None
-    transcript = run_json(iris, "cache", "read", told["id"])
+    transcript = iris.cli_json("cache", "read", told["id"])
     types = [e["type"] for e in transcript["entries"]]
     assert types[-1] == "result" and "stream_event" in types and "assistant" in types
     assert json.loads(transcript["entries"][-1]["raw"])["result"] == "echo #1: report me"
-    assert run_json(iris, "cache", "clear", "alpha")["count"] == 1
-    assert run_json(iris, "report", "alpha") == []
+    assert iris.cli_json("cache", "clear", "alpha")["count"] == 1
+    assert iris.cli_json("report", "alpha") == []
     gone = iris.cli("result", told["id"])
     assert gone.returncode == 1 and "no tell with id" in gone.stderr
-    assert run_json(iris, "tell", "alpha", "still remembers")["text"] == "echo #2: still remembers"
+    assert iris.cli_json("tell", "alpha", "still remembers")["text"] == "echo #2: still remembers"
 
 
 def test_watch_follows_tells_live(iris: Iris) -> None:
@@ -155,7 +147,7 @@ def test_watch_follows_tells_live(iris: Iris) -> None:
     )
     try:
         time.sleep(0.5)  # let the watcher subscribe (nothing to poll for)
-        told = run_json(iris, "tell", "alpha", "@chunks:3 watch this")
+        told = iris.cli_json("tell", "alpha", "@chunks:3 watch this")
         events = []
         assert watcher.stdout is not None
         for line in watcher.stdout:
