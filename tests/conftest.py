@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
 import shutil
+import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,21 @@ def claude_bin() -> Path:
 def model() -> Iterator[ScriptedModel]:
     with ScriptedModel() as server:
         yield server
+
+
+@pytest.fixture
+def notify_socket() -> Iterator[tuple[socket.socket, str]]:
+    """A datagram socket standing in for systemd's notification socket, at a short
+    path (Unix socket paths are limited to about 100 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="iris-notify-", dir="/tmp"))
+    path = str(folder / "notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.settimeout(5)
+    yield sock, path
+    sock.close()
+    os.unlink(path)
+    folder.rmdir()
 
 
 @pytest.fixture

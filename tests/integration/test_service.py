@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -126,19 +126,6 @@ def test_sigterm_drains_interrupts_tells_and_leaves_no_claude(iris: Iris) -> Non
 
 
 # --- systemd ---------------------------------------------------------------------------
-
-
-@pytest.fixture
-def notify_socket() -> Iterator[tuple[socket.socket, str]]:
-    """A stand-in for systemd's notification socket (short path: Unix socket limit)."""
-    folder = Path(tempfile.mkdtemp(prefix="iris-notify-", dir="/tmp"))
-    path = str(folder / "notify")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(path)
-    yield sock, path
-    sock.close()
-    os.unlink(path)
-    folder.rmdir()
 
 
 def receive_until(sock: socket.socket, wanted: Callable[[list[bytes]], bool]) -> list[bytes]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -71,20 +69,6 @@ def test_take_reads_the_handshake_and_removes_it() -> None:
     found = SystemdEnv.take(environ)
     assert found == SystemdEnv(notify_socket="@notify", watchdog_s=2.0, listen_fds=1)
     assert environ == {"HOME": "/home/me"}
-
-
-@pytest.fixture
-def notify_socket() -> Iterator[tuple[socket.socket, str]]:
-    """A datagram socket standing in for systemd's, at a short path."""
-    folder = Path(tempfile.mkdtemp(prefix="iris-notify-", dir="/tmp"))
-    path = str(folder / "notify")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(path)
-    sock.settimeout(5)
-    yield sock, path
-    sock.close()
-    os.unlink(path)
-    folder.rmdir()
 
 
 def test_notifier_sends_to_a_path(notify_socket: tuple[socket.socket, str]) -> None:
