@@ -62,6 +62,24 @@ app = typer.Typer(
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from irisd import __version__
+        from protocol import PROTOCOL_VERSION
+
+        print(f"iris {__version__} (protocol {PROTOCOL_VERSION})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Let the Claude Code agents of your projects talk to each other."""
 FromOption = Annotated[
     str | None, typer.Option("--from", help="The team asking (default: you, outside any team).")
 ]
