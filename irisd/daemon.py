@@ -24,6 +24,7 @@ import trio
 from irisd.config import IrisConfig
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
+from irisd.home_lock import hold_home_lock
 from irisd.paths import IrisPaths
 from irisd.server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.store.facade import Store
@@ -70,20 +71,21 @@ class Daemon:
         """Serve until ``request_stop`` (drains, then returns) or cancellation.
 
         Reports started once the socket and the database are open and clients are
-        served; that is also when systemd hears READY=1. Raises SocketError or
-        StoreError when it cannot start.
+        served; that is also when systemd hears READY=1. Raises HomeInUseError,
+        SocketError or StoreError when it cannot start.
         """
-        store = await Store.open(self.paths.database)
-        try:
-            listener, owned_socket = await self._listen()
+        with hold_home_lock(self.paths.database.parent):  # before the socket: a twin stops here
+            store = await Store.open(self.paths.database)
             try:
-                await self._serve(store, listener, task_status)
+                listener, owned_socket = await self._listen()
+                try:
+                    await self._serve(store, listener, task_status)
+                finally:
+                    if owned_socket is not None:  # systemd's socket outlives us: not ours to remove
+                        owned_socket.unlink(missing_ok=True)
             finally:
-                if owned_socket is not None:  # systemd's socket outlives us: not ours to remove
-                    owned_socket.unlink(missing_ok=True)
-        finally:
-            store.close()
-            self.notifier.close()
+                store.close()
+                self.notifier.close()
 
     async def _listen(self) -> tuple[trio.SocketListener, Path | None]:
         """systemd's socket when activated, else our own; and the path we must remove."""

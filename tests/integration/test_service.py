@@ -315,6 +315,21 @@ def test_irisd_refuses_to_start_on_a_shared_socket_folder(iris: Iris) -> None:
     assert not iris.socket.exists()
 
 
+def test_a_second_irisd_on_the_same_home_is_refused_even_on_another_socket(iris: Iris) -> None:
+    iris.add_team("alpha")
+    first = iris.start()
+    other_socket = iris.socket.parent / "second.sock"
+    result = subprocess.run(
+        [sys.executable, "-m", "irisd.main", "--log-level", "error"],
+        env={**iris.env, "IRIS_SOCKET": str(other_socket)}, capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert f"another irisd (pid {first.pid}) is using {iris.home / 'data'}" in result.stderr
+    assert not other_socket.exists()
+    with iris.client() as client:  # the first one serves on, untouched
+        assert isinstance(client.request(GetStatus()), StatusReply)
+
+
 def test_peer_allowed_only_for_the_daemons_own_user() -> None:
     assert peer_allowed(1000, 1000)
     assert not peer_allowed(1001, 1000)
