@@ -31,6 +31,8 @@ def write_starter_config(team_specs: list[str], *, force: bool = False) -> tuple
         name, sep, folder = spec.partition("=")
         if not sep or not name or not folder:
             raise ConfigError(f"--team {spec!r} is not NAME=FOLDER (e.g. --team backend=~/src/api)")
+        if name in teams:
+            raise ConfigError(f"--team {name!r} is given twice; give each team once")
         teams[name] = {"path": os.path.abspath(os.path.expanduser(folder))}
     body = TEMPLATE_HEAD + (
         yaml.safe_dump({"teams": teams}, sort_keys=False) if teams else "teams: {}  # name: {path: /abs/folder}\n"

@@ -29,4 +29,6 @@ def test_init_checks_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         write_starter_config(["api"])
     with pytest.raises(ConfigError, match="does not exist"):
         write_starter_config([f"api={tmp_path}/missing"])
+    with pytest.raises(ConfigError, match="--team 'api' is given twice; give each team once"):
+        write_starter_config([f"api={tmp_path}", f"api={tmp_path}"])
     assert not (tmp_path / "config.yaml").exists()
