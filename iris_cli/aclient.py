@@ -24,7 +24,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TypeGuard, cast, get_args
+from typing import cast
 
 import trio
 
@@ -32,19 +32,11 @@ from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
 from protocol.framing import LengthPrefixedFramer
-from protocol.messages import ErrorReply, Event, Hello, Reply, Request, Welcome
+from protocol.messages import ErrorReply, Event, Hello, Reply, Request, Welcome, is_event
 
 AsyncEventHandler = Callable[[Event], Awaitable[None]]
 
 RECEIVE_CHUNK = 65536
-# Every pushed event type, new ones included: an event never ends a request.
-EVENT_TYPES: tuple[type, ...] = get_args(Event)
-
-
-def is_event(message: Reply | Event) -> TypeGuard[Event]:
-    return isinstance(message, EVENT_TYPES)
-
-
 class DaemonUnreachable(DaemonNotRunningError):
     """irisd could not be reached; the request was not sent."""
 

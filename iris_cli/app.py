@@ -44,6 +44,7 @@ from protocol.messages import (
     StatusReply,
     TeamsReply,
     Tell,
+    TellNotice,
     TellReply,
     TellState,
     TellText,
@@ -158,6 +159,8 @@ def tell(
             streamed.append(event.text)
             sys.stdout.write(event.text)
             sys.stdout.flush()
+        if isinstance(event, TellNotice) and not as_json and sys.stderr.isatty():
+            render.err.print(f"[yellow]{event.text}[/]")
 
     # Streaming also tells us the tell's id early, for the Ctrl-C message below.
     request = Tell(to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=True)
@@ -463,6 +466,8 @@ def watch(
             render.tell_state(event)
         elif isinstance(event, ApprovalEvent):
             render.approval_event(event.approval)
+        elif isinstance(event, TellNotice):
+            render.tell_notice(event)
         elif isinstance(event, TellText):
             sys.stdout.write(event.text)
             sys.stdout.flush()

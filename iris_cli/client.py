@@ -12,6 +12,7 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
 import msgspec
 
@@ -20,15 +21,13 @@ from protocol.codec import decode_server_message, encode
 from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
 from protocol.framing import LengthPrefixedFramer
 from protocol.messages import (
-    ApprovalEvent,
     ErrorReply,
     Event,
     Hello,
     Reply,
     Request,
-    TellState,
-    TellText,
     Welcome,
+    is_event,
 )
 
 EventHandler = Callable[[Event], None]
@@ -97,13 +96,13 @@ class Client:
             self._sock.sendall(encode(request))
             while True:
                 message = self._receive()
-                if isinstance(message, TellText | TellState | ApprovalEvent):
+                if is_event(message):
                     if on_event is not None:
                         on_event(message)
                     continue
                 if isinstance(message, ErrorReply):
                     raise IrisError.from_wire(message.code, message.message)
-                return message
+                return cast(Reply, message)  # not an event: a reply
         except (BrokenPipeError, ConnectionResetError):
             self.close()
             raise DaemonNotRunningError("irisd closed the connection (did it stop?)") from None

@@ -46,6 +46,7 @@ from protocol.messages import (
     StatusReply,
     TeamInfo,
     TeamsReply,
+    TellNotice,
     TellReply,
     TellState,
     TellText,
@@ -654,6 +655,7 @@ class TellWatch:
     tell_id: str | None = None
     status: str = ""
     parts: list[str] = field(default_factory=list)
+    notice: str = ""  # the latest TellNotice (claude retrying the API), shown until text comes
     progress: float = 0.0  # strictly increasing, one step per notification (MCP requires it)
     _last_sent: float = -math.inf
 
@@ -676,6 +678,9 @@ class TellWatch:
                 self.status = status
                 if status in FINAL_TELL_STATUSES:
                     return None  # the result itself follows at once
+            case TellNotice(tell_id=tell_id, text=text):
+                self.tell_id = tell_id
+                self.notice = text
             case _:
                 return None  # an event this shim does not know yet: not worth a notification
         self._last_sent = now
@@ -685,6 +690,8 @@ class TellWatch:
     def message(self) -> str:
         if self.parts:
             return tail(self.text, MAX_PROGRESS_CHARS)
+        if self.notice:
+            return self.notice
         match self.status:
             case "queued":
                 return f"queued for {self.to_team}"

@@ -19,6 +19,7 @@ from protocol.messages import (
     StatusReply,
     TeamInfo,
     TellInfo,
+    TellNotice,
     TellState,
 )
 
@@ -150,6 +151,10 @@ def notifications(items: list[NotificationInfo]) -> None:
         for n in items
     ]
     out.print(table(("id", "pair", "status", "created", "tries", "message"), rows))
+
+
+def tell_notice(event: TellNotice) -> None:
+    out.print(f"\n[bold]{event.tell_id}[/] [yellow]{event.text}[/]")
 
 
 def tell_state(event: TellState) -> None:

@@ -54,6 +54,10 @@ carry tool results add nothing). The second turn of a session answers
     ``{"type": "error", "error": {"type": "invalid_request_error",
     "message": "scripted error 400"}}``; the free text, if any, is the
     message.
+``@flaky:K``
+    Answer HTTP 529 (overloaded) to the first K requests of this turn, then
+    as if the directive were absent: the CLI retries after about 0.5 s,
+    announcing each retry with a ``system``/``api_retry`` line.
 
 A subagent's prompt (the ``prompt`` input of the ``Agent`` tool) is a
 prompt like any other, so directives work inside subagents too.
@@ -65,7 +69,7 @@ failed: <result text>`` when ``is_error``, one line per result of the latest
 tool-result message; so a ``@tool`` turn never loops. Only ``@chunks`` and
 ``@slow`` still apply to that answer.
 
-Precedence: ``@error``, then the tool follow-up, then ``@tool``, then
+Precedence: ``@flaky`` (its first K requests), then ``@error``, then the tool follow-up, then ``@tool``, then
 ``@long`` (the words) and ``@ask`` (wraps them). ``@hang``, ``@stall``,
 ``@chunks`` and ``@slow`` shape how the answer is delivered (``@stall`` on a
 non-streamed request holds like ``@hang``). A directive with a bad argument
@@ -136,7 +140,7 @@ import signal
 import socket
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType, TracebackType
 from typing import Any, Literal
@@ -155,7 +159,7 @@ MAX_BODY = 64 * 1024 * 1024
 _CLI_TEXTS = ("<system-reminder>", "[Request interrupted by user")
 """Text blocks that start like this are the CLI's, not the user's."""
 _DIRECTIVE = re.compile(r"@([a-z]+)(?::(\S*))?(?=\s|$)")
-_KNOWN = frozenset({"chunks", "slow", "hang", "stall", "ask", "tool", "long", "error"})
+_KNOWN = frozenset({"chunks", "slow", "hang", "stall", "ask", "tool", "long", "error", "flaky"})
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -208,6 +212,7 @@ class Reply:
     delay_s: float = 0.0
     mode: Mode = "answer"
     error_status: int | None = None
+    fail_first: int = 0  # answer 529 to this many requests of the turn first
     side: bool = False  # a side request (see the module docstring)
 
 
@@ -339,6 +344,12 @@ def _tool_call(directive: Directive, free_text: str) -> ToolCall:
 
 
 def _plan(body: JSON) -> Reply:
+    reply = _plan_answer(body)
+    flaky = next((d for d in parse_directives(user_text(body))[0] if d.name == "flaky"), None)
+    return reply if flaky is None else replace(reply, fail_first=_int_arg(flaky, 1, 100))
+
+
+def _plan_answer(body: JSON) -> Reply:
     directives, free_text = parse_directives(user_text(body))
     by_name = {d.name: d for d in directives}
     if "error" in by_name:
@@ -563,7 +574,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = plan_reply(body)
         streamed = body.get("stream") is True
-        if reply.error_status is not None:
+        turn = (user_text(body), count_turns(body))
+        if reply.fail_first and self.server.model._count_attempt(turn) <= reply.fail_first:
+            self._send_json(529, error_json(529, "scripted overload (@flaky)"))
+        elif reply.error_status is not None:
             message = reply.text or f"scripted error {reply.error_status}"
             self._send_json(reply.error_status, error_json(reply.error_status, message))
         elif reply.mode == "hang" or (reply.mode == "stall" and not streamed):
@@ -682,6 +696,7 @@ class ScriptedModel:
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
         self._ids = 0
+        self._attempts: dict[tuple[str, int], int] = {}
 
     @property
     def base_url(self) -> str:
@@ -737,6 +752,12 @@ class ScriptedModel:
         with self._lock:
             self.requests.append(body)
             self.posts.append((path, body))
+
+    def _count_attempt(self, turn: tuple[str, int]) -> int:
+        """How many requests of this turn (prompt, turn number) have come, this one included."""
+        with self._lock:
+            self._attempts[turn] = self._attempts.get(turn, 0) + 1
+            return self._attempts[turn]
 
     def _next_id(self) -> int:
         with self._lock:

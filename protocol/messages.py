@@ -14,7 +14,7 @@ a peer they do not understand.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard, get_args
 
 import msgspec
 
@@ -426,12 +426,26 @@ class TellState(_Message, tag="tell_state"):
     error: str = ""
 
 
+class TellNotice(_Message, tag="tell_notice"):
+    """Something the people waiting on a running tell should know (claude retrying the API)."""
+
+    tell_id: str
+    text: str
+
+
 class ApprovalEvent(_Message, tag="approval_event"):
     """An approval was requested or decided."""
 
     approval: ApprovalInfo
 
 
-Event = TellText | TellState | ApprovalEvent
+Event = TellText | TellState | TellNotice | ApprovalEvent
 
 ServerMessage = Reply | Event
+
+# Every pushed event type, new ones included: an event never ends a request.
+EVENT_TYPES: tuple[type, ...] = get_args(Event)
+
+
+def is_event(message: ServerMessage) -> TypeGuard[Event]:
+    return isinstance(message, EVENT_TYPES)

@@ -20,6 +20,27 @@ class _Line(msgspec.Struct, kw_only=True, tag_field="type"):
 class SystemLine(_Line, tag="system"):
     subtype: str = ""
     session_id: str = ""
+    # With subtype "api_retry": claude retries the Messages API after an error. Loosely
+    # typed, so that a change of their types never hides the line.
+    attempt: Any = None
+    max_retries: Any = None
+    retry_delay_ms: Any = None
+    error_status: Any = None
+    error: Any = None
+
+    def retry_notice(self) -> str | None:
+        """For the people waiting, what an ``api_retry`` line means (None for other lines)."""
+        if self.subtype != "api_retry":
+            return None
+        causes = [f"HTTP {self.error_status}" if self.error_status else "", str(self.error or "")]
+        cause = " ".join(c for c in causes if c) or "an error"
+        detail = f"attempt {self.attempt}" + (f" of {self.max_retries}" if self.max_retries else "")
+        if isinstance(self.retry_delay_ms, int | float):
+            detail += f", next in {self.retry_delay_ms / 1000:.1f} s"
+        notice = f"claude is retrying the Anthropic API after {cause} ({detail})"
+        if self.error_status in (401, 403) or "authentication" in cause:
+            notice += "; check irisd's credentials (ANTHROPIC_API_KEY, or log in with 'claude')"
+        return notice
 
 
 class ContentBlock(msgspec.Struct, kw_only=True):

@@ -44,6 +44,7 @@ from irisd.claude.wire import (
     ControlRequestLine,
     GarbageLine,
     ResultLine,
+    SystemLine,
     UnknownLine,
     interrupt_request,
     line_type,
@@ -69,7 +70,7 @@ from irisd.store import sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import Action, ReplyToCaller, SendInterrupt, StopChild
 from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
-from protocol.messages import ApprovalInfo, ProcessInfo, ProcessState
+from protocol.messages import ApprovalInfo, ProcessInfo, ProcessState, TellNotice
 
 if TYPE_CHECKING:
     from irisd.pool.supervisor import Supervisor
@@ -546,6 +547,9 @@ class Pair:
         actions = tell.machine.child_line(line, now)
         await self.store.call(tells.append_message, tell.id, time.time(), line_type(line), raw)
         tell.publish_text(before)
+        if isinstance(line, SystemLine) and (notice := line.retry_notice()):
+            log.warning("claude retries the API", extra={"pair": self.label, "tell": tell.id, "notice": notice})
+            tell.publish(TellNotice(tell_id=tell.id, text=notice))
         if isinstance(line, ResultLine) and tell.machine.is_final:
             await self.store.call(sessions.record_turn, self.from_team, self.team.name, time.time())
         await self._apply(tell, actions)

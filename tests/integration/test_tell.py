@@ -16,7 +16,17 @@ from harness import Iris, transcript_file
 from iris_cli.client import Client
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
-from protocol.messages import ErrorReply, GetPair, Hello, ListTeams, TeamsReply, Tell, TellReply, Welcome
+from protocol.messages import (
+    ErrorReply,
+    GetPair,
+    Hello,
+    ListTeams,
+    TeamsReply,
+    Tell,
+    TellNotice,
+    TellReply,
+    Welcome,
+)
 
 pytestmark = pytest.mark.claude
 
@@ -198,6 +208,23 @@ def test_streamed_text_reaches_a_streaming_client(iris: Iris) -> None:
     texts = [json.loads(p)["text"] for p in pieces if json.loads(p)["type"] == "tell_text"]
     assert len(texts) >= 4
     assert "".join(texts) == reply.tell.text
+
+
+def test_claude_retrying_the_api_is_told_to_the_waiting_client(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    events: list[object] = []
+    with iris.client() as client:
+        reply = client.request(
+            Tell(to_team="alpha", message="@flaky:1 are you up?", stream=True), on_event=events.append
+        )
+    assert isinstance(reply, TellReply) and reply.status == "completed"
+    assert reply.tell.text == "echo #1: are you up?"  # the retry succeeded
+    notices = [e.text for e in events if isinstance(e, TellNotice) and e.tell_id == reply.tell.id]
+    assert len(notices) == 1, events
+    assert notices[0].startswith("claude is retrying the Anthropic API after HTTP 529")
+    assert "(attempt 1 of " in notices[0]
+    assert "claude retries the API" in iris.log()
 
 
 def _irisd() -> list[str]:

@@ -103,3 +103,30 @@ def test_children_may_use_every_iris_tool_but_deciding_approvals() -> None:
     allowed = argv[argv.index("--allowedTools") + 1 :]
     assert "mcp__iris__team_tell" in allowed and "mcp__iris__team_approve" not in allowed
     assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
+
+
+def test_an_api_retry_line_becomes_a_notice_for_the_people_waiting() -> None:
+    # As claude 2.1.330 prints it (trimmed of ids).
+    overloaded = decode_line(
+        b'{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":584,'
+        b'"error_status":529,"error":"overloaded","session_id":"s1"}'
+    )
+    assert isinstance(overloaded, SystemLine)
+    assert overloaded.retry_notice() == (
+        "claude is retrying the Anthropic API after HTTP 529 overloaded (attempt 1 of 10, next in 0.6 s)"
+    )
+    unauthorised = decode_line(
+        b'{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":2329,'
+        b'"error_status":401,"error":"authentication_failed"}'
+    )
+    assert isinstance(unauthorised, SystemLine)
+    assert unauthorised.retry_notice() == (
+        "claude is retrying the Anthropic API after HTTP 401 authentication_failed (attempt 3 of 10, next in "
+        "2.3 s); check irisd's credentials (ANTHROPIC_API_KEY, or log in with 'claude')"
+    )
+    odd = decode_line(b'{"type":"system","subtype":"api_retry","attempt":"2","error":{"kind":"?"}}')
+    assert isinstance(odd, SystemLine) and odd.retry_notice() == (
+        "claude is retrying the Anthropic API after {'kind': '?'} (attempt 2)"
+    )
+    status = decode_line(b'{"type":"system","subtype":"status","status":"requesting"}')
+    assert isinstance(status, SystemLine) and status.retry_notice() is None

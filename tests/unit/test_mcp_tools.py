@@ -30,6 +30,7 @@ from protocol.messages import (
     StatusReply,
     TeamInfo,
     TellInfo,
+    TellNotice,
     TellReply,
     TellState,
     TellText,
@@ -145,6 +146,14 @@ def test_progress_carries_the_text_so_far_at_a_bounded_rate() -> None:
     assert watch.feed(TellState(tell_id="t1", status="completed"), now=0.9) is None  # the result follows
     watch.feed(TellText(tell_id="t1", text="x" * 2 * MAX_PROGRESS_CHARS), now=1.0)
     assert len(watch.message()) == MAX_PROGRESS_CHARS and watch.message().startswith("…")
+
+
+def test_progress_shows_a_notice_until_the_text_comes() -> None:
+    watch = TellWatch("beta")
+    watch.feed(TellState(tell_id="t1", status="running"), now=0.0)
+    notice = "claude is retrying the Anthropic API after HTTP 529 overloaded (attempt 1 of 10)"
+    assert watch.feed(TellNotice(tell_id="t1", text=notice), now=1.0) == notice
+    assert watch.feed(TellText(tell_id="t1", text="answer"), now=2.0) == "answer"
 
 
 def test_a_lost_tell_is_not_resent_and_the_model_learns_where_to_look() -> None:

@@ -19,8 +19,10 @@ from protocol.messages import (
     Hello,
     Tell,
     TellInfo,
+    TellNotice,
     TellReply,
     TellText,
+    is_event,
 )
 
 
@@ -76,8 +78,9 @@ def test_requests_and_replies_round_trip() -> None:
         assert decode_request(encode(request)[4:]) == request
     info = TellInfo(id="abc", from_team=None, to_team="b", message="m", status="running", text="so far")
     for reply in (TellReply(status="in_progress", tell=info), ErrorReply(code="busy", message="full"),
-                  TellText(tell_id="abc", text="x")):
+                  TellText(tell_id="abc", text="x"), TellNotice(tell_id="abc", text="retrying")):
         assert decode_server_message(encode(reply)[4:]) == reply
+        assert is_event(reply) == isinstance(reply, TellText | TellNotice)
 
 
 def test_tags_are_stable_snake_case_names() -> None:

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from iris_cli import render
-from protocol.messages import SessionInfo, TellInfo
+from protocol.messages import SessionInfo, TellInfo, TellNotice
 
 
 @pytest.fixture
@@ -45,3 +45,8 @@ def test_sessions_show_the_whole_session_id_and_state_in_80_columns(screen: io.S
     header, row = screen.getvalue().splitlines()
     assert header.split() == ["pair", "session", "turns", "last", "used", "state"]
     assert row.split() == ["external", "->", "frontend", session.session_id, "12", "0s", "ago", "stopped"]
+
+
+def test_a_notice_names_its_tell(screen: io.StringIO) -> None:
+    render.tell_notice(TellNotice(tell_id="abc", text="claude is retrying the Anthropic API after HTTP 529"))
+    assert screen.getvalue() == "\nabc claude is retrying the Anthropic API after HTTP 529\n"

@@ -267,6 +267,16 @@ def test_error_directive_answers_that_status(model: ScriptedModel) -> None:
     assert error["error"] == {"type": "overloaded_error", "message": "too busy"}
 
 
+def test_flaky_overloads_the_first_k_requests_of_a_turn_then_answers(model: ScriptedModel) -> None:
+    first_turn = body(user("@flaky:2 hello"))
+    for _ in range(2):
+        status, error = post(model, first_turn)
+        assert (status, error["error"]["type"]) == (529, "overloaded_error")
+    assert text_of(stream(model, first_turn)) == "echo #1: hello"
+    second_turn = body(user("@flaky:2 hello"), assistant("echo #1: hello"), user("@flaky:2 hello"))
+    assert post(model, second_turn)[0] == 529  # a new turn fails afresh
+
+
 def _raw_request(model: ScriptedModel, payload: JSON) -> http.client.HTTPConnection:
     host, port = model.base_url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=10)
