@@ -286,7 +286,11 @@ def cancel(
     if as_json:
         print_json(tell_json(reply))
     else:
-        render.out.print(f"tell {tell_id} is {reply.tell.status}")
+        status = reply.tell.status
+        if status in ("completed", "failed", "timed_out"):
+            render.out.print(f"tell {tell_id} had already ended ({status}); nothing to cancel")
+            return
+        render.out.print(f"tell {tell_id} is {status}")
         if reply.tell.text:
             print(reply.tell.text)
 

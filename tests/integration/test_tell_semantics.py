@@ -56,6 +56,9 @@ def test_cancel_interrupts_without_killing_the_warm_child(iris: Iris) -> None:
     after = iris.cli_json("tell", "alpha", "still there?")
     assert after["status"] == "completed" and after["text"].endswith("still there?")
     assert iris.request(GetPair(to_team="alpha")).process.pid == pid
+    too_late = iris.cli("cancel", after["id"])
+    assert too_late.returncode == 0
+    assert too_late.stdout == f"tell {after['id']} had already ended (completed); nothing to cancel\n"
 
 
 def test_response_timeout_on_a_model_that_never_answers(iris: Iris) -> None:
