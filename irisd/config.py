@@ -233,7 +233,9 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
             raise ConfigError(f"{where}: key 'teams.{name}.{key}' is {value}; it must be at least 1000")
     permissions = team.permissions or settings.permissions
     if team.skip_permissions is not None:
-        implied: PermissionMode = "skip" if team.skip_permissions else (team.permissions or "ask")
+        # false only rules out skipping: the team keeps its own mode, else the global one
+        not_skip: PermissionMode = settings.permissions if settings.permissions != "skip" else "ask"
+        implied: PermissionMode = "skip" if team.skip_permissions else (team.permissions or not_skip)
         if team.permissions is not None and team.permissions != implied:
             raise ConfigError(
                 f"{where}: skipPermissions: {str(team.skip_permissions).lower()} contradicts "

@@ -85,3 +85,11 @@ def test_home_folder_is_expanded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     (tmp_path / "proj").mkdir()
     config = parse("teams:\n  a:\n    path: ~/proj\n")
     assert config.team("a").path == str((tmp_path / "proj").resolve())
+
+
+@pytest.mark.parametrize(("global_mode", "expected"), [("deny", "deny"), ("ask", "ask"), ("skip", "ask")])
+def test_skip_permissions_false_keeps_the_global_mode_unless_that_is_skip(global_mode: str, expected: str) -> None:
+    config = parse(
+        f"settings:\n  permissions: {global_mode}\nteams:\n  a:\n    path: /tmp\n    skipPermissions: false\n"
+    )
+    assert config.team("a").permissions == expected
