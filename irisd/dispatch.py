@@ -227,7 +227,11 @@ class Dispatcher:
 
     async def get_tell(self, tell_id: str, wait_ms: int) -> TellReply:
         if wait_ms:
-            check_wait(wait_ms)
+            if not MIN_WAIT_MS <= wait_ms <= MAX_WAIT_MS:  # no -1 here: 0 already answers at once
+                raise InvalidRequestError(
+                    f"wait {wait_ms} ms is out of range; use 0 (answer at once) or {MIN_WAIT_MS} to "
+                    f"{MAX_WAIT_MS} ms"
+                )
             active = self.supervisor.find_tell(tell_id)
             if active is not None:
                 with trio.move_on_after(wait_ms / 1000):

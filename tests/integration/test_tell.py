@@ -88,6 +88,9 @@ def test_errors_name_the_problem_and_the_fix(iris: Iris) -> None:
 
     bad_wait = iris.cli("tell", "alpha", "hi", "--timeout", "5")
     assert bad_wait.returncode == 1 and "timeout 5 ms is out of range" in bad_wait.stderr
+    bad_result_wait = iris.cli("result", "0123456789abcdef", "--wait", "-1")
+    assert bad_result_wait.returncode == 1
+    assert "wait -1 ms is out of range; use 0 (answer at once) or 1000" in bad_result_wait.stderr
 
     as_json = iris.cli("tell", "nope", "hi", "--json")
     assert json.loads(as_json.stderr)["error"]["code"] == "unknown_team"
