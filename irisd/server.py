@@ -36,6 +36,7 @@ log = logging.getLogger("irisd.server")
 
 RECEIVE_CHUNK = 65536
 REFUSE_LINGER_S = 2.0
+SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long is hung up on
 
 
 class SocketError(IrisError):
@@ -64,11 +65,17 @@ class Connection:
             self._framer.receive_data(data)
 
     async def send(self, message: msgspec.Struct) -> None:
-        """Send one frame. Shielded: a frame is never cut in half by a cancellation."""
+        """Send one frame. Shielded: a frame is never cut in half by a cancellation; but a
+        client that stops reading is hung up on after SEND_TIMEOUT_S, so that it can hold
+        up neither its handler nor the drain."""
         frame = encode(message)
         with trio.CancelScope(shield=True):
             async with self._send_lock:
-                await self.stream.send_all(frame)
+                with trio.move_on_after(SEND_TIMEOUT_S) as sending:
+                    await self.stream.send_all(frame)
+                if sending.cancelled_caught:
+                    await trio.aclose_forcefully(self.stream)
+                    raise trio.BrokenResourceError(f"the client read nothing for {SEND_TIMEOUT_S:g} s")
 
 
 class Server:
@@ -164,6 +171,8 @@ class Server:
             return await self.dispatcher.dispatch(request, send_event)
         except IrisError as exc:
             return ErrorReply(code=exc.code, message=exc.message)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise  # the client left (a watcher's Ctrl-C): nothing failed
         except Exception as exc:
             log.exception("request failed", extra={"request": type(request).__name__})
             message = f"irisd failed on this request ({type(exc).__name__}: {exc}); see the irisd log"

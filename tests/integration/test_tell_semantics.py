@@ -164,6 +164,8 @@ def test_watch_follows_tells_live(iris: Iris) -> None:
     assert states == ["queued", "running", "completed"]
     assert all(e["tell_id"] == told["id"] for e in events)
     assert "".join(e["text"] for e in events if e["type"] == "tell_text") == "echo #1: watch this"
+    iris.cli_json("tell", "alpha", "after the watcher left")  # its events meet a closed socket
+    assert "request failed" not in iris.log()  # a watcher leaving is no failure
 
 
 def test_a_watcher_is_told_when_irisd_stops(iris: Iris) -> None:
