@@ -20,7 +20,7 @@ from irisd.store import approvals, notifications, sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
-from protocol.errors import BusyError, InvalidRequestError, LoopError, NotFoundError, ShuttingDownError
+from protocol.errors import BusyError, InvalidRequestError, IrisError, LoopError, NotFoundError, ShuttingDownError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
     ApprovalInfo,
@@ -291,7 +291,6 @@ class Dispatcher:
         message = check_message(message)
         check_wait(timeout_ms)
         chain_id, hops = await self._link(parent_pair, from_team, team.name, message)
-        pair = await self.supervisor.pair(from_team, team.name)
         machine = TellMachine(
             response_timeout_s=team.response_timeout_ms / 1000,
             caller_timeout_ms=timeout_ms,
@@ -311,8 +310,9 @@ class Dispatcher:
         if listen:
             tell.listener = tell.listen()
         try:
-            pair.submit(tell)
-        except BusyError as exc:
+            pair = await self.supervisor.pair(from_team, team.name)
+            pair.submit(tell)  # right after: the pair cannot end in between
+        except IrisError as exc:
             machine.fail(trio.current_time(), exc.message)
             tell.note_status()
             await self.store.call(tells.update, tell.info(), None)

@@ -314,6 +314,8 @@ class Pair:
             self._inbox_send.send_nowait(event)
         except trio.WouldBlock:
             raise BusyError(f"{self.label} is overloaded; try again in a moment") from None
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise BusyError(f"{self.label} stopped while this was on its way; send it again") from None
 
     async def _report_spawn(self, event: Spawned | SpawnFailed) -> None:
         """Hand a spawn's outcome to the actor. It must not be lost (the pair would stay
@@ -339,15 +341,20 @@ class Pair:
         finally:
             with trio.CancelScope(shield=True):
                 await self._interrupt_all("irisd stopped before this tell finished")
+            self._close_inbox()
 
     async def _serve(self) -> None:
         while True:
             await self._advance()
+            # Only the wait is under the deadline: a handler cut off halfway (between two
+            # store calls) would leave a decision unsent or a caller waiting for ever.
+            event: PairEvent | None = None
             with trio.move_on_at(self._next_deadline()):
                 event = await self._inbox.receive()
+            if event is None:
+                await self._on_timer(trio.current_time())
+            else:
                 await self._handle(event, trio.current_time())
-                continue
-            await self._on_timer(trio.current_time())
 
     def _next_deadline(self) -> float:
         deadlines = [tell.deadline for tell in self.tells.values()]
@@ -735,6 +742,20 @@ class Pair:
         self.state = state
         self._notify_supervisor()
         await self.store.call(sessions.set_process_state, self.from_team, self.team.name, state)
+
+    def _close_inbox(self) -> None:
+        """The actor is gone: answer what still waits in its inbox (its tells were
+        interrupted with the others), and make later posts fail at once, never hang."""
+        while True:
+            try:
+                event = self._inbox.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            if isinstance(event, _Request):
+                event.finish(error=BusyError(f"{self.label} stopped before handling this; send it again"))
+            elif isinstance(event, Spawned):
+                event.process.stop()
+        self._inbox.close()
 
     async def _interrupt_all(self, reason: str) -> None:
         now = trio.current_time()

@@ -290,3 +290,23 @@ async def test_notifications_of_one_pair_never_wait_for_another_and_failures_ret
     await alpha.result("done")
     await trio.sleep(0.1)
     assert (await core.store.call(notifications.get, slow_id)).status == "delivered"  # type: ignore[union-attr]
+
+
+async def test_requests_to_a_pair_whose_actor_ended_are_answered_never_left_waiting(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    from irisd.pool.pair import Pair, WakeRequest
+
+    supervisor = core.supervisor
+    pair = Pair(from_team=None, team=core.config.team("alpha"), config=core.config, paths=supervisor.paths,
+                store=core.store, child_factory=FakeChild)
+    left_in_inbox = WakeRequest()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pair.run)
+        pair._post(left_in_inbox)  # posted, but the actor ends before it reads it
+        nursery.cancel_scope.cancel()
+    assert left_in_inbox.done.is_set() and left_in_inbox.error is not None  # answered, not left waiting
+    started = trio.current_time()
+    with pytest.raises(BusyError, match="stopped while this was on its way; send it again"):
+        await pair.wake()
+    assert trio.current_time() == started  # at once
