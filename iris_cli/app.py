@@ -58,6 +58,7 @@ app = typer.Typer(
     name="iris",
     help="Let the Claude Code agents of your projects talk to each other.",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
 )

@@ -185,7 +185,7 @@ class Shim:
         if self._identity is None:
             teams = []
             if self.explicit_team is None:
-                reply = await self.link.call(ListTeams(), idempotent=True)
+                reply = await self.request(ListTeams())
                 assert isinstance(reply, TeamsReply)
                 teams = reply.teams
             self._identity = resolve_identity(self.explicit_team, self.cwd, teams)
@@ -195,11 +195,13 @@ class Shim:
     async def sender(self, claimed: str | None) -> str | None:
         return (await self.identity()).check_from_team(claimed)
 
-    async def simple(self, request: Request, *, within: float = CALL_TIMEOUT_S) -> ToolOutput:
-        """An idempotent request whose reply renders by its type."""
+    async def simple(
+        self, request: Request, *, idempotent: bool = True, within: float = CALL_TIMEOUT_S
+    ) -> ToolOutput:
+        """A request whose reply renders by its type."""
         from iris_cli.mcp_tools import render_reply
 
-        return render_reply(await self.request(request, within=within))
+        return render_reply(await self.request(request, idempotent=idempotent, within=within))
 
     async def request(
         self, request: Request, *, idempotent: bool = True, within: float = CALL_TIMEOUT_S
@@ -319,13 +321,13 @@ class Shim:
         from protocol.messages import Decide
 
         decide = Decide(approval_id=args.approval_id, allow=True, remember=args.remember, by=await self.decider())
-        return await self.simple(decide)
+        return await self.simple(decide, idempotent=False)  # sent again, it would be "already decided"
 
     async def team_deny(self, args: Any, report: ReportProgress) -> ToolOutput:
         from protocol.messages import Decide
 
         decide = Decide(approval_id=args.approval_id, allow=False, reason=args.reason, by=await self.decider())
-        return await self.simple(decide)
+        return await self.simple(decide, idempotent=False)
 
     async def decider(self) -> str:
         return f"{(await self.identity()).team or 'external'} (Claude Code)"

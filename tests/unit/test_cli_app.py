@@ -18,3 +18,9 @@ def test_version_names_the_release_and_the_protocol() -> None:
 def test_a_missing_argument_is_a_usage_error_naming_it() -> None:
     result = CliRunner().invoke(app, ["tell"])
     assert result.exit_code == 2 and "Missing argument 'TEAM'" in result.output
+
+
+def test_dash_h_is_help_everywhere_including_mcp() -> None:
+    for args in (["-h"], ["tell", "-h"], ["mcp", "-h"], ["daemon", "logs", "-h"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0 and "Usage: iris" in result.output, args

@@ -143,6 +143,13 @@ async def test_a_tell_cut_off_is_not_resent() -> None:
     assert sum(isinstance(r, Tell) for r in link.sent) == 1
 
 
+async def test_an_approval_cut_off_is_not_sent_again() -> None:
+    link = ScriptedLink(ConnectionLost("cut after sending"))
+    shim = Shim(link, team="alpha", cwd="/", env={})
+    output = await shim.call("team_approve", {"approvalId": "a-1"}, no_progress)
+    assert output.is_error and [type(r).__name__ for r in link.sent] == ["Decide"]  # a second would fail
+
+
 async def test_a_cancelled_call_cancels_its_tell() -> None:
     link = TellLink([TellState(tell_id="t5", status="running")], reply(""), hang=True)
     shim = Shim(link, team="alpha", cwd="/", env={})
