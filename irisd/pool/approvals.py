@@ -174,8 +174,8 @@ class ApprovalDesk:
 
     async def _settle(self, tell: ActiveTell, apply: Apply) -> None:
         if tell.machine.status == "awaiting_approval":
-            if not any(p.tell is tell for p in self.pending.values()):
-                tell.approval_id = ""
+            # The tell shows one it still waits for (none once all are decided).
+            tell.approval_id = next((p.info.id for p in self.pending.values() if p.tell is tell), "")
             await apply(tell, tell.machine.approval_settled(trio.current_time()))
 
     def _announce(self, info: ApprovalInfo) -> None:

@@ -502,7 +502,9 @@ class Pair:
 
     async def _on_spawned(self, event: Spawned) -> None:
         if self.state != "spawning":
-            event.process.stop()  # nothing wants it any more
+            event.process.stop()  # nothing wants it any more; its exit is ignored (not ours)
+            if self.process is None:
+                self._release_slot()  # the slot was reserved for it
             return
         self.process = event.process
         self.session_id = event.session_id
