@@ -1,9 +1,10 @@
 """The courier: delivers persisted notifications, in order per pair, retrying
 interrupted deliveries, expiring those past their TTL.
 
-Delivery is at-least-once: a notification is marked ``delivering`` before its tell is
-queued and ``delivered`` once the tell completes; if irisd dies in between, the next
-start puts it back to ``pending`` and delivers it again.
+Delivery is at-least-once: a notification stays ``pending`` until its tell is queued,
+is ``delivering`` while the tell runs and ``delivered`` once it completes; if irisd dies
+before that, the next start puts it back to ``pending`` and delivers it again. Only a
+``pending`` one expires: a delivery under way decides its own outcome.
 """
 
 from __future__ import annotations
@@ -78,6 +79,8 @@ class Courier:
 
     async def _deliver(self, item: NotificationInfo) -> bool:
         assert self.dispatcher is not None
+        if item.expires_at <= time.time():
+            return True  # past its TTL while earlier ones were delivered: the sweep expires it
         try:
             tell = await self.dispatcher.submit(
                 item.to_team, item.message, item.from_team, 0, kind="notification"

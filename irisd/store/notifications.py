@@ -75,7 +75,7 @@ def mark(
 def expire(db: apsw.Connection, now: float) -> int:
     db.execute(
         "UPDATE notifications SET status = 'expired', error = 'not delivered before its TTL' "
-        "WHERE status IN ('pending', 'delivering') AND expires_at <= ?",
+        "WHERE status = 'pending' AND expires_at <= ?",
         (now,),
     )
     return db.changes()

@@ -71,6 +71,10 @@ def test_notifications_are_delivered_in_order_and_expire(db: apsw.Connection) ->
     assert gone is not None and gone.status == "expired"
     assert [n.id for n in notifications.pending(db)] == [first.id]
     assert notifications.get(db, first.id).attempts == 1  # type: ignore[union-attr]
+    notifications.mark(db, first.id, "delivering", tell_id="t2")
+    assert notifications.expire(db, now=500.0) == 0  # a delivery under way decides its own outcome
+    notifications.mark(db, first.id, "delivered", tell_id="t2")
+    assert notifications.get(db, first.id).status == "delivered"  # type: ignore[union-attr]
 
 
 def test_approvals_have_unguessable_ids_and_remembered_rules_match_exactly(db: apsw.Connection) -> None:
