@@ -27,6 +27,7 @@ from protocol.framing import FrameTooLargeError, LineFramer
 MAX_LINE = 32 * 1024 * 1024
 STDERR_TAIL_LINES = 30
 STDERR_DRAIN_S = 1.0
+STDIN_TIMEOUT_S = 30.0  # claude reads its input at once; one that does not is wedged
 
 
 @dataclass(frozen=True)
@@ -148,9 +149,13 @@ class ClaudeProcess:
             raise ClaudeError("the claude process is not running")
         try:
             async with self._send_lock:
-                await self._stdin.send_all(data)
+                with trio.move_on_after(STDIN_TIMEOUT_S) as writing:
+                    await self._stdin.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise ClaudeError("the claude process closed its input (it is exiting)") from None
+        if writing.cancelled_caught:  # its pair would wait here, deaf to cancels and timers
+            self.stop()
+            raise ClaudeError(f"claude read none of its input for {STDIN_TIMEOUT_S:g} s; stopped it")
 
     async def _pump_stdout(self, stdout: trio.abc.ReceiveStream) -> None:
         framer = LineFramer(MAX_LINE)
