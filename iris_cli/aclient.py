@@ -28,6 +28,7 @@ from typing import cast
 
 import trio
 
+from iris_cli.client import DaemonUnreachable, connect_error
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
@@ -37,9 +38,6 @@ from protocol.messages import ErrorReply, Event, Hello, Reply, Request, Welcome,
 AsyncEventHandler = Callable[[Event], Awaitable[None]]
 
 RECEIVE_CHUNK = 65536
-class DaemonUnreachable(DaemonNotRunningError):
-    """irisd could not be reached; the request was not sent."""
-
 
 class ConnectionLost(DaemonNotRunningError):
     """The connection broke after the request was sent; irisd may have acted on it."""
@@ -110,18 +108,7 @@ async def open_connection(socket_path: Path, client: str = "iris-mcp") -> AsyncI
 
 
 async def _connect(socket_path: Path) -> trio.SocketStream:
-    """The one place OS errors of connecting become Iris errors."""
     try:
         return await trio.open_unix_socket(os.fspath(socket_path))
-    except (FileNotFoundError, ConnectionRefusedError):
-        raise DaemonUnreachable(
-            f"irisd is not running (nothing listens on {socket_path}); start it with "
-            "'irisd' (or 'systemctl --user start irisd')"
-        ) from None
-    except PermissionError:
-        # Not DaemonUnreachable: a daemon is there, starting another would not help.
-        raise DaemonNotRunningError(
-            f"no permission to connect to {socket_path}; it belongs to another user"
-        ) from None
     except OSError as exc:
-        raise DaemonUnreachable(f"cannot connect to irisd on {socket_path}: {exc.strerror or exc}") from None
+        raise connect_error(exc, socket_path) from None

@@ -31,12 +31,29 @@ from protocol.messages import (
 )
 
 EventHandler = Callable[[Event], None]
+HELLO_TIMEOUT_S = 10.0  # connecting and the handshake; a request then waits as long as it takes
 
 
 def default_socket_path() -> Path:
     from irisd.paths import IrisPaths
 
     return IrisPaths.from_env().socket
+
+
+class DaemonUnreachable(DaemonNotRunningError):
+    """irisd could not be reached; the request was not sent."""
+
+
+def connect_error(exc: OSError, socket_path: Path) -> DaemonNotRunningError:
+    """The one place OS errors of connecting become Iris errors (for both clients)."""
+    if isinstance(exc, FileNotFoundError | ConnectionRefusedError):
+        return DaemonUnreachable(
+            f"irisd is not running (nothing listens on {socket_path}); start it with "
+            "'iris daemon start' (or run 'irisd' in a terminal)"
+        )
+    if isinstance(exc, PermissionError):  # a daemon is there: starting another would not help
+        return DaemonNotRunningError(f"no permission to connect to {socket_path}; it belongs to another user")
+    return DaemonUnreachable(f"cannot connect to irisd on {socket_path}: {exc.strerror or exc}")
 
 
 class Client:
@@ -64,24 +81,17 @@ class Client:
         if self.welcome is not None:
             return self.welcome
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
+        sock.settimeout(HELLO_TIMEOUT_S)  # a wedged irisd that still accepts must not hang us
         try:
             sock.connect(os.fspath(self.socket_path))
-        except (FileNotFoundError, ConnectionRefusedError):
+        except OSError as exc:
             sock.close()
-            raise DaemonNotRunningError(
-                f"irisd is not running (nothing listens on {self.socket_path}); start it with "
-                "'iris daemon start' (or run 'irisd' in a terminal)"
-            ) from None
-        except PermissionError:
-            sock.close()
-            raise DaemonNotRunningError(
-                f"no permission to connect to {self.socket_path}; it belongs to another user"
-            ) from None
+            raise connect_error(exc, self.socket_path) from None
         self._sock = sock
         reply = self._exchange(Hello(protocol_version=PROTOCOL_VERSION, client="iris-cli"), None)
         if not isinstance(reply, Welcome):
             raise ProtocolError(f"irisd answered the hello with {type(reply).__name__}")
+        sock.settimeout(self.timeout)
         self.welcome = reply
         return reply
 
@@ -106,6 +116,12 @@ class Client:
         except (BrokenPipeError, ConnectionResetError):
             self.close()
             raise DaemonNotRunningError("irisd closed the connection (did it stop?)") from None
+        except TimeoutError:
+            self.close()
+            raise DaemonNotRunningError(
+                f"irisd on {self.socket_path} accepted the connection but did not answer; "
+                "see 'iris daemon logs', or restart it ('iris daemon stop', then 'start')"
+            ) from None
 
     def _receive(self) -> Reply | Event:
         assert self._sock is not None

@@ -82,7 +82,8 @@ class DaemonLink:
         DaemonUnreachable (nothing was sent): start the daemon, send once more.
         ConnectionLost (sent, then cut off): resend once only if ``idempotent``.
         """
-        from iris_cli.aclient import ConnectionLost, DaemonUnreachable
+        from iris_cli.aclient import ConnectionLost
+        from iris_cli.client import DaemonUnreachable
 
         try:
             return await self._once(request, on_event)
@@ -103,7 +104,7 @@ class DaemonLink:
 
     async def ensure_daemon(self) -> None:
         """Start irisd if it does not answer (in a thread: it polls and may run systemctl)."""
-        from iris_cli.aclient import DaemonUnreachable
+        from iris_cli.client import DaemonUnreachable
 
         if not self.autostart:
             raise DaemonUnreachable(

@@ -11,7 +11,8 @@ import msgspec
 import pytest
 import trio
 
-from iris_cli.aclient import ConnectionLost, DaemonUnreachable, open_connection
+from iris_cli.aclient import ConnectionLost, open_connection
+from iris_cli.client import DaemonUnreachable
 from protocol.codec import decode_request, encode
 from protocol.errors import UnknownTeamError
 from protocol.framing import LengthPrefixedFramer

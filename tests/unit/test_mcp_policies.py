@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 import trio
 
-from iris_cli.aclient import ConnectionLost, DaemonUnreachable
+from iris_cli.aclient import ConnectionLost
+from iris_cli.client import DaemonUnreachable
 from iris_cli.mcp_shim import DaemonLink, Shim
 from protocol.errors import UnknownTeamError
 from protocol.messages import (

@@ -1,0 +1,34 @@
+"""The blocking client's failures, each an Iris error with the fix, never a traceback or a hang."""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from iris_cli import client as client_module
+from iris_cli.client import Client, DaemonUnreachable
+from protocol.errors import DaemonNotRunningError
+
+
+def test_an_irisd_that_accepts_but_never_answers_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client_module, "HELLO_TIMEOUT_S", 0.2)
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:  # short: Unix socket paths are limited
+        path = Path(folder) / "s"
+        wedged = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        wedged.bind(str(path))
+        wedged.listen(1)
+        try:
+            with pytest.raises(DaemonNotRunningError, match="accepted the connection but did not answer"):
+                Client(path).connect()
+        finally:
+            wedged.close()
+
+
+def test_connecting_fails_with_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(DaemonUnreachable, match=r"irisd is not running .* 'iris daemon start'"):
+        Client(tmp_path / "none.sock").connect()
+    with pytest.raises(DaemonUnreachable, match="cannot connect to irisd on"):
+        Client(tmp_path / ("x" * 200)).connect()  # too long for a Unix socket: was a raw OSError
