@@ -76,10 +76,12 @@ class DaemonLink:
         *,
         idempotent: bool,
         on_event: Callable[[Event], Awaitable[None]] | None = None,
+        start_daemon: bool = True,
     ) -> Reply:
         """The daemon's reply to ``request``; raises its IrisError.
 
-        DaemonUnreachable (nothing was sent): start the daemon, send once more.
+        DaemonUnreachable (nothing was sent): start the daemon (unless not
+        ``start_daemon``), send once more.
         ConnectionLost (sent, then cut off): resend once only if ``idempotent``.
         """
         from iris_cli.aclient import ConnectionLost
@@ -88,6 +90,8 @@ class DaemonLink:
         try:
             return await self._once(request, on_event)
         except DaemonUnreachable:
+            if not start_daemon:
+                raise
             await self.ensure_daemon()
         except ConnectionLost:
             if not idempotent:
@@ -114,8 +118,10 @@ class DaemonLink:
 
         async with self._start_lock:  # concurrent calls start it once
             log.info("starting irisd for %s", self.socket_path)
+            # Abandoned on cancel: the caller's deadline holds even while systemctl or the
+            # start lock is slow (the thread finishes on its own; a second start is harmless).
             await trio.to_thread.run_sync(
-                partial(ensure_daemon, self.socket_path, timeout=DAEMON_START_TIMEOUT_S)
+                partial(ensure_daemon, self.socket_path, timeout=DAEMON_START_TIMEOUT_S), abandon_on_cancel=True
             )
 
 
@@ -270,7 +276,8 @@ class Shim:
             return
         with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_TIMEOUT_S):
             try:
-                await self.link.call(CancelTell(tell_id=tell_id), idempotent=True)
+                # No daemon, no tell to cancel: never start one just for this.
+                await self.link.call(CancelTell(tell_id=tell_id), idempotent=True, start_daemon=False)
                 log.info("cancelled tell %s", tell_id)
             except IrisError as exc:
                 log.warning("could not cancel tell %s: %s", tell_id, exc.message)

@@ -84,7 +84,9 @@ class TellLink(DaemonLink):
         self.events, self.reply, self.hang = events, reply, hang
         self.sent: list[Request] = []
 
-    async def call(self, request: Request, *, idempotent: bool, on_event: OnEvent = None) -> Reply:
+    async def call(
+        self, request: Request, *, idempotent: bool, on_event: OnEvent = None, start_daemon: bool = True
+    ) -> Reply:
         self.sent.append(request)
         if isinstance(request, ListTeams):
             return TEAMS
@@ -149,6 +151,12 @@ async def test_an_approval_cut_off_is_not_sent_again() -> None:
     shim = Shim(link, team="alpha", cwd="/", env={})
     output = await shim.call("team_approve", {"approvalId": "a-1"}, no_progress)
     assert output.is_error and [type(r).__name__ for r in link.sent] == ["Decide"]  # a second would fail
+
+
+async def test_cancelling_a_tell_never_starts_a_daemon_just_for_that() -> None:
+    link = ScriptedLink(DaemonUnreachable("down"))
+    await Shim(link, team="alpha", cwd="/", env={}).cancel_quietly("t1")
+    assert link.started == 0 and [type(r).__name__ for r in link.sent] == ["CancelTell"]
 
 
 async def test_a_cancelled_call_cancels_its_tell() -> None:
