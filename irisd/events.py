@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import trio
 
@@ -15,7 +15,6 @@ WATCHER_BUFFER = 1000
 class _Watcher:
     team: str | None
     send: trio.MemorySendChannel[Event]
-    teams_of_tell: dict[str, tuple[str | None, str]] = field(default_factory=dict)
 
 
 class EventHub:
@@ -49,7 +48,3 @@ class EventHub:
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 watcher.send.close()
                 self._watchers.discard(watcher)
-
-    @property
-    def watchers(self) -> int:
-        return len(self._watchers)

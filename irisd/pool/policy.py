@@ -9,7 +9,6 @@ from protocol.messages import ProcessState
 
 PairKey = tuple[str | None, str]
 
-LIVE_STATES: frozenset[ProcessState] = frozenset({"spawning", "idle", "processing", "terminating"})
 START_RETRY_DELAYS_S = (0.25, 1.0)  # after the 1st and 2nd crash on start; the 3rd gives up
 
 

@@ -133,9 +133,6 @@ class Supervisor:
     def statistics(self) -> list[ProcessInfo]:
         return [pair.statistics() for pair in self.pairs.values()]
 
-    def running_processes(self) -> int:
-        return sum(pair.process is not None for pair in self.pairs.values())
-
     async def wake_all(self, from_team: str | None, *, parallel: bool) -> dict[str, str]:
         """Wake (from_team -> every other team); returns team -> error for failures."""
         errors: dict[str, str] = {}

@@ -8,7 +8,7 @@ from typing import Any
 import apsw
 import msgspec
 
-from irisd.store.rows import EXTERNAL, to_struct
+from irisd.store.rows import stored_team, to_struct
 from protocol.messages import ApprovalInfo
 
 _COLUMNS = (
@@ -35,7 +35,7 @@ def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None
         "suggestions, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             approval.id,
-            approval.from_team or EXTERNAL,
+            stored_team(approval.from_team),
             approval.to_team,
             approval.tell_id,
             request_id,
@@ -96,13 +96,13 @@ def remember(
     db.execute(
         "INSERT OR IGNORE INTO pair_rules (from_team, to_team, tool_name, input, created_at, approval_id) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        (from_team or EXTERNAL, to_team, tool_name, canonical(input), now, approval_id),
+        (stored_team(from_team), to_team, tool_name, canonical(input), now, approval_id),
     )
 
 
 def remembered(db: apsw.Connection, from_team: str | None, to_team: str, tool_name: str, input: Any) -> bool:
     row = db.execute(
         "SELECT 1 FROM pair_rules WHERE from_team = ? AND to_team = ? AND tool_name = ? AND input = ?",
-        (from_team or EXTERNAL, to_team, tool_name, canonical(input)),
+        (stored_team(from_team), to_team, tool_name, canonical(input)),
     ).fetchone()
     return row is not None

@@ -7,7 +7,7 @@ import secrets
 
 import apsw
 
-from irisd.store.rows import EXTERNAL, to_struct
+from irisd.store.rows import stored_team, to_struct
 from protocol.messages import NotificationInfo
 
 _COLUMNS = "id, from_team, to_team, message, status, created_at, expires_at, attempts, tell_id, error"
@@ -25,7 +25,7 @@ def create(
     db.execute(
         "INSERT INTO notifications (id, from_team, to_team, message, created_at, expires_at) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        (notification_id, from_team or EXTERNAL, to_team, message, now, now + ttl_s),
+        (notification_id, stored_team(from_team), to_team, message, now, now + ttl_s),
     )
     found = get(db, notification_id)
     assert found is not None

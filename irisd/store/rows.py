@@ -18,6 +18,7 @@ T = TypeVar("T")
 
 
 def stored_team(team: str | None) -> str:
+    """How a from_team is stored (see above)."""
     return team or EXTERNAL
 
 

@@ -7,7 +7,7 @@ import uuid
 import apsw
 import msgspec
 
-from irisd.store.rows import EXTERNAL, to_struct
+from irisd.store.rows import stored_team, to_struct
 
 
 class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,7 +35,7 @@ def _row(values: tuple[object, ...]) -> SessionRow:
 def get(db: apsw.Connection, from_team: str | None, to_team: str) -> SessionRow | None:
     row = db.execute(
         f"SELECT {_COLUMNS} FROM sessions WHERE from_team = ? AND to_team = ?",
-        (from_team or EXTERNAL, to_team),
+        (stored_team(from_team), to_team),
     ).fetchone()
     return _row(row) if row else None
 
@@ -49,7 +49,7 @@ def get_or_create(db: apsw.Connection, from_team: str | None, to_team: str, now:
         db.execute(
             "INSERT INTO sessions (from_team, to_team, session_id, created_at, last_used_at) "
             "VALUES (?, ?, ?, ?, ?)",
-            (from_team or EXTERNAL, to_team, str(uuid.uuid4()), now, now),
+            (stored_team(from_team), to_team, str(uuid.uuid4()), now, now),
         )
     created = get(db, from_team, to_team)
     assert created is not None
@@ -61,7 +61,7 @@ def replace_session_id(db: apsw.Connection, from_team: str | None, to_team: str,
     db.execute(
         "UPDATE sessions SET session_id = ?, created_at = ?, last_used_at = ?, message_count = 0 "
         "WHERE from_team = ? AND to_team = ?",
-        (str(uuid.uuid4()), now, now, from_team or EXTERNAL, to_team),
+        (str(uuid.uuid4()), now, now, stored_team(from_team), to_team),
     )
     row = get(db, from_team, to_team)
     assert row is not None
@@ -73,14 +73,14 @@ def record_spawn(
 ) -> None:
     db.execute(
         "UPDATE sessions SET launch_command = ?, team_snapshot = ? WHERE from_team = ? AND to_team = ?",
-        (msgspec.json.encode(command).decode(), team_snapshot.decode(), from_team or EXTERNAL, to_team),
+        (msgspec.json.encode(command).decode(), team_snapshot.decode(), stored_team(from_team), to_team),
     )
 
 
 def set_process_state(db: apsw.Connection, from_team: str | None, to_team: str, state: str) -> None:
     db.execute(
         "UPDATE sessions SET process_state = ? WHERE from_team = ? AND to_team = ?",
-        (state, from_team or EXTERNAL, to_team),
+        (state, stored_team(from_team), to_team),
     )
 
 
@@ -89,7 +89,7 @@ def record_turn(db: apsw.Connection, from_team: str | None, to_team: str, now: f
     db.execute(
         "UPDATE sessions SET message_count = message_count + 1, last_used_at = ?, "
         "last_response_at = ? WHERE from_team = ? AND to_team = ?",
-        (now, now, from_team or EXTERNAL, to_team),
+        (now, now, stored_team(from_team), to_team),
     )
 
 

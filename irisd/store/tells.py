@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import apsw
 
-from irisd.store.rows import EXTERNAL, to_struct
+from irisd.store.rows import stored_team, to_struct
 from protocol.messages import TellInfo
 
 _COLUMNS = (
@@ -27,7 +27,7 @@ def insert(db: apsw.Connection, tell: TellInfo) -> None:
         "error, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             tell.id,
-            tell.from_team or EXTERNAL,
+            stored_team(tell.from_team),
             tell.to_team,
             tell.message,
             tell.status,
@@ -106,7 +106,7 @@ def recent(
         rows = db.execute(
             f"SELECT {_COLUMNS} FROM tells WHERE to_team = ? AND from_team = ? "
             "ORDER BY created_at DESC LIMIT ?",
-            (to_team, from_team or EXTERNAL, limit),
+            (to_team, stored_team(from_team), limit),
         )
     return [_info(row) for row in rows]
 
@@ -117,7 +117,7 @@ def clear_finished(db: apsw.Connection, to_team: str, from_team: str | None) -> 
         db.execute(
             "DELETE FROM tells WHERE to_team = ? AND from_team = ? "
             "AND status NOT IN ('queued', 'running', 'awaiting_approval')",
-            (to_team, from_team or EXTERNAL),
+            (to_team, stored_team(from_team)),
         )
     return db.changes()
 

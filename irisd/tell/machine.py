@@ -87,12 +87,9 @@ class TellMachine:
         self.status: TellStatus = "queued"
         self.error = ""
         self.result: ResultLine | None = None
-        self.created_at = now
-        self.started_at: float | None = None
         self.finished_at: float | None = None
         self._response_timeout_s = response_timeout_s
         self._interrupt_grace_s = interrupt_grace_s
-        self._caller_timeout_ms = caller_timeout_ms
         self._caller_deadline = (
             math.inf if caller_timeout_ms == 0 else now + max(caller_timeout_ms, 0) / 1000
         )
@@ -143,7 +140,6 @@ class TellMachine:
         claude's start-up is not a stall (settings.sessionInitTimeout)."""
         self._require("start", "queued")
         self.status = "running"
-        self.started_at = now
         self._response_deadline = now + max(self._response_timeout_s, startup_s)
         return []
 
