@@ -59,7 +59,6 @@ async def _run_services(
             paths=paths,
             store=store,
             supervisor=supervisor,
-            hub=hub,
             on_notification=courier.wake_up,
         )
         courier.dispatcher = dispatcher

@@ -56,7 +56,6 @@ class Daemon:
         self.systemd = systemd or SystemdEnv()
         self.allowed_uid = allowed_uid
         self.notifier = Notifier(self.systemd.notify_socket)
-        self.dispatcher: Dispatcher | None = None
         self._stop_requested = trio.Event()
 
     @property
@@ -111,8 +110,8 @@ class Daemon:
     ) -> None:
         async with trio.open_nursery() as nursery:
             core_scope, core_done = trio.CancelScope(), trio.Event()
-            self.dispatcher = await nursery.start(self._run_core, store, core_scope, core_done)
-            server = Server(listener, self.dispatcher, allowed_uid=self.allowed_uid)
+            dispatcher = await nursery.start(self._run_core, store, core_scope, core_done)
+            server = Server(listener, dispatcher, allowed_uid=self.allowed_uid)
             await nursery.start(server.run)
             self.notifier.ready(f"serving {len(self.config.teams)} teams")
             if self.systemd.watchdog_s is not None:

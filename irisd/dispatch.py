@@ -11,7 +11,6 @@ import trio
 
 from irisd import __version__
 from irisd.config import IrisConfig
-from irisd.events import EventHub
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.pair import Pair
@@ -85,14 +84,13 @@ class Dispatcher:
         paths: IrisPaths,
         store: Store,
         supervisor: Supervisor,
-        hub: EventHub | None = None,
         on_notification: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
         self.paths = paths
         self.store = store
         self.supervisor = supervisor
-        self.hub = hub or supervisor.hub
+        self.hub = supervisor.hub  # one hub: the pairs publish to it, watchers read it
         self.on_notification = on_notification
         self.started_at = time.time()
 
