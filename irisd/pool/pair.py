@@ -662,13 +662,14 @@ class Pair:
         self._stop_child(request.reason)
 
     async def _on_reset(self, request: ResetRequest) -> None:
-        if self.current is not None or self.queue:
-            busy = BusyError(f"{self.label} has tells running or queued; reset it when it is idle")
+        if self.current is not None or self.queue or self.state == "spawning":
+            # (A child being started may already have read the old session id.)
+            busy = BusyError(f"{self.label} has tells running or queued, or is starting; reset it when it is idle")
             request.finish(error=busy)
             return
         if self.process is not None:
             self._stop_child("session reset")
-        row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
+        await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())  # the row
         row = await self.store.call(sessions.replace_session_id, self.from_team, self.team.name, time.time())
         self.session_id = row.session_id
         self._new_session = True
