@@ -11,6 +11,7 @@ import typer
 
 from iris_cli import render
 from iris_cli.client import Client, EventHandler
+from iris_cli.text import tell_data
 from protocol.errors import IrisError
 from protocol.messages import (
     ApprovalEvent,
@@ -108,13 +109,6 @@ def print_json(value: object) -> None:
     print(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))
 
 
-def tell_json(reply: TellReply) -> dict[str, object]:
-    """A tell for scripts: its fields, ``status`` as the caller sees it (``in_progress``
-    while it runs) and ``tell_status`` as stored (queued, running, completed, ...)."""
-    fields: dict[str, object] = msgspec.to_builtins(reply.tell)
-    return {**fields, "status": reply.status, "tell_status": reply.tell.status}
-
-
 @app.command()
 def tell(
     team: Annotated[str, typer.Argument(metavar="TEAM", help="The team to tell.")],
@@ -174,7 +168,7 @@ def tell(
     assert isinstance(reply, TellReply)
     info = reply.tell
     if as_json:
-        print_json(tell_json(reply))
+        print_json(tell_data(reply))
     elif timeout == -1 and reply.status == "in_progress":
         print(info.id)
         render.err.print(f"[dim]tell {info.id} is {info.status}; see it with: iris result {info.id}[/]")
@@ -199,7 +193,7 @@ def result(
     reply = send(GetTell(tell_id=tell_id, wait_ms=wait), as_json)
     assert isinstance(reply, TellReply)
     if as_json:
-        print_json(tell_json(reply))
+        print_json(tell_data(reply))
         return
     info = reply.tell
     pair = f"{info.from_team or 'external'} -> {info.to_team}"
@@ -285,7 +279,7 @@ def cancel(
     reply = send(CancelTell(tell_id=tell_id), as_json)
     assert isinstance(reply, TellReply)
     if as_json:
-        print_json(tell_json(reply))
+        print_json(tell_data(reply))
     else:
         status = reply.tell.status
         if status in ("completed", "failed", "timed_out"):
@@ -310,7 +304,7 @@ def command(
     reply = send(request, as_json)
     assert isinstance(reply, TellReply)
     if as_json:
-        print_json(tell_json(reply))
+        print_json(tell_data(reply))
     else:
         if reply.tell.text:
             print(reply.tell.text)

@@ -397,7 +397,8 @@ class Shim:
         return await self.simple(ReadTranscript(tell_id=tell_id))
 
     async def team_cache_clear(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_cli.mcp_tools import ToolOutput, pair_name
+        from iris_cli.mcp_tools import ToolOutput
+        from iris_cli.text import pair_name
         from protocol.messages import ClearCache, CountReply
 
         me = await self.sender(args.from_team)

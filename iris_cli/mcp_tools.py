@@ -25,6 +25,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from iris_cli.text import pair_name, tail, tell_data
+from iris_cli.text import short as text_short
 from protocol.errors import InvalidRequestError
 from protocol.messages import (
     FINAL_TELL_STATUSES,
@@ -419,22 +421,7 @@ def plain(value: object) -> Any:
 
 
 def short(text: str, limit: int = MAX_LISTED_TEXT) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def tail(text: str, limit: int) -> str:
-    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
-
-
-def pair_name(from_team: str | None, to_team: str) -> str:
-    return f"{from_team or 'external'} -> {to_team}"
-
-
-def tell_data(reply: TellReply) -> dict[str, Any]:
-    """A tell as ``iris tell --json`` prints it: ``status`` as the caller sees it."""
-    data: dict[str, Any] = plain(reply.tell)
-    return {**data, "status": reply.status, "tell_status": reply.tell.status}
+    return text_short(text, limit)
 
 
 def render_tell(reply: TellReply) -> ToolOutput:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
+from iris_cli.text import pair_name, short
 from protocol.messages import (
     ApprovalInfo,
     NotificationInfo,
@@ -83,10 +84,6 @@ def status(reply: StatusReply) -> None:
     running = sum(p.pid is not None for p in reply.processes)
     out.print(f"\n[bold]processes[/] ({running} of at most {reply.max_processes} running)")
     processes([p for p in reply.processes if p.state != "stopped" or p.reason])
-
-
-def pair_name(from_team: str | None, to_team: str) -> str:
-    return f"{from_team or 'external'} -> {to_team}"
 
 
 def processes(items: list[ProcessInfo]) -> None:
@@ -198,9 +195,8 @@ def approval_event(a: ApprovalInfo) -> None:
         out.print(tool_input(a.tool_name, a.input), markup=False)
 
 
-def _short(text: str, width: int = 50) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
+def _short(text: str) -> str:
+    return short(text, 50)
 
 
 def tell_outcome(status: str, tell: TellInfo) -> None:
