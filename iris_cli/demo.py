@@ -52,14 +52,11 @@ def run_demo(claude: str | None, *, keep: bool = False) -> None:
     claude_path = find_claude(claude)
     root = Path(tempfile.mkdtemp(prefix="iris-demo-"))
     try:
-        with ScriptedModel() as model:
+        with ScriptedModel() as model, (root / "irisd.log").open("wb") as log:
             env = _environment(root, model.base_url)
             _write_config(root, claude_path)
             daemon = subprocess.Popen(
-                [sys.executable, "-m", "irisd.main"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=(root / "irisd.log").open("wb"),
+                [sys.executable, "-m", "irisd.main"], env=env, stdout=subprocess.DEVNULL, stderr=log
             )
             try:
                 _play(Path(env["IRIS_SOCKET"]), daemon)
