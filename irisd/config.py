@@ -25,7 +25,7 @@ from typing import Any, Literal
 import msgspec
 import yaml
 
-from protocol.errors import ConfigError
+from protocol.errors import ConfigError, UnknownTeamError
 
 PermissionMode = Literal["ask", "deny", "skip"]
 
@@ -95,8 +95,6 @@ class IrisConfig(msgspec.Struct, frozen=True, kw_only=True):
     teams: dict[str, Team]
 
     def team(self, name: str) -> Team:
-        from protocol.errors import UnknownTeamError
-
         try:
             return self.teams[name]
         except KeyError:
@@ -190,13 +188,12 @@ def _validate(config: Config, source: str) -> IrisConfig:
         ("queueLimit", s.queue_limit, 1),
         ("hopLimit", s.hop_limit, 1),
         ("retentionKeep", s.retention_keep, 0),
+        ("approvalTimeout", s.approval_timeout, 1000),
     ):
         if value < minimum:
             raise ConfigError(
                 f"{source}: key 'settings.{key}' is {value}; it must be at least {minimum}"
             )
-    if s.approval_timeout < 1000:
-        raise ConfigError(f"{source}: key 'settings.approvalTimeout' is {s.approval_timeout}; it must be at least 1000")
     if s.retention_days <= 0:
         raise ConfigError(f"{source}: key 'settings.retentionDays' must be more than 0")
     if not s.claude_path.strip():
