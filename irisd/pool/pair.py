@@ -451,7 +451,7 @@ class Pair:
         await trio.sleep_until(not_before)
         if self.supervisor is not None:
             await self.supervisor.reserve_slot(self)
-        self.holds_slot = True
+        self.holds_slot = True  # no await since the grant: no other reservation saw us without it
         started = trio.current_time()
         try:
             row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())

@@ -102,8 +102,7 @@ class Supervisor:
         while True:
             views = [p.view() for p in self.pairs.values()]
             decision = decide_slot(requester.key, views, self.config.settings.max_processes)
-            if isinstance(decision, Grant):
-                requester.holds_slot = True
+            if isinstance(decision, Grant):  # the requester marks its slot held at once
                 requester.waiting_for_slot = 0
                 return
             changed = self._changed
