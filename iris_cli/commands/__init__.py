@@ -1,0 +1,1 @@
+"""The ``iris`` commands, one Typer app per module (see ``iris_cli.app.COMMANDS``)."""

@@ -1,0 +1,57 @@
+"""What every command module shares: options, sending a request, failing, JSON output.
+
+Only Typer is imported at the top: rich, msgspec, the protocol types and the client
+load when a command first needs them (see ``iris_cli.app``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from iris_cli.client import EventHandler
+    from protocol.errors import IrisError
+    from protocol.messages import Reply, Request
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+FromOption = Annotated[
+    str | None, typer.Option("--from", help="The team asking (default: you, outside any team; 'external' says so).")
+]
+
+
+def fail(error: IrisError, as_json: bool = False) -> NoReturn:
+    """End the command with ``error``'s message on stderr and exit code 1."""
+    if as_json:
+        print(json.dumps({"error": {"code": error.code, "message": error.message}}), file=sys.stderr)
+    else:
+        from iris_cli import render
+
+        render.err.print(f"[red]error:[/] {error.message}", markup=True)
+    raise typer.Exit(1)
+
+
+def send(request: Request, as_json: bool = False, on_event: EventHandler | None = None) -> Reply:
+    """One request to irisd; an IrisError ends the command with its message."""
+    from iris_cli.client import Client
+    from protocol.errors import IrisError
+
+    try:
+        with Client() as client:
+            return client.request(request, on_event)
+    except IrisError as exc:
+        fail(exc, as_json)
+
+
+def print_json(value: object) -> None:
+    import msgspec
+
+    print(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))
+
+
+def caller(name: str | None) -> str | None:
+    """The asking team as the protocol wants it: ``None`` for you (``external``)."""
+    return None if name in (None, "", "external", "-") else name

@@ -1,0 +1,103 @@
+"""``iris status``, ``teams``, ``watch`` and ``notifications``: what irisd knows."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from iris_cli.commands.common import JsonOption, fail, print_json, send
+
+if TYPE_CHECKING:
+    from protocol.messages import Event
+
+app = typer.Typer()
+
+
+@app.command()
+def status(as_json: JsonOption = False) -> None:
+    """Is irisd up? Its teams and live processes."""
+    import msgspec
+
+    from iris_cli.client import Client
+    from protocol.errors import IrisError
+    from protocol.messages import GetStatus, StatusReply
+
+    try:
+        with Client() as client:
+            reply = client.request(GetStatus())
+    except IrisError as exc:
+        if as_json and exc.code == "daemon_not_running":
+            print(json.dumps({"running": False, "message": exc.message}))
+            raise typer.Exit(1) from None
+        fail(exc, as_json)
+    assert isinstance(reply, StatusReply)
+    if as_json:
+        print_json({"running": True, **msgspec.to_builtins(reply)})
+    else:
+        from iris_cli import render
+
+        render.status(reply)
+
+
+@app.command()
+def teams(as_json: JsonOption = False) -> None:
+    """List the configured teams."""
+    from iris_cli import render
+    from protocol.messages import ListTeams, TeamsReply
+
+    reply = send(ListTeams(), as_json)
+    assert isinstance(reply, TeamsReply)
+    if as_json:
+        print_json(reply.teams)
+    elif not reply.teams:
+        render.err.print("no teams configured; add them under 'teams:' in config.yaml")
+    else:
+        render.out.print(render.teams_table(reply.teams))
+
+
+@app.command()
+def watch(
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only tells to or from this team.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Follow tells live as their text streams (Ctrl-C to stop)."""
+    import msgspec
+
+    from iris_cli import render
+    from protocol.messages import ApprovalEvent, TellNotice, TellState, TellText, Watch
+
+    def show(event: Event) -> None:
+        if as_json:
+            print(json.dumps(msgspec.to_builtins(event)), flush=True)
+        elif isinstance(event, TellState):
+            render.tell_state(event)
+        elif isinstance(event, ApprovalEvent):
+            render.approval_event(event.approval)
+        elif isinstance(event, TellNotice):
+            render.tell_notice(event)
+        elif isinstance(event, TellText):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+
+    try:
+        send(Watch(team=team), as_json, show)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+@app.command()
+def notifications(
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only those for this team.")] = None,
+    include_done: Annotated[bool, typer.Option("--all", help="Delivered and expired ones too.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Persisted tells and whether they were delivered."""
+    from iris_cli import render
+    from protocol.messages import ListNotifications, NotificationsReply
+
+    reply = send(ListNotifications(to_team=team, include_done=include_done), as_json)
+    assert isinstance(reply, NotificationsReply)
+    print_json(reply.notifications) if as_json else render.notifications(reply.notifications)

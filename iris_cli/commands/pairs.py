@@ -1,0 +1,157 @@
+"""``iris wake``, ``sleep``, ``report``, ``sessions``, ``session reset`` and ``cache``: one pair."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from iris_cli.commands.common import FromOption, JsonOption, caller, fail, print_json, send
+
+app = typer.Typer()
+
+
+@app.command()
+def wake(
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="The team to wake.")] = None,
+    from_team: FromOption = None,
+    all_teams: Annotated[bool, typer.Option("--all", help="Wake every team (for --from).")] = False,
+    sequential: Annotated[bool, typer.Option(help="With --all: one at a time.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Start a pair's claude process now, so the next tell is fast."""
+    from iris_cli import render
+    from protocol.errors import IrisError
+    from protocol.messages import PairReply, PairsReply, Wake, WakeAll
+
+    if all_teams == (team is not None):
+        fail(IrisError("name a TEAM, or use --all"), as_json)
+    if team is None:
+        many = send(WakeAll(from_team=caller(from_team), parallel=not sequential), as_json)
+        assert isinstance(many, PairsReply)
+        if as_json:
+            print_json(many)
+        else:
+            render.processes(many.processes)
+            for name, error in sorted(many.errors.items()):
+                render.err.print(f"[red]{name}:[/] {error}")
+        if many.errors:
+            raise typer.Exit(1)
+        return
+    reply = send(Wake(to_team=team, from_team=caller(from_team)), as_json)
+    assert isinstance(reply, PairReply)
+    print_json(reply) if as_json else render.out.print(reply.message)
+
+
+@app.command()
+def sleep(
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The team to put to sleep.")],
+    from_team: FromOption = None,
+    force: Annotated[bool, typer.Option(help="Stop it even in the middle of a tell.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Stop a pair's claude process (its conversation is kept)."""
+    from iris_cli import render
+    from protocol.messages import PairReply, Sleep
+
+    reply = send(Sleep(to_team=team, from_team=caller(from_team), force=force), as_json)
+    assert isinstance(reply, PairReply)
+    print_json(reply) if as_json else render.out.print(reply.message)
+    if "busy" in reply.message:
+        raise typer.Exit(1)
+
+
+@app.command()
+def report(
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The answering team.")],
+    from_team: FromOption = None,
+    all_callers: Annotated[bool, typer.Option("--all-callers", help="Tells from every caller.")] = False,
+    limit: Annotated[int, typer.Option(help="How many recent tells.")] = 20,
+    as_json: JsonOption = False,
+) -> None:
+    """Recent tells of a pair: status, duration, cost."""
+    from iris_cli import render
+    from protocol.messages import Report, ReportReply
+
+    request = Report(to_team=team, from_team=caller(from_team), all_callers=all_callers, limit=limit)
+    reply = send(request, as_json)
+    assert isinstance(reply, ReportReply)
+    print_json(reply.tells) if as_json else render.report(reply.tells)
+
+
+@app.command()
+def sessions(
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only the sessions with this team.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the pairs' persistent conversations."""
+    from iris_cli import render
+    from protocol.messages import ListSessions, SessionsReply
+
+    reply = send(ListSessions(to_team=team), as_json)
+    assert isinstance(reply, SessionsReply)
+    if as_json:
+        print_json(reply.sessions)
+    else:
+        render.sessions(reply.sessions)
+
+
+session_app = typer.Typer(help="Manage one pair's conversation.", no_args_is_help=True)
+app.add_typer(session_app, name="session")
+
+
+@session_app.command("reset")
+def session_reset(
+    from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
+    to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Start a fresh conversation for the pair FROM -> TO."""
+    from iris_cli import render
+    from iris_cli.text import pair_name
+    from protocol.messages import ResetSession, SessionReply
+
+    reply = send(ResetSession(to_team=to_team, from_team=caller(from_team)), as_json)
+    assert isinstance(reply, SessionReply)
+    if as_json:
+        print_json(reply.session)
+    else:
+        session = reply.session.session_id
+        pair = pair_name(caller(from_team), to_team)
+        render.out.print(f"{pair} starts a new conversation (session {session})")
+
+
+cache_app = typer.Typer(help="The stored transcripts of tells.", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("read")
+def cache_read(
+    tell_id: Annotated[str, typer.Argument(metavar="ID", help="The tell whose transcript to show.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Every line claude printed during one tell."""
+    from protocol.messages import ReadTranscript, TranscriptReply
+
+    reply = send(ReadTranscript(tell_id=tell_id), as_json)
+    assert isinstance(reply, TranscriptReply)
+    if as_json:
+        print_json(reply)
+        return
+    for entry in reply.entries:
+        print(entry.raw)
+
+
+@cache_app.command("clear")
+def cache_clear(
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The answering team.")],
+    from_team: FromOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Forget a pair's finished tells and their transcripts (the conversation stays)."""
+    from iris_cli import render
+    from protocol.messages import ClearCache, CountReply
+
+    reply = send(ClearCache(to_team=team, from_team=caller(from_team)), as_json)
+    assert isinstance(reply, CountReply)
+    print_json(reply) if as_json else render.out.print(f"forgot {reply.count} finished tells")

@@ -1,0 +1,169 @@
+"""``iris tell``, ``result``, ``cancel`` and ``command``: one tell at a time."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from iris_cli.commands.common import FromOption, JsonOption, caller, print_json, send
+
+if TYPE_CHECKING:
+    from protocol.messages import Event
+
+app = typer.Typer()
+
+
+@app.command()
+def tell(
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The team to tell.")],
+    message: Annotated[str, typer.Argument(metavar="MESSAGE", help="What to tell it ('-' reads standard input).")],
+    from_team: FromOption = None,
+    timeout: Annotated[
+        int,
+        typer.Option(
+            "--timeout",
+            help="Milliseconds to wait: 0 waits for the answer, -1 returns at once with the "
+            "tell's id, N returns the answer so far after N ms (the tell runs on).",
+        ),
+    ] = 0,
+    persist: Annotated[
+        bool,
+        typer.Option(help="Store it and deliver it later, even across restarts (fire and forget)."),
+    ] = False,
+    ttl_days: Annotated[float, typer.Option(help="With --persist: give up after this many days.")] = 30.0,
+    as_json: JsonOption = False,
+) -> None:
+    """Tell TEAM something and print its answer."""
+    from iris_cli import render
+    from iris_cli.text import tell_data
+    from protocol.messages import NotificationReply, Tell, TellNotice, TellReply, TellState, TellText
+
+    if message == "-":
+        message = sys.stdin.read()
+    from_team = caller(from_team)
+    if persist:
+        request = Tell(to_team=team, message=message, from_team=from_team, persist=True, ttl_days=ttl_days)
+        stored = send(request, as_json)
+        assert isinstance(stored, NotificationReply)
+        if as_json:
+            print_json(stored.notification)
+        else:
+            print(stored.notification.id)
+            render.err.print(f"[dim]stored; it will be delivered to {team} (see 'iris notifications')[/]")
+        return
+    streamed: list[str] = []
+    live = not as_json and sys.stdout.isatty() and timeout != -1
+
+    tell_id: list[str] = []
+
+    def on_event(event: Event) -> None:
+        if isinstance(event, TellState | TellText) and not tell_id:
+            tell_id.append(event.tell_id)
+        if isinstance(event, TellText) and live:
+            streamed.append(event.text)
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        if isinstance(event, TellNotice) and not as_json and sys.stderr.isatty():
+            render.err.print(f"[yellow]{event.text}[/]")
+
+    # Streaming also tells us the tell's id early, for the Ctrl-C message below.
+    request = Tell(to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=True)
+    try:
+        reply = send(request, as_json, on_event)
+    except KeyboardInterrupt:
+        which = f"'iris result {tell_id[0]}' or 'iris cancel {tell_id[0]}'" if tell_id else f"'iris report {team}'"
+        render.err.print(f"\n[yellow]stopped waiting[/]: the tell goes on in irisd; see {which}")
+        raise typer.Exit(130) from None
+    assert isinstance(reply, TellReply)
+    info = reply.tell
+    if as_json:
+        print_json(tell_data(reply))
+    elif timeout == -1 and reply.status == "in_progress":
+        print(info.id)
+        render.err.print(f"[dim]tell {info.id} is {info.status}; see it with: iris result {info.id}[/]")
+    else:
+        if streamed:
+            if not "".join(streamed).endswith("\n"):
+                print()
+        elif info.text:
+            print(info.text)
+        render.tell_outcome(reply.status, info)
+    if reply.status not in ("completed", "in_progress"):
+        raise typer.Exit(1)
+
+
+@app.command()
+def result(
+    tell_id: Annotated[str, typer.Argument(metavar="ID", help="The tell's id (printed by 'iris tell').")],
+    wait: Annotated[int, typer.Option(help="Wait up to this many ms for the tell to end.")] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Show the status and answer of one tell (partial while it runs)."""
+    from iris_cli import render
+    from iris_cli.text import pair_name, tell_data
+    from protocol.messages import GetTell, TellReply
+
+    reply = send(GetTell(tell_id=tell_id, wait_ms=wait), as_json)
+    assert isinstance(reply, TellReply)
+    if as_json:
+        print_json(tell_data(reply))
+        return
+    info = reply.tell
+    pair = pair_name(info.from_team, info.to_team)
+    render.err.print(f"[dim]{pair} · {info.status} · {render.ago(info.created_at)}[/]")
+    if info.text:
+        print(info.text)
+    render.tell_outcome(reply.status, info)
+
+
+@app.command()
+def cancel(
+    tell_id: Annotated[str, typer.Argument(metavar="ID", help="The tell to interrupt (queued or running).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Interrupt a tell without killing the team's warm claude process."""
+    from iris_cli import render
+    from iris_cli.text import tell_data
+    from protocol.messages import CancelTell, TellReply
+
+    reply = send(CancelTell(tell_id=tell_id), as_json)
+    assert isinstance(reply, TellReply)
+    if as_json:
+        print_json(tell_data(reply))
+    else:
+        status = reply.tell.status
+        if status in ("completed", "failed", "timed_out"):
+            render.out.print(f"tell {tell_id} had already ended ({status}); nothing to cancel")
+            return
+        render.out.print(f"tell {tell_id} is {status}")
+        if reply.tell.text:
+            print(reply.tell.text)
+
+
+@app.command()
+def command(
+    team: Annotated[str, typer.Argument(metavar="TEAM", help="The team whose session gets the command.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="The slash command, e.g. compact or /compact.")],
+    args: Annotated[str, typer.Argument(metavar="ARGS", help="Its arguments.")] = "",
+    from_team: FromOption = None,
+    timeout: Annotated[int, typer.Option(help="Milliseconds to wait, as for 'iris tell'.")] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Send a slash command (such as /compact) to a pair's session, through its queue."""
+    from iris_cli import render
+    from iris_cli.text import tell_data
+    from protocol.messages import Command, TellReply
+
+    request = Command(to_team=team, command=name, args=args, from_team=caller(from_team), timeout_ms=timeout)
+    reply = send(request, as_json)
+    assert isinstance(reply, TellReply)
+    if as_json:
+        print_json(tell_data(reply))
+    else:
+        if reply.tell.text:
+            print(reply.tell.text)
+        render.tell_outcome(reply.status, reply.tell)
+    if reply.status not in ("completed", "in_progress"):
+        raise typer.Exit(1)
