@@ -10,6 +10,11 @@ _CLI_ONLY = {"install", "uninstall", "--help", "-h"}
 
 def main() -> None:
     args = sys.argv[1:]
+    from iris_cli.utf8 import bad_argument
+
+    if problem := bad_argument(args):
+        print(f"iris: {problem}", file=sys.stderr)
+        sys.exit(2)
     if args[:1] == ["mcp"] and not _CLI_ONLY.intersection(args[1:2]):
         from iris_cli.mcp_shim import main as serve_mcp
 

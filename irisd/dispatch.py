@@ -464,7 +464,14 @@ def reply_status(info: TellInfo) -> ReplyStatus:
 
 
 def check_message(message: str) -> str:
-    message = message.replace("\x00", "")
+    """The message as given, or InvalidRequestError. NUL characters are refused, not
+    dropped: the team would read a text other than the one sent (and claude's input and
+    SQLite text do not carry them reliably)."""
+    if (nul := message.find("\x00")) >= 0:
+        raise InvalidRequestError(
+            f"the message holds a NUL character (at position {nul}); it cannot be passed on "
+            "as it is: remove it (e.g. tr -d '\\000'), or send binary data as a file"
+        )
     if not message.strip():
         raise InvalidRequestError("the message is empty; say what the team should do")
     if len(message) > MAX_MESSAGE_CHARS:

@@ -8,6 +8,19 @@ nothing it does reaches another client or the daemon.
 Only the user irisd runs as is served: the kernel names each connecting process's uid
 (SO_PEERCRED), and any other user gets an ``ErrorReply`` saying so, then EOF. The
 socket is 0600 in a 0700 folder already; this also holds for a socket systemd made.
+
+Limits (``ConnectionLimits``), so that no number of clients locks the owner out:
+
+* at most ``max_clients`` connections are served (fewer when the open-file limit is
+  low). A new one beyond that closes the connection idle the longest (waiting for its
+  next request; a watch or a tell being answered is not idle). When none is idle, up to
+  ``reserve`` more are let in for ``GetStatus`` only, so ``iris status`` still works;
+  past that a client is told irisd is full and hung up on;
+* a connection that sends no complete request for ``idle_timeout_s`` is closed;
+* all connections together may hold at most ``max_partial_bytes`` of unfinished
+  frames; the client that goes over is refused;
+* running out of file descriptors (EMFILE) closes an idle connection and backs off
+  accepting, with one log line per minute at most; so are clients' protocol errors.
 """
 
 from __future__ import annotations
@@ -15,47 +28,85 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import resource
 import socket
 import stat
 import struct
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import trio
 
 from irisd.dispatch import Dispatcher
+from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode
-from protocol.errors import IrisError, PermissionDeniedError, ProtocolError, ShuttingDownError
+from protocol.errors import BusyError, IrisError, PermissionDeniedError, ProtocolError, ShuttingDownError
 from protocol.framing import LengthPrefixedFramer
-from protocol.messages import ErrorReply, Event, Hello, Request
+from protocol.messages import ErrorReply, Event, GetStatus, Hello, Request
 
 log = logging.getLogger("irisd.server")
 
 RECEIVE_CHUNK = 65536
 REFUSE_LINGER_S = 2.0
 SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long is hung up on
+TURN_AWAY_LINGER_S = 0.2  # read the hello of a client turned away, so it reads our reason
+ACCEPT_BACKOFF_S = (0.05, 2.0)  # out of file descriptors: wait this long, doubling
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+FDS_FOR_THE_REST = 256  # of the open-file limit: claude pipes, the database, HTTP, logs
 
 
 class SocketError(IrisError):
     code = "socket"
 
 
+@dataclass(frozen=True)
+class ConnectionLimits:
+    max_clients: int = 256
+    reserve: int = 4  # beyond max_clients, for GetStatus only
+    idle_timeout_s: float = 120.0
+    reserve_idle_timeout_s: float = 10.0
+    max_partial_bytes: int = 64 * 1024 * 1024
+
+    @classmethod
+    def for_this_process(cls) -> ConnectionLimits:
+        """The defaults, with fewer clients when the open-file limit would not hold them."""
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY:
+            return cls()
+        return cls(max_clients=max(8, min(cls.max_clients, soft - FDS_FOR_THE_REST - cls.reserve)))
+
+
+class FrameBudget:
+    """Bytes of unfinished frames held for all connections together."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+
 class Connection:
     """Frames over one client's stream."""
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+    def __init__(self, stream: trio.SocketStream, budget: FrameBudget | None = None) -> None:
         self.stream = stream
         self._framer = LengthPrefixedFramer()
         self._send_lock = trio.Lock()
+        self._budget = budget or FrameBudget(limit=2**62)
+        self._held = 0  # of the budget
+        self.scope = trio.CancelScope()  # cancelled to close the connection (evicted)
+        self.idle_since: float | None = None  # waiting for a request since then
+        self.reserve = False  # let in beyond max_clients: GetStatus only
+        self.evicted = False
 
     async def receive(self) -> Request | None:
         """The next request, or None when the client closed the connection."""
         while True:
             body = self._framer.next_frame()
             if body is not None:
+                self._account()
                 return decode_request(body)
             data = await self.stream.receive_some(RECEIVE_CHUNK)
             if not data:
@@ -63,6 +114,26 @@ class Connection:
                     raise ProtocolError("the connection closed in the middle of a message")
                 return None
             self._framer.receive_data(data)
+            self._account()
+
+    def _account(self) -> None:
+        pending = self._framer.pending
+        self._budget.used += pending - self._held
+        self._held = pending
+        if pending and self._budget.used > self._budget.limit:
+            raise BusyError(
+                f"irisd holds {self._budget.limit // (1024 * 1024)} MiB of unfinished messages from its "
+                "clients, its limit; send this again in a moment"
+            )
+
+    def release(self) -> None:
+        """Give back what this connection held of the budget (it is closed)."""
+        self._budget.used -= self._held
+        self._held = 0
+
+    def evict(self) -> None:
+        self.evicted = True
+        self.scope.cancel()
 
     async def send(self, message: msgspec.Struct) -> None:
         """Send one frame. Shielded: a frame is never cut in half by a cancellation; but a
@@ -92,26 +163,51 @@ class Server:
         dispatcher: Dispatcher,
         *,
         allowed_uid: int | None = None,
+        limits: ConnectionLimits | None = None,
     ) -> None:
         self.listener = listener
         self.dispatcher = dispatcher
         self.allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
+        self.limits = limits or ConnectionLimits.for_this_process()
         self.draining = False
         self.in_flight = 0
         self._idle = trio.Event()
         self._idle.set()
         self._accept_scope = trio.CancelScope()
+        self._connections: set[Connection] = set()
+        self._budget = FrameBudget(self.limits.max_partial_bytes)
+        self._log_budget = LogThrottle(burst=10, window_s=60.0)  # lines caused by clients
+
+    @property
+    def clients(self) -> int:
+        return len(self._connections)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Accept clients until ``stop_accepting``; serve them until cancelled."""
         async with trio.open_nursery() as handlers:
             with self._accept_scope:
-                await handlers.start(
-                    partial(trio.serve_listeners, self.handle, [self.listener], handler_nursery=handlers)
-                )
                 task_status.started()
-                await trio.sleep_forever()
+                await self._accept(handlers)
             await trio.sleep_forever()  # the clients of a draining server, until cancelled
+
+    async def _accept(self, handlers: trio.Nursery) -> None:
+        """Accept until cancelled (the listener is closed then). Out of file descriptors,
+        it frees an idle connection's and waits, doubling the wait, logging rarely."""
+        backoff = ACCEPT_BACKOFF_S[0]
+        async with self.listener:
+            while True:
+                try:
+                    stream = await self.listener.accept()
+                except OSError as exc:
+                    if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                        raise
+                    self._warn("cannot accept clients: " + os.strerror(exc.errno or 0), retry_in_s=backoff)
+                    self._evict_idlest()
+                    await trio.sleep(backoff)
+                    backoff = min(backoff * 2, ACCEPT_BACKOFF_S[1])
+                    continue
+                backoff = ACCEPT_BACKOFF_S[0]
+                handlers.start_soon(self.handle, stream)
 
     def stop_accepting(self) -> None:
         """Close the listener; refuse new requests from connected clients."""
@@ -125,34 +221,82 @@ class Server:
 
     async def handle(self, stream: trio.SocketStream) -> None:
         """Serve one client until it leaves. Never raises (except Cancelled)."""
-        connection = Connection(stream)
+        connection = Connection(stream, self._budget)
         try:
             async with stream:
                 peer_uid = peer_credentials(stream.socket).uid
                 if not peer_allowed(peer_uid, self.allowed_uid):
+                    self._warn("refused a client of another user", peer_uid=peer_uid)
                     await _refuse(connection, peer_uid, self.allowed_uid)
                     return
-                await self._serve(connection)
+                if not self._admit(connection):
+                    self._warn("turned a client away: every connection is busy", clients=self.clients)
+                    await _turn_away(connection, self.limits.max_clients)
+                    return
+                with connection.scope:
+                    await self._serve(connection)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the client went away
-        except ProtocolError as exc:
-            log.warning("client broke the protocol", extra={"error": exc.message})
+        except (ProtocolError, BusyError) as exc:
+            self._warn("client broke the protocol", error=exc.message)
         except Exception:
             log.exception("unexpected error while serving a client")
+        finally:
+            self._connections.discard(connection)
+            connection.release()
+
+    def _admit(self, connection: Connection) -> bool:
+        """Make room for ``connection`` (see the module's docstring); False: turn it away."""
+        live = sum(1 for c in self._connections if not c.evicted)
+        if live >= self.limits.max_clients and not self._evict_idlest():
+            if live >= self.limits.max_clients + self.limits.reserve:
+                return False
+            connection.reserve = True
+        self._connections.add(connection)
+        return True
+
+    def _evict_idlest(self) -> bool:
+        """Close the connection that has waited for a request the longest, if any."""
+        idle = [c for c in self._connections if c.idle_since is not None and not c.evicted]
+        if not idle:
+            return False
+        min(idle, key=lambda c: c.idle_since or 0.0).evict()
+        return True
+
+    def _warn(self, message: str, **extra: Any) -> None:
+        """A warning a client can cause: at most 10 a minute, then one saying how many were not logged."""
+        allowed, suppressed = self._log_budget.allow(trio.current_time())
+        if allowed:
+            if suppressed:
+                extra["similar_lines_suppressed"] = suppressed
+            log.warning(message, extra=extra)
 
     async def _serve(self, connection: Connection) -> None:
         greeted = False
         while True:
-            try:
-                request = await connection.receive()
-            except ProtocolError as exc:
-                await _try_send(connection, ErrorReply(code=exc.code, message=exc.message))
-                raise
+            timeout = self.limits.reserve_idle_timeout_s if connection.reserve else self.limits.idle_timeout_s
+            connection.idle_since = trio.current_time()
+            request: Request | None = None
+            with trio.move_on_after(timeout) as waiting:
+                try:
+                    request = await connection.receive()
+                except (ProtocolError, BusyError) as exc:
+                    await _try_send(connection, ErrorReply(code=exc.code, message=exc.message))
+                    raise
+            connection.idle_since = None
+            if waiting.cancelled_caught:
+                return  # idle too long: close it (a client reconnects for its next request)
             if request is None:
                 return
-            if not greeted:
-                await _check_hello(connection, request)
-                greeted = True
+            await _check_hello(connection, request, greeted)
+            greeted = True
+            if connection.reserve and not isinstance(request, Hello | GetStatus):
+                full = BusyError(
+                    f"irisd serves its limit of {self.limits.max_clients} clients, all busy; only "
+                    "'iris status' gets in now; try again when some have finished"
+                )
+                await connection.send(ErrorReply(code=full.code, message=full.message))
+                continue
             # (A watch too: the core ends every watch when it stops, before the drain
             # waits for the last replies, so that watchers hear why.)
             self._begin()
@@ -188,8 +332,13 @@ class Server:
             self._idle.set()
 
 
-async def _check_hello(connection: Connection, request: Request) -> None:
-    if not isinstance(request, Hello):
+async def _check_hello(connection: Connection, request: Request, greeted: bool) -> None:
+    """The first message is a hello of our protocol version; no other message is one."""
+    if greeted:
+        if not isinstance(request, Hello):
+            return
+        error = ProtocolError("a second hello on one connection; a client says hello once, first")
+    elif not isinstance(request, Hello):
         error = ProtocolError("the first message must be a hello; upgrade the client")
     elif request.protocol_version != PROTOCOL_VERSION:
         error = ProtocolError(
@@ -200,6 +349,18 @@ async def _check_hello(connection: Connection, request: Request) -> None:
         return
     await connection.send(ErrorReply(code=error.code, message=error.message))
     raise error
+
+
+async def _turn_away(connection: Connection, max_clients: int) -> None:
+    """Say irisd is full, then hang up. Reads the client's hello first (briefly), so that
+    closing with it unread does not reset the connection before the client reads why."""
+    full = BusyError(
+        f"irisd serves its limit of {max_clients} clients and all of them are busy; try again "
+        "in a moment ('iris status' shows what runs)"
+    )
+    await connection.send(ErrorReply(code=full.code, message=full.message))
+    with trio.move_on_after(TURN_AWAY_LINGER_S):
+        await connection.stream.receive_some(RECEIVE_CHUNK)
 
 
 async def _try_send(connection: Connection, message: msgspec.Struct) -> None:
@@ -264,9 +425,11 @@ def prepare_socket_dir(folder: Path) -> None:
             "set IRIS_SOCKET to a path in a folder of your own"
         )
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        # Never suggest a chmod: the folder may be /tmp or another one the machine shares.
         raise SocketError(
-            f"socket folder {folder} is writable by other users (mode "
-            f"{stat.S_IMODE(info.st_mode):o}); run 'chmod 700 {folder}' or choose another IRIS_SOCKET"
+            f"socket folder {folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}), "
+            "who could replace the socket; set IRIS_SOCKET to a path in a folder only you can write "
+            "(or unset it: irisd then uses $XDG_RUNTIME_DIR/iris/ or $IRIS_HOME/run/, made 0700)"
         )
 
 

@@ -34,6 +34,23 @@ def fail(error: IrisError, as_json: bool = False) -> NoReturn:
     raise typer.Exit(1)
 
 
+def read_stdin() -> str:
+    """All of standard input as text; not UTF-8 ends the command (exit 2), never a traceback."""
+    from iris_cli.utf8 import not_utf8
+
+    raw = sys.stdin.buffer.read()
+    if problem := not_utf8(raw):
+        from iris_cli import render
+
+        render.err.print(
+            f"[red]error:[/] standard input is not valid UTF-8: {problem}; convert it "
+            "(e.g. 'iconv -f LATIN1 -t UTF-8') or send the file's name instead",
+            markup=True,
+        )
+        raise typer.Exit(2)
+    return raw.decode("utf-8")
+
+
 def send(request: Request, as_json: bool = False, on_event: EventHandler | None = None) -> Reply:
     """One request to irisd; an IrisError ends the command with its message."""
     from iris_cli.client import Client

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from iris_cli.commands.common import FromOption, JsonOption, caller, print_json, send
+from iris_cli.commands.common import FromOption, JsonOption, caller, print_json, read_stdin, send
 
 if TYPE_CHECKING:
     from protocol.messages import Event
@@ -41,7 +41,7 @@ def tell(
     from protocol.messages import NotificationReply, Tell, TellNotice, TellReply, TellState, TellText
 
     if message == "-":
-        message = sys.stdin.read()
+        message = read_stdin()
     from_team = caller(from_team)
     if persist:
         request = Tell(to_team=team, message=message, from_team=from_team, persist=True, ttl_days=ttl_days)

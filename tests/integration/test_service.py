@@ -280,8 +280,9 @@ def test_socket_folder_of_another_user_or_open_to_others_is_refused(tmp_path: Pa
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
-    with pytest.raises(SocketError, match=r"writable by other users.*chmod 700"):
+    with pytest.raises(SocketError, match=r"writable by other users.*folder only you can write") as refused:
         prepare_socket_dir(shared)
+    assert "chmod" not in str(refused.value)  # the folder may be one the machine shares
     group = tmp_path / "group"
     group.mkdir()
     group.chmod(0o770)
@@ -311,8 +312,22 @@ def test_irisd_refuses_to_start_on_a_shared_socket_folder(iris: Iris) -> None:
     )
     assert result.returncode == 2
     assert "is writable by other users" in result.stderr
-    assert f"chmod 700 {iris.socket.parent}" in result.stderr
+    assert "set IRIS_SOCKET to a path in a folder only you can write" in result.stderr
+    assert "chmod" not in result.stderr
     assert not iris.socket.exists()
+
+
+def test_a_socket_in_tmp_gets_a_safe_suggestion(iris: Iris) -> None:
+    """IRIS_SOCKET=/tmp/x.sock used to suggest 'chmod 700 /tmp', which breaks the machine."""
+    iris.write_config()
+    result = subprocess.run(
+        [sys.executable, "-m", "irisd.main", "--log-level", "error"],
+        env={**iris.env, "IRIS_SOCKET": "/tmp/iris-test-x.sock"}, capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert "socket folder /tmp is writable by other users" in result.stderr
+    assert "chmod" not in result.stderr and "folder only you can write" in result.stderr
+    assert not Path("/tmp/iris-test-x.sock").exists()
 
 
 def test_a_second_irisd_on_the_same_home_is_refused_even_on_another_socket(iris: Iris) -> None:
