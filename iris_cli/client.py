@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -82,11 +83,25 @@ class Client:
             return self.welcome
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(HELLO_TIMEOUT_S)  # a wedged irisd that still accepts must not hang us
-        try:
-            sock.connect(os.fspath(self.socket_path))
-        except OSError as exc:
-            sock.close()
-            raise connect_error(exc, self.socket_path) from None
+        deadline = time.monotonic() + HELLO_TIMEOUT_S
+        while True:
+            try:
+                sock.connect(os.fspath(self.socket_path))
+                break
+            except BlockingIOError:
+                # The listen queue is full (a storm of clients): irisd accepts and sheds
+                # idle ones, so wait for room rather than fail at once.
+                if time.monotonic() < deadline:
+                    time.sleep(0.05)
+                    continue
+                sock.close()
+                raise DaemonUnreachable(
+                    f"irisd on {self.socket_path} accepts no more connections for now (its queue "
+                    f"stayed full for {HELLO_TIMEOUT_S:g} s); try again, or see 'iris daemon logs'"
+                ) from None
+            except OSError as exc:
+                sock.close()
+                raise connect_error(exc, self.socket_path) from None
         self._sock = sock
         reply = self._exchange(Hello(protocol_version=PROTOCOL_VERSION, client="iris-cli"), None)
         if not isinstance(reply, Welcome):

@@ -55,6 +55,7 @@ SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long is hung up on
 TURN_AWAY_LINGER_S = 0.2  # read the hello of a client turned away, so it reads our reason
 ACCEPT_BACKOFF_S = (0.05, 2.0)  # out of file descriptors: wait this long, doubling
 ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+LISTEN_BACKLOG = 1024  # the kernel caps it at net.core.somaxconn
 FDS_FOR_THE_REST = 256  # of the open-file limit: claude pipes, the database, HTTP, logs
 
 
@@ -449,7 +450,7 @@ async def open_unix_listener(path: Path) -> trio.SocketListener:
             await sock.bind(str(path))
         finally:
             os.umask(old_umask)
-        sock.listen(128)
+        sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         raise SocketError(f"cannot listen on {path}: {exc.strerror}") from None
