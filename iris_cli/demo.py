@@ -22,10 +22,10 @@ from iris_cli import render
 from iris_cli.client import Client
 from iris_cli.daemon_control import wait_until_answering
 from iris_cli.scripted_model import ScriptedModel
+from irisd.claude import locate
 from protocol.errors import IrisError
 from protocol.messages import GetStatus, StatusReply, Tell, TellReply
 
-CLAUDE_VERSION = "2.1.330"
 START_TIMEOUT_S = 20.0
 
 SCRIPT: list[tuple[str | None, str, str]] = [
@@ -37,15 +37,11 @@ SCRIPT: list[tuple[str | None, str, str]] = [
 
 
 def find_claude(explicit: str | None) -> str:
-    candidates = [explicit, os.environ.get("IRIS_CLAUDE_BIN"), shutil.which("claude")]
-    candidates.append(str(Path.cwd() / ".cache/claude-cli/node_modules/.bin/claude"))
-    for candidate in candidates:
-        if candidate and os.access(candidate, os.X_OK):
-            return str(Path(candidate).absolute())
-    raise IrisError(
-        "the claude CLI was not found; install it with "
-        f"'npm install -g @anthropic-ai/claude-code@{CLAUDE_VERSION}' or pass --claude PATH"
-    )
+    found = locate.find_claude(explicit)
+    if found is None:
+        named = f" ({explicit!r} is not an executable)" if explicit else ""
+        raise IrisError(f"the claude CLI was not found{named}; {locate.not_found_fix()}, or pass --claude PATH")
+    return found
 
 
 def run_demo(claude: str | None, *, keep: bool = False) -> None:

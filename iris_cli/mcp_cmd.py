@@ -53,7 +53,8 @@ ScopeOption = Annotated[
 ClaudeOption = Annotated[
     str | None,
     typer.Option(
-        "--claude", help="The claude executable (default: $IRIS_CLAUDE_BIN, then 'claude' on PATH)."
+        "--claude",
+        help="The claude executable (default: $IRIS_CLAUDE_BIN, the one next to iris, then 'claude' on PATH).",
     ),
 ]
 
@@ -90,12 +91,15 @@ def carried_env() -> dict[str, str]:
 
 
 def find_claude(claude: str | None) -> str:
-    candidate = claude or os.environ.get("IRIS_CLAUDE_BIN") or "claude"
-    found = shutil.which(candidate)
+    from irisd.claude import locate
+
+    found = locate.find_claude(claude)
     if found is None:
+        named = f" ({claude!r} is not an executable)" if claude else ""
         render.err.print(
-            f"[red]error:[/] claude not found ({candidate!r}); pass --claude PATH, or use "
-            "--scope project to write this project's .mcp.json without it"
+            f"[red]error:[/] claude not found{named}; {locate.not_found_fix()}; or pass --claude PATH, "
+            "or use --scope project to write this project's .mcp.json without it",
+            markup=True,
         )
         raise typer.Exit(1)
     return found

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import yaml
 
+from irisd.claude.locate import find_claude, not_found_fix
 from irisd.config import parse_config
 from irisd.paths import IrisPaths
 from protocol.errors import ConfigError
@@ -21,9 +23,19 @@ settings:
 """
 
 
-def write_starter_config(team_specs: list[str], *, force: bool = False) -> tuple[Path, list[str]]:
-    """Write $IRIS_HOME/config.yaml from NAME=FOLDER specs; refuses to overwrite."""
+def write_starter_config(
+    team_specs: list[str], *, force: bool = False, claude: str | None = None
+) -> tuple[Path, list[str]]:
+    """Write $IRIS_HOME/config.yaml from NAME=FOLDER specs; refuses to overwrite, and
+    refuses a config without teams (irisd would refuse it). ``claudePath`` is the claude
+    found as irisd would find it (``claude`` overrides), written out so that irisd started
+    any other way (systemd, another PATH) runs the same one."""
     path = IrisPaths.from_env().config_file
+    if not team_specs:
+        raise ConfigError(
+            "name at least one team: 'iris init --team NAME=FOLDER' (repeat --team for more; "
+            "'.' is this folder), e.g. 'iris init --team api=~/src/api --team web=~/src/web'"
+        )
     if path.exists() and not force:
         raise ConfigError(f"{path} exists already; edit it, or pass --force to replace it")
     teams: dict[str, dict[str, str]] = {}
@@ -34,9 +46,15 @@ def write_starter_config(team_specs: list[str], *, force: bool = False) -> tuple
         if name in teams:
             raise ConfigError(f"--team {name!r} is given twice; give each team once")
         teams[name] = {"path": os.path.abspath(os.path.expanduser(folder))}
-    body = TEMPLATE_HEAD + (
-        yaml.safe_dump({"teams": teams}, sort_keys=False) if teams else "teams: {}  # name: {path: /abs/folder}\n"
+    found = find_claude(claude)
+    if claude and found is None:
+        raise ConfigError(f"--claude {claude!r} is not an executable; give the path of the claude CLI")
+    claude_line = (
+        f"  claudePath: {json.dumps(found)}  # the claude irisd runs\n"
+        if found
+        else f"  # claudePath: /path/to/claude   # none found: {not_found_fix()}\n"
     )
+    body = TEMPLATE_HEAD + claude_line + yaml.safe_dump({"teams": teams}, sort_keys=False)
     parse_config(body.encode(), source=str(path))  # the same checks irisd makes
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(body)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+import typing
 from typing import Any, Literal
 
 import msgspec
@@ -28,6 +29,7 @@ import yaml
 from protocol.errors import ConfigError, UnknownTeamError
 
 PermissionMode = Literal["ask", "deny", "skip"]
+PERMISSION_MODES: tuple[str, ...] = typing.get_args(PermissionMode)
 
 TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MINUTE_MS = 60_000
@@ -112,7 +114,13 @@ def load_config(path: Path) -> IrisConfig:
         ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    return parse_config(raw, source=str(path))
+    config = parse_config(raw, source=str(path))
+    if not config.teams:
+        raise ConfigError(
+            f"{path}: no teams are configured, so there is nobody to tell; add one under 'teams:' "
+            "(e.g. 'iris init --force --team backend=~/src/api' writes one)"
+        )
+    return config
 
 
 def parse_config(raw: bytes, *, source: str) -> IrisConfig:
@@ -174,6 +182,8 @@ def _explain(msgspec_message: str, prefix: str = "") -> str:
         return f"unknown key {full!r}; check its spelling (keys are camelCase, e.g. responseTimeout)"
     if not key:
         return f"{problem}; the file must be a mapping with 'settings' and 'teams'"
+    if problem.startswith("Invalid enum value") and key.endswith("permissions"):
+        return f"key {key!r}: {problem[0].lower()}{problem[1:]}; use one of: {' | '.join(PERMISSION_MODES)}"
     return f"key {key!r}: {problem[0].lower()}{problem[1:]}"
 
 
@@ -209,8 +219,8 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
     where = f"{source}: team {name!r}"
     if not TEAM_NAME.match(name):
         raise ConfigError(
-            f"{where}: a team name must start with a letter or digit and hold only "
-            "letters, digits, '.', '_' and '-' (at most 64 characters)"
+            f"{where}: a team name must start with an ASCII letter or digit and hold only "
+            "ASCII letters (a-z, A-Z), digits (0-9), '.', '_' and '-', at most 64 characters"
         )
     if team.path and team.project and _expand(team.path) != _expand(team.project):
         raise ConfigError(f"{where}: 'path' and 'project' differ; keep only 'path'")

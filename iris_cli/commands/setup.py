@@ -28,15 +28,21 @@ def init(
         path, teams = write_starter_config(team or [], force=force)
     except IrisError as exc:
         fail(exc)
-    render.out.print(f"wrote {path} with {len(teams)} team(s): {', '.join(teams) or 'none yet'}")
-    render.out.print("next: start the daemon ('iris daemon start', or 'irisd' in a terminal), then 'iris tell'")
+    render.out.print(f"wrote {path} with {len(teams)} team(s): {', '.join(teams)}", markup=False)
+    render.out.print(
+        f"next: start the daemon ('iris daemon start', or 'irisd' in a terminal), then "
+        f"'iris tell {teams[0]} \"hello\"'; 'iris doctor' checks the set-up",
+        markup=False,
+    )
 
 
 @app.command()
 def demo(
     claude: Annotated[
         str | None,
-        typer.Option(help="The claude executable (default: $IRIS_CLAUDE_BIN, then 'claude' on PATH)."),
+        typer.Option(
+            help="The claude executable (default: $IRIS_CLAUDE_BIN, the one next to iris, then 'claude' on PATH)."
+        ),
     ] = None,
     keep: Annotated[bool, typer.Option(help="Keep the temporary folder (for a look inside).")] = False,
 ) -> None:

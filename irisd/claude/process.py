@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import trio
 
+from irisd.claude.locate import not_found_fix
 from irisd.claude.wire import AnyLine, GarbageLine, decode_line
 from protocol.errors import ClaudeError
 from protocol.framing import FrameTooLargeError, LineFramer
@@ -107,8 +108,7 @@ class ClaudeProcess:
                     "team's path in config.yaml and restart irisd"
                 ) from None
             raise ClaudeError(
-                f"cannot start {self.argv[0]!r} in {self.cwd}: {exc.strerror}; install Claude "
-                "Code or set settings.claudePath in config.yaml"
+                f"cannot start {self.argv[0]!r} in {self.cwd}: {exc.strerror}; {not_found_fix()}"
             ) from None
         self.pid = process.pid
         self._stdin = process.stdin

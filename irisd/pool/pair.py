@@ -38,6 +38,7 @@ import msgspec
 import trio
 
 from irisd.claude.command import child_environment, claude_argv, iris_mcp_config
+from irisd.claude.locate import find_claude
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import (
     AnyLine,
@@ -469,8 +470,9 @@ class Pair:
                 )
                 resume = False
             self._force_new_session = False
+            configured = self.config.settings.claude_path
             argv = claude_argv(
-                self.config.settings.claude_path,
+                find_claude(configured) or configured,
                 session_id=row.session_id,
                 resume=resume,
                 permissions=self.team.permissions,

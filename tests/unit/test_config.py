@@ -56,7 +56,16 @@ def test_empty_file_is_an_empty_config() -> None:
         ("teams:\n  a:\n    path: /no/such/folder\n", "does not exist"),
         ("teams:\n  a:\n    path: /etc/hostname\n", "is not a folder"),
         ("teams:\n  a:\n    description: x\n", "key 'teams.a.path' is missing"),
-        ("teams:\n  'a b':\n    path: /tmp\n", "team name must start with a letter or digit"),
+        ("teams:\n  'a b':\n    path: /tmp\n", "team name must start with an ASCII letter or digit"),
+        ("teams:\n  'müller':\n    path: /tmp\n", "hold only ASCII letters (a-z, A-Z), digits (0-9)"),
+        (
+            "settings:\n  permissions: maybe\n",
+            "key 'settings.permissions': invalid enum value 'maybe'; use one of: ask | deny | skip",
+        ),
+        (
+            "teams:\n  a:\n    path: /tmp\n    permissions: maybe\n",
+            "key 'teams.a.permissions': invalid enum value 'maybe'; use one of: ask | deny | skip",
+        ),
         ("teams:\n  ../x:\n    path: /tmp\n", "team name must start"),
         ("teams:\n  a:\n    path: /tmp\n    project: /var\n", "'path' and 'project' differ"),
         ("teams:\n  a:\n    path: /tmp\n    color: pink\n", "is not a hex color"),

@@ -18,9 +18,21 @@ def test_init_writes_a_config_irisd_loads(tmp_path: Path, monkeypatch: pytest.Mo
     config = load_config(path)
     assert config.team("api").path == str((tmp_path / "api").resolve())
     with pytest.raises(ConfigError, match="exists already"):
-        write_starter_config([])
-    write_starter_config([], force=True)
-    assert load_config(path).teams == {}
+        write_starter_config(["api=api"])
+    with pytest.raises(ConfigError, match="name at least one team: 'iris init --team NAME=FOLDER'"):
+        write_starter_config([], force=True)
+    claude = tmp_path / "my-claude"
+    claude.write_text("#!/bin/sh\n")
+    claude.chmod(0o755)
+    write_starter_config(["api=api"], force=True, claude=str(claude))
+    assert load_config(path).settings.claude_path == str(claude)
+
+
+def test_a_config_without_teams_is_an_error_naming_the_fix(tmp_path: Path) -> None:
+    for body in ("", "settings: {}\n", "teams: {}\n"):
+        (tmp_path / "config.yaml").write_text(body)
+        with pytest.raises(ConfigError, match="no teams are configured.*iris init --force --team"):
+            load_config(tmp_path / "config.yaml")
 
 
 def test_init_checks_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
