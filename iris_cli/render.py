@@ -209,5 +209,5 @@ def tell_outcome(status: str, tell: TellInfo) -> None:
     elif status != "completed":
         reason = f": {tell.error}" if tell.error else ""
         err.print(f"[red]tell {tell.id} {status}[/]{reason}")
-    if tell.new_session and tell.session_id:
+    if tell.new_session and tell.session_id and status in ("completed", "in_progress"):
         err.print(f"[dim]started a new conversation (session {tell.session_id})[/]")

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import re
-from pathlib import Path
 import typing
+from pathlib import Path
 from typing import Any, Literal
 
 import msgspec

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from irisd import __version__
+from irisd.claude.command import child_environment, root_skip_problem
 from irisd.config import IrisConfig
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell
@@ -19,7 +20,15 @@ from irisd.store import approvals, notifications, sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
-from protocol.errors import BusyError, InvalidRequestError, IrisError, LoopError, NotFoundError, ShuttingDownError
+from protocol.errors import (
+    BusyError,
+    ClaudeError,
+    InvalidRequestError,
+    IrisError,
+    LoopError,
+    NotFoundError,
+    ShuttingDownError,
+)
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
     ApprovalInfo,
@@ -286,6 +295,8 @@ class Dispatcher:
         """Validate and queue a tell on its pair; returns it at once (it runs on)."""
         team = self.config.team(to_team)
         self._check_from(from_team)
+        if problem := root_skip_problem(team.name, team.permissions, env=child_environment()):
+            raise ClaudeError(problem)  # refused before it is queued: claude would not start
         message = check_message(message)
         check_wait(timeout_ms)
         chain_id, hops = await self._link(parent_pair, from_team, team.name, message)

@@ -30,6 +30,18 @@ FINAL_TELL_STATUSES: frozenset[str] = frozenset(
 # What a caller sees: the final state, or "in_progress" when it stopped waiting first.
 ReplyStatus = Literal["completed", "timed_out", "interrupted", "failed", "in_progress"]
 
+# What an unfinished tell waits for right now (see ``TellPhase``).
+PhaseName = Literal[
+    "queued",  # behind ``ahead`` other tells of the same pair
+    "waiting_for_slot",  # maxProcesses claude processes are busy (``ahead`` of them)
+    "starting_claude",  # the pair's claude process is starting (or restarting)
+    "waiting_for_model",  # claude sent the conversation to the model and waits
+    "answering",  # the model is writing the answer
+    "running_tool",  # claude runs ``tool`` (``detail``: its input, short)
+    "api_retry",  # claude retries the Anthropic API (``detail``: why, when next)
+    "awaiting_approval",  # a person must allow ``tool`` (``approval_id``)
+]
+
 ProcessState = Literal["stopped", "spawning", "idle", "processing", "terminating", "failed"]
 
 
@@ -45,6 +57,19 @@ class TeamInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     path: str
     description: str = ""
     color: str = ""
+
+
+class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What an unfinished tell waits for: computed by irisd where the facts are (the
+    pair's queue, the process pool, claude's lines, the approval desk), so every front
+    end shows the same thing. ``protocol.phases.describe`` words it for people."""
+
+    name: PhaseName
+    since: float = 0.0  # wall clock: when this phase began
+    ahead: int = 0  # queued: tells before this one; waiting_for_slot: busy processes
+    tool: str = ""  # running_tool, awaiting_approval
+    detail: str = ""  # the tool's input in short, or the API retry's cause
+    approval_id: str = ""  # awaiting_approval
 
 
 class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -67,6 +92,7 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     hops: int = 0  # how many tells led to this one
     kind: Literal["tell", "command", "notification"] = "tell"
     approval_id: str = ""  # with status awaiting_approval: the approval it waits for
+    phase: TellPhase | None = None  # while unfinished (and known to irisd): what it waits for
 
 
 class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -433,13 +459,20 @@ class TellNotice(_Message, tag="tell_notice"):
     text: str
 
 
+class TellPhaseEvent(_Message, tag="tell_phase"):
+    """What an unfinished tell waits for changed (see ``TellPhase``)."""
+
+    tell_id: str
+    phase: TellPhase
+
+
 class ApprovalEvent(_Message, tag="approval_event"):
     """An approval was requested or decided."""
 
     approval: ApprovalInfo
 
 
-Event = TellText | TellState | TellNotice | ApprovalEvent
+Event = TellText | TellState | TellNotice | TellPhaseEvent | ApprovalEvent
 
 ServerMessage = Reply | Event
 

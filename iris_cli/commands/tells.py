@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from iris_cli.commands.common import FromOption, JsonOption, caller, print_json, read_stdin, send
-
-if TYPE_CHECKING:
-    from protocol.messages import Event
 
 app = typer.Typer()
 
@@ -38,7 +35,8 @@ def tell(
     """Tell TEAM something and print its answer."""
     from iris_cli import render
     from iris_cli.text import tell_data
-    from protocol.messages import NotificationReply, Tell, TellNotice, TellReply, TellState, TellText
+    from iris_cli.watcher import TellWatcher
+    from protocol.messages import NotificationReply, Tell, TellReply
 
     if message == "-":
         message = read_stdin()
@@ -53,30 +51,24 @@ def tell(
             print(stored.notification.id)
             render.err.print(f"[dim]stored; it will be delivered to {team} (see 'iris notifications')[/]")
         return
-    streamed: list[str] = []
-    live = not as_json and sys.stdout.isatty() and timeout != -1
-
-    tell_id: list[str] = []
-
-    def on_event(event: Event) -> None:
-        if isinstance(event, TellState | TellText) and not tell_id:
-            tell_id.append(event.tell_id)
-        if isinstance(event, TellText) and live:
-            streamed.append(event.text)
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
-        if isinstance(event, TellNotice) and not as_json and sys.stderr.isatty():
-            render.err.print(f"[yellow]{event.text}[/]")
-
-    # Streaming also tells us the tell's id early, for the Ctrl-C message below.
+    # Streaming also tells us the tell's id early (for the Ctrl-C message) and what it
+    # waits for (the status line on a terminal, an approval's commands everywhere).
     request = Tell(to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=True)
+    watcher = TellWatcher(
+        stream_text=not as_json and sys.stdout.isatty() and timeout != -1,
+        status_line=not as_json and sys.stdout.isatty() and sys.stderr.isatty() and timeout != -1,
+        hints=not as_json,
+    )
     try:
-        reply = send(request, as_json, on_event)
+        with watcher:
+            reply = send(request, as_json, watcher.on_event)
     except KeyboardInterrupt:
-        which = f"'iris result {tell_id[0]}' or 'iris cancel {tell_id[0]}'" if tell_id else f"'iris report {team}'"
+        tell_id = watcher.tell_id
+        which = f"'iris result {tell_id}' or 'iris cancel {tell_id}'" if tell_id else f"'iris report {team}'"
         render.err.print(f"\n[yellow]stopped waiting[/]: the tell goes on in irisd; see {which}")
         raise typer.Exit(130) from None
     assert isinstance(reply, TellReply)
+    streamed = watcher.streamed
     info = reply.tell
     if as_json:
         print_json(tell_data(reply))
@@ -85,7 +77,7 @@ def tell(
         render.err.print(f"[dim]tell {info.id} is {info.status}; see it with: iris result {info.id}[/]")
     else:
         if streamed:
-            if not "".join(streamed).endswith("\n"):
+            if watcher.line_open:
                 print()
         elif info.text:
             print(info.text)
@@ -100,22 +92,30 @@ def result(
     wait: Annotated[int, typer.Option(help="Wait up to this many ms for the tell to end.")] = 0,
     as_json: JsonOption = False,
 ) -> None:
-    """Show the status and answer of one tell (partial while it runs)."""
+    """Show the status and answer of one tell (partial while it runs); exits 1 if it ended
+    other than completed, as 'iris tell' does."""
     from iris_cli import render
     from iris_cli.text import pair_name, tell_data
+    from iris_cli.watcher import approval_hint
     from protocol.messages import GetTell, TellReply
+    from protocol.phases import describe
 
     reply = send(GetTell(tell_id=tell_id, wait_ms=wait), as_json)
     assert isinstance(reply, TellReply)
+    info = reply.tell
     if as_json:
         print_json(tell_data(reply))
-        return
-    info = reply.tell
-    pair = pair_name(info.from_team, info.to_team)
-    render.err.print(f"[dim]{pair} · {info.status} · {render.ago(info.created_at)}[/]")
-    if info.text:
-        print(info.text)
-    render.tell_outcome(reply.status, info)
+    else:
+        pair = pair_name(info.from_team, info.to_team)
+        phase = f" · {describe(info.phase)}" if info.phase is not None else ""
+        render.err.print(f"{pair} · {info.status}{phase} · {render.ago(info.created_at)}", style="dim", markup=False)
+        if info.phase is not None and info.phase.name == "awaiting_approval":
+            render.err.print(approval_hint(info.phase), markup=False)
+        if info.text:
+            print(info.text)
+        render.tell_outcome(reply.status, info)
+    if reply.status not in ("completed", "in_progress"):
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -46,6 +46,8 @@ class SystemLine(_Line, tag="system"):
 class ContentBlock(msgspec.Struct, kw_only=True):
     type: str = ""
     text: str = ""
+    name: str = ""  # tool_use: the tool
+    input: Any = None  # tool_use: its input (loosely typed: only summarised)
 
 
 class AssistantMessage(msgspec.Struct, kw_only=True):
@@ -58,6 +60,9 @@ class AssistantLine(_Line, tag="assistant"):
 
     def text(self) -> str:
         return "".join(block.text for block in self.message.content if block.type == "text")
+
+    def tool_uses(self) -> list[ContentBlock]:
+        return [block for block in self.message.content if block.type == "tool_use"]
 
 
 class UserLine(_Line, tag="user"):
@@ -72,6 +77,7 @@ class StreamDelta(msgspec.Struct, kw_only=True):
 class StreamInner(msgspec.Struct, kw_only=True):
     type: str = ""
     delta: StreamDelta | None = None
+    content_block: ContentBlock | None = None  # content_block_start
 
 
 class StreamEventLine(_Line, tag="stream_event"):

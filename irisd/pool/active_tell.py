@@ -11,7 +11,16 @@ import trio
 
 from irisd.events import EventHub
 from irisd.tell.machine import TellMachine
-from protocol.messages import UNFINISHED_TELL_STATUSES, Event, TellInfo, TellState, TellStatus, TellText
+from protocol.messages import (
+    UNFINISHED_TELL_STATUSES,
+    Event,
+    TellInfo,
+    TellPhase,
+    TellPhaseEvent,
+    TellState,
+    TellStatus,
+    TellText,
+)
 
 LISTENER_BUFFER = 1000
 
@@ -49,6 +58,7 @@ class ActiveTell:
         self.created_wall = time.time()
         self.started_wall: float | None = None
         self.finished_wall: float | None = None
+        self.phase = TellPhase(name="queued", since=self.created_wall)  # what it waits for
         self.replied = trio.Event()  # the submitting caller gets its answer now
         self.finished = trio.Event()
         self._last_status: TellStatus = machine.status
@@ -76,7 +86,24 @@ class ActiveTell:
             hops=self.hops,
             kind=self.kind,
             approval_id=self.approval_id if m.status == "awaiting_approval" else "",
+            phase=None if m.is_final else self.phase,
         )
+
+    def set_phase(self, phase: TellPhase) -> None:
+        """Record what the tell waits for now (stamped with the time) and announce it, if
+        it changed; a finished tell has no phase."""
+        if self.machine.is_final:
+            return
+        old = self.phase
+        if (old.name, old.ahead, old.tool, old.detail, old.approval_id) == (
+            phase.name, phase.ahead, phase.tool, phase.detail, phase.approval_id
+        ):
+            return
+        self.phase = TellPhase(
+            name=phase.name, since=time.time(), ahead=phase.ahead, tool=phase.tool,
+            detail=phase.detail, approval_id=phase.approval_id,
+        )
+        self.publish(TellPhaseEvent(tell_id=self.id, phase=self.phase))
 
     def note_status(self) -> bool:
         """Record wall times of a status change; True if the status changed."""

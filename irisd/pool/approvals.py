@@ -29,7 +29,8 @@ from irisd.store import approvals
 from irisd.store.facade import Store
 from irisd.tell.machine import Action
 from protocol.errors import NotFoundError
-from protocol.messages import ApprovalEvent, ApprovalInfo
+from protocol.messages import ApprovalEvent, ApprovalInfo, TellPhase
+from protocol.phases import tool_summary
 
 log = logging.getLogger("irisd.approvals")
 
@@ -115,6 +116,7 @@ class ApprovalDesk:
         self.pending[info.id] = _Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
         tell.approval_id = info.id
         await apply(tell, tell.machine.approval_requested(trio.current_time()))
+        tell.set_phase(_awaiting(info))
         self._announce(info)
 
     async def decide(
@@ -144,7 +146,7 @@ class ApprovalDesk:
                 approvals.remember, self.from_team, self.to_team, info.tool_name, info.input, info.id, time.time()
             )
         await send(permission_response(pending.request_id, decision))
-        await self._settle(pending.tell, apply)
+        await self._settle(pending.tell, apply, decided)
         self._announce(decided)
         return decided
 
@@ -172,15 +174,32 @@ class ApprovalDesk:
             await self.store.call(approvals.decide, expired)
             self._announce(expired)
 
-    async def _settle(self, tell: ActiveTell, apply: Apply) -> None:
+    async def _settle(self, tell: ActiveTell, apply: Apply, decided: ApprovalInfo) -> None:
         if tell.machine.status == "awaiting_approval":
             # The tell shows one it still waits for (none once all are decided).
-            tell.approval_id = next((p.info.id for p in self.pending.values() if p.tell is tell), "")
+            waiting = next((p.info for p in self.pending.values() if p.tell is tell), None)
+            tell.approval_id = waiting.id if waiting is not None else ""
             await apply(tell, tell.machine.approval_settled(trio.current_time()))
+            if waiting is not None:
+                tell.set_phase(_awaiting(waiting))
+            elif decided.status == "allowed":
+                detail = tool_summary(decided.tool_name, decided.input)
+                tell.set_phase(TellPhase(name="running_tool", tool=decided.tool_name, detail=detail))
+            else:  # claude tells the model it was denied
+                tell.set_phase(TellPhase(name="waiting_for_model"))
 
     def _announce(self, info: ApprovalInfo) -> None:
         if self.hub is not None:
             self.hub.publish(ApprovalEvent(approval=info), info.from_team, info.to_team)
+
+
+def _awaiting(info: ApprovalInfo) -> TellPhase:
+    return TellPhase(
+        name="awaiting_approval",
+        tool=info.tool_name,
+        detail=tool_summary(info.tool_name, info.input),
+        approval_id=info.id,
+    )
 
 
 def _deny(message: str) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Protocol
 import msgspec
 import trio
 
-from irisd.claude.command import child_environment, claude_argv, iris_mcp_config
+from irisd.claude.command import child_environment, claude_argv, iris_mcp_config, root_skip_problem
 from irisd.claude.locate import find_claude
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import (
@@ -70,8 +70,9 @@ from irisd.pool.policy import (
 from irisd.store import sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import Action, ReplyToCaller, SendInterrupt, StopChild
+from irisd.tell.phase import after_line
 from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
-from protocol.messages import ApprovalInfo, ProcessInfo, ProcessState, TellNotice
+from protocol.messages import ApprovalInfo, ProcessInfo, ProcessState, TellNotice, TellPhase
 
 if TYPE_CHECKING:
     from irisd.pool.supervisor import Supervisor
@@ -272,6 +273,7 @@ class Pair:
         self.tells[tell.id] = tell
         self.queue.append(tell)  # counted at once, so the limit holds between events
         tell.announce()  # "queued", before the actor can start it
+        self.refresh_phases()
 
     def cancel(self, tell_id: str) -> None:
         if tell_id not in self.tells:
@@ -409,8 +411,27 @@ class Pair:
             case ChildLine() | ChildExited():
                 pass  # from a child already replaced
 
+    def refresh_phases(self) -> None:
+        """Tell the queued tells what they wait for: the tells ahead of them, or, for the
+        first, a process slot or claude's start. Called whenever those facts may change
+        (here, and by the supervisor while it holds a spawn back for a slot)."""
+        ahead = 1 if self.current is not None else 0
+        for index, tell in enumerate(self.queue):
+            if index + ahead > 0:
+                tell.set_phase(TellPhase(name="queued", ahead=index + ahead))
+            elif self.state == "spawning" and self.waiting_for_slot > 0:
+                tell.set_phase(TellPhase(name="waiting_for_slot", ahead=self.waiting_for_slot))
+            elif self.state in ("spawning", "stopped", "terminating"):  # a (re)start is due
+                tell.set_phase(TellPhase(name="starting_claude"))
+
     async def _advance(self) -> None:
         """Start the next queued tell if the child is free; start a child if work waits."""
+        try:
+            await self._advance_queue()
+        finally:
+            self.refresh_phases()
+
+    async def _advance_queue(self) -> None:
         now = trio.current_time()
         if self.state == "failed":
             if now < self._failed_until:
@@ -435,6 +456,7 @@ class Pair:
         tell.session_id = self.session_id
         tell.new_session, self._new_session = self._new_session, False
         await self._apply(tell, tell.machine.start(now, startup_s=self._startup_grace()))
+        tell.set_phase(TellPhase(name="waiting_for_model" if self._child_spoke else "starting_claude"))
         await self._send_current()
 
     async def _send_current(self) -> None:
@@ -455,6 +477,8 @@ class Pair:
         self.holds_slot = True  # no await since the grant: no other reservation saw us without it
         started = trio.current_time()
         try:
+            if problem := root_skip_problem(self.team.name, self.team.permissions, env=child_environment()):
+                raise ClaudeError(problem)
             row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
             transcript = session_file(self.paths.claude_config_dir, self.team.path, row.session_id)
             # A stat, inline: a worker thread would let trio's autojump clock (tests) skip ahead.
@@ -526,6 +550,7 @@ class Pair:
             now = trio.current_time()
             restarted = self.current.machine.child_restarted(now, startup_s=self._startup_grace())
             await self._apply(self.current, restarted)
+            self.current.set_phase(TellPhase(name="starting_claude"))
             await self._send_current()
         else:
             await self._set_state("idle")
@@ -558,6 +583,8 @@ class Pair:
         actions = tell.machine.child_line(line, now)
         await self.store.call(tells.append_message, tell.id, time.time(), line_type(line), raw)
         tell.publish_text(before)
+        if (phase := after_line(line, tell.phase)) is not None:
+            tell.set_phase(phase)
         if isinstance(line, SystemLine) and (notice := line.retry_notice()):
             log.warning("claude retries the API", extra={"pair": self.label, "tell": tell.id, "notice": notice})
             tell.publish(TellNotice(tell_id=tell.id, text=notice))
@@ -597,6 +624,8 @@ class Pair:
                 self._start_failures = failures
                 self._retry_at = now + delay
                 self._resend = running
+                if tell is not None and running:
+                    tell.set_phase(TellPhase(name="starting_claude"))
                 await self._set_state("stopped")
             case GiveUp(failures):
                 self._start_failures = failures

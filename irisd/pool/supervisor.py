@@ -104,6 +104,7 @@ class Supervisor:
             decision = decide_slot(requester.key, views, self.config.settings.max_processes)
             if isinstance(decision, Grant):  # the requester marks its slot held at once
                 requester.waiting_for_slot = 0
+                requester.refresh_phases()
                 return
             changed = self._changed
             if isinstance(decision, Evict):
@@ -112,6 +113,7 @@ class Supervisor:
                 await victim.request_stop(f"evicted (least recently used) for {requester.label}")
             else:
                 requester.waiting_for_slot = decision.busy
+                requester.refresh_phases()
                 if not announced:
                     announced = True
                     log.info(

@@ -31,7 +31,7 @@ def test_init_writes_a_config_irisd_loads(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_config_without_teams_is_an_error_naming_the_fix(tmp_path: Path) -> None:
     for body in ("", "settings: {}\n", "teams: {}\n"):
         (tmp_path / "config.yaml").write_text(body)
-        with pytest.raises(ConfigError, match="no teams are configured.*iris init --force --team"):
+        with pytest.raises(ConfigError, match=r"no teams are configured.*iris init --force --team"):
             load_config(tmp_path / "config.yaml")
 
 

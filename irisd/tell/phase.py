@@ -1,0 +1,38 @@
+"""What a running tell waits for, read from claude's lines. Pure: lines in, a phase out.
+
+The pair knows the phases before claude speaks (queued, waiting for a slot, starting
+claude) and the approval desk knows ``awaiting_approval``; this module knows what
+claude's own lines say: it sent the turn to the model (``init``), the model writes
+(text deltas), it runs a tool (an assistant message with a ``tool_use``), it sent the
+tool's result back (a ``user`` line), it retries the API (``api_retry``).
+"""
+
+from __future__ import annotations
+
+from irisd.claude.wire import AnyLine, AssistantLine, StreamEventLine, SystemLine, UserLine
+from protocol.messages import TellPhase
+from protocol.phases import tool_summary
+
+
+def after_line(line: AnyLine, current: TellPhase | None) -> TellPhase | None:
+    """The phase once ``line`` has been read; ``None`` when the line changes nothing."""
+    match line:
+        case SystemLine(subtype="api_retry"):
+            return TellPhase(name="api_retry", detail=line.retry_notice() or "")
+        case SystemLine(subtype="init"):
+            return TellPhase(name="waiting_for_model")
+        case AssistantLine():
+            uses = line.tool_uses()
+            if uses:
+                last = uses[-1]
+                return TellPhase(name="running_tool", tool=last.name, detail=tool_summary(last.name, last.input))
+            return None
+        case UserLine():  # tool results went back: the model has the turn again
+            return TellPhase(name="waiting_for_model")
+        case StreamEventLine():
+            if line.text_delta() and (current is None or current.name != "answering"):
+                return TellPhase(name="answering")
+            if current is not None and current.name == "api_retry" and line.event.type == "message_start":
+                return TellPhase(name="waiting_for_model")  # the retry got through
+            return None
+    return None
