@@ -141,6 +141,11 @@ class Iris:
             cwd=self.root,
         )
 
+    def cli_pty(self, *args: str, timeout: float = 120, react: Any = None, columns: int = 80) -> tuple[int, str]:
+        """``iris ARGS`` on a pseudo-terminal: the output a person sees (see ``run_in_pty``)."""
+        argv = [sys.executable, "-m", "iris_cli", *args]
+        return run_in_pty(argv, env=self.env, cwd=self.root, timeout=timeout, react=react, columns=columns)
+
     def cli_json(self, *args: str, ok: bool = True) -> Any:
         """``iris ARGS --json``, decoded; with ``ok`` it must succeed (else the log says why)."""
         result = self.cli(*args, "--json")
@@ -198,3 +203,56 @@ def claude_processes_under(folders: Iterable[Path]) -> list[int]:
         if cwd in wanted and b"claude" in cmd:
             found.append(int(entry.name))
     return found
+
+
+def run_in_pty(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    timeout: float = 120.0,
+    react: Any = None,
+    columns: int = 80,
+) -> tuple[int, str]:
+    """Run ``argv`` with stdin, stdout and stderr on a pseudo-terminal (``columns`` wide),
+    as a person at a terminal sees it; returns the exit code and everything it wrote.
+    ``react(output_so_far)`` is called as output comes; once it returns True it is not
+    called again (to approve an approval the command shows, for example)."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+    env = {**env, "COLUMNS": str(columns), "TERM": "xterm"}
+    process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, close_fds=True)
+    os.close(slave)
+    output = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    data = os.read(master, 65536)
+                except OSError:  # EIO: the terminal's other side closed
+                    data = b""
+                if not data:
+                    break
+                output += data
+                if react is not None and react(output.decode(errors="replace")):
+                    react = None
+            elif process.poll() is not None:
+                break
+        else:
+            process.kill()
+            written = output.decode(errors="replace")
+            raise AssertionError(f"{argv} did not end within {timeout:g} s; it wrote:\n{written}")
+        return process.wait(timeout=30), output.decode(errors="replace")
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -1,0 +1,109 @@
+"""A new user's first hour (issue 12), on a pseudo-terminal where the output is for
+people: claude is found with no PATH or config edit, a tell says what it waits for
+(an approval with its commands), root + skip is refused up front with the fix."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from harness import Iris, run_in_pty, wait_for
+from irisd.claude.command import root_skip_problem
+
+TOUCH = '@tool:Bash {"command": "touch made.txt"}'
+
+
+def test_an_approval_is_shown_with_its_commands_and_the_wait_is_named(iris: Iris) -> None:
+    folder = iris.add_team("alpha")
+    iris.start()
+    seen: dict[str, str] = {}
+
+    def decide(output: str) -> bool:
+        found = re.search(r"iris approve (a-[0-9a-f]+)", output)
+        if found is None:
+            return False
+        approval = found.group(1)
+        tell_id = iris.cli_json("approvals")[0]["tell_id"]
+        shown = iris.cli("result", tell_id)
+        seen["result"] = shown.stderr
+        seen["json"] = iris.cli("result", tell_id, "--json").stdout
+        approve = iris.cli("approve", approval)
+        assert approve.returncode == 0, approve.stderr
+        return True
+
+    code, output = iris.cli_pty("tell", "alpha", TOUCH, react=decide)
+    assert code == 0, output
+    assert (folder / "made.txt").exists()
+    # the live status line: a spinner, the phase, the time
+    assert re.search(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] (starting claude|waiting for the model) · \d+s", output), output
+    assert "awaiting your approval: Bash `touch made.txt`" in output
+    assert re.search(r"iris approve a-[0-9a-f]{32}   \|   iris deny a-[0-9a-f]{32} --reason", output)
+    assert "tool Bash said:" in output
+    # iris result says what its --json says
+    assert "awaiting_approval · awaiting your approval: Bash `touch made.txt`" in seen["result"], seen
+    assert '"tell_status": "awaiting_approval"' in seen["json"]
+    assert '"name": "awaiting_approval"' in seen["json"] and '"approval_id": "a-' in seen["json"]
+
+
+def test_without_a_terminal_the_approval_commands_still_reach_stderr(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    with subprocess.Popen(
+        [sys.executable, "-m", "iris_cli", "tell", "alpha", TOUCH],
+        env=iris.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=iris.root,
+    ) as tell:
+        assert tell.stderr is not None
+        line = tell.stderr.readline()
+        assert line.startswith("awaiting your approval: Bash `touch made.txt`"), line
+        approval = re.findall(r"iris deny (a-[0-9a-f]+)", tell.stderr.readline())[0]
+        assert iris.cli("deny", approval, "--reason", "not now").returncode == 0
+        out, _ = tell.communicate(timeout=120)
+    assert tell.returncode == 0 and "tool Bash failed:" in out and "not now" in out
+
+
+def test_root_with_skip_is_refused_up_front_naming_the_fix(iris: Iris) -> None:
+    iris.add_team("alpha", permissions="skip")
+    iris.start()
+    result = iris.cli("tell", "alpha", "hi")
+    if os.geteuid() == 0:  # claude itself refuses: Iris says so before trying
+        assert result.returncode == 1
+        assert "refuses to run as root" in result.stderr and "IS_SANDBOX=1" in result.stderr
+        assert "keeps crashing" not in result.stderr and "new conversation" not in result.stderr
+        assert iris.cli_json("report", "alpha") == []  # nothing was queued
+    else:
+        assert result.returncode == 0 and result.stdout == "echo #1: hi\n"
+    assert root_skip_problem("alpha", "skip", euid=0, env={}) is not None
+    assert root_skip_problem("alpha", "skip", euid=0, env={"IS_SANDBOX": "1"}) is None
+    assert root_skip_problem("alpha", "skip", euid=1000, env={}) is None
+    assert root_skip_problem("alpha", "ask", euid=0, env={}) is None
+
+
+def test_init_irisd_and_a_tell_work_with_no_edit_to_path_or_config(iris: Iris, tmp_path: Path) -> None:
+    """The README's path: scripts/install, iris init, irisd, iris tell; the pinned claude
+    is found next to the installation (scripts/install links it into .venv/bin)."""
+    bin_dir = Path(sys.executable).parent
+    assert (bin_dir / "claude").exists(), "scripts/install links the pinned claude into .venv/bin"
+    team = tmp_path / "project"
+    team.mkdir()
+    env = {k: v for k, v in iris.env.items() if k not in ("IRIS_CLAUDE_BIN",)}
+    env["PATH"] = "/usr/bin:/bin"  # no .venv/bin, no claude
+    init = subprocess.run(
+        [str(bin_dir / "iris"), "init", "--team", f"a={team}"], env=env, capture_output=True, text=True
+    )
+    assert init.returncode == 0, init.stderr
+    assert "iris tell a" in init.stdout
+    config = (iris.home / "config.yaml").read_text()
+    assert f'claudePath: "{bin_dir / "claude"}"' in config
+    with (tmp_path / "irisd.log").open("wb") as log:
+        daemon = subprocess.Popen([str(bin_dir / "irisd")], env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        wait_for(lambda: iris.socket.exists(), 20, "irisd's socket")
+        code, output = run_in_pty([str(bin_dir / "iris"), "tell", "a", "hi"], env=env, cwd=tmp_path)
+        assert code == 0, output + (tmp_path / "irisd.log").read_text()
+        assert "echo #1: hi" in output
+    finally:
+        daemon.terminate()
+        daemon.wait(30)

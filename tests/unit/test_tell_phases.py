@@ -1,0 +1,146 @@
+"""What a tell waits for (its phase), computed in irisd: from claude's lines (pure), and
+from the pair's queue and the process pool (fake children on trio's autojump clock)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from fakes.child import FakeChild
+from irisd.claude.wire import decode_line
+from irisd.config import parse_config
+from irisd.core import run_core
+from irisd.dispatch import Dispatcher
+from irisd.paths import IrisPaths
+from irisd.store.db import open_database
+from irisd.store.facade import Store
+from irisd.tell.phase import after_line
+from protocol.messages import Event, Tell, TellPhase, TellPhaseEvent, TellReply
+from protocol.phases import describe, tool_summary
+
+
+def test_claude_lines_name_the_phase() -> None:
+    def read(line: str, current: TellPhase | None = None) -> TellPhase | None:
+        return after_line(decode_line(line.encode()), current)
+
+    assert read('{"type":"system","subtype":"init","session_id":"s"}') == TellPhase(name="waiting_for_model")
+    tool_use = (
+        '{"type":"assistant","message":{"content":[{"type":"text","text":"Let me look."},'
+        '{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls -la","description":"list"}}]}}'
+    )
+    assert read(tool_use) == TellPhase(name="running_tool", tool="Bash", detail="ls -la")
+    assert read('{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]}}') is None
+    assert read('{"type":"user","message":{"content":[]}}') == TellPhase(name="waiting_for_model")
+    delta = '{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"}}}'
+    assert read(delta) == TellPhase(name="answering")
+    assert read(delta, TellPhase(name="answering")) is None  # no change, no event
+    retry = '{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"error_status":529}'
+    retrying = read(retry)
+    assert retrying is not None and retrying.name == "api_retry" and "HTTP 529" in retrying.detail
+    assert read('{"type":"stream_event","event":{"type":"message_start"}}', retrying) == TellPhase(
+        name="waiting_for_model"
+    )
+    assert read("not json") is None and read('{"type":"something_new"}') is None
+
+
+def test_phases_and_tool_inputs_in_words() -> None:
+    assert describe(TellPhase(name="queued", ahead=2)) == "queued behind 2 tells"
+    assert describe(TellPhase(name="queued", ahead=1)) == "queued behind 1 tell"
+    assert describe(TellPhase(name="waiting_for_slot", ahead=3)) == (
+        "waiting for a process slot (3 busy; settings.maxProcesses)"
+    )
+    assert describe(TellPhase(name="starting_claude")) == "starting claude"
+    assert describe(TellPhase(name="running_tool", tool="Read", detail="/a/b")) == "running a tool: Read `/a/b`"
+    approval = TellPhase(name="awaiting_approval", tool="Bash", detail="touch x", approval_id="a-1")
+    assert describe(approval) == "awaiting your approval: Bash `touch x`"
+    assert tool_summary("Bash", {"command": "git   status\n-s", "description": "d"}) == "git status -s"
+    assert tool_summary("Edit", {"file_path": "/src/app.py", "old_string": "a"}) == "/src/app.py"
+    assert tool_summary("X", {"n": 1}) == '{"n": 1}'
+    assert tool_summary("Bash", {"command": "x" * 200}, limit=10) == "x" * 9 + "…"
+
+
+def config_text(tmp_path: Path) -> bytes:
+    (tmp_path / "alpha").mkdir(exist_ok=True)
+    return (
+        f"settings:\n  maxProcesses: 1\n"
+        f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n  beta:\n    path: {tmp_path / 'alpha'}\n"
+    ).encode()
+
+
+@pytest.fixture
+async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
+    FakeChild.instances.clear()
+    config = parse_config(config_text(tmp_path), source="test")
+    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    async with trio.open_nursery() as nursery:
+        dispatcher = await nursery.start(
+            lambda task_status: run_core(config, paths, store, child_factory=FakeChild, task_status=task_status)
+        )
+        yield dispatcher
+        nursery.cancel_scope.cancel()
+    store.close()
+
+
+class Watched:
+    """One tell run in the background, with every phase it announced."""
+
+    def __init__(self) -> None:
+        self.phases: list[TellPhase] = []
+        self.reply: TellReply | None = None
+
+    async def on_event(self, event: Event) -> None:
+        if isinstance(event, TellPhaseEvent):
+            self.phases.append(event.phase)
+
+    async def run(self, core: Dispatcher, team: str, message: str) -> None:
+        self.reply = await core.tell(Tell(to_team=team, message=message, stream=True), self.on_event)
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.phases]
+
+
+async def child(index: int) -> FakeChild:
+    while len(FakeChild.instances) <= index or not FakeChild.instances[index].sent:
+        await trio.sleep(0.001)
+    return FakeChild.instances[index]
+
+
+async def test_a_tell_announces_each_thing_it_waits_for(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    first, second, other = Watched(), Watched(), Watched()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(first.run, core, "alpha", "one")
+        claude = await child(0)
+        assert first.names == ["starting_claude"]  # written to a child that has not spoken yet
+        nursery.start_soon(second.run, core, "alpha", "two")
+        await trio.testing.wait_all_tasks_blocked()
+        assert second.phases[-1] == TellPhase(name="queued", ahead=1, since=second.phases[-1].since)
+        # another pair, while the only process slot (maxProcesses: 1) is busy
+        nursery.start_soon(other.run, core, "beta", "three")
+        await trio.testing.wait_all_tasks_blocked()
+        assert other.phases[-1].name == "waiting_for_slot" and other.phases[-1].ahead == 1
+        assert describe(other.phases[-1]) == "waiting for a process slot (1 busy; settings.maxProcesses)"
+        assert other.reply is None  # still waiting
+        await claude.emit({"type": "system", "subtype": "init", "session_id": "s"})
+        await claude.emit({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t", "name": "Read", "input": {"file_path": "/etc/hosts"}}]}})
+        await claude.emit({"type": "user", "message": {"content": []}})
+        await claude.text("done")
+        await claude.result("done")
+        await trio.testing.wait_all_tasks_blocked()
+        assert first.names == ["starting_claude", "waiting_for_model", "running_tool", "waiting_for_model", "answering"]
+        assert first.phases[2].tool == "Read" and first.phases[2].detail == "/etc/hosts"
+        assert second.names[-1] == "waiting_for_model"  # the warm child took it at once
+        await claude.result("two done")
+        await trio.testing.wait_all_tasks_blocked()
+        beta = await child(1)
+        assert other.names[-1] == "starting_claude"  # the slot came free: its claude starts
+        await beta.result("three done")
+    assert first.reply is not None and first.reply.tell.phase is None  # a finished tell has none
