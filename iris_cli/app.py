@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "deny": "iris_cli.commands.approvals:app",
     "init": "iris_cli.commands.setup:app",
     "demo": "iris_cli.commands.setup:app",
+    "doctor": "iris_cli.commands.setup:app",
     "daemon": "iris_cli.daemon_cmd:daemon_app",
     "mcp": "iris_cli.mcp_cmd:mcp_app",
 }

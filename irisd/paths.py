@@ -67,3 +67,27 @@ def transcript_path(paths: IrisPaths, teams: Mapping[str, Any], to_team: str, se
 def existing(files: list[Path | None]) -> list[bool]:
     """Which of ``files`` exist: one blocking call for a whole listing (run it in a thread)."""
     return [file is not None and file.exists() for file in files]
+
+
+def socket_dir_problem(folder: Path) -> str | None:
+    """Why irisd must not put its socket in ``folder`` (another user's, or writable by
+    others), with the fix; None when it is safe or does not exist yet (irisd creates it 0700)."""
+    import stat
+
+    try:
+        info = folder.stat()
+    except FileNotFoundError:
+        return None
+    if info.st_uid != os.getuid():
+        return (
+            f"socket folder {folder} belongs to uid {info.st_uid}, not you; "
+            "set IRIS_SOCKET to a path in a folder of your own"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        # Never suggest a chmod: the folder may be /tmp or another one the machine shares.
+        return (
+            f"socket folder {folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}), "
+            "who could replace the socket; set IRIS_SOCKET to a path in a folder only you can write "
+            "(or unset it: irisd then uses $XDG_RUNTIME_DIR/iris/ or $IRIS_HOME/run/, made 0700)"
+        )
+    return None

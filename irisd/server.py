@@ -30,7 +30,6 @@ import logging
 import os
 import resource
 import socket
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ import msgspec
 import trio
 
 from irisd.dispatch import Dispatcher
+from irisd.paths import socket_dir_problem
 from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode
@@ -419,19 +419,8 @@ _UCRED = struct.Struct("3i")  # struct ucred: pid_t pid; uid_t uid; gid_t gid
 def prepare_socket_dir(folder: Path) -> None:
     """Create the socket's folder 0700, or refuse one that others could tamper with."""
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    info = folder.stat()
-    if info.st_uid != os.getuid():
-        raise SocketError(
-            f"socket folder {folder} belongs to uid {info.st_uid}, not you; "
-            "set IRIS_SOCKET to a path in a folder of your own"
-        )
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        # Never suggest a chmod: the folder may be /tmp or another one the machine shares.
-        raise SocketError(
-            f"socket folder {folder} is writable by other users (mode {stat.S_IMODE(info.st_mode):o}), "
-            "who could replace the socket; set IRIS_SOCKET to a path in a folder only you can write "
-            "(or unset it: irisd then uses $XDG_RUNTIME_DIR/iris/ or $IRIS_HOME/run/, made 0700)"
-        )
+    if (problem := socket_dir_problem(folder)) is not None:
+        raise SocketError(problem)
 
 
 async def open_unix_listener(path: Path) -> trio.SocketListener:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from iris_cli.commands.common import fail
+from iris_cli.commands.common import JsonOption, fail
 
 app = typer.Typer()
 
@@ -54,3 +54,34 @@ def demo(
         run_demo(claude, keep=keep)
     except IrisError as exc:
         fail(exc)
+
+
+@app.command()
+def doctor(as_json: JsonOption = False) -> None:
+    """Check the set-up: claude, credentials, config, teams, socket, irisd, service,
+    Claude Code; one line each with the fix. Exits 1 when something must be fixed."""
+    import json
+
+    from iris_cli import render
+    from iris_cli.doctor import run_checks
+
+    checks = run_checks()
+    if as_json:
+        print(json.dumps([vars(c) for c in checks], indent=2, ensure_ascii=False))
+    else:
+        marks = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]", "skip": "[dim]-[/]"}
+        width = max(len(c.name) for c in checks)
+        for c in checks:
+            render.out.print(f"{marks[c.verdict]} {c.name:<{width}}  ", end="")
+            render.out.print(c.detail, markup=False, end="")
+            render.out.print(f"[dim] → {escape(c.fix)}[/]" if c.fix else "")
+        failed = sum(c.verdict == "fail" for c in checks)
+        render.out.print("\nall good" if not failed else f"\n{failed} problem(s) to fix", style="bold")
+    if any(c.verdict == "fail" for c in checks):
+        raise typer.Exit(1)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)

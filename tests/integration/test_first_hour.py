@@ -13,6 +13,12 @@ from pathlib import Path
 from harness import Iris, run_in_pty, wait_for
 from irisd.claude.command import root_skip_problem
 
+
+def plain(output: str) -> str:
+    """What a terminal shows, without the colours."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", output)
+
+
 TOUCH = '@tool:Bash {"command": "touch made.txt"}'
 
 
@@ -107,3 +113,22 @@ def test_init_irisd_and_a_tell_work_with_no_edit_to_path_or_config(iris: Iris, t
     finally:
         daemon.terminate()
         daemon.wait(30)
+
+
+def test_doctor_says_what_works_and_what_to_fix(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    code, output = iris.cli_pty("doctor")
+    output = plain(output)
+    assert code == 0, output
+    assert "✓ claude" in output and "2.1.330" in output
+    assert re.search(r"✓ irisd +running \(pid \d+", output)
+    assert "all good" in output
+    iris.stop()
+    (iris.home / "config.yaml").write_text("teams: {}\n")
+    code, output = iris.cli_pty("doctor", columns=200)
+    output = plain(output)
+    assert code == 1
+    assert "✗ config" in output and "no teams are configured" in output and "iris init --force --team" in output
+    assert "! irisd" in output and "iris daemon start" in output
+    assert "1 problem(s) to fix" in output

@@ -304,6 +304,7 @@ def test_socket_folder_of_another_user_or_open_to_others_is_refused(tmp_path: Pa
 
 
 def test_irisd_refuses_to_start_on_a_shared_socket_folder(iris: Iris) -> None:
+    iris.add_team("alpha")
     iris.socket.parent.chmod(0o777)
     iris.write_config()
     result = subprocess.run(
@@ -319,6 +320,7 @@ def test_irisd_refuses_to_start_on_a_shared_socket_folder(iris: Iris) -> None:
 
 def test_a_socket_in_tmp_gets_a_safe_suggestion(iris: Iris) -> None:
     """IRIS_SOCKET=/tmp/x.sock used to suggest 'chmod 700 /tmp', which breaks the machine."""
+    iris.add_team("alpha")
     iris.write_config()
     result = subprocess.run(
         [sys.executable, "-m", "irisd.main", "--log-level", "error"],

@@ -1,0 +1,239 @@
+"""``iris doctor``: checks the set-up, one line each, with the fix.
+
+Each check is a function of a ``Context`` returning a ``Check``; ``CHECKS`` is the
+list ``iris doctor`` runs, in order. A new check (remote teams, the HTTP face) is one
+more function appended to it. ``fail`` means Iris cannot work until it is fixed (the
+command exits 1); ``warn`` is worth knowing but not broken (an optional part missing).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from irisd.claude import locate
+from irisd.claude.command import root_skip_problem
+from irisd.config import IrisConfig, load_config
+from irisd.paths import IrisPaths, socket_dir_problem
+from protocol.errors import ConfigError
+
+Verdict = Literal["ok", "warn", "fail", "skip"]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    verdict: Verdict
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Context:
+    """What the checks look at, read once (and lazily: a check that needs no config
+    does not fail because the config is broken)."""
+
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+
+    @cached_property
+    def paths(self) -> IrisPaths:
+        return IrisPaths.from_env(self.env)
+
+    @cached_property
+    def config(self) -> IrisConfig | ConfigError:
+        try:
+            return load_config(self.paths.config_file)
+        except ConfigError as exc:
+            return exc
+
+    @property
+    def valid_config(self) -> IrisConfig | None:
+        config = self.config
+        return config if isinstance(config, IrisConfig) else None
+
+
+def check_claude(ctx: Context) -> Check:
+    config = ctx.valid_config
+    configured = config.settings.claude_path if config is not None else None
+    found = locate.find_claude(configured)
+    if found is None:
+        explicit = configured not in (None, locate.DEFAULT)
+        named = f" (settings.claudePath {configured!r} is not an executable)" if explicit else ""
+        return Check("claude", "fail", f"no claude CLI found{named}", locate.not_found_fix())
+    try:
+        ran = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Check("claude", "fail", f"{found} does not run: {exc}", locate.not_found_fix())
+    version = ran.stdout.strip().split(" ")[0] if ran.returncode == 0 else ""
+    if not version:
+        detail = (ran.stderr or ran.stdout).strip()[:200]
+        return Check("claude", "fail", f"'{found} --version' failed: {detail}", locate.not_found_fix())
+    if version != locate.CLAUDE_VERSION:
+        return Check(
+            "claude", "warn", f"claude {version} at {found}",
+            f"Iris is tested with {locate.CLAUDE_VERSION}; {locate.not_found_fix()}",
+        )
+    return Check("claude", "ok", f"claude {version} at {found}")
+
+
+def check_credentials(ctx: Context) -> Check:
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
+        if ctx.env.get(key):
+            return Check("credentials", "ok", f"{key} is set in this shell (irisd needs it in its own environment)")
+    env_file = ctx.paths.home / "irisd.env"
+    try:
+        if any(line.strip().startswith(("ANTHROPIC_API_KEY=", "ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN="))
+               for line in env_file.read_text().splitlines()):
+            return Check("credentials", "ok", f"a key is set in {env_file} (read by the irisd service)")
+    except OSError:
+        pass
+    login = ctx.paths.claude_config_dir / ".credentials.json"
+    if login.exists():
+        return Check("credentials", "ok", f"claude is logged in ({login})")
+    return Check(
+        "credentials", "fail", "no ANTHROPIC_API_KEY and no claude login found",
+        f"run 'claude' once and log in, or set ANTHROPIC_API_KEY (for the service: in {env_file})",
+    )
+
+
+def check_root_skip(ctx: Context) -> Check:
+    config = ctx.valid_config
+    if config is None:
+        return Check("root + skip", "skip", "needs a valid config")
+    problems = [p for t in config.teams.values() if (p := root_skip_problem(t.name, t.permissions, env=ctx.env))]
+    if problems:
+        return Check("root + skip", "fail", problems[0].split(";")[0], problems[0].split("; ", 1)[1])
+    return Check("root + skip", "ok", "no team has permissions: skip as root without IS_SANDBOX=1")
+
+
+def check_config(ctx: Context) -> Check:
+    config = ctx.config
+    if isinstance(config, ConfigError):
+        return Check("config", "fail", config.message)
+    return Check("config", "ok", f"{ctx.paths.config_file}: {len(config.teams)} team(s): {', '.join(config.teams)}")
+
+
+def check_team_folders(ctx: Context) -> Check:
+    config = ctx.valid_config
+    if config is None:
+        return Check("team folders", "skip", "needs a valid config")
+    unwritable = [t.name for t in config.teams.values() if not os.access(t.path, os.W_OK)]
+    if unwritable:
+        return Check(
+            "team folders", "warn", f"not writable for you: {', '.join(unwritable)}",
+            "claude works in the team's folder; give yourself write access if it should edit files",
+        )
+    return Check("team folders", "ok", f"all {len(config.teams)} exist and are writable")
+
+
+def check_socket_folder(ctx: Context) -> Check:
+    folder = ctx.paths.socket.parent
+    problem = socket_dir_problem(folder)
+    if problem is not None:
+        return Check("socket folder", "fail", problem.split(";")[0], problem.split("; ", 1)[1])
+    if len(os.fsencode(ctx.paths.socket)) > 107:
+        return Check("socket folder", "fail", f"{ctx.paths.socket} is too long for a Unix socket",
+                     "set a shorter IRIS_SOCKET")
+    state = "is safe (yours, 0700)" if folder.exists() else "does not exist yet (irisd creates it 0700)"
+    return Check("socket folder", "ok", f"{folder} {state}")
+
+
+def check_daemon(ctx: Context) -> Check:
+    from iris_cli.client import Client
+    from protocol.errors import IrisError
+
+    try:
+        with Client(ctx.paths.socket, timeout=5) as client:
+            welcome = client.connect()
+    except IrisError as exc:
+        if exc.code == "daemon_not_running":
+            return Check("irisd", "warn", f"not running on {ctx.paths.socket}",
+                         "start it: 'iris daemon start' (or 'irisd' in a terminal)")
+        return Check("irisd", "fail", exc.message)
+    except OSError as exc:
+        return Check("irisd", "fail", f"{ctx.paths.socket}: {exc}", "see 'iris daemon logs'")
+    return Check("irisd", "ok", f"running (pid {welcome.pid}, version {welcome.daemon_version})")
+
+
+def check_service(ctx: Context) -> Check:
+    from iris_cli.daemon_control import Layout, irisd_command
+
+    layout = Layout.from_env(ctx.env)
+    if not layout.service_file.exists():
+        return Check("systemd unit", "warn", "not installed (optional)",
+                     "'iris daemon install' starts irisd at login")
+    unit = layout.service_file.read_text(errors="replace")
+    ours = irisd_command()[0]
+    if ours not in unit:
+        return Check("systemd unit", "warn", f"{layout.service_file} runs another irisd than {ours}",
+                     "'iris daemon install' rewrites it for this installation")
+    return Check("systemd unit", "ok", f"{layout.service_file} runs this installation's irisd")
+
+
+def check_claude_code(ctx: Context) -> Check:
+    """Is 'iris mcp' registered with Claude Code (user scope, or this folder's project
+    or local scope)? Read from claude's own files; running 'claude mcp get' is slow."""
+    from iris_cli.mcp_cmd import SERVER_NAME
+
+    # claude keeps its state (and user-scope MCP servers) in $CLAUDE_CONFIG_DIR/.claude.json,
+    # or in ~/.claude.json when that variable is not set.
+    custom = ctx.env.get("CLAUDE_CONFIG_DIR")
+    state = Path(custom) / ".claude.json" if custom else Path.home() / ".claude.json"
+    found: list[tuple[str, dict[str, Any]]] = []
+    data = _read_json(state)
+    if isinstance(data.get("mcpServers"), dict) and SERVER_NAME in data["mcpServers"]:
+        found.append(("user", data["mcpServers"][SERVER_NAME]))
+    local = data.get("projects", {}).get(str(Path.cwd()), {}) if isinstance(data.get("projects"), dict) else {}
+    if isinstance(local, dict) and SERVER_NAME in (local.get("mcpServers") or {}):
+        found.append(("local", local["mcpServers"][SERVER_NAME]))
+    project = _read_json(Path.cwd() / ".mcp.json")
+    if isinstance(project.get("mcpServers"), dict) and SERVER_NAME in project["mcpServers"]:
+        found.append(("project", project["mcpServers"][SERVER_NAME]))
+    if not found:
+        return Check("Claude Code", "warn", "'iris mcp' is not registered (optional)",
+                     "'iris mcp install' gives every Claude Code session the team_* tools")
+    scope, entry = found[0]
+    command = str(entry.get("command", "")) if isinstance(entry, dict) else ""
+    if command and os.sep in command and not os.access(command, os.X_OK):
+        return Check("Claude Code", "fail", f"registered ({scope} scope) with {command}, which does not exist",
+                     "'iris mcp install' registers this installation")
+    return Check("Claude Code", "ok", f"'iris mcp' registered ({', '.join(s for s, _ in found)} scope)")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+CHECKS: list[Callable[[Context], Check]] = [
+    check_claude,
+    check_credentials,
+    check_config,
+    check_team_folders,
+    check_root_skip,
+    check_socket_folder,
+    check_daemon,
+    check_service,
+    check_claude_code,
+]
+
+
+def run_checks(ctx: Context | None = None, checks: list[Callable[[Context], Check]] | None = None) -> list[Check]:
+    """Every check, in order; a check that raises is reported as failed, never a traceback."""
+    ctx = ctx or Context()
+    results = []
+    for check in CHECKS if checks is None else checks:
+        try:
+            results.append(check(ctx))
+        except Exception as exc:  # a broken check must not hide the others
+            results.append(Check(check.__name__.removeprefix("check_"), "fail", f"the check itself failed: {exc}"))
+    return results

@@ -1,0 +1,93 @@
+"""``iris doctor``'s checks, each on a set-up broken in one way: one line, with the fix."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from iris_cli.doctor import CHECKS, Check, Context, check_config, check_credentials, run_checks
+
+
+def setup(tmp_path: Path, config: str | None, **env: str) -> Context:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (tmp_path / "team").mkdir(exist_ok=True)
+    if config is not None:
+        (home / "config.yaml").write_text(config.replace("TEAM", str(tmp_path / "team")))
+    return Context(env={
+        "HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "IRIS_HOME": str(home),
+        "IRIS_SOCKET": str(tmp_path / "run" / "irisd.sock"), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+        **env,
+    })
+
+
+def by_name(ctx: Context) -> dict[str, Check]:
+    return {c.name: c for c in run_checks(ctx)}
+
+
+def test_a_sound_setup_fails_nothing(tmp_path: Path) -> None:
+    claude = tmp_path / "claude-bin"
+    claude.write_text("#!/bin/sh\necho '2.1.330 (Claude Code)'\n")
+    claude.chmod(0o755)
+    config = f"settings:\n  claudePath: {claude}\nteams:\n  a:\n    path: TEAM\n"
+    ctx = setup(tmp_path, config, ANTHROPIC_API_KEY="k")
+    checks = by_name(ctx)
+    assert [c.name for c in run_checks(ctx)] == [
+        "claude", "credentials", "config", "team folders", "root + skip", "socket folder", "irisd",
+        "systemd unit", "Claude Code",
+    ]
+    assert len(CHECKS) == 9
+    assert checks["claude"] == Check("claude", "ok", f"claude 2.1.330 at {claude}")
+    assert all(c.verdict != "fail" for c in checks.values()), checks
+    assert checks["irisd"].verdict == "warn" and "iris daemon start" in checks["irisd"].fix
+
+
+def test_each_problem_is_named_with_its_fix(tmp_path: Path) -> None:
+    ctx = setup(tmp_path, "settings:\n  claudePath: /no/such/claude\nteams: {}\n")
+    (tmp_path / "run").mkdir(mode=0o777)
+    (tmp_path / "run").chmod(0o777)
+    checks = by_name(ctx)
+    assert checks["claude"].verdict != "fail"  # a broken config does not hide the claude found
+    assert checks["config"].verdict == "fail" and "iris init --force --team" in checks["config"].detail
+    assert checks["team folders"].verdict == "skip"
+    assert checks["credentials"].verdict == "fail" and "log in" in checks["credentials"].fix
+    assert checks["socket folder"] == Check(
+        "socket folder", "fail",
+        f"socket folder {tmp_path / 'run'} is writable by other users (mode 777), who could replace the socket",
+        "set IRIS_SOCKET to a path in a folder only you can write (or unset it: irisd then uses "
+        "$XDG_RUNTIME_DIR/iris/ or $IRIS_HOME/run/, made 0700)",
+    )
+
+
+def test_a_missing_claude_and_root_with_skip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = "settings:\n  claudePath: /no/such/claude\nteams:\n  a:\n    path: TEAM\n    permissions: skip\n"
+    ctx = setup(tmp_path, config)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    checks = by_name(ctx)
+    assert checks["claude"].verdict == "fail"
+    assert "'/no/such/claude' is not an executable" in checks["claude"].detail
+    assert checks["root + skip"].verdict == "fail" and "IS_SANDBOX=1" in checks["root + skip"].fix
+    sandboxed = setup(tmp_path, None, IS_SANDBOX="1")
+    assert by_name(sandboxed)["root + skip"].verdict == "ok"
+
+
+def test_credentials_from_the_service_env_file_or_a_login(tmp_path: Path) -> None:
+    ctx = setup(tmp_path, None)
+    (tmp_path / "home" / "irisd.env").write_text("ANTHROPIC_API_KEY=sk-x\n")
+    assert check_credentials(ctx).verdict == "ok"
+    (tmp_path / "home" / "irisd.env").unlink()
+    (tmp_path / "claude").mkdir()
+    (tmp_path / "claude" / ".credentials.json").write_text("{}")
+    assert check_credentials(ctx).detail.startswith("claude is logged in")
+    missing = check_config(ctx)
+    assert missing.verdict == "fail" and "does not exist; create it with 'iris init --team" in missing.detail
+
+
+def test_a_check_that_breaks_is_a_failed_line_not_a_traceback(tmp_path: Path) -> None:
+    def check_broken(ctx: Context) -> Check:
+        raise RuntimeError("boom")
+
+    [result] = run_checks(setup(tmp_path, None), [check_broken])
+    assert result == Check("broken", "fail", "the check itself failed: boom")
