@@ -54,6 +54,7 @@ def test_a_nul_character_is_refused_clearly_not_dropped(iris: Iris) -> None:
 
 
 def test_a_second_hello_is_refused(iris: Iris) -> None:
+    iris.add_team("alpha")
     iris.start()
     with socket.socket(socket.AF_UNIX) as sock:
         sock.settimeout(10)
