@@ -1,0 +1,301 @@
+"""Where and how a team's claude runs: on this machine, or on another one over SSH.
+
+A ``Launcher`` owns everything that differs between a local and a remote claude:
+
+* the command line, environment and working folder of the child (``command``);
+* "can this session be resumed?" (``can_resume``: is claude's transcript there?);
+* how the child reaches Iris's MCP endpoint (part of ``command``: a local child gets
+  the endpoint as it is; a remote one through a reverse forward of its ssh connection);
+* how the process and everything it started are stopped (``child``: a local child is
+  stopped as a process group; a remote one by a wrapper on the remote side that stops
+  claude's process group when its ssh connection closes);
+* what an exit means (``describe_exit``: ssh's own failures are named as such).
+
+The pair decides WHEN (``irisd/pool/process_machine.py``); the launcher decides HOW.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import trio
+
+from irisd.claude.command import claude_argv
+from irisd.claude.process import ChildEvent, ClaudeProcess
+from irisd.paths import session_file
+from protocol.errors import ClaudeError
+
+SSH = "ssh"
+SSH_FAILED = 255  # ssh's own exit code: it could not connect, or the connection broke
+PROBE_TIMEOUT_S = 30.0
+# Always on for a remote claude: never prompt (irisd has no terminal), notice a dead
+# peer within ~45 s, give up connecting after 15 s, and refuse to run without the forward
+# the child needs to reach Iris.
+SSH_DEFAULT_OPTIONS = (
+    "-T",
+    "-o", "BatchMode=yes",
+    "-o", "ConnectTimeout=15",
+    "-o", "ServerAliveInterval=15",
+    "-o", "ServerAliveCountMax=3",
+    "-o", "ExitOnForwardFailure=yes",
+)
+
+
+class Child(Protocol):
+    """What a pair needs of its child (a ClaudeProcess, or a fake in tests)."""
+
+    pid: int | None
+
+    async def run(self, *, task_status: trio.TaskStatus[Child] = ...) -> None: ...
+    def stop(self) -> None: ...
+    async def send(self, data: bytes) -> None: ...
+
+
+ChildFactory = Callable[[list[str], str, dict[str, str], trio.MemorySendChannel[ChildEvent]], Child]
+
+
+def claude_child(
+    argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]
+) -> Child:
+    return ClaudeProcess(argv, cwd=cwd, env=env, events=events)
+
+
+@dataclass(frozen=True)
+class IrisEndpoint:
+    """How a child reaches Iris's MCP tools over HTTP: the URL on irisd's machine and the
+    child's own token (minted at spawn, revoked at exit)."""
+
+    url: str  # e.g. http://127.0.0.1:1615/mcp
+    token: str
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What the pair wants started: the session and the permissions of the child."""
+
+    session_id: str
+    resume: bool
+    permissions: str = "ask"
+    allowed_tools: Sequence[str] = ()
+    disallowed_tools: Sequence[str] = ()
+    mcp_config: str = ""  # for a local child: the --mcp-config that gives it Iris
+    endpoint: IrisEndpoint | None = None  # for a remote child: Iris over HTTP, forwarded
+
+
+@dataclass(frozen=True)
+class ChildCommand:
+    argv: list[str]
+    cwd: str
+    env: dict[str, str]
+
+
+class Launcher(Protocol):
+    """How a team's claude is started, probed and stopped (see the module docstring)."""
+
+    @property
+    def host(self) -> str:
+        """The ssh destination, or "" for this machine."""
+        ...
+
+    def command(self, spec: LaunchSpec) -> ChildCommand: ...
+    async def can_resume(self, session_id: str) -> bool: ...
+    def child(self, command: ChildCommand, events: trio.MemorySendChannel[ChildEvent]) -> Child: ...
+    def describe_exit(self, returncode: int | None, stderr_tail: str, default: str) -> str: ...
+
+
+# --- this machine -------------------------------------------------------------------------
+
+
+@dataclass
+class LocalLauncher:
+    """claude on irisd's machine, in the team's folder, with irisd's environment."""
+
+    claude_path: str
+    folder: str
+    claude_config_dir: str
+    environment: Callable[[], dict[str, str]]
+    child_factory: ChildFactory = claude_child
+
+    @property
+    def host(self) -> str:
+        return ""
+
+    def command(self, spec: LaunchSpec) -> ChildCommand:
+        argv = claude_argv(
+            self.claude_path,
+            session_id=spec.session_id,
+            resume=spec.resume,
+            permissions=spec.permissions,
+            allowed_tools=spec.allowed_tools,
+            disallowed_tools=spec.disallowed_tools,
+            mcp_config=spec.mcp_config,
+        )
+        return ChildCommand(argv=argv, cwd=self.folder, env=self.environment())
+
+    async def can_resume(self, session_id: str) -> bool:
+        transcript = session_file(Path(self.claude_config_dir), self.folder, session_id)
+        # A stat, inline: a worker thread would let trio's autojump clock (tests) skip ahead.
+        return os.path.exists(transcript)  # noqa: ASYNC240
+
+    def child(self, command: ChildCommand, events: trio.MemorySendChannel[ChildEvent]) -> Child:
+        return self.child_factory(command.argv, command.cwd, command.env, events)
+
+    def describe_exit(self, returncode: int | None, stderr_tail: str, default: str) -> str:
+        return default
+
+
+# --- another machine, over ssh ---------------------------------------------------------------
+
+# The remote side of a pair's connection, run by /bin/sh. It starts claude in its own
+# session (setsid, where there is one) reading from a FIFO, and copies its own stdin (the
+# ssh channel) into that FIFO: when the channel closes (irisd stopped the pair, or the
+# connection broke), the copy ends and claude's process group is stopped, TERM then KILL.
+# When claude ends by itself, the wrapper stops what claude left behind and exits with
+# claude's code. The probe prints "resumable" or "new" for a session id.
+_REMOTE_PRELUDE = r"""
+cd -- "$IRIS_FOLDER" 2>/dev/null || {
+  echo "iris: the folder $IRIS_FOLDER does not exist on $(hostname) (the team's path)" >&2; exit 97; }
+"""
+
+_REMOTE_RUN = r"""
+command -v -- "$IRIS_CLAUDE" >/dev/null 2>&1 || {
+  echo "iris: $IRIS_CLAUDE is not installed on $(hostname)" \
+    "(install Claude Code there, or set the team's claudePath)" >&2
+  exit 98; }
+d=$(mktemp -d "${TMPDIR:-/tmp}/iris.XXXXXX") && mkfifo "$d/in" || {
+  echo "iris: cannot make a FIFO in ${TMPDIR:-/tmp} on $(hostname)" >&2; exit 99; }
+trap 'rm -rf "$d"' EXIT
+S=; command -v setsid >/dev/null 2>&1 && S=setsid
+exec 3<&0
+$S "$@" <"$d/in" 3<&- &
+c=$!
+stop() { kill -"$1" -"$c" 2>/dev/null || kill -"$1" "$c" 2>/dev/null; }
+( cat <&3 >"$d/in" 2>/dev/null; stop TERM; sleep 3; stop KILL ) </dev/null >/dev/null 2>&1 &
+w=$!
+exec 3<&-
+wait "$c"; rc=$?
+kill "$w" 2>/dev/null
+stop KILL
+exit "$rc"
+"""
+
+_REMOTE_PROBE = r"""
+p=$(pwd -P)
+dir=${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects/$(printf %s "$p" | tr -c 'A-Za-z0-9' '-')
+if [ -f "$dir/$IRIS_SESSION.jsonl" ]; then echo resumable; else echo new; fi
+"""
+
+
+def _remote_script(body: str, variables: Mapping[str, str], argv: Sequence[str] = ()) -> str:
+    """One command line for the remote login shell: ``/bin/sh -c BODY`` with the
+    variables set and ``argv`` as its arguments, every part quoted."""
+    assignments = " ".join(shlex.quote(f"{key}={value}") for key, value in variables.items())
+    script = _REMOTE_PRELUDE + body
+    args = " ".join(shlex.quote(a) for a in argv)
+    return f"exec env {assignments} /bin/sh -c {shlex.quote(script)} iris-remote {args}".strip()
+
+
+@dataclass
+class SshLauncher:
+    """claude on another machine: ``ssh [options] HOST`` runs a small wrapper there that
+    starts the remote claude in the team's folder (a path on that host) with the team's
+    ``env`` (ssh forwards no environment). The stream-json protocol runs over the ssh
+    channel unchanged. A child that needs Iris reaches it through a reverse forward of
+    the same connection (``-R``), on the remote loopback, with its own token."""
+
+    destination: str
+    folder: str
+    claude_path: str = "claude"
+    ssh_options: Sequence[str] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    local_env: Callable[[], dict[str, str]] = lambda: dict(os.environ)
+    child_factory: ChildFactory = claude_child
+    forward_port: Callable[[], int] = lambda: 20000 + int.from_bytes(os.urandom(2)) % 40000
+
+    @property
+    def host(self) -> str:
+        return self.destination
+
+    def ssh_argv(self, remote_command: str, *extra: str) -> list[str]:
+        return [SSH, *SSH_DEFAULT_OPTIONS, *self.ssh_options, *extra, "--", self.destination, remote_command]
+
+    def command(self, spec: LaunchSpec) -> ChildCommand:
+        forward: list[str] = []
+        mcp_config = ""
+        if spec.endpoint is not None:
+            local = _host_port(spec.endpoint.url)
+            remote_port = self.forward_port()
+            forward = ["-R", f"127.0.0.1:{remote_port}:{local}"]
+            url = spec.endpoint.url.replace(f"//{local}", f"//127.0.0.1:{remote_port}", 1)
+            mcp_config = http_mcp_config(url, spec.endpoint.token)
+        argv = claude_argv(
+            self.claude_path,
+            session_id=spec.session_id,
+            resume=spec.resume,
+            permissions=spec.permissions,
+            allowed_tools=spec.allowed_tools,
+            disallowed_tools=spec.disallowed_tools,
+            mcp_config=mcp_config,
+        )
+        variables = {"IRIS_FOLDER": self.folder, "IRIS_CLAUDE": self.claude_path}
+        remote = _remote_script(_REMOTE_RUN, variables, ["env", *_env_args(self.env), *argv])
+        # ssh runs in a folder that exists here; the team's folder is on the other host.
+        return ChildCommand(argv=self.ssh_argv(remote, *forward), cwd="/", env=self.local_env())
+
+    async def can_resume(self, session_id: str) -> bool:
+        """Asks the remote host whether claude has the session's transcript there; raises
+        ClaudeError with ssh's own message when the host cannot be reached."""
+        variables = {"IRIS_FOLDER": self.folder, "IRIS_SESSION": session_id}
+        config_dir = self.env.get("CLAUDE_CONFIG_DIR")
+        if config_dir:
+            variables["CLAUDE_CONFIG_DIR"] = config_dir
+        argv = self.ssh_argv(_remote_script(_REMOTE_PROBE, variables))
+        with trio.move_on_after(PROBE_TIMEOUT_S):
+            result = await trio.run_process(
+                argv, capture_stdout=True, capture_stderr=True, check=False, stdin=subprocess.DEVNULL,
+                env=self.local_env(),
+            )
+            answer = result.stdout.decode(errors="replace").strip()
+            if result.returncode == 0 and answer in ("resumable", "new"):
+                return answer == "resumable"
+            raise ClaudeError(self.describe_exit(result.returncode, result.stderr.decode(errors="replace"),
+                                                 f"the session check on {self.destination} failed"))
+        raise ClaudeError(f"{self.destination} did not answer within {PROBE_TIMEOUT_S:g} s (ssh)")
+
+    def child(self, command: ChildCommand, events: trio.MemorySendChannel[ChildEvent]) -> Child:
+        return self.child_factory(command.argv, command.cwd, command.env, events)
+
+    def describe_exit(self, returncode: int | None, stderr_tail: str, default: str) -> str:
+        said = stderr_tail.strip().splitlines()
+        last = said[-1].strip() if said else ""
+        if returncode == SSH_FAILED:
+            why = last or "ssh failed without saying why"
+            return f"the ssh connection to {self.destination} failed: {why}"
+        if returncode is not None and returncode < 0 and -returncode in (signal.SIGTERM, signal.SIGKILL):
+            return default  # we stopped it (or someone killed the ssh client): say so plainly
+        if returncode in (97, 98, 99) and last.startswith("iris: "):
+            return last.removeprefix("iris: ") + f" [{self.destination}]"
+        return default
+
+
+def http_mcp_config(url: str, token: str) -> str:
+    """The ``--mcp-config`` that gives a child Iris over HTTP with its own token."""
+    server = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+    return json.dumps({"mcpServers": {"iris": server}})
+
+
+def _host_port(url: str) -> str:
+    rest = url.split("//", 1)[-1]
+    return rest.split("/", 1)[0]
+
+
+def _env_args(env: Mapping[str, str]) -> list[str]:
+    return [f"{key}={value}" for key, value in env.items()]

@@ -1,0 +1,193 @@
+"""The ssh launcher against a real sshd, as another user with its own HOME: the real
+claude runs "remotely" (its files land in that user's HOME, never in irisd's), answers
+over the ssh channel, resumes its session there, and leaves nothing behind when it is
+stopped or its ssh client is killed. An unreachable host fails fast with ssh's words."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from harness import claude_binary
+from iris_cli.scripted_model import ScriptedModel
+from irisd.claude.launcher import LaunchSpec, SshLauncher
+from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
+from irisd.claude.wire import ResultLine, StreamEventLine, user_turn
+from protocol.errors import ClaudeError
+from sshd import SshServer, command_lines
+
+pytestmark = pytest.mark.claude
+
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    server = SshServer(tmp_path_factory.mktemp("sshd")).start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def remote_claude(sshd: SshServer) -> str:
+    """The pinned claude, as the remote user can run it (copied into its HOME if the
+    checkout is not readable by other users)."""
+    binary = claude_binary().resolve()
+    probe = sshd.ssh(f"test -x {binary} && echo ok")
+    if probe.stdout.strip() == "ok":
+        return str(binary)
+    copy = sshd.home / "claude"
+    if not copy.exists():
+        shutil.copy2(binary, copy)
+        os.chown(copy, sshd.uid, sshd.uid)
+    return str(copy)
+
+
+@pytest.fixture
+def folder(sshd: SshServer) -> Iterator[str]:
+    """The team's folder on the "remote" host: inside the remote user's HOME."""
+    path = sshd.home / "project"
+    path.mkdir(exist_ok=True)
+    os.chown(path, sshd.uid, sshd.uid)
+    yield str(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def launcher(sshd: SshServer, remote_claude: str, folder: str, model: ScriptedModel) -> SshLauncher:
+    return SshLauncher(
+        destination=sshd.destination,
+        folder=folder,
+        claude_path=remote_claude,
+        ssh_options=sshd.ssh_options(),
+        env={
+            "ANTHROPIC_BASE_URL": model.base_url,
+            "ANTHROPIC_API_KEY": "test-key",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        },
+    )
+
+
+class Running:
+    """A claude child of the launcher, its events collected."""
+
+    def __init__(self, process: ClaudeProcess, events: trio.MemoryReceiveChannel[ChildEvent]) -> None:
+        self.process = process
+        self.events = events
+
+    async def turn(self, text: str) -> ResultLine:
+        await self.process.send(user_turn(text))
+        async for event in self.events:
+            if isinstance(event, ChildLine) and isinstance(event.line, ResultLine):
+                return event.line
+            if isinstance(event, ChildExited):
+                raise AssertionError(f"claude ended: {event.describe()}")
+        raise AssertionError("no result")
+
+    async def exited(self) -> ChildExited:
+        async for event in self.events:
+            if isinstance(event, ChildExited):
+                return event
+        raise AssertionError("no exit")
+
+
+@pytest.fixture
+async def nursery() -> AsyncIterator[trio.Nursery]:
+    async with trio.open_nursery() as nursery:
+        yield nursery
+        nursery.cancel_scope.cancel()
+
+
+async def start(launcher: SshLauncher, nursery: trio.Nursery, session: str, *, resume: bool) -> Running:
+    send, receive = trio.open_memory_channel[ChildEvent](1000)
+    command = launcher.command(LaunchSpec(session_id=session, resume=resume, permissions="ask"))
+    process = ClaudeProcess(command.argv, cwd=command.cwd, env=command.env, events=send)
+    await nursery.start(process.run)
+    return Running(process, receive)
+
+
+async def no_remote_claude(sshd: SshServer) -> None:
+    """Wait until the remote user runs nothing but (at most) sshd's own session processes."""
+    left: list[str] = []
+    with trio.move_on_after(20):
+        while True:
+            left = [line for line in command_lines(sshd.remote_processes()) if "sshd" not in line]
+            if not left:
+                return
+            await trio.sleep(0.1)
+    raise AssertionError(f"remote processes left behind: {left}")
+
+
+async def test_a_remote_claude_answers_keeps_its_session_remotely_and_resumes_it(
+    launcher: SshLauncher, sshd: SshServer, nursery: trio.Nursery, tmp_path: Path
+) -> None:
+    session = str(uuid.uuid4())
+    with trio.fail_after(180):
+        assert await launcher.can_resume(session) is False
+        first = await start(launcher, nursery, session, resume=False)
+        assert (await first.turn("hello over ssh")).result == "echo #1: hello over ssh"
+        first.process.stop()
+        await first.exited()
+        # claude's transcript is in the remote user's HOME, where the probe finds it.
+        escaped = "".join(c if c.isalnum() else "-" for c in launcher.folder)
+        assert (sshd.home / ".claude" / "projects" / escaped / f"{session}.jsonl").exists()
+        assert await launcher.can_resume(session) is True
+        again = await start(launcher, nursery, session, resume=True)
+        assert (await again.turn("still there?")).result == "echo #2: still there?"
+        again.process.stop()
+        await again.exited()
+        await no_remote_claude(sshd)
+
+
+async def test_killing_the_ssh_client_mid_turn_leaves_no_remote_process(
+    launcher: SshLauncher, sshd: SshServer, nursery: trio.Nursery
+) -> None:
+    session = str(uuid.uuid4())
+    with trio.fail_after(180):
+        running = await start(launcher, nursery, session, resume=False)
+        await running.process.send(user_turn("@slow:300 @chunks:100 a long answer"))
+        async for event in running.events:  # it streams: claude is at work over there
+            if isinstance(event, ChildLine) and isinstance(event.line, StreamEventLine):
+                break
+            assert not isinstance(event, ChildExited), event.describe()
+        assert any("claude" in line for line in command_lines(sshd.remote_processes()))
+        assert running.process.pid is not None
+        os.kill(running.process.pid, signal.SIGKILL)  # the ssh client: the connection drops
+        ended = await running.exited()
+        assert ended.returncode == -signal.SIGKILL
+        await no_remote_claude(sshd)
+
+
+async def test_an_unreachable_host_fails_fast_with_ssh_s_own_message(
+    launcher: SshLauncher, sshd: SshServer
+) -> None:
+    session = str(uuid.uuid4())
+    options = list(sshd.ssh_options())
+    options[options.index("-p") + 1] = "1"  # nothing listens there
+    unreachable = SshLauncher(destination=sshd.destination, folder=launcher.folder, ssh_options=options)
+    with trio.fail_after(10), pytest.raises(ClaudeError, match="Connection refused") as raised:
+        await unreachable.can_resume(session)
+    assert f"the ssh connection to {sshd.destination} failed" in raised.value.message
+
+
+async def test_a_missing_folder_or_claude_is_named(
+    launcher: SshLauncher, sshd: SshServer, nursery: trio.Nursery
+) -> None:
+    session = str(uuid.uuid4())
+    with trio.fail_after(60):
+        missing = SshLauncher(destination=sshd.destination, folder="/nowhere/at/all",
+                              ssh_options=sshd.ssh_options())
+        with pytest.raises(ClaudeError, match="the folder /nowhere/at/all does not exist on"):
+            await missing.can_resume(session)
+        no_claude = SshLauncher(destination=sshd.destination, folder=launcher.folder,
+                                claude_path="no-such-claude", ssh_options=sshd.ssh_options())
+        running = await start(no_claude, nursery, str(uuid.uuid4()), resume=False)
+        ended = await running.exited()
+        said = no_claude.describe_exit(ended.returncode, ended.stderr_tail, "plain")
+        assert said.startswith("no-such-claude is not installed on") and "claudePath" in said

@@ -1,0 +1,77 @@
+"""Launchers without running anything: the command lines, the session check of a local
+child, and how an ssh failure is described."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+from irisd.claude.launcher import IrisEndpoint, LaunchSpec, LocalLauncher, SshLauncher
+from irisd.paths import session_file
+
+SESSION = "0b6f8f5e-1c2d-4e3f-9a8b-7c6d5e4f3a2b"
+
+
+async def test_a_local_child_runs_in_the_team_folder_and_resumes_what_claude_has_on_disk(tmp_path: Path) -> None:
+    launcher = LocalLauncher(claude_path="claude", folder=str(tmp_path), claude_config_dir=str(tmp_path / "cfg"),
+                             environment=lambda: {"A": "1"})
+    command = launcher.command(LaunchSpec(session_id=SESSION, resume=False, mcp_config='{"x": 1}'))
+    assert command.cwd == str(tmp_path) and command.env == {"A": "1"} and launcher.host == ""
+    assert command.argv[:2] == ["claude", "-p"] and "--session-id" in command.argv
+    assert command.argv[command.argv.index("--mcp-config") + 1] == '{"x": 1}'
+    assert await launcher.can_resume(SESSION) is False
+    transcript = session_file(tmp_path / "cfg", str(tmp_path), SESSION)
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("{}\n")
+    assert await launcher.can_resume(SESSION) is True
+    assert launcher.describe_exit(1, "oops", "claude exited with code 1") == "claude exited with code 1"
+
+
+def test_a_remote_child_is_one_quoted_ssh_command_with_the_team_env_and_a_reverse_forward() -> None:
+    launcher = SshLauncher(
+        destination="me@build-box",
+        folder="/srv/my project",
+        claude_path="/opt/claude/bin/claude",
+        ssh_options=["-p", "2222"],
+        env={"ANTHROPIC_API_KEY": "k'ey", "FOO": "a b"},
+        local_env=lambda: {"SSH_AUTH_SOCK": "/run/agent"},
+        forward_port=lambda: 41234,
+    )
+    spec = LaunchSpec(session_id=SESSION, resume=True, endpoint=IrisEndpoint("http://127.0.0.1:1615/mcp", "tok"))
+    command = launcher.command(spec)
+    argv = command.argv
+    assert argv[0] == "ssh" and "BatchMode=yes" in argv and argv[argv.index("-p") + 1] == "2222"
+    assert argv[argv.index("-R") + 1] == "127.0.0.1:41234:127.0.0.1:1615"  # remote loopback only
+    assert argv[-3:-1] == ["--", "me@build-box"] and command.env == {"SSH_AUTH_SOCK": "/run/agent"}
+    assert command.cwd == "/"  # the team's folder is on the other host
+    words = shlex.split(argv[-1])  # what the remote login shell sees
+    assert words[:4] == ["exec", "env", "IRIS_FOLDER=/srv/my project", "IRIS_CLAUDE=/opt/claude/bin/claude"]
+    after = words[words.index("iris-remote") + 1 :]
+    assert after[:3] == ["env", "ANTHROPIC_API_KEY=k'ey", "FOO=a b"]
+    claude = after[3:]
+    assert claude[0] == "/opt/claude/bin/claude" and claude[claude.index("--resume") + 1] == SESSION
+    config = json.loads(claude[claude.index("--mcp-config") + 1])
+    assert config["mcpServers"]["iris"] == {
+        "type": "http",
+        "url": "http://127.0.0.1:41234/mcp",
+        "headers": {"Authorization": "Bearer tok"},
+    }
+    assert launcher.host == "me@build-box"
+
+
+def test_a_remote_child_without_an_endpoint_gets_no_forward() -> None:
+    launcher = SshLauncher(destination="box", folder="/srv/p")
+    argv = launcher.command(LaunchSpec(session_id=SESSION, resume=False)).argv
+    assert "-R" not in argv and "--mcp-config" not in shlex.split(argv[-1])
+
+
+def test_ssh_failures_are_named_as_such() -> None:
+    launcher = SshLauncher(destination="box", folder="/srv/p")
+    refused = launcher.describe_exit(255, "ssh: connect to host box port 22: Connection refused\n", "x")
+    assert refused == "the ssh connection to box failed: ssh: connect to host box port 22: Connection refused"
+    assert launcher.describe_exit(255, "", "x") == "the ssh connection to box failed: ssh failed without saying why"
+    missing = launcher.describe_exit(97, "iris: the folder /srv/p does not exist on box (the team's path)", "x")
+    assert missing == "the folder /srv/p does not exist on box (the team's path) [box]"
+    assert launcher.describe_exit(1, "whatever", "claude exited with code 1") == "claude exited with code 1"
+    assert launcher.describe_exit(-9, "", "killed") == "killed"
