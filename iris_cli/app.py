@@ -39,6 +39,8 @@ COMMANDS: dict[str, str] = {
     "init": "iris_cli.commands.setup:app",
     "demo": "iris_cli.commands.setup:app",
     "doctor": "iris_cli.commands.setup:app",
+    "dashboard": "iris_cli.commands.web:app",
+    "http": "iris_cli.http_cmd:http_app",
     "daemon": "iris_cli.daemon_cmd:daemon_app",
     "mcp": "iris_cli.mcp_cmd:mcp_app",
 }

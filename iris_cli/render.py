@@ -77,6 +77,8 @@ def status(reply: StatusReply) -> None:
         f"up since {ago(reply.started_at)})"
     )
     out.print(f"socket: {reply.socket_path}\nconfig: {reply.config_path}")
+    if reply.http_url:
+        out.print(f"http:   {reply.http_url} (API: /api/openapi.json; 'iris dashboard' opens it)")
     out.print(f"\n[bold]teams[/] ({len(reply.teams)})")
     out.print(teams_table(reply.teams) if reply.teams else "  none configured")
     if reply.pending_approvals:

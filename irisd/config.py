@@ -50,6 +50,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     approval_timeout: int = 10 * MINUTE_MS  # no decision in time means deny
     allowed_tools: list[str] = []  # Claude Code rule syntax, e.g. "Bash(git status)", "Read"
     disallowed_tools: list[str] = []
+    http_port: int = 1615  # irisd's HTTP face (API, dashboard, MCP for its children); 0: any free port
+    http_host: str = "127.0.0.1"  # loopback by default; another address exposes it (token still required)
 
 
 class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -204,6 +206,14 @@ def _validate(config: Config, source: str) -> IrisConfig:
             raise ConfigError(
                 f"{source}: key 'settings.{key}' is {value}; it must be at least {minimum}"
             )
+    if not 0 <= s.http_port <= 65535:
+        raise ConfigError(
+            f"{source}: key 'settings.httpPort' is {s.http_port}; use a port from 1 to 65535, or 0 for any free port"
+        )
+    if not s.http_host.strip() or any(c in s.http_host for c in "/ "):
+        raise ConfigError(
+            f"{source}: key 'settings.httpHost' is {s.http_host!r}; use an address such as 127.0.0.1"
+        )
     if s.retention_days <= 0:
         raise ConfigError(f"{source}: key 'settings.retentionDays' must be more than 0")
     if not s.claude_path.strip():

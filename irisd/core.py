@@ -11,6 +11,7 @@ import trio
 from irisd.config import IrisConfig
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
+from irisd.http.tokens import Access
 from irisd.notifications import Courier
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.pair import ChildFactory, claude_child
@@ -29,6 +30,7 @@ async def run_core(
     store: Store,
     *,
     child_factory: ChildFactory = claude_child,
+    access: Access | None = None,
     task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Reconcile the store with a fresh start, then run every service until cancelled.
@@ -37,7 +39,7 @@ async def run_core(
     await report_lost_sessions(config, paths, store)
     hub = EventHub()
     try:
-        await _run_services(config, paths, store, hub, child_factory, task_status)
+        await _run_services(config, paths, store, hub, child_factory, access, task_status)
     finally:
         hub.close()
 
@@ -48,9 +50,11 @@ async def _run_services(
     store: Store,
     hub: EventHub,
     child_factory: ChildFactory,
+    access: Access | None,
     task_status: trio.TaskStatus[Dispatcher],
 ) -> None:
     async with trio.open_nursery() as nursery:
+        # (Children keep the stdio shim until /mcp serves them: access is not passed here yet.)
         supervisor = Supervisor(config=config, paths=paths, store=store, hub=hub, child_factory=child_factory)
         await nursery.start(supervisor.run)
         courier = Courier(store=store)
@@ -60,6 +64,7 @@ async def _run_services(
             store=store,
             supervisor=supervisor,
             on_notification=courier.wake_up,
+            http=access,
         )
         courier.dispatcher = dispatcher
         await nursery.start(courier.run)

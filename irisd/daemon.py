@@ -4,7 +4,8 @@ server, tells systemd how it is doing, and drains on request.
 Stopping (``request_stop``, on SIGTERM/SIGINT) drains in order, so every caller still
 hears what became of its tell:
 
-1. the server stops accepting; connected clients' new requests get ShuttingDownError;
+1. the servers (the Unix socket, HTTP) stop accepting; connected clients' new
+   requests get ShuttingDownError;
 2. the core is cancelled: every pair stops its claude child's process group and
    records its unfinished tells as interrupted, which answers the callers waiting on
    them;
@@ -17,6 +18,7 @@ tells still recorded (that cleanup is shielded), only the waiting callers get no
 from __future__ import annotations
 
 import logging
+import socket
 from pathlib import Path
 
 import trio
@@ -25,6 +27,10 @@ from irisd.config import IrisConfig
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
 from irisd.home_lock import hold_home_lock
+from irisd.http.app import HttpFace
+from irisd.http.security import Allowlist, host_names
+from irisd.http.server import HttpServer, open_http_socket, socket_url
+from irisd.http.tokens import Access
 from irisd.paths import IrisPaths
 from irisd.server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.store.facade import Store
@@ -78,13 +84,25 @@ class Daemon:
             try:
                 listener, owned_socket = await self._listen()
                 try:
-                    await self._serve(store, listener, task_status)
+                    settings = self.config.settings
+                    # Bound before the core starts: a taken port fails here, and children know the URL.
+                    with open_http_socket(settings.http_host, settings.http_port) as http_socket:
+                        access = self._access(http_socket)
+                        await self._serve(store, listener, http_socket, access, task_status)
                 finally:
                     if owned_socket is not None:  # systemd's socket outlives us: not ours to remove
                         owned_socket.unlink(missing_ok=True)
             finally:
                 store.close()
                 self.notifier.close()
+
+    def _access(self, http_socket: socket.socket) -> Access:
+        access = Access.open(self.paths.home)
+        host, port = socket_url(http_socket)
+        if host in ("0.0.0.0", "[::]"):
+            host = "127.0.0.1" if host == "0.0.0.0" else "[::1]"
+        access.url = access.child_url = f"http://{host}:{port}"
+        return access
 
     async def _listen(self) -> tuple[trio.SocketListener, Path | None]:
         """systemd's socket when activated, else our own; and the path we must remove."""
@@ -106,27 +124,38 @@ class Daemon:
         return listener, None
 
     async def _serve(
-        self, store: Store, listener: trio.SocketListener, task_status: trio.TaskStatus[None]
+        self,
+        store: Store,
+        listener: trio.SocketListener,
+        http_socket: socket.socket,
+        access: Access,
+        task_status: trio.TaskStatus[None],
     ) -> None:
         async with trio.open_nursery() as nursery:
             core_scope, core_done = trio.CancelScope(), trio.Event()
-            dispatcher = await nursery.start(self._run_core, store, core_scope, core_done)
+            dispatcher = await nursery.start(self._run_core, store, access, core_scope, core_done)
             server = Server(listener, dispatcher, allowed_uid=self.allowed_uid)
             await nursery.start(server.run)
+            port = socket_url(http_socket)[1]
+            face = HttpFace(dispatcher, access, Allowlist(host_names(self.config.settings.http_host), port))
+            http = HttpServer(face, http_socket)
+            await nursery.start(http.run)
             self.notifier.ready(f"serving {len(self.config.teams)} teams")
             if self.systemd.watchdog_s is not None:
                 await nursery.start(serve_watchdog, self.notifier, self.systemd.watchdog_s)
             log.info(
-                "irisd ready", extra={"socket": str(self.paths.socket), "teams": sorted(self.config.teams)}
+                "irisd ready",
+                extra={"socket": str(self.paths.socket), "http": access.url, "teams": sorted(self.config.teams)},
             )
             task_status.started()
             await self._stop_requested.wait()
-            await self._drain(server, core_scope, core_done)
+            await self._drain(server, http, core_scope, core_done)
             nursery.cancel_scope.cancel()
 
     async def _run_core(
         self,
         store: Store,
+        access: Access,
         scope: trio.CancelScope,
         done: trio.Event,
         *,
@@ -134,16 +163,20 @@ class Daemon:
     ) -> None:
         try:
             with scope:
-                await run_core(self.config, self.paths, store, task_status=task_status)
+                await run_core(self.config, self.paths, store, access=access, task_status=task_status)
         finally:
             done.set()
 
-    async def _drain(self, server: Server, core_scope: trio.CancelScope, core_done: trio.Event) -> None:
-        log.info("draining", extra={"requests_in_flight": server.in_flight})
+    async def _drain(
+        self, server: Server, http: HttpServer, core_scope: trio.CancelScope, core_done: trio.Event
+    ) -> None:
+        log.info("draining", extra={"requests_in_flight": server.in_flight + http.face.in_flight})
         self.notifier.stopping("draining: interrupting tells, stopping claude processes")
         server.stop_accepting()
+        http.stop_accepting()
         core_scope.cancel()
         await core_done.wait()
         with trio.move_on_after(REPLY_GRACE_S):
             await server.wait_idle()
-        log.info("drained", extra={"requests_unanswered": server.in_flight})
+            await http.wait_idle()
+        log.info("drained", extra={"requests_unanswered": server.in_flight + http.face.in_flight})

@@ -6,11 +6,13 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 import trio
 
 from irisd import __version__
 from irisd.claude.command import child_environment, root_skip_problem
+from irisd.caller import Caller
 from irisd.config import IrisConfig
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell
@@ -44,10 +46,13 @@ from protocol.messages import (
     GetStatus,
     GetTell,
     Hello,
+    HttpInfo,
+    HttpInfoReply,
     ListApprovals,
     ListNotifications,
     ListSessions,
     ListTeams,
+    ListTells,
     NotificationReply,
     NotificationsReply,
     PairReply,
@@ -85,6 +90,17 @@ COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 SendEvent = Callable[[Event], Awaitable[None]]
 
 
+class HttpAccess(Protocol):
+    """What the dispatcher needs of the HTTP face (irisd/http/tokens.py)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def owner_token(self) -> str: ...
+    def rotate_owner_token(self) -> str: ...
+    def mint_login_code(self) -> str: ...
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -94,6 +110,7 @@ class Dispatcher:
         store: Store,
         supervisor: Supervisor,
         on_notification: Callable[[], None] = lambda: None,
+        http: HttpAccess | None = None,
     ) -> None:
         self.config = config
         self.paths = paths
@@ -101,10 +118,13 @@ class Dispatcher:
         self.supervisor = supervisor
         self.hub = supervisor.hub  # one hub: the pairs publish to it, watchers read it
         self.on_notification = on_notification
+        self.http = http
         self.started_at = time.time()
 
-    async def dispatch(self, request: Request, send_event: SendEvent) -> Reply:
-        """Serve one request; raises IrisError subclasses for the client to see."""
+    async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
+        """Serve one request of ``caller`` (decided by its connection: see irisd/caller.py);
+        raises IrisError subclasses for the client to see."""
+        request = caller.apply(request)
         match request:
             case Hello():
                 return Welcome(protocol_version=PROTOCOL_VERSION, daemon_version=__version__, pid=os.getpid())
@@ -166,6 +186,14 @@ class Dispatcher:
                 return ApprovalsReply(approvals=listed)
             case Decide():
                 return ApprovalReply(approval=await self.decide(request))
+            case ListTells(to_team, from_team, status, limit):
+                return await self.list_tells(to_team, from_team, status, limit)
+            case HttpInfo(rotate, login_code):
+                if self.http is None:
+                    raise InvalidRequestError("this irisd has no HTTP face")
+                token = self.http.rotate_owner_token() if rotate else self.http.owner_token
+                code = self.http.mint_login_code() if login_code else ""
+                return HttpInfoReply(url=self.http.url, token=token, login_code=code)
 
     # --- queries -------------------------------------------------------------------------
 
@@ -186,6 +214,7 @@ class Dispatcher:
             processes=self.supervisor.statistics(),
             max_processes=self.config.settings.max_processes,
             pending_approvals=sum(len(p.desk.pending) for p in self.supervisor.pairs.values()),
+            http_url=self.http.url if self.http is not None else "",
         )
 
     async def sessions(self, to_team: str | None) -> list[SessionInfo]:
@@ -219,6 +248,18 @@ class Dispatcher:
         if not 1 <= limit <= 1000:
             raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
         found = await self.store.call(tells.recent, to_team, from_team, all_callers=all_callers, limit=limit)
+        return ReportReply(tells=[self._live(info) for info in found])
+
+    async def list_tells(
+        self, to_team: str | None, from_team: str | None, status: str | None, limit: int
+    ) -> ReportReply:
+        if to_team is not None:
+            self.config.team(to_team)
+        if from_team not in (None, "external"):
+            self._check_from(from_team)
+        if not 1 <= limit <= 1000:
+            raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
+        found = await self.store.call(tells.recent_all, to_team, from_team, status, limit)
         return ReportReply(tells=[self._live(info) for info in found])
 
     async def transcript(self, tell_id: str) -> TranscriptReply:

@@ -29,9 +29,10 @@ class EventHub:
             watcher.send.close()
         self._watchers.clear()
 
-    def subscribe(self, team: str | None = None) -> trio.MemoryReceiveChannel[Event]:
-        """Events of tells to or from ``team`` (all tells if None)."""
-        send, receive = trio.open_memory_channel[Event](WATCHER_BUFFER)
+    def subscribe(self, team: str | None = None, buffer: int = WATCHER_BUFFER) -> trio.MemoryReceiveChannel[Event]:
+        """Events of tells to or from ``team`` (all tells if None); at most ``buffer``
+        wait for the subscriber, which is dropped (its channel ends) beyond that."""
+        send, receive = trio.open_memory_channel[Event](buffer)
         if self.closed:
             send.close()
         else:

@@ -38,6 +38,7 @@ from typing import Any
 import msgspec
 import trio
 
+from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
 from irisd.paths import socket_dir_problem
 from irisd.throttle import LogThrottle
@@ -313,7 +314,7 @@ class Server:
         try:
             if self.draining and not isinstance(request, Hello):
                 raise ShuttingDownError("irisd is stopping; send this again once it is back")
-            return await self.dispatcher.dispatch(request, send_event)
+            return await self.dispatcher.dispatch(request, OWNER, send_event)
         except IrisError as exc:
             return ErrorReply(code=exc.code, message=exc.message)
         except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -93,6 +93,24 @@ class PermissionDeniedError(IrisError):
     code = "permission_denied"
 
 
+class UnauthorizedError(PermissionDeniedError):
+    """An HTTP request without a valid token (or login cookie)."""
+
+    code = "unauthorized"
+
+
+class RateLimitedError(BusyError):
+    """Too many failed authentications from this address; wait before trying again."""
+
+    code = "rate_limited"
+
+
+class TooLargeError(InvalidRequestError):
+    """A request body (or WebSocket message) over the size limit."""
+
+    code = "too_large"
+
+
 class ShuttingDownError(IrisError):
     """irisd is draining and accepts no new work."""
 
@@ -114,5 +132,8 @@ _BY_CODE: dict[str, type[IrisError]] = {
         LoopError,
         PermissionDeniedError,
         ShuttingDownError,
+        UnauthorizedError,
+        RateLimitedError,
+        TooLargeError,
     )
 }

@@ -294,6 +294,25 @@ class ListApprovals(_Message, tag="list_approvals"):
     include_decided: bool = False
 
 
+class ListTells(_Message, tag="list_tells"):
+    """Recent tells across every pair, newest first, optionally filtered. ``from_team``
+    "external" matches the external caller (no team)."""
+
+    to_team: str | None = None
+    from_team: str | None = None
+    status: TellStatus | None = None
+    limit: int = 50
+
+
+class HttpInfo(_Message, tag="http_info"):
+    """irisd's HTTP face: its URL and the owner's token (owner only; ``rotate`` makes a
+    new token, which logs every browser out; ``login_code`` asks for a single-use code
+    that logs a browser in, valid for two minutes)."""
+
+    rotate: bool = False
+    login_code: bool = False
+
+
 class Decide(_Message, tag="decide"):
     """Allow or deny a pending approval. ``remember`` turns an allow into a rule for the
     pair, so the same request is not asked again."""
@@ -326,6 +345,8 @@ Request = (
     | Watch
     | ListApprovals
     | Decide
+    | ListTells
+    | HttpInfo
 )
 
 
@@ -362,6 +383,7 @@ class StatusReply(_Message, tag="status_reply"):
     processes: list[ProcessInfo]
     max_processes: int
     pending_approvals: int = 0
+    http_url: str = ""  # irisd's HTTP face (API, dashboard, MCP for its children)
 
 
 class SessionsReply(_Message, tag="sessions_reply"):
@@ -411,6 +433,12 @@ class ApprovalReply(_Message, tag="approval_reply"):
     approval: ApprovalInfo
 
 
+class HttpInfoReply(_Message, tag="http_info_reply"):
+    url: str
+    token: str
+    login_code: str = ""
+
+
 Reply = (
     Welcome
     | ErrorReply
@@ -428,6 +456,7 @@ Reply = (
     | NotificationsReply
     | ApprovalsReply
     | ApprovalReply
+    | HttpInfoReply
 )
 
 
@@ -472,7 +501,13 @@ class ApprovalEvent(_Message, tag="approval_event"):
     approval: ApprovalInfo
 
 
-Event = TellText | TellState | TellNotice | TellPhaseEvent | ApprovalEvent
+class ProcessEvent(_Message, tag="process_state"):
+    """A pair's claude process changed state (spawning, idle, processing, stopped, ...)."""
+
+    process: ProcessInfo
+
+
+Event = TellText | TellState | TellNotice | TellPhaseEvent | ApprovalEvent | ProcessEvent
 
 ServerMessage = Reply | Event
 

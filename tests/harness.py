@@ -44,7 +44,8 @@ class Iris:
         self.claude_config = root / "claude-config"
         self.teams_dir = root / "teams"
         self.claude = str(claude)
-        self.settings: dict[str, Any] = {"claudePath": self.claude}
+        # httpPort 0: any free port, so that no test binds 1615 and parallel tests never collide.
+        self.settings: dict[str, Any] = {"claudePath": self.claude, "httpPort": 0}
         self.teams: dict[str, dict[str, Any]] = {}
         self.env = dict(os.environ)
         for key in [k for k in self.env if k.startswith(("IRIS_", "CLAUDE", "ANTHROPIC"))]:
@@ -115,6 +116,19 @@ class Iris:
         code = self.process.wait(timeout=timeout)
         self.process = None
         return code
+
+    @property
+    def http_url(self) -> str:
+        """Where this irisd's HTTP face listens (asked of the running daemon)."""
+        from protocol.messages import GetStatus, StatusReply
+
+        status = self.request(GetStatus())
+        assert isinstance(status, StatusReply) and status.http_url, status
+        return status.http_url
+
+    @property
+    def owner_token(self) -> str:
+        return (self.home / "http-token").read_text().strip()
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

@@ -52,6 +52,7 @@ from irisd.claude.wire import (
     user_turn,
 )
 from irisd.config import IrisConfig, Team
+from irisd.http.tokens import ChildGrant
 from irisd.paths import IrisPaths, session_file
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.approvals import ApprovalDesk
@@ -72,7 +73,7 @@ from irisd.store.facade import Store
 from irisd.tell.machine import Action, ReplyToCaller, SendInterrupt, StopChild
 from irisd.tell.phase import after_line
 from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
-from protocol.messages import ApprovalInfo, ProcessInfo, ProcessState, TellNotice, TellPhase
+from protocol.messages import ApprovalInfo, ProcessEvent, ProcessInfo, ProcessState, TellNotice, TellPhase
 
 if TYPE_CHECKING:
     from irisd.pool.supervisor import Supervisor
@@ -476,6 +477,7 @@ class Pair:
             await self.supervisor.reserve_slot(self)
         self.holds_slot = True  # no await since the grant: no other reservation saw us without it
         started = trio.current_time()
+        grant: ChildGrant | None = None
         try:
             if problem := root_skip_problem(self.team.name, self.team.permissions, env=child_environment()):
                 raise ClaudeError(problem)
@@ -495,6 +497,13 @@ class Pair:
                 resume = False
             self._force_new_session = False
             configured = self.config.settings.claude_path
+            access = self.supervisor.access if self.supervisor is not None else None
+            if access is not None:
+                # Iris over HTTP, with a token for this child only: the file holds it, never argv.
+                grant = access.grant_child(self.team.name, self.label)
+                mcp_config = str(grant.path)
+            else:
+                mcp_config = iris_mcp_config(team=self.team.name, parent_pair=self.label, socket=str(self.paths.socket))
             argv = claude_argv(
                 find_claude(configured) or configured,
                 session_id=row.session_id,
@@ -502,20 +511,22 @@ class Pair:
                 permissions=self.team.permissions,
                 allowed_tools=self.team.allowed_tools,
                 disallowed_tools=self.team.disallowed_tools,
-                mcp_config=iris_mcp_config(
-                    team=self.team.name, parent_pair=self.label, socket=str(self.paths.socket)
-                ),
+                mcp_config=mcp_config,
             )
             await self.store.call(
                 sessions.record_spawn, self.from_team, self.team.name, argv, msgspec.json.encode(self.team)
             )
             process = self.child_factory(argv, self.team.path, child_environment(), self._inbox_send.clone())
             assert self._nursery is not None
-            await self._nursery.start(process.run)
+            await self._nursery.start(self._run_child, process, grant)
         except ClaudeError as exc:
+            if grant is not None:
+                grant.revoke()
             await self._report_spawn(SpawnFailed(exc.message))
             return
         except Exception as exc:  # a bug or a broken database must not take other pairs down
+            if grant is not None:
+                grant.revoke()
             log.exception("spawn failed", extra={"pair": self.label})
             await self._report_spawn(SpawnFailed(f"irisd could not start claude: {exc}"))
             return
@@ -525,6 +536,17 @@ class Pair:
                    "session_id": row.session_id, "spawn_s": round(trio.current_time() - started, 3)},
         )
         await self._report_spawn(Spawned(process, row.session_id, new_session=not resume, resumed=resume))
+
+    @staticmethod
+    async def _run_child(
+        process: Child, grant: ChildGrant | None, *, task_status: trio.TaskStatus[Child] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """The child's lifetime is its token's: revoked the moment it exits or is stopped."""
+        try:
+            await process.run(task_status=task_status)
+        finally:
+            if grant is not None:
+                grant.revoke()
 
     async def _on_spawned(self, event: Spawned) -> None:
         if self.state != "spawning":
@@ -775,6 +797,8 @@ class Pair:
             return
         self.state = state
         self._notify_supervisor()
+        if self.supervisor is not None:
+            self.supervisor.hub.publish(ProcessEvent(process=self.statistics()), self.from_team, self.team.name)
         await self.store.call(sessions.set_process_state, self.from_team, self.team.name, state)
 
     def _close_inbox(self) -> None:

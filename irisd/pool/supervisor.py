@@ -9,6 +9,7 @@ import trio
 
 from irisd.config import IrisConfig
 from irisd.events import EventHub
+from irisd.http.tokens import Access
 from irisd.paths import IrisPaths
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.pair import ChildFactory, Pair, claude_child
@@ -30,8 +31,10 @@ class Supervisor:
         store: Store,
         hub: EventHub | None = None,
         child_factory: ChildFactory = claude_child,
+        access: Access | None = None,
     ) -> None:
         self.config = config
+        self.access = access  # the HTTP face's tokens: each child gets its own
         self.paths = paths
         self.store = store
         self.hub = hub or EventHub()

@@ -111,6 +111,26 @@ def recent(
     return [_info(row) for row in rows]
 
 
+def recent_all(
+    db: apsw.Connection, to_team: str | None, from_team: str | None, status: str | None, limit: int
+) -> list[TellInfo]:
+    """The newest tells of every pair, newest first; each filter applies when given
+    (``from_team`` "external" is the external caller)."""
+    where, values = [], []
+    if to_team is not None:
+        where.append("to_team = ?")
+        values.append(to_team)
+    if from_team is not None:
+        where.append("from_team = ?")
+        values.append(stored_team(None if from_team == "external" else from_team))
+    if status is not None:
+        where.append("status = ?")
+        values.append(status)
+    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    rows = db.execute(f"SELECT {_COLUMNS} FROM tells {clause}ORDER BY created_at DESC LIMIT ?", (*values, limit))
+    return [_info(row) for row in rows]
+
+
 def clear_finished(db: apsw.Connection, to_team: str, from_team: str | None) -> int:
     """Forget a pair's finished tells and their transcripts; running ones stay."""
     with db:

@@ -354,7 +354,7 @@ def test_peer_allowed_only_for_the_daemons_own_user() -> None:
 
 
 class _FakeDispatcher:
-    async def dispatch(self, request: Any, send_event: Any) -> Welcome:
+    async def dispatch(self, request: Any, caller: Any, send_event: Any) -> Welcome:
         return Welcome(protocol_version=PROTOCOL_VERSION, daemon_version="test", pid=os.getpid())
 
 

@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
+from irisd.caller import OWNER
 from irisd.config import IrisConfig, parse_config
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
@@ -259,7 +260,7 @@ async def test_a_full_pool_of_busy_processes_makes_a_tell_wait_never_evicting(
 
 
 async def notify(core: Dispatcher, team: str, message: str) -> str:
-    reply = await core.dispatch(Tell(to_team=team, message=message, persist=True), no_events)
+    reply = await core.dispatch(Tell(to_team=team, message=message, persist=True), OWNER, no_events)
     return reply.notification.id  # type: ignore[union-attr]
 
 

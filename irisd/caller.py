@@ -1,0 +1,92 @@
+"""Who is asking: decided by the connection, never by a field the client fills in.
+
+Every front end (the Unix socket, the HTTP API, its WebSocket, MCP over HTTP) turns
+its connection into a ``Caller`` and hands it to ``Dispatcher.dispatch`` with the
+request:
+
+* the **owner**: a process of irisd's own user on the socket (SO_PEERCRED), or an
+  HTTP client with the owner's token or login cookie. The owner is the person: it may
+  speak as any team (``from_team``, the CLI's ``--from``) and decide approvals.
+* a **child**: one of irisd's own claude processes, known by the token minted for it
+  when it was spawned (revoked when it exits). It serves one pair (``pair``, e.g.
+  ``frontend->backend``) as its answering team (``team``). It speaks as that team
+  only: a request naming another team as its sender is refused with
+  ``permission_denied``; one that names none is sent as the child's team. Its tells
+  are linked to the tell its pair is serving (chain, hops, loop guard), and it may not
+  decide approvals (a team must not approve its own tool use).
+
+``Caller.apply`` is pure: it returns the request as the daemon must serve it, or raises.
+A new request type that carries a sender (``from_team``) belongs in ``_SENDERS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import msgspec
+
+from protocol.errors import PermissionDeniedError
+from protocol.messages import (
+    ClearCache,
+    Command,
+    Decide,
+    GetPair,
+    HttpInfo,
+    Report,
+    Request,
+    ResetSession,
+    Sleep,
+    Tell,
+    Wake,
+    WakeAll,
+)
+
+# Requests whose ``from_team`` names who is asking (not a filter).
+_SENDERS = (Tell, Command, ResetSession, GetPair, Wake, WakeAll, Sleep, Report, ClearCache)
+# Requests only the person may send.
+_OWNER_ONLY = (Decide, HttpInfo)
+
+
+@dataclass(frozen=True)
+class Caller:
+    kind: Literal["owner", "child"] = "owner"
+    team: str | None = None  # a child: the team whose claude it is
+    pair: str = ""  # a child: the pair it serves, "from->to" ("external->to" for no team)
+
+    @classmethod
+    def child(cls, team: str, pair: str) -> Caller:
+        return cls(kind="child", team=team, pair=pair)
+
+    @property
+    def is_owner(self) -> bool:
+        return self.kind == "owner"
+
+    def describe(self) -> str:
+        if self.is_owner:
+            return "the owner"
+        return f"team {self.team!r} (its claude serving {self.pair})"
+
+    def apply(self, request: Request) -> Request:
+        """The request as this caller may send it; PermissionDeniedError if it may not."""
+        if self.is_owner:
+            return request
+        if isinstance(request, _OWNER_ONLY):
+            raise PermissionDeniedError(
+                f"{self.describe()} may not send {type(request).__name__}: only the person who owns "
+                "irisd decides approvals and sees its tokens"
+            )
+        if isinstance(request, _SENDERS):
+            claimed = request.from_team
+            if claimed is not None and claimed != self.team:
+                raise PermissionDeniedError(
+                    f"fromTeam {claimed!r} is refused: you are {self.describe()}, and a team can speak "
+                    f"only as itself; leave fromTeam out"
+                )
+            request = msgspec.structs.replace(request, from_team=self.team)
+        if isinstance(request, Tell):
+            request = msgspec.structs.replace(request, parent_pair=self.pair)
+        return request
+
+
+OWNER = Caller()

@@ -1,0 +1,414 @@
+"""``/api/...``: the daemon's requests over HTTP + JSON, as one declarative table.
+
+Each row is one route: its method and path, the Structs of its query string and body
+(validated by msgspec, described in ``/api/openapi.json``), how to build the protocol
+``Request`` from them, and the ``Reply`` types it answers with. The request then goes
+through the same ``Dispatcher.dispatch`` as on the socket, and the reply is the same
+Struct, encoded as JSON (``type`` names it). To add a route, add a row.
+
+Errors are ``{"type": "error", "code": ..., "message": ...}``: the socket's codes and
+messages, with an HTTP status per code (``STATUS_BY_CODE``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, get_args
+
+import msgspec
+
+from irisd import __version__
+from protocol.messages import (
+    ApprovalReply,
+    ApprovalsReply,
+    CancelTell,
+    Decide,
+    ErrorReply,
+    Event,
+    GetPair,
+    GetStatus,
+    GetTell,
+    ListApprovals,
+    ListNotifications,
+    ListSessions,
+    ListTeams,
+    ListTells,
+    NotificationReply,
+    NotificationsReply,
+    PairReply,
+    ReadTranscript,
+    ReportReply,
+    Request,
+    ResetSession,
+    SessionReply,
+    SessionsReply,
+    Sleep,
+    StatusReply,
+    TeamsReply,
+    Tell,
+    TellReply,
+    TellStatus,
+    TranscriptReply,
+    Wake,
+)
+
+STATUS_BY_CODE: dict[str, int] = {
+    "invalid_request": 400,
+    "protocol": 400,
+    "unauthorized": 401,
+    "permission_denied": 403,
+    "unknown_team": 404,
+    "not_found": 404,
+    "method_not_allowed": 405,
+    "loop": 409,
+    "too_large": 413,
+    "rate_limited": 429,
+    "busy": 503,
+    "shutting_down": 503,
+    "daemon_not_running": 503,
+    "claude_failed": 502,
+    "config": 500,
+    "internal": 500,
+}
+
+
+def http_status(code: str) -> int:
+    return STATUS_BY_CODE.get(code, 500)
+
+
+# --- bodies and query strings --------------------------------------------------------
+
+
+class _In(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+FromTeam = Annotated[
+    str | None,
+    msgspec.Meta(description="The asking team (the owner only; a team's own token speaks as that team)."),
+]
+
+
+class TellBody(_In):
+    message: str
+    from_team: FromTeam = None
+    timeout_ms: Annotated[
+        int, msgspec.Meta(description="-1: return at once; 0: wait for the end; N: wait up to N ms.")
+    ] = 0
+    persist: Annotated[bool, msgspec.Meta(description="Store durably, deliver later.")] = False
+    ttl_days: float = 30.0
+
+
+class FromBody(_In):
+    from_team: FromTeam = None
+
+
+class SleepBody(_In):
+    from_team: FromTeam = None
+    force: bool = False
+
+
+class ApproveBody(_In):
+    remember: bool = False
+
+
+class DenyBody(_In):
+    reason: str = ""
+
+
+class FromQuery(_In):
+    from_team: FromTeam = None
+
+
+class WaitQuery(_In):
+    wait_ms: Annotated[int, msgspec.Meta(description="Wait up to this long for the tell's end (0: not).")] = 0
+
+
+class TellsQuery(_In):
+    team: Annotated[str | None, msgspec.Meta(description="Only tells to this team.")] = None
+    from_team: Annotated[str | None, msgspec.Meta(description="Only tells from this team ('external').")] = None
+    status: TellStatus | None = None
+    limit: int = 50
+
+
+class TeamAllQuery(_In):
+    team: str | None = None
+    all: Annotated[bool, msgspec.Meta(description="Include decided / delivered ones.")] = False
+
+
+class TeamQuery(_In):
+    team: str | None = None
+
+
+class EventsQuery(_In):
+    team: Annotated[str | None, msgspec.Meta(description="Only events of tells to or from this team.")] = None
+
+
+# --- the table -----------------------------------------------------------------------
+
+Build = Callable[[Mapping[str, str], Any, Any], Request]
+
+
+@dataclass(frozen=True)
+class ApiRoute:
+    method: str
+    path: str  # with {name} parameters
+    build: Build  # (path parameters, query Struct or None, body Struct or None) -> Request
+    replies: tuple[type[msgspec.Struct], ...]
+    summary: str
+    query: type[_In] | None = None
+    body: type[_In] | None = None
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return _compile(self.path)
+
+    @property
+    def operation_id(self) -> str:
+        words = re.sub(r"[{}]", "", self.path).strip("/").split("/")[1:]
+        return self.method.lower() + "".join(w.capitalize() for w in re.split(r"[^A-Za-z0-9]", "_".join(words)) if w)
+
+
+def _compile(path: str) -> re.Pattern[str]:
+    return re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$")
+
+
+ROUTES: tuple[ApiRoute, ...] = (
+    ApiRoute("GET", "/api/status", lambda p, q, b: GetStatus(), (StatusReply,), "The daemon, its pairs and processes"),
+    ApiRoute("GET", "/api/teams", lambda p, q, b: ListTeams(), (TeamsReply,), "The configured teams"),
+    ApiRoute(
+        "POST",
+        "/api/teams/{team}/tell",
+        lambda p, q, b: Tell(
+            to_team=p["team"],
+            message=b.message,
+            from_team=b.from_team,
+            timeout_ms=b.timeout_ms,
+            persist=b.persist,
+            ttl_days=b.ttl_days,
+        ),
+        (TellReply, NotificationReply),
+        "Tell a team; the answer (TellReply), or with persist a NotificationReply",
+        body=TellBody,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/teams/{team}/status",
+        lambda p, q, b: GetPair(to_team=p["team"], from_team=q.from_team),
+        (PairReply,),
+        "The caller's pair with a team: its process",
+        query=FromQuery,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/teams/{team}/wake",
+        lambda p, q, b: Wake(to_team=p["team"], from_team=b.from_team),
+        (PairReply,),
+        "Start the pair's claude now",
+        body=FromBody,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/teams/{team}/sleep",
+        lambda p, q, b: Sleep(to_team=p["team"], from_team=b.from_team, force=b.force),
+        (PairReply,),
+        "Stop the pair's claude (a busy one only with force)",
+        body=SleepBody,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/teams/{team}/session/reset",
+        lambda p, q, b: ResetSession(to_team=p["team"], from_team=b.from_team),
+        (SessionReply,),
+        "Start a fresh conversation for the pair",
+        body=FromBody,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/tells",
+        lambda p, q, b: ListTells(to_team=q.team, from_team=q.from_team, status=q.status, limit=q.limit),
+        (ReportReply,),
+        "Recent tells across every pair, newest first",
+        query=TellsQuery,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/tells/{id}",
+        lambda p, q, b: GetTell(tell_id=p["id"], wait_ms=q.wait_ms),
+        (TellReply,),
+        "A tell's status and (partial) answer",
+        query=WaitQuery,
+    ),
+    ApiRoute(
+        "POST", "/api/tells/{id}/cancel", lambda p, q, b: CancelTell(tell_id=p["id"]), (TellReply,), "Cancel a tell"
+    ),
+    ApiRoute(
+        "GET",
+        "/api/tells/{id}/transcript",
+        lambda p, q, b: ReadTranscript(tell_id=p["id"]),
+        (TranscriptReply,),
+        "Every line claude printed during a tell",
+    ),
+    ApiRoute(
+        "GET",
+        "/api/approvals",
+        lambda p, q, b: ListApprovals(team=q.team, include_decided=q.all),
+        (ApprovalsReply,),
+        "Tool uses waiting for a decision",
+        query=TeamAllQuery,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/approvals/{id}/approve",
+        lambda p, q, b: Decide(approval_id=p["id"], allow=True, remember=b.remember, by="owner (HTTP API)"),
+        (ApprovalReply,),
+        "Allow a pending tool use",
+        body=ApproveBody,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/approvals/{id}/deny",
+        lambda p, q, b: Decide(approval_id=p["id"], allow=False, reason=b.reason, by="owner (HTTP API)"),
+        (ApprovalReply,),
+        "Refuse a pending tool use",
+        body=DenyBody,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/notifications",
+        lambda p, q, b: ListNotifications(to_team=q.team, include_done=q.all),
+        (NotificationsReply,),
+        "Persisted tells and their delivery",
+        query=TeamAllQuery,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/sessions",
+        lambda p, q, b: ListSessions(to_team=q.team),
+        (SessionsReply,),
+        "The pairs' conversations",
+        query=TeamQuery,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Match:
+    route: ApiRoute
+    params: dict[str, str]
+
+
+class MethodNotAllowed(Exception):
+    def __init__(self, allowed: list[str]) -> None:
+        super().__init__(", ".join(allowed))
+        self.allowed = allowed
+
+
+_COMPILED = [(route, route.pattern) for route in ROUTES]
+
+
+def find(method: str, path: str) -> Match | None:
+    """The route for ``method path``; None if no path matches; MethodNotAllowed if only
+    the method is wrong."""
+    allowed = []
+    for route, pattern in _COMPILED:
+        found = pattern.match(path)
+        if found is None:
+            continue
+        if route.method == method:
+            return Match(route, found.groupdict())
+        allowed.append(route.method)
+    if allowed:
+        raise MethodNotAllowed(allowed)
+    return None
+
+
+# --- OpenAPI ----------------------------------------------------------------------------
+
+
+def openapi() -> dict[str, Any]:
+    """The API's OpenAPI 3.1 description, generated from the Structs the routes use."""
+    ref = "#/components/schemas/{name}"
+    types: list[Any] = [ErrorReply, *get_args(Event)]
+    for route in ROUTES:
+        types += [*route.replies, *(t for t in (route.query, route.body) if t is not None)]
+    unique = list(dict.fromkeys(types))
+    schemas, components = msgspec.json.schema_components(unique, ref_template=ref)
+    by_type = dict(zip(unique, schemas, strict=True))
+    error = {"description": "an error (see code)", "content": _json(by_type[ErrorReply])}
+    paths: dict[str, dict[str, Any]] = {}
+    inlined: set[str] = set()  # query Structs become parameters, not schemas
+    for route in ROUTES:
+        parameters: list[dict[str, Any]] = [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            for name in route.pattern.groupindex
+        ]
+        if route.query is not None:
+            component = components[route.query.__name__]
+            parameters += [
+                {"name": name, "in": "query", "required": False, "schema": schema}
+                for name, schema in component.get("properties", {}).items()
+            ]
+            inlined.add(route.query.__name__)
+        replies = [by_type[r] for r in route.replies]
+        reply = replies[0] if len(replies) == 1 else {"oneOf": replies}
+        operation: dict[str, Any] = {
+            "operationId": route.operation_id,
+            "summary": route.summary,
+            "parameters": parameters,
+            "responses": {
+                "200": {"description": "the reply", "content": _json(reply)},
+                "default": error,
+            },
+        }
+        if route.body is not None:
+            operation["requestBody"] = {"required": False, "content": _json(by_type[route.body])}
+        paths.setdefault(route.path, {})[route.method.lower()] = operation
+    paths["/health"] = {
+        "get": {
+            "operationId": "getHealth",
+            "summary": "irisd is up (no authentication; says nothing else)",
+            "security": [],
+            "responses": {"200": {"description": '{"status": "ok"}'}},
+        }
+    }
+    paths["/api/events"] = {
+        "get": {
+            "operationId": "getEvents",
+            "summary": "WebSocket: every message is one Event as JSON (tell_text, tell_state, tell_notice, "
+            "approval_event, process_state). A client that cannot keep up is closed with code 1013; "
+            "irisd stopping closes with 1001.",
+            "parameters": [
+                {"name": "team", "in": "query", "required": False, "schema": {"type": "string"}},
+            ],
+            "responses": {"101": {"description": "switching to the WebSocket protocol"}, "default": error},
+        }
+    }
+    for name in inlined:
+        del components[name]
+    components["Event"] = {"oneOf": [by_type[e] for e in get_args(Event)]}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "irisd",
+            "version": __version__,
+            "description": "The daemon's requests over HTTP: the same Structs as its Unix socket protocol. "
+            "Authenticate with 'Authorization: Bearer TOKEN' ('iris http token') or the login cookie "
+            "('iris dashboard').",
+        },
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "cookie": {"type": "apiKey", "in": "cookie", "name": "iris_session"},
+            },
+        },
+        "security": [{"bearer": []}, {"cookie": []}],
+        "paths": paths,
+    }
+
+
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"application/json": {"schema": schema}}

@@ -1,0 +1,110 @@
+"""irisd's HTTP server: hypercorn's trio worker serving the HttpFace, inside irisd's
+own nursery and ``trio.run``.
+
+The socket is bound before the core starts (``open_http_socket``), so a port already
+taken stops irisd at once with an error naming ``settings.httpPort``, and the children
+the core spawns already know the URL. ``HttpServer.run`` serves until cancelled;
+``stop_accepting`` begins the drain: the listener closes, new requests get
+``shutting_down``, and requests in flight are answered (``HttpFace.wait_idle``).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+from typing import Any, cast
+
+import trio
+from hypercorn.config import Config, Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
+
+from irisd.http.app import MAX_BODY_BYTES, HttpFace
+from irisd.http.security import url_host
+from protocol.errors import IrisError
+
+log = logging.getLogger("irisd.http")
+
+BACKLOG = 128
+MAX_WEBSOCKET_MESSAGE = 64 * 1024  # clients of /api/events have nothing big to say
+GRACEFUL_TIMEOUT_S = 2.0
+
+
+class HttpError(IrisError):
+    code = "http"
+
+
+def open_http_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (port 0: any free one); HttpError naming
+    the setting to change when it cannot be had."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise HttpError(
+            f"settings.httpHost {host!r} is not an address of this machine ({exc.strerror}); use 127.0.0.1"
+        ) from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of our last run only
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise HttpError(
+                f"settings.httpPort {port} is already in use on {host} (another irisd, or another program); "
+                "set settings.httpPort in config.yaml to a free port, or 0 for any free port"
+            ) from None
+        raise HttpError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); check settings.httpHost and settings.httpPort"
+        ) from None
+    sock.setblocking(False)
+    return sock
+
+
+def socket_url(sock: socket.socket) -> tuple[str, int]:
+    """The host (as in a URL) and port a bound socket listens on."""
+    host, port = sock.getsockname()[:2]
+    return url_host(host), port
+
+
+class HttpServer:
+    def __init__(self, face: HttpFace, sock: socket.socket) -> None:
+        self.face = face
+        self.sock = sock
+        self._stop = trio.Event()
+
+    def stop_accepting(self) -> None:
+        self.face.draining = True
+        self._stop.set()
+
+    async def wait_idle(self) -> None:
+        await self.face.wait_idle()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled (or drained by ``stop_accepting``)."""
+        config = Config()
+        config.accesslog = None
+        config.errorlog = logging.getLogger("irisd.http.hypercorn")
+        config.include_server_header = False
+        config.websocket_max_message_size = MAX_WEBSOCKET_MESSAGE
+        config.h11_max_incomplete_size = 16 * 1024  # request line and headers
+        config.graceful_timeout = GRACEFUL_TIMEOUT_S
+        config.keep_alive_timeout = 30.0
+        config.wsgi_max_body_size = MAX_BODY_BYTES
+        sockets = Sockets(secure_sockets=[], insecure_sockets=[self.sock], quic_sockets=[])
+
+        async def started(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
+            await worker_serve(
+                wrap_app(cast(Any, self.face), MAX_BODY_BYTES, "asgi"),  # our ASGI types are plain dicts
+                config,
+                sockets=sockets,
+                shutdown_trigger=self._stop.wait,
+                task_status=task_status,
+            )
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(started)
+            task_status.started()

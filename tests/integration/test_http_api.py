@@ -1,0 +1,349 @@
+"""irisd's HTTP face from outside: raw HTTP with hostile headers, the JSON API against
+the real claude, and the events WebSocket. One daemon serves the tests that leave it as
+they found it; the ones that rotate the token or trip the rate limit get their own."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import socket
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from trio_websocket import open_websocket_url
+
+from harness import Iris
+from iris_cli.scripted_model import ScriptedModel
+from irisd.http.app import MAX_BODY_BYTES
+from irisd.http.security import MAX_AUTH_FAILURES
+from protocol.messages import GetStatus, StatusReply
+
+pytestmark = pytest.mark.claude
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    instance = Iris(tmp_path_factory.mktemp("http"), model_url=model.base_url, claude=claude_bin)
+    instance.add_team("alpha")
+    instance.add_team("beta")
+    instance.start()
+    yield instance
+    instance.stop(timeout=30)
+    shutil.rmtree(instance.socket.parent, ignore_errors=True)
+
+
+class Http:
+    """Raw HTTP to one irisd: every header as given (http.client adds no Host of its own)."""
+
+    def __init__(self, iris: Iris) -> None:
+        self.url = iris.http_url
+        parsed = urllib.parse.urlsplit(self.url)
+        self.host, self.port = parsed.hostname or "", parsed.port or 0
+        self.token = iris.owner_token
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | dict[str, Any] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+        timeout: float = 120,
+    ) -> tuple[int, dict[str, str], bytes]:
+        wanted = {"Host": f"{self.host}:{self.port}"}
+        if auth:
+            wanted["Authorization"] = f"Bearer {self.token}"
+        wanted.update(headers or {})
+        data = json.dumps(body).encode() if isinstance(body, dict) else body
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for key, value in wanted.items():
+                connection.putheader(key, value)
+            if data is not None:
+                connection.putheader("Content-Length", str(len(data)))
+            try:
+                connection.endheaders(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused before the whole body was sent (413): the answer is there to read
+            response = connection.getresponse()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        finally:
+            connection.close()
+
+    def json(self, method: str, path: str, body: dict[str, Any] | None = None, **options: Any) -> tuple[int, Any]:
+        status, _, data = self.request(method, path, body, **options)
+        return status, json.loads(data)
+
+
+def error_code(answer: Any) -> str:
+    assert answer["type"] == "error" and answer["message"], answer
+    return str(answer["code"])
+
+
+def daemon_fine(iris: Iris) -> None:
+    assert iris.process is not None and iris.process.poll() is None
+    assert isinstance(iris.request(GetStatus()), StatusReply)
+    assert Http(iris).json("GET", "/health", auth=False) == (200, {"status": "ok"})
+
+
+# --- the gate --------------------------------------------------------------------------
+
+
+def test_health_needs_no_token_and_says_nothing_else(shared: Iris) -> None:
+    status, headers, body = Http(shared).request("GET", "/health", auth=False)
+    assert (status, json.loads(body)) == (200, {"status": "ok"})
+    assert "access-control-allow-origin" not in headers
+
+
+def test_a_foreign_host_is_refused_everywhere_dns_rebinding(shared: Iris) -> None:
+    http = Http(shared)
+    for host in ("evil.example", f"evil.example:{http.port}", f"127.0.0.1:{http.port + 1}", "", "127.0.0.1"):
+        for path in ("/health", "/api/status", "/mcp"):
+            status, answer = http.json("GET", path, headers={"Host": host})
+            assert status == 403 and error_code(answer) == "permission_denied", (host, path, answer)
+    assert http.json("GET", "/api/status", headers={"Host": f"localhost:{http.port}"})[0] == 200
+    daemon_fine(shared)
+
+
+def test_a_foreign_origin_is_refused_and_no_cors_header_is_ever_sent(shared: Iris) -> None:
+    http = Http(shared)
+    for origin in ("http://evil.example", "null", f"http://127.0.0.1:{http.port + 1}", "https://127.0.0.1"):
+        body = {"message": "hi"}
+        status, headers, data = http.request("POST", "/api/teams/alpha/tell", body, headers={"Origin": origin})
+        assert status == 403 and error_code(json.loads(data)) == "permission_denied", origin
+        assert "access-control-allow-origin" not in headers
+    own = http.request("GET", "/api/teams", headers={"Origin": f"http://127.0.0.1:{http.port}"})
+    assert own[0] == 200 and "access-control-allow-origin" not in own[1]
+    # A CORS preflight gets no blessing either.
+    preflight = http.request("OPTIONS", "/api/teams", headers={"Origin": "http://evil.example"}, auth=False)
+    assert preflight[0] == 403 and "access-control-allow-origin" not in preflight[1]
+
+
+def test_missing_and_wrong_tokens_are_refused_with_json(shared: Iris) -> None:
+    http = Http(shared)
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {http.token}"},
+                    {"Cookie": "iris_session=forged"}):
+        status, response_headers, body = http.request("GET", "/api/status", headers=headers, auth=False)
+        assert status == 401 and error_code(json.loads(body)) == "unauthorized", headers
+        assert response_headers["www-authenticate"].startswith("Bearer")
+    assert http.json("GET", "/", auth=False)[0] == 401
+    assert http.json("GET", "/api/openapi.json", auth=False)[0] == 401
+
+
+def test_an_oversized_body_gets_413_and_bad_bodies_400(shared: Iris) -> None:
+    http = Http(shared)
+    huge = b'{"message": "' + b"x" * (MAX_BODY_BYTES + 10) + b'"}'
+    status, answer = http.json("POST", "/api/teams/alpha/tell", huge)  # type: ignore[arg-type]
+    assert status == 413 and error_code(answer) == "too_large"
+    assert error_code(http.json("POST", "/api/teams/alpha/tell", b"{not json")[1]) == "invalid_request"  # type: ignore[arg-type]
+    status, answer = http.json("POST", "/api/teams/alpha/tell", {"message": "hi", "surprise": 1})
+    assert status == 400 and "surprise" in answer["message"]
+    status, answer = http.json("GET", "/api/tells?limit=lots")
+    assert status == 400 and "limit" in answer["message"]
+    daemon_fine(shared)
+
+
+def test_errors_carry_the_socket_protocols_codes_and_messages(shared: Iris) -> None:
+    http = Http(shared)
+    status, answer = http.json("POST", "/api/teams/gamma/tell", {"message": "hi"})
+    assert status == 404 and error_code(answer) == "unknown_team"
+    assert "known teams: alpha, beta" in answer["message"]
+    status, answer = http.json("GET", "/api/tells/nope")
+    assert status == 404 and error_code(answer) == "not_found"
+    status, answer = http.json("POST", "/api/teams/alpha/tell", {"message": "  "})
+    assert status == 400 and answer["message"] == "the message is empty; say what the team should do"
+    status, headers, _ = http.request("DELETE", "/api/teams")
+    assert status == 405 and headers["allow"] == "GET"
+    assert http.json("GET", "/api/nothing")[0] == 404
+
+
+# --- the API ---------------------------------------------------------------------------
+
+
+def test_the_owners_api_tell_returns_the_answer_and_the_api_shows_it(shared: Iris) -> None:
+    http = Http(shared)
+    status, answer = http.json("POST", "/api/teams/alpha/tell", {"message": "over http", "from_team": "beta"})
+    assert status == 200, answer
+    assert answer["type"] == "tell_reply" and answer["status"] == "completed"
+    tell = answer["tell"]
+    assert tell["text"] == "echo #1: over http" and tell["from_team"] == "beta"
+
+    status, got = http.json("GET", f"/api/tells/{tell['id']}")
+    assert status == 200 and got["tell"]["text"] == "echo #1: over http"
+    listed = http.json("GET", "/api/tells?team=alpha&from_team=beta&status=completed&limit=5")[1]
+    assert listed["type"] == "report_reply" and listed["tells"][0]["id"] == tell["id"]
+    transcript = http.json("GET", f"/api/tells/{tell['id']}/transcript")[1]
+    assert transcript["type"] == "transcript_reply" and any(e["type"] == "result" for e in transcript["entries"])
+    pair = http.json("GET", "/api/teams/alpha/status?from_team=beta")[1]
+    assert pair["type"] == "pair_reply" and pair["process"]["state"] == "idle"
+    sessions = http.json("GET", "/api/sessions?team=alpha")[1]
+    assert any(s["from_team"] == "beta" for s in sessions["sessions"])
+    assert http.json("POST", f"/api/tells/{tell['id']}/cancel")[1]["tell"]["status"] == "completed"
+
+    slept = http.json("POST", "/api/teams/alpha/sleep", {"from_team": "beta"})[1]
+    assert slept["process"]["state"] == "stopped"
+    status, answer = http.json("POST", "/api/teams/alpha/session/reset", {"from_team": "beta"})
+    assert status == 200 and answer["session"]["session_id"] != tell["session_id"]
+    woken = http.json("POST", "/api/teams/alpha/wake", {"from_team": "beta"})[1]
+    assert woken["process"]["state"] == "idle"
+    assert http.json("POST", "/api/teams/alpha/sleep", {"from_team": "beta"})[0] == 200
+
+
+def test_status_teams_approvals_notifications_and_persisted_tells(shared: Iris) -> None:
+    http = Http(shared)
+    status = http.json("GET", "/api/status")[1]
+    assert status["type"] == "status_reply" and status["http_url"] == http.url
+    assert [t["name"] for t in http.json("GET", "/api/teams")[1]["teams"]] == ["alpha", "beta"]
+    assert http.json("GET", "/api/approvals?team=alpha&all=true")[1] == {"type": "approvals_reply", "approvals": []}
+    status_code, answer = http.json("POST", "/api/approvals/nope/approve", {"remember": True})
+    assert status_code == 404 and error_code(answer) == "not_found"
+    notified = http.json("POST", "/api/teams/beta/tell", {"message": "later", "persist": True, "ttl_days": 1})[1]
+    assert notified["type"] == "notification_reply"
+    listed = http.json("GET", "/api/notifications?team=beta&all=1")[1]
+    assert notified["notification"]["id"] in [n["id"] for n in listed["notifications"]]
+
+
+def test_openapi_describes_every_route_from_the_structs(shared: Iris) -> None:
+    spec = Http(shared).json("GET", "/api/openapi.json")[1]
+    assert spec["openapi"].startswith("3.")
+    assert "post" in spec["paths"]["/api/teams/{team}/tell"]
+    body = spec["paths"]["/api/teams/{team}/tell"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/TellBody"}
+    assert spec["components"]["schemas"]["TellReply"]["properties"]["type"] == {"enum": ["tell_reply"]}
+    assert "process_state" in json.dumps(spec["components"]["schemas"]["Event"]) or "ProcessEvent" in json.dumps(
+        spec["components"]["schemas"]["Event"]
+    )
+
+
+def test_iris_status_shows_the_url_and_dashboard_print_logs_in(shared: Iris) -> None:
+    http = Http(shared)
+    shown = shared.cli("status")
+    assert shown.returncode == 0 and http.url in shown.stdout
+    printed = shared.cli("dashboard", "--print")
+    assert printed.returncode == 0, printed.stderr
+    login = urllib.parse.urlsplit(printed.stdout.strip())
+    assert login.path == "/login" and urllib.parse.parse_qs(login.query) == {"token": [http.token]}
+
+    status, headers, _ = http.request("GET", f"/login?{login.query}", auth=False)
+    assert status == 303 and headers["location"] == "/"
+    cookie = headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and http.token not in cookie
+    session = cookie.split(";")[0]
+    assert http.request("GET", "/", headers={"Cookie": session}, auth=False)[0] == 200
+    assert http.json("GET", "/api/teams", headers={"Cookie": session}, auth=False)[0] == 200
+    assert http.json("GET", "/login?token=wrong", auth=False)[0] == 401
+
+
+# --- the events WebSocket ------------------------------------------------------------------
+
+
+async def test_a_websocket_client_sees_a_tells_text_stream_in(shared: Iris) -> None:
+    http = Http(shared)
+    url = http.url.replace("http://", "ws://") + "/api/events?team=beta"
+    events: list[dict[str, Any]] = []
+    answer: list[Any] = []
+
+    def tell() -> None:
+        message = {"message": "@chunks:6 @slow:50 one two three", "from_team": "alpha"}  # a pair of its own
+        answer.append(http.json("POST", "/api/teams/beta/tell", message))
+
+    with trio.fail_after(120):
+        headers = [(b"Authorization", f"Bearer {http.token}".encode())]
+        async with open_websocket_url(url, extra_headers=headers) as ws, trio.open_nursery() as nursery:
+            nursery.start_soon(trio.to_thread.run_sync, tell)
+            while True:
+                event = json.loads(await ws.get_message())
+                events.append(event)
+                mine = event.get("from_team") == "alpha"
+                if event["type"] == "tell_state" and event["status"] == "completed" and mine:
+                    break
+    assert answer[0][0] == 200
+    tell_id = answer[0][1]["tell"]["id"]
+    texts = [e["text"] for e in events if e["type"] == "tell_text" and e["tell_id"] == tell_id]
+    assert len(texts) >= 6 and "".join(texts) == "echo #1: one two three", events
+    assert any(e["type"] == "process_state" and e["process"]["to_team"] == "beta" for e in events)
+    states = [e["status"] for e in events if e["type"] == "tell_state" and e["tell_id"] == tell_id]
+    assert states[0] in ("queued", "running") and states[-1] == "completed"
+
+
+def test_websocket_upgrades_pass_the_same_gate(shared: Iris) -> None:
+    http = Http(shared)
+    upgrade = {
+        "Connection": "Upgrade",
+        "Upgrade": "websocket",
+        "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==",
+        "Sec-WebSocket-Version": "13",
+    }
+    cases: list[tuple[str, dict[str, str], bool, int]] = [
+        ("/api/events", {"Origin": "http://evil.example"}, True, 403),
+        ("/api/events", {"Host": "evil.example"}, True, 403),
+        ("/api/events", {}, False, 401),
+        ("/api/events", {"Authorization": "Bearer wrong"}, False, 401),
+        ("/api/events?team=nobody", {}, True, 404),
+        ("/api/elsewhere", {}, True, 404),
+    ]
+    for path, headers, auth, expected in cases:
+        status, _, body = http.request("GET", path, headers={**upgrade, **headers}, auth=auth)
+        assert status == expected, (path, headers, body)
+        assert json.loads(body)["type"] == "error"
+    status, response_headers, _ = http.request("GET", "/api/events", headers=upgrade)
+    assert status == 101 and response_headers["upgrade"].lower() == "websocket"
+    daemon_fine(shared)
+
+
+# --- tests that change the daemon's state: their own daemon ---------------------------------
+
+
+def test_repeated_bad_tokens_are_rate_limited_but_the_owner_still_gets_in(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    http = Http(iris)
+    codes = [http.json("GET", "/api/status", headers={"Authorization": f"Bearer guess{i}"}, auth=False)[0]
+             for i in range(MAX_AUTH_FAILURES + 5)]
+    assert codes[:MAX_AUTH_FAILURES] == [401] * MAX_AUTH_FAILURES
+    assert set(codes[MAX_AUTH_FAILURES:]) == {429}
+    status, headers, _ = http.request("GET", "/api/status", headers={"Authorization": "Bearer again"}, auth=False)
+    assert status == 429 and "retry-after" in headers
+    assert http.json("GET", "/api/status")[0] == 200  # a valid token is never locked out
+    daemon_fine(iris)
+
+
+def test_rotating_the_token_invalidates_the_old_one_and_every_cookie(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    http = Http(iris)
+    old = http.token
+    printed = iris.cli("http", "token")
+    assert printed.returncode == 0 and printed.stdout.strip() == old
+    cookie = http.request("GET", f"/login?token={old}", auth=False)[1]["set-cookie"].split(";")[0]
+    rotated = iris.cli("http", "token", "--rotate")
+    assert rotated.returncode == 0, rotated.stderr
+    new = rotated.stdout.strip()
+    assert new != old and iris.owner_token == new
+    assert (iris.home / "http-token").stat().st_mode & 0o777 == 0o600
+    assert http.json("GET", "/api/status")[0] == 401  # http still holds the old token
+    assert http.json("GET", "/api/status", headers={"Cookie": cookie}, auth=False)[0] == 401
+    assert http.json("GET", "/api/status", headers={"Authorization": f"Bearer {new}"}, auth=False)[0] == 200
+
+
+def test_a_taken_port_is_a_clear_startup_error(iris: Iris) -> None:
+    iris.add_team("alpha")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        iris.settings["httpPort"] = port
+        iris.start(wait=False)
+        assert iris.process is not None
+        assert iris.process.wait(timeout=30) == 2
+    iris.process = None
+    log = iris.log()
+    assert f"settings.httpPort {port} is already in use" in log
+    assert "Traceback" not in log
