@@ -162,7 +162,9 @@ def test_watch_follows_tells_live(iris: Iris) -> None:
         watcher.communicate(timeout=10)
     states = [e["status"] for e in events if e["type"] == "tell_state"]
     assert states == ["queued", "running", "completed"]
-    assert all(e["tell_id"] == told["id"] for e in events)
+    processes = [e["process"]["state"] for e in events if e["type"] == "process_state"]
+    assert processes[:1] == ["spawning"] and "processing" in processes  # the pair's claude, as it changed
+    assert all(e["tell_id"] == told["id"] for e in events if e["type"] != "process_state")
     assert "".join(e["text"] for e in events if e["type"] == "tell_text") == "echo #1: watch this"
     iris.cli_json("tell", "alpha", "after the watcher left")  # its events meet a closed socket
     assert "request failed" not in iris.log()  # a watcher leaving is no failure

@@ -30,7 +30,7 @@ class FakeDispatcher:
     def __init__(self) -> None:
         self.hold = False
 
-    async def dispatch(self, request: Any, send_event: Any) -> Any:
+    async def dispatch(self, request: Any, caller: Any, send_event: Any) -> Any:
         if isinstance(request, Hello):
             return Welcome(protocol_version=PROTOCOL_VERSION, daemon_version="test", pid=os.getpid())
         if isinstance(request, GetStatus):
