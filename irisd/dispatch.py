@@ -11,8 +11,8 @@ from typing import Protocol
 import trio
 
 from irisd import __version__
-from irisd.claude.command import child_environment, root_skip_problem
 from irisd.caller import Caller
+from irisd.claude.command import child_environment, root_skip_problem
 from irisd.config import IrisConfig
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell
