@@ -15,8 +15,8 @@ from irisd.caller import Caller
 from irisd.claude.command import child_environment, root_skip_problem
 from irisd.config import IrisConfig
 from irisd.paths import IrisPaths, existing, transcript_path
-from irisd.pool.active_tell import ActiveTell
-from irisd.pool.pair import Pair
+from irisd.pool.active_tell import ActiveTell, save_tell
+from irisd.pool.pair import Pair, TellLink
 from irisd.pool.supervisor import Supervisor
 from irisd.store import approvals, notifications, sessions, tells
 from irisd.store.facade import Store
@@ -213,7 +213,7 @@ class Dispatcher:
             teams=self.team_infos(),
             processes=self.supervisor.statistics(),
             max_processes=self.config.settings.max_processes,
-            pending_approvals=sum(len(p.desk.pending) for p in self.supervisor.pairs.values()),
+            pending_approvals=sum(len(s.pending_approvals) for s in self.supervisor.snapshots()),
             http_url=self.http.url if self.http is not None else "",
         )
 
@@ -224,7 +224,7 @@ class Dispatcher:
         files = [transcript_path(self.paths, self.config.teams, r.to_team, r.session_id) for r in rows]
         found = []
         for row, transcript in zip(rows, await trio.to_thread.run_sync(existing, files), strict=True):
-            live = self.supervisor.pairs.get((row.from_team, row.to_team))
+            live = self.supervisor.snapshot((row.from_team, row.to_team))
             found.append(
                 SessionInfo(
                     from_team=row.from_team,
@@ -234,7 +234,7 @@ class Dispatcher:
                     last_used_at=row.last_used_at,
                     message_count=row.message_count,
                     status=row.status,
-                    process_state=live.state if live else "stopped",
+                    process_state=live.process.state if live else "stopped",
                     transcript_exists=transcript,
                 )
             )
@@ -364,8 +364,7 @@ class Dispatcher:
             pair.submit(tell)  # right after: the pair cannot end in between
         except IrisError as exc:
             machine.fail(trio.current_time(), exc.message)
-            tell.note_status()
-            await self.store.call(tells.update, tell.info(), None)
+            await save_tell(self.store, tell)
             raise
         return tell
 
@@ -404,17 +403,17 @@ class Dispatcher:
         await self.store.call(tells.insert, refused.info())
         raise LoopError(f"{problem}; answer from what you know instead of asking {to_team}")
 
-    def _current_tell_of(self, pair_label: str) -> ActiveTell | None:
+    def _current_tell_of(self, pair_label: str) -> TellLink | None:
         from_name, _, to_name = pair_label.partition("->")
-        pair = self.supervisor.pairs.get((None if from_name in ("", "external") else from_name, to_name))
-        return pair.current if pair is not None else None
+        snapshot = self.supervisor.snapshot((None if from_name in ("", "external") else from_name, to_name))
+        return snapshot.current if snapshot is not None else None
 
-    def _ancestors(self, tell: ActiveTell) -> list[ActiveTell]:
+    def _ancestors(self, tell: TellLink) -> list[TellLink]:
         """Unfinished tells of the same chain that wait on ``tell`` (its callers)."""
         same_chain = [
             t
-            for pair in self.supervisor.pairs.values()
-            if (t := pair.current) is not None and t.chain_id == tell.chain_id and t is not tell
+            for snapshot in self.supervisor.snapshots()
+            if (t := snapshot.current) is not None and t.chain_id == tell.chain_id and t.id != tell.id
         ]
         return [t for t in same_chain if t.hops < tell.hops]
 
@@ -424,10 +423,10 @@ class Dispatcher:
         else:
             await _forward_until(tell, tell.listener, send_event)
         info = tell.info()
-        pair = self.supervisor.pairs.get((tell.from_team, tell.to_team))
-        if info.status == "queued" and pair is not None and pair.waiting_for_slot:
+        busy = self.supervisor.waiting_for_slot((tell.from_team, tell.to_team))
+        if info.status == "queued" and busy:
             info.error = (
-                f"all {pair.waiting_for_slot} claude processes (maxProcesses) are busy; the tell stays "
+                f"all {busy} claude processes (maxProcesses) are busy; the tell stays "
                 f"queued until one is free (see it with 'iris result {info.id}')"
             )
         return TellReply(status=tell.machine.reply_status(), tell=info)
@@ -463,8 +462,9 @@ class Dispatcher:
         return NotificationReply(notification=created)
 
     async def decide(self, request: Decide) -> ApprovalInfo:
-        for pair in self.supervisor.pairs.values():
-            if request.approval_id in pair.desk.pending:
+        for snapshot in self.supervisor.snapshots():
+            pair = self.supervisor.pairs.get(snapshot.key)
+            if pair is not None and request.approval_id in snapshot.pending_approvals:
                 return await pair.decide(
                     request.approval_id,
                     allow=request.allow,

@@ -28,7 +28,8 @@ from typing import Protocol
 
 import trio
 
-from irisd.claude.command import claude_argv
+from irisd.claude.command import claude_argv, root_skip_problem
+from irisd.claude.locate import find_claude
 from irisd.claude.process import ChildEvent, ClaudeProcess
 from irisd.paths import session_file
 from protocol.errors import ClaudeError
@@ -123,14 +124,19 @@ class LocalLauncher:
     claude_config_dir: str
     environment: Callable[[], dict[str, str]]
     child_factory: ChildFactory = claude_child
+    team: str = ""  # for messages
 
     @property
     def host(self) -> str:
         return ""
 
     def command(self, spec: LaunchSpec) -> ChildCommand:
+        """Raises ClaudeError when claude would refuse to start (permissions: skip as root)."""
+        environment = self.environment()
+        if problem := root_skip_problem(self.team, spec.permissions, env=environment):
+            raise ClaudeError(problem)
         argv = claude_argv(
-            self.claude_path,
+            find_claude(self.claude_path) or self.claude_path,
             session_id=spec.session_id,
             resume=spec.resume,
             permissions=spec.permissions,
@@ -138,7 +144,7 @@ class LocalLauncher:
             disallowed_tools=spec.disallowed_tools,
             mcp_config=spec.mcp_config,
         )
-        return ChildCommand(argv=argv, cwd=self.folder, env=self.environment())
+        return ChildCommand(argv=argv, cwd=self.folder, env=environment)
 
     async def can_resume(self, session_id: str) -> bool:
         transcript = session_file(Path(self.claude_config_dir), self.folder, session_id)

@@ -1,5 +1,9 @@
 """The pool of pairs: each pair's actor runs in the pool's nursery; slots under
-``maxProcesses`` are granted by the pure policy in ``policy.py``."""
+``maxProcesses`` are granted by the pure policy in ``policy.py``.
+
+The pool is the pairs' ``SlotPool``: it alone knows which pairs hold a slot, and a
+pair tells it (``pair_changed``) when its state changed. Other actors see pairs only
+through frozen snapshots."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from irisd.events import EventHub
 from irisd.http.tokens import Access
 from irisd.paths import IrisPaths
 from irisd.pool.active_tell import ActiveTell
-from irisd.pool.pair import ChildFactory, Pair, claude_child
+from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
 from irisd.pool.policy import Evict, Grant, PairKey, decide_slot
 from irisd.store.facade import Store
 from protocol.messages import ProcessInfo
@@ -43,6 +47,8 @@ class Supervisor:
         self._nursery: trio.Nursery | None = None
         self._creating: dict[PairKey, trio.Event] = {}
         self._changed = trio.Event()
+        self._holders: set[PairKey] = set()  # pairs whose child counts against maxProcesses
+        self._waiting: dict[PairKey, int] = {}  # pairs waiting for a slot: how many are busy
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own every pair until cancelled; cancelling stops every child."""
@@ -67,8 +73,10 @@ class Supervisor:
                     config=self.config,
                     paths=self.paths,
                     store=self.store,
-                    supervisor=self,
+                    slots=self,
+                    hub=self.hub,
                     child_factory=self.child_factory,
+                    access=self.access,
                 )
                 assert self._nursery is not None
                 await self._nursery.start(self._guard, pair)
@@ -89,50 +97,76 @@ class Supervisor:
         finally:
             if self.pairs.get(pair.key) is pair:
                 del self.pairs[pair.key]
-            self.pair_changed()
+            self.release_slot(pair.key)
 
-    # --- slots under maxProcesses ----------------------------------------------------
+    # --- the SlotPool of the pairs ----------------------------------------------------------
 
     def pair_changed(self) -> None:
         """A pair's state or slot changed: wake whoever waits for a slot."""
         self._changed.set()
         self._changed = trio.Event()
 
-    async def reserve_slot(self, requester: Pair) -> None:
-        """Wait until ``requester`` may start a child, evicting the least recently used
-        idle pair if the pool is full. Never stops a busy pair."""
+    def release_slot(self, key: PairKey) -> None:
+        self._holders.discard(key)
+        self.pair_changed()
+
+    async def acquire_slot(self, key: PairKey) -> None:
+        """Wait until pair ``key`` may start a child, evicting the least recently used
+        idle pair if the pool is full. Never stops a busy pair. The slot is held from the
+        moment this returns (no other reservation can miss it)."""
         announced = False
-        while True:
-            views = [p.view() for p in self.pairs.values()]
-            decision = decide_slot(requester.key, views, self.config.settings.max_processes)
-            if isinstance(decision, Grant):  # the requester marks its slot held at once
-                requester.waiting_for_slot = 0
-                requester.refresh_phases()
-                return
-            changed = self._changed
-            if isinstance(decision, Evict):
-                victim = self.pairs[decision.key]
-                log.info("evicting idle pair", extra={"pair": victim.label, "for": requester.label})
-                await victim.request_stop(f"evicted (least recently used) for {requester.label}")
-            else:
-                requester.waiting_for_slot = decision.busy
-                requester.refresh_phases()
-                if not announced:
-                    announced = True
-                    log.info(
-                        "every process is busy; waiting for a free slot",
-                        extra={"pair": requester.label, "busy": decision.busy},
-                    )
-            await changed.wait()
+        try:
+            while True:
+                views = [p.view(p.key in self._holders) for p in self.pairs.values()]
+                decision = decide_slot(key, views, self.config.settings.max_processes)
+                if isinstance(decision, Grant):
+                    self._holders.add(key)
+                    self._waiting.pop(key, None)
+                    self._refresh_phases(key)
+                    return
+                changed = self._changed
+                if isinstance(decision, Evict):
+                    victim = self.pairs[decision.key]
+                    label = f"{key[0] or 'external'}->{key[1]}"
+                    log.info("evicting idle pair", extra={"pair": victim.label, "for": label})
+                    await victim.request_stop(f"evicted (least recently used) for {label}")
+                else:
+                    self._waiting[key] = decision.busy
+                    self._refresh_phases(key)
+                    if not announced:
+                        announced = True
+                        log.info(
+                            "every process is busy; waiting for a free slot",
+                            extra={"pair": f"{key[0] or 'external'}->{key[1]}", "busy": decision.busy},
+                        )
+                await changed.wait()
+        finally:
+            self._waiting.pop(key, None)
+
+    def _refresh_phases(self, key: PairKey) -> None:
+        pair = self.pairs.get(key)
+        if pair is not None:
+            pair.refresh_phases()
+
+    def waiting_for_slot(self, key: PairKey) -> int:
+        """How many busy processes fill the pool while pair ``key`` waits (0: it does not)."""
+        return self._waiting.get(key, 0)
 
     # --- queries and bulk operations -----------------------------------------------------
 
     def find_tell(self, tell_id: str) -> ActiveTell | None:
         for pair in self.pairs.values():
-            tell = pair.tells.get(tell_id)
+            tell = pair.find(tell_id)
             if tell is not None:
                 return tell
         return None
+
+    def snapshots(self) -> list[PairSnapshot]:
+        return [pair.snapshot() for pair in self.pairs.values()]
+
+    def snapshot(self, key: PairKey) -> PairSnapshot | None:
+        pair = self.pairs.get(key)
+        return pair.snapshot() if pair is not None else None
 
     def statistics(self) -> list[ProcessInfo]:
         return [pair.statistics() for pair in self.pairs.values()]

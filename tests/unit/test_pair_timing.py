@@ -151,7 +151,7 @@ async def test_cancel_interrupts_through_the_child_then_stops_it_if_ignored(
         caller = await start_tell(nursery, core)
         child = await child_got_turn()
         assert caller.reply is None
-        tell_id = next(iter(core.supervisor.pairs.values())).current.id  # type: ignore[union-attr]
+        tell_id = core.supervisor.snapshots()[0].current.id  # type: ignore[union-attr]
         t0 = trio.current_time()
         cancelled = await core.cancel(tell_id)
     assert child.sent[-1]["type"] == "control_request"
@@ -166,7 +166,7 @@ async def test_honoured_interrupt_keeps_the_child(
     async with trio.open_nursery() as nursery:
         await start_tell(nursery, core)
         child = await child_got_turn()
-        tell_id = next(iter(core.supervisor.pairs.values())).current.id  # type: ignore[union-attr]
+        tell_id = core.supervisor.snapshots()[0].current.id  # type: ignore[union-attr]
 
         async def honour() -> None:
             while child.sent[-1]["type"] != "control_request":
