@@ -20,11 +20,13 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from _common import describe, header, median, ms, request, running_iris, timed
 
 from harness import Iris
-from irisd.claude.command import child_environment, claude_argv
+from irisd.claude.command import claude_argv
+from irisd.claude.environment import child_environment
 from irisd.claude.wire import user_turn
 from protocol.messages import Tell, TellReply
 
@@ -34,8 +36,9 @@ class DirectClaude:
 
     def __init__(self, claude: str, cwd: str, env: dict[str, str]) -> None:
         argv = claude_argv(claude, session_id=str(uuid.uuid4()), resume=False)
+        child_env = child_environment(claude_config_dir=Path(env["CLAUDE_CONFIG_DIR"]), environ=env)
         self.process = subprocess.Popen(
-            argv, cwd=cwd, env=child_environment(env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            argv, cwd=cwd, env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
 

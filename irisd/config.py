@@ -26,6 +26,7 @@ from typing import Any, Literal
 import msgspec
 import yaml
 
+from irisd.claude.environment import check_name, check_value
 from protocol.errors import ConfigError, UnknownTeamError
 
 PermissionMode = Literal["ask", "deny", "skip"]
@@ -65,6 +66,7 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
     allowed_tools: list[str] | None = None  # replaces the global list when given
     disallowed_tools: list[str] | None = None
     color: str = ""
+    env: dict[str, Any] = {}  # variables for the team's claude (checked in _validate_team)
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -85,6 +87,7 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     permissions: PermissionMode = "ask"
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
+    env: dict[str, str] = {}  # added to its claude's environment (irisd/claude/environment.py)
 
     @property
     def skip_permissions(self) -> bool:
@@ -97,6 +100,7 @@ class IrisConfig(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     settings: Settings
     teams: dict[str, Team]
+    daemon_env: dict[str, str] = {}  # from $IRIS_HOME/irisd.env, for every claude child
 
     def team(self, name: str) -> Team:
         try:
@@ -261,6 +265,10 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         permissions = implied
     if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
         raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
+    env_where = f"{where}, key 'teams.{name}.env'"
+    for variable, value in team.env.items():
+        check_name(str(variable), env_where)
+        check_value(str(variable), value, env_where)
     return Team(
         name=name,
         path=os.path.realpath(expanded),
@@ -275,6 +283,7 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         disallowed_tools=tuple(
             team.disallowed_tools if team.disallowed_tools is not None else settings.disallowed_tools
         ),
+        env={str(variable): value for variable, value in team.env.items()},
     )
 
 

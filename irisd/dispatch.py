@@ -12,8 +12,9 @@ import trio
 
 from irisd import __version__
 from irisd.caller import Caller
-from irisd.claude.command import child_environment, root_skip_problem
-from irisd.config import IrisConfig
+from irisd.claude.command import root_skip_problem
+from irisd.claude.environment import child_environment
+from irisd.config import IrisConfig, Team
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.pair import Pair, TellLink
@@ -215,6 +216,16 @@ class Dispatcher:
             max_processes=self.config.settings.max_processes,
             pending_approvals=sum(len(s.pending_approvals) for s in self.supervisor.snapshots()),
             http_url=self.http.url if self.http is not None else "",
+            environment={name: self.environment_names(team) for name, team in self.config.teams.items()},
+        )
+
+    def environment_names(self, team: Team) -> list[str]:
+        """The names (never the values) of the variables the team's claude gets."""
+        return sorted(self.child_env(team))
+
+    def child_env(self, team: Team) -> dict[str, str]:
+        return child_environment(
+            claude_config_dir=self.paths.claude_config_dir, daemon_env=self.config.daemon_env, team_env=team.env
         )
 
     async def sessions(self, to_team: str | None) -> list[SessionInfo]:
@@ -336,7 +347,7 @@ class Dispatcher:
         """Validate and queue a tell on its pair; returns it at once (it runs on)."""
         team = self.config.team(to_team)
         self._check_from(from_team)
-        if problem := root_skip_problem(team.name, team.permissions, env=child_environment()):
+        if problem := root_skip_problem(team.name, team.permissions, env=self.child_env(team)):
             raise ClaudeError(problem)  # refused before it is queued: claude would not start
         message = check_message(message)
         check_wait(timeout_ms)

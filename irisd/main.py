@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import logging
 import os
 import signal
@@ -11,10 +12,12 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import trio
 
 from irisd import __version__
-from irisd.config import load_config
+from irisd.claude.environment import ENV_FILE, for_children, load_env_file
+from irisd.config import IrisConfig, load_config
 from irisd.daemon import Daemon
 from irisd.logs import setup_logging
 from irisd.paths import IrisPaths
@@ -41,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     try:
         config = load_config(paths.config_file)
+        config, paths = with_env_file(config, paths)
         daemon = Daemon(config, paths, systemd=SystemdEnv.take())
         try:
             trio.run(_run, daemon, args.pid_file)
@@ -56,6 +60,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     log.info("irisd stopped")
     return 0
+
+
+def with_env_file(config: IrisConfig, paths: IrisPaths) -> tuple[IrisConfig, IrisPaths]:
+    """Apply ``$IRIS_HOME/irisd.env``: its CLAUDE_CONFIG_DIR is irisd's own; the rest goes
+    to every claude child (ConfigError for a bad line)."""
+    file_env = load_env_file(paths.home / ENV_FILE)
+    if file_env.get("CLAUDE_CONFIG_DIR"):
+        paths = dataclasses.replace(paths, claude_config_dir=Path(file_env["CLAUDE_CONFIG_DIR"]).expanduser())
+    return msgspec.structs.replace(config, daemon_env=for_children(file_env)), paths
 
 
 def _leaves(group: BaseExceptionGroup[IrisError]) -> list[BaseException]:

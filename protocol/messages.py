@@ -384,6 +384,7 @@ class StatusReply(_Message, tag="status_reply"):
     max_processes: int
     pending_approvals: int = 0
     http_url: str = ""  # irisd's HTTP face (API, dashboard, MCP for its children)
+    environment: dict[str, list[str]] = {}  # team -> the NAMES of its claude's variables
 
 
 class SessionsReply(_Message, tag="sessions_reply"):

@@ -1,4 +1,4 @@
-"""The command line and environment of a team's claude child."""
+"""The command line of a team's claude child (its environment: ``environment.py``)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,6 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
-
-# Variables that belong to irisd itself (systemd's handshake, Iris internals): a child
-# that inherited them could talk to systemd as if it were irisd.
-_DAEMON_ONLY_PREFIXES = ("LISTEN_", "WATCHDOG_", "IRIS_SECRET")
-_DAEMON_ONLY = frozenset({"NOTIFY_SOCKET", "INVOCATION_ID"})
-
 
 # Iris's MCP tools a child may call without asking (iris_cli.mcp_tools.CHILD_ALLOWED_TOOLS;
 # listed here so that irisd does not import the MCP code).
@@ -77,17 +71,6 @@ def claude_argv(
     if disallowed_tools:
         argv += ["--disallowedTools", *disallowed_tools]
     return argv
-
-
-def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The daemon's environment (credentials, ANTHROPIC_BASE_URL, CLAUDE_CONFIG_DIR...)
-    without the variables that are irisd's own."""
-    env = os.environ if env is None else env
-    return {
-        key: value
-        for key, value in env.items()
-        if key not in _DAEMON_ONLY and not key.startswith(_DAEMON_ONLY_PREFIXES)
-    }
 
 
 def root_skip_problem(

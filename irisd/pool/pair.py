@@ -21,6 +21,7 @@ narrow ``SlotPool``; other actors read a pair only through ``snapshot()`` and
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -31,7 +32,8 @@ from typing import Protocol
 import msgspec
 import trio
 
-from irisd.claude.command import child_environment, iris_mcp_config
+from irisd.claude.command import iris_mcp_config
+from irisd.claude.environment import child_environment
 from irisd.claude.launcher import Child, ChildFactory, Launcher, LaunchSpec, LocalLauncher, claude_child
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine
 from irisd.claude.wire import (
@@ -237,7 +239,12 @@ class Pair:
             claude_path=config.settings.claude_path,
             folder=team.path,
             claude_config_dir=str(paths.claude_config_dir),
-            environment=child_environment,
+            environment=functools.partial(
+                child_environment,
+                claude_config_dir=paths.claude_config_dir,
+                daemon_env=config.daemon_env,
+                team_env=team.env,
+            ),
             child_factory=child_factory,
             team=team.name,
         )
