@@ -17,6 +17,7 @@ from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
 from irisd.store import approvals, notifications, sessions, tells
+from irisd.store.db import StoreError
 from irisd.store.facade import Store
 
 log = logging.getLogger("irisd")
@@ -108,7 +109,11 @@ async def _retention(config: IrisConfig, store: Store) -> None:
     """Keep the database bounded: prune old finished tells now and then."""
     while True:
         cutoff = time.time() - config.settings.retention_days * 86400
-        pruned = await store.call(tells.prune, cutoff, config.settings.retention_keep)
+        try:
+            pruned = await store.call(tells.prune, cutoff, config.settings.retention_keep)
+        except StoreError as exc:  # tried again next time
+            log.warning("could not prune old tells", extra={"error": exc.message})
+            pruned = 0
         if pruned:
             log.info("pruned old tells", extra={"count": pruned})
         await trio.sleep(RETENTION_EVERY_S)

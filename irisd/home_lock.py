@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from irisd.store.db import store_error
 from protocol.errors import IrisError
 
 
@@ -25,10 +26,14 @@ class HomeInUseError(IrisError):
 
 @contextlib.contextmanager
 def hold_home_lock(data_dir: Path) -> Iterator[None]:
-    """Hold the lock of ``data_dir`` for the ``with`` block; raises HomeInUseError if taken."""
-    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Hold the lock of ``data_dir`` for the ``with`` block; raises HomeInUseError if taken,
+    StoreError (with the fix) if the folder cannot be written (full, read-only)."""
     path = data_dir / "irisd.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise store_error(exc, path, fix="then start irisd again", what="the lock file") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -38,8 +43,11 @@ def hold_home_lock(data_dir: Path) -> Iterator[None]:
                 f"another irisd (pid {holder}) is using {data_dir}; stop it first ('iris daemon stop', "
                 "or kill that pid), or give this one its own IRIS_HOME"
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError as exc:
+            raise store_error(exc, path, fix="then start irisd again", what="the lock file") from None
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -89,7 +89,11 @@ async def _run(daemon: Daemon, pid_file: Path | None) -> None:
 
             await nursery.start(serve_then_stop)
             if pid_file is not None:
-                _write_pid_file(pid_file)  # tiny and local: not worth a thread
+                try:
+                    _write_pid_file(pid_file)  # tiny and local: not worth a thread
+                except OSError as exc:
+                    raise IrisError(f"cannot write the pid file {pid_file}: {exc.strerror}; free space or "
+                                    "fix the folder's permissions, then start irisd again") from None
 
 
 async def _handle_signals(

@@ -13,6 +13,7 @@ import trio
 from irisd.events import EventHub
 from irisd.store import tells
 from irisd.store.facade import Store
+from irisd.store.retry import PendingWrites
 from irisd.tell.machine import TellMachine
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
@@ -171,14 +172,18 @@ class ActiveTell:
         return self.machine.next_deadline() if not self.machine.is_final else math.inf
 
 
-async def save_tell(store: Store, tell: ActiveTell) -> None:
+async def save_tell(store: Store, tell: ActiveTell, writes: PendingWrites | None = None) -> None:
     """The one place a tell's change is saved: its new status (with the usage, once it
-    ended) goes to the store; once it ended, whoever waits on it is woken."""
+    ended) goes to the store (through ``writes`` if given: a refused write waits there
+    and never raises); once it ended, whoever waits on it is woken."""
     if tell.note_status() or tell.machine.is_final:
         usage = None
         if tell.machine.result is not None and tell.machine.result.usage is not None:
             usage = msgspec.json.encode(tell.machine.result.usage)
-        await store.call(tells.update, tell.info(), usage)
+        if writes is not None:
+            await writes.save(f"tell:{tell.id}", tells.update, tell.info(), usage)
+        else:
+            await store.call(tells.update, tell.info(), usage)
     if tell.machine.is_final:
         tell.replied.set()
         tell.finished.set()

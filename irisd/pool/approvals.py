@@ -26,7 +26,9 @@ from irisd.claude.wire import ControlRequestLine
 from irisd.events import EventHub
 from irisd.pool.active_tell import ActiveTell
 from irisd.store import approvals
+from irisd.store.db import StoreError
 from irisd.store.facade import Store
+from irisd.store.retry import PendingWrites
 from irisd.tell.machine import Action
 from protocol.errors import NotFoundError
 from protocol.messages import ApprovalEvent, ApprovalInfo, TellPhase
@@ -71,6 +73,7 @@ class ApprovalDesk:
         timeout_s: float,
         store: Store,
         hub: EventHub | None,
+        writes: PendingWrites | None = None,
     ) -> None:
         self.from_team = from_team
         self.to_team = to_team
@@ -78,6 +81,7 @@ class ApprovalDesk:
         self.timeout_s = timeout_s
         self.store = store
         self.hub = hub
+        self.writes = writes  # when the database refuses a write, it waits there
         self.pending: dict[str, _Pending] = {}
 
     def next_deadline(self) -> float:
@@ -93,9 +97,7 @@ class ApprovalDesk:
             why = f"team {self.to_team} is configured with permissions: deny; do without {body.tool_name}"
             await send(permission_response(line.request_id, _deny(why)))
             return
-        if await self.store.call(
-            approvals.remembered, self.from_team, self.to_team, body.tool_name, body.input
-        ):
+        if await self._remembered(body.tool_name, body.input):
             log.info("allowed by a remembered rule", extra={"tool": body.tool_name, "tell_id": tell.id})
             await send(permission_response(line.request_id, {"behavior": "allow", "updatedInput": body.input}))
             return
@@ -112,7 +114,7 @@ class ApprovalDesk:
             created_at=now_wall,
             expires_at=now_wall + self.timeout_s,
         )
-        await self.store.call(approvals.insert, info, line.request_id)
+        await self._write(f"approval:{info.id}", approvals.insert, info, line.request_id)
         self.pending[info.id] = _Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
         tell.approval_id = info.id
         await apply(tell, tell.machine.approval_requested(trio.current_time()))
@@ -140,10 +142,10 @@ class ApprovalDesk:
             reason=reason,
             remembered=allow and remember,
         )
-        await self.store.call(approvals.decide, decided)
+        await self._write(None, approvals.decide, decided)
         if decided.remembered:
-            await self.store.call(
-                approvals.remember, self.from_team, self.to_team, info.tool_name, info.input, info.id, time.time()
+            await self._write(
+                None, approvals.remember, self.from_team, self.to_team, info.tool_name, info.input, info.id, time.time()
             )
         await send(permission_response(pending.request_id, decision))
         await self._settle(pending.tell, apply, decided)
@@ -171,7 +173,7 @@ class ApprovalDesk:
                 continue
             del self.pending[approval_id]
             expired = msgspec.structs.replace(pending.info, status="expired", decided_at=time.time(), reason=reason)
-            await self.store.call(approvals.decide, expired)
+            await self._write(None, approvals.decide, expired)
             self._announce(expired)
 
     async def _settle(self, tell: ActiveTell, apply: Apply, decided: ApprovalInfo) -> None:
@@ -187,6 +189,19 @@ class ApprovalDesk:
                 tell.set_phase(TellPhase(name="running_tool", tool=decided.tool_name, detail=detail))
             else:  # claude tells the model it was denied
                 tell.set_phase(TellPhase(name="waiting_for_model"))
+
+    async def _remembered(self, tool_name: str, tool_input: Any) -> bool:
+        try:
+            return await self.store.call(approvals.remembered, self.from_team, self.to_team, tool_name, tool_input)
+        except StoreError as exc:  # then ask: the person decides
+            log.warning("cannot read the remembered rules; asking", extra={"error": exc.message})
+            return False
+
+    async def _write(self, key: str | None, query: Callable[..., Any], *args: Any) -> None:
+        if self.writes is None:
+            await self.store.call(query, *args)
+        else:
+            await self.writes.save(key, query, *args)
 
     def _announce(self, info: ApprovalInfo) -> None:
         if self.hub is not None:

@@ -79,6 +79,7 @@ from irisd.pool.process_machine import (
 )
 from irisd.store import sessions, tells
 from irisd.store.facade import Store
+from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
 from irisd.tell.phase import after_line
 from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
@@ -255,6 +256,8 @@ class Pair:
         self.machine = ProcessMachine(
             label=self.label, idle_timeout_s=team.idle_timeout_ms / 1000, now=trio.current_time()
         )
+        # What the database refused (a full disk...): retried by the actor's timer.
+        self.writes = PendingWrites(store, owner=f"{from_team or 'external'}->{team.name}")
         self.desk = ApprovalDesk(
             from_team=from_team,
             to_team=team.name,
@@ -262,6 +265,7 @@ class Pair:
             timeout_s=config.settings.approval_timeout / 1000,
             store=store,
             hub=hub,
+            writes=self.writes,
         )
         self._inbox_send, self._inbox = trio.open_memory_channel[PairEvent](1024)
         self._nursery: trio.Nursery | None = None
@@ -440,15 +444,18 @@ class Pair:
             event: PairEvent | None = None
             with trio.move_on_at(self._next_deadline()):
                 event = await self._inbox.receive()
-            if event is None:
-                await self._on_timer(trio.current_time())
-            else:
-                await self._handle(event, trio.current_time())
+            try:
+                if event is None:
+                    await self._on_timer(trio.current_time())
+                else:
+                    await self._handle(event, trio.current_time())
+            except IrisError as exc:  # a read the database refused: this event fails, the pair goes on
+                log.warning("a pair's event failed", extra={"pair": self.label, "error": exc.message})
             self.refresh_phases()
 
     def _next_deadline(self) -> float:
         deadlines = [tell.deadline for tell in self.tells.values()]
-        deadlines += [self.desk.next_deadline(), self.machine.next_deadline()]
+        deadlines += [self.desk.next_deadline(), self.machine.next_deadline(), self.writes.next_deadline()]
         return min(deadlines, default=math.inf)
 
     async def _handle(self, event: PairEvent, now: float) -> None:
@@ -507,6 +514,7 @@ class Pair:
                 pass  # from a child already replaced
 
     async def _on_timer(self, now: float) -> None:
+        await self.writes.retry(now)
         await self.desk.on_timer(now, self._send_to_child, self._tell_actions)
         for tell in list(self.tells.values()):
             if not tell.machine.is_final:
@@ -524,7 +532,7 @@ class Pair:
         tell = self.tells.get(self.machine.current or "")
         if isinstance(line, ControlRequestLine) and line.request.subtype == "can_use_tool":
             if tell is not None and not tell.machine.is_final:
-                await self.store.call(tells.append_message, tell.id, time.time(), line_type(line), raw)
+                await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
             await self.desk.on_request(line, tell, self._send_to_child, self._tell_actions)
             return
         if tell is None or tell.machine.is_final:
@@ -533,7 +541,7 @@ class Pair:
             return
         before = tell.machine.text
         actions = tell.machine.child_line(line, now)
-        await self.store.call(tells.append_message, tell.id, time.time(), line_type(line), raw)
+        await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
         tell.publish_text(before)
         if (phase := after_line(line, tell.phase)) is not None:
             tell.set_phase(phase)
@@ -541,7 +549,7 @@ class Pair:
             log.warning("claude retries the API", extra={"pair": self.label, "tell": tell.id, "notice": notice})
             tell.publish(TellNotice(tell_id=tell.id, text=notice))
         if isinstance(line, ResultLine) and tell.machine.is_final:
-            await self.store.call(sessions.record_turn, self.from_team, self.team.name, time.time())
+            await self.writes.save(None, sessions.record_turn, self.from_team, self.team.name, time.time())
         await self._tell_actions(tell, actions)
 
     # --- carrying out the machines' actions -------------------------------------------------
@@ -556,7 +564,7 @@ class Pair:
                         self.slots.pair_changed()
                     if self.hub is not None:
                         self.hub.publish(ProcessEvent(process=self.statistics()), self.from_team, self.team.name)
-                    await self.store.call(sessions.set_process_state, self.from_team, self.team.name, state)
+                    await self.writes.save("state", sessions.set_process_state, self.from_team, self.team.name, state)
                 case RequestSlot():
                     self._start(self._acquire_slot)
                 case ProbeSession():
@@ -581,10 +589,15 @@ class Pair:
                 case ExpireApprovals(reason):
                     await self.desk.expire(reason)
                 case RenewSession():
-                    await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
-                    row = await self.store.call(
-                        sessions.replace_session_id, self.from_team, self.team.name, time.time()
-                    )
+                    try:
+                        await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
+                        row = await self.store.call(
+                            sessions.replace_session_id, self.from_team, self.team.name, time.time()
+                        )
+                    except IrisError as exc:
+                        if request is not None:
+                            request.finish(error=exc)
+                        continue
                     self.session_id = row.session_id
                     if request is not None:
                         request.finish(f"{self.label} starts a new conversation (session {row.session_id})")
@@ -626,7 +639,7 @@ class Pair:
                             await self.process.send(interrupt_request(f"interrupt-{tell.id}"))
                         except ClaudeError:
                             pass
-        await save_tell(self.store, tell)
+        await save_tell(self.store, tell, self.writes)
         if tell.machine.is_final and self.tells.pop(tell.id, None) is not None:
             await self.desk.expire(f"the tell ended ({tell.machine.status}) before a decision", tell)
             if tell.id == self.machine.current:
@@ -676,7 +689,7 @@ class Pair:
         try:
             row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
             resumable = await self.launcher.can_resume(row.session_id)
-        except ClaudeError as exc:
+        except IrisError as exc:  # claude cannot be checked, or the database refused
             await self._report(SpawnFailed(exc.message))
             return
         except Exception as exc:  # a bug or a broken database must not take other pairs down
@@ -704,13 +717,15 @@ class Pair:
                 mcp_config=self._mcp_config(grant := self._grant()),
             )
             command = self.launcher.command(spec)
-            await self.store.call(
-                sessions.record_spawn, self.from_team, self.team.name, command.argv, msgspec.json.encode(self.team)
+            # What was launched, for people: it need not hold up a start on a full disk.
+            await self.writes.save(
+                None, sessions.record_spawn, self.from_team, self.team.name, command.argv,
+                msgspec.json.encode(self.team),
             )
             process = self.launcher.child(command, self._inbox_send.clone())
             assert self._nursery is not None
             await self._nursery.start(self._run_child, process, grant)
-        except ClaudeError as exc:
+        except IrisError as exc:  # claude cannot start, or the database refused the spawn's writes
             if grant is not None:
                 grant.revoke()
             await self._report(SpawnFailed(exc.message))
@@ -756,6 +771,7 @@ class Pair:
         """The actor ends: every unfinished tell is recorded as interrupted, every waiting
         request answered (the child is stopped by the nursery's cancellation)."""
         now = trio.current_time()
+        await self.writes.retry(math.inf)  # a last try for what waits, before the final states
         try:
             await self._run(self.machine.abandon(reason))
         except Exception:

@@ -8,6 +8,7 @@ version intact. WAL with synchronous=NORMAL: a commit survives a crash of irisd
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -118,22 +119,52 @@ class StoreError(IrisError):
     code = "store"
 
 
+_UNWRITABLE_ERRNOS = {errno.EROFS, errno.EACCES, errno.EPERM}
+
+
+def store_error(
+    exc: BaseException, path: Path | str, *, fix: str = "then try again", what: str = "the database at"
+) -> StoreError:
+    """The one translation of a storage failure (apsw or OS) into what a person can do.
+
+    ``fix`` ends the advice: "then try again" for a request, "then start irisd again" at
+    start-up."""
+    code = exc.errno if isinstance(exc, OSError) else None
+    if isinstance(exc, apsw.FullError) or code == errno.ENOSPC:
+        problem, advice = "the disk is full", f"free space on that disk, {fix}"
+    elif code == errno.EDQUOT:
+        problem, advice = "your disk quota is used up", f"free space, {fix}"
+    elif isinstance(exc, apsw.ReadOnlyError) or code in _UNWRITABLE_ERRNOS:
+        problem = "it is read-only (or not yours to write)"
+        advice = f"make it and its folder writable for uid {os.getuid()}, or set IRIS_HOME to a folder of yours, {fix}"
+    elif isinstance(exc, apsw.IOError) or code == errno.EIO:
+        problem, advice = f"the disk reports an I/O error ({exc})", f"check the disk (dmesg), {fix}"
+    elif isinstance(exc, apsw.CantOpenError):
+        problem = "it cannot be opened"
+        advice = f"check that its folder exists and is writable for uid {os.getuid()}, {fix}"
+    elif isinstance(exc, apsw.BusyError | apsw.LockedError):
+        problem, advice = "another program holds a lock on it", f"close that program (an sqlite3 shell?), {fix}"
+    elif isinstance(exc, apsw.CorruptError | apsw.NotADBError):
+        problem, advice = f"it is damaged ({exc})", "move it aside and irisd will start with a new one"
+    else:
+        problem, advice = str(exc), "see irisd's log"
+    return StoreError(f"{what} {path} cannot be written: {problem}; {advice}")
+
+
 def open_database(path: Path) -> apsw.Connection:
-    """Open (creating if needed) and migrate the database at ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Open (creating if needed) and migrate the database at ``path``; StoreError (with
+    the fix) if it cannot be opened or written."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         connection = apsw.Connection(str(path))
         connection.setbusytimeout(5000)
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute("PRAGMA synchronous = NORMAL")
         connection.execute("PRAGMA foreign_keys = ON")
         migrate(connection)
-    except apsw.Error as exc:
-        raise StoreError(
-            f"cannot open the database {path}: {exc}; if it is damaged, move it aside "
-            "and irisd will start with a new one"
-        ) from None
-    os.chmod(path, 0o600)
+        os.chmod(path, 0o600)
+    except (apsw.Error, OSError) as exc:
+        raise store_error(exc, path, fix="then start irisd again") from None
     return connection
 
 

@@ -14,7 +14,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 import apsw
 import trio
 
-from irisd.store.db import open_database
+from irisd.store.db import open_database, store_error
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -40,12 +40,17 @@ class Store:
     ) -> T:
         """Run ``query(connection, *args, **kwargs)`` in the database thread.
 
+        Raises StoreError (saying what to do) when the database fails: a full disk, a
+        read-only file, an I/O error; the failing statement's transaction is rolled back.
         Cancellation: the query still runs to the end (SQLite cannot be interrupted
         half-way safely); the caller just stops waiting for it.
         """
 
         def run() -> T:
-            return query(self._connection, *args, **kwargs)
+            try:
+                return query(self._connection, *args, **kwargs)
+            except apsw.Error as exc:
+                raise store_error(exc, self._connection.filename) from None
 
         if self._inline:
             await trio.lowlevel.checkpoint()
