@@ -23,6 +23,7 @@ from pathlib import Path
 
 import trio
 
+from irisd.claude.containment import Containment
 from irisd.config import IrisConfig
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
@@ -132,8 +133,12 @@ class Daemon:
         task_status: trio.TaskStatus[None],
     ) -> None:
         async with trio.open_nursery() as nursery:
+            # First: what an earlier run left is stopped before any pair starts; last out:
+            # what this run's children left is stopped after the core has drained.
+            containment = Containment(self.paths.home)
+            await nursery.start(containment.serve)
             core_scope, core_done = trio.CancelScope(), trio.Event()
-            dispatcher = await nursery.start(self._run_core, store, access, core_scope, core_done)
+            dispatcher = await nursery.start(self._run_core, store, access, containment, core_scope, core_done)
             server = Server(listener, dispatcher, allowed_uid=self.allowed_uid)
             await nursery.start(server.run)
             port = socket_url(http_socket)[1]
@@ -156,6 +161,7 @@ class Daemon:
         self,
         store: Store,
         access: Access,
+        containment: Containment,
         scope: trio.CancelScope,
         done: trio.Event,
         *,
@@ -163,7 +169,10 @@ class Daemon:
     ) -> None:
         try:
             with scope:
-                await run_core(self.config, self.paths, store, access=access, task_status=task_status)
+                await run_core(
+                    self.config, self.paths, store, access=access, child_factory=containment.claude_child,
+                    task_status=task_status,
+                )
         finally:
             done.set()
 

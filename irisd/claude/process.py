@@ -2,9 +2,12 @@
 
 ``ClaudeProcess.run`` is the child's whole lifetime. It runs in a nursery owned by the
 object the child belongs to (a pair); cancelling it (``stop()``) sends SIGTERM to the
-process GROUP, waits ``grace`` seconds, sends SIGKILL, and reaps the child, so neither
-claude nor anything it started (tools, MCP servers) outlives it. The child gets only
-stdin/stdout/stderr (subprocess closes every other fd).
+process GROUP and to every process carrying the child's ``marker`` (see
+``containment.py``: what claude started, wherever it moved), waits ``grace`` seconds,
+sends SIGKILL to both, and reaps the child, so neither claude nor anything it started
+(tools, their background jobs, MCP servers) outlives it. When claude exits by itself,
+what it left running is stopped the same way. The child gets only stdin/stdout/stderr
+(subprocess closes every other fd).
 
 Decoded stdout lines and the final exit go to ``on_event`` (a memory channel owned by
 the pair), tagged with this process, so events of a replaced child are recognisable.
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 
 import trio
 
+from irisd.claude.containment import MARKER, signal_marked, stop_marked
 from irisd.claude.locate import not_found_fix
 from irisd.claude.wire import AnyLine, GarbageLine, decode_line
 from protocol.errors import ClaudeError
@@ -68,11 +72,13 @@ class ClaudeProcess:
         env: dict[str, str],
         events: trio.MemorySendChannel[ChildEvent],
         grace: float = 3.0,
+        marker: str = "",
     ) -> None:
         self.argv = argv
         self.cwd = cwd
-        self.env = env
+        self.env = {**env, MARKER: marker} if marker else env
         self.grace = grace
+        self.marker = marker
         self.pid: int | None = None
         self.returncode: int | None = None
         self.exited = trio.Event()
@@ -189,14 +195,24 @@ class ClaudeProcess:
         self._stderr_closed.set()
 
     async def _terminate(self, process: trio.Process) -> None:
-        """SIGTERM the group, wait up to ``grace``, SIGKILL the group, reap. Also clears
-        any grandchild left in the group after claude itself exited."""
+        """SIGTERM the group and the marked processes, wait up to ``grace``, SIGKILL them,
+        reap. Also clears what claude left running (in its group or anywhere else, by the
+        marker: SIGTERM, ``grace``, SIGKILL) after it exited by itself."""
         if process.returncode is None:
-            self._kill_group(signal.SIGTERM)
+            await self._signal_all(signal.SIGTERM)
             with trio.move_on_after(self.grace):
                 await process.wait()
-        self._kill_group(signal.SIGKILL)
+            await self._signal_all(signal.SIGKILL)
+        else:
+            self._kill_group(signal.SIGKILL)
         await process.wait()
+        if self.marker:  # /proc is read in a thread: it must not stall the event loop
+            await trio.to_thread.run_sync(stop_marked, self.marker, self.grace)
+
+    async def _signal_all(self, sig: signal.Signals) -> None:
+        self._kill_group(sig)
+        if self.marker:
+            await trio.to_thread.run_sync(signal_marked, self.marker, sig)
 
     def _kill_group(self, sig: signal.Signals) -> None:
         if self.pid is None:

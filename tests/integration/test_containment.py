@@ -1,0 +1,203 @@
+"""Nothing outlives its owner: what a tool starts in the background, claude children
+after a kill -9 of irisd, leftovers of an earlier run. Real irisd, real claude."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import Iris, claude_processes_under, wait_for
+from irisd.claude.containment import MARKER, Containment, home_id, marked_processes, matches, stop_marked
+
+LIFELINE_WITHIN_S = 10.0  # generous: the machine may be loaded; the lifeline takes about 1 s
+
+
+def processes_with(token: bytes) -> list[int]:
+    """Live (not zombie) processes whose command line holds ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+    return dict(entry.split("=", 1) for entry in raw.split("\0") if "=" in entry)
+
+
+def sleeper(seconds: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """A process in a session of its own (as a daemonizing tool would be)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", f"import time; time.sleep({seconds})"], env=env, start_new_session=True
+    )
+
+
+# --- the pieces, without claude ---------------------------------------------------------
+
+
+def test_markers_match_a_run_by_prefix_and_a_child_exactly() -> None:
+    assert matches("h:r:12", "h:r:") and matches("h:r:12", "h:") and matches("h:r:12", "h:r:12")
+    assert not matches("h:r:12", "h:r:1") and not matches("h:s:1", "h:r:")
+
+
+def test_stop_marked_stops_only_the_marked_ones_wherever_they_are(tmp_path: Path) -> None:
+    ours = sleeper(600, {**os.environ, MARKER: "aaaa:run:1"})
+    sibling = sleeper(600, {**os.environ, MARKER: "aaaa:run:2"})
+    stranger = sleeper(600, {**os.environ, MARKER: "bbbb:run:1"})
+    try:
+        wait_for(lambda: marked_processes("aaaa:run:1") == [ours.pid], 10, "the marked process")
+        assert stop_marked("aaaa:run:1", grace=1.0) == [ours.pid]
+        assert ours.wait(timeout=10) == -signal.SIGTERM
+        assert sibling.poll() is None and stranger.poll() is None
+        assert sorted(stop_marked("aaaa:", grace=1.0)) == [sibling.pid]
+        assert stranger.poll() is None
+    finally:
+        for process in (ours, sibling, stranger):
+            process.kill()
+            process.wait()
+
+
+def test_the_lifeline_stops_a_runs_processes_when_its_owner_is_killed(tmp_path: Path) -> None:
+    """A stand-in irisd: starts the lifeline, then a marked process; kill -9 it."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import os, subprocess, sys, trio\n"
+            "from pathlib import Path\n"
+            "from irisd.claude.containment import Containment, MARKER\n"
+            f"c = Containment(Path({str(tmp_path)!r}), run_id='r1')\n"
+            "async def main():\n"
+            "    async with trio.open_nursery() as n:\n"
+            "        await n.start(c.serve)\n"
+            "        child = subprocess.Popen([sys.executable, '-c', 'import time; time.sl' + 'eep(601)'],\n"
+            "            env={**os.environ, MARKER: c.new_marker()}, start_new_session=True)\n"
+            "        print(child.pid, c.lifeline_pid, flush=True)\n"
+            "        await trio.sleep_forever()\n"
+            "trio.run(main)\n"
+        )],
+        stdout=subprocess.PIPE,
+    )
+    assert owner.stdout is not None
+    try:
+        child_pid, lifeline_pid = map(int, owner.stdout.readline().split())
+        assert processes_with(b"time.sleep(601)") == [child_pid]
+    finally:
+        owner.kill()
+        owner.wait()
+        owner.stdout.close()
+    started = time.monotonic()
+    wait_for(lambda: not processes_with(b"time.sleep(601)"), LIFELINE_WITHIN_S, "the lifeline to stop the child")
+    assert time.monotonic() - started < LIFELINE_WITHIN_S
+    wait_for(lambda: _zombie(lifeline_pid), 10, "the lifeline to exit")
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_at_start_irisd_stops_what_an_earlier_run_of_its_home_left(iris: Iris) -> None:
+    iris.add_team("alpha")
+    mine = home_id(iris.home)
+    leftover = sleeper(602, {**os.environ, MARKER: f"{mine}:oldrun:3"})
+    other_home = sleeper(602, {**os.environ, MARKER: "0123456789ab:oldrun:3"})
+    try:
+        iris.start()
+        assert leftover.wait(timeout=10) in (-signal.SIGTERM, -signal.SIGKILL)  # before irisd answered
+        assert other_home.poll() is None  # another home's: not ours to stop
+        assert "stopped processes an earlier irisd left running" in iris.log()
+    finally:
+        for process in (leftover, other_home):
+            process.kill()
+            process.wait()
+
+
+def test_a_containment_sweeps_its_run_when_it_ends(tmp_path: Path) -> None:
+    import trio
+
+    containment = Containment(tmp_path, run_id="r2")
+    holder: list[subprocess.Popen[bytes]] = []
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(containment.serve)
+            holder.append(sleeper(603, {**os.environ, MARKER: containment.new_marker()}))
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    assert holder[0].wait(timeout=10) == -signal.SIGTERM
+
+
+# --- with claude --------------------------------------------------------------------------
+
+BACKGROUND = "setsid python3 -c 'import time; time.sleep({n})' > /dev/null 2>&1 &"
+
+
+def start_background_job(iris: Iris, n: int) -> int:
+    command = json.dumps({"command": BACKGROUND.format(n=n)})
+    result = iris.cli("tell", "alpha", f"@tool:Bash {command}")
+    assert result.returncode == 0, result.stderr + iris.log()[-3000:]
+    (pid,) = wait_for(lambda: processes_with(f"time.sleep({n})".encode()), 30, "the background job")
+    (claude,) = claude_processes_under([iris.teams_dir / "alpha"])
+    assert os.getpgid(pid) != os.getpgid(claude)  # it left claude's process group
+    assert environ_of(pid)[MARKER].startswith(home_id(iris.home) + ":")  # but carries the marker
+    return int(pid)
+
+
+@pytest.mark.claude
+@pytest.mark.parametrize("how", ["sleep --force", "SIGTERM", "kill -9"])
+def test_a_background_job_of_a_tool_is_stopped_with_its_claude(iris: Iris, how: str) -> None:
+    iris.add_team("alpha", permissions="skip")
+    iris.env["IS_SANDBOX"] = "1"  # claude refuses to skip permissions as root otherwise
+    iris.start()
+    n = 910 + ["sleep --force", "SIGTERM", "kill -9"].index(how)
+    pid = start_background_job(iris, n)
+    if how == "sleep --force":
+        result = iris.cli("sleep", "alpha", "--force")
+        assert result.returncode == 0, result.stderr
+    elif how == "SIGTERM":
+        assert iris.stop() == 0
+    else:
+        iris.stop(signal.SIGKILL)
+    wait_for(lambda: not processes_with(f"time.sleep({n})".encode()), LIFELINE_WITHIN_S, "the job to stop")
+    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+
+
+@pytest.mark.claude
+def test_kill_9_during_a_hung_request_leaves_no_claude_and_a_restart_runs_one_per_pair(iris: Iris) -> None:
+    folders = [iris.add_team("alpha"), iris.add_team("beta")]
+    iris.start()
+    hung = iris.cli_json("tell", "alpha", "@hang wait for ever", "--timeout", "-1")
+    assert iris.cli("tell", "beta", "hello").returncode == 0  # an idle claude too
+    wait_for(lambda: iris.cli_json("result", hung["id"])["tell_status"] == "running", 60, "the hung tell")
+    assert len(claude_processes_under(folders)) == 2
+
+    iris.stop(signal.SIGKILL)
+    started = time.monotonic()
+    wait_for(lambda: not claude_processes_under(folders), LIFELINE_WITHIN_S, "no claude of the killed run")
+    assert time.monotonic() - started < LIFELINE_WITHIN_S
+    assert not marked_processes(home_id(iris.home) + ":")  # nor anything they started
+
+    iris.start()
+    for team in ("alpha", "beta"):
+        result = iris.cli("tell", team, "again")
+        assert result.returncode == 0, result.stderr
+    per_folder = [len(claude_processes_under([folder])) for folder in folders]
+    assert per_folder == [1, 1]  # one claude per pair, none beside an orphan
+    assert iris.cli_json("result", hung["id"])["tell_status"] == "interrupted"
