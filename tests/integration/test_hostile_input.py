@@ -100,3 +100,18 @@ def test_1100_idle_connections_under_a_1024_file_limit_do_not_lock_the_owner_out
     assert iris.process.poll() is None
     assert "Traceback" not in iris.log()
     assert iris.log().count("cannot accept clients") <= 10
+
+
+def test_a_fuzzing_client_cannot_flood_the_log(iris: Iris) -> None:
+    iris.start()
+    for _ in range(300):
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(10)
+            sock.connect(str(iris.socket))
+            sock.sendall(b"\x00\x00\x00\x03\xc1\xc1\xc1")  # not msgpack
+            size = int.from_bytes(sock.recv(4, socket.MSG_WAITALL), "big")
+            reply = decode_server_message(sock.recv(size, socket.MSG_WAITALL))
+            assert isinstance(reply, ErrorReply) and reply.code == "protocol"  # each client still hears why
+    assert iris.cli("status").returncode == 0
+    logged = [line for line in iris.log().splitlines() if "client broke the protocol" in line]
+    assert 1 <= len(logged) <= 20  # 10 a minute (a slow run may span two minutes), not 300
