@@ -80,7 +80,10 @@ def _marker_of(pid: int) -> str | None:
 
 
 def marked_processes(pattern: str) -> list[int]:
-    """Live processes whose marker matches ``pattern`` (never this process)."""
+    """Live processes whose marker matches ``pattern`` (never this process). Without
+    ``/proc`` (not Linux) there is nothing to find: only process groups are stopped."""
+    if not os.path.isdir("/proc"):
+        return []
     me = os.getpid()
     found = []
     with os.scandir("/proc") as entries:
