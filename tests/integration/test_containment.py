@@ -200,4 +200,4 @@ def test_kill_9_during_a_hung_request_leaves_no_claude_and_a_restart_runs_one_pe
         assert result.returncode == 0, result.stderr
     per_folder = [len(claude_processes_under([folder])) for folder in folders]
     assert per_folder == [1, 1]  # one claude per pair, none beside an orphan
-    assert iris.cli_json("result", hung["id"])["tell_status"] == "interrupted"
+    assert iris.cli_json("result", hung["id"], ok=False)["tell_status"] == "interrupted"  # exit 1: not completed

@@ -52,6 +52,7 @@ def test_children_get_the_allowlist_irisd_env_and_the_teams_env_only(iris: Iris)
 
 
 def test_a_bad_irisd_env_stops_irisd_with_the_line(iris: Iris) -> None:
+    iris.add_team("alpha")
     (iris.home / "irisd.env").write_text("GOOD=1\nexport\n")
     iris.write_config()
     process = iris.start(wait=False)
