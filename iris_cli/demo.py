@@ -22,6 +22,7 @@ from iris_cli import render
 from iris_cli.client import Client
 from iris_cli.daemon_control import wait_until_answering
 from iris_cli.scripted_model import ScriptedModel
+from iris_cli.text import pair_name
 from irisd.claude import locate
 from protocol.errors import IrisError
 from protocol.messages import GetStatus, StatusReply, Tell, TellReply
@@ -111,7 +112,7 @@ def _play(socket_path: Path, daemon: subprocess.Popen[bytes]) -> None:
             reply = client.request(Tell(to_team=to_team, message=message, from_team=from_team))
         assert isinstance(reply, TellReply)
         seconds = time.monotonic() - started
-        title = f"{from_team or 'you'} -> {to_team}  ({reply.status}, {seconds:.1f} s)"
+        title = f"{pair_name(from_team, to_team)}  ({reply.status}, {seconds:.1f} s)"
         render.out.print(Panel(f"[bold]{message}[/]\n\n{reply.tell.text or reply.tell.error}", title=title))
     with Client(socket_path) as client:
         status = client.request(GetStatus())

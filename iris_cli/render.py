@@ -22,6 +22,7 @@ from protocol.messages import (
     TellInfo,
     TellNotice,
     TellState,
+    TranscriptReply,
 )
 
 out = Console(highlight=False, soft_wrap=True)
@@ -66,6 +67,29 @@ def table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> Table:
     return built
 
 
+MESSAGE_MIN = 30  # narrower than this, a row's free text goes on a line of its own
+
+
+def rows_with_notes(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]], notes: Sequence[list[str]]) -> None:
+    """A table whose short columns stay on the row and whose free text (a message, an
+    error) goes on indented lines under it, each cut to the terminal's width: readable at
+    80 columns, where a free-text column would shrink to a few characters."""
+    widths = [
+        max([len(header), *(Text.from_markup(row[index]).cell_len for row in rows)])
+        for index, header in enumerate(headers)
+    ]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [c + " " * (w - Text.from_markup(c).cell_len) for c, w in zip(cells, widths, strict=True)]
+        return "  ".join(padded).rstrip()
+
+    out.print(line([f"[bold]{h}[/]" for h in headers]))
+    for row, row_notes in zip(rows, notes, strict=True):
+        out.print(line(row))
+        for index, note in enumerate(row_notes):  # the first (a message) is cut; reasons stay whole
+            out.print(Text("  " + (short(note, max(10, out.width - 3)) if index == 0 else note), style="dim"))
+
+
 def teams_table(teams: list[TeamInfo]) -> Table:
     rows = [(f"[{t.color}]{t.name}[/]" if t.color else t.name, t.path, t.description) for t in teams]
     return table(("team", "path", "description"), rows)
@@ -88,13 +112,20 @@ def status(reply: StatusReply) -> None:
     processes([p for p in reply.processes if p.state != "stopped" or p.reason])
 
 
+def _reasons(items: Sequence[ProcessInfo]) -> None:
+    """Why pairs failed or stopped, under the table: whole, since they say what to do."""
+    for p in items:
+        if p.reason:
+            out.print(Text(f"  {pair_name(p.from_team, p.to_team)}: {p.reason}", style="dim"))
+
+
 def processes(items: list[ProcessInfo]) -> None:
     if not items:
         out.print("  none")
         return
     rows = []
     for p in items:
-        state = p.state if not p.reason else f"{p.state} ({p.reason})"
+        state = p.state + ("*" if p.reason else "")
         color = {"failed": "red", "processing": "yellow", "idle": "green"}.get(p.state, "")
         rows.append((
             pair_name(p.from_team, p.to_team),
@@ -105,6 +136,9 @@ def processes(items: list[ProcessInfo]) -> None:
             ago(p.last_used_at),
         ))
     out.print(table(("pair", "state", "pid", "queued", "session", "last used"), rows))
+    if any(p.reason for p in items):
+        out.print("[dim]* why:[/]")
+        _reasons(items)
 
 
 def sessions(items: list[SessionInfo]) -> None:
@@ -114,10 +148,11 @@ def sessions(items: list[SessionInfo]) -> None:
     rows = []
     for s in items:
         lost = not s.transcript_exists and s.message_count > 0
-        state = f"{s.process_state} (transcript missing: a new one starts)" if lost else s.process_state
         rows.append((pair_name(s.from_team, s.to_team), s.session_id, str(s.message_count),
-                     ago(s.last_used_at), state))
+                     ago(s.last_used_at), s.process_state + ("*" if lost else "")))
     out.print(table(("pair", "session", "turns", "last used", "state"), rows))
+    if any(not s.transcript_exists and s.message_count > 0 for s in items):
+        out.print("[dim]* claude no longer has this conversation's transcript: the next tell starts a new one[/]")
 
 
 def duration(tell: TellInfo) -> str:
@@ -133,10 +168,15 @@ def report(items: list[TellInfo]) -> None:
         return
     rows = [
         (t.id, pair_name(t.from_team, t.to_team), t.status, ago(t.created_at), duration(t),
-         f"${t.cost_usd:.4f}" if t.cost_usd is not None else "-", _short(t.message))
+         f"${t.cost_usd:.4f}" if t.cost_usd is not None else "-")
         for t in items
     ]
-    out.print(table(("id", "pair", "status", "when", "took", "cost", "message"), rows))
+    headers = ("id", "pair", "status", "when", "took", "cost")
+    fixed = sum(max([len(h), *(len(r[i]) for r in rows)]) + 2 for i, h in enumerate(headers))
+    if out.width - fixed >= MESSAGE_MIN:  # wide enough: the message stays on the row
+        out.print(table((*headers, "message"), [(*r, _short(t.message)) for r, t in zip(rows, items, strict=True)]))
+        return
+    rows_with_notes(headers, rows, [[t.message] for t in items])
 
 
 def notifications(items: list[NotificationInfo]) -> None:
@@ -144,12 +184,15 @@ def notifications(items: list[NotificationInfo]) -> None:
         out.print("no notifications waiting")
         return
     rows = [
-        (n.id, pair_name(n.from_team, n.to_team),
-         f"{n.status} ({n.error})" if n.error and n.status != "delivered" else n.status,
-         ago(n.created_at), str(n.attempts), _short(n.message))
+        (n.id, pair_name(n.from_team, n.to_team), n.status, ago(n.created_at), str(n.attempts), n.tell_id or "-")
         for n in items
     ]
-    out.print(table(("id", "pair", "status", "created", "tries", "message"), rows))
+    notes = [
+        [n.message, *([f"why: {n.error}"] if n.error and n.status != "delivered" else [])] for n in items
+    ]
+    rows_with_notes(("id", "pair", "status", "created", "tries", "tell"), rows, notes)
+    if any(n.tell_id for n in items):
+        out.print("[dim]the answer: iris result TELL[/]")
 
 
 def tell_notice(event: TellNotice) -> None:
@@ -213,3 +256,26 @@ def tell_outcome(status: str, tell: TellInfo) -> None:
         err.print(f"[red]tell {tell.id} {status}[/]{reason}")
     if tell.new_session and tell.session_id and status in ("completed", "in_progress"):
         err.print(f"[dim]started a new conversation (session {tell.session_id})[/]")
+
+
+_SHOWN_STYLE = {
+    "text": ("", ""), "tool": ("cyan", "→ "), "result": ("dim", "  ← "), "approval": ("magenta", "? "),
+    "notice": ("yellow", "! "), "start": ("dim", "· "), "end": ("dim", "· "), "other": ("dim", "· "),
+}
+
+
+def transcript(reply: TranscriptReply) -> None:
+    """A tell's transcript as a conversation (``iris cache read``)."""
+    from iris_cli.transcript import conversation
+
+    tell = reply.tell
+    out.print(Text(f"{tell.id} {pair_name(tell.from_team, tell.to_team)} · {tell.status} · {ago(tell.created_at)}",
+                   style="bold"))
+    out.print(Text("asked: " + tell.message))
+    for shown in conversation(reply.entries):
+        style, mark = _SHOWN_STYLE.get(shown.kind, ("", ""))
+        first, *rest = shown.text.splitlines() or [""]
+        indent = " " * len(mark)
+        out.print(Text("\n".join([mark + first, *(indent + line for line in rest)]), style=style))
+    if tell.error:
+        out.print(Text(f"error: {tell.error}", style="red"))

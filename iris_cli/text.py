@@ -10,7 +10,7 @@ from protocol.messages import TellReply
 
 
 def pair_name(from_team: str | None, to_team: str) -> str:
-    return f"{from_team or 'external'} -> {to_team}"
+    return f"{from_team or 'external'}->{to_team}"  # as irisd writes it (and the wire's parent_pair)
 
 
 def short(text: str, limit: int) -> str:

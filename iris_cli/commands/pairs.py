@@ -106,7 +106,7 @@ def session_reset(
     to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
     as_json: JsonOption = False,
 ) -> None:
-    """Start a fresh conversation for the pair FROM -> TO."""
+    """Start a fresh conversation for the pair FROM->TO."""
     from iris_cli import render
     from iris_cli.text import pair_name
     from protocol.messages import ResetSession, SessionReply
@@ -128,18 +128,22 @@ app.add_typer(cache_app, name="cache")
 @cache_app.command("read")
 def cache_read(
     tell_id: Annotated[str, typer.Argument(metavar="ID", help="The tell whose transcript to show.")],
+    raw: Annotated[bool, typer.Option("--raw", help="Claude's stream-json lines as they were printed.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Every line claude printed during one tell."""
+    """One tell's conversation: the message, the answer, tool calls and their results."""
+    from iris_cli import render
     from protocol.messages import ReadTranscript, TranscriptReply
 
     reply = send(ReadTranscript(tell_id=tell_id), as_json)
     assert isinstance(reply, TranscriptReply)
     if as_json:
         print_json(reply)
-        return
-    for entry in reply.entries:
-        print(entry.raw)
+    elif raw:
+        for entry in reply.entries:
+            print(entry.raw)
+    else:
+        render.transcript(reply)
 
 
 @cache_app.command("clear")

@@ -397,6 +397,7 @@ class ProcessMachine:
         self._require("spawned", "spawning", phase="launch")
         self.phase = ""
         self.pid = pid
+        self.reason = ""  # it runs again: an old failure is no longer news
         self._resumed = self._launch_resume
         self._spoke = False
         self._conversation_lost = False

@@ -250,7 +250,7 @@ async def test_pairs_reports_transcripts_and_commands(iris: Iris) -> None:
 
         text, data, is_error = await call(client, "team_command", team="beta", command="compact")
         assert not is_error and (data["kind"], data["message"]) == ("command", "/compact"), text
-        assert text == "/compact ran in alpha -> beta."
+        assert text == "/compact ran in alpha->beta."
 
         text, data, is_error = await call(client, "team_sleep", team="beta")
         assert not is_error and data["process"]["state"] == "stopped", text

@@ -192,10 +192,10 @@ def test_tell_replies_render_with_the_next_step() -> None:
 def test_pairs_and_teams_render_by_reply_type() -> None:
     process = ProcessInfo(from_team="alpha", to_team="beta", state="idle", pid=42)
     woke = render_reply(PairReply(process=process, message="woken"))
-    assert woke.text == "woken. alpha -> beta: awake (idle, pid 42)"
+    assert woke.text == "woken. alpha->beta: awake (idle, pid 42)"
     asleep = ProcessInfo(from_team=None, to_team="beta", state="stopped")
     pairs = render_reply(PairsReply(processes=[asleep], errors={"gamma": "cannot start"}))
-    assert pairs.is_error and "external -> beta: asleep (stopped)" in pairs.text
+    assert pairs.is_error and "external->beta: asleep (stopped)" in pairs.text
     assert "gamma: not woken: cannot start" in pairs.text
 
     status = StatusReply(
@@ -245,7 +245,7 @@ def test_transcripts_are_summarised_line_by_line() -> None:
     entries = [TranscriptEntry(at=i, type=kind, raw=json.dumps(raw)) for i, (kind, raw) in enumerate(lines)]
     output = render_reply(TranscriptReply(tell=info, entries=entries))
     assert output.text.splitlines() == [
-        "tell t1 [completed] external -> beta: hi",
+        "tell t1 [completed] external->beta: hi",
         "system: init",
         "assistant: hello",
         "result (success): hello",

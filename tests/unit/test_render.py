@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from iris_cli import render
-from protocol.messages import SessionInfo, TellInfo, TellNotice
+from protocol.messages import NotificationInfo, ProcessInfo, SessionInfo, TellInfo, TellNotice
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def screen(monkeypatch: pytest.MonkeyPatch) -> io.StringIO:
 
 
 @pytest.mark.parametrize("asking", ["web", "a-rather-long-team-name"])
-def test_report_keeps_ids_whole_and_each_tell_on_one_line(screen: io.StringIO, asking: str) -> None:
+def test_report_keeps_ids_whole_and_the_message_readable_at_80_columns(screen: io.StringIO, asking: str) -> None:
     now = time.time()
     tells = [
         TellInfo(id=f"{n:016x}", from_team=asking, to_team="backend", status="completed",
@@ -30,12 +30,48 @@ def test_report_keeps_ids_whole_and_each_tell_on_one_line(screen: io.StringIO, a
     ]
     render.report(tells)
     lines = screen.getvalue().splitlines()
-    assert len(lines) == 1 + len(tells)
-    for tell, line in zip(tells, lines[1:], strict=True):
-        assert line.startswith(f"{tell.id}  {asking} -> backend  completed")
-        assert line.rstrip().endswith("…")
-        # Within the width when the whole columns fit; past it (the terminal wraps) when not.
-        assert len(line) <= 80 or asking != "web"
+    assert lines[0].split() == ["id", "pair", "status", "when", "took", "cost"]
+    assert len(lines) == 1 + 2 * len(tells)  # the message on a line of its own, under its tell
+    for index, tell in enumerate(tells):
+        row, message = lines[1 + 2 * index], lines[2 + 2 * index]
+        assert row.startswith(f"{tell.id}  {asking}->backend  completed") and "$0.0123" in row
+        assert message.startswith("  What does GET /users return when the user was deleted? What")
+        assert message.endswith("…") and len(message) <= 80
+
+
+def test_a_wide_terminal_keeps_the_message_on_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    buffer = io.StringIO()
+    monkeypatch.setattr(render, "out", Console(file=buffer, width=160, highlight=False, soft_wrap=True))
+    render.report([TellInfo(id="1" * 16, from_team=None, to_team="b", status="failed", message="hello there")])
+    header, row = buffer.getvalue().splitlines()
+    assert header.split()[-1] == "message" and row.endswith("hello there")
+
+
+def test_notifications_show_the_tell_and_reasons_whole_at_80_columns(screen: io.StringIO) -> None:
+    why = "team 'gone' is not configured; known teams: alpha, beta (add it to config.yaml and restart irisd)"
+    render.notifications([
+        NotificationInfo(id="n" * 16, from_team=None, to_team="alpha", message="deploy " * 30, status="delivered",
+                         created_at=time.time(), expires_at=0.0, attempts=1, tell_id="t" * 16),
+        NotificationInfo(id="m" * 16, from_team="web", to_team="gone", message="hi", status="expired",
+                         created_at=time.time(), expires_at=0.0, attempts=3, error=why),
+    ])
+    lines = screen.getvalue().splitlines()
+    assert lines[0].split() == ["id", "pair", "status", "created", "tries", "tell"]
+    assert lines[1].split()[:3] == ["n" * 16, "external->alpha", "delivered"] and lines[1].endswith("t" * 16)
+    assert lines[2].startswith("  deploy deploy") and lines[2].endswith("…") and len(lines[2]) <= 80
+    assert lines[3].split()[2] == "expired" and lines[3].endswith("-")
+    assert lines[4] == "  hi"
+    assert " ".join(lines[5:-1]).replace("  ", " ").strip() == f"why: {why}"
+    assert lines[-1] == "the answer: iris result TELL"
+
+
+def test_a_failure_reason_is_shown_under_the_table_whole(screen: io.StringIO) -> None:
+    why = "claude keeps crashing on start (3 times): exit code 1: cannot be used with root/sudo privileges"
+    render.processes([ProcessInfo(from_team=None, to_team="alpha", state="failed", reason=why)])
+    lines = screen.getvalue().splitlines()
+    assert lines[1].split()[:2] == ["external->alpha", "failed*"] and len(lines[1]) <= 80
+    assert lines[2] == "* why:"
+    assert " ".join(line.strip() for line in lines[3:]) == f"external->alpha: {why}"
 
 
 def test_sessions_show_the_whole_session_id_and_state_in_80_columns(screen: io.StringIO) -> None:
@@ -44,7 +80,7 @@ def test_sessions_show_the_whole_session_id_and_state_in_80_columns(screen: io.S
     render.sessions([session])
     header, row = screen.getvalue().splitlines()
     assert header.split() == ["pair", "session", "turns", "last", "used", "state"]
-    assert row.split() == ["external", "->", "frontend", session.session_id, "12", "0s", "ago", "stopped"]
+    assert row.split() == ["external->frontend", session.session_id, "12", "0s", "ago", "stopped"]
 
 
 def test_a_notice_names_its_tell(screen: io.StringIO) -> None:

@@ -144,3 +144,24 @@ async def test_a_tell_announces_each_thing_it_waits_for(
         assert other.names[-1] == "starting_claude"  # the slot came free: its claude starts
         await beta.result("three done")
     assert first.reply is not None and first.reply.tell.phase is None  # a finished tell has none
+
+
+async def test_a_pair_that_recovers_no_longer_shows_its_old_failure(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    first = Watched()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(first.run, core, "alpha", "one")
+        claude = await child(0)
+        await claude.result("one")
+        await trio.testing.wait_all_tasks_blocked()
+        claude.exit(-9)  # killed under us while idle
+        await trio.testing.wait_all_tasks_blocked()
+        [pair] = core.supervisor.statistics()
+        assert pair.state == "stopped" and pair.reason != ""
+        again = Watched()
+        nursery.start_soon(again.run, core, "alpha", "two")
+        await (await child(1)).result("two")
+        await trio.testing.wait_all_tasks_blocked()
+    [pair] = core.supervisor.statistics()
+    assert pair.state == "idle" and pair.reason == ""

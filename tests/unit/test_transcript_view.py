@@ -1,0 +1,60 @@
+"""``iris cache read``: claude's stream-json lines as a conversation for people."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from iris_cli import render
+from iris_cli.transcript import Shown, conversation
+from protocol.messages import TellInfo, TranscriptEntry, TranscriptReply
+
+LINES: list[dict[str, Any]] = [
+    {"type": "system", "subtype": "init", "session_id": "s-1", "model": "m", "tools": ["Bash"] * 200},
+    {"type": "stream_event", "event": {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "Le"}}},
+    {"type": "assistant", "message": {"content": [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "ls -la /srv", "description": "x"}}]}},
+    {"type": "control_request", "request_id": "r", "request": {
+        "subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "ls -la /srv"}}},
+    {"type": "system", "subtype": "api_retry", "attempt": 2, "error_status": 529},
+    {"type": "user", "message": {"content": [
+        {"type": "tool_result", "tool_use_id": "t", "content": "\n".join(f"file{n}" for n in range(10))}]}},
+    {"type": "assistant", "message": {"content": [{"type": "text", "text": "Ten files."}]}},
+    {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 2500, "total_cost_usd": 0.01},
+    {"type": "something_new"},
+]
+
+
+def entries() -> list[TranscriptEntry]:
+    return [TranscriptEntry(at=0.0, type=str(line["type"]), raw=json.dumps(line)) for line in LINES]
+
+
+def test_the_lines_become_a_conversation() -> None:
+    assert conversation(entries()) == [
+        Shown("start", "claude started (model m, session s-1)"),
+        Shown("text", "Let me look."),
+        Shown("tool", "Bash ls -la /srv"),
+        Shown("approval", "asked to use Bash ls -la /srv"),
+        Shown("notice", "API retry after 529 (attempt 2)"),
+        Shown("result", "result: " + "\n".join(f"file{n}" for n in range(6)) + "\n… (4 more lines)"),
+        Shown("text", "Ten files."),
+        Shown("end", "done (success, 2.5 s, $0.0100)"),
+        Shown("other", "(something_new line)"),
+    ]
+
+
+def test_cache_read_prints_it_for_people(monkeypatch: pytest.MonkeyPatch) -> None:
+    buffer = io.StringIO()
+    monkeypatch.setattr(render, "out", Console(file=buffer, width=80, highlight=False, soft_wrap=True))
+    tell = TellInfo(id="t1", from_team=None, to_team="api", message="what is in /srv?", status="completed")
+    render.transcript(TranscriptReply(tell=tell, entries=entries()))
+    text = buffer.getvalue()
+    assert text.startswith("t1 external->api · completed · ")
+    assert "asked: what is in /srv?\n" in text and "→ Bash ls -la /srv\n" in text
+    assert "  ← result: file0\n    file1\n" in text and "Ten files.\n" in text
+    assert '"tools"' not in text  # the init line's bulk is not shown
