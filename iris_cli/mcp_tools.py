@@ -49,12 +49,14 @@ from protocol.messages import (
     TeamInfo,
     TeamsReply,
     TellNotice,
+    TellPhaseEvent,
     TellReply,
     TellState,
     TellText,
     TranscriptReply,
     Welcome,
 )
+from protocol.phases import describe
 
 # Fits common MCP client limits: the TypeScript SDK (and the many clients built on it)
 # fails a request after 60 s by default, and progress notifications do not extend that
@@ -643,6 +645,7 @@ class TellWatch:
     status: str = ""
     parts: list[str] = field(default_factory=list)
     notice: str = ""  # the latest TellNotice (claude retrying the API), shown until text comes
+    phase: str = ""  # what the tell waits for, in words (irisd's TellPhase)
     progress: float = 0.0  # strictly increasing, one step per notification (MCP requires it)
     _last_sent: float = -math.inf
 
@@ -668,6 +671,15 @@ class TellWatch:
             case TellNotice(tell_id=tell_id, text=text):
                 self.tell_id = tell_id
                 self.notice = text
+            case TellPhaseEvent(tell_id=tell_id, phase=phase):
+                self.tell_id = tell_id
+                said = describe(phase)
+                if phase.name == "awaiting_approval":
+                    said += f" (approval {phase.approval_id}: the user decides, e.g. with team_approve or team_deny)"
+                if said == self.phase or (self.parts and phase.name == "answering"):
+                    return None
+                self.phase = said
+                self.notice = ""
             case _:
                 return None  # an event this shim does not know yet: not worth a notification
         self._last_sent = now
@@ -675,10 +687,12 @@ class TellWatch:
         return self.message()
 
     def message(self) -> str:
-        if self.parts:
+        if self.parts and not self.phase.startswith("awaiting your approval"):
             return tail(self.text, MAX_PROGRESS_CHARS)
         if self.notice:
             return self.notice
+        if self.phase:
+            return f"{self.to_team}: {self.phase}"
         match self.status:
             case "queued":
                 return f"queued for {self.to_team}"

@@ -33,6 +33,7 @@ from protocol.errors import (
     ShuttingDownError,
 )
 from protocol.messages import (
+    MAX_TTL_DAYS,
     UNFINISHED_TELL_STATUSES,
     ApprovalInfo,
     ApprovalReply,
@@ -85,7 +86,6 @@ from protocol.messages import (
 
 MAX_MESSAGE_CHARS = 1_000_000
 MIN_WAIT_MS, MAX_WAIT_MS = 1_000, 3_600_000
-MAX_TTL_DAYS = 365
 COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
 SendEvent = Callable[[Event], Awaitable[None]]
@@ -459,7 +459,8 @@ class Dispatcher:
         message = check_message(request.message)
         if not 0 < request.ttl_days <= MAX_TTL_DAYS:
             raise InvalidRequestError(
-                f"ttlDays {request.ttl_days:g} is out of range; use more than 0, up to {MAX_TTL_DAYS}"
+                f"a time to live of {request.ttl_days:g} days (ttl_days) is out of range; "
+                f"use more than 0, up to {MAX_TTL_DAYS}"
             )
         created = await self.store.call(
             notifications.create,

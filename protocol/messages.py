@@ -176,6 +176,9 @@ class Hello(_Message, tag="hello"):
     client: str = ""
 
 
+MAX_TTL_DAYS = 365  # a persisted tell is given up after at most this long
+
+
 class Tell(_Message, tag="tell"):
     """Send ``message`` to ``to_team`` in the conversation of the pair (from_team, to_team).
 

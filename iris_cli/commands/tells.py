@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from iris_cli.commands.common import FromOption, JsonOption, caller, print_json, read_stdin, send
+from iris_cli.commands.common import FromOption, JsonOption, caller, fail, print_json, read_stdin, send
 
 app = typer.Typer()
 
@@ -29,20 +29,29 @@ def tell(
         bool,
         typer.Option(help="Store it and deliver it later, even across restarts (fire and forget)."),
     ] = False,
-    ttl_days: Annotated[float, typer.Option(help="With --persist: give up after this many days.")] = 30.0,
+    ttl_days: Annotated[
+        float | None, typer.Option(help="With --persist: give up after this many days (default 30).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Tell TEAM something and print its answer."""
     from iris_cli import render
     from iris_cli.text import tell_data
     from iris_cli.watcher import TellWatcher
-    from protocol.messages import NotificationReply, Tell, TellReply
+    from protocol.errors import InvalidRequestError
+    from protocol.messages import MAX_TTL_DAYS, NotificationReply, Tell, TellReply
 
+    if ttl_days is not None and not persist:
+        fail(InvalidRequestError("--ttl-days only applies to a stored tell: add --persist, or leave it out"), as_json)
+    if ttl_days is not None and not 0 < ttl_days <= MAX_TTL_DAYS:
+        fail(InvalidRequestError(f"--ttl-days {ttl_days:g} is out of range; use more than 0, up to {MAX_TTL_DAYS}"),
+             as_json)
     if message == "-":
         message = read_stdin()
     from_team = caller(from_team)
     if persist:
-        request = Tell(to_team=team, message=message, from_team=from_team, persist=True, ttl_days=ttl_days)
+        days = 30.0 if ttl_days is None else ttl_days
+        request = Tell(to_team=team, message=message, from_team=from_team, persist=True, ttl_days=days)
         stored = send(request, as_json)
         assert isinstance(stored, NotificationReply)
         if as_json:

@@ -24,3 +24,50 @@ def test_dash_h_is_help_everywhere_including_mcp() -> None:
     for args in (["-h"], ["tell", "-h"], ["mcp", "-h"], ["daemon", "logs", "-h"]):
         result = CliRunner().invoke(app, args)
         assert result.exit_code == 0 and "Usage: iris" in result.output, args
+
+
+def test_ttl_days_without_persist_is_an_error_in_cli_terms() -> None:
+    result = CliRunner().invoke(app, ["tell", "alpha", "hi", "--ttl-days", "3"])
+    assert result.exit_code == 1
+    assert "--ttl-days only applies to a stored tell: add --persist" in result.output
+    result = CliRunner().invoke(app, ["tell", "alpha", "hi", "--persist", "--ttl-days", "0"])
+    assert result.exit_code == 1 and "--ttl-days 0 is out of range; use more than 0, up to 365" in result.output
+    assert "ttlDays" not in result.output
+
+
+def test_every_command_is_listed_and_has_help() -> None:
+    from iris_cli.app import COMMANDS
+
+    result = CliRunner().invoke(app, ["--help"], terminal_width=200)
+    for name in COMMANDS:
+        assert f" {name} " in result.output, name
+        assert CliRunner().invoke(app, [name, "--help"]).exit_code == 0, name
+
+
+PROBE = """
+import sys
+sys.argv = ["iris", *sys.argv[1:]]
+from iris_cli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+heavy = ("rich", "trio", "mcp", "starlette", "hypercorn", "yaml", "iris_cli.commands", "iris_cli.render")
+print(" ".join(sorted(m for m in sys.modules if m.startswith(heavy))), file=sys.stderr)
+"""
+
+
+def loaded(*args: str) -> set[str]:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "IRIS_SOCKET": "/nonexistent/irisd.sock"}
+    ran = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, timeout=60)
+    return set(ran.stderr.rstrip("\n").split("\n")[-1].split())
+
+
+def test_a_command_imports_only_what_it_needs() -> None:
+    assert loaded("--version") == set()
+    status = loaded("status", "--json")  # no daemon: the JSON answer needs no rich
+    assert {"iris_cli.commands", "iris_cli.commands.common", "iris_cli.commands.info"} == status

@@ -31,6 +31,8 @@ from protocol.messages import (
     TeamInfo,
     TellInfo,
     TellNotice,
+    TellPhase,
+    TellPhaseEvent,
     TellReply,
     TellState,
     TellText,
@@ -154,6 +156,24 @@ def test_progress_shows_a_notice_until_the_text_comes() -> None:
     notice = "claude is retrying the Anthropic API after HTTP 529 overloaded (attempt 1 of 10)"
     assert watch.feed(TellNotice(tell_id="t1", text=notice), now=1.0) == notice
     assert watch.feed(TellText(tell_id="t1", text="answer"), now=2.0) == "answer"
+
+
+def test_progress_names_what_the_tell_waits_for() -> None:
+    watch = TellWatch("beta")
+    phase = TellPhaseEvent(tell_id="t1", phase=TellPhase(name="queued", ahead=2))
+    assert watch.feed(phase, now=0.0) == "beta: queued behind 2 tells"
+    assert watch.feed(phase, now=1.0) is None  # no change, no notification
+    assert watch.feed(TellPhaseEvent(tell_id="t1", phase=TellPhase(name="starting_claude")), now=2.0) == (
+        "beta: starting claude"
+    )
+    assert watch.feed(TellText(tell_id="t1", text="Let me check."), now=3.0) == "Let me check."
+    approval = TellPhase(name="awaiting_approval", tool="Bash", detail="touch x", approval_id="a-9")
+    assert watch.feed(TellPhaseEvent(tell_id="t1", phase=approval), now=4.0) == (
+        "beta: awaiting your approval: Bash `touch x` (approval a-9: the user decides, e.g. with "
+        "team_approve or team_deny)"
+    )
+    running = TellPhaseEvent(tell_id="t1", phase=TellPhase(name="running_tool", tool="Bash", detail="touch x"))
+    assert watch.feed(running, now=5.0) == "Let me check."  # text so far wins again
 
 
 def test_a_lost_tell_is_not_resent_and_the_model_learns_where_to_look() -> None:
