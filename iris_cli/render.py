@@ -16,6 +16,7 @@ from protocol.messages import (
     ApprovalInfo,
     NotificationInfo,
     ProcessInfo,
+    RuleInfo,
     SessionInfo,
     StatusReply,
     TeamInfo,
@@ -219,7 +220,8 @@ def approvals(items: list[ApprovalInfo]) -> None:
         if a.status == "pending":
             out.print(f"  iris approve {a.id} [--remember]   |   iris deny {a.id} --reason '...'\n", markup=False)
         elif a.reason or a.decided_by:
-            out.print(f"  {a.status} by {a.decided_by or '-'}: {a.reason}\n", markup=False)
+            why = f": {a.reason}" if a.reason else ""
+            out.print(f"  {a.status} by {a.decided_by or '-'}{why}\n", markup=False)
 
 
 def tool_input(tool: str, value: dict[str, Any]) -> str:
@@ -279,3 +281,16 @@ def transcript(reply: TranscriptReply) -> None:
         out.print(Text("\n".join([mark + first, *(indent + line for line in rest)]), style=style))
     if tell.error:
         out.print(Text(f"error: {tell.error}", style="red"))
+
+
+def rules(items: list[RuleInfo]) -> None:
+    """The remembered rules: id, pair, when, then the request itself under each."""
+    if not items:
+        out.print("no remembered rules ('iris approve ID --remember' makes one)")
+        return
+    from protocol.phases import tool_summary
+
+    rows = [(r.id, pair_name(r.from_team, r.to_team), r.tool_name, ago(r.created_at)) for r in items]
+    notes = [[tool_summary(r.tool_name, r.input, 500)] for r in items]
+    rows_with_notes(("rule", "pair", "tool", "made"), rows, notes)
+    out.print("[dim]forget one: iris approvals forget RULE[/]")

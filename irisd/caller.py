@@ -31,6 +31,7 @@ from protocol.messages import (
     ClearCache,
     Command,
     Decide,
+    ForgetRule,
     GetPair,
     HttpInfo,
     Report,
@@ -45,7 +46,7 @@ from protocol.messages import (
 # Requests whose ``from_team`` names who is asking (not a filter).
 _SENDERS = (Tell, Command, ResetSession, GetPair, Wake, WakeAll, Sleep, Report, ClearCache)
 # Requests only the person may send.
-_OWNER_ONLY = (Decide, HttpInfo)
+_OWNER_ONLY = (Decide, HttpInfo, ForgetRule)
 
 
 @dataclass(frozen=True)

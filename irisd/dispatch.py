@@ -44,6 +44,7 @@ from protocol.messages import (
     CountReply,
     Decide,
     Event,
+    ForgetRule,
     GetPair,
     GetStatus,
     GetTell,
@@ -52,6 +53,7 @@ from protocol.messages import (
     HttpInfoReply,
     ListApprovals,
     ListNotifications,
+    ListRules,
     ListSessions,
     ListTeams,
     ListTells,
@@ -66,6 +68,8 @@ from protocol.messages import (
     ReportReply,
     Request,
     ResetSession,
+    RuleReply,
+    RulesReply,
     SessionInfo,
     SessionReply,
     SessionsReply,
@@ -195,6 +199,15 @@ class Dispatcher:
                 token = self.http.rotate_owner_token() if rotate else self.http.owner_token
                 code = self.http.mint_login_code() if login_code else ""
                 return HttpInfoReply(url=self.http.url, token=token, login_code=code)
+            case ListRules(team):
+                if team is not None:
+                    self.config.team(team)
+                return RulesReply(rules=await self.store.call(approvals.rules, team))
+            case ForgetRule(rule_id):
+                rule = await self.store.call(approvals.forget, rule_id)
+                if rule is None:
+                    raise NotFoundError(f"no remembered rule {rule_id}; 'iris approvals rules' lists them")
+                return RuleReply(rule=rule)
 
     # --- queries -------------------------------------------------------------------------
 

@@ -168,6 +168,17 @@ class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     remembered: bool = False
 
 
+class RuleInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A request a pair may make without asking again (``iris approve --remember``)."""
+
+    id: str  # the id of the approval that made it
+    from_team: str | None
+    to_team: str
+    tool_name: str
+    input: dict[str, Any]
+    created_at: float
+
+
 # --- requests -------------------------------------------------------------------
 
 
@@ -327,6 +338,18 @@ class Decide(_Message, tag="decide"):
     by: str = ""
 
 
+class ListRules(_Message, tag="list_rules"):
+    """The remembered rules (of pairs with ``team`` on either side)."""
+
+    team: str | None = None
+
+
+class ForgetRule(_Message, tag="forget_rule"):
+    """Stop allowing a remembered request without asking (its id: ``RuleInfo.id``)."""
+
+    rule_id: str
+
+
 Request = (
     Hello
     | Tell
@@ -350,6 +373,8 @@ Request = (
     | Decide
     | ListTells
     | HttpInfo
+    | ListRules
+    | ForgetRule
 )
 
 
@@ -443,6 +468,14 @@ class HttpInfoReply(_Message, tag="http_info_reply"):
     login_code: str = ""
 
 
+class RulesReply(_Message, tag="rules_reply"):
+    rules: list[RuleInfo]
+
+
+class RuleReply(_Message, tag="rule_reply"):
+    rule: RuleInfo
+
+
 Reply = (
     Welcome
     | ErrorReply
@@ -461,6 +494,8 @@ Reply = (
     | ApprovalsReply
     | ApprovalReply
     | HttpInfoReply
+    | RulesReply
+    | RuleReply
 )
 
 

@@ -9,7 +9,7 @@ import apsw
 import msgspec
 
 from irisd.store.rows import stored_team, to_struct
-from protocol.messages import ApprovalInfo
+from protocol.messages import ApprovalInfo, RuleInfo
 
 _COLUMNS = (
     "id, from_team, to_team, tell_id, tool_name, input, suggestions, status, created_at, expires_at, "
@@ -106,3 +106,29 @@ def remembered(db: apsw.Connection, from_team: str | None, to_team: str, tool_na
         (stored_team(from_team), to_team, tool_name, canonical(input)),
     ).fetchone()
     return row is not None
+
+
+_RULE_COLUMNS = "approval_id, from_team, to_team, tool_name, input, created_at"
+
+
+def _rule(values: tuple[object, ...]) -> RuleInfo:
+    fields = dict(zip(("id", "from_team", "to_team", "tool_name", "input", "created_at"), values, strict=True))
+    fields["from_team"] = fields["from_team"] or None
+    fields["input"] = msgspec.json.decode(str(fields["input"]))
+    return msgspec.convert(fields, RuleInfo)
+
+
+def rules(db: apsw.Connection, team: str | None) -> list[RuleInfo]:
+    """The remembered rules, newest first (of pairs with ``team`` on either side)."""
+    clause, params = ("WHERE to_team = ? OR from_team = ?", [team, team]) if team is not None else ("", [])
+    rows = db.execute(f"SELECT {_RULE_COLUMNS} FROM pair_rules {clause} ORDER BY created_at DESC", params)
+    return [_rule(row) for row in rows]
+
+
+def forget(db: apsw.Connection, rule_id: str) -> RuleInfo | None:
+    """Delete the rule made by approval ``rule_id``; the rule as it was, or None."""
+    row = db.execute(f"SELECT {_RULE_COLUMNS} FROM pair_rules WHERE approval_id = ?", (rule_id,)).fetchone()
+    if row is None:
+        return None
+    db.execute("DELETE FROM pair_rules WHERE approval_id = ?", (rule_id,))
+    return _rule(row)

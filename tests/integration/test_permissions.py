@@ -89,6 +89,21 @@ def test_remember_allows_the_same_request_without_asking(iris: Iris) -> None:
     assert done["status"] == "completed" and done["text"].startswith("tool Bash said:")
     assert (folder / "made.txt").exists()
     assert len(iris.cli_json("approvals", "--all")) == 1  # nobody was asked again
+    # the rule can be listed and forgotten; then the request is asked again
+    [rule] = iris.cli_json("approvals", "rules")
+    assert rule["id"] == approval["id"] and rule["tool_name"] == "Bash" and rule["from_team"] is None
+    assert rule["input"]["command"] == "echo hi > made.txt"
+    shown = iris.cli("approvals", "rules", "alpha").stdout
+    assert approval["id"] in shown and "external->alpha" in shown and "echo hi > made.txt" in shown
+    forgot = iris.cli("approvals", "forget", approval["id"])
+    assert forgot.returncode == 0
+    assert "forgot: external->alpha asks again for Bash `echo hi > made.txt`" in forgot.stdout
+    again = iris.cli("approvals", "forget", approval["id"])
+    assert again.returncode == 1 and "'iris approvals rules' lists them" in again.stderr
+    assert iris.cli_json("approvals", "rules") == []
+    iris.stop()
+    iris.start()
+    ask(iris)  # asked again
 
 
 def test_deny_mode_refuses_without_asking(iris: Iris) -> None:
