@@ -14,6 +14,7 @@ from irisd import __version__
 from irisd.caller import Caller
 from irisd.claude.command import root_skip_problem
 from irisd.claude.environment import child_environment
+from irisd.claude.wire import SystemLine, decode_line
 from irisd.config import IrisConfig, Team
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell, save_tell
@@ -342,9 +343,24 @@ class Dispatcher:
             raise InvalidRequestError(
                 f"{request.command!r} is not a slash command name; use e.g. 'compact' or '/compact'"
             )
+        known = await self.slash_commands(request.to_team)
+        if known is not None and name not in known:
+            raise InvalidRequestError(
+                f"/{name} is not a command of team {request.to_team}'s claude (as it said at its last start; "
+                f"a tell refreshes it); it knows: {', '.join(sorted(known))}"
+            )
         text = f"/{name} {request.args.strip()}".strip()
         tell = await self.submit(request.to_team, text, request.from_team, request.timeout_ms, kind="command")
         return await self._reply_when_due(tell, None)
+
+    async def slash_commands(self, team: str) -> tuple[str, ...] | None:
+        """The slash commands ``team``'s claude says it knows: its latest ``init`` line, as
+        stored with the transcripts (so also after a restart of irisd); None before any
+        claude of the team has run."""
+        self.config.team(team)
+        raw = await self.store.call(tells.latest_init_line, team)
+        line = decode_line(raw) if raw is not None else None
+        return line.commands() if isinstance(line, SystemLine) else None
 
     async def submit(
         self,

@@ -8,6 +8,7 @@ what it does not know: unknown fields are ignored, an unknown ``type`` becomes
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -27,6 +28,13 @@ class SystemLine(_Line, tag="system"):
     retry_delay_ms: Any = None
     error_status: Any = None
     error: Any = None
+    slash_commands: Any = None  # with subtype "init": the slash commands this claude knows
+
+    def commands(self) -> tuple[str, ...] | None:
+        """The slash commands an ``init`` line names (None for other lines)."""
+        if self.subtype != "init" or not isinstance(self.slash_commands, list):
+            return None
+        return tuple(str(c) for c in self.slash_commands if isinstance(c, str))
 
     def retry_notice(self) -> str | None:
         """For the people waiting, what an ``api_retry`` line means (None for other lines)."""
@@ -65,8 +73,25 @@ class AssistantLine(_Line, tag="assistant"):
         return [block for block in self.message.content if block.type == "tool_use"]
 
 
+class UserMessage(msgspec.Struct, kw_only=True):
+    content: Any = None
+
+
+_LOCAL_OUTPUT = re.compile(r"<local-command-(?:stdout|stderr)>(.*?)</local-command-(?:stdout|stderr)>", re.S)
+
+
 class UserLine(_Line, tag="user"):
-    """A user turn echoed back (usually tool results)."""
+    """A user turn echoed back (usually tool results; after a slash command, its output)."""
+
+    message: UserMessage | None = None
+
+    def command_output(self) -> str:
+        """What a slash command printed (``<local-command-stdout>``), else ''."""
+        content = self.message.content if self.message is not None else None
+        texts = [content] if isinstance(content, str) else [
+            b.get("text", "") for b in content or [] if isinstance(b, dict) and isinstance(b.get("text"), str)
+        ] if isinstance(content, list) else []
+        return "\n".join(m.strip() for t in texts for m in _LOCAL_OUTPUT.findall(t) if m.strip())
 
 
 class StreamDelta(msgspec.Struct, kw_only=True):

@@ -154,3 +154,15 @@ def prune(db: apsw.Connection, finished_before: float, keep_per_pair: int) -> in
             (finished_before, keep_per_pair),
         )
     return db.changes()
+
+
+def latest_init_line(db: apsw.Connection, to_team: str) -> bytes | None:
+    """The newest ``init`` line a claude of ``to_team`` printed (it names its slash
+    commands), from the stored transcripts: known after a restart of irisd too."""
+    row = db.execute(
+        "SELECT m.raw FROM tell_messages m JOIN tells t ON t.id = m.tell_id "
+        "WHERE t.to_team = ? AND m.type = 'system' AND instr(m.raw, ?) > 0 "  # raw is a BLOB: no LIKE
+        "ORDER BY m.id DESC LIMIT 1",
+        (to_team, b'"subtype":"init"'),
+    ).fetchone()
+    return bytes(row[0]) if row else None

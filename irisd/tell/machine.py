@@ -43,6 +43,7 @@ from irisd.claude.wire import (
     AssistantLine,
     ResultLine,
     StreamEventLine,
+    UserLine,
 )
 from protocol.messages import FINAL_TELL_STATUSES, UNFINISHED_TELL_STATUSES, ReplyStatus, TellStatus
 
@@ -183,6 +184,9 @@ class TellMachine:
                 text = line.text()
                 if text:
                     self._committed.append(text)
+            case UserLine():  # a slash command's output ("Compacted"): its answer
+                if output := line.command_output():
+                    self._committed.append(output)
             case ResultLine():
                 self.result = line
                 if self._interrupting:

@@ -132,3 +132,19 @@ def test_doctor_says_what_works_and_what_to_fix(iris: Iris) -> None:
     assert "✗ config" in output and "no teams are configured" in output and "iris init --force --team" in output
     assert "! irisd" in output and "iris daemon start" in output
     assert "1 problem(s) to fix" in output
+
+
+def test_a_command_is_checked_against_what_claude_knows_and_shows_its_output(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    assert iris.cli("tell", "alpha", "hi").returncode == 0  # claude's init line names its commands
+    wrong = iris.cli("command", "alpha", "nonsense")
+    assert wrong.returncode == 1
+    assert "/nonsense is not a command of team alpha's claude" in wrong.stderr and "compact" in wrong.stderr
+    assert len(iris.cli_json("report", "alpha")) == 1  # nothing was sent
+    iris.stop()
+    iris.start()  # known from the stored transcript after a restart too
+    assert "/nonsense is not a command" in iris.cli("command", "alpha", "/nonsense").stderr
+    compacted = iris.cli("command", "alpha", "compact")
+    assert compacted.returncode == 0, compacted.stderr
+    assert compacted.stdout.strip() == "Compacted"
