@@ -142,6 +142,9 @@ def test_a_command_is_checked_against_what_claude_knows_and_shows_its_output(iri
     assert wrong.returncode == 1
     assert "/nonsense is not a command of team alpha's claude" in wrong.stderr and "compact" in wrong.stderr
     assert len(iris.cli_json("report", "alpha")) == 1  # nothing was sent
+    # 'external' names you wherever --from is taken, as in 'iris session reset external TEAM'
+    assert len(iris.cli_json("report", "alpha", "--from", "external")) == 1
+    assert iris.cli("sleep", "alpha", "--from", "external").returncode == 0
     iris.stop()
     iris.start()  # known from the stored transcript after a restart too
     assert "/nonsense is not a command" in iris.cli("command", "alpha", "/nonsense").stderr
