@@ -22,6 +22,7 @@ from protocol.messages import (
     TeamInfo,
     TellInfo,
     TellNotice,
+    TellPhaseEvent,
     TellState,
     TranscriptReply,
 )
@@ -198,6 +199,12 @@ def notifications(items: list[NotificationInfo]) -> None:
 
 def tell_notice(event: TellNotice) -> None:
     out.print(f"\n[bold]{event.tell_id}[/] [yellow]{event.text}[/]")
+
+
+def tell_phase(event: TellPhaseEvent) -> None:
+    from protocol.phases import describe
+
+    out.print(Text(f"\n{event.tell_id} {describe(event.phase)}", style="dim"))
 
 
 def tell_state(event: TellState) -> None:

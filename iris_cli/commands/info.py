@@ -67,7 +67,7 @@ def watch(
     import msgspec
 
     from iris_cli import render
-    from protocol.messages import ApprovalEvent, TellNotice, TellState, TellText, Watch
+    from protocol.messages import ApprovalEvent, TellNotice, TellPhaseEvent, TellState, TellText, Watch
 
     def show(event: Event) -> None:
         if as_json:
@@ -78,6 +78,8 @@ def watch(
             render.approval_event(event.approval)
         elif isinstance(event, TellNotice):
             render.tell_notice(event)
+        elif isinstance(event, TellPhaseEvent) and event.phase.name != "answering":  # the text shows that
+            render.tell_phase(event)
         elif isinstance(event, TellText):
             sys.stdout.write(event.text)
             sys.stdout.flush()
