@@ -431,8 +431,9 @@ def render_tell(reply: TellReply) -> ToolOutput:
     info, status = reply.tell, reply.status
     data = tell_data(reply)
     if status == "completed":
-        if not info.text and info.kind == "command":
-            return ToolOutput(f"{info.message} ran in {pair_name(info.from_team, info.to_team)}.", data)
+        if info.kind == "command":  # with what it printed ("Compacted"), if anything
+            said = f": {info.text}" if info.text else "."
+            return ToolOutput(f"{info.message} ran in {pair_name(info.from_team, info.to_team)}{said}", data)
         return ToolOutput(info.text or "(the team answered with no text)", data)
     if status == "in_progress":
         if not info.text:

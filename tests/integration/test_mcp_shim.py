@@ -179,7 +179,7 @@ async def test_cancelling_the_call_interrupts_the_tell(iris: Iris, mode: str) ->
     working = trio.Event()
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-        if message and "working" in message:
+        if message and "waiting for the model" in message:  # the phase @hang stays in
             working.set()
 
     async with shim(iris, cwd=alpha, mode=mode) as client:
@@ -250,7 +250,7 @@ async def test_pairs_reports_transcripts_and_commands(iris: Iris) -> None:
 
         text, data, is_error = await call(client, "team_command", team="beta", command="compact")
         assert not is_error and (data["kind"], data["message"]) == ("command", "/compact"), text
-        assert text == "/compact ran in alpha->beta."
+        assert text == "/compact ran in alpha->beta: Compacted"
 
         text, data, is_error = await call(client, "team_sleep", team="beta")
         assert not is_error and data["process"]["state"] == "stopped", text
