@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
+from iris_cli import plain
 from iris_cli.text import pair_name, short
 from protocol.messages import (
     ApprovalInfo,
@@ -98,49 +99,17 @@ def teams_table(teams: list[TeamInfo]) -> Table:
 
 
 def status(reply: StatusReply) -> None:
-    out.print(
-        f"[green]irisd is running[/] (pid {reply.pid}, version {reply.daemon_version}, "
-        f"up since {ago(reply.started_at)})"
-    )
-    out.print(f"socket: {reply.socket_path}\nconfig: {reply.config_path}")
-    if reply.http_url:
-        out.print(f"http:   {reply.http_url} (API: /api/openapi.json; 'iris dashboard' opens it)")
-    out.print(f"\n[bold]teams[/] ({len(reply.teams)})")
-    out.print(teams_table(reply.teams) if reply.teams else "  none configured")
-    if reply.pending_approvals:
-        out.print(f"\n[magenta]{reply.pending_approvals} approval(s) waiting[/]: see 'iris approvals'")
-    running = sum(p.pid is not None for p in reply.processes)
-    out.print(f"\n[bold]processes[/] ({running} of at most {reply.max_processes} running)")
-    processes([p for p in reply.processes if p.state != "stopped" or p.reason])
-
-
-def _reasons(items: Sequence[ProcessInfo]) -> None:
-    """Why pairs failed or stopped, under the table: whole, since they say what to do."""
-    for p in items:
-        if p.reason:
-            out.print(Text(f"  {pair_name(p.from_team, p.to_team)}: {p.reason}", style="dim"))
+    """``iris status`` (plain lines: see ``iris_cli.plain``)."""
+    _plain_lines(plain.status_lines(reply, width=out.width, color=out.is_terminal and not out.no_color))
 
 
 def processes(items: list[ProcessInfo]) -> None:
-    if not items:
-        out.print("  none")
-        return
-    rows = []
-    for p in items:
-        state = p.state + ("*" if p.reason else "")
-        color = {"failed": "red", "processing": "yellow", "idle": "green"}.get(p.state, "")
-        rows.append((
-            pair_name(p.from_team, p.to_team),
-            f"[{color}]{state}[/]" if color else state,
-            str(p.pid or "-"),
-            str(p.queued),
-            p.session_id[:8],
-            ago(p.last_used_at),
-        ))
-    out.print(table(("pair", "state", "pid", "queued", "session", "last used"), rows))
-    if any(p.reason for p in items):
-        out.print("[dim]* why:[/]")
-        _reasons(items)
+    _plain_lines(plain.process_lines(items, width=out.width, color=out.is_terminal and not out.no_color))
+
+
+def _plain_lines(lines: list[str]) -> None:
+    for line in lines:
+        out.print(Text.from_ansi(line))
 
 
 def sessions(items: list[SessionInfo]) -> None:

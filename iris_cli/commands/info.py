@@ -37,9 +37,9 @@ def status(as_json: JsonOption = False) -> None:
     if as_json:
         print_json({"running": True, **msgspec.to_builtins(reply)})
     else:
-        from iris_cli import render
+        from iris_cli.plain import print_status  # no rich: it costs more than the rest
 
-        render.status(reply)
+        print_status(reply)
 
 
 @app.command()

@@ -99,3 +99,23 @@ def test_a_notice_names_its_tell(screen: io.StringIO) -> None:
 def test_watch_names_a_tells_phase(screen: io.StringIO) -> None:
     render.tell_phase(TellPhaseEvent(tell_id="abc", phase=TellPhase(name="queued", ahead=1)))
     assert screen.getvalue() == "\nabc queued behind 1 tell\n"
+
+
+def test_status_is_plain_lines_that_fit_80_columns() -> None:
+    from iris_cli.plain import paint, status_lines
+    from protocol.messages import StatusReply, TeamInfo
+
+    reply = StatusReply(
+        pid=7, daemon_version="0.1.0", started_at=time.time(), socket_path="/s", config_path="/c",
+        teams=[TeamInfo(name="backend", path="/src/api", description="The API that serves the web app " * 4)],
+        processes=[ProcessInfo(from_team="web", to_team="backend", state="failed", session_id="1246fe1e-01e2",
+                               reason="claude keeps crashing on start (3 times): exit code 1")],
+        max_processes=10, pending_approvals=1,
+    )
+    lines = status_lines(reply, width=80, color=False)
+    assert lines[0] == "irisd is running (pid 7, version 0.1.0, up since 0s ago)"
+    assert lines[6].split()[:2] == ["backend", "/src/api"] and lines[6].endswith("…") and len(lines[6]) == 80
+    assert "1 approval(s) waiting: see 'iris approvals'" in lines
+    assert lines[-3].split() == ["web->backend", "failed*", "-", "0", "1246fe1e", "-"]
+    assert lines[-2:] == ["* why:", "  web->backend: claude keeps crashing on start (3 times): exit code 1"]
+    assert paint("x", "#E91E63", True) == "\x1b[38;2;233;30;99mx\x1b[0m" and paint("x", "red", False) == "x"

@@ -1,0 +1,132 @@
+"""``iris status`` without rich: the daemon, its teams and its processes as plain lines
+(ANSI colours on a terminal). Importing rich costs more than the rest of the command,
+and ``iris status`` is the command people and scripts run most; the rest of the CLI's
+output goes through ``iris_cli.render``, which prints these same lines for ``iris demo``
+and ``iris wake --all``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from iris_cli.text import pair_name, short
+from protocol.messages import ProcessInfo, StatusReply, TeamInfo
+
+COLORS = {"green": "32", "yellow": "33", "red": "31", "magenta": "35", "bold": "1", "dim": "2"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: its text and, on a terminal, its colour (a name or '#RRGGBB')."""
+
+    text: str
+    color: str = ""
+
+
+def width_of(text: str) -> int:
+    """Columns ``text`` takes on a terminal (wide characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def use_color(stream: object = None) -> bool:
+    stream = sys.stdout if stream is None else stream
+    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+
+
+def paint(text: str, color: str, on: bool) -> str:
+    if not on or not color or not text:
+        return text
+    if color.startswith("#") and len(color) in (4, 7):
+        digits = color[1:] if len(color) == 7 else "".join(c * 2 for c in color[1:])
+        code = "38;2;" + ";".join(str(int(digits[i : i + 2], 16)) for i in (0, 2, 4))
+    else:
+        code = COLORS.get(color, "")
+    return f"\x1b[{code}m{text}\x1b[0m" if code else text
+
+
+def ago(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "-"
+    seconds = max(0, time.time() - timestamp)
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, width: int, color: bool, free: int = -1
+) -> list[str]:
+    """Columns padded to their widest cell, two spaces apart; ``free`` is the index of the
+    one column that is cut (with an ellipsis) to keep the line within ``width``."""
+    widths = [max([width_of(h), *(width_of(r[i].text) for r in rows)]) for i, h in enumerate(headers)]
+    if free >= 0:
+        others = sum(w for i, w in enumerate(widths) if i != free) + 2 * (len(widths) - 1)
+        widths[free] = max(min(widths[free], width - others), min(widths[free], 8))
+
+    def line(cells: Sequence[Cell], bold: bool = False) -> str:
+        parts = []
+        for index, (cell, size) in enumerate(zip(cells, widths, strict=True)):
+            text = short(cell.text, size) if index == free and width_of(cell.text) > size else cell.text
+            padding = " " * (size - width_of(text)) if index < len(cells) - 1 else ""
+            parts.append(paint(text, "bold" if bold else cell.color, color) + padding)
+        return "  ".join(parts).rstrip()
+
+    return [line([Cell(h) for h in headers], bold=True), *(line(r) for r in rows)]
+
+
+def team_lines(teams: list[TeamInfo], *, width: int, color: bool) -> list[str]:
+    rows = [(Cell(t.name, t.color), Cell(t.path), Cell(t.description)) for t in teams]
+    return table(("team", "path", "description"), rows, width=width, color=color, free=2)
+
+
+def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[str]:
+    """The pairs' processes; a failure's reason (``*``) follows the table, whole."""
+    if not items:
+        return ["  none"]
+    rows = []
+    for p in items:
+        state_color = {"failed": "red", "processing": "yellow", "idle": "green"}.get(p.state, "")
+        rows.append((
+            Cell(pair_name(p.from_team, p.to_team)),
+            Cell(p.state + ("*" if p.reason else ""), state_color),
+            Cell(str(p.pid or "-")),
+            Cell(str(p.queued)),
+            Cell(p.session_id[:8]),
+            Cell(ago(p.last_used_at)),
+        ))
+    lines = table(("pair", "state", "pid", "queued", "session", "last used"), rows, width=width, color=color)
+    if any(p.reason for p in items):
+        lines.append(paint("* why:", "dim", color))
+        lines += [paint(f"  {pair_name(p.from_team, p.to_team)}: {p.reason}", "dim", color) for p in items if p.reason]
+    return lines
+
+
+def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
+    lines = [
+        paint("irisd is running", "green", color)
+        + f" (pid {reply.pid}, version {reply.daemon_version}, up since {ago(reply.started_at)})",
+        f"socket: {reply.socket_path}",
+        f"config: {reply.config_path}",
+        *([f"http:   {reply.http_url} (API: /api/openapi.json; 'iris dashboard' opens it)"] if reply.http_url else []),
+        "",
+        paint("teams", "bold", color) + f" ({len(reply.teams)})",
+        *(team_lines(reply.teams, width=width, color=color) if reply.teams else ["  none configured"]),
+    ]
+    if reply.pending_approvals:
+        lines += ["", paint(f"{reply.pending_approvals} approval(s) waiting", "magenta", color)
+                  + ": see 'iris approvals'"]
+    running = sum(p.pid is not None for p in reply.processes)
+    shown = [p for p in reply.processes if p.state != "stopped" or p.reason]
+    lines += ["", paint("processes", "bold", color) + f" ({running} of at most {reply.max_processes} running)"]
+    return lines + process_lines(shown, width=width, color=color)
+
+
+def print_status(reply: StatusReply) -> None:
+    width = shutil.get_terminal_size((80, 24)).columns
+    print("\n".join(status_lines(reply, width=width, color=use_color())))
