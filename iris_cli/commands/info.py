@@ -66,13 +66,15 @@ def watch(
     """Follow tells live as their text streams (Ctrl-C to stop)."""
     import msgspec
 
-    from iris_cli import render
     from protocol.messages import ApprovalEvent, TellNotice, TellPhaseEvent, TellState, TellText, Watch
 
     def show(event: Event) -> None:
         if as_json:
             print(json.dumps(msgspec.to_builtins(event)), flush=True)
-        elif isinstance(event, TellState):
+            return
+        from iris_cli import render  # at the first event: subscribing comes first
+
+        if isinstance(event, TellState):
             render.tell_state(event)
         elif isinstance(event, ApprovalEvent):
             render.approval_event(event.approval)
