@@ -161,6 +161,33 @@ def check_daemon(ctx: Context) -> Check:
     return Check("irisd", "ok", f"running (pid {welcome.pid}, version {welcome.daemon_version})")
 
 
+def check_http(ctx: Context) -> Check:
+    """irisd's HTTP face (API, dashboard, MCP for its children): its URL, and /health."""
+    import urllib.request
+
+    from iris_cli.client import Client
+    from protocol.errors import IrisError
+    from protocol.messages import GetStatus, StatusReply
+
+    try:
+        with Client(ctx.paths.socket, timeout=5) as client:
+            status = client.request(GetStatus())
+    except (IrisError, OSError):
+        return Check("HTTP face", "skip", "needs a running irisd")
+    assert isinstance(status, StatusReply)
+    if not status.http_url:
+        return Check("HTTP face", "warn", "irisd serves no HTTP face", "see 'iris daemon logs' for why")
+    try:
+        with urllib.request.urlopen(status.http_url.rstrip("/") + "/health", timeout=5) as answer:
+            healthy = answer.status == 200
+    except OSError as exc:
+        return Check("HTTP face", "fail", f"{status.http_url}/health does not answer: {exc}",
+                     "see 'iris daemon logs'; settings.httpPort / httpHost choose where it listens")
+    if not healthy:
+        return Check("HTTP face", "fail", f"{status.http_url}/health is not ok", "see 'iris daemon logs'")
+    return Check("HTTP face", "ok", f"{status.http_url} answers ('iris dashboard' opens it)")
+
+
 def check_service(ctx: Context) -> Check:
     from iris_cli.daemon_control import Layout, irisd_command
 
@@ -222,6 +249,7 @@ CHECKS: list[Callable[[Context], Check]] = [
     check_root_skip,
     check_socket_folder,
     check_daemon,
+    check_http,
     check_service,
     check_claude_code,
 ]

@@ -123,6 +123,7 @@ def test_doctor_says_what_works_and_what_to_fix(iris: Iris) -> None:
     assert code == 0, output
     assert "✓ claude" in output and "2.1.330" in output
     assert re.search(r"✓ irisd +running \(pid \d+", output)
+    assert re.search(r"✓ HTTP face +http://127\.0\.0\.1:\d+ answers", output), output
     assert "all good" in output
     iris.stop()
     (iris.home / "config.yaml").write_text("teams: {}\n")

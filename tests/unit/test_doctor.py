@@ -36,12 +36,13 @@ def test_a_sound_setup_fails_nothing(tmp_path: Path) -> None:
     checks = by_name(ctx)
     assert [c.name for c in run_checks(ctx)] == [
         "claude", "credentials", "config", "team folders", "root + skip", "socket folder", "irisd",
-        "systemd unit", "Claude Code",
+        "HTTP face", "systemd unit", "Claude Code",
     ]
-    assert len(CHECKS) == 9
+    assert len(CHECKS) == 10
     assert checks["claude"] == Check("claude", "ok", f"claude 2.1.330 at {claude}")
     assert all(c.verdict != "fail" for c in checks.values()), checks
     assert checks["irisd"].verdict == "warn" and "iris daemon start" in checks["irisd"].fix
+    assert checks["HTTP face"] == Check("HTTP face", "skip", "needs a running irisd")
 
 
 def test_each_problem_is_named_with_its_fix(tmp_path: Path) -> None:
