@@ -4,6 +4,7 @@ response timeout, queues, notifications that survive kill -9, commands, reports,
 from __future__ import annotations
 
 import json
+import select
 import signal
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import time
 import pytest
 
 from harness import Iris, wait_for
-from protocol.messages import CancelTell, GetPair, GetTell, Tell
+from protocol.messages import CancelTell, GetPair, GetTell, Sleep, Tell, Wake
 
 pytestmark = pytest.mark.claude
 
@@ -174,11 +175,19 @@ def test_a_watcher_is_told_when_irisd_stops(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "iris_cli", "watch"],
+        [sys.executable, "-m", "iris_cli", "watch", "--json"],
         env=iris.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        time.sleep(0.5)  # let the watcher subscribe (nothing to poll for)
+        # Subscribed once it sees an event: a pair's process changing state is one. (A fixed
+        # sleep was too short for the CLI to start on a loaded machine.)
+        assert watcher.stdout is not None
+        deadline = time.monotonic() + 60
+        while not select.select([watcher.stdout], [], [], 0)[0]:
+            assert time.monotonic() < deadline, "the watcher saw no event"
+            iris.request(Sleep(to_team="alpha") if iris.request(GetPair(to_team="alpha")).process.pid
+                         else Wake(to_team="alpha"))
+            select.select([watcher.stdout], [], [], 0.5)
         assert iris.stop() == 0
         _, err = watcher.communicate(timeout=20)
     finally:
