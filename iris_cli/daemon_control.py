@@ -297,6 +297,10 @@ def start_daemon(layout: Layout, socket_path: Path, timeout: float = 15.0) -> We
             ) from None
         welcome = wait_until_answering(socket_path, deadline, pid)
         if welcome is not None:
+            # irisd writes its pid file just after it starts answering: wait for it, so that
+            # what follows (e.g. 'iris daemon start' saying how it runs) sees it.
+            while pid is not None and read_pid_file(layout) != welcome.pid and time.monotonic() < deadline:
+                time.sleep(POLL_S)
             return welcome
     if pid is not None and not is_alive(pid):
         problem = "started as a background process but exited"
