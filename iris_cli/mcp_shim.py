@@ -132,9 +132,10 @@ class Shim:
     """The tools: validate arguments, derive the caller, send requests, render replies."""
 
     def __init__(
-        self, link: DaemonLink, *, team: str | None, cwd: str, env: Mapping[str, str]
+        self, link: DaemonLink, *, team: str | None, cwd: str, env: Mapping[str, str], read_only: bool = False
     ) -> None:
         self.link = link
+        self.read_only = read_only  # iris-agent's server: only the tools that read
         self.explicit_team = team
         self.cwd = cwd
         self.parent_pair = env.get("IRIS_PARENT_PAIR", "").strip()
@@ -156,18 +157,23 @@ class Shim:
             "team_approvals": self.team_approvals,
             "team_approve": self.team_approve,
             "team_deny": self.team_deny,
+            "team_questions": self.team_questions,
+            "team_answer": self.team_answer,
+            "team_costs": self.team_costs,
+            "team_status": self.team_status,
+            "team_sessions": self.team_sessions,
         }
 
     async def call(
         self, name: str, arguments: dict[str, Any] | None, report: ReportProgress
     ) -> ToolOutput:
         """Run one tool; every failure becomes a tool error the model can act on."""
-        from iris_cli.mcp_tools import TOOLS_BY_NAME, error_output, parse_args
+        from iris_cli.mcp_tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, error_output, parse_args
         from protocol.errors import IrisError
 
         tool = TOOLS_BY_NAME.get(name)
-        if tool is None:
-            known = ", ".join(TOOLS_BY_NAME)
+        if tool is None or (self.read_only and name not in READ_ONLY_TOOLS):
+            known = ", ".join(READ_ONLY_TOOLS if self.read_only else TOOLS_BY_NAME)
             return error_output(f"unknown tool {name!r}; the Iris tools are: {known}", "invalid_request")
         try:
             args = parse_args(tool, arguments)
@@ -189,6 +195,8 @@ class Shim:
         from iris_cli.mcp_tools import resolve_identity
         from protocol.messages import ListTeams, TeamsReply
 
+        if self._identity is None and self.read_only:
+            self._identity = resolve_identity(None, self.cwd, [])  # iris-agent is no team
         if self._identity is None:
             teams = []
             if self.explicit_team is None:
@@ -223,8 +231,17 @@ class Shim:
     # tells -----------------------------------------------------------------------------
 
     async def team_tell(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.errors import InvalidRequestError
         from protocol.messages import Tell
 
+        if args.to_teams:
+            if args.to_team or args.persist:
+                raise InvalidRequestError(
+                    "give either toTeam or toTeams, not both (and persist works for one team at a time)"
+                )
+            return await self.fan_out(args, report)
+        if not args.to_team:
+            raise InvalidRequestError("team_tell needs toTeam (the team to tell), or toTeams for several")
         request = Tell(
             to_team=args.to_team,
             message=args.message,
@@ -238,6 +255,41 @@ class Shim:
         output = await self.run_tell(request, report)
         output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
         return output
+
+    async def fan_out(self, args: Any, report: ReportProgress) -> ToolOutput:
+        """toTeams: one tell per team; a progress notification as each one answers."""
+        from iris_cli.aclient import ConnectionLost
+        from iris_cli.mcp_tools import render_reply
+        from protocol.errors import DaemonNotRunningError
+        from protocol.messages import FanOutEvent, TellMany
+
+        request = TellMany(
+            to_teams=args.to_teams,
+            message=args.message,
+            from_team=await self.sender(args.from_team),
+            timeout_ms=args.timeout,
+            stream=True,
+            parent_pair=self.parent_pair,
+        )
+        answered = 0
+
+        async def on_event(event: Event) -> None:
+            nonlocal answered
+            if isinstance(event, FanOutEvent):
+                answered += 1
+                await report(answered, f"{event.result.to_team}: {event.result.status}")
+
+        grace = max(args.timeout, 0) / 1000 + TELL_GRACE_S if args.timeout != 0 else float("inf")
+        try:
+            with trio.move_on_after(grace):
+                return render_reply(await self.link.call(request, idempotent=False, on_event=on_event))
+        except ConnectionLost:
+            raise DaemonNotRunningError(
+                "the connection to irisd broke while the tells were under way; see team_report for each team"
+            ) from None
+        from protocol.errors import IrisError
+
+        raise IrisError(f"irisd did not answer the fan-out within {grace:g} s; see team_report for each team")
 
     async def run_tell(self, request: Tell, report: ReportProgress) -> ToolOutput:
         """Send a tell, forward its text as progress, cancel it if the call is cancelled."""
@@ -336,6 +388,47 @@ class Shim:
 
         decide = Decide(approval_id=args.approval_id, allow=False, reason=args.reason, by=await self.decider())
         return await self.simple(decide, idempotent=False)
+
+    # questions and costs ---------------------------------------------------------------
+
+    async def team_questions(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import ListQuestions
+
+        me = (await self.identity()).team
+        for_team = "" if args.all_callers else (me or "external")
+        return await self.simple(ListQuestions(team=args.team, include_closed=args.all, for_team=for_team))
+
+    async def team_answer(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import AnswerQuestion
+
+        me = (await self.identity()).team
+        request = AnswerQuestion(
+            question_id=args.question_id,
+            text=args.text,
+            timeout_ms=args.timeout,
+            by=await self.decider(),
+            as_team=me or "external",
+        )
+        grace = max(args.timeout, 0) / 1000 + TELL_GRACE_S if args.timeout != 0 else float("inf")
+        return await self.simple(request, idempotent=False, within=grace)
+
+    async def team_costs(self, args: Any, report: ReportProgress) -> ToolOutput:
+        import time
+
+        from protocol.messages import Costs
+
+        since = time.time() - args.since_hours * 3600 if args.since_hours else 0.0
+        return await self.simple(Costs(by=args.by, since=since, team=args.team))
+
+    async def team_status(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import GetStatus
+
+        return await self.simple(GetStatus())
+
+    async def team_sessions(self, args: Any, report: ReportProgress) -> ToolOutput:
+        from protocol.messages import ListSessions
+
+        return await self.simple(ListSessions(to_team=args.team))
 
     async def decider(self) -> str:
         return f"{(await self.identity()).team or 'external'} (Claude Code)"
@@ -444,7 +537,7 @@ def build_server(shim: Shim) -> Server[Any]:
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         if not listed:
-            listed.extend(mcp_tool_list())
+            listed.extend(mcp_tool_list(shim.read_only))
         return types.ListToolsResult(tools=listed)
 
     async def call_tool(
@@ -472,8 +565,8 @@ def build_server(shim: Shim) -> Server[Any]:
     )
 
 
-def mcp_tool_list() -> list[types.Tool]:
-    from iris_cli.mcp_tools import TOOLS, input_schema
+def mcp_tool_list(read_only: bool = False) -> list[types.Tool]:
+    from iris_cli.mcp_tools import READ_ONLY_TOOLS, TOOLS, input_schema
 
     return [
         types.Tool(
@@ -490,6 +583,7 @@ def mcp_tool_list() -> list[types.Tool]:
             ),
         )
         for tool in TOOLS
+        if not read_only or tool.name in READ_ONLY_TOOLS
     ]
 
 
@@ -513,6 +607,9 @@ def parse_options(argv: list[str]) -> argparse.Namespace:
         "--no-autostart", action="store_true", help="do not start irisd when it is not running"
     )
     parser.add_argument(
+        "--read-only", action="store_true", help="serve only the tools that read (iris-agent's tool set)"
+    )
+    parser.add_argument(
         "--log-level",
         type=str.lower,
         choices=["debug", "info", "warning", "error"],
@@ -531,7 +628,7 @@ def main(argv: list[str]) -> int:
         format="%(asctime)s iris-mcp %(levelname)s %(name)s: %(message)s",
     )
     link = DaemonLink(autostart=not options.no_autostart)
-    shim = Shim(link, team=options.team, cwd=os.getcwd(), env=os.environ)
+    shim = Shim(link, team=options.team, cwd=os.getcwd(), env=os.environ, read_only=options.read_only)
     try:
         trio.run(serve, build_server(shim))
     except KeyboardInterrupt:

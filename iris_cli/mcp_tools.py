@@ -25,14 +25,17 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from iris_cli.text import pair_name, tail, tell_data
+from iris_cli.text import pair_name, tail, tell_data, usd
 from iris_cli.text import short as text_short
 from protocol.errors import InvalidRequestError
 from protocol.messages import (
     FINAL_TELL_STATUSES,
+    AnswerReply,
     ApprovalInfo,
     ApprovalReply,
     ApprovalsReply,
+    CostRow,
+    CostsReply,
     CountReply,
     Event,
     NotificationInfo,
@@ -41,6 +44,9 @@ from protocol.messages import (
     PairReply,
     PairsReply,
     ProcessInfo,
+    QuestionInfo,
+    QuestionReply,
+    QuestionsReply,
     Reply,
     ReportReply,
     SessionReply,
@@ -51,6 +57,7 @@ from protocol.messages import (
     TellNotice,
     TellPhaseEvent,
     TellReply,
+    TellsReply,
     TellState,
     TellText,
     TranscriptReply,
@@ -109,12 +116,17 @@ class TellArgs(_Args):
     their context. By default it waits up to 50 s; if the team is still working you get
     the answer so far and a tellId: fetch the rest with team_result. Use timeout -1 to
     send without waiting, or persist=true to queue a message durably for later delivery
-    (fire-and-forget, survives restarts)."""
+    (fire-and-forget, survives restarts). toTeams asks several teams at once (each
+    answer labelled with its team)."""
 
-    to_team: Annotated[str, msgspec.Meta(min_length=1, description="The team to tell (see team_teams).")]
     message: Annotated[
         str, msgspec.Meta(min_length=1, description="What to tell or ask it, self-contained.")
     ]
+    to_team: Annotated[str, msgspec.Meta(description="The team to tell (see team_teams).")] = ""
+    to_teams: Annotated[
+        list[str],
+        msgspec.Meta(description="Several teams to tell at once (instead of toTeam); each answers on its own."),
+    ] = []
     from_team: FromTeam = None
     timeout: Timeout = DEFAULT_TELL_TIMEOUT_MS
     persist: Annotated[
@@ -274,6 +286,52 @@ class DenyArgs(_Args):
     reason: Annotated[str, msgspec.Meta(description="Why, for the team's model.")] = ""
 
 
+class QuestionsArgs(_Args):
+    """Questions teams asked in answers nobody was waiting for (a tell sent with timeout
+    -1 or persist, or one that outlasted its wait): by default the pending ones asked of
+    you. Answer one with team_answer; the answer continues that conversation."""
+
+    team: Annotated[str | None, msgspec.Meta(description="Only questions of or for this team.")] = None
+    all: Annotated[bool, msgspec.Meta(description="Include answered, dismissed and expired ones.")] = False
+    all_callers: Annotated[
+        bool, msgspec.Meta(description="Questions asked of every caller, not only of you.")
+    ] = False
+
+
+class AnswerArgs(_Args):
+    """Answer a pending question asked of you (see team_questions): the text is sent as
+    your next message in that same conversation, and the team's reply comes back."""
+
+    question_id: Annotated[str, msgspec.Meta(min_length=1, description="The question's id (from team_questions).")]
+    text: Annotated[str, msgspec.Meta(min_length=1, description="Your answer.")]
+    timeout: Timeout = DEFAULT_TELL_TIMEOUT_MS
+
+
+class CostsArgs(_Args):
+    """What tells cost, as claude reported it (USD, tokens, turns), summed per team,
+    pair (asker->answerer), chain of nested tells, or day."""
+
+    by: Annotated[
+        Literal["team", "pair", "chain", "day"], msgspec.Meta(description="How to group: team, pair, chain or day.")
+    ] = "team"
+    since_hours: Annotated[
+        float, msgspec.Meta(ge=0, description="Only the last N hours (0: everything recorded).")
+    ] = 0
+    team: Annotated[str | None, msgspec.Meta(description="Only tells to or from this team.")] = None
+
+
+class StatusArgs(_Args):
+    """irisd's state: its teams, every pair's claude process (state, pid, queue, current
+    tell) and how many approvals wait."""
+
+
+class SessionsArgs(_Args):
+    """The pairs' persistent conversations: which pairs exist, their session ids, turns,
+    last use and what they cost."""
+
+    team: Annotated[str | None, msgspec.Meta(description="Only the conversations with this team.")] = None
+
+
 @dataclass(frozen=True)
 class ToolDef:
     name: str
@@ -305,7 +363,14 @@ TOOLS: tuple[ToolDef, ...] = (
     ToolDef("team_approvals", "Tool uses waiting for a decision", ApprovalsArgs, read_only=True, idempotent=True),
     ToolDef("team_approve", "Allow a team's tool use", ApproveArgs, destructive=True),
     ToolDef("team_deny", "Refuse a team's tool use", DenyArgs, destructive=True),
+    ToolDef("team_questions", "Questions waiting for an answer", QuestionsArgs, read_only=True, idempotent=True),
+    ToolDef("team_answer", "Answer a team's question", AnswerArgs),
+    ToolDef("team_costs", "What tells cost", CostsArgs, read_only=True, idempotent=True),
+    ToolDef("team_status", "Iris's state", StatusArgs, read_only=True, idempotent=True),
+    ToolDef("team_sessions", "The pairs' conversations", SessionsArgs, read_only=True, idempotent=True),
 )
+# The tools of `iris mcp --read-only` (iris-agent's): they read Iris's state, never change it.
+READ_ONLY_TOOLS = tuple(t.name for t in TOOLS if t.read_only and t.name != "team_getTeamName")
 # The tools a claude child that Iris started may use without a person's say:
 # never the ones that decide approvals (a team must not approve its own requests).
 CHILD_ALLOWED_TOOLS = tuple(t.name for t in TOOLS if t.name not in ("team_approve", "team_deny"))
@@ -330,6 +395,8 @@ def input_schema(args: type[_Args]) -> dict[str, Any]:
             prop.update(plain)
         if prop.get("default", 0) is None:
             del prop["default"]
+        if "enum" in prop and "type" not in prop and all(isinstance(v, str) for v in prop["enum"]):
+            prop["type"] = "string"  # msgspec leaves it out for a Literal; some clients want it
         properties[name] = prop
     return body
 
@@ -601,6 +668,56 @@ def render_approval(a: ApprovalInfo) -> str:
     return f"{a.id}: {pair_name(a.from_team, a.to_team)} wants {a.tool_name}: {what} [{state}{reason}]"
 
 
+def render_question(q: QuestionInfo) -> str:
+    asked_of = q.from_team or "external"
+    state = q.status if q.status == "pending" else f"{q.status}{f' by {q.closed_by}' if q.closed_by else ''}"
+    return f"{q.id}: {q.to_team} asks {asked_of} [{state}]: {q.question}"
+
+
+def render_answer(reply: AnswerReply) -> ToolOutput:
+    told = render_tell(TellReply(status=reply.status, tell=reply.tell))
+    data = {"question": plain(reply.question), **told.data}
+    return ToolOutput(f"Answered {reply.question.id}. {reply.tell.to_team} replied:\n\n{told.text}", data,
+                      is_error=told.is_error)
+
+
+def render_costs(reply: CostsReply) -> ToolOutput:
+    def line(row: CostRow) -> str:
+        return (
+            f"- {row.key}: {usd(row.cost_usd)} over {row.tells} tells ({row.input_tokens} input, "
+            f"{row.output_tokens} output, {row.cache_read_tokens} cache-read tokens; {row.num_turns} turns)"
+        )
+
+    lines = [line(row) for row in reply.rows] or ["no costs recorded"]
+    lines.append(f"total: {usd(reply.total.cost_usd)} over {reply.total.tells} tells")
+    return ToolOutput("\n".join(lines), plain(reply))
+
+
+def render_fan_out(reply: TellsReply) -> ToolOutput:
+    """Every target's answer under its team's name; an error only if none answered."""
+    parts, results = [], []
+    for result in reply.results:
+        if result.tell is not None:
+            told = render_tell(TellReply(status=result.status if result.status != "refused" else "failed",
+                                         tell=result.tell))
+            parts.append(f"## {result.to_team} ({result.status})\n{told.text}")
+            results.append({**told.data, "status": result.status})
+            results[-1].pop("message", None)
+        else:
+            parts.append(f"## {result.to_team} (refused)\n{result.error}")
+            results.append({"to_team": result.to_team, "status": "refused",
+                            "error": {"code": result.error_code, "message": result.error}})
+    none_answered = all(r.status not in ("completed", "in_progress") for r in reply.results)
+    return ToolOutput("\n\n".join(parts), {"results": results}, is_error=none_answered)
+
+
+def render_status(status: StatusReply) -> ToolOutput:
+    lines = [f"irisd {status.daemon_version} (pid {status.pid}), {len(status.teams)} teams, "
+             f"{status.pending_approvals} approvals waiting"]
+    lines += [render_process(p) + (f", tell {p.current_tell}" if p.current_tell else "") for p in status.processes]
+    return ToolOutput("\n".join(lines), plain(status))
+
+
 def render_reply(reply: Reply) -> ToolOutput:
     """Any daemon reply as tool output, by its type."""
     match reply:
@@ -629,7 +746,27 @@ def render_reply(reply: Reply) -> ToolOutput:
             return ToolOutput(render_approval(approval), plain(reply))
         case TeamsReply(teams):
             return ToolOutput("\n".join(f"- {t.name}: {t.description}" for t in teams), plain(reply))
-        case SessionReply() | SessionsReply() | StatusReply() | Welcome():
+        case QuestionsReply(questions):
+            text = "\n\n".join(render_question(q) for q in questions) or "no pending questions"
+            return ToolOutput(text, plain(reply))
+        case QuestionReply(question):
+            return ToolOutput(render_question(question), plain(reply))
+        case AnswerReply():
+            return render_answer(reply)
+        case CostsReply():
+            return render_costs(reply)
+        case TellsReply():
+            return render_fan_out(reply)
+        case StatusReply():
+            return render_status(reply)
+        case SessionsReply(sessions):
+            lines = [
+                f"- {pair_name(s.from_team, s.to_team)}: session {s.session_id}, {s.message_count} turns, "
+                f"{s.process_state}, cost {usd(s.cost_usd)}"
+                for s in sessions
+            ]
+            return ToolOutput("\n".join(lines) or "no conversations yet", plain(reply))
+        case SessionReply() | Welcome():
             return ToolOutput(json.dumps(plain(reply), indent=1), plain(reply))
     return ToolOutput(f"irisd answered with {type(reply).__name__}", {"type": type(reply).__name__})
 

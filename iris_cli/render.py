@@ -12,7 +12,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from iris_cli import plain
-from iris_cli.text import pair_name, short
+from iris_cli.text import pair_name, short, usd
 from protocol.messages import (
     ApprovalInfo,
     NotificationInfo,
@@ -139,7 +139,7 @@ def report(items: list[TellInfo]) -> None:
         return
     rows = [
         (t.id, pair_name(t.from_team, t.to_team), t.status, ago(t.created_at), duration(t),
-         f"${t.cost_usd:.4f}" if t.cost_usd is not None else "-")
+         usd(t.cost_usd) if t.cost_usd is not None else "-")
         for t in items
     ]
     headers = ("id", "pair", "status", "when", "took", "cost")

@@ -49,6 +49,10 @@ carry tool results add nothing). The second turn of a session answers
     Call tool NAME with the JSON object in the free text as its input (an
     empty free text means ``{}``): one ``tool_use`` block, ``stop_reason``
     ``"tool_use"``.
+``@again:K``
+    With ``@tool``: call the tool K times in a row in the same turn (each call
+    after the previous one's result), then answer with the last result as
+    below. (Without it, a turn calls its tool once.)
 ``@error:STATUS [message]``
     Answer HTTP STATUS (400-599) with an Anthropic error body, e.g.
     ``{"type": "error", "error": {"type": "invalid_request_error",
@@ -159,7 +163,7 @@ MAX_BODY = 64 * 1024 * 1024
 _CLI_TEXTS = ("<system-reminder>", "[Request interrupted by user")
 """Text blocks that start like this are the CLI's, not the user's."""
 _DIRECTIVE = re.compile(r"@([a-z]+)(?::(\S*))?(?=\s|$)")
-_KNOWN = frozenset({"chunks", "slow", "hang", "stall", "ask", "tool", "long", "error", "flaky"})
+_KNOWN = frozenset({"chunks", "slow", "hang", "stall", "ask", "tool", "long", "error", "flaky", "again"})
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -294,6 +298,17 @@ def _result_text(block: JSON) -> str:
     return ""
 
 
+def tool_calls_in_turn(body: JSON) -> int:
+    """How many tool calls the current turn has made so far."""
+    return sum(
+        1
+        for m in _turn_tail(body)
+        if m.get("role") == "assistant"
+        for b in _blocks(m)
+        if b.get("type") == "tool_use"
+    )
+
+
 def tool_follow_up(body: JSON) -> str | None:
     """The answer after this turn's tool call, or None if it made none."""
     tail = _turn_tail(body)
@@ -357,6 +372,9 @@ def _plan_answer(body: JSON) -> Reply:
     chunks = _int_arg(by_name["chunks"], 1, 100_000) if "chunks" in by_name else None
     delay_s = _int_arg(by_name["slow"], 0, 3_600_000) / 1000 if "slow" in by_name else 0.0
     follow_up = tool_follow_up(body)
+    again = _int_arg(by_name["again"], 1, 100) if "again" in by_name else 1
+    if follow_up is not None and "tool" in by_name and tool_calls_in_turn(body) < again:
+        return Reply(tool=_tool_call(by_name["tool"], free_text), chunks=chunks, delay_s=delay_s)
     if follow_up is not None:
         return Reply(text=follow_up, chunks=chunks, delay_s=delay_s)
     mode: Mode = "hang" if "hang" in by_name else "stall" if "stall" in by_name else "answer"

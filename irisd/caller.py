@@ -28,9 +28,12 @@ import msgspec
 
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
+    AnswerQuestion,
+    Ask,
     ClearCache,
     Command,
     Decide,
+    DismissQuestion,
     ForgetRule,
     GetPair,
     HttpInfo,
@@ -39,14 +42,15 @@ from protocol.messages import (
     ResetSession,
     Sleep,
     Tell,
+    TellMany,
     Wake,
     WakeAll,
 )
 
 # Requests whose ``from_team`` names who is asking (not a filter).
-_SENDERS = (Tell, Command, ResetSession, GetPair, Wake, WakeAll, Sleep, Report, ClearCache)
-# Requests only the person may send.
-_OWNER_ONLY = (Decide, HttpInfo, ForgetRule)
+_SENDERS = (Tell, TellMany, Command, ResetSession, GetPair, Wake, WakeAll, Sleep, Report, ClearCache)
+# Requests only the person may send (iris-agent is the person's assistant, not the teams').
+_OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion)
 
 
 @dataclass(frozen=True)
@@ -85,8 +89,10 @@ class Caller:
                     f"only as itself; leave fromTeam out"
                 )
             request = msgspec.structs.replace(request, from_team=self.team)
-        if isinstance(request, Tell):
+        if isinstance(request, Tell | TellMany):
             request = msgspec.structs.replace(request, parent_pair=self.pair)
+        if isinstance(request, AnswerQuestion):  # a team answers only what was asked of it
+            request = msgspec.structs.replace(request, as_team=self.team or "external")
         return request
 
 

@@ -32,8 +32,25 @@ from protocol.errors import ConfigError, UnknownTeamError
 PermissionMode = Literal["ask", "deny", "skip"]
 PERMISSION_MODES: tuple[str, ...] = typing.get_args(PermissionMode)
 
+AGENT_NAME = "iris-agent"  # Iris's own assistant: never a team
 TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MINUTE_MS = 60_000
+
+
+class BudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """Spending limits in USD, from what claude reports per tell. None: no limit."""
+
+    daily_usd: float | None = None  # all teams together since local midnight (per team: that team)
+    chain_usd: float | None = None  # one chain of nested tells (settings only)
+
+
+class QuestionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """Pending questions: which answers count as asking, and how long they stay open."""
+
+    enabled: bool = True
+    patterns: list[str] = []  # extra regular expressions (case-insensitive) that mark a question
+    builtin: bool = True  # false: only ``patterns`` count
+    ttl: int = 7 * 24 * 60 * MINUTE_MS  # ms until an unanswered question expires
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -53,6 +70,13 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     disallowed_tools: list[str] = []
     http_port: int = 1615  # irisd's HTTP face (API, dashboard, MCP for its children); 0: any free port
     http_host: str = "127.0.0.1"  # loopback by default; another address exposes it (token still required)
+    budget: BudgetConfig = msgspec.field(default_factory=BudgetConfig)
+    rate_limit: int | None = None  # tells per minute per pair
+    questions: QuestionsConfig = msgspec.field(default_factory=QuestionsConfig)
+
+
+class TeamBudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    daily_usd: float | None = None  # spent on tells to this team since local midnight
 
 
 class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -67,6 +91,7 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
     disallowed_tools: list[str] | None = None
     color: str = ""
     env: dict[str, Any] = {}  # variables for the team's claude (checked in _validate_team)
+    budget: TeamBudgetConfig | None = None
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -88,6 +113,7 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     env: dict[str, str] = {}  # added to its claude's environment (irisd/claude/environment.py)
+    daily_usd: float | None = None  # the team's own budget (budget.dailyUsd)
 
     @property
     def skip_permissions(self) -> bool:
@@ -218,6 +244,24 @@ def _validate(config: Config, source: str) -> IrisConfig:
         raise ConfigError(
             f"{source}: key 'settings.httpHost' is {s.http_host!r}; use an address such as 127.0.0.1"
         )
+    for key, amount in (("budget.dailyUsd", s.budget.daily_usd), ("budget.chainUsd", s.budget.chain_usd)):
+        if amount is not None and amount < 0:
+            raise ConfigError(f"{source}: key 'settings.{key}' is {amount:g}; use 0 or more (or leave it out)")
+    if s.rate_limit is not None and s.rate_limit < 1:
+        raise ConfigError(
+            f"{source}: key 'settings.rateLimit' is {s.rate_limit}; use at least 1 tell per minute "
+            "(or leave it out for no limit)"
+        )
+    if s.questions.ttl < 1000:
+        raise ConfigError(f"{source}: key 'settings.questions.ttl' is {s.questions.ttl}; it must be at least 1000")
+    for index, pattern in enumerate(s.questions.patterns):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(
+                f"{source}: key 'settings.questions.patterns[{index}]' ({pattern!r}) is not a valid "
+                f"regular expression: {exc}"
+            ) from None
     if s.retention_days <= 0:
         raise ConfigError(f"{source}: key 'settings.retentionDays' must be more than 0")
     if not s.claude_path.strip():
@@ -263,6 +307,11 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
                 f"permissions: {team.permissions}; keep only 'permissions'"
             )
         permissions = implied
+    if name == AGENT_NAME:
+        raise ConfigError(f"{where}: {AGENT_NAME!r} is Iris's own assistant ('iris ask'); give the team another name")
+    daily_usd = team.budget.daily_usd if team.budget is not None else None
+    if daily_usd is not None and daily_usd < 0:
+        raise ConfigError(f"{where}: key 'teams.{name}.budget.dailyUsd' is {daily_usd:g}; use 0 or more")
     if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
         raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
     env_where = f"{where}, key 'teams.{name}.env'"
@@ -284,6 +333,7 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
             team.disallowed_tools if team.disallowed_tools is not None else settings.disallowed_tools
         ),
         env={str(variable): value for variable, value in team.env.items()},
+        daily_usd=daily_usd,
     )
 
 

@@ -8,6 +8,7 @@ import time
 
 import trio
 
+from irisd.agent.runner import Agent
 from irisd.config import IrisConfig
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
@@ -16,7 +17,8 @@ from irisd.notifications import Courier
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
-from irisd.store import approvals, notifications, sessions, tells
+from irisd.questions.desk import QuestionDesk
+from irisd.store import approvals, ledger, notifications, sessions, tells
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
 
@@ -69,6 +71,11 @@ async def _run_services(
         )
         courier.dispatcher = dispatcher
         await nursery.start(courier.run)
+        desk = QuestionDesk(config=config, store=store, hub=hub)
+        supervisor.on_tell_end = desk.on_tell_end
+        dispatcher.questions = desk
+        dispatcher.agent = Agent(config=config, paths=paths)
+        await nursery.start(desk.run)
         nursery.start_soon(_retention, config, store)
         task_status.started(dispatcher)
 
@@ -116,4 +123,8 @@ async def _retention(config: IrisConfig, store: Store) -> None:
             pruned = 0
         if pruned:
             log.info("pruned old tells", extra={"count": pruned})
+        try:
+            await store.call(ledger.prune, time.time() - ledger.KEEP_DAYS * 86400)
+        except StoreError as exc:
+            log.warning("could not prune the cost ledger", extra={"error": exc.message})
         await trio.sleep(RETENTION_EVERY_S)

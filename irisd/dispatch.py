@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 from irisd import __version__
+from irisd.budget import Budgets, RateWindow, Spending, day_start, refusal
 from irisd.caller import Caller
 from irisd.claude.command import root_skip_problem
 from irisd.claude.environment import child_environment
@@ -20,31 +22,42 @@ from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.pair import Pair, TellLink
 from irisd.pool.supervisor import Supervisor
-from irisd.store import approvals, notifications, sessions, tells
+from irisd.questions.desk import QuestionDesk
+from irisd.store import approvals, ledger, notifications, questions, sessions, tells
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
 from protocol.errors import (
+    BudgetError,
     BusyError,
     ClaudeError,
     InvalidRequestError,
     IrisError,
     LoopError,
     NotFoundError,
+    RateLimitedError,
     ShuttingDownError,
 )
 from protocol.messages import (
     MAX_TTL_DAYS,
     UNFINISHED_TELL_STATUSES,
+    AnswerQuestion,
+    AnswerReply,
     ApprovalInfo,
     ApprovalReply,
     ApprovalsReply,
+    Ask,
     CancelTell,
     ClearCache,
     Command,
+    Costs,
+    CostsReply,
     CountReply,
     Decide,
+    DismissQuestion,
     Event,
+    FanOutEvent,
+    FanOutResult,
     ForgetRule,
     GetPair,
     GetStatus,
@@ -54,6 +67,7 @@ from protocol.messages import (
     HttpInfoReply,
     ListApprovals,
     ListNotifications,
+    ListQuestions,
     ListRules,
     ListSessions,
     ListTeams,
@@ -62,6 +76,9 @@ from protocol.messages import (
     NotificationsReply,
     PairReply,
     PairsReply,
+    QuestionInfo,
+    QuestionReply,
+    QuestionsReply,
     ReadTranscript,
     Reply,
     ReplyStatus,
@@ -80,7 +97,9 @@ from protocol.messages import (
     TeamsReply,
     Tell,
     TellInfo,
+    TellMany,
     TellReply,
+    TellsReply,
     TranscriptEntry,
     TranscriptReply,
     Wake,
@@ -91,9 +110,15 @@ from protocol.messages import (
 
 MAX_MESSAGE_CHARS = 1_000_000
 MIN_WAIT_MS, MAX_WAIT_MS = 1_000, 3_600_000
+MAX_FAN_OUT = 32
 COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
+if TYPE_CHECKING:
+    from irisd.agent.runner import Agent
+
 SendEvent = Callable[[Event], Awaitable[None]]
+
+log = logging.getLogger("irisd.dispatch")
 
 
 class HttpAccess(Protocol):
@@ -126,6 +151,9 @@ class Dispatcher:
         self.on_notification = on_notification
         self.http = http
         self.started_at = time.time()
+        self.rate = RateWindow(config.settings.rate_limit)
+        self.questions: QuestionDesk | None = None  # set by run_core
+        self.agent: Agent | None = None
 
     async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
         """Serve one request of ``caller`` (decided by its connection: see irisd/caller.py);
@@ -209,6 +237,22 @@ class Dispatcher:
                 if rule is None:
                     raise NotFoundError(f"no remembered rule {rule_id}; 'iris approvals rules' lists them")
                 return RuleReply(rule=rule)
+            case TellMany():
+                return await self.tell_many(request, send_event)
+            case ListQuestions(team, include_closed, for_team):
+                asked = await self.store.call(questions.listing, team, include_closed, for_team)
+                return QuestionsReply(questions=asked)
+            case AnswerQuestion():
+                return await self.answer_question(request)
+            case DismissQuestion(question_id, by):
+                return QuestionReply(question=await self.dismiss_question(question_id, by))
+            case Costs(by, since, team):
+                rows, total = await self.store.call(ledger.summary, by, since, team)
+                return CostsReply(by=by, since=since, rows=rows, total=total)
+            case Ask():
+                if self.agent is None:
+                    raise InvalidRequestError("iris-agent is not available in this irisd")
+                return await self.agent.ask(request.question, new_session=request.new_session)
 
     # --- queries -------------------------------------------------------------------------
 
@@ -246,6 +290,7 @@ class Dispatcher:
         if to_team is not None:
             self.config.team(to_team)
         rows = [r for r in await self.store.call(sessions.list_all) if to_team in (None, r.to_team)]
+        costs = await self.store.call(ledger.by_pair)
         files = [transcript_path(self.paths, self.config.teams, r.to_team, r.session_id) for r in rows]
         found = []
         for row, transcript in zip(rows, await trio.to_thread.run_sync(existing, files), strict=True):
@@ -261,6 +306,7 @@ class Dispatcher:
                     status=row.status,
                     process_state=live.process.state if live else "stopped",
                     transcript_exists=transcript,
+                    cost_usd=costs.get((row.from_team, row.to_team), 0.0),
                 )
             )
         return found
@@ -307,8 +353,12 @@ class Dispatcher:
                 )
             active = self.supervisor.find_tell(tell_id)
             if active is not None:
-                with trio.move_on_after(wait_ms / 1000):
-                    await active.finished.wait()
+                active.result_waiters += 1  # someone reads the answer when it comes
+                try:
+                    with trio.move_on_after(wait_ms / 1000):
+                        await active.finished.wait()
+                finally:
+                    active.result_waiters -= 1
         info = await self._find(tell_id)
         return TellReply(status=reply_status(info), tell=info)
 
@@ -334,6 +384,7 @@ class Dispatcher:
             request.timeout_ms,
             parent_pair=request.parent_pair,
             listen=request.stream,
+            max_budget_usd=request.max_budget_usd,
         )
         return await self._reply_when_due(tell, send_event if request.stream else None)
 
@@ -372,15 +423,26 @@ class Dispatcher:
         parent_pair: str = "",
         listen: bool = False,
         kind: str = "tell",
+        max_budget_usd: float | None = None,
     ) -> ActiveTell:
-        """Validate and queue a tell on its pair; returns it at once (it runs on)."""
+        """Validate and queue a tell on its pair; returns it at once (it runs on).
+        Refused before any claude turn: loops, budgets spent, a pair over its rate limit."""
         team = self.config.team(to_team)
         self._check_from(from_team)
         if problem := root_skip_problem(team.name, team.permissions, env=self.child_env(team)):
             raise ClaudeError(problem)  # refused before it is queued: claude would not start
         message = check_message(message)
         check_wait(timeout_ms)
+        check_max_budget(max_budget_usd)
         chain_id, hops = await self._link(parent_pair, from_team, team.name, message)
+        await self._check_budgets(team.name, team.daily_usd, chain_id)
+        wait_s = self.rate.admit((from_team, team.name), trio.current_time())
+        if wait_s is not None:
+            raise RateLimitedError(
+                f"{from_team or 'external'}->{team.name} sent {self.rate.per_minute} tells in the last minute "
+                f"(settings.rateLimit); send this one in {wait_s:.0f} s, or raise settings.rateLimit in "
+                "config.yaml and restart irisd"
+            )
         machine = TellMachine(
             response_timeout_s=team.response_timeout_ms / 1000,
             caller_timeout_ms=timeout_ms,
@@ -395,6 +457,7 @@ class Dispatcher:
             kind=kind,  # type: ignore[arg-type]
             chain_id=chain_id,
             hops=hops,
+            max_budget_usd=max_budget_usd,
         )
         await self.store.call(tells.insert, tell.info())
         if listen:
@@ -407,6 +470,28 @@ class Dispatcher:
             await save_tell(self.store, tell)
             raise
         return tell
+
+    async def _check_budgets(self, to_team: str, team_daily_usd: float | None, chain_id: str) -> None:
+        """BudgetError if a budget is already reached (what was spent comes from the ledger)."""
+        limits = Budgets(
+            daily_usd=self.config.settings.budget.daily_usd,
+            team_daily_usd=team_daily_usd,
+            chain_usd=self.config.settings.budget.chain_usd if chain_id else None,
+        )
+        if not limits.any:
+            return
+        since = day_start(time.time())
+        spending = Spending(
+            today_all=await self.store.call(ledger.spent_since, since) if limits.daily_usd is not None else 0.0,
+            today_team=(
+                await self.store.call(ledger.spent_since, since, to_team) if limits.team_daily_usd is not None else 0.0
+            ),
+            chain=await self.store.call(ledger.chain_spent, chain_id) if limits.chain_usd is not None else None,
+        )
+        problem = refusal(to_team, spending, limits)
+        if problem is not None:
+            log.warning("tell refused: budget", extra={"to_team": to_team, "why": problem})
+            raise BudgetError(f"not sent: {problem}")
 
     async def _link(
         self, parent_pair: str, from_team: str | None, to_team: str, message: str
@@ -458,10 +543,16 @@ class Dispatcher:
         return [t for t in same_chain if t.hops < tell.hops]
 
     async def _reply_when_due(self, tell: ActiveTell, send_event: SendEvent | None) -> TellReply:
-        if send_event is None or tell.listener is None:
-            await tell.replied.wait()
-        else:
-            await _forward_until(tell, tell.listener, send_event)
+        try:
+            if send_event is None or tell.listener is None:
+                await tell.replied.wait()
+            else:
+                await _forward_until(tell, tell.listener, send_event)
+        except BaseException:
+            # The caller stopped waiting (it hung up, or its connection broke): nobody
+            # will read the answer, which may then become a pending question.
+            tell.caller_left = True
+            raise
         info = tell.info()
         busy = self.supervisor.waiting_for_slot((tell.from_team, tell.to_team))
         if info.status == "queued" and busy:
@@ -480,6 +571,94 @@ class Dispatcher:
         pair.cancel(tell_id)
         await active.finished.wait()
         return TellReply(status=active.machine.reply_status(), tell=active.info())
+
+    async def tell_many(self, request: TellMany, send_event: SendEvent) -> TellsReply:
+        """Fan-out: one tell per team, all at once; each team's outcome is its own (one
+        refused or failing target never hides the others' answers)."""
+        teams = list(dict.fromkeys(t.strip() for t in request.to_teams if t.strip()))
+        if not teams:
+            raise InvalidRequestError("name at least one team to tell (e.g. 'alpha,beta')")
+        if len(teams) > MAX_FAN_OUT:
+            raise InvalidRequestError(f"{len(teams)} teams is too many for one tell; at most {MAX_FAN_OUT}")
+        check_message(request.message)
+        results: dict[str, FanOutResult] = {}
+        client_gone = False
+
+        async def one(team: str) -> None:
+            nonlocal client_gone
+            try:
+                tell = await self.submit(
+                    team,
+                    request.message,
+                    request.from_team,
+                    request.timeout_ms,
+                    parent_pair=request.parent_pair,
+                    max_budget_usd=request.max_budget_usd,
+                )
+                reply = await self._reply_when_due(tell, None)
+                result = FanOutResult(to_team=team, status=reply.status, tell=reply.tell)
+            except IrisError as exc:
+                result = FanOutResult(to_team=team, status="refused", error_code=exc.code, error=exc.message)
+            results[team] = result
+            if request.stream and not client_gone:
+                try:
+                    await send_event(FanOutEvent(result=result))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    client_gone = True  # the others run on; their answers stay readable by id
+
+        async with trio.open_nursery() as nursery:
+            for team in teams:
+                nursery.start_soon(one, team)
+        return TellsReply(results=[results[team] for team in teams])
+
+    async def answer_question(self, request: AnswerQuestion) -> AnswerReply:
+        """Send the answer as the next tell of the question's own pair (the conversation
+        that asked), and close the question."""
+        question = await self.store.call(questions.get, request.question_id)
+        if question is None:
+            raise NotFoundError(
+                f"no question with id {request.question_id!r}; 'iris questions' lists the pending ones"
+            )
+        if request.as_team:
+            caller = None if request.as_team == "external" else request.as_team
+            if question.from_team != caller:
+                raise InvalidRequestError(
+                    f"question {question.id} was asked of {question.from_team or 'external'}, not of "
+                    f"{request.as_team}; only that caller (or a person with 'iris answer') can answer it"
+                )
+        text = check_message(request.text)
+        check_wait(request.timeout_ms)
+        closed = await self.store.call(
+            questions.close, question.id, "answered", time.time(), by=request.by or "unknown", answer=text
+        )
+        if closed is None:
+            raise await self._not_pending(question.id)
+        try:
+            tell = await self.submit(question.to_team, text, question.from_team, request.timeout_ms)
+        except IrisError:
+            await self.store.call(questions.reopen, question.id)
+            raise
+        answered = await self.store.call(questions.set_answer_tell, question.id, tell.id)
+        assert answered is not None
+        if self.questions is not None:
+            self.questions.publish(answered)
+        reply = await self._reply_when_due(tell, None)
+        return AnswerReply(question=answered, status=reply.status, tell=reply.tell)
+
+    async def dismiss_question(self, question_id: str, by: str) -> QuestionInfo:
+        closed = await self.store.call(questions.close, question_id, "dismissed", time.time(), by=by or "unknown")
+        if closed is None:
+            raise await self._not_pending(question_id)
+        if self.questions is not None:
+            self.questions.publish(closed)
+        return closed
+
+    async def _not_pending(self, question_id: str) -> IrisError:
+        known = await self.store.call(questions.get, question_id)
+        if known is None:
+            return NotFoundError(f"no question with id {question_id!r}; 'iris questions' lists the pending ones")
+        who = f" by {known.closed_by}" if known.closed_by else ""
+        return InvalidRequestError(f"question {known.id} is already {known.status}{who}; nothing to do")
 
     async def notify(self, request: Tell) -> NotificationReply:
         """A persisted tell: committed to the database before the sender is answered."""
@@ -575,6 +754,15 @@ def check_message(message: str) -> str:
     return message
 
 
+def check_max_budget(max_budget_usd: float | None) -> None:
+    if max_budget_usd is not None:
+        # claude's --max-budget-usd limits a whole process; a per-tell child is not built yet.
+        raise InvalidRequestError(
+            "a per-tell max budget is not supported by this irisd; use settings.budget "
+            "(dailyUsd, chainUsd) or a team's budget.dailyUsd instead"
+        )
+
+
 def check_wait(timeout_ms: int) -> None:
     if timeout_ms in (-1, 0) or MIN_WAIT_MS <= timeout_ms <= MAX_WAIT_MS:
         return
@@ -595,7 +783,7 @@ async def _forward_until(
                 async for event in listener:
                     await send_event(event)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                pass  # the client left; the tell runs on
+                tell.caller_left = True  # the client left; the tell runs on, unread
 
         nursery.start_soon(forward)
         await tell.replied.wait()

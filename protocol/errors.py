@@ -87,6 +87,12 @@ class LoopError(IrisError):
     code = "loop"
 
 
+class BudgetError(IrisError):
+    """A budget (settings.budget, a team's budget) is spent: the tell was not started."""
+
+    code = "budget"
+
+
 class PermissionDeniedError(IrisError):
     """The caller may not use this irisd (another user's process)."""
 
@@ -100,7 +106,8 @@ class UnauthorizedError(PermissionDeniedError):
 
 
 class RateLimitedError(BusyError):
-    """Too many failed authentications from this address; wait before trying again."""
+    """Too many failed authentications from this address, or a pair sent more tells in
+    the last minute than settings.rateLimit allows; wait before trying again."""
 
     code = "rate_limited"
 
@@ -130,6 +137,7 @@ _BY_CODE: dict[str, type[IrisError]] = {
         NotFoundError,
         BusyError,
         LoopError,
+        BudgetError,
         PermissionDeniedError,
         ShuttingDownError,
         UnauthorizedError,

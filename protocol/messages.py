@@ -93,6 +93,15 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     kind: Literal["tell", "command", "notification"] = "tell"
     approval_id: str = ""  # with status awaiting_approval: the approval it waits for
     phase: TellPhase | None = None  # while unfinished (and known to irisd): what it waits for
+    # What claude's result line reported for this tell's turn (cost_usd above is this
+    # tell's share: claude reports a process's running total, irisd keeps the difference).
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    num_turns: int | None = None
+    duration_ms: int | None = None  # claude's own figure for the turn
+    max_budget_usd: float | None = None  # passed to claude as --max-budget-usd
 
 
 class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -121,6 +130,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: str = "active"
     process_state: ProcessState = "stopped"
     transcript_exists: bool = True
+    cost_usd: float = 0.0  # spent on the pair's tells, as the cost ledger has it
 
 
 class TranscriptEntry(msgspec.Struct, kw_only=True):
@@ -147,6 +157,54 @@ class NotificationInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired"]
+QuestionStatus = Literal["pending", "answered", "expired", "dismissed"]
+CostGrouping = Literal["team", "pair", "chain", "day"]
+
+
+class QuestionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A team's answer that ended by asking its caller something, when nobody was
+    waiting for that answer (a pending question)."""
+
+    id: str
+    from_team: str | None  # the asking pair's caller: the one the question is for
+    to_team: str  # the team that asked
+    session_id: str
+    tell_id: str  # the tell whose answer asked
+    question: str  # the asking sentence(s)
+    context: str  # the end of the answer, for a person to judge
+    confidence: float
+    status: QuestionStatus
+    created_at: float
+    expires_at: float
+    pattern: str = ""  # which rule matched
+    closed_at: float | None = None
+    closed_by: str = ""
+    answer: str = ""
+    answer_tell_id: str = ""
+
+
+class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Summed figures of the tells in one group (a team, a pair, a chain, a day)."""
+
+    key: str
+    tells: int = 0
+    cost_usd: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    num_turns: int = 0
+    duration_ms: int = 0
+
+
+class FanOutResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One target of a fan-out tell: its answer, or why it has none."""
+
+    to_team: str
+    status: Literal["completed", "timed_out", "interrupted", "failed", "in_progress", "refused"]
+    tell: TellInfo | None = None
+    error_code: str = ""
+    error: str = ""
 
 
 class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -208,6 +266,20 @@ class Tell(_Message, tag="tell"):
     # IRIS_PARENT_PAIR), naming that child's pair as "from->to" ("external->to" for no
     # team). The daemon links the new tell to the tell that pair is serving (chain, hops).
     parent_pair: str = ""
+    max_budget_usd: float | None = None  # passed to claude (--max-budget-usd) for this tell
+
+
+class TellMany(_Message, tag="tell_many"):
+    """Fan-out: the same message to several teams at once, each its own pair and tell.
+    With ``stream``, a ``FanOutEvent`` is pushed as each one is answered."""
+
+    to_teams: list[str]
+    message: str
+    from_team: str | None = None
+    timeout_ms: int = 0
+    stream: bool = False
+    parent_pair: str = ""
+    max_budget_usd: float | None = None
 
 
 class GetTell(_Message, tag="get_tell"):
@@ -350,6 +422,48 @@ class ForgetRule(_Message, tag="forget_rule"):
     rule_id: str
 
 
+class ListQuestions(_Message, tag="list_questions"):
+    """Pending questions (with ``include_closed``, answered, dismissed and expired ones
+    too) of or for ``team``; ``for_team`` only those asked of the pair's caller ``for_team``
+    (``external`` for no team)."""
+
+    team: str | None = None
+    include_closed: bool = False
+    for_team: str = ""
+
+
+class AnswerQuestion(_Message, tag="answer_question"):
+    """Answer a pending question: ``text`` becomes the next tell of the same pair.
+    ``as_team`` (set by the MCP server to its caller's identity, ``external`` for none)
+    limits the answer to questions asked of that caller."""
+
+    question_id: str
+    text: str
+    timeout_ms: int = 0
+    by: str = ""
+    as_team: str = ""
+
+
+class DismissQuestion(_Message, tag="dismiss_question"):
+    question_id: str
+    by: str = ""
+
+
+class Costs(_Message, tag="costs"):
+    """The cost ledger, summed per team, pair, chain or day, since ``since`` (epoch s)."""
+
+    by: CostGrouping = "team"
+    since: float = 0.0
+    team: str | None = None
+
+
+class Ask(_Message, tag="ask"):
+    """A question for iris-agent, the assistant that answers from Iris's read-only data."""
+
+    question: str
+    new_session: bool = False
+
+
 Request = (
     Hello
     | Tell
@@ -375,6 +489,12 @@ Request = (
     | HttpInfo
     | ListRules
     | ForgetRule
+    | TellMany
+    | ListQuestions
+    | AnswerQuestion
+    | DismissQuestion
+    | Costs
+    | Ask
 )
 
 
@@ -474,6 +594,41 @@ class RulesReply(_Message, tag="rules_reply"):
 
 class RuleReply(_Message, tag="rule_reply"):
     rule: RuleInfo
+class QuestionsReply(_Message, tag="questions_reply"):
+    questions: list[QuestionInfo]
+
+
+class QuestionReply(_Message, tag="question_reply"):
+    question: QuestionInfo
+
+
+class AnswerReply(_Message, tag="answer_reply"):
+    """The question, now answered, and the tell that carried the answer to the team."""
+
+    question: QuestionInfo
+    status: ReplyStatus
+    tell: TellInfo
+
+
+class TellsReply(_Message, tag="tells_reply"):
+    """A fan-out's results, in the order the teams were named."""
+
+    results: list[FanOutResult]
+
+
+class CostsReply(_Message, tag="costs_reply"):
+    by: CostGrouping
+    since: float
+    rows: list[CostRow]
+    total: CostRow
+
+
+class AskReply(_Message, tag="ask_reply"):
+    text: str
+    session_id: str = ""
+    tools: list[str] = []  # the Iris tools iris-agent called for this answer
+    cost_usd: float | None = None
+    is_error: bool = False
 
 
 Reply = (
@@ -496,6 +651,12 @@ Reply = (
     | HttpInfoReply
     | RulesReply
     | RuleReply
+    | QuestionsReply
+    | QuestionReply
+    | AnswerReply
+    | TellsReply
+    | CostsReply
+    | AskReply
 )
 
 
@@ -546,7 +707,21 @@ class ProcessEvent(_Message, tag="process_state"):
     process: ProcessInfo
 
 
-Event = TellText | TellState | TellNotice | TellPhaseEvent | ApprovalEvent | ProcessEvent
+class QuestionEvent(_Message, tag="question_event"):
+    """A pending question appeared, or was answered, dismissed or expired."""
+
+    question: QuestionInfo
+
+
+class FanOutEvent(_Message, tag="fan_out_event"):
+    """One target of a streaming ``TellMany`` has its result."""
+
+    result: FanOutResult
+
+
+Event = (
+    TellText | TellState | TellNotice | TellPhaseEvent | ApprovalEvent | ProcessEvent | QuestionEvent | FanOutEvent
+)
 
 ServerMessage = Reply | Event
 

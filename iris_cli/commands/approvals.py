@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from iris_cli.commands.common import JsonOption, print_json, send
+from iris_cli.commands.common import JsonOption, me, print_json, send
 
 if TYPE_CHECKING:
     from protocol.messages import Decide
@@ -94,7 +94,7 @@ def approve(
     """Allow a team's tool use."""
     from protocol.messages import Decide
 
-    _decide(Decide(approval_id=approval_id, allow=True, remember=remember, by=_me()), as_json)
+    _decide(Decide(approval_id=approval_id, allow=True, remember=remember, by=me()), as_json)
 
 
 @app.command()
@@ -106,7 +106,7 @@ def deny(
     """Refuse a team's tool use."""
     from protocol.messages import Decide
 
-    _decide(Decide(approval_id=approval_id, allow=False, reason=reason, by=_me()), as_json)
+    _decide(Decide(approval_id=approval_id, allow=False, reason=reason, by=me()), as_json)
 
 
 def _decide(request: Decide, as_json: bool) -> None:
@@ -121,8 +121,3 @@ def _decide(request: Decide, as_json: bool) -> None:
         remembered = " (remembered for this pair)" if reply.approval.remembered else ""
         render.out.print(f"{reply.approval.tool_name}: {reply.approval.status}{remembered}")
 
-
-def _me() -> str:
-    import getpass
-
-    return f"{getpass.getuser()} (cli)"

@@ -69,6 +69,13 @@ def print_json(value: object) -> None:
     print(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))
 
 
+def me() -> str:
+    """Who decides, for the record: the user, at the CLI."""
+    import getpass
+
+    return f"{getpass.getuser()} (cli)"
+
+
 def caller(name: str | None) -> str | None:
     """The asking team as the protocol wants it: ``None`` for you (``external``)."""
     return None if name in (None, "", "external", "-") else name

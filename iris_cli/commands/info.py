@@ -66,7 +66,7 @@ def watch(
     """Follow tells live as their text streams (Ctrl-C to stop)."""
     import msgspec
 
-    from protocol.messages import ApprovalEvent, TellNotice, TellPhaseEvent, TellState, TellText, Watch
+    from protocol.messages import ApprovalEvent, QuestionEvent, TellNotice, TellPhaseEvent, TellState, TellText, Watch
 
     def show(event: Event) -> None:
         if as_json:
@@ -85,6 +85,10 @@ def watch(
         elif isinstance(event, TellText):
             sys.stdout.write(event.text)
             sys.stdout.flush()
+        elif isinstance(event, QuestionEvent):
+            from iris_cli.commands.questions import question_event
+
+            question_event(event.question)
 
     try:
         send(Watch(team=team), as_json, show)

@@ -34,7 +34,7 @@ def tell(
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Tell TEAM something and print its answer."""
+    """Tell TEAM something and print its answer. TEAM may be several: alpha,beta,gamma."""
     from iris_cli import render
     from iris_cli.text import tell_data
     from iris_cli.watcher import TellWatcher
@@ -49,6 +49,11 @@ def tell(
     if message == "-":
         message = read_stdin()
     from_team = caller(from_team)
+    if "," in team:
+        from iris_cli.commands.fanout import tell_many
+
+        tell_many(team.split(","), message, from_team, timeout, as_json)
+        return
     if persist:
         days = 30.0 if ttl_days is None else ttl_days
         request = Tell(to_team=team, message=message, from_team=from_team, persist=True, ttl_days=days)

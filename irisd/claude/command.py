@@ -6,13 +6,15 @@ import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 
 # Iris's MCP tools a child may call without asking (iris_cli.mcp_tools.CHILD_ALLOWED_TOOLS;
 # listed here so that irisd does not import the MCP code).
 IRIS_TOOLS_FOR_CHILDREN = (
     "team_tell", "team_isAwake", "team_wake", "team_sleep", "team_wake_all", "team_report",
     "team_command", "team_cache_read", "team_cache_clear", "team_teams", "team_getTeamName",
-    "team_result", "team_cancel", "team_approvals",
+    "team_result", "team_cancel", "team_approvals", "team_questions", "team_answer", "team_costs",
+    "team_status", "team_sessions",
 )
 
 
@@ -37,6 +39,7 @@ def claude_argv(
     allowed_tools: Sequence[str] = (),
     disallowed_tools: Sequence[str] = (),
     mcp_config: str = "",
+    max_budget_usd: float | None = None,
 ) -> list[str]:
     """``claude`` in long-lived stream-json mode, starting or resuming ``session_id``.
 
@@ -70,6 +73,8 @@ def claude_argv(
         argv += ["--allowedTools", *allowed]
     if disallowed_tools:
         argv += ["--disallowedTools", *disallowed_tools]
+    if max_budget_usd is not None:
+        argv += ["--max-budget-usd", format(Decimal(repr(max_budget_usd)), "f")]
     return argv
 
 

@@ -29,6 +29,11 @@ from protocol.messages import (
 LISTENER_BUFFER = 1000
 
 
+def _count(value: object) -> int | None:
+    """A token count from claude's usage (loosely typed there)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def new_tell_id() -> str:
     """Unguessable and short enough to type: 16 hex digits."""
     return secrets.token_hex(8)
@@ -46,6 +51,7 @@ class ActiveTell:
         kind: Literal["tell", "command", "notification"] = "tell",
         chain_id: str = "",
         hops: int = 0,
+        max_budget_usd: float | None = None,
     ) -> None:
         self.id = new_tell_id()
         self.kind = kind
@@ -59,6 +65,14 @@ class ActiveTell:
         self.session_id = ""
         self.approval_id = ""  # while awaiting_approval
         self.new_session = False
+        self.max_budget_usd = max_budget_usd
+        # This tell's share of what its claude process reported (claude's total_cost_usd
+        # is the process's running total); set by the pair when the result line comes.
+        self.cost_usd: float | None = None
+        # Who waits for the final answer (see irisd.questions.nobody_waiting): the
+        # submitter left before it came, and how many 'result --wait' callers wait now.
+        self.caller_left = False
+        self.result_waiters = 0
         self.created_wall = time.time()
         self.started_wall: float | None = None
         self.finished_wall: float | None = None
@@ -71,7 +85,7 @@ class ActiveTell:
 
     def info(self) -> TellInfo:
         m = self.machine
-        cost = m.result.total_cost_usd if m.result is not None else None
+        usage = (m.result.usage if m.result is not None else None) or {}
         return TellInfo(
             id=self.id,
             from_team=self.from_team,
@@ -84,13 +98,20 @@ class ActiveTell:
             started_at=self.started_wall,
             finished_at=self.finished_wall,
             error=m.error,
-            cost_usd=cost,
+            cost_usd=self.cost_usd,
             new_session=self.new_session,
             chain_id=self.chain_id,
             hops=self.hops,
             kind=self.kind,
             approval_id=self.approval_id if m.status == "awaiting_approval" else "",
             phase=None if m.is_final else self.phase,
+            input_tokens=_count(usage.get("input_tokens")),
+            output_tokens=_count(usage.get("output_tokens")),
+            cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
+            cache_creation_tokens=_count(usage.get("cache_creation_input_tokens")),
+            num_turns=m.result.num_turns if m.result is not None else None,
+            duration_ms=m.result.duration_ms if m.result is not None else None,
+            max_budget_usd=self.max_budget_usd,
         )
 
     def set_phase(self, phase: TellPhase) -> None:

@@ -25,7 +25,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -227,8 +227,11 @@ class Pair:
         launcher: Launcher | None = None,
         child_factory: ChildFactory = claude_child,
         access: Access | None = None,
+        on_tell_end: Callable[[ActiveTell], Awaitable[object]] | None = None,
     ) -> None:
         self.from_team = from_team
+        self.on_tell_end = on_tell_end  # called once when a tell ends (pending questions)
+        self._child_cost = 0.0  # the child's running total_cost_usd, as its last result said
         self.team = team
         self.config = config
         self.paths = paths
@@ -530,6 +533,9 @@ class Pair:
             if not self.machine.child_spoke:
                 return  # claude said the resumed conversation is gone; the exit follows
         tell = self.tells.get(self.machine.current or "")
+        share = self._cost_share(line)
+        if tell is not None and not tell.machine.is_final and share is not None:
+            tell.cost_usd = share
         if isinstance(line, ControlRequestLine) and line.request.subtype == "can_use_tool":
             if tell is not None and not tell.machine.is_final:
                 await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
@@ -641,10 +647,30 @@ class Pair:
                             pass
         await save_tell(self.store, tell, self.writes)
         if tell.machine.is_final and self.tells.pop(tell.id, None) is not None:
+            # First, before any checkpoint: whoever waits on the tell is not woken yet.
+            await self._tell_ended(tell)
             await self.desk.expire(f"the tell ended ({tell.machine.status}) before a decision", tell)
             if tell.id == self.machine.current:
                 self.last_used_at = time.time()
             await self._run(self.machine.tell_ended(tell.id, trio.current_time()))
+
+    async def _tell_ended(self, tell: ActiveTell) -> None:
+        """The one place a tell's end is reported (pending questions), once per tell."""
+        hook = self.on_tell_end
+        if hook is None:
+            return
+        try:
+            await hook(tell)
+        except Exception:  # a bug there must not leave the pair's actor broken
+            log.exception("handling the end of a tell failed", extra={"pair": self.label, "tell": tell.id})
+
+    def _cost_share(self, line: AnyLine) -> float | None:
+        """A result's cost for its turn: claude reports the running total of its process."""
+        if not isinstance(line, ResultLine) or line.total_cost_usd is None:
+            return None
+        share = max(line.total_cost_usd - self._child_cost, 0.0)
+        self._child_cost = line.total_cost_usd
+        return share
 
     def _known(self, ids: tuple[str, ...]) -> list[ActiveTell]:
         return [tell for tell_id in ids if (tell := self.tells.get(tell_id)) is not None]
@@ -723,6 +749,7 @@ class Pair:
                 msgspec.json.encode(self.team),
             )
             process = self.launcher.child(command, self._inbox_send.clone())
+            self._child_cost = 0.0  # a new process: claude's running total starts again
             assert self._nursery is not None
             await self._nursery.start(self._run_child, process, grant)
         except IrisError as exc:  # claude cannot start, or the database refused the spawn's writes

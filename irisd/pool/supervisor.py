@@ -8,6 +8,7 @@ through frozen snapshots."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 import trio
 
@@ -49,6 +50,8 @@ class Supervisor:
         self._changed = trio.Event()
         self._holders: set[PairKey] = set()  # pairs whose child counts against maxProcesses
         self._waiting: dict[PairKey, int] = {}  # pairs waiting for a slot: how many are busy
+        # Called by a pair when one of its tells ends (pending questions hook in here).
+        self.on_tell_end: Callable[[ActiveTell], Awaitable[object]] | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own every pair until cancelled; cancelling stops every child."""
@@ -77,6 +80,7 @@ class Supervisor:
                     hub=self.hub,
                     child_factory=self.child_factory,
                     access=self.access,
+                    on_tell_end=self.on_tell_end,
                 )
                 assert self._nursery is not None
                 await self._nursery.start(self._guard, pair)

@@ -112,6 +112,56 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (from_team, to_team, tool_name, input)
     );
     """,
+    # 4: the cost ledger (a tell's figures from claude's result line), and pending
+    # questions (answers that asked their caller something while nobody waited).
+    """
+    ALTER TABLE tells ADD COLUMN input_tokens INTEGER;
+    ALTER TABLE tells ADD COLUMN output_tokens INTEGER;
+    ALTER TABLE tells ADD COLUMN cache_read_tokens INTEGER;
+    ALTER TABLE tells ADD COLUMN cache_creation_tokens INTEGER;
+    ALTER TABLE tells ADD COLUMN num_turns INTEGER;
+    ALTER TABLE tells ADD COLUMN duration_ms INTEGER;
+    ALTER TABLE tells ADD COLUMN max_budget_usd REAL;
+
+    -- One row per tell claude reported figures for; kept when the tell is cleared or
+    -- pruned, so budgets and 'iris costs' do not forget what was spent.
+    CREATE TABLE ledger (
+        tell_id                TEXT PRIMARY KEY,
+        from_team              TEXT NOT NULL,
+        to_team                TEXT NOT NULL,
+        chain_id               TEXT NOT NULL,
+        finished_at            REAL NOT NULL,
+        cost_usd               REAL NOT NULL,
+        input_tokens           INTEGER NOT NULL DEFAULT 0,
+        output_tokens          INTEGER NOT NULL DEFAULT 0,
+        cache_read_tokens      INTEGER NOT NULL DEFAULT 0,
+        cache_creation_tokens  INTEGER NOT NULL DEFAULT 0,
+        num_turns              INTEGER NOT NULL DEFAULT 0,
+        duration_ms            INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX ledger_by_time ON ledger (finished_at);
+    CREATE INDEX ledger_by_chain ON ledger (chain_id);
+
+    CREATE TABLE questions (
+        id              TEXT PRIMARY KEY,
+        from_team       TEXT NOT NULL,                  -- '' is the external caller
+        to_team         TEXT NOT NULL,
+        session_id      TEXT NOT NULL DEFAULT '',
+        tell_id         TEXT NOT NULL,
+        question        TEXT NOT NULL,
+        context         TEXT NOT NULL,
+        confidence      REAL NOT NULL,
+        pattern         TEXT NOT NULL DEFAULT '',
+        status          TEXT NOT NULL DEFAULT 'pending', -- pending, answered, expired, dismissed
+        created_at      REAL NOT NULL,
+        expires_at      REAL NOT NULL,
+        closed_at       REAL,
+        closed_by       TEXT NOT NULL DEFAULT '',
+        answer          TEXT NOT NULL DEFAULT '',
+        answer_tell_id  TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX questions_by_status ON questions (status, created_at);
+    """,
 ]
 
 

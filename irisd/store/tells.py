@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import apsw
 
+from irisd.store import ledger
 from irisd.store.rows import stored_team, to_struct
 from protocol.messages import TellInfo
 
 _COLUMNS = (
     "id, from_team, to_team, message, status, text, session_id, created_at, started_at, "
-    "finished_at, error, cost_usd, new_session, chain_id, hops, kind"
+    "finished_at, error, cost_usd, new_session, chain_id, hops, kind, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_creation_tokens, num_turns, duration_ms, max_budget_usd"
 )
 
 
@@ -24,7 +26,7 @@ def _info(values: tuple[object, ...]) -> TellInfo:
 def insert(db: apsw.Connection, tell: TellInfo) -> None:
     db.execute(
         "INSERT INTO tells (id, from_team, to_team, message, status, created_at, chain_id, hops, kind, "
-        "error, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "error, finished_at, max_budget_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             tell.id,
             stored_team(tell.from_team),
@@ -37,15 +39,26 @@ def insert(db: apsw.Connection, tell: TellInfo) -> None:
             tell.kind,
             tell.error,
             tell.finished_at,
+            tell.max_budget_usd,
         ),
     )
 
 
 def update(db: apsw.Connection, tell: TellInfo, usage: bytes | None = None) -> None:
-    """Write the tell's current state (status, text, times, result figures)."""
+    """Write the tell's current state (status, text, times, result figures); a finished
+    tell with a cost also gets its row in the ledger, in the same transaction."""
+    with db:
+        _update(db, tell, usage)
+        if tell.cost_usd is not None and tell.finished_at is not None:
+            ledger.record(db, tell)
+
+
+def _update(db: apsw.Connection, tell: TellInfo, usage: bytes | None) -> None:
     db.execute(
         "UPDATE tells SET status = ?, text = ?, session_id = ?, started_at = ?, finished_at = ?, "
-        "error = ?, cost_usd = ?, new_session = ?, usage = coalesce(?, usage) WHERE id = ?",
+        "error = ?, cost_usd = ?, new_session = ?, usage = coalesce(?, usage), input_tokens = ?, "
+        "output_tokens = ?, cache_read_tokens = ?, cache_creation_tokens = ?, num_turns = ?, duration_ms = ? "
+        "WHERE id = ?",
         (
             tell.status,
             tell.text,
@@ -56,6 +69,12 @@ def update(db: apsw.Connection, tell: TellInfo, usage: bytes | None = None) -> N
             tell.cost_usd,
             int(tell.new_session),
             usage.decode() if usage else None,
+            tell.input_tokens,
+            tell.output_tokens,
+            tell.cache_read_tokens,
+            tell.cache_creation_tokens,
+            tell.num_turns,
+            tell.duration_ms,
             tell.id,
         ),
     )

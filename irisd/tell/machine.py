@@ -98,6 +98,7 @@ class TellMachine:
         self._interrupt_deadline = math.inf
         self._interrupting = False
         self.caller_replied = False
+        self.caller_got_end = False  # the caller's one reply carried the final answer
         self._approvals_pending = 0
         self._committed: list[str] = []  # text of finished assistant messages
         self._streaming = ""  # text of the content block being streamed
@@ -192,7 +193,7 @@ class TellMachine:
                 if self._interrupting:
                     return self._finish("interrupted", now, "interrupted by request")
                 if line.is_error:
-                    return self._finish("failed", now, line.result or line.subtype)
+                    return self._finish("failed", now, line.result or "; ".join(line.errors) or line.subtype)
                 return self._finish("completed", now)
         return []
 
@@ -253,6 +254,7 @@ class TellMachine:
         if self.caller_replied:
             return []
         self.caller_replied = True
+        self.caller_got_end = True
         return [ReplyToCaller()]
 
     def _require(self, event: str, *states: TellStatus) -> None:

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.claude
 TOOL_NAMES = {
     "team_tell", "team_isAwake", "team_wake", "team_sleep", "team_wake_all", "team_report",
     "team_command", "team_cache_read", "team_cache_clear", "team_teams", "team_getTeamName",
-    "team_result", "team_cancel", "team_approvals", "team_approve", "team_deny",
+    "team_result", "team_cancel", "team_approvals", "team_approve", "team_deny", "team_questions",
+    "team_answer", "team_costs", "team_status", "team_sessions",
 }
 
 
@@ -77,7 +78,7 @@ async def test_initialize_and_list_the_tools(iris: Iris) -> None:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(tools) == TOOL_NAMES
     tell = tools["team_tell"]
-    assert tell.input_schema["required"] == ["toTeam", "message"]
+    assert tell.input_schema["required"] == ["message"]
     assert tell.annotations is not None and tell.annotations.read_only_hint is False
     assert tools["team_teams"].annotations is not None and tools["team_teams"].annotations.read_only_hint
 

@@ -57,6 +57,11 @@ EXPECTED_TOOLS = [
     "team_approvals",
     "team_approve",
     "team_deny",
+    "team_questions",
+    "team_answer",
+    "team_costs",
+    "team_status",
+    "team_sessions",
 ]
 
 
@@ -71,8 +76,10 @@ def test_the_tool_set_and_its_schemas() -> None:
             assert prop.get("description"), (tool.name, name)
         json.dumps(schema)  # plain JSON
     tell = input_schema(TOOLS_BY_NAME["team_tell"].args)
-    assert tell["required"] == ["toTeam", "message"]
-    assert set(tell["properties"]) == {"toTeam", "message", "fromTeam", "timeout", "persist", "ttlDays"}
+    assert tell["required"] == ["message"]  # and toTeam, or toTeams (checked by the shim)
+    assert set(tell["properties"]) == {
+        "toTeam", "toTeams", "message", "fromTeam", "timeout", "persist", "ttlDays"
+    }
     assert tell["properties"]["timeout"]["default"] == DEFAULT_TELL_TIMEOUT_MS
     assert tell["properties"]["timeout"]["minimum"] == -1
     assert "default" not in tell["properties"]["fromTeam"]
@@ -82,7 +89,7 @@ def test_arguments_are_checked_with_messages_a_model_can_act_on() -> None:
     tell = TOOLS_BY_NAME["team_tell"]
     args = parse_args(tell, {"toTeam": "b", "message": "hi", "fromTeam": None, "timeout": "1000"})
     assert (args.to_team, args.from_team, args.timeout, args.persist) == ("b", None, 1000, False)
-    with pytest.raises(InvalidRequestError, match=r"unknown field `team`.*Its arguments: toTeam, message"):
+    with pytest.raises(InvalidRequestError, match=r"unknown field `team`.*Its arguments: message, toTeam, toTeams"):
         parse_args(tell, {"team": "b", "message": "hi"})
     with pytest.raises(InvalidRequestError, match="missing required field `message`"):
         parse_args(tell, {"toTeam": "b"})

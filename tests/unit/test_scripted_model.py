@@ -385,3 +385,20 @@ def test_main_prints_the_url_and_exits_0_on_sigterm() -> None:
                 proc.wait()
     assert proc.returncode == 0
     assert out == b"" and err == b""  # exactly the one line, nothing else
+
+
+def test_again_calls_the_tool_k_times_in_one_turn(model: ScriptedModel) -> None:
+    prompt = user('@again:2 @tool:Bash {"command": "date"}')
+    first = stream(model, body(prompt))
+    block = first[1][1]["content_block"]
+    assert block["type"] == "tool_use"
+    call = {"role": "assistant", "content": [{**block, "input": {"command": "date"}}]}
+    result = {"type": "tool_result", "tool_use_id": block["id"], "content": "Mon", "is_error": False}
+    second = stream(model, body(prompt, call, {"role": "user", "content": [result]}))
+    assert second[1][1]["content_block"]["type"] == "tool_use"  # the second call
+    block2 = second[1][1]["content_block"]
+    again = {"role": "assistant", "content": [{**block2, "input": {"command": "date"}}]}
+    result2 = {**result, "tool_use_id": block2["id"], "content": "Tue"}
+    done = stream(model, body(prompt, call, {"role": "user", "content": [result]}, again,
+                              {"role": "user", "content": [result2]}))
+    assert text_of(done) == "tool Bash said: Tue"

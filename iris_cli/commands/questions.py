@@ -1,0 +1,99 @@
+"""``iris questions``, ``iris answer``, ``iris dismiss``: answers that asked their caller
+something while nobody was waiting (pending questions)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from iris_cli.commands.common import JsonOption, me, print_json, read_stdin, send
+
+if TYPE_CHECKING:
+    from protocol.messages import QuestionInfo
+
+app = typer.Typer()
+QuestionId = Annotated[str, typer.Argument(metavar="QID", help="The question's id (see 'iris questions').")]
+
+
+@app.command()
+def questions(
+    team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only questions of or for this team.")] = None,
+    include_closed: Annotated[bool, typer.Option("--all", help="Answered, dismissed and expired ones too.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Questions teams asked that nobody has answered yet."""
+    from iris_cli import render
+    from iris_cli.text import short
+    from protocol.messages import ListQuestions, QuestionsReply
+
+    reply = send(ListQuestions(team=team, include_closed=include_closed), as_json)
+    assert isinstance(reply, QuestionsReply)
+    if as_json:
+        print_json(reply.questions)
+        return
+    if not reply.questions:
+        render.out.print("no pending questions" if not include_closed else "no questions")
+        return
+    rows = [
+        (q.id, f"{q.to_team} asks {q.from_team or 'external'}", q.status, render.ago(q.created_at),
+         short(q.question, 200))
+        for q in reply.questions
+    ]
+    render.out.print(render.table(("id", "pair", "status", "when", "message"), rows))
+    render.err.print("[dim]answer with: iris answer QID \"TEXT\" (it continues that conversation)[/]")
+
+
+@app.command()
+def answer(
+    question_id: QuestionId,
+    text: Annotated[str, typer.Argument(metavar="TEXT", help="Your answer ('-' reads standard input).")],
+    timeout: Annotated[
+        int, typer.Option(help="Milliseconds to wait for the team's reply: 0 waits, -1 returns at once.")
+    ] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Answer a pending question: TEXT becomes the next tell of the same pair."""
+    from iris_cli import render
+    from iris_cli.text import pair_name, tell_data
+    from protocol.messages import AnswerQuestion, AnswerReply, TellReply
+
+    if text == "-":
+        text = read_stdin()
+    reply = send(AnswerQuestion(question_id=question_id, text=text, timeout_ms=timeout, by=me()), as_json)
+    assert isinstance(reply, AnswerReply)
+    info = reply.tell
+    if as_json:
+        print_json({"question": reply.question, "tell": tell_data(TellReply(status=reply.status, tell=info))})
+        return
+    q = reply.question
+    render.err.print(f"[dim]answered {q.id}; sent to {pair_name(q.from_team, q.to_team)} as tell {info.id}[/]")
+    if reply.status == "in_progress" and not info.text:
+        print(info.id)
+    elif info.text:
+        print(info.text)
+    render.tell_outcome(reply.status, info)
+    if reply.status not in ("completed", "in_progress"):
+        raise typer.Exit(1)
+
+
+@app.command()
+def dismiss(question_id: QuestionId, as_json: JsonOption = False) -> None:
+    """Close a pending question without answering it."""
+    from iris_cli import render
+    from protocol.messages import DismissQuestion, QuestionReply
+
+    reply = send(DismissQuestion(question_id=question_id, by=me()), as_json)
+    assert isinstance(reply, QuestionReply)
+    print_json(reply.question) if as_json else render.out.print(f"{reply.question.id}: dismissed")
+
+
+def question_event(q: QuestionInfo) -> None:
+    """A line for 'iris watch'."""
+    from iris_cli import render
+    from iris_cli.text import short
+
+    if q.status == "pending":
+        render.out.print(f"[yellow]? {q.id}[/] {q.to_team} asks {q.from_team or 'external'}: {short(q.question, 200)}")
+    else:
+        render.out.print(f"[dim]{q.id} {q.status}[/]")

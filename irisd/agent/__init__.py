@@ -1,0 +1,1 @@
+"""iris-agent: the assistant irisd runs to answer questions about Iris itself."""

@@ -1,0 +1,174 @@
+"""iris-agent: a claude that irisd runs to answer a person's questions about Iris.
+
+It is not a team: it has no entry in the config, appears in no team list, and no team
+can tell it (a tell names a configured team). It runs in its own folder
+(``$IRIS_HOME/agent``) with its own persistent session, one question at a time. Its
+only tools are Iris's read-only operations, served by ``iris mcp --read-only`` (the
+stdio MCP server with the read-only tool set): built-in tools (Bash, Edit, ...) are
+turned off, so it cannot change anything. Nothing it does produces an event it would
+be told about: it runs only when a person asks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import uuid
+from pathlib import Path
+
+import trio
+
+from irisd.claude.environment import child_environment
+from irisd.claude.locate import find_claude
+from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
+from irisd.claude.wire import ResultLine, user_turn
+from irisd.config import AGENT_NAME, IrisConfig
+from irisd.paths import IrisPaths, session_file
+from protocol.errors import ClaudeError, InvalidRequestError
+from protocol.messages import AskReply
+
+log = logging.getLogger("irisd.agent")
+
+ASK_TIMEOUT_S = 600.0
+MAX_QUESTION_CHARS = 20_000
+
+# The tools of `iris mcp --read-only` (iris_cli.mcp_tools.READ_ONLY_TOOLS; listed here so
+# that irisd does not import the MCP code).
+AGENT_TOOLS = (
+    "team_teams", "team_status", "team_isAwake", "team_sessions", "team_report", "team_result",
+    "team_cache_read", "team_approvals", "team_questions", "team_costs",
+)
+
+SYSTEM_PROMPT = """You are iris-agent, the assistant of Iris. Iris is a daemon (irisd) that lets the \
+Claude Code agents of a person's projects talk to each other. Each project is a *team* (a name and a \
+folder). A *tell* is a message from one team (or from the person, "external") to another team, and the \
+team's answer; every (asking team, answering team) pair keeps its own claude process and its own \
+persistent conversation (session). Nested tells form a *chain*. Teams' claude processes may ask to use \
+tools; a person decides those *approvals*. When a team's answer ends by asking its caller something and \
+nobody was waiting for it, Iris records a *pending question*. Every tell's cost (USD and tokens, as \
+claude reports it) is in the cost ledger, and budgets can refuse tells.
+
+You answer the person's questions about this system from real data. Use your tools (they are Iris's \
+read-only operations): team_teams and team_status for teams and processes, team_sessions for \
+conversations, team_report (with allCallers true) for recent tells of a team, team_result and \
+team_cache_read for one tell, team_approvals, team_questions (allCallers true) and team_costs. Call them \
+rather than guessing, and say when the data does not show something. You cannot tell, wake, approve or \
+change anything: if the person wants that, give them the `iris` command to run. You are not a team. \
+Answer briefly, in plain language."""
+
+
+def agent_mcp_config(socket: str) -> str:
+    server = {
+        "command": sys.executable,
+        "args": ["-m", "iris_cli", "mcp", "--read-only", "--no-autostart"],
+        "env": {"IRIS_SOCKET": socket},
+    }
+    return json.dumps({"mcpServers": {"iris": server}})
+
+
+def agent_argv(claude_path: str, *, session_id: str, resume: bool, socket: str) -> list[str]:
+    return [
+        claude_path,
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--resume" if resume else "--session-id",
+        session_id,
+        "--mcp-config",
+        agent_mcp_config(socket),
+        "--strict-mcp-config",  # only Iris: no MCP server of the user's own config
+        "--tools",
+        "",  # no built-in tool at all (Bash, Edit, Write, ...): it reads Iris, nothing else
+        "--allowedTools",
+        *[f"mcp__iris__{tool}" for tool in AGENT_TOOLS],
+        "--append-system-prompt",
+        SYSTEM_PROMPT,
+    ]
+
+
+def tool_calls(raw: bytes) -> list[str]:
+    """The Iris tools an assistant line calls."""
+    try:
+        line = json.loads(raw)
+    except ValueError:
+        return []
+    message = line.get("message") if isinstance(line, dict) and line.get("type") == "assistant" else None
+    content = message.get("content") if isinstance(message, dict) else None
+    names = [
+        str(block.get("name", ""))
+        for block in content if isinstance(content, list)
+        if isinstance(block, dict) and block.get("type") == "tool_use"
+    ] if isinstance(content, list) else []
+    return [name.removeprefix("mcp__iris__") for name in names]
+
+
+class Agent:
+    """Runs iris-agent for one question at a time, in its own session."""
+
+    def __init__(self, *, config: IrisConfig, paths: IrisPaths) -> None:
+        self.config = config
+        self.paths = paths
+        self.folder = paths.home / AGENT_NAME
+        self._lock = trio.Lock()
+
+    @property
+    def _session_record(self) -> Path:
+        return self.folder / "session-id"
+
+    async def ask(self, question: str, *, new_session: bool = False) -> AskReply:
+        """iris-agent's answer. Cancellation stops its claude (and its MCP server)."""
+        question = question.replace("\x00", "").strip()
+        if not question:
+            raise InvalidRequestError("the question is empty; ask iris-agent something")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise InvalidRequestError(f"the question is over {MAX_QUESTION_CHARS} characters; shorten it")
+        async with self._lock:
+            session_id, resume = await trio.to_thread.run_sync(self._session, new_session)
+            configured = self.config.settings.claude_path
+            argv = agent_argv(
+                find_claude(configured) or configured, session_id=session_id, resume=resume,
+                socket=str(self.paths.socket),
+            )
+            result, tools, exit_detail = await self._run(argv, question)
+            if result is None:
+                raise ClaudeError(f"iris-agent ended without an answer: {exit_detail}")
+            await trio.to_thread.run_sync(self._session_record.write_text, session_id)
+            text = result.result or "; ".join(result.errors) or result.subtype
+            log.info("iris-agent answered", extra={"tools": tools, "cost_usd": result.total_cost_usd})
+            return AskReply(
+                text=text, session_id=session_id, tools=tools, cost_usd=result.total_cost_usd, is_error=result.is_error
+            )
+
+    def _session(self, new_session: bool) -> tuple[str, bool]:
+        """The session to use, and whether claude has it (blocking: run in a thread)."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        known = "" if new_session or not self._session_record.exists() else self._session_record.read_text().strip()
+        if known and session_file(self.paths.claude_config_dir, str(self.folder.resolve()), known).exists():
+            return known, True
+        return str(uuid.uuid4()), False
+
+    async def _run(self, argv: list[str], question: str) -> tuple[ResultLine | None, list[str], str]:
+        send, receive = trio.open_memory_channel[ChildLine | ChildExited](1000)
+        env = child_environment(claude_config_dir=self.paths.claude_config_dir, daemon_env=self.config.daemon_env)
+        process = ClaudeProcess(argv, cwd=str(self.folder), env=env, events=send)
+        result: ResultLine | None = None
+        tools: list[str] = []
+        detail = f"no answer within {ASK_TIMEOUT_S:g} s"
+        async with trio.open_nursery() as nursery:
+            await nursery.start(process.run)
+            await process.send(user_turn(question))
+            with trio.move_on_after(ASK_TIMEOUT_S):
+                async for event in receive:
+                    if isinstance(event, ChildExited):
+                        detail = event.describe()
+                        break
+                    tools += tool_calls(event.raw)
+                    if isinstance(event.line, ResultLine):
+                        result = event.line
+                        break
+            process.stop()
+        return result, tools, detail

@@ -1,0 +1,102 @@
+"""Budgets and the per-pair rate limit: pure decisions on plain numbers, no I/O.
+
+How it works: before a tell is queued, the dispatcher reads what was spent (from the
+ledger) and asks ``refusal``; a budget that is already reached refuses the tell before
+any claude turn, with a message that names the budget, what was spent and how to raise
+it. A nested tell carries the spending of its chain, so a chain that went over its
+budget half-way is stopped at its next hop. ``RateWindow`` counts each pair's tells over
+the last minute; time is an argument.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+WINDOW_S = 60.0
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Limits in USD; None is no limit."""
+
+    daily_usd: float | None = None  # settings.budget.dailyUsd: all teams, today
+    team_daily_usd: float | None = None  # teams.NAME.budget.dailyUsd: this team, today
+    chain_usd: float | None = None  # settings.budget.chainUsd: one chain of nested tells
+
+    @property
+    def any(self) -> bool:
+        return (self.daily_usd, self.team_daily_usd, self.chain_usd) != (None, None, None)
+
+
+@dataclass(frozen=True)
+class Spending:
+    """What was spent: today by all teams, today on the team asked, and by the chain the
+    tell would continue (None for a tell that starts a chain)."""
+
+    today_all: float = 0.0
+    today_team: float = 0.0
+    chain: float | None = None
+
+
+def usd(amount: float) -> str:
+    """Money for people: cents for large sums, more digits for small ones."""
+    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.6f}".rstrip("0").rstrip(".")
+
+
+def refusal(team: str, spending: Spending, budgets: Budgets) -> str | None:
+    """Why a tell to ``team`` must not start, or None if every budget has room."""
+    if budgets.chain_usd is not None and spending.chain is not None and spending.chain >= budgets.chain_usd:
+        return (
+            f"this chain of nested tells has spent {usd(spending.chain)}, reaching its budget "
+            f"(settings.budget.chainUsd: {usd(budgets.chain_usd)}); the chain stops here. Answer from what "
+            "you know, or raise settings.budget.chainUsd in config.yaml and restart irisd"
+        )
+    if budgets.team_daily_usd is not None and spending.today_team >= budgets.team_daily_usd:
+        return (
+            f"team {team!r} has spent {usd(spending.today_team)} today, reaching its daily budget "
+            f"(teams.{team}.budget.dailyUsd: {usd(budgets.team_daily_usd)}); raise it in config.yaml and "
+            "restart irisd, or wait until midnight"
+        )
+    if budgets.daily_usd is not None and spending.today_all >= budgets.daily_usd:
+        return (
+            f"all teams together have spent {usd(spending.today_all)} today, reaching the daily budget "
+            f"(settings.budget.dailyUsd: {usd(budgets.daily_usd)}); raise it in config.yaml and restart "
+            "irisd, or wait until midnight"
+        )
+    return None
+
+
+def day_start(now: float) -> float:
+    """The local midnight that began the day of ``now`` (epoch seconds)."""
+    moment = datetime.datetime.fromtimestamp(now).astimezone()
+    midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight.timestamp()
+
+
+class RateWindow:
+    """At most ``per_minute`` admissions per key in any 60 s (None: no limit)."""
+
+    def __init__(self, per_minute: int | None) -> None:
+        self.per_minute = per_minute
+        self._times: dict[Hashable, collections.deque[float]] = {}
+
+    def admit(self, key: Hashable, now: float) -> float | None:
+        """Record an admission and return None, or return the seconds until one is
+        allowed (nothing recorded)."""
+        if self.per_minute is None:
+            return None
+        times = self._times.setdefault(key, collections.deque())
+        while times and times[0] <= now - WINDOW_S:
+            times.popleft()
+        if len(times) >= self.per_minute:
+            return times[0] + WINDOW_S - now
+        times.append(now)
+        return None
+
+    def forget_idle(self, now: float) -> None:
+        """Drop keys with nothing in the window (bounded memory)."""
+        for key in [k for k, t in self._times.items() if not t or t[-1] <= now - WINDOW_S]:
+            del self._times[key]

@@ -1,0 +1,1 @@
+"""Pending questions: answers that asked their caller something while nobody waited."""

@@ -1,0 +1,94 @@
+"""The question desk: turns answers nobody read into pending questions, and expires them.
+
+``on_tell_end`` is called by a pair at the one place a tell ends (``Pair._tell_ended``),
+before anyone waiting on the tell is woken. It decides with two pure functions: did
+anyone wait for this answer (``nobody_waiting``), and does it end by asking its caller
+something (``Detector.detect``). A question is stored, then pushed on the event stream
+as a ``QuestionEvent``. Answering and dismissing go through the dispatcher (an answer
+is a tell of the same pair); ``run`` expires pending questions when their TTL is up.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+
+import trio
+
+from irisd.config import IrisConfig
+from irisd.events import EventHub
+from irisd.pool.active_tell import ActiveTell
+from irisd.questions.detector import Detector, context_of, nobody_waiting
+from irisd.store import questions
+from irisd.store.facade import Store
+from protocol.messages import QuestionEvent, QuestionInfo
+
+log = logging.getLogger("irisd.questions")
+
+MAX_SLEEP_S = 3600.0
+
+
+def new_question_id() -> str:
+    return "q-" + secrets.token_hex(6)
+
+
+class QuestionDesk:
+    def __init__(self, *, config: IrisConfig, store: Store, hub: EventHub) -> None:
+        self.settings = config.settings.questions
+        self.detector = Detector(self.settings.patterns, builtin=self.settings.builtin)
+        self.store = store
+        self.hub = hub
+        self._wakeup = trio.Event()
+
+    async def on_tell_end(self, tell: ActiveTell) -> QuestionInfo | None:
+        """Record a pending question if ``tell`` completed, nobody reads its answer, and
+        the answer ends by asking something. Returns the question, if any."""
+        if not self.settings.enabled or tell.kind == "command" or tell.machine.status != "completed":
+            return None
+        unread = nobody_waiting(
+            kind=tell.kind,
+            caller_got_end=tell.machine.caller_got_end,
+            caller_left=tell.caller_left,
+            result_waiters=tell.result_waiters,
+        )
+        if not unread:
+            return None
+        found = self.detector.detect(tell.machine.text)
+        if found is None:
+            return None
+        now = time.time()
+        question = QuestionInfo(
+            id=new_question_id(),
+            from_team=tell.from_team,
+            to_team=tell.to_team,
+            session_id=tell.session_id,
+            tell_id=tell.id,
+            question=found.question,
+            context=context_of(tell.machine.text),
+            confidence=found.confidence,
+            pattern=found.pattern,
+            status="pending",
+            created_at=now,
+            expires_at=now + self.settings.ttl / 1000,
+        )
+        await self.store.call(questions.insert, question)
+        log.info("pending question", extra={"question": question.id, "tell": tell.id, "rule": found.pattern})
+        self.publish(question)
+        self._wakeup.set()
+        return question
+
+    def publish(self, question: QuestionInfo) -> None:
+        self.hub.publish(QuestionEvent(question=question), question.from_team, question.to_team)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Expire pending questions at their TTL, until cancelled."""
+        task_status.started()
+        while True:
+            self._wakeup = trio.Event()
+            for expired in await self.store.call(questions.expire, time.time()):
+                self.publish(expired)
+            due = await self.store.call(questions.next_expiry)
+            delay = MAX_SLEEP_S if due is None else min(max(due - time.time(), 0.0) + 0.01, MAX_SLEEP_S)
+            with trio.move_on_after(delay):
+                await self._wakeup.wait()

@@ -1,0 +1,120 @@
+"""The cost ledger and budgets end to end: real irisd, real claude, the scripted model."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from harness import Iris
+from iris_cli.scripted_model import ScriptedModel
+
+pytestmark = pytest.mark.claude
+
+
+def reported_costs(iris: Iris, tell_ids: list[str]) -> dict[str, float]:
+    """What claude's result lines said, per tell: claude reports its process's running
+    total, so a tell's figure is the difference from the same process's previous result."""
+    costs: dict[str, float] = {}
+    previous: dict[str, float] = {}  # per process (pid unknown here: per pair, one process each)
+    for tell_id in tell_ids:
+        transcript = iris.cli_json("cache", "read", tell_id)
+        pair = f"{transcript['tell'].get('from_team')}->{transcript['tell']['to_team']}"
+        (result,) = [json.loads(e["raw"]) for e in transcript["entries"] if e["type"] == "result"]
+        total = result["total_cost_usd"]
+        costs[tell_id] = total - previous.get(pair, 0.0)
+        previous[pair] = total
+    return costs
+
+
+def test_costs_sum_exactly_to_what_claude_reported(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.add_team("beta")
+    iris.start()
+    told: list[dict[str, Any]] = []
+    for team, message, caller in (("alpha", "one", None), ("alpha", "two", None), ("beta", "@long:30 three", None),
+                                  ("beta", "four", "alpha")):
+        args = ("tell", team, message, *(("--from", caller) if caller else ()))
+        told.append(iris.cli_json(*args))
+    reported = reported_costs(iris, [t["id"] for t in told])
+    assert all(cost > 0 for cost in reported.values())
+    for tell in told:  # each tell's own figure, not the process's running total
+        assert tell["cost_usd"] == pytest.approx(reported[tell["id"]], rel=1e-9)
+        assert tell["input_tokens"] > 0 and tell["output_tokens"] > 0 and tell["num_turns"] == 1
+        assert tell["duration_ms"] is not None
+
+    by_team = iris.cli_json("costs", "--by", "team")
+    teams = {row["key"]: row for row in by_team["rows"]}
+    alpha_ids = [t["id"] for t in told if t["to_team"] == "alpha"]
+    assert teams["alpha"]["tells"] == 2
+    assert teams["alpha"]["cost_usd"] == pytest.approx(sum(reported[i] for i in alpha_ids), rel=1e-9)
+    assert by_team["total"]["cost_usd"] == pytest.approx(sum(reported.values()), rel=1e-9)
+    assert by_team["total"]["tells"] == 4
+    assert by_team["total"]["input_tokens"] == sum(t["input_tokens"] for t in told)
+    assert by_team["total"]["output_tokens"] == sum(t["output_tokens"] for t in told)
+
+    pairs = {row["key"]: row["tells"] for row in iris.cli_json("costs", "--by", "pair")["rows"]}
+    assert pairs == {"external->alpha": 2, "external->beta": 1, "alpha->beta": 1}
+    days = iris.cli_json("costs", "--by", "day", "--since", "today")["rows"]
+    assert len(days) == 1 and days[0]["tells"] == 4
+    sessions = {(s.get("from_team"), s["to_team"]): s["cost_usd"] for s in iris.cli_json("sessions")}
+    assert sessions[(None, "alpha")] == pytest.approx(teams["alpha"]["cost_usd"], rel=1e-9)
+
+    human = iris.cli("costs", "--by", "pair")
+    assert human.returncode == 0 and "external->alpha" in human.stdout and "total" in human.stdout
+
+
+def test_a_tell_over_the_daily_budget_is_refused_before_any_model_request(iris: Iris, model: ScriptedModel) -> None:
+    iris.add_team("alpha")
+    iris.settings["budget"] = {"dailyUsd": 0.0001}  # one scripted tell costs more than this
+    iris.start()
+    first = iris.cli_json("tell", "alpha", "hello")
+    assert first["status"] == "completed" and first["cost_usd"] > 0.0001
+    requests_before = len(model.messages_requests())
+
+    refused = iris.cli("tell", "alpha", "hello again")
+    assert refused.returncode == 1
+    assert "settings.budget.dailyUsd: $0.0001" in refused.stderr and "spent $0.000" in refused.stderr
+    assert "raise it in config.yaml" in refused.stderr
+    assert len(model.messages_requests()) == requests_before  # no claude turn, not even a request
+
+
+def test_a_team_budget_refuses_only_that_team(iris: Iris) -> None:
+    iris.add_team("alpha", budget={"dailyUsd": 0.0001})
+    iris.add_team("beta")
+    iris.start()
+    assert iris.cli_json("tell", "alpha", "hello")["status"] == "completed"
+    refused = iris.cli_json("tell", "alpha", "again", ok=False)
+    assert refused["error"]["code"] == "budget" and "teams.alpha.budget.dailyUsd" in refused["error"]["message"]
+    assert iris.cli_json("tell", "beta", "hello")["status"] == "completed"
+
+
+def test_a_chain_over_its_budget_stops_at_its_next_hop(iris: Iris, model: ScriptedModel) -> None:
+    iris.add_team("alpha", permissions="skip")
+    iris.add_team("beta")
+    iris.settings["budget"] = {"chainUsd": 0.0001}
+    iris.env["IS_SANDBOX"] = "1"  # permissions: skip as root
+    iris.start()
+    # alpha asks beta twice in one turn: the first hop is paid, the chain is then over budget.
+    hop = json.dumps({"toTeam": "beta", "message": "hop", "timeout": 0})
+    answer = iris.cli_json("tell", "alpha", f"@again:2 @tool:mcp__iris__team_tell {hop}")
+    assert answer["status"] == "completed"
+    assert "settings.budget.chainUsd" in answer["text"] and "chain stops here" in answer["text"]
+    to_beta = [t for t in iris.cli_json("report", "beta", "--from", "alpha") if t["status"] == "completed"]
+    assert len(to_beta) == 1  # the second hop never reached beta
+    beta_turns = [b for b in model.messages_requests() if "hop" in json.dumps(b.get("messages", [])[-1:])]
+    assert len(beta_turns) == 1
+    chain = iris.cli_json("costs", "--by", "chain")["rows"]
+    assert [row["tells"] for row in chain] == [2]  # alpha's tell and beta's, one chain
+
+
+def test_rate_limit_per_pair(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.settings["rateLimit"] = 2
+    iris.start()
+    for n in range(2):
+        assert iris.cli_json("tell", "alpha", f"hi {n}")["status"] == "completed"
+    refused = iris.cli_json("tell", "alpha", "hi 3", ok=False)
+    assert refused["error"]["code"] == "rate_limited" and "settings.rateLimit" in refused["error"]["message"]
+    assert iris.cli_json("tell", "alpha", "hi", "--from", "alpha")["status"] == "completed"  # another pair

@@ -1,0 +1,61 @@
+"""Fan-out tells and iris-agent end to end: real irisd, real claude, the scripted model."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from harness import Iris
+
+pytestmark = pytest.mark.claude
+
+
+def test_fan_out_answers_every_target_and_one_failing_hides_nothing(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.add_team("beta")
+    gamma = iris.add_team("gamma")
+    iris.start()
+    shutil.rmtree(gamma)  # gamma's claude cannot start: its tell fails
+
+    results = iris.cli_json("tell", "alpha,beta,gamma,nosuch", "hello all", ok=False)
+    assert [r["to_team"] for r in results] == ["alpha", "beta", "gamma", "nosuch"]
+    alpha, beta, gamma_result, nosuch = results
+    assert alpha["status"] == beta["status"] == "completed"
+    assert alpha["text"] == beta["text"] == "echo #1: hello all"
+    assert alpha["session_id"] != beta["session_id"]  # each target is its own pair
+    assert gamma_result["status"] == "failed" and "does not exist" in gamma_result["error"]
+    assert nosuch["status"] == "refused" and nosuch["error"]["code"] == "unknown_team"
+
+    human = iris.cli("tell", "alpha,beta", "again")
+    assert human.returncode == 0, human.stderr
+    assert "── alpha" in human.stdout and "── beta" in human.stdout
+    for team in ("alpha", "beta"):  # each answer under its own label
+        label = human.stdout.index(f"── {team}")
+        assert human.stdout[label:].splitlines()[1] == "echo #2: again"
+
+
+def test_iris_ask_calls_an_iris_tool_and_answers_from_its_result(iris: Iris) -> None:
+    iris.add_team("alpha", description="The web app")
+    iris.add_team("beta", description="The API")
+    iris.start()
+    reply = iris.cli_json("ask", "@tool:mcp__iris__team_teams {}")
+    assert reply["tools"] == ["team_teams"]
+    assert reply["text"].startswith("tool mcp__iris__team_teams said:")
+    assert "alpha: The web app" in reply["text"] and "beta: The API" in reply["text"]
+
+    # Its own persistent session, in its own folder; never a team.
+    again = iris.cli_json("ask", "and now?")
+    assert again["session_id"] == reply["session_id"] and again["text"] == "echo #2: and now?"
+    assert (iris.home / "iris-agent").is_dir()
+    assert [t["name"] for t in iris.cli_json("teams")] == ["alpha", "beta"]
+    refused = iris.cli_json("tell", "iris-agent", "hi", ok=False)
+    assert refused["error"]["code"] == "unknown_team"
+    assert iris.cli_json("sessions") == []  # it has no pair: nothing of it shows among the teams'
+
+    # Its tools only read: a tool that would change something is not there for it.
+    tried = iris.cli_json("ask", '@tool:mcp__iris__team_wake {"team": "alpha"}', "--new")
+    assert tried["session_id"] != reply["session_id"]
+    assert "team_wake" not in tried["tools"] or "failed" in tried["text"]
+    status = iris.cli_json("status")
+    assert status["processes"] == []  # nothing was woken
