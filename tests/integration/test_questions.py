@@ -94,5 +94,6 @@ def test_a_plain_answer_or_a_failed_tell_is_no_question(iris: Iris) -> None:
     plain = iris.cli_json("tell", "alpha", "all done", "--timeout", "-1")
     failed = iris.cli_json("tell", "alpha", "@error:400 is this broken?", "--timeout", "-1")
     for tell in (plain, failed):
-        wait_for(lambda t=tell: iris.cli_json("result", t["id"])["status"] != "in_progress", what="the tell's end")
+        wait_for(lambda t=tell: iris.cli_json("result", t["id"], ok=False)["status"] != "in_progress",
+                 what="the tell's end")
     assert pending(iris, "--all") == []
