@@ -26,6 +26,7 @@ from protocol.messages import (
     TellPhaseEvent,
     TellState,
     TranscriptReply,
+    UnsolicitedInfo,
 )
 
 out = Console(highlight=False, soft_wrap=True)
@@ -101,6 +102,24 @@ def teams_table(teams: list[TeamInfo]) -> Table:
 def status(reply: StatusReply) -> None:
     """``iris status`` (plain lines: see ``iris_cli.plain``)."""
     _plain_lines(plain.status_lines(reply, width=out.width, color=out.is_terminal and not out.no_color))
+    if reply.unsolicited:
+        out.print("\n[bold red]unsolicited[/] (turns no tell asked for: see README, 'What children accept')")
+        for turn in reply.unsolicited:
+            unsolicited(turn, limit=200)
+
+
+def unsolicited(turn: UnsolicitedInfo, *, limit: int | None = None) -> None:
+    """A turn a pair's claude took by itself, with what it said (all of it, or its start
+    on one line); ``iris cache read ID`` shows every line it printed."""
+    error = f" ({turn.error})" if turn.error else ""
+    out.print(
+        f"[bold]{turn.id}[/] {pair_name(turn.from_team, turn.to_team)} [red]unsolicited {turn.status}[/]"
+        f"{error} {ago(turn.started_at)}"
+    )
+    if turn.text and limit is not None:
+        out.print("  " + short(turn.text, limit), markup=False)
+    elif turn.text:
+        out.print("\n".join("  " + line for line in turn.text.splitlines()), markup=False)
 
 
 def processes(items: list[ProcessInfo]) -> None:

@@ -18,7 +18,7 @@ from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
-from irisd.store import approvals, ledger, notifications, sessions, tells
+from irisd.store import approvals, ledger, notifications, sessions, tells, unsolicited
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
 
@@ -85,6 +85,7 @@ async def reconcile(store: Store) -> None:
     notifications that were being delivered back in line."""
     reset = await store.call(sessions.reset_process_states)
     interrupted = await store.call(tells.interrupt_unfinished, time.time())
+    await store.call(unsolicited.interrupt_unfinished, time.time())
     requeued = await store.call(notifications.reset_delivering)
     await store.call(approvals.expire_pending, time.time(), "irisd restarted; the claude that asked is gone")
     if reset or interrupted or requeued:
@@ -118,6 +119,7 @@ async def _retention(config: IrisConfig, store: Store) -> None:
         cutoff = time.time() - config.settings.retention_days * 86400
         try:
             pruned = await store.call(tells.prune, cutoff, config.settings.retention_keep)
+            pruned += await store.call(unsolicited.prune, cutoff, config.settings.retention_keep)
         except StoreError as exc:  # tried again next time
             log.warning("could not prune old tells", extra={"error": exc.message})
             pruned = 0

@@ -23,7 +23,7 @@ from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.pair import Pair, TellLink
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
-from irisd.store import approvals, ledger, notifications, questions, sessions, tells
+from irisd.store import approvals, ledger, notifications, questions, sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
@@ -80,6 +80,7 @@ from protocol.messages import (
     QuestionReply,
     QuestionsReply,
     ReadTranscript,
+    ReadUnsolicited,
     Reply,
     ReplyStatus,
     Report,
@@ -102,6 +103,7 @@ from protocol.messages import (
     TellsReply,
     TranscriptEntry,
     TranscriptReply,
+    UnsolicitedReply,
     Wake,
     WakeAll,
     Watch,
@@ -111,6 +113,7 @@ from protocol.messages import (
 MAX_MESSAGE_CHARS = 1_000_000
 MIN_WAIT_MS, MAX_WAIT_MS = 1_000, 3_600_000
 MAX_FAN_OUT = 32
+RECENT_UNSOLICITED = 10  # turns no tell asked for, shown by status
 COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
 if TYPE_CHECKING:
@@ -175,7 +178,7 @@ class Dispatcher:
             case ListTeams():
                 return TeamsReply(teams=self.team_infos())
             case GetStatus():
-                return self.status()
+                return await self.status()
             case ListSessions(to_team):
                 return SessionsReply(sessions=await self.sessions(to_team))
             case ResetSession(to_team, from_team):
@@ -205,6 +208,7 @@ class Dispatcher:
                 self.config.team(to_team)
                 self._check_from(from_team)
                 count = await self.store.call(tells.clear_finished, to_team, from_team)
+                count += await self.store.call(unsolicited.clear_finished, to_team, from_team)
                 return CountReply(count=count)
             case ListNotifications(to_team, include_done):
                 if to_team is not None:
@@ -253,6 +257,8 @@ class Dispatcher:
                 if self.agent is None:
                     raise InvalidRequestError("iris-agent is not available in this irisd")
                 return await self.agent.ask(request.question, new_session=request.new_session)
+            case ReadUnsolicited(turn_id):
+                return await self.unsolicited_transcript(turn_id)
 
     # --- queries -------------------------------------------------------------------------
 
@@ -262,7 +268,7 @@ class Dispatcher:
             for t in sorted(self.config.teams.values(), key=lambda t: t.name)
         ]
 
-    def status(self) -> StatusReply:
+    async def status(self) -> StatusReply:
         return StatusReply(
             pid=os.getpid(),
             daemon_version=__version__,
@@ -275,6 +281,7 @@ class Dispatcher:
             pending_approvals=sum(len(s.pending_approvals) for s in self.supervisor.snapshots()),
             http_url=self.http.url if self.http is not None else "",
             environment={name: self.environment_names(team) for name, team in self.config.teams.items()},
+            unsolicited=await self.store.call(unsolicited.recent, RECENT_UNSOLICITED),
         )
 
     def environment_names(self, team: Team) -> list[str]:
@@ -338,6 +345,19 @@ class Dispatcher:
         entries = await self.store.call(tells.messages, tell_id)
         return TranscriptReply(
             tell=info,
+            entries=[
+                TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
+                for at, kind, raw in entries
+            ],
+        )
+
+    async def unsolicited_transcript(self, turn_id: str) -> UnsolicitedReply:
+        turn = await self.store.call(unsolicited.get, turn_id)
+        if turn is None:
+            raise NotFoundError(f"no unsolicited turn with id {turn_id!r}; 'iris status' lists recent ones")
+        entries = await self.store.call(unsolicited.messages, turn_id)
+        return UnsolicitedReply(
+            turn=turn,
             entries=[
                 TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
                 for at, kind, raw in entries

@@ -116,6 +116,7 @@ class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     current_tell: str = ""
     last_used_at: float | None = None
     reason: str = ""  # why the pair is failed / was stopped
+    unsolicited: str = ""  # the id of a turn no tell asked for, under way (the next tell waits)
 
 
 class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -154,6 +155,24 @@ class NotificationInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     attempts: int = 0
     tell_id: str = ""
     error: str = ""
+
+
+class UnsolicitedInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A turn a pair's claude took while no tell of Iris was running (a message from
+    another Claude Code session, a background task finishing): kept, never dropped, and
+    never part of a tell's answer. ``id`` starts with ``u-``; its lines are read with
+    ``ReadUnsolicited``."""
+
+    id: str
+    from_team: str | None
+    to_team: str
+    status: TellStatus  # running, then completed / failed / timed_out / interrupted
+    started_at: float
+    text: str = ""  # what it said
+    session_id: str = ""
+    finished_at: float | None = None
+    error: str = ""
+    cost_usd: float | None = None
 
 
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired"]
@@ -420,6 +439,10 @@ class ForgetRule(_Message, tag="forget_rule"):
     """Stop allowing a remembered request without asking (its id: ``RuleInfo.id``)."""
 
     rule_id: str
+class ReadUnsolicited(_Message, tag="read_unsolicited"):
+    """Every line a pair's claude printed during one unsolicited turn (``u-...`` id)."""
+
+    turn_id: str
 
 
 class ListQuestions(_Message, tag="list_questions"):
@@ -495,6 +518,7 @@ Request = (
     | DismissQuestion
     | Costs
     | Ask
+    | ReadUnsolicited
 )
 
 
@@ -533,6 +557,7 @@ class StatusReply(_Message, tag="status_reply"):
     pending_approvals: int = 0
     http_url: str = ""  # irisd's HTTP face (API, dashboard, MCP for its children)
     environment: dict[str, list[str]] = {}  # team -> the NAMES of its claude's variables
+    unsolicited: list[UnsolicitedInfo] = []  # the latest turns no tell asked for, newest first
 
 
 class SessionsReply(_Message, tag="sessions_reply"):
@@ -586,6 +611,9 @@ class HttpInfoReply(_Message, tag="http_info_reply"):
     url: str
     token: str
     login_code: str = ""
+class UnsolicitedReply(_Message, tag="unsolicited_reply"):
+    turn: UnsolicitedInfo
+    entries: list[TranscriptEntry]
 
 
 class RulesReply(_Message, tag="rules_reply"):
@@ -657,6 +685,7 @@ Reply = (
     | TellsReply
     | CostsReply
     | AskReply
+    | UnsolicitedReply
 )
 
 
@@ -701,6 +730,12 @@ class ApprovalEvent(_Message, tag="approval_event"):
     approval: ApprovalInfo
 
 
+class UnsolicitedEvent(_Message, tag="unsolicited_event"):
+    """A pair's claude started (``running``) or ended a turn that no tell asked for."""
+
+    turn: UnsolicitedInfo
+
+
 class ProcessEvent(_Message, tag="process_state"):
     """A pair's claude process changed state (spawning, idle, processing, stopped, ...)."""
 
@@ -720,7 +755,15 @@ class FanOutEvent(_Message, tag="fan_out_event"):
 
 
 Event = (
-    TellText | TellState | TellNotice | TellPhaseEvent | ApprovalEvent | ProcessEvent | QuestionEvent | FanOutEvent
+    TellText
+    | TellState
+    | TellNotice
+    | TellPhaseEvent
+    | ApprovalEvent
+    | UnsolicitedEvent
+    | ProcessEvent
+    | QuestionEvent
+    | FanOutEvent
 )
 
 ServerMessage = Reply | Event

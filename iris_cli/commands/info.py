@@ -66,7 +66,16 @@ def watch(
     """Follow tells live as their text streams (Ctrl-C to stop)."""
     import msgspec
 
-    from protocol.messages import ApprovalEvent, QuestionEvent, TellNotice, TellPhaseEvent, TellState, TellText, Watch
+    from protocol.messages import (
+        ApprovalEvent,
+        QuestionEvent,
+        TellNotice,
+        TellPhaseEvent,
+        TellState,
+        TellText,
+        UnsolicitedEvent,
+        Watch,
+    )
 
     def show(event: Event) -> None:
         if as_json:
@@ -82,6 +91,8 @@ def watch(
             render.tell_notice(event)
         elif isinstance(event, TellPhaseEvent) and event.phase.name != "answering":  # the text shows that
             render.tell_phase(event)
+        elif isinstance(event, UnsolicitedEvent):
+            render.unsolicited(event.turn)
         elif isinstance(event, TellText):
             sys.stdout.write(event.text)
             sys.stdout.flush()

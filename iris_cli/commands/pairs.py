@@ -127,19 +127,23 @@ app.add_typer(cache_app, name="cache")
 
 @cache_app.command("read")
 def cache_read(
-    tell_id: Annotated[str, typer.Argument(metavar="ID", help="The tell whose transcript to show.")],
+    tell_id: Annotated[
+        str, typer.Argument(metavar="ID", help="The tell (or unsolicited turn, u-...) whose transcript to show.")
+    ],
     raw: Annotated[bool, typer.Option("--raw", help="Claude's stream-json lines as they were printed.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """One tell's conversation: the message, the answer, tool calls and their results."""
+    """One tell's conversation: the message, the answer, tool calls and their results
+    (or every line of a turn no tell asked for, u-...)."""
     from iris_cli import render
-    from protocol.messages import ReadTranscript, TranscriptReply
+    from protocol.messages import ReadTranscript, ReadUnsolicited, TranscriptReply, UnsolicitedReply
 
-    reply = send(ReadTranscript(tell_id=tell_id), as_json)
-    assert isinstance(reply, TranscriptReply)
+    request = ReadUnsolicited(turn_id=tell_id) if tell_id.startswith("u-") else ReadTranscript(tell_id=tell_id)
+    reply = send(request, as_json)
+    assert isinstance(reply, TranscriptReply | UnsolicitedReply)
     if as_json:
         print_json(reply)
-    elif raw:
+    elif raw or isinstance(reply, UnsolicitedReply):  # an unsolicited turn: its lines as printed
         for entry in reply.entries:
             print(entry.raw)
     else:
@@ -152,7 +156,7 @@ def cache_clear(
     from_team: FromOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Forget a pair's finished tells and their transcripts (the conversation stays)."""
+    """Forget a pair's finished tells, unsolicited turns and their transcripts (the conversation stays)."""
     from iris_cli import render
     from protocol.messages import ClearCache, CountReply
 

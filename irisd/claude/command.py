@@ -18,6 +18,26 @@ IRIS_TOOLS_FOR_CHILDREN = (
 )
 
 
+# A pair's conversation belongs to Iris. Claude Code (2.1.224 and later) lets any other
+# session of the user message a running claude (SendMessage): the child would take that
+# as a turn of its own, outside every check of Iris. Children refuse such messages...
+CHILD_SETTINGS = {"crossSessionInbound": "refuse"}
+# ... and do not reach around Iris either: Claude Code's own cross-session tools are
+# disallowed unless a team's allowedTools names them.
+CROSS_SESSION_TOOLS = ("SendMessage", "ListAgents")
+
+
+def child_system_prompt(team: str) -> str:
+    """What a child is told about its place (``--append-system-prompt``)."""
+    return (
+        f"You are the Claude Code agent of team '{team}', answering messages that Iris "
+        "relays to you from people and from other teams' agents. To ask another team, use "
+        "the team_tell tool of the 'iris' MCP server (team_teams lists the teams). Claude "
+        "Code's own cross-session messaging (SendMessage, ListAgents) does not reach teams; "
+        "do not use it for that."
+    )
+
+
 def iris_mcp_config(*, team: str, parent_pair: str, socket: str) -> str:
     """The ``--mcp-config`` that gives a child Iris itself as an MCP server: the shim
     speaks as ``team`` and links the tells it sends to the pair the child serves."""
@@ -40,11 +60,14 @@ def claude_argv(
     disallowed_tools: Sequence[str] = (),
     mcp_config: str = "",
     max_budget_usd: float | None = None,
+    system_prompt: str = "",
 ) -> list[str]:
     """``claude`` in long-lived stream-json mode, starting or resuming ``session_id``.
 
     ``permissions``: ``skip`` skips every check; ``ask`` and ``deny`` route each request
-    that needs permission to irisd over stdio (``can_use_tool`` control requests)."""
+    that needs permission to irisd over stdio (``can_use_tool`` control requests).
+    The child refuses other sessions' messages and has no cross-session tools of its own
+    unless ``allowed_tools`` names them (see ``CHILD_SETTINGS``)."""
     argv = [
         claude_path,
         "-p",
@@ -56,8 +79,14 @@ def claude_argv(
         "--include-partial-messages",
         "--resume" if resume else "--session-id",
         session_id,
+        "--settings",
+        json.dumps(CHILD_SETTINGS),
     ]
+    if system_prompt:
+        argv += ["--append-system-prompt", system_prompt]
     allowed = list(allowed_tools)
+    disallowed = list(disallowed_tools)
+    disallowed += [tool for tool in CROSS_SESSION_TOOLS if not _names(allowed, tool)]
     if mcp_config:
         # Iris's own tools need no permission prompt: the daemon guards them (loops, hops).
         argv += ["--mcp-config", mcp_config]
@@ -71,11 +100,16 @@ def claude_argv(
     # "Bash(git status)" hold spaces.
     if allowed:
         argv += ["--allowedTools", *allowed]
-    if disallowed_tools:
-        argv += ["--disallowedTools", *disallowed_tools]
+    if disallowed:
+        argv += ["--disallowedTools", *disallowed]
     if max_budget_usd is not None:
         argv += ["--max-budget-usd", format(Decimal(repr(max_budget_usd)), "f")]
     return argv
+
+
+def _names(rules: Sequence[str], tool: str) -> bool:
+    """Whether a rule of ``rules`` is about ``tool`` (``SendMessage``, ``SendMessage(...)``)."""
+    return any(rule == tool or rule.startswith(tool + "(") for rule in rules)
 
 
 def root_skip_problem(

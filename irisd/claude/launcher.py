@@ -88,6 +88,7 @@ class LaunchSpec:
     allowed_tools: Sequence[str] = ()
     disallowed_tools: Sequence[str] = ()
     mcp_config: str = ""  # for a local child: the --mcp-config that gives it Iris
+    system_prompt: str = ""  # appended to claude's (what the child is, how teams are reached)
     endpoint: IrisEndpoint | None = None  # for a remote child: Iris over HTTP, forwarded
 
 
@@ -143,6 +144,7 @@ class LocalLauncher:
             allowed_tools=spec.allowed_tools,
             disallowed_tools=spec.disallowed_tools,
             mcp_config=spec.mcp_config,
+            system_prompt=spec.system_prompt,
         )
         return ChildCommand(argv=argv, cwd=self.folder, env=environment)
 
@@ -250,6 +252,7 @@ class SshLauncher:
             allowed_tools=spec.allowed_tools,
             disallowed_tools=spec.disallowed_tools,
             mcp_config=mcp_config,
+            system_prompt=spec.system_prompt,
         )
         variables = {"IRIS_FOLDER": self.folder, "IRIS_CLAUDE": self.claude_path}
         remote = _remote_script(_REMOTE_RUN, variables, ["env", *_env_args(self.env), *argv])

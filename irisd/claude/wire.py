@@ -150,6 +150,14 @@ class ControlRequestLine(_Line, tag="control_request"):
     request: ControlRequestBody = msgspec.field(default_factory=ControlRequestBody)
 
 
+class CommandLifecycleLine(_Line, tag="command_lifecycle"):
+    """A turn claude starts by itself (a queued command: another session's message, a
+    background task's notification) is framed by ``state`` ``started`` ... ``completed``
+    (2.1.330; turns written to its stdin have none)."""
+
+    state: str = ""
+
+
 class UnknownLine(msgspec.Struct, kw_only=True):
     """Valid JSON of a type Iris does not know; kept raw."""
 
@@ -170,6 +178,7 @@ ClaudeLine = (
     | ResultLine
     | ControlResponseLine
     | ControlRequestLine
+    | CommandLifecycleLine
 )
 AnyLine = ClaudeLine | UnknownLine | GarbageLine
 

@@ -32,17 +32,16 @@ from typing import Protocol
 import msgspec
 import trio
 
-from irisd.claude.command import iris_mcp_config
+from irisd.claude.command import child_system_prompt, iris_mcp_config
 from irisd.claude.environment import child_environment
 from irisd.claude.launcher import Child, ChildFactory, Launcher, LaunchSpec, LocalLauncher, claude_child
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine
 from irisd.claude.wire import (
     AnyLine,
     ControlRequestLine,
-    GarbageLine,
+    ControlResponseLine,
     ResultLine,
     SystemLine,
-    UnknownLine,
     interrupt_request,
     line_type,
     user_turn,
@@ -77,13 +76,22 @@ from irisd.pool.process_machine import (
     StoppersDone,
     WakersDone,
 )
-from irisd.store import sessions, tells
+from irisd.pool.unsolicited import UnsolicitedTurn, route
+from irisd.store import sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
 from irisd.tell.phase import after_line
 from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
-from protocol.messages import ApprovalInfo, ProcessEvent, ProcessInfo, TellNotice, TellPhase
+from protocol.messages import (
+    ApprovalInfo,
+    ProcessEvent,
+    ProcessInfo,
+    TellNotice,
+    TellPhase,
+    UnsolicitedEvent,
+    UnsolicitedInfo,
+)
 
 __all__ = ["Child", "ChildFactory", "Pair", "PairSnapshot", "SlotPool", "TellLink", "claude_child"]
 
@@ -274,6 +282,7 @@ class Pair:
         self._nursery: trio.Nursery | None = None
         self._wakers: list[_Request] = []
         self._stoppers: list[_Request] = []
+        self._unsolicited: UnsolicitedTurn | None = None  # output no tell asked for, being recorded
 
     @property
     def key(self) -> PairKey:
@@ -303,6 +312,7 @@ class Pair:
             pid=self.process.pid if self.process else None,
             queued=self._queued(),
             current_tell=current or "",
+            unsolicited=self._unsolicited.id if self._unsolicited and self._unsolicited.holding else "",
             last_used_at=self.last_used_at,
             reason=self.machine.reason,
         )
@@ -459,6 +469,8 @@ class Pair:
     def _next_deadline(self) -> float:
         deadlines = [tell.deadline for tell in self.tells.values()]
         deadlines += [self.desk.next_deadline(), self.machine.next_deadline(), self.writes.next_deadline()]
+        if self._unsolicited is not None:
+            deadlines.append(self._unsolicited.next_deadline())
         return min(deadlines, default=math.inf)
 
     async def _handle(self, event: PairEvent, now: float) -> None:
@@ -507,6 +519,9 @@ class Pair:
             case ChildExited(process, returncode, stderr_tail) if process is self.process:
                 self.process = None
                 detail = self.launcher.describe_exit(returncode, stderr_tail, event.describe())
+                if self._unsolicited is not None:
+                    self._unsolicited.end(now, time.time(), f"claude exited before the turn's end: {detail}")
+                    await self._end_unsolicited(self._unsolicited, child_free=False)
                 lost = NO_CONVERSATION in stderr_tail
                 await self._run(self.machine.exited(now, returncode=returncode, detail=detail,
                                                     conversation_lost=lost))
@@ -519,6 +534,12 @@ class Pair:
     async def _on_timer(self, now: float) -> None:
         await self.writes.retry(now)
         await self.desk.on_timer(now, self._send_to_child, self._tell_actions)
+        if (record := self._unsolicited) is not None:
+            for action in record.handle_timer(now, time.time()):
+                if isinstance(action, tell_machine.StopChild):
+                    await self._run(self.machine.stop_child(f"a turn no tell asked for went silent ({action.reason})"))
+            if record.ended:
+                await self._end_unsolicited(record)
         for tell in list(self.tells.values()):
             if not tell.machine.is_final:
                 await self._tell_actions(tell, tell.machine.handle_timer(now))
@@ -533,17 +554,16 @@ class Pair:
             if not self.machine.child_spoke:
                 return  # claude said the resumed conversation is gone; the exit follows
         tell = self.tells.get(self.machine.current or "")
-        share = self._cost_share(line)
-        if tell is not None and not tell.machine.is_final and share is not None:
+        share = self._cost_share(line)  # every result moves the process's running total
+        running = tell is not None and not tell.machine.is_final
+        if tell is None or route(line, tell_running=running, record=self._unsolicited) != "tell":
+            await self._on_unsolicited_line(line, raw, now)
+            return
+        if share is not None:
             tell.cost_usd = share
         if isinstance(line, ControlRequestLine) and line.request.subtype == "can_use_tool":
-            if tell is not None and not tell.machine.is_final:
-                await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
+            await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
             await self.desk.on_request(line, tell, self._send_to_child, self._tell_actions)
-            return
-        if tell is None or tell.machine.is_final:
-            if isinstance(line, GarbageLine | UnknownLine):
-                log.warning("unexpected output from an idle claude", extra={"pair": self.label})
             return
         before = tell.machine.text
         actions = tell.machine.child_line(line, now)
@@ -557,6 +577,57 @@ class Pair:
         if isinstance(line, ResultLine) and tell.machine.is_final:
             await self.writes.save(None, sessions.record_turn, self.from_team, self.team.name, time.time())
         await self._tell_actions(tell, actions)
+
+    # --- output no tell asked for (pool/unsolicited.py) ----------------------------------
+
+    async def _on_unsolicited_line(self, line: AnyLine, raw: bytes, now: float) -> None:
+        """A line no tell asked for: kept in the unsolicited record, never dropped, never
+        given to a tell; while it holds a turn, the next tell waits for the turn's end."""
+        if isinstance(line, ControlResponseLine) or self.machine.state == "terminating":
+            return  # an answer to Iris's own request; the last words of a child being stopped
+        wall = time.time()
+        record = self._unsolicited
+        if record is None:
+            record = self._unsolicited = UnsolicitedTurn(
+                from_team=self.from_team,
+                to_team=self.team.name,
+                session_id=self.session_id,
+                response_timeout_s=self.team.response_timeout_ms / 1000,
+                now=now,
+                wall=wall,
+            )
+            log.warning("claude printed what no tell asked for", extra={"pair": self.label, "turn": record.id})
+            await self.writes.save(None, unsolicited.save, record.info())
+            self._announce_unsolicited(record.info())
+        await self.writes.save(None, unsolicited.append_message, record.id, wall, line_type(line), raw)
+        record.child_line(line, raw, now)
+        if isinstance(line, ControlRequestLine) and line.request.subtype == "can_use_tool":
+            await self.desk.on_request(line, None, self._send_to_child, self._tell_actions)  # denied: no tell asked
+        if record.holding:
+            await self._run(self.machine.unsolicited_started(now))  # the next tell waits for the turn's end
+        else:
+            await self._run(self.machine.unsolicited_ended(now))
+
+    async def _end_unsolicited(self, record: UnsolicitedTurn, *, child_free: bool = True) -> None:
+        """Save and announce the record; ``child_free``: the child lives on and may take the next tell."""
+        if not record.ended:
+            record.close(time.time())
+        self._unsolicited = None
+        info = record.info()
+        log.warning(
+            "claude ended what no tell asked for",
+            extra={"pair": self.label, "turn": record.id, "status": info.status, "said": info.text[:200]},
+        )
+        await self.writes.save(None, unsolicited.save, info)
+        if record.turns:
+            await self.writes.save(None, sessions.record_turn, self.from_team, self.team.name, time.time())
+        self._announce_unsolicited(info)
+        if child_free:
+            await self._run(self.machine.unsolicited_ended(trio.current_time()))
+
+    def _announce_unsolicited(self, info: UnsolicitedInfo) -> None:
+        if self.hub is not None:
+            self.hub.publish(UnsolicitedEvent(turn=info), self.from_team, self.team.name)
 
     # --- carrying out the machines' actions -------------------------------------------------
 
@@ -741,6 +812,7 @@ class Pair:
                 allowed_tools=self.team.allowed_tools,
                 disallowed_tools=self.team.disallowed_tools,
                 mcp_config=self._mcp_config(grant := self._grant()),
+                system_prompt=child_system_prompt(self.team.name),
             )
             command = self.launcher.command(spec)
             # What was launched, for people: it need not hold up a start on a full disk.
@@ -799,6 +871,13 @@ class Pair:
         request answered (the child is stopped by the nursery's cancellation)."""
         now = trio.current_time()
         await self.writes.retry(math.inf)  # a last try for what waits, before the final states
+        if (record := self._unsolicited) is not None:
+            self._unsolicited = None
+            record.end(now, time.time(), reason)
+            try:
+                await self.store.call(unsolicited.save, record.info())
+            except Exception:
+                log.exception("could not record an interrupted unsolicited turn", extra={"pair": self.label})
         try:
             await self._run(self.machine.abandon(reason))
         except Exception:

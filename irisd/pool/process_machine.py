@@ -321,6 +321,24 @@ class ProcessMachine:
             return [self._turn(self.current, restarted=False)]
         return self._set("idle")
 
+    # --- turns no tell asked for (pool/unsolicited.py) -----------------------------------
+
+    def unsolicited_started(self, now: float) -> list[Action]:
+        """The idle child took a turn of its own: it is busy, so the next tell waits."""
+        if self.state != "idle" or self.current is not None:
+            return []
+        return self._set("processing")
+
+    def unsolicited_ended(self, now: float) -> list[Action]:
+        """That turn ended: the child is free again, and the next tell goes now."""
+        if self.state != "processing" or self.current is not None:
+            return []
+        self.last_active = now
+        if self.queue:
+            self.current = self.queue.popleft()
+            return [self._turn(self.current, restarted=False)]
+        return self._set("idle")
+
     # --- requests --------------------------------------------------------------------
 
     def wake_requested(self, now: float) -> list[Action]:

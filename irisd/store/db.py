@@ -162,6 +162,31 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX questions_by_status ON questions (status, created_at);
     """,
+    # 5: turns a pair's claude took while no tell was running, with the lines it printed.
+    """
+    CREATE TABLE unsolicited (
+        id           TEXT PRIMARY KEY,
+        from_team    TEXT NOT NULL,
+        to_team      TEXT NOT NULL,
+        session_id   TEXT NOT NULL DEFAULT '',
+        status       TEXT NOT NULL,
+        text         TEXT NOT NULL DEFAULT '',
+        error        TEXT NOT NULL DEFAULT '',
+        started_at   REAL NOT NULL,
+        finished_at  REAL,
+        cost_usd     REAL
+    );
+    CREATE INDEX unsolicited_by_time ON unsolicited (started_at);
+
+    CREATE TABLE unsolicited_messages (
+        id       INTEGER PRIMARY KEY,
+        turn_id  TEXT NOT NULL REFERENCES unsolicited (id) ON DELETE CASCADE,
+        at       REAL NOT NULL,
+        type     TEXT NOT NULL,
+        raw      BLOB NOT NULL
+    );
+    CREATE INDEX unsolicited_messages_by_turn ON unsolicited_messages (turn_id, id);
+    """,
 ]
 
 

@@ -1,0 +1,305 @@
+"""``iris monitor``: every pair, tell and approval of irisd, live in the terminal.
+
+How it works
+------------
+``MonitorState`` is the picture, with no I/O: ``apply_status`` takes a ``GetStatus``
+reply (pairs, processes, the latest unsolicited turns), ``apply_approvals`` the pending
+approvals, and ``apply(event)`` every event of a ``Watch`` (tells starting, their text
+as it streams, their ends, approvals asked and decided, pairs' process states).
+``render`` draws it with rich. ``run_monitor`` is the only async code: one connection
+watches, another asks for the status again (at most every ``STATUS_EVERY_S``, sooner
+after an event that may have changed a pair), and rich's ``Live`` redraws at most
+``FRAMES_PER_S`` times a second. It ends when irisd stops (the watch ends or the
+connection drops) and on Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from iris_cli.aclient import open_connection
+from iris_cli.render import ago, tool_input
+from iris_cli.text import pair_name, short, tail
+from protocol.errors import DaemonNotRunningError, ShuttingDownError
+from protocol.messages import (
+    ApprovalEvent,
+    ApprovalInfo,
+    ApprovalsReply,
+    Event,
+    GetStatus,
+    ListApprovals,
+    ProcessEvent,
+    ProcessInfo,
+    StatusReply,
+    TellNotice,
+    TellState,
+    TellText,
+    UnsolicitedEvent,
+    UnsolicitedInfo,
+    Watch,
+)
+
+FRAMES_PER_S = 8
+STATUS_EVERY_S = 5.0  # the status is asked again this often (ages, pids) ...
+STATUS_AFTER_EVENT_S = 0.3  # ... and this soon after an event that may change a pair
+TELLS_SHOWN = 8  # finished tells stay on screen until this many newer ones came
+TEXT_KEPT = 4000  # characters of a tell's answer kept (the end of it)
+STATE_COLORS = {"failed": "red", "processing": "yellow", "idle": "green", "spawning": "cyan",
+                "terminating": "magenta"}
+STATUS_COLORS = {"running": "yellow", "awaiting_approval": "magenta", "completed": "green",
+                 "failed": "red", "timed_out": "red", "interrupted": "red", "queued": "cyan"}
+
+PairKey = tuple[str | None, str]
+
+
+@dataclass
+class TellView:
+    """A tell as the monitor saw it: from its events (or from the middle, if it started first)."""
+
+    id: str
+    from_team: str | None = None
+    to_team: str = ""
+    message: str = ""
+    status: str = "running"
+    text: str = ""
+    error: str = ""
+    notice: str = ""
+
+
+@dataclass
+class MonitorState:
+    team: str | None = None  # only pairs to or from this team (the watch filters the events)
+    status: StatusReply | None = None
+    processes: dict[PairKey, ProcessInfo] = field(default_factory=dict)
+    tells: dict[str, TellView] = field(default_factory=dict)  # oldest first
+    approvals: dict[str, ApprovalInfo] = field(default_factory=dict)  # pending only
+    unsolicited: dict[str, UnsolicitedInfo] = field(default_factory=dict)
+
+    def apply_status(self, reply: StatusReply) -> None:
+        self.status = reply
+        self.processes = {(p.from_team, p.to_team): p for p in reply.processes if self._shows(p.from_team, p.to_team)}
+        for turn in reversed(reply.unsolicited):  # oldest first, like the events
+            if self._shows(turn.from_team, turn.to_team):
+                self.unsolicited.setdefault(turn.id, turn)
+
+    def _shows(self, from_team: str | None, to_team: str) -> bool:
+        return self.team is None or self.team in (from_team, to_team)
+
+    def apply_approvals(self, approvals: Iterable[ApprovalInfo]) -> None:
+        self.approvals = {a.id: a for a in approvals if a.status == "pending"}
+
+    def apply(self, event: Event) -> bool:
+        """Take one watched event; True if it may have changed a pair (ask the status again)."""
+        match event:
+            case TellState():
+                view = self._tell(event.tell_id)
+                view.from_team, view.to_team, view.status = event.from_team, event.to_team, event.status
+                view.message = event.message or view.message
+                view.error = event.error
+                self._forget_old_tells()
+                return True
+            case TellText():
+                view = self._tell(event.tell_id)
+                view.text = (view.text + event.text)[-TEXT_KEPT:]
+                view.notice = ""
+            case TellNotice():
+                self._tell(event.tell_id).notice = event.text
+            case ApprovalEvent(approval):
+                if approval.status == "pending":
+                    self.approvals[approval.id] = approval
+                else:
+                    self.approvals.pop(approval.id, None)
+            case UnsolicitedEvent(turn):
+                self.unsolicited[turn.id] = turn
+                self.unsolicited = dict(list(self.unsolicited.items())[-TELLS_SHOWN:])
+                return True
+            case ProcessEvent(process):
+                self.processes[(process.from_team, process.to_team)] = process
+        return False
+
+    def _tell(self, tell_id: str) -> TellView:
+        view = self.tells.get(tell_id)
+        if view is None:
+            view = self.tells[tell_id] = TellView(tell_id)
+        return view
+
+    def _forget_old_tells(self) -> None:
+        finished = [v.id for v in self.tells.values() if v.status not in ("queued", "running", "awaiting_approval")]
+        for tell_id in finished[: max(0, len(self.tells) - TELLS_SHOWN)]:
+            del self.tells[tell_id]
+
+
+# --- drawing --------------------------------------------------------------------------
+
+
+def render(state: MonitorState, *, note: str = "") -> RenderableType:
+    """The whole screen, newest things first."""
+    parts: list[RenderableType] = [_header(state, note)]
+    parts += [Text("pairs", style="bold"), _pairs(state)]
+    parts += [Text("tells", style="bold"), _tells(state)]
+    if state.approvals:
+        parts.append(Text(f"approvals waiting ({len(state.approvals)})", style="bold magenta"))
+        parts += [_approval(a) for a in state.approvals.values()]
+    if state.unsolicited:
+        parts.append(Text("unsolicited (turns no tell asked for)", style="bold red"))
+        parts += [_unsolicited(t) for t in reversed(state.unsolicited.values())]
+    return Group(*parts)
+
+
+def _header(state: MonitorState, note: str) -> Text:
+    status = state.status
+    line = Text("iris monitor", style="bold")
+    if status is None:
+        line.append("  connecting to irisd ...")
+    else:
+        running = sum(p.pid is not None for p in state.processes.values())
+        line.append(f"  irisd {status.daemon_version}, pid {status.pid}, up since {ago(status.started_at)}"
+                    f"  ·  {running} of {status.max_processes} claude processes")
+    line.append("  ·  Ctrl-C quits", style="dim")
+    if note:
+        line.append(f"\n{note}", style="bold red")
+    return line
+
+
+def _pairs(state: MonitorState) -> RenderableType:
+    shown = list(state.processes.values())
+    if not shown:
+        return Text("  no pair used yet; 'iris tell TEAM ...' or 'iris wake TEAM' starts one", style="dim")
+    table = Table("pair", "state", "pid", "queued", "busy with", "last used", box=None, pad_edge=False)
+    for p in sorted(shown, key=lambda p: (p.to_team, p.from_team or "")):
+        color = STATE_COLORS.get(p.state, "")
+        state_text = Text(p.state, style=color)
+        if p.reason:
+            state_text.append(f" ({p.reason})")
+        busy = p.current_tell or (f"unsolicited {p.unsolicited}" if p.unsolicited else "-")
+        table.add_row(pair_name(p.from_team, p.to_team), state_text, str(p.pid or "-"), str(p.queued), busy,
+                      ago(p.last_used_at))
+    return table
+
+
+def _tells(state: MonitorState) -> RenderableType:
+    if not state.tells:
+        return Text("  none since the monitor started", style="dim")
+    table = Table("tell", "pair", "status", "message", "answer", box=None, pad_edge=False)
+    table.columns[3].max_width = 30
+    table.columns[3].no_wrap = True
+    for view in reversed(state.tells.values()):
+        status = Text(view.status, style=STATUS_COLORS.get(view.status, ""))
+        answer = view.notice or view.error if view.status != "completed" and (view.notice or view.error) else ""
+        answer = answer or tail(" ".join(view.text.split()), 120)
+        table.add_row(view.id, pair_name(view.from_team, view.to_team) if view.to_team else "?", status,
+                      short(view.message, 30), Text(answer))
+    return table
+
+
+def _approval(a: ApprovalInfo) -> RenderableType:
+    return Group(
+        Text.assemble((a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
+                      f" (tell {a.tell_id}, {ago(a.created_at)})"),
+        Text(tool_input(a.tool_name, a.input)),
+        Text(f"  iris approve {a.id} [--remember]   |   iris deny {a.id} --reason '...'", style="magenta"),
+    )
+
+
+def _unsolicited(turn: UnsolicitedInfo) -> RenderableType:
+    return Text.assemble(
+        (turn.id, "bold"), f" {pair_name(turn.from_team, turn.to_team)} ", (turn.status, "red"),
+        f" {ago(turn.started_at)}: ", short(turn.text, 120),
+    )
+
+
+# --- running --------------------------------------------------------------------------
+
+
+async def run_monitor(socket_path: Path, console: Console, *, team: str | None = None) -> str:
+    """Show the monitor until irisd stops; returns why it ended. Cancellation (and
+    Ctrl-C, SIGTERM) just stops it; connection errors before the first picture are raised."""
+    from rich.live import Live
+
+    state = MonitorState(team=team)
+    redraw = trio.Event()
+    status_wanted = trio.Event()
+    ended = ""
+    async with open_connection(socket_path, "iris-monitor") as asking:
+        reply = await asking.request(GetStatus())
+        assert isinstance(reply, StatusReply)
+        state.apply_status(reply)
+        approvals = await asking.request(ListApprovals(team=team))
+        assert isinstance(approvals, ApprovalsReply)
+        state.apply_approvals(approvals.approvals)
+
+        async def on_event(event: Event) -> None:
+            if state.apply(event):
+                status_wanted.set()
+            redraw.set()
+
+        async def watch() -> None:
+            nonlocal ended
+            try:
+                async with open_connection(socket_path, "iris-monitor") as watching:
+                    await watching.request(Watch(team=team), on_event)
+            except (ShuttingDownError, DaemonNotRunningError) as exc:
+                ended = _why_it_ended(exc)
+            nursery.cancel_scope.cancel()
+
+        async def refresh_status() -> None:
+            nonlocal status_wanted, ended
+            try:
+                while True:
+                    with trio.move_on_after(STATUS_EVERY_S):
+                        await status_wanted.wait()
+                        await trio.sleep(STATUS_AFTER_EVENT_S)  # one request for a burst of events
+                    status_wanted = trio.Event()
+                    reply = await asking.request(GetStatus())
+                    assert isinstance(reply, StatusReply)
+                    state.apply_status(reply)
+                    redraw.set()
+            except (ShuttingDownError, DaemonNotRunningError) as exc:
+                ended = ended or _why_it_ended(exc)
+            nursery.cancel_scope.cancel()
+
+        async def quit_on_ctrl_c() -> None:
+            nonlocal ended
+            with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    ended = "monitor stopped"
+                    nursery.cancel_scope.cancel()
+
+        with Live(render(state), console=console, auto_refresh=False, screen=True,
+                  vertical_overflow="crop") as live:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch)
+                nursery.start_soon(refresh_status)
+                nursery.start_soon(quit_on_ctrl_c)
+                while True:
+                    live.update(render(state), refresh=True)
+                    with trio.move_on_after(1.0):  # ages ("3s ago") move on by themselves
+                        await redraw.wait()
+                    redraw = trio.Event()
+                    await trio.sleep(1 / FRAMES_PER_S)
+    return ended or "irisd stopped; the monitor ends"
+
+
+def _why_it_ended(exc: ShuttingDownError | DaemonNotRunningError) -> str:
+    if isinstance(exc, ShuttingDownError):
+        return "irisd is stopping; the monitor ends"
+    return "irisd closed the connection (it stopped); the monitor ends"
+
+
+def main(team: str | None = None) -> int:
+    """The command: 0 when irisd stopped or on Ctrl-C; errors are the caller's to show."""
+    from iris_cli.client import default_socket_path
+
+    console = Console(highlight=False)
+    why = trio.run(functools.partial(run_monitor, team=team), default_socket_path(), console)
+    console.print(why)
+    return 0

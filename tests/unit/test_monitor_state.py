@@ -1,0 +1,98 @@
+"""The picture ``iris monitor`` keeps, fed with events by hand, and how it is drawn."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from iris_cli.monitor import TELLS_SHOWN, MonitorState, render
+from protocol.messages import (
+    ApprovalEvent,
+    ApprovalInfo,
+    ProcessEvent,
+    ProcessInfo,
+    StatusReply,
+    TellNotice,
+    TellState,
+    TellText,
+    UnsolicitedEvent,
+    UnsolicitedInfo,
+)
+
+
+def screen(state: MonitorState, note: str = "") -> str:
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(render(state, note=note))
+    return console.export_text()
+
+
+def status(*processes: ProcessInfo) -> StatusReply:
+    return StatusReply(pid=42, daemon_version="0.1.0", started_at=0.0, socket_path="/s", config_path="/c",
+                       teams=[], processes=list(processes), max_processes=10)
+
+
+def approval(status: str = "pending") -> ApprovalInfo:
+    return ApprovalInfo(id="a-1", from_team=None, to_team="alpha", tell_id="t1", tool_name="Bash",
+                        input={"command": "make test"}, status=status,  # type: ignore[arg-type]
+                        created_at=0.0, expires_at=600.0)
+
+
+def test_a_pair_changes_state_with_its_process_event() -> None:
+    state = MonitorState()
+    state.apply_status(status(ProcessInfo(from_team=None, to_team="alpha", state="spawning")))
+    assert "external -> alpha  spawning" in screen(state)
+    changed = state.apply(ProcessEvent(process=ProcessInfo(from_team=None, to_team="alpha", state="idle", pid=7)))
+    assert not changed  # the event carries the new state: no need to ask for the status
+    assert "external -> alpha  idle" in screen(state) and "0 of 10" not in screen(state)
+
+
+def test_a_tell_streams_then_ends_and_old_ones_make_room() -> None:
+    state = MonitorState()
+    state.apply_status(status())
+    assert state.apply(TellState(tell_id="t1", status="queued", to_team="alpha", message="What is up?"))
+    state.apply(TellState(tell_id="t1", status="running", to_team="alpha"))
+    for word in ("all ", "is ", "well"):
+        state.apply(TellText(tell_id="t1", text=word))
+    drawn = screen(state)
+    assert "t1" in drawn and "running" in drawn and "What is up?" in drawn and "all is well" in drawn
+    state.apply(TellNotice(tell_id="t1", text="claude is retrying the Anthropic API"))
+    assert "retrying the Anthropic API" in screen(state)
+    state.apply(TellState(tell_id="t1", status="completed", to_team="alpha"))
+    assert "completed" in screen(state) and "all is well" in screen(state)
+    for n in range(2, TELLS_SHOWN + 3):
+        state.apply(TellState(tell_id=f"t{n}", status="completed", to_team="alpha"))
+    assert len(state.tells) == TELLS_SHOWN and "t1" not in state.tells
+
+
+def test_a_tell_seen_from_the_middle_still_shows() -> None:
+    state = MonitorState()
+    state.apply(TellText(tell_id="late", text="half an answer"))
+    assert "late" in screen(state) and "half an answer" in screen(state)
+
+
+def test_approvals_show_the_command_and_how_to_decide_until_decided() -> None:
+    state = MonitorState()
+    state.apply_approvals([approval(), approval("allowed")])
+    drawn = screen(state)
+    assert "approvals waiting (1)" in drawn and "$ make test" in drawn
+    assert "iris approve a-1 [--remember]" in drawn and "iris deny a-1 --reason" in drawn
+    state.apply(ApprovalEvent(approval=approval("denied")))
+    assert "approvals waiting" not in screen(state)
+
+
+def test_unsolicited_turns_and_the_reason_it_ended_are_shown() -> None:
+    state = MonitorState()
+    turn = UnsolicitedInfo(id="u-1", from_team=None, to_team="alpha", status="completed", started_at=0.0,
+                           text="I did something nobody asked")
+    assert state.apply(UnsolicitedEvent(turn=turn))
+    drawn = screen(state, note="irisd is stopping; the monitor ends")
+    assert "u-1" in drawn and "I did something nobody asked" in drawn
+    assert "irisd is stopping" in drawn
+
+
+def test_a_team_filter_keeps_only_its_pairs() -> None:
+    state = MonitorState(team="beta")
+    state.apply_status(status(ProcessInfo(from_team=None, to_team="alpha", state="idle"),
+                              ProcessInfo(from_team="beta", to_team="alpha", state="idle")))
+    assert list(state.processes) == [("beta", "alpha")]
