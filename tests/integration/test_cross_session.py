@@ -139,7 +139,7 @@ def test_a_turn_that_got_in_is_recorded_shown_and_not_given_to_the_next_tell(
     finally:
         watch.terminate()
         watched, _ = watch.communicate(timeout=30)
-    assert f"{turn['id']} external -> alpha unsolicited completed" in watched, watched
+    assert f"{turn['id']} external->alpha unsolicited completed" in watched, watched
     assert INJECTED in watched
 
     human = iris.cli("status")

@@ -99,21 +99,21 @@ def test_the_monitor_shows_pairs_change_state_tells_stream_and_approvals_wait(ir
         screen.wait_for(r"iris monitor\s+irisd")
         screen.wait_for(r"no pair used yet")
         assert iris.cli("wake", "alpha").returncode == 0
-        screen.wait_for(r"external -> alpha\s+idle\s+\d+")
+        screen.wait_for(r"external->alpha\s+idle\s+\d+")
 
         started = iris.cli_json("tell", "alpha", '@tool:Bash {"command": "echo hi > made.txt"}', "--timeout", "-1")
-        screen.wait_for(rf"{started['id']}\s+external -> alpha\s+awaiting_approval")
-        approval = screen.wait_for(r"(a-[0-9a-f]{32}) external -> alpha wants Bash").group(1)
+        screen.wait_for(rf"{started['id']}\s+external->alpha\s+awaiting_approval")
+        approval = screen.wait_for(r"(a-[0-9a-f]{32}) external->alpha wants Bash").group(1)
         screen.wait_for(r"\$ echo hi > made.txt")
         screen.wait_for(rf"iris approve {approval} \[--remember\]\s+\|\s+iris deny {approval}")
         assert iris.cli("deny", approval, "--reason", "not today").returncode == 0
-        screen.wait_for(rf"{started['id']}\s+external -> alpha\s+completed")
+        screen.wait_for(rf"{started['id']}\s+external->alpha\s+completed")
 
         told = iris.cli_json("tell", "alpha", "@chunks:3 streamed to the monitor")
         screen.wait_for(rf"{told['id']}.*echo #2: streamed to the monitor")
 
         assert iris.cli("sleep", "alpha").returncode == 0
-        screen.wait_for(r"external -> alpha\s+stopped")
+        screen.wait_for(r"external->alpha\s+stopped")
         os.write(screen.master, b"\x03")  # Ctrl-C, as typed
         assert screen.wait_exit() == 0
         assert "monitor stopped" in screen.text

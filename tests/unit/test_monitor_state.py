@@ -41,10 +41,10 @@ def approval(status: str = "pending") -> ApprovalInfo:
 def test_a_pair_changes_state_with_its_process_event() -> None:
     state = MonitorState()
     state.apply_status(status(ProcessInfo(from_team=None, to_team="alpha", state="spawning")))
-    assert "external -> alpha  spawning" in screen(state)
+    assert "external->alpha  spawning" in screen(state)
     changed = state.apply(ProcessEvent(process=ProcessInfo(from_team=None, to_team="alpha", state="idle", pid=7)))
     assert not changed  # the event carries the new state: no need to ask for the status
-    assert "external -> alpha  idle" in screen(state) and "0 of 10" not in screen(state)
+    assert "external->alpha  idle" in screen(state) and "0 of 10" not in screen(state)
 
 
 def test_a_tell_streams_then_ends_and_old_ones_make_room() -> None:
