@@ -1,4 +1,8 @@
-"""``iris mcp``: the stdio MCP server Claude Code launches, a thin client of irisd.
+"""The Iris MCP tools on a transport: ``iris mcp``, the stdio MCP server Claude Code
+launches (a thin client of irisd's socket), and, in irisd itself, ``/mcp`` for irisd's
+own claude children (irisd/http/mcp.py). Both run the same ``Shim``: its tools build
+the protocol Requests; a ``Link`` carries them (``DaemonLink``: the socket; irisd's
+``DispatcherLink``: the dispatcher, in process) and the replies render the same way.
 
 Start-up is on every Claude Code session's path, so this module imports only the MCP
 SDK and trio (the SDK needs trio here anyway); ``protocol/``, msgspec and the tool
@@ -25,7 +29,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types as types
 import trio
@@ -49,6 +53,20 @@ CANCEL_TIMEOUT_S = 5.0  # a CancelTell sent while the call is being torn down
 DAEMON_START_TIMEOUT_S = 15.0
 
 ReportProgress = Callable[[float, str], Awaitable[None]]
+
+
+class Link(Protocol):
+    """How the tools reach irisd's core: a request in, its reply (or IrisError) out,
+    pushed events handed to ``on_event``."""
+
+    async def call(
+        self,
+        request: Request,
+        *,
+        idempotent: bool,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
+        start_daemon: bool = True,
+    ) -> Reply: ...
 
 
 # --- reaching irisd -------------------------------------------------------------------
@@ -132,14 +150,21 @@ class Shim:
     """The tools: validate arguments, derive the caller, send requests, render replies."""
 
     def __init__(
-        self, link: DaemonLink, *, team: str | None, cwd: str, env: Mapping[str, str], read_only: bool = False
+        self,
+        link: Link,
+        *,
+        team: str | None = None,
+        cwd: str = "",
+        env: Mapping[str, str] | None = None,
+        identity: Identity | None = None,
+        read_only: bool = False,
     ) -> None:
         self.link = link
         self.read_only = read_only  # iris-agent's server: only the tools that read
         self.explicit_team = team
         self.cwd = cwd
-        self.parent_pair = env.get("IRIS_PARENT_PAIR", "").strip()
-        self._identity: Identity | None = None
+        self.parent_pair = (env or {}).get("IRIS_PARENT_PAIR", "").strip()
+        self._identity = identity  # known up front when the connection decided it (irisd's /mcp)
         self._handlers: dict[str, Callable[[Any, ReportProgress], Awaitable[ToolOutput]]] = {
             "team_tell": self.team_tell,
             "team_isAwake": self.team_is_awake,
@@ -529,8 +554,11 @@ class Shim:
 # --- the MCP server -------------------------------------------------------------------
 
 
-def build_server(shim: Shim) -> Server[Any]:
-    """The low-level SDK server (MCPServer would add schema generation we do not need)."""
+def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Server[Any]:
+    """The low-level SDK server (MCPServer would add schema generation we do not need).
+    ``shim`` serves every call, or names the Shim for each call's context (irisd's /mcp:
+    the caller is the HTTP request's)."""
+    shim_for = shim if callable(shim) else (lambda ctx: shim)
     listed: list[types.Tool] = []
 
     async def list_tools(
@@ -546,7 +574,7 @@ def build_server(shim: Shim) -> Server[Any]:
         async def report(progress: float, message: str) -> None:
             await ctx.session.report_progress(progress, None, message)  # no-op without a token
 
-        output = await shim.call(params.name, params.arguments, report)
+        output = await shim_for(ctx).call(params.name, params.arguments, report)
         return types.CallToolResult(
             content=[types.TextContent(text=output.text)],
             structured_content=output.structured(),

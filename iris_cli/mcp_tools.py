@@ -420,9 +420,10 @@ class Identity:
     """The team this shim speaks for; ``team`` None is the external caller."""
 
     team: str | None
-    source: Literal["--team", "folder", "outside"]
-    cwd: str
+    source: Literal["--team", "folder", "outside", "token", "owner"]
+    cwd: str = ""
     team_path: str = ""
+    pair: str = ""  # "token": the pair the claude process serves
 
     def describe(self) -> str:
         match self.source:
@@ -430,6 +431,13 @@ class Identity:
                 return f"you are team {self.team!r} (this Iris MCP server was started with --team)"
             case "folder":
                 return f"you are team {self.team!r} (the Iris MCP server runs in its folder {self.team_path})"
+            case "token":
+                return (
+                    f"you are team {self.team!r}: irisd started this claude process to answer for it "
+                    f"({self.pair}) and knows it by its token"
+                )
+            case "owner":
+                return "you are the owner of irisd (its owner token): the external caller, or any team you name"
             case _:
                 return (
                     f"you are the external caller: this Iris MCP server runs in {self.cwd}, outside every "
@@ -437,7 +445,10 @@ class Identity:
                 )
 
     def check_from_team(self, claimed: str | None) -> str | None:
-        """The team to send as. A ``fromTeam`` that contradicts the identity is refused."""
+        """The team to send as. A ``fromTeam`` that contradicts the identity is refused.
+        Over irisd's /mcp the connection decides (irisd/caller.py): the claim is passed on."""
+        if self.source in ("token", "owner"):
+            return claimed
         if claimed is None or claimed == self.team:
             return self.team
         raise InvalidRequestError(

@@ -57,8 +57,9 @@ async def _run_services(
     task_status: trio.TaskStatus[Dispatcher],
 ) -> None:
     async with trio.open_nursery() as nursery:
-        # (Children keep the stdio shim until /mcp serves them: access is not passed here yet.)
-        supervisor = Supervisor(config=config, paths=paths, store=store, hub=hub, child_factory=child_factory)
+        supervisor = Supervisor(
+            config=config, paths=paths, store=store, hub=hub, child_factory=child_factory, access=access
+        )
         await nursery.start(supervisor.run)
         courier = Courier(store=store)
         dispatcher = Dispatcher(

@@ -4,6 +4,7 @@ IRIS_HOME, socket, database, CLAUDE_CONFIG_DIR and team folders."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -270,3 +272,48 @@ def run_in_pty(
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+class Http:
+    """Raw HTTP to one irisd: every header as given (http.client adds no Host of its own)."""
+
+    def __init__(self, iris: Iris) -> None:
+        self.url = iris.http_url
+        parsed = urllib.parse.urlsplit(self.url)
+        self.host, self.port = parsed.hostname or "", parsed.port or 0
+        self.token = iris.owner_token
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | dict[str, Any] | None = None,
+        *,
+        headers: dict[str, str] | None = None,
+        auth: bool = True,
+        timeout: float = 120,
+    ) -> tuple[int, dict[str, str], bytes]:
+        wanted = {"Host": f"{self.host}:{self.port}"}
+        if auth:
+            wanted["Authorization"] = f"Bearer {self.token}"
+        wanted.update(headers or {})
+        data = json.dumps(body).encode() if isinstance(body, dict) else body
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            for key, value in wanted.items():
+                connection.putheader(key, value)
+            if data is not None:
+                connection.putheader("Content-Length", str(len(data)))
+            try:
+                connection.endheaders(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # refused before the whole body was sent (413): the answer is there to read
+            response = connection.getresponse()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        finally:
+            connection.close()
+
+    def json(self, method: str, path: str, body: dict[str, Any] | None = None, **options: Any) -> tuple[int, Any]:
+        status, _, data = self.request(method, path, body, **options)
+        return status, json.loads(data)

@@ -70,7 +70,7 @@ _INDEX = b"""<!doctype html>
 
 
 class HttpFace:
-    """The ASGI app. ``mcp`` serves ``/mcp`` (set by irisd/http/mcp.py)."""
+    """The ASGI app. ``mcp`` serves ``/mcp`` (irisd/http/mcp.py)."""
 
     def __init__(self, dispatcher: Dispatcher, access: Access, allowlist: Allowlist) -> None:
         self.dispatcher = dispatcher

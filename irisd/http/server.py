@@ -21,6 +21,7 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
+from irisd.http.mcp import McpEndpoint
 from irisd.http.security import url_host
 from protocol.errors import IrisError
 
@@ -71,9 +72,11 @@ def socket_url(sock: socket.socket) -> tuple[str, int]:
 
 
 class HttpServer:
-    def __init__(self, face: HttpFace, sock: socket.socket) -> None:
+    def __init__(self, face: HttpFace, sock: socket.socket, *, mcp: bool = True) -> None:
         self.face = face
         self.sock = sock
+        self.mcp = McpEndpoint(face) if mcp else None
+        face.mcp = self.mcp
         self._stop = trio.Event()
 
     def stop_accepting(self) -> None:
@@ -106,5 +109,7 @@ class HttpServer:
             )
 
         async with trio.open_nursery() as nursery:
+            if self.mcp is not None:
+                await nursery.start(self.mcp.run)
             await nursery.start(started)
             task_status.started()

@@ -4,7 +4,6 @@ they found it; the ones that rotate the token or trip the rate limit get their o
 
 from __future__ import annotations
 
-import http.client
 import json
 import shutil
 import socket
@@ -17,7 +16,7 @@ import pytest
 import trio
 from trio_websocket import open_websocket_url
 
-from harness import Iris
+from harness import Http, Iris
 from iris_cli.scripted_model import ScriptedModel
 from irisd.http.app import MAX_BODY_BYTES
 from irisd.http.security import MAX_AUTH_FAILURES
@@ -35,51 +34,6 @@ def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claud
     yield instance
     instance.stop(timeout=30)
     shutil.rmtree(instance.socket.parent, ignore_errors=True)
-
-
-class Http:
-    """Raw HTTP to one irisd: every header as given (http.client adds no Host of its own)."""
-
-    def __init__(self, iris: Iris) -> None:
-        self.url = iris.http_url
-        parsed = urllib.parse.urlsplit(self.url)
-        self.host, self.port = parsed.hostname or "", parsed.port or 0
-        self.token = iris.owner_token
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        body: bytes | dict[str, Any] | None = None,
-        *,
-        headers: dict[str, str] | None = None,
-        auth: bool = True,
-        timeout: float = 120,
-    ) -> tuple[int, dict[str, str], bytes]:
-        wanted = {"Host": f"{self.host}:{self.port}"}
-        if auth:
-            wanted["Authorization"] = f"Bearer {self.token}"
-        wanted.update(headers or {})
-        data = json.dumps(body).encode() if isinstance(body, dict) else body
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-        try:
-            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
-            for key, value in wanted.items():
-                connection.putheader(key, value)
-            if data is not None:
-                connection.putheader("Content-Length", str(len(data)))
-            try:
-                connection.endheaders(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # refused before the whole body was sent (413): the answer is there to read
-            response = connection.getresponse()
-            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
-        finally:
-            connection.close()
-
-    def json(self, method: str, path: str, body: dict[str, Any] | None = None, **options: Any) -> tuple[int, Any]:
-        status, _, data = self.request(method, path, body, **options)
-        return status, json.loads(data)
 
 
 def error_code(answer: Any) -> str:

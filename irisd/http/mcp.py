@@ -1,0 +1,109 @@
+"""``/mcp``: the Iris MCP tools over streamable HTTP, for irisd's own claude children.
+
+A child gets ``{"type": "http", "url": ".../mcp", "headers": {"Authorization": "Bearer
+<its token>"}}`` in a 0600 ``--mcp-config`` file (irisd/http/tokens.py). The gate
+(app.py) turns the token into the child's ``Caller``; each tool call then runs the
+same ``Shim`` as the stdio ``iris mcp`` (iris_cli/mcp_shim.py), with a ``DispatcherLink``
+that hands its requests to the dispatcher in process, with that caller. So the child
+speaks as its own team, its tells are linked to the tell it is answering, and its
+token dies with it. The owner's token works here too (as the external caller, free to
+name any team).
+
+Why HTTP: a stdio MCP server is a Python process per child, and importing the MCP SDK
+costs about a second of CPU before the child can take its first turn; here irisd
+pays it once. It is imported in a worker thread when irisd starts, so irisd is ready
+at once; a request that comes before the import finished waits for it.
+
+The SDK's ``StreamableHTTPSessionManager`` runs stateless (each POST is served on its
+own; no session to expire or to leak when a child dies), answering with an SSE stream,
+so a tell's progress notifications reach the child while it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from irisd.caller import Caller
+from protocol.errors import BusyError
+from protocol.messages import Event, Reply, Request
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+
+    from iris_cli.mcp_shim import Shim
+    from irisd.http.app import HttpFace, Receive, Scope, Send
+
+log = logging.getLogger("irisd.http.mcp")
+
+LOAD_TIMEOUT_S = 60.0  # a loaded machine may take long to import the SDK
+MAX_MCP_BODY_BYTES = 4 * 1024 * 1024
+
+
+class DispatcherLink:
+    """The Shim's requests, served by the dispatcher in process, as ``caller``."""
+
+    def __init__(self, face: HttpFace, caller: Caller) -> None:
+        self.face = face
+        self.caller = caller
+
+    async def call(
+        self,
+        request: Request,
+        *,
+        idempotent: bool,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
+        start_daemon: bool = True,
+    ) -> Reply:
+        return await self.face.dispatch(request, self.caller, on_event)
+
+
+class McpEndpoint:
+    def __init__(self, face: HttpFace) -> None:
+        self.face = face
+        self.ready = trio.Event()
+        self._manager: Any = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Load the SDK (in a thread), then serve MCP sessions until cancelled."""
+        task_status.started()
+        started = trio.current_time()
+        await trio.to_thread.run_sync(_import_sdk)
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        from iris_cli.mcp_shim import build_server
+
+        self._manager = StreamableHTTPSessionManager(
+            app=build_server(self._shim_for), stateless=True, max_request_body_size=MAX_MCP_BODY_BYTES
+        )
+        async with self._manager.run():
+            self.ready.set()
+            log.info("MCP over HTTP ready", extra={"load_s": round(trio.current_time() - started, 3)})
+            await trio.sleep_forever()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with trio.move_on_after(LOAD_TIMEOUT_S):
+            await self.ready.wait()
+        if not self.ready.is_set():
+            raise BusyError("Iris's MCP server is still starting; try again in a moment")
+        await self._manager.handle_request(scope, receive, send)
+
+    def _shim_for(self, ctx: ServerRequestContext[Any]) -> Shim:
+        from iris_cli.mcp_shim import Shim
+        from iris_cli.mcp_tools import Identity
+        from irisd.http.app import CALLER_KEY
+
+        request = ctx.request
+        caller: Caller = request.scope[CALLER_KEY]  # type: ignore[union-attr]  # set by the gate
+        owner = Identity(None, "owner")
+        identity = owner if caller.is_owner else Identity(caller.team, "token", pair=caller.pair)
+        return Shim(DispatcherLink(self.face, caller), identity=identity)
+
+
+def _import_sdk() -> None:
+    for module in ("mcp.server.streamable_http_manager", "iris_cli.mcp_shim"):
+        importlib.import_module(module)
