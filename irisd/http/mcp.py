@@ -11,8 +11,9 @@ name any team).
 
 Why HTTP: a stdio MCP server is a Python process per child, and importing the MCP SDK
 costs about a second of CPU before the child can take its first turn; here irisd
-pays it once. It is imported in a worker thread when irisd starts, so irisd is ready
-at once; a request that comes before the import finished waits for it.
+pays it once. It is imported in a worker thread when the first child is spawned (or the
+first request for /mcp comes), so an irisd that spawns nobody never pays it and one that
+does is ready at once; a request that comes before the import finished waits for it.
 
 The SDK's ``StreamableHTTPSessionManager`` runs stateless (each POST is served on its
 own; no session to expire or to leak when a child dies), answering with an SSE stream,
@@ -66,11 +67,17 @@ class McpEndpoint:
     def __init__(self, face: HttpFace) -> None:
         self.face = face
         self.ready = trio.Event()
+        self._wanted = trio.Event()
         self._manager: Any = None
 
+    def want(self) -> None:
+        """Start loading the SDK now (a child is being spawned). Idempotent, never blocks."""
+        self._wanted.set()
+
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Load the SDK (in a thread), then serve MCP sessions until cancelled."""
+        """Once wanted, load the SDK (in a thread), then serve MCP sessions until cancelled."""
         task_status.started()
+        await self._wanted.wait()
         started = trio.current_time()
         await trio.to_thread.run_sync(_import_sdk)
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -86,6 +93,7 @@ class McpEndpoint:
             await trio.sleep_forever()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.want()
         with trio.move_on_after(LOAD_TIMEOUT_S):
             await self.ready.wait()
         if not self.ready.is_set():

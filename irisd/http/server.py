@@ -77,6 +77,8 @@ class HttpServer:
         self.sock = sock
         self.mcp = McpEndpoint(face) if mcp else None
         face.mcp = self.mcp
+        if self.mcp is not None:
+            face.access.on_grant = self.mcp.want
         self._stop = trio.Event()
 
     def stop_accepting(self) -> None:

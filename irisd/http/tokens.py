@@ -18,6 +18,7 @@ import os
 import secrets
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,6 +97,7 @@ class Access:
     _owner: str = ""
     _children: dict[str, Caller] = field(default_factory=dict)  # sha256(token) -> caller
     _login_codes: dict[str, float] = field(default_factory=dict)  # sha256(code) -> valid until (monotonic)
+    on_grant: Callable[[], None] = lambda: None  # a child is about to be spawned (irisd/http/mcp.py loads)
 
     @classmethod
     def open(cls, home: Path) -> Access:
@@ -172,6 +174,7 @@ class Access:
     def grant_child(self, team: str, pair: str) -> ChildGrant:
         """A token for the child about to be spawned for ``pair``, and the ``--mcp-config``
         file that hands it over (0600, created exclusively)."""
+        self.on_grant()
         token = self.mint(Caller.child(team=team, pair=pair))
         config = {
             "mcpServers": {
