@@ -35,7 +35,8 @@ from _common import describe, header, median, request, running_iris, timed
 
 from harness import Iris
 from iris_cli.client import Client
-from irisd.claude.command import child_environment, claude_argv
+from irisd.claude.command import claude_argv
+from irisd.claude.environment import child_environment
 from irisd.claude.wire import user_turn
 from protocol.messages import PairReply, ResetSession, SessionReply, Sleep, Tell, TellReply
 
@@ -48,7 +49,7 @@ def bare_turn(iris: Iris, folder: Path, text: str) -> None:
     """A cold claude turn with no MCP server: spawn, new session, one turn, result."""
     # irisd's own flags for a child, without --mcp-config.
     argv = claude_argv(iris.claude, session_id=str(uuid.uuid4()), resume=False)
-    env = child_environment(iris.env)
+    env = child_environment(claude_config_dir=Path(iris.env["CLAUDE_CONFIG_DIR"]), environ=iris.env)
     process = subprocess.Popen(
         argv, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
