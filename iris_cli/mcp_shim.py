@@ -565,7 +565,7 @@ def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Se
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         if not listed:
-            listed.extend(mcp_tool_list(shim.read_only))
+            listed.extend(mcp_tool_list(shim_for(ctx).read_only))
         return types.ListToolsResult(tools=listed)
 
     async def call_tool(
