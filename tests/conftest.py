@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Browser
 
+from browser import open_browser
 from harness import Iris, claude_binary
 from iris_cli.scripted_model import ScriptedModel
 
@@ -47,3 +49,10 @@ def iris(tmp_path: Path, model: ScriptedModel, claude_bin: Path) -> Iterator[Iri
     if instance.process is not None:
         instance.stop(timeout=30)
     shutil.rmtree(instance.socket.parent, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """One headless chromium for every browser test of this process."""
+    with open_browser() as instance:
+        yield instance

@@ -1,0 +1,756 @@
+// The Iris dashboard: one page, live over /api/events, every action through /api.
+//
+// How it works: `state` holds what the daemon told us (status, tells, approvals, ...).
+// The WebSocket pushes events; each one updates `state` and re-renders the visible view
+// (a few events also refetch one listing, e.g. the pairs after a tell changes state).
+// When the socket opens (first time or after irisd restarted) everything is fetched
+// again, since events may have been missed meanwhile. Nothing polls.
+
+import { ago, clear, clock, bytes, duration, firstLine, h, money, pairLabel, pill, seconds, shortId, teamColor, who } from "./dom.js";
+import { renderEntries, toolInput } from "./transcript.js";
+
+const FINAL = new Set(["completed", "timed_out", "interrupted", "failed"]);
+const STATUSES = ["queued", "running", "awaiting_approval", "completed", "timed_out", "interrupted", "failed"];
+const TELL_LIMIT = 200;
+
+const state = {
+  status: null, // StatusReply
+  tells: new Map(), // id -> TellInfo
+  approvals: new Map(), // id -> ApprovalInfo (pending ones)
+  decided: [], // recently decided approvals
+  rules: null, // remembered rules, when the daemon offers them
+  notifications: [],
+  connected: false,
+  everConnected: false,
+  loggedOut: false,
+  filter: { team: "", status: "" },
+  open: null, // { id, tell, entries, text, loading }
+  notices: new Map(), // tell id -> [notice text]
+};
+
+// --- the API ---------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+async function api(method, path, body) {
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      credentials: "same-origin",
+      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError("unreachable", "irisd is not answering");
+  }
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (response.status === 401) {
+    setLoggedOut(true);
+    throw new ApiError("unauthorized", (data && data.message) || "not logged in");
+  }
+  if (!response.ok || (data && data.type === "error")) {
+    throw new ApiError((data && data.code) || String(response.status), (data && data.message) || response.statusText);
+  }
+  return data;
+}
+
+const q = (params) => {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) if (value !== "" && value !== undefined && value !== null) search.set(key, String(value));
+  const text = search.toString();
+  return text ? `?${text}` : "";
+};
+
+// --- loading -----------------------------------------------------------------------
+
+async function loadStatus() {
+  state.status = await api("GET", "/api/status");
+  renderChrome();
+}
+
+async function loadTells() {
+  const reply = await api("GET", `/api/tells${q({ team: state.filter.team, status: state.filter.status, limit: TELL_LIMIT })}`);
+  const keep = new Map();
+  for (const tell of reply.tells) keep.set(tell.id, tell);
+  // A tell we follow live stays, even if the listing no longer holds it.
+  if (state.open && state.tells.has(state.open.id)) keep.set(state.open.id, state.tells.get(state.open.id));
+  state.tells = keep;
+}
+
+async function loadApprovals() {
+  const reply = await api("GET", `/api/approvals${q({ all: "true" })}`);
+  state.approvals = new Map(reply.approvals.filter((a) => a.status === "pending").map((a) => [a.id, a]));
+  state.decided = reply.approvals.filter((a) => a.status !== "pending").slice(0, 20);
+  try {
+    const rules = await api("GET", "/api/approvals/rules");
+    state.rules = rules.rules;
+  } catch {
+    state.rules = null; // this irisd does not list them
+  }
+}
+
+async function loadNotifications() {
+  const reply = await api("GET", `/api/notifications${q({ all: "true" })}`);
+  state.notifications = reply.notifications;
+}
+
+async function loadOpen() {
+  const open = state.open;
+  if (!open) return;
+  open.loading = true;
+  open.pending = "";
+  try {
+    const reply = await api("GET", `/api/tells/${encodeURIComponent(open.id)}/transcript`);
+    if (state.open !== open) return;
+    open.tell = reply.tell;
+    open.entries = reply.entries;
+    // Text that arrived while we were asking may already be in the reply's text.
+    open.text = reply.tell.text + (reply.tell.text.endsWith(open.pending) ? "" : open.pending);
+    open.error = "";
+    state.tells.set(reply.tell.id, reply.tell);
+  } catch (error) {
+    open.error = error.message;
+  } finally {
+    open.loading = false;
+    open.pending = "";
+  }
+}
+
+async function loadAll() {
+  await loadStatus();
+  await Promise.all([loadTells(), loadApprovals(), loadNotifications(), loadOpen()]);
+  render();
+}
+
+// Refetching one listing after an event, at most once per 300 ms.
+const pending = new Map();
+function soon(what, load) {
+  if (pending.has(what)) return;
+  pending.set(what, setTimeout(async () => {
+    pending.delete(what);
+    try {
+      await load();
+      render();
+    } catch (error) {
+      flash(error.message);
+    }
+  }, 300));
+}
+
+// --- live events -------------------------------------------------------------------
+
+let socket = null;
+let retryDelay = 500;
+
+function connect() {
+  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+  socket = new WebSocket(`${scheme}//${location.host}/api/events`);
+  socket.addEventListener("open", async () => {
+    retryDelay = 500;
+    state.connected = true;
+    state.everConnected = true;
+    setLoggedOut(false);
+    renderChrome();
+    try {
+      await loadAll();
+    } catch (error) {
+      flash(error.message);
+    }
+  });
+  socket.addEventListener("message", (message) => {
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    onEvent(event);
+  });
+  socket.addEventListener("close", async () => {
+    const was = state.connected;
+    state.connected = false;
+    socket = null;
+    renderChrome();
+    if (was) document.body.classList.add("away");
+    // Why did it close? A daemon that is up but refuses us means the login is gone.
+    try {
+      const up = await fetch("/health", { credentials: "same-origin" });
+      if (up.ok) await api("GET", "/api/status");
+    } catch {
+      // irisd is away: keep trying
+    }
+    setTimeout(connect, retryDelay);
+    retryDelay = Math.min(retryDelay * 2, 5000);
+  });
+}
+
+function onEvent(event) {
+  switch (event.type) {
+    case "tell_text": {
+      const tell = state.tells.get(event.tell_id);
+      if (tell) tell.text = (tell.text || "") + event.text;
+      const open = state.open;
+      if (open && open.id === event.tell_id) {
+        if (open.loading) open.pending += event.text;
+        else open.text += event.text;
+        const bubble = document.querySelector("[data-live-answer]");
+        if (bubble) bubble.textContent = open.text;
+        else renderView();
+      }
+      return;
+    }
+    case "tell_state": {
+      const known = state.tells.get(event.tell_id);
+      const now = Date.now() / 1000;
+      const tell = known || {
+        id: event.tell_id, from_team: event.from_team ?? null, to_team: event.to_team, message: event.message,
+        status: event.status, text: "", created_at: now,
+      };
+      tell.status = event.status;
+      if (event.error) tell.error = event.error;
+      if (event.status === "running" && !tell.started_at) tell.started_at = now;
+      if (FINAL.has(event.status) && !tell.finished_at) tell.finished_at = now;
+      state.tells.set(tell.id, tell);
+      if (state.open && state.open.id === tell.id) {
+        state.open.tell = { ...state.open.tell, ...tell };
+        soon("open", loadOpen); // the tool calls, the cost, the final text
+      }
+      if (FINAL.has(event.status)) soon("tell", () => refreshTell(tell.id));
+      soon("status", loadStatus);
+      if (tell.kind === "notification" || state.notifications.length) soon("notifications", loadNotifications);
+      render();
+      return;
+    }
+    case "tell_notice": {
+      const list = state.notices.get(event.tell_id) || [];
+      list.push(event.text);
+      state.notices.set(event.tell_id, list);
+      if (state.open && state.open.id === event.tell_id) renderView();
+      return;
+    }
+    case "approval_event": {
+      const approval = event.approval;
+      if (approval.status === "pending") state.approvals.set(approval.id, approval);
+      else {
+        state.approvals.delete(approval.id);
+        state.decided = [approval, ...state.decided.filter((a) => a.id !== approval.id)].slice(0, 20);
+        if (approval.remembered) soon("approvals", loadApprovals);
+      }
+      if (state.open && state.open.id === approval.tell_id) soon("open", loadOpen);
+      render();
+      return;
+    }
+    default:
+      // A pair's process changed state (or an event this page does not know yet).
+      if (event.process && typeof event.process === "object") {
+        upsertProcess(event.process);
+        render();
+      } else if (/process|pair/.test(event.type || "")) {
+        soon("status", loadStatus);
+      }
+  }
+}
+
+async function refreshTell(id) {
+  try {
+    const reply = await api("GET", `/api/tells/${encodeURIComponent(id)}`);
+    state.tells.set(id, reply.tell);
+  } catch {
+    // forgotten meanwhile
+  }
+}
+
+function upsertProcess(process) {
+  if (!state.status) return;
+  const list = state.status.processes.filter((p) => !(p.from_team === process.from_team && p.to_team === process.to_team));
+  list.push(process);
+  state.status.processes = list;
+}
+
+// --- chrome: connection, badge, title ----------------------------------------------
+
+function setLoggedOut(value) {
+  if (state.loggedOut === value) return;
+  state.loggedOut = value;
+  if (value) {
+    state.status = null;
+    state.tells.clear();
+    state.approvals.clear();
+    state.notifications = [];
+    state.open = null;
+  }
+  render();
+}
+
+function renderChrome() {
+  const conn = document.getElementById("conn");
+  const banner = document.getElementById("banner");
+  conn.className = `conn ${state.connected ? "live" : "away"}`;
+  if (state.loggedOut) {
+    conn.textContent = "not logged in";
+    banner.hidden = false;
+    banner.textContent = "This browser is not logged in to irisd (or its token was rotated). Run 'iris dashboard' to open a fresh login link.";
+  } else if (state.connected) {
+    conn.textContent = "live";
+    banner.hidden = true;
+    document.body.classList.remove("away");
+  } else {
+    conn.textContent = state.everConnected ? "reconnecting…" : "connecting…";
+    banner.hidden = !state.everConnected;
+    banner.textContent = "irisd is not answering (stopped or restarting). This page reconnects by itself; what you see may be out of date.";
+  }
+  const count = state.approvals.size;
+  document.title = `${count ? `(${count}) ` : ""}Iris${state.connected ? "" : " (offline)"}`;
+  const badge = document.getElementById("approvals-badge");
+  badge.hidden = count === 0;
+  document.getElementById("approvals-count").textContent = String(count);
+  const nav = document.getElementById("nav-approvals");
+  nav.hidden = count === 0;
+  nav.textContent = String(count);
+}
+
+let flashTimer = null;
+function flash(text, kind = "error") {
+  let box = document.getElementById("flash");
+  if (!box) {
+    box = h("div", { id: "flash", role: "status", "aria-live": "assertive" });
+    document.body.appendChild(box);
+  }
+  box.className = `flash ${kind}`;
+  box.textContent = text;
+  box.hidden = false;
+  clearTimeout(flashTimer);
+  flashTimer = setTimeout(() => { box.hidden = true; }, 6000);
+}
+
+/** Run an action from a button: disabled while it runs, errors shown, never thrown. */
+async function act(button, work, done) {
+  if (button) button.disabled = true;
+  try {
+    const result = await work();
+    if (done) flash(done(result), "ok");
+    return result;
+  } catch (error) {
+    flash(error.message);
+    return undefined;
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+/** A button that asks to be pressed twice for something that cannot be undone. */
+function confirmButton(label, question, work, attrs = {}) {
+  let armed = null;
+  const button = h("button", {
+    type: "button", ...attrs,
+    onclick: async () => {
+      if (!armed) {
+        button.textContent = question;
+        button.classList.add("armed");
+        armed = setTimeout(() => { armed = null; button.textContent = label; button.classList.remove("armed"); }, 4000);
+        return;
+      }
+      clearTimeout(armed);
+      armed = null;
+      button.textContent = label;
+      button.classList.remove("armed");
+      await work(button);
+    },
+  }, label);
+  return button;
+}
+
+// --- views -----------------------------------------------------------------------
+
+function route() {
+  const path = location.hash.replace(/^#\/?/, "").split("?")[0];
+  const parts = path.split("/").map(decodeURIComponent);
+  return { view: parts[0] || "teams", arg: parts[1] || "" };
+}
+
+function render() {
+  renderChrome();
+  renderView();
+}
+
+let lastView = "";
+function renderView() {
+  const main = document.getElementById("main");
+  const { view, arg } = route();
+  for (const link of document.querySelectorAll("nav.side a")) {
+    if (link.dataset.view === view) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  // Keep what the person is typing: re-render around focused form fields.
+  const keep = captureForm(main);
+  clear(main);
+  if (state.loggedOut) {
+    main.appendChild(loggedOutView());
+  } else if (!state.status) {
+    main.appendChild(h("p", { class: "muted" }, state.everConnected ? "Loading…" : "Connecting to irisd…"));
+  } else if (view === "tells" && arg) {
+    main.appendChild(conversationView(arg));
+  } else {
+    const views = { teams: teamsView, tells: tellsView, approvals: approvalsView, notifications: notificationsView, health: healthView };
+    main.appendChild((views[view] || teamsView)());
+  }
+  restoreForm(main, keep);
+  const key = `${view}/${arg}`;
+  if (key !== lastView) {
+    lastView = key;
+    if (!keep.focused) main.focus({ preventScroll: true });
+  }
+}
+
+function captureForm(root) {
+  const values = {};
+  for (const field of root.querySelectorAll("[data-keep]")) {
+    values[field.dataset.keep] = field.type === "checkbox" ? field.checked : field.value;
+  }
+  const active = document.activeElement;
+  const focused = active && root.contains(active) && active.dataset ? active.dataset.keep : undefined;
+  const selection = focused && "selectionStart" in active ? [active.selectionStart, active.selectionEnd] : null;
+  return { values, focused, selection };
+}
+
+function restoreForm(root, keep) {
+  for (const field of root.querySelectorAll("[data-keep]")) {
+    const value = keep.values[field.dataset.keep];
+    if (value === undefined) continue;
+    if (field.type === "checkbox") field.checked = value;
+    else field.value = value;
+  }
+  if (keep.focused) {
+    const field = root.querySelector(`[data-keep="${keep.focused}"]`);
+    if (field) {
+      field.focus({ preventScroll: true });
+      if (keep.selection && "setSelectionRange" in field) {
+        try { field.setSelectionRange(...keep.selection); } catch { /* not a text field */ }
+      }
+    }
+  }
+}
+
+function section(title, ...children) {
+  return h("section", { class: "panel" }, h("h2", {}, title), ...children);
+}
+
+function loggedOutView() {
+  return h("div", { class: "empty" },
+    h("h1", {}, "Not logged in"),
+    h("p", {}, "Open the dashboard with:"),
+    h("pre", { class: "cmd" }, "iris dashboard"),
+    h("p", { class: "muted" }, "It opens this page with a login link (or prints it with --print)."));
+}
+
+// Teams and their pairs.
+
+function teamsView() {
+  const { teams, processes, max_processes: max } = state.status;
+  const running = processes.filter((p) => p.state !== "stopped" && p.state !== "failed").length;
+  const grid = h("div", { class: "cards" });
+  for (const team of teams) {
+    const pairs = processes.filter((p) => p.to_team === team.name).sort((a, b) => who(a.from_team).localeCompare(who(b.from_team)));
+    const tells = [...state.tells.values()].filter((t) => t.to_team === team.name);
+    const cost = tells.reduce((sum, t) => sum + (t.cost_usd || 0), 0);
+    const card = teamColor(h("article", { class: "card team", "data-team": team.name },
+      h("header", {},
+        h("h3", {}, team.name),
+        h("span", { class: "muted" }, `${pairs.filter((p) => p.state !== "stopped").length} live`)),
+      team.description ? h("p", { class: "desc" }, team.description) : null,
+      h("p", { class: "path", title: team.path }, team.path),
+      pairs.length ? h("table", { class: "pairs" },
+        h("thead", {}, h("tr", {}, ["from", "state", "pid", "queue", "last used", ""].map((c) => h("th", {}, c)))),
+        h("tbody", {}, pairs.map(pairRow))) : h("p", { class: "muted" }, "No pair yet: nobody has told this team anything since irisd started."),
+      h("footer", {},
+        tells.length ? h("span", { class: "muted" }, `${tells.length} recent tell${tells.length === 1 ? "" : "s"}${cost ? ` · ${money(cost)}` : ""}`) : h("span"),
+        h("span", { class: "actions" },
+          pairs.some((p) => p.from_team === null) ? null : h("button", { type: "button", onclick: (e) => act(e.currentTarget, () => api("POST", `/api/teams/${encodeURIComponent(team.name)}/wake`, {}), (r) => r.message || `woke ${team.name}`) }, "Wake"),
+          h("a", { class: "button", href: `#/tells?to=${team.name}` }, "Tell…")))), team.color);
+    grid.appendChild(card);
+  }
+  return h("div", {},
+    h("div", { class: "view-head" }, h("h1", {}, "Teams"),
+      h("span", { class: "muted" }, `${running} of ${max} claude processes running`)),
+    teams.length ? grid : h("p", { class: "muted" }, "No teams are configured: add some to config.yaml and restart irisd."));
+}
+
+function pairRow(p) {
+  const base = `/api/teams/${encodeURIComponent(p.to_team)}`;
+  const from = p.from_team ? { from_team: p.from_team } : {};
+  const current = p.current_tell ? state.tells.get(p.current_tell) : null;
+  return h("tr", { "data-pair": pairLabel(p.from_team, p.to_team) },
+    h("td", {}, who(p.from_team)),
+    h("td", {}, pill(p.state), p.reason ? h("div", { class: "muted small" }, p.reason) : null,
+      p.current_tell ? h("div", { class: "small" }, h("a", { href: `#/tells/${p.current_tell}` }, current ? firstLine(current.message, 40) : `tell ${shortId(p.current_tell)}`)) : null),
+    h("td", { class: "num" }, p.pid ?? "–"),
+    h("td", { class: "num" }, String(p.queued || 0)),
+    h("td", { title: clock(p.last_used_at) }, ago(p.last_used_at), p.session_id ? h("div", { class: "muted small", title: p.session_id }, `session ${shortId(p.session_id)}`) : null),
+    h("td", { class: "actions" },
+      p.state === "stopped" || p.state === "failed"
+        ? h("button", { type: "button", onclick: (e) => act(e.currentTarget, () => api("POST", `${base}/wake`, from), (r) => r.message || "woken") }, "Wake")
+        : p.state === "processing"
+          ? confirmButton("Force sleep", "Interrupt it?", (b) => act(b, () => api("POST", `${base}/sleep`, { ...from, force: true }), (r) => r.message || "stopped"))
+          : h("button", { type: "button", onclick: (e) => act(e.currentTarget, () => api("POST", `${base}/sleep`, from), (r) => r.message || "asleep") }, "Sleep"),
+      confirmButton("Reset", "New session?", (b) => act(b, () => api("POST", `${base}/session/reset`, from), () => `${pairLabel(p.from_team, p.to_team)} starts a fresh conversation`))));
+}
+
+// Tells: send, filter, list.
+
+function tellsView() {
+  const teams = state.status.teams.map((t) => t.name);
+  const params = new URLSearchParams(location.hash.split("?")[1] || "");
+  const list = [...state.tells.values()]
+    .filter((t) => !state.filter.team || t.to_team === state.filter.team || t.from_team === state.filter.team)
+    .filter((t) => !state.filter.status || t.status === state.filter.status)
+    .sort((a, b) => b.created_at - a.created_at);
+  const refilter = async () => {
+    state.filter.team = document.getElementById("filter-team").value;
+    state.filter.status = document.getElementById("filter-status").value;
+    try {
+      await loadTells();
+    } catch (error) {
+      flash(error.message);
+    }
+    renderView();
+  };
+  return h("div", {},
+    h("div", { class: "view-head" }, h("h1", {}, "Tells")),
+    sendForm(teams, params.get("to") || ""),
+    h("div", { class: "filters", role: "search" },
+      h("label", { for: "filter-team" }, "Team"),
+      h("select", { id: "filter-team", onchange: refilter }, h("option", { value: "" }, "all teams"),
+        teams.map((t) => h("option", { value: t, selected: t === state.filter.team }, t))),
+      h("label", { for: "filter-status" }, "Status"),
+      h("select", { id: "filter-status", onchange: refilter }, h("option", { value: "" }, "any status"),
+        STATUSES.map((s) => h("option", { value: s, selected: s === state.filter.status }, s.replace("_", " "))))),
+    list.length ? h("ul", { class: "tells" }, list.map(tellItem)) : h("p", { class: "muted" }, "No tells yet."));
+}
+
+function tellItem(t) {
+  return h("li", { "data-tell": t.id },
+    teamColor(h("a", { class: `tell-row${t.kind && t.kind !== "tell" ? ` k-${t.kind}` : ""}`, href: `#/tells/${t.id}` },
+      pill(t.status),
+      h("span", { class: "pair" }, pairLabel(t.from_team, t.to_team)),
+      h("span", { class: "msg-line" }, firstLine(t.message)),
+      h("span", { class: "meta" }, [ago(t.created_at), duration(t), money(t.cost_usd)].filter(Boolean).join(" · "))),
+    (state.status.teams.find((x) => x.name === t.to_team) || {}).color));
+}
+
+function sendForm(teams, to) {
+  const send = async (event) => {
+    event.preventDefault();
+    const form = event.currentTarget.closest("form");
+    const data = new FormData(form);
+    const team = data.get("to");
+    const body = { message: data.get("message"), timeout_ms: -1 };
+    if (data.get("from")) body.from_team = data.get("from");
+    if (data.get("persist")) body.persist = true;
+    const reply = await act(form.querySelector("button[type=submit]"), () => api("POST", `/api/teams/${encodeURIComponent(team)}/tell`, body));
+    if (!reply) return;
+    form.querySelector("textarea").value = "";
+    if (reply.type === "notification_reply") {
+      flash(`stored for ${team}: it is delivered when the team is free`, "ok");
+      soon("notifications", loadNotifications);
+    } else {
+      state.tells.set(reply.tell.id, reply.tell);
+      location.hash = `#/tells/${reply.tell.id}`;
+    }
+  };
+  return h("form", { class: "send panel", autocomplete: "off", onsubmit: send },
+    h("div", { class: "row" },
+      h("label", { for: "send-to" }, "To"),
+      h("select", { id: "send-to", name: "to", "data-keep": "to" }, teams.map((t) => h("option", { value: t, selected: t === to }, t))),
+      h("label", { for: "send-from" }, "as"),
+      h("select", { id: "send-from", name: "from", "data-keep": "from" }, h("option", { value: "" }, "you (external)"), teams.map((t) => h("option", { value: t }, t))),
+      h("label", { class: "check" }, h("input", { type: "checkbox", name: "persist", "data-keep": "persist" }), "deliver later (persist)")),
+    h("textarea", {
+      name: "message", rows: 2, placeholder: "Message… (Ctrl+Enter sends)", "aria-label": "Message", "data-keep": "message",
+      onkeydown: (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); e.currentTarget.form.requestSubmit(); } },
+    }),
+    h("div", { class: "row end" }, h("button", { type: "submit", class: "primary" }, "Send tell")));
+}
+
+// One tell's conversation.
+
+function conversationView(id) {
+  if (!state.open || state.open.id !== id) {
+    state.open = { id, tell: state.tells.get(id) || null, entries: [], text: "", pending: "", loading: true, error: "" };
+    loadOpen().then(renderView);
+  }
+  const open = state.open;
+  const tell = open.tell;
+  const back = h("a", { class: "back", href: "#/tells" }, "← all tells");
+  if (!tell) {
+    return h("div", {}, back, h("p", { class: open.error ? "error" : "muted" }, open.error || "Loading…"));
+  }
+  const running = !FINAL.has(tell.status);
+  const facts = [
+    ["id", tell.id],
+    ["created", clock(tell.created_at)],
+    tell.started_at ? ["took", duration(tell)] : null,
+    tell.cost_usd !== undefined && tell.cost_usd !== null ? ["cost", money(tell.cost_usd)] : null,
+    tell.session_id ? ["session", tell.session_id] : null,
+    tell.hops ? ["hops", String(tell.hops)] : null,
+    tell.kind && tell.kind !== "tell" ? ["kind", tell.kind] : null,
+  ].filter(Boolean);
+  const notices = state.notices.get(id) || [];
+  const steps = renderEntries(tell, open.entries, { withText: !running, approvalFor: approvalFor });
+  return h("div", { class: "conversation", "data-tell": tell.id, "data-status": tell.status },
+    back,
+    h("div", { class: "view-head" },
+      h("h1", {}, pairLabel(tell.from_team, tell.to_team)), pill(tell.status),
+      h("span", { class: "spacer" }),
+      running ? confirmButton("Cancel tell", "Really cancel?", (b) => act(b, () => api("POST", `/api/tells/${encodeURIComponent(tell.id)}/cancel`, {}), () => "cancelled"), { class: "danger" }) : null),
+    h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    h("div", { class: "msg question" }, h("div", { class: "who" }, who(tell.from_team)), h("div", { class: "text" }, tell.message)),
+    steps,
+    notices.map((n) => h("div", { class: "note warn" }, n)),
+    running ? h("div", { class: "msg answer live" }, h("div", { class: "who" }, tell.to_team, h("span", { class: "typing", "aria-hidden": "true" })),
+      h("div", { class: "text", "data-live-answer": "", "aria-live": "polite" }, open.text || "")) : null,
+    !running && !open.entries.length && tell.text ? h("div", { class: "msg answer" }, h("div", { class: "who" }, tell.to_team), h("div", { class: "text" }, tell.text)) : null,
+    tell.error ? h("div", { class: "note warn" }, tell.error) : null,
+    open.error ? h("p", { class: "error" }, open.error) : null);
+}
+
+function approvalFor(tellId) {
+  const waiting = [...state.approvals.values()].filter((a) => a.tell_id === tellId);
+  if (waiting.length) return waiting.map((a) => approvalCard(a, { compact: true }));
+  const decided = state.decided.find((a) => a.tell_id === tellId);
+  return decided ? h("div", { class: "muted small" }, decisionText(decided)) : null;
+}
+
+function decisionText(a) {
+  const by = a.decided_by ? ` by ${a.decided_by}` : "";
+  const reason = a.reason ? `: ${a.reason}` : "";
+  return `${a.status}${a.remembered ? " and remembered" : ""}${by}${reason}`;
+}
+
+// Approvals.
+
+function approvalsView() {
+  const waiting = [...state.approvals.values()].sort((a, b) => a.created_at - b.created_at);
+  return h("div", {},
+    h("div", { class: "view-head" }, h("h1", {}, "Approvals"), h("span", { class: "muted" }, waiting.length ? `${waiting.length} waiting` : "nothing waits")),
+    waiting.length ? h("div", { class: "approvals" }, waiting.map((a) => approvalCard(a))) : h("p", { class: "muted" }, "No tool use waits for your decision."),
+    rulesSection(),
+    state.decided.length ? section("Recently decided", h("ul", { class: "decided" }, state.decided.map((a) =>
+      h("li", {}, pill(a.status), " ", h("strong", {}, a.tool_name), " ", pairLabel(a.from_team, a.to_team), " ",
+        h("span", { class: "muted" }, `${decisionText(a)} · ${ago(a.decided_at)}`))))) : null);
+}
+
+function approvalCard(a, { compact = false } = {}) {
+  const reasonId = `reason-${a.id}`;
+  const decide = (verb, body, done) => (e) => act(e.currentTarget, () => api("POST", `/api/approvals/${encodeURIComponent(a.id)}/${verb}`, body), () => done);
+  return teamColor(h("article", { class: `card approval${compact ? " compact" : ""}`, "data-approval": a.id },
+    h("header", {},
+      h("h3", {}, a.tool_name),
+      h("span", {}, pairLabel(a.from_team, a.to_team)),
+      h("span", { class: "muted", title: `denied by itself at ${clock(a.expires_at)} if nobody decides` }, `asked ${ago(a.created_at)}`)),
+    toolInput(a.tool_name, a.input),
+    compact ? null : h("p", { class: "small" }, h("a", { href: `#/tells/${a.tell_id}` }, "the tell that asks")),
+    h("div", { class: "decide" },
+      h("button", { type: "button", class: "primary", "data-action": "approve", onclick: decide("approve", {}, "approved") }, "Approve"),
+      h("button", { type: "button", "data-action": "remember", title: "Allow this request of this pair from now on", onclick: decide("approve", { remember: true }, "approved and remembered") }, "Approve & remember"),
+      h("input", { id: reasonId, type: "text", placeholder: "reason (optional)", "aria-label": "Reason for denying", "data-keep": reasonId }),
+      h("button", { type: "button", class: "danger", "data-action": "deny", onclick: (e) => decide("deny", { reason: document.getElementById(reasonId).value }, "denied")(e) }, "Deny"))),
+    (state.status.teams.find((t) => t.name === a.to_team) || {}).color);
+}
+
+function rulesSection() {
+  if (!state.rules) return null;
+  if (!state.rules.length) return section("Remembered rules", h("p", { class: "muted" }, "None: 'Approve & remember' adds one."));
+  return section("Remembered rules", h("table", { class: "rules" },
+    h("thead", {}, h("tr", {}, ["pair", "tool", "rule", "since", ""].map((c) => h("th", {}, c)))),
+    h("tbody", {}, state.rules.map((r) => h("tr", { "data-rule": r.id },
+      h("td", {}, pairLabel(r.from_team, r.to_team)), h("td", {}, r.tool_name || ""), h("td", {}, h("code", {}, r.rule || r.pattern || JSON.stringify(r.input || {}))),
+      h("td", {}, ago(r.created_at)),
+      h("td", {}, confirmButton("Forget", "Forget it?", (b) => act(b, async () => {
+        await api("POST", `/api/approvals/rules/${encodeURIComponent(r.id)}/forget`, {});
+        await loadApprovals();
+        renderView();
+      }, () => "forgotten"))))))));
+}
+
+// Notifications.
+
+function notificationsView() {
+  const items = [...state.notifications].sort((a, b) => b.created_at - a.created_at);
+  return h("div", {},
+    h("div", { class: "view-head" }, h("h1", {}, "Notifications"), h("span", { class: "muted" }, "tells stored to be delivered later")),
+    items.length ? h("table", { class: "list" },
+      h("thead", {}, h("tr", {}, ["status", "pair", "message", "created", "attempts", "tell"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, items.map((n) => h("tr", { "data-notification": n.id },
+        h("td", {}, pill(n.status), n.error ? h("div", { class: "muted small" }, n.error) : null),
+        h("td", {}, pairLabel(n.from_team, n.to_team)),
+        h("td", {}, firstLine(n.message, 80)),
+        h("td", { title: clock(n.created_at) }, ago(n.created_at), h("div", { class: "muted small" }, `expires ${clock(n.expires_at)}`)),
+        h("td", { class: "num" }, String(n.attempts || 0)),
+        h("td", {}, n.tell_id ? h("a", { href: `#/tells/${n.tell_id}` }, shortId(n.tell_id)) : "–")))))
+      : h("p", { class: "muted" }, "No notifications. Send one with 'deliver later' on the Tells page, or iris tell TEAM MESSAGE --persist."));
+}
+
+// Health.
+
+function healthView() {
+  const s = state.status;
+  const live = s.processes.filter((p) => p.state !== "stopped" && p.state !== "failed").length;
+  const rows = [
+    ["version", s.daemon_version],
+    ["pid", String(s.pid)],
+    ["up for", seconds(Date.now() / 1000 - s.started_at)],
+    s.memory_rss ? ["memory (irisd)", bytes(s.memory_rss)] : null,
+    s.children_rss ? ["memory (claude processes)", bytes(s.children_rss)] : null,
+    ["claude processes", `${live} of ${s.max_processes} (maxProcesses)`],
+    ["approvals waiting", String(s.pending_approvals || 0)],
+    ["socket", s.socket_path],
+    ["config", s.config_path],
+  ].filter(Boolean);
+  const errors = s.recent_errors || [];
+  return h("div", {},
+    h("div", { class: "view-head" }, h("h1", {}, "Health"), pill(state.connected ? "live" : "away")),
+    h("div", { class: "meter", role: "meter", "aria-valuemin": 0, "aria-valuemax": s.max_processes, "aria-valuenow": live, "aria-label": "claude processes" },
+      h("span", { class: "fill", "data-fill": String(Math.round((100 * live) / Math.max(1, s.max_processes))) })),
+    h("dl", { class: "facts wide" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    section("Recent errors in the log",
+      errors.length ? h("ul", { class: "log" }, errors.map((e) => h("li", { class: `lvl-${e.level}` },
+        h("span", { class: "muted" }, clock(e.at)), " ", h("strong", {}, e.level), " ", e.message)))
+        : h("p", { class: "muted" }, s.recent_errors ? "None since irisd started." : "This irisd does not report them.")));
+}
+
+// --- start -------------------------------------------------------------------------
+
+window.addEventListener("hashchange", () => {
+  const { view, arg } = route();
+  if (!(view === "tells" && arg)) state.open = null;
+  renderView();
+});
+
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape" && state.open) location.hash = "#/tells";
+});
+
+// The meter's width: CSP allows no style attribute, so it is set through the CSSOM.
+new MutationObserver(() => {
+  for (const fill of document.querySelectorAll("[data-fill]")) fill.style.width = `${fill.dataset.fill}%`;
+}).observe(document.body, { childList: true, subtree: true });
+
+setInterval(() => { if (state.connected && !document.hidden) renderTimes(); }, 15000);
+function renderTimes() {
+  // Only relative times change with the clock; a render keeps them fresh without any request.
+  if (!document.activeElement || !document.getElementById("main").contains(document.activeElement)) renderView();
+}
+
+render();
+connect();

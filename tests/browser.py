@@ -1,0 +1,48 @@
+"""Driving Debian's chromium with Playwright's sync API (no ``playwright install``).
+
+The sync API runs its own event loop in a thread of its own; the tests that use it are
+plain (non-trio) functions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextmanager
+def open_browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+class PageProblems:
+    """Console errors and uncaught exceptions of a page (a CSP violation is one)."""
+
+    def __init__(self, page: Page) -> None:
+        self.seen: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.seen.append(f"uncaught: {error}"))
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type == "error":
+            self.seen.append(message.text)
+
+    def unexpected(self, *allowed: str) -> list[str]:
+        return [p for p in self.seen if not any(a in p for a in allowed)]
