@@ -26,6 +26,7 @@ const state = {
   filter: { team: "", status: "" },
   open: null, // { id, tell, entries, text, loading }
   notices: new Map(), // tell id -> [notice text]
+  touched: new Set(), // ids of tells events changed since the last listing
 };
 
 // --- the API ---------------------------------------------------------------------
@@ -83,8 +84,12 @@ async function loadTells() {
   const reply = await api("GET", `/api/tells${q({ team: state.filter.team, status: state.filter.status, limit: TELL_LIMIT })}`);
   const keep = new Map();
   for (const tell of reply.tells) keep.set(tell.id, tell);
-  // A tell we follow live stays, even if the listing no longer holds it.
-  if (state.open && state.tells.has(state.open.id)) keep.set(state.open.id, state.tells.get(state.open.id));
+  // A tell we follow live stays, and so do those events told us about since the last
+  // listing (the listing may have been read before they began).
+  for (const id of [...state.touched, state.open && state.open.id]) {
+    if (id && !keep.has(id) && state.tells.has(id)) keep.set(id, state.tells.get(id));
+  }
+  state.touched.clear();
   state.tells = keep;
 }
 
@@ -222,6 +227,7 @@ function onEvent(event) {
       if (event.status === "running" && !tell.started_at) tell.started_at = now;
       if (FINAL.has(event.status) && !tell.finished_at) tell.finished_at = now;
       state.tells.set(tell.id, tell);
+      state.touched.add(tell.id);
       if (state.open && state.open.id === tell.id) {
         state.open.tell = { ...state.open.tell, ...tell };
         soon("open", loadOpen); // the tool calls, the cost, the final text
