@@ -18,6 +18,8 @@ from irisd.claude.command import root_skip_problem
 from irisd.claude.environment import child_environment
 from irisd.claude.wire import SystemLine, decode_line
 from irisd.config import IrisConfig, Team
+from irisd.health import rss_bytes, total_rss
+from irisd.logs import recent_problems
 from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.pair import Pair, TellLink
@@ -269,6 +271,7 @@ class Dispatcher:
         ]
 
     async def status(self) -> StatusReply:
+        processes = self.supervisor.statistics()
         return StatusReply(
             pid=os.getpid(),
             daemon_version=__version__,
@@ -276,12 +279,15 @@ class Dispatcher:
             socket_path=str(self.paths.socket),
             config_path=self.config.source,
             teams=self.team_infos(),
-            processes=self.supervisor.statistics(),
+            processes=processes,
             max_processes=self.config.settings.max_processes,
             pending_approvals=sum(len(s.pending_approvals) for s in self.supervisor.snapshots()),
             http_url=self.http.url if self.http is not None else "",
             environment={name: self.environment_names(team) for name, team in self.config.teams.items()},
             unsolicited=await self.store.call(unsolicited.recent, RECENT_UNSOLICITED),
+            memory_rss=rss_bytes(os.getpid()),
+            children_rss=total_rss(p.pid for p in processes if p.pid is not None),
+            recent_errors=recent_problems.entries(),
         )
 
     def environment_names(self, team: Team) -> list[str]:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import collections
 import logging
 import sys
 import time
 from typing import Any
 
 import msgspec
+
+from protocol.messages import LogEntry
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 _encoder = msgspec.json.Encoder()
@@ -30,9 +33,33 @@ class JsonFormatter(logging.Formatter):
         return _encoder.encode(entry).decode(errors="replace")
 
 
+class RecentProblems(logging.Handler):
+    """The newest warnings and errors, kept in memory for the dashboard's health view."""
+
+    def __init__(self, keep: int = 50) -> None:
+        super().__init__(logging.WARNING)
+        self._entries: collections.deque[LogEntry] = collections.deque(maxlen=keep)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string must not lose the entry
+            message = str(record.msg)
+        self._entries.append(
+            LogEntry(at=record.created, level=record.levelname.lower(), logger=record.name, message=message[:2000])
+        )
+
+    def entries(self) -> list[LogEntry]:
+        """Newest first."""
+        return list(reversed(self._entries))
+
+
+recent_problems = RecentProblems()
+
+
 def setup_logging(level: str = "info") -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [handler, recent_problems]
     root.setLevel(level.upper())

@@ -254,6 +254,13 @@ class RuleInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_name: str
     input: dict[str, Any]
     created_at: float
+class LogEntry(msgspec.Struct, kw_only=True):
+    """A warning or error irisd logged (for the dashboard's health view)."""
+
+    at: float
+    level: str
+    logger: str
+    message: str
 
 
 # --- requests -------------------------------------------------------------------
@@ -558,6 +565,9 @@ class StatusReply(_Message, tag="status_reply"):
     http_url: str = ""  # irisd's HTTP face (API, dashboard, MCP for its children)
     environment: dict[str, list[str]] = {}  # team -> the NAMES of its claude's variables
     unsolicited: list[UnsolicitedInfo] = []  # the latest turns no tell asked for, newest first
+    memory_rss: int = 0  # irisd's resident memory, bytes (0 where /proc is missing)
+    children_rss: int = 0  # its claude processes' resident memory, bytes
+    recent_errors: list[LogEntry] = []  # the newest warnings and errors irisd logged, newest first
 
 
 class SessionsReply(_Message, tag="sessions_reply"):

@@ -8,7 +8,6 @@ does with hostile text, a transcript, and events, in about a second, without cla
 from __future__ import annotations
 
 import json
-import mimetypes
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, WebSocketRoute, expect
 
 from browser import PageProblems
-from irisd.dashboard import SECURITY_HEADERS, STATIC_DIR
+from irisd.dashboard import SECURITY_HEADERS, STATIC_DIR, content_type
 from protocol.messages import (
     ApprovalEvent,
     ApprovalInfo,
@@ -100,7 +99,7 @@ class FakeIris:
             path = "/static/index.html"
         if path.startswith("/static/"):
             file = STATIC_DIR / path.removeprefix("/static/")
-            kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+            kind = content_type(file.name)
             route.fulfill(status=200, body=file.read_bytes(), headers={**SECURITY_HEADERS, "Content-Type": kind})
             return
         if request.method == "POST":

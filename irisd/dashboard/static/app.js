@@ -732,7 +732,7 @@ function healthView() {
     section("Recent errors in the log",
       errors.length ? h("ul", { class: "log" }, errors.map((e) => h("li", { class: `lvl-${e.level}` },
         h("span", { class: "muted" }, clock(e.at)), " ", h("strong", {}, e.level), " ", e.message)))
-        : h("p", { class: "muted" }, s.recent_errors ? "None since irisd started." : "This irisd does not report them.")));
+        : h("p", { class: "muted" }, "None since irisd started.")));
 }
 
 // --- start -------------------------------------------------------------------------
