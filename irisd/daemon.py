@@ -26,6 +26,7 @@ import trio
 from irisd.claude.containment import Containment
 from irisd.config import IrisConfig
 from irisd.core import run_core
+from irisd.dashboard import Dashboard
 from irisd.dispatch import Dispatcher
 from irisd.home_lock import hold_home_lock
 from irisd.http.app import HttpFace
@@ -143,6 +144,7 @@ class Daemon:
             await nursery.start(server.run)
             port = socket_url(http_socket)[1]
             face = HttpFace(dispatcher, access, Allowlist(host_names(self.config.settings.http_host), port))
+            face.index = Dashboard()
             http = HttpServer(face, http_socket)
             await nursery.start(http.run)
             self.notifier.ready(f"serving {len(self.config.teams)} teams")

@@ -188,11 +188,11 @@ class HttpFace:
         if path in ("/mcp", "/mcp/") and self.mcp is not None:
             await self.mcp(scope, _capped(receive), send)
             return
+        if method == "GET" and self.index is not None and (path == "/" or path.startswith("/static/")):
+            await self.index(scope, receive, send)  # the dashboard's page and files
+            return
         if path == "/" and method == "GET":
-            if self.index is not None:
-                await self.index(scope, receive, send)
-            else:
-                await respond(send, 200, _INDEX, content_type=b"text/html; charset=utf-8")
+            await respond(send, 200, _INDEX, content_type=b"text/html; charset=utf-8")
             return
         if path == "/api/openapi.json" and method == "GET":
             await respond(send, 200, msgspec.json.encode(api.openapi()))

@@ -136,7 +136,7 @@ class ActiveTell:
         if status == self._last_status:
             return False
         self._last_status = status
-        if status == "running":
+        if status == "running" and self.started_wall is None:  # not again after an approval
             self.started_wall = time.time()
         if self.machine.is_final:
             self.finished_wall = time.time()

@@ -75,6 +75,11 @@ const q = (params) => {
 
 // --- loading -----------------------------------------------------------------------
 
+// The daemon leaves out fields that hold their default value: put them back.
+function tellInfo(t) {
+  return { text: "", error: "", session_id: "", kind: "tell", hops: 0, chain_id: "", approval_id: "", cost_usd: null, started_at: null, finished_at: null, ...t };
+}
+
 async function loadStatus() {
   state.status = await api("GET", "/api/status");
   renderChrome();
@@ -83,7 +88,7 @@ async function loadStatus() {
 async function loadTells() {
   const reply = await api("GET", `/api/tells${q({ team: state.filter.team, status: state.filter.status, limit: TELL_LIMIT })}`);
   const keep = new Map();
-  for (const tell of reply.tells) keep.set(tell.id, tell);
+  for (const tell of reply.tells) keep.set(tell.id, tellInfo(tell));
   // A tell we follow live stays, and so do those events told us about since the last
   // listing (the listing may have been read before they began).
   for (const id of [...state.touched, state.open && state.open.id]) {
@@ -118,12 +123,13 @@ async function loadOpen() {
   try {
     const reply = await api("GET", `/api/tells/${encodeURIComponent(open.id)}/transcript`);
     if (state.open !== open) return;
-    open.tell = reply.tell;
+    const tell = tellInfo(reply.tell);
+    open.tell = tell;
     open.entries = reply.entries;
     // Text that arrived while we were asking may already be in the reply's text.
-    open.text = reply.tell.text + (reply.tell.text.endsWith(open.pending) ? "" : open.pending);
+    open.text = tell.text + (tell.text.endsWith(open.pending) ? "" : open.pending);
     open.error = "";
-    state.tells.set(reply.tell.id, reply.tell);
+    state.tells.set(tell.id, tell);
   } catch (error) {
     open.error = error.message;
   } finally {
@@ -218,10 +224,10 @@ function onEvent(event) {
     case "tell_state": {
       const known = state.tells.get(event.tell_id);
       const now = Date.now() / 1000;
-      const tell = known || {
+      const tell = known || tellInfo({
         id: event.tell_id, from_team: event.from_team ?? null, to_team: event.to_team, message: event.message,
-        status: event.status, text: "", created_at: now,
-      };
+        status: event.status, created_at: now,
+      });
       tell.status = event.status;
       if (event.error) tell.error = event.error;
       if (event.status === "running" && !tell.started_at) tell.started_at = now;
@@ -271,7 +277,7 @@ function onEvent(event) {
 async function refreshTell(id) {
   try {
     const reply = await api("GET", `/api/tells/${encodeURIComponent(id)}`);
-    state.tells.set(id, reply.tell);
+    state.tells.set(id, tellInfo(reply.tell));
   } catch {
     // forgotten meanwhile
   }
@@ -570,7 +576,7 @@ function sendForm(teams, to) {
       flash(`stored for ${team}: it is delivered when the team is free`, "ok");
       soon("notifications", loadNotifications);
     } else {
-      state.tells.set(reply.tell.id, reply.tell);
+      state.tells.set(reply.tell.id, tellInfo(reply.tell));
       location.hash = `#/tells/${reply.tell.id}`;
     }
   };
@@ -605,7 +611,7 @@ function conversationView(id) {
   const facts = [
     ["id", tell.id],
     ["created", clock(tell.created_at)],
-    tell.started_at ? ["took", duration(tell)] : null,
+    tell.started_at ? [running ? "running for" : "took", duration(tell)] : null,
     tell.cost_usd !== undefined && tell.cost_usd !== null ? ["cost", money(tell.cost_usd)] : null,
     tell.session_id ? ["session", tell.session_id] : null,
     tell.hops ? ["hops", String(tell.hops)] : null,
@@ -659,12 +665,13 @@ function approvalsView() {
 function approvalCard(a, { compact = false } = {}) {
   const reasonId = `reason-${a.id}`;
   const decide = (verb, body, done) => (e) => act(e.currentTarget, () => api("POST", `/api/approvals/${encodeURIComponent(a.id)}/${verb}`, body), () => done);
+  // In a conversation the tool call above already shows what it wants to run.
   return teamColor(h("article", { class: `card approval${compact ? " compact" : ""}`, "data-approval": a.id },
-    h("header", {},
+    compact ? null : h("header", {},
       h("h3", {}, a.tool_name),
       h("span", {}, pairLabel(a.from_team, a.to_team)),
       h("span", { class: "muted", title: `denied by itself at ${clock(a.expires_at)} if nobody decides` }, `asked ${ago(a.created_at)}`)),
-    toolInput(a.tool_name, a.input),
+    compact ? null : toolInput(a.tool_name, a.input),
     compact ? null : h("p", { class: "small" }, h("a", { href: `#/tells/${a.tell_id}` }, "the tell that asks")),
     h("div", { class: "decide" },
       h("button", { type: "button", class: "primary", "data-action": "approve", onclick: decide("approve", {}, "approved") }, "Approve"),
@@ -738,6 +745,8 @@ function healthView() {
 // --- start -------------------------------------------------------------------------
 
 window.addEventListener("hashchange", () => {
+  const box = document.getElementById("flash");
+  if (box) box.hidden = true;
   const { view, arg } = route();
   if (!(view === "tells" && arg)) state.open = null;
   renderView();

@@ -92,7 +92,7 @@ export function renderEntries(tell, entries, { withText = true, approvalFor = ()
             h("div", { class: "step-head" }, h("span", { class: "tool-name" }, block.name || "tool"), stamp(entry.at, start)),
             toolInput(block.name, block.input),
             result);
-          tools.set(block.id, { result, at: entry.at });
+          tools.set(block.id, { card, result, name: block.name, at: entry.at, done: false });
           out.push(card);
         }
       }
@@ -105,14 +105,23 @@ export function renderEntries(tell, entries, { withText = true, approvalFor = ()
         const took = tool && tool.at ? ` after ${seconds(entry.at - tool.at)}` : "";
         const body = h("details", { class: `tool-result${block.is_error ? " error" : ""}`, open: text.length < 400 },
           h("summary", {}, `${block.is_error ? "failed" : "result"}${took}`), h("pre", {}, text || "(no output)"));
-        if (tool) tool.result.replaceWith(body);
-        else out.push(h("div", { class: "step tool" }, body));
+        if (tool) {
+          tool.result.replaceWith(body);
+          tool.done = true;
+        } else {
+          out.push(h("div", { class: "step tool" }, body));
+        }
       }
     } else if (type === "control_request" && line.request && line.request.subtype === "can_use_tool") {
+      // Shown in the card of the tool call it is about, before the call's result.
       const req = line.request;
-      out.push(h("div", { class: "step approval" },
+      const waiting = [...tools.values()].filter((t) => !t.done && t.name === req.tool_name);
+      const tool = tools.get(req.tool_use_id) || waiting[waiting.length - 1];
+      const step = h("div", { class: "approval-step" },
         h("div", { class: "step-head" }, h("span", {}, `asked permission to use ${req.tool_name || "a tool"}`), stamp(entry.at, start)),
-        approvalFor(tell.id, req.tool_name, req.input)));
+        approvalFor(tell.id, req.tool_name, req.input));
+      if (tool) tool.card.insertBefore(step, tool.result);
+      else out.push(h("div", { class: "step approval" }, step));
     } else if (type === "system") {
       if (line.subtype === "init") {
         out.push(h("div", { class: "note" }, `claude ${line.claude_code_version || ""} started`.replace("  ", " "),

@@ -1,0 +1,189 @@
+"""The dashboard in chromium, served by a real irisd, with the real claude and the scripted
+model: one daemon and one logged-in page for the whole module (the tests run in order,
+each leaving the page where the next one starts; xdist keeps them on one worker).
+
+Set IRIS_DASHBOARD_SCREENSHOT=docs/dashboard.png to refresh the README's screenshot."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from browser import PageProblems
+from harness import REPO, Iris, wait_for
+from iris_cli.scripted_model import ScriptedModel
+
+pytestmark = [pytest.mark.claude, pytest.mark.xdist_group("browser")]
+
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
+LONG = 60_000  # ms: real claude processes on a loaded machine
+
+
+@pytest.fixture(scope="module")
+def iris(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    instance = Iris(tmp_path_factory.mktemp("dashboard"), model_url=model.base_url, claude=claude_bin)
+    instance.settings["httpPort"] = free_port()  # fixed: the page must find irisd again after a restart
+    instance.add_team("backend", description=f"The API {HOSTILE}", color="#E91E63")
+    instance.add_team("frontend", description="The web app", color="#2196F3")
+    instance.start()
+    yield instance
+    if instance.process is not None:
+        instance.stop(timeout=30)
+    shutil.rmtree(instance.socket.parent, ignore_errors=True)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, iris: Iris) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.set_default_timeout(LONG)
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def problems(page: Page) -> PageProblems:
+    return PageProblems(page)
+
+
+def login_url(iris: Iris) -> str:
+    result = iris.cli("dashboard", "--print")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_without_the_token_the_page_shows_no_data(browser: Browser, iris: Iris) -> None:
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        response = page.goto(iris.http_url + "/")
+        assert response is not None and response.status == 401
+        api = page.goto(iris.http_url + "/api/status")
+        assert api is not None and api.status == 401
+        assert "backend" not in page.content()
+        forged = page.goto(iris.http_url + "/login?token=not-the-token")
+        assert forged is not None and forged.status == 401
+        assert context.cookies() == []
+    finally:
+        context.close()
+
+
+def test_the_page_lists_the_teams(page: Page, iris: Iris, problems: PageProblems) -> None:
+    page.goto(login_url(iris))
+    assert page.url == iris.http_url + "/"
+    expect(page.locator("#conn")).to_have_text("live")
+    backend = page.locator('[data-team="backend"]')
+    expect(backend).to_contain_text(f"The API {HOSTILE}")  # shown as text
+    expect(page.locator('[data-team="frontend"]')).to_contain_text("The web app")
+    assert page.evaluate("window.pwned") is None
+    page.evaluate("window.sameDocument = true")  # gone if anything reloads the page
+
+
+def test_a_tell_from_the_cli_streams_in(page: Page, iris: Iris) -> None:
+    page.locator("nav.side").get_by_text("Tells").click()
+    started = iris.cli_json("tell", "backend", "@slow:300 @long:8", "--timeout", "-1")
+    row = page.locator(f'[data-tell="{started["id"]}"] a')
+    row.click()
+    answer = page.locator("[data-live-answer]")
+    # Seen part-way: some words there, the last one not yet.
+    page.wait_for_function(
+        "() => { const a = document.querySelector('[data-live-answer]');"
+        " return a && a.textContent.includes('word2') && !a.textContent.includes('word8'); }",
+        timeout=LONG,
+    )
+    expect(answer).to_contain_text("word1")
+    conversation = page.locator(f'.conversation[data-tell="{started["id"]}"]')
+    expect(conversation).to_have_attribute("data-status", "completed", timeout=LONG)
+    expect(conversation.locator(".answer")).to_contain_text("word1 word2 word3 word4 word5 word6 word7 word8")
+    expect(conversation.locator(".note.result")).to_contain_text("done")
+    assert page.evaluate("window.sameDocument") is True
+
+
+def test_an_approval_appears_and_approve_runs_the_tool(page: Page, iris: Iris) -> None:
+    started = iris.cli_json("tell", "backend", WRITE, "--timeout", "-1")
+    expect(page).to_have_title("(1) Iris", timeout=LONG)
+    expect(page.locator("#approvals-count")).to_have_text("1")
+    page.locator("#approvals-badge").click()
+    card = page.locator(".approval").first
+    expect(card.locator("pre.cmd")).to_have_text("$ echo hi > made.txt")
+    card.locator('[data-action="approve"]').click()
+    folder = Path(iris.teams["backend"]["path"])
+    made = folder / "made.txt"
+    wait_for(lambda: made.exists() and made.read_text() == "hi\n", what="the approved tool to run")
+    expect(page).to_have_title("Iris")
+    page.goto(f"{iris.http_url}/#/tells/{started['id']}")
+    conversation = page.locator(f'.conversation[data-tell="{started["id"]}"]')
+    expect(conversation).to_have_attribute("data-status", "completed", timeout=LONG)
+    bash = conversation.locator('[data-tool="Bash"]')
+    expect(bash.locator("pre.cmd")).to_have_text("$ echo hi > made.txt")
+    expect(bash.locator(".approval-step")).to_contain_text("allowed by owner")
+    expect(conversation.locator(".answer").last).to_contain_text("tool Bash said:")
+
+
+def test_an_approval_can_be_decided_in_the_conversation(page: Page, iris: Iris) -> None:
+    page.goto(f"{iris.http_url}/#/tells")
+    started = iris.cli_json("tell", "backend", WRITE.replace("hi > made", "there > more"), "--timeout", "-1")
+    page.locator(f'[data-tell="{started["id"]}"] a').click()
+    conversation = page.locator(f'.conversation[data-tell="{started["id"]}"]')
+    bash = conversation.locator('[data-tool="Bash"]')
+    expect(bash.locator("pre.cmd")).to_have_text("$ echo there > more.txt")
+    card = bash.locator(".approval")
+    expect(page.locator("#approvals-count")).to_have_text("1")
+    expect(page.locator("main .error")).to_have_count(0)
+    screenshot(page)
+    card.locator('[data-action="approve"]').click()
+    expect(conversation).to_have_attribute("data-status", "completed", timeout=LONG)
+    expect(bash.locator(".approval-step")).to_contain_text("allowed by owner")
+    assert (Path(iris.teams["backend"]["path"]) / "more.txt").read_text() == "there\n"
+
+
+def screenshot(page: Page) -> None:
+    """The README's picture: a conversation waiting for an approval."""
+    target = os.environ.get("IRIS_DASHBOARD_SCREENSHOT")
+    image = page.screenshot(full_page=False)
+    assert image.startswith(b"\x89PNG")
+    if target:
+        (REPO / target).write_bytes(image)
+
+
+def test_a_reply_holding_html_is_shown_as_text(page: Page, iris: Iris, problems: PageProblems) -> None:
+    page.goto(f"{iris.http_url}/#/tells")
+    form = page.locator("form.send")
+    form.locator("select[name=to]").select_option("frontend")
+    form.get_by_label("Message").fill(HOSTILE)
+    form.locator("button[type=submit]").click()
+    conversation = page.locator(".conversation")
+    expect(conversation).to_have_attribute("data-status", "completed", timeout=LONG)
+    expect(conversation.locator(".question")).to_contain_text(HOSTILE)
+    expect(conversation.locator(".answer")).to_contain_text(f"echo #1: {HOSTILE}")
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("main img, main script").count() == 0
+    assert problems.unexpected("404") == []
+
+
+def test_after_irisd_restarts_the_page_reconnects(page: Page, iris: Iris) -> None:
+    page.goto(f"{iris.http_url}/#/tells")
+    expect(page.locator("#conn")).to_have_text("live")
+    iris.stop()
+    expect(page.locator("#conn")).to_have_text("reconnecting…")
+    expect(page.locator("#banner")).to_contain_text("irisd is not answering")
+    expect(page).to_have_title("Iris (offline)")
+    iris.start()
+    expect(page.locator("#conn")).to_have_text("live", timeout=LONG)
+    expect(page.locator("#banner")).to_be_hidden()
+    started = iris.cli_json("tell", "frontend", "after the restart", "--timeout", "-1")
+    expect(page.locator(f'[data-tell="{started["id"]}"]')).to_contain_text("after the restart")
