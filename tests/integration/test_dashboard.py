@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,10 +61,19 @@ def problems(page: Page) -> PageProblems:
     return PageProblems(page)
 
 
-def login_url(iris: Iris) -> str:
-    result = iris.cli("dashboard", "--print")
+def dashboard(iris: Iris, **env: str) -> subprocess.CompletedProcess[str]:
+    """``iris dashboard`` with no display (so: no browser) unless ``env`` names one."""
+    saved = dict(iris.env)
+    for name in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY"):
+        iris.env.pop(name, None)
+    iris.env.update(env)
+    try:
+        result = iris.cli("dashboard")
+    finally:
+        iris.env.clear()
+        iris.env.update(saved)
     assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
+    return result
 
 
 def test_without_the_token_the_page_shows_no_data(browser: Browser, iris: Iris) -> None:
@@ -82,8 +92,32 @@ def test_without_the_token_the_page_shows_no_data(browser: Browser, iris: Iris) 
         context.close()
 
 
+def test_iris_dashboard_opens_the_browser_with_a_single_use_code(
+    browser: Browser, iris: Iris, tmp_path: Path
+) -> None:
+    seen = tmp_path / "browser-argv"
+    fake_browser = tmp_path / "browser"
+    fake_browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {seen}\n')
+    fake_browser.chmod(0o755)
+    result = dashboard(iris, BROWSER=str(fake_browser))
+    assert result.stdout.strip() == f"opened {iris.http_url} in your browser"
+    url = seen.read_text()
+    assert url.startswith(f"{iris.http_url}/login?code=") and iris.owner_token not in url
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        first = page.goto(url)
+        assert first is not None and first.status == 200 and page.url == iris.http_url + "/"
+        again = context.new_page().goto(url)
+        assert again is not None and again.status == 401  # the code is spent
+    finally:
+        context.close()
+
+
 def test_the_page_lists_the_teams(page: Page, iris: Iris, problems: PageProblems) -> None:
-    page.goto(login_url(iris))
+    result = dashboard(iris)  # no display here: it prints the login URL
+    assert "no browser here" in result.stderr
+    page.goto(result.stdout.strip())
     assert page.url == iris.http_url + "/"
     expect(page.locator("#conn")).to_have_text("live")
     backend = page.locator('[data-team="backend"]')
