@@ -1,6 +1,6 @@
 """The dashboard in chromium, served by a real irisd, with the real claude and the scripted
-model: one daemon and one logged-in page for the whole module (the tests run in order,
-each leaving the page where the next one starts; xdist keeps them on one worker).
+model: one daemon and one logged-in page for the tests of this module that run in the
+same process (each test starts from a view of its own, so xdist may split them).
 
 Set IRIS_DASHBOARD_SCREENSHOT=docs/dashboard.png to refresh the README's screenshot."""
 
@@ -19,7 +19,7 @@ from browser import PageProblems
 from harness import REPO, Iris, wait_for
 from iris_cli.scripted_model import ScriptedModel
 
-pytestmark = [pytest.mark.claude, pytest.mark.xdist_group("browser")]
+pytestmark = pytest.mark.claude
 
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
@@ -52,6 +52,9 @@ def page(browser: Browser, iris: Iris) -> Iterator[Page]:
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     context.set_default_timeout(LONG)
     page = context.new_page()
+    printed = iris.cli("dashboard", "--print")
+    assert printed.returncode == 0, printed.stderr
+    page.goto(printed.stdout.strip())  # logged in: the cookie is the context's
     yield page
     context.close()
 
@@ -124,10 +127,11 @@ def test_the_page_lists_the_teams(page: Page, iris: Iris, problems: PageProblems
     expect(backend).to_contain_text(f"The API {HOSTILE}")  # shown as text
     expect(page.locator('[data-team="frontend"]')).to_contain_text("The web app")
     assert page.evaluate("window.pwned") is None
-    page.evaluate("window.sameDocument = true")  # gone if anything reloads the page
 
 
 def test_a_tell_from_the_cli_streams_in(page: Page, iris: Iris) -> None:
+    page.goto(f"{iris.http_url}/#/teams")
+    page.evaluate("window.sameDocument = true")  # gone if anything reloads the page
     page.locator("nav.side").get_by_text("Tells").click()
     started = iris.cli_json("tell", "backend", "@slow:300 @long:8", "--timeout", "-1")
     row = page.locator(f'[data-tell="{started["id"]}"] a')
@@ -148,6 +152,7 @@ def test_a_tell_from_the_cli_streams_in(page: Page, iris: Iris) -> None:
 
 
 def test_an_approval_appears_and_approve_runs_the_tool(page: Page, iris: Iris) -> None:
+    page.goto(f"{iris.http_url}/#/teams")
     started = iris.cli_json("tell", "backend", WRITE, "--timeout", "-1")
     expect(page).to_have_title("(1) Iris", timeout=LONG)
     expect(page.locator("#approvals-count")).to_have_text("1")

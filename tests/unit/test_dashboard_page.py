@@ -35,8 +35,6 @@ from protocol.messages import (
     TranscriptReply,
 )
 
-pytestmark = pytest.mark.xdist_group("browser")  # one chromium for every browser test
-
 BASE = "http://iris.test"
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 NOW = time.time()
