@@ -21,27 +21,40 @@ import msgspec
 
 from irisd import __version__
 from protocol.messages import (
+    AnswerQuestion,
+    AnswerReply,
     ApprovalReply,
     ApprovalsReply,
     CancelTell,
+    CostGrouping,
+    Costs,
+    CostsReply,
     Decide,
+    DismissQuestion,
     ErrorReply,
     Event,
+    ForgetRule,
     GetPair,
     GetStatus,
     GetTell,
     ListApprovals,
     ListNotifications,
+    ListQuestions,
+    ListRules,
     ListSessions,
     ListTeams,
     ListTells,
     NotificationReply,
     NotificationsReply,
     PairReply,
+    QuestionReply,
+    QuestionsReply,
     ReadTranscript,
     ReportReply,
     Request,
     ResetSession,
+    RuleReply,
+    RulesReply,
     SessionReply,
     SessionsReply,
     Sleep,
@@ -116,6 +129,22 @@ class ApproveBody(_In):
 
 class DenyBody(_In):
     reason: str = ""
+
+
+class AnswerBody(_In):
+    text: str
+    timeout_ms: int = 0
+
+
+class QuestionsQuery(_In):
+    team: str | None = None
+    all: Annotated[bool, msgspec.Meta(description="Include answered, dismissed and expired ones.")] = False
+
+
+class CostsQuery(_In):
+    by: CostGrouping = "team"
+    since: Annotated[float, msgspec.Meta(description="Unix time; 0 for all.")] = 0.0
+    team: str | None = None
 
 
 class FromQuery(_In):
@@ -274,6 +303,54 @@ ROUTES: tuple[ApiRoute, ...] = (
         (ApprovalReply,),
         "Refuse a pending tool use",
         body=DenyBody,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/approvals/rules",
+        lambda p, q, b: ListRules(team=q.team),
+        (RulesReply,),
+        "The requests remembered with 'approve and remember'",
+        query=TeamQuery,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/approvals/rules/{id}/forget",
+        lambda p, q, b: ForgetRule(rule_id=p["id"]),
+        (RuleReply,),
+        "Ask again for a remembered request",
+    ),
+    ApiRoute(
+        "GET",
+        "/api/questions",
+        lambda p, q, b: ListQuestions(team=q.team, include_closed=q.all),
+        (QuestionsReply,),
+        "Questions teams asked while nobody waited for their answer",
+        query=QuestionsQuery,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/questions/{id}/answer",
+        lambda p, q, b: AnswerQuestion(
+            question_id=p["id"], text=b.text, timeout_ms=b.timeout_ms, by="owner (HTTP API)"
+        ),
+        (AnswerReply,),
+        "Answer a pending question: the next tell of the same pair",
+        body=AnswerBody,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/questions/{id}/dismiss",
+        lambda p, q, b: DismissQuestion(question_id=p["id"], by="owner (HTTP API)"),
+        (QuestionReply,),
+        "Dismiss a pending question",
+    ),
+    ApiRoute(
+        "GET",
+        "/api/costs",
+        lambda p, q, b: Costs(by=q.by, since=q.since, team=q.team),
+        (CostsReply,),
+        "What tells cost, summed by team, pair, chain or day",
+        query=CostsQuery,
     ),
     ApiRoute(
         "GET",

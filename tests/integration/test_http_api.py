@@ -164,6 +164,20 @@ def test_status_teams_approvals_notifications_and_persisted_tells(shared: Iris) 
     assert notified["notification"]["id"] in [n["id"] for n in listed["notifications"]]
 
 
+def test_rules_questions_and_costs_are_served_too(shared: Iris) -> None:
+    http = Http(shared)
+    assert http.json("GET", "/api/approvals/rules?team=alpha")[1] == {"type": "rules_reply", "rules": []}
+    status_code, answer = http.json("POST", "/api/approvals/rules/nope/forget")
+    assert status_code == 404 and error_code(answer) == "not_found"
+    assert http.json("GET", "/api/questions?all=true")[1]["type"] == "questions_reply"
+    status_code, answer = http.json("POST", "/api/questions/q-nope/answer", {"text": "yes"})
+    assert status_code == 404 and error_code(answer) == "not_found"
+    costs = http.json("GET", "/api/costs?by=pair")[1]
+    assert costs["type"] == "costs_reply" and costs["by"] == "pair"
+    status_code, answer = http.json("GET", "/api/costs?by=weekday")
+    assert status_code == 400 and error_code(answer) == "invalid_request"
+
+
 def test_openapi_describes_every_route_from_the_structs(shared: Iris) -> None:
     spec = Http(shared).json("GET", "/api/openapi.json")[1]
     assert spec["openapi"].startswith("3.")
