@@ -124,7 +124,17 @@ def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
     running = sum(p.pid is not None for p in reply.processes)
     shown = [p for p in reply.processes if p.state != "stopped" or p.reason]
     lines += ["", paint("processes", "bold", color) + f" ({running} of at most {reply.max_processes} running)"]
-    return lines + process_lines(shown, width=width, color=color)
+    lines += process_lines(shown, width=width, color=color)
+    if reply.unsolicited:
+        why = " (turns no tell asked for: see README, 'What children accept')"
+        lines += ["", paint("unsolicited", "red", color) + why]
+        for turn in reply.unsolicited:
+            error = f" ({turn.error})" if turn.error else ""
+            pair = pair_name(turn.from_team, turn.to_team)
+            lines.append(f"{turn.id} {pair} unsolicited {turn.status}{error} {ago(turn.started_at)}")
+            if turn.text:
+                lines.append("  " + short(turn.text, 200))  # its start: 'iris cache read ID' has it all
+    return lines
 
 
 def print_status(reply: StatusReply) -> None:
