@@ -90,17 +90,20 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
     if not items:
         return ["  none"]
     rows = []
+    remote = any(p.host for p in items)  # a host column only when a team runs elsewhere
     for p in items:
         state_color = {"failed": "red", "processing": "yellow", "idle": "green"}.get(p.state, "")
         rows.append((
             Cell(pair_name(p.from_team, p.to_team)),
             Cell(p.state + ("*" if p.reason else ""), state_color),
+            *([Cell(p.host or "local")] if remote else []),
             Cell(str(p.pid or "-")),
             Cell(str(p.queued)),
             Cell(p.session_id[:8]),
             Cell(ago(p.last_used_at)),
         ))
-    lines = table(("pair", "state", "pid", "queued", "session", "last used"), rows, width=width, color=color)
+    headers = ("pair", "state", *(("host",) if remote else ()), "pid", "queued", "session", "last used")
+    lines = table(headers, rows, width=width, color=color)
     if any(p.reason for p in items):
         lines.append(paint("* why:", "dim", color))
         lines += [paint(f"  {pair_name(p.from_team, p.to_team)}: {p.reason}", "dim", color) for p in items if p.reason]

@@ -95,7 +95,10 @@ def rows_with_notes(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]], n
 
 
 def teams_table(teams: list[TeamInfo]) -> Table:
-    rows = [(f"[{t.color}]{t.name}[/]" if t.color else t.name, t.path, t.description) for t in teams]
+    rows = [
+        (f"[{t.color}]{t.name}[/]" if t.color else t.name, f"{t.host}:{t.path}" if t.host else t.path, t.description)
+        for t in teams
+    ]
     return table(("team", "path", "description"), rows)
 
 

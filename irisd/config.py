@@ -92,6 +92,9 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
     color: str = ""
     env: dict[str, Any] = {}  # variables for the team's claude (checked in _validate_team)
     budget: TeamBudgetConfig | None = None
+    host: str = ""  # an ssh destination: the team runs on that machine ('path' is a path there)
+    ssh_options: list[str] = []  # extra ssh arguments, e.g. ["-p", "2222"]
+    claude_path: str = ""  # the team's claude (on its host): default settings.claudePath, or "claude"
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -114,6 +117,9 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     disallowed_tools: tuple[str, ...] = ()
     env: dict[str, str] = {}  # added to its claude's environment (irisd/claude/environment.py)
     daily_usd: float | None = None  # the team's own budget (budget.dailyUsd)
+    host: str = ""  # "" for this machine; else an ssh destination (path is on that host)
+    ssh_options: tuple[str, ...] = ()
+    claude_path: str = ""
 
     @property
     def skip_permissions(self) -> bool:
@@ -285,12 +291,14 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
     given = team.path or team.project
     if not given:
         raise ConfigError(f"{where}: key 'teams.{name}.path' is missing; set it to the project folder")
-    expanded = _expand(given)
-    if not os.path.isabs(expanded):
+    remote = _check_remote(name, team, where)
+    expanded = given if remote else _expand(given)
+    if not expanded.startswith("/"):
+        on = f" on {team.host}" if remote else ""
         raise ConfigError(
-            f"{where}: path {given!r} is relative; write the absolute path of the project folder"
+            f"{where}: path {given!r} is relative; write the absolute path of the project folder{on}"
         )
-    if not os.path.isdir(expanded):
+    if not remote and not os.path.isdir(expanded):
         problem = "is not a folder" if os.path.exists(expanded) else "does not exist"
         raise ConfigError(f"{where}: path {given!r} {problem}; create it or fix the path")
     for key, value in (("idleTimeout", team.idle_timeout), ("responseTimeout", team.response_timeout)):
@@ -320,7 +328,10 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         check_value(str(variable), value, env_where)
     return Team(
         name=name,
-        path=os.path.realpath(expanded),
+        path=expanded if remote else os.path.realpath(expanded),
+        host=team.host.strip(),
+        ssh_options=tuple(team.ssh_options),
+        claude_path=team.claude_path.strip(),
         description=team.description,
         color=team.color,
         idle_timeout_ms=team.idle_timeout if team.idle_timeout is not None else settings.idle_timeout,
@@ -335,6 +346,20 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         env={str(variable): value for variable, value in team.env.items()},
         daily_usd=daily_usd,
     )
+
+
+def _check_remote(name: str, team: TeamConfig, where: str) -> bool:
+    """Is the team on another host? Checks what only a remote team may say."""
+    host = team.host.strip()
+    if not host:
+        if team.ssh_options:
+            raise ConfigError(f"{where}: 'sshOptions' is only for a team with a 'host'; add host or remove it")
+        return False
+    if host.startswith("-") or any(c.isspace() for c in host):
+        raise ConfigError(
+            f"{where}: host {team.host!r} is not an ssh destination; write e.g. 'build-box' or 'me@10.0.0.5'"
+        )
+    return True
 
 
 def _expand(path: str) -> str:

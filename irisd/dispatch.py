@@ -266,7 +266,7 @@ class Dispatcher:
 
     def team_infos(self) -> list[TeamInfo]:
         return [
-            TeamInfo(name=t.name, path=t.path, description=t.description, color=t.color)
+            TeamInfo(name=t.name, path=t.path, description=t.description, color=t.color, host=t.host)
             for t in sorted(self.config.teams.values(), key=lambda t: t.name)
         ]
 
@@ -305,6 +305,7 @@ class Dispatcher:
         rows = [r for r in await self.store.call(sessions.list_all) if to_team in (None, r.to_team)]
         costs = await self.store.call(ledger.by_pair)
         files = [transcript_path(self.paths, self.config.teams, r.to_team, r.session_id) for r in rows]
+        remote = {name for name, team in self.config.teams.items() if team.host}
         found = []
         for row, transcript in zip(rows, await trio.to_thread.run_sync(existing, files), strict=True):
             live = self.supervisor.snapshot((row.from_team, row.to_team))
@@ -318,8 +319,8 @@ class Dispatcher:
                     message_count=row.message_count,
                     status=row.status,
                     process_state=live.process.state if live else "stopped",
-                    transcript_exists=transcript,
-                    cost_usd=costs.get((row.from_team, row.to_team), 0.0),
+                    # A remote team's transcript is on its host: checked there when it resumes.
+                    transcript_exists=transcript or row.to_team in remote,
                 )
             )
         return found
@@ -455,7 +456,7 @@ class Dispatcher:
         Refused before any claude turn: loops, budgets spent, a pair over its rate limit."""
         team = self.config.team(to_team)
         self._check_from(from_team)
-        if problem := root_skip_problem(team.name, team.permissions, env=self.child_env(team)):
+        if not team.host and (problem := root_skip_problem(team.name, team.permissions, env=self.child_env(team))):
             raise ClaudeError(problem)  # refused before it is queued: claude would not start
         message = check_message(message)
         check_wait(timeout_ms)

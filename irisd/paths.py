@@ -59,9 +59,12 @@ def session_file(claude_config_dir: Path, project_path: str, session_id: str) ->
 
 
 def transcript_path(paths: IrisPaths, teams: Mapping[str, Any], to_team: str, session_id: str) -> Path | None:
-    """The transcript of a pair's session, or None if its team is no longer configured."""
+    """The transcript of a pair's session, or None if its team is no longer configured or
+    runs on another host (its transcript is there, not here)."""
     team = teams.get(to_team)
-    return session_file(paths.claude_config_dir, team.path, session_id) if team is not None else None
+    if team is None or team.host:
+        return None
+    return session_file(paths.claude_config_dir, team.path, session_id)
 
 
 def existing(files: list[Path | None]) -> list[bool]:

@@ -57,6 +57,7 @@ class TeamInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     path: str
     description: str = ""
     color: str = ""
+    host: str = ""  # the ssh destination of a team on another machine ("" for this one)
 
 
 class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -117,6 +118,7 @@ class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     last_used_at: float | None = None
     reason: str = ""  # why the pair is failed / was stopped
     unsolicited: str = ""  # the id of a turn no tell asked for, under way (the next tell waits)
+    host: str = ""  # where its claude runs: an ssh destination, "" for this machine
 
 
 class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):

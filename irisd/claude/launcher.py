@@ -16,10 +16,11 @@ The pair decides WHEN (``irisd/pool/process_machine.py``); the launcher decides 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import secrets
 import shlex
-import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,8 +30,10 @@ from typing import Protocol
 import trio
 
 from irisd.claude.command import claude_argv, root_skip_problem
+from irisd.claude.environment import child_environment
 from irisd.claude.locate import find_claude
 from irisd.claude.process import ChildEvent, ClaudeProcess
+from irisd.config import IrisConfig, Team
 from irisd.paths import session_file
 from protocol.errors import ClaudeError
 
@@ -97,6 +100,7 @@ class ChildCommand:
     argv: list[str]
     cwd: str
     env: dict[str, str]
+    preamble: bytes = b""  # written to the child's stdin first, before any turn
 
 
 class Launcher(Protocol):
@@ -162,7 +166,9 @@ class LocalLauncher:
 
 # --- another machine, over ssh ---------------------------------------------------------------
 
-# The remote side of a pair's connection, run by /bin/sh. It starts claude in its own
+# The remote side of a pair's connection, run by /bin/sh. In a fresh 0700 folder, it
+# first takes the child's MCP config (with its token) from the first line irisd sends, so
+# that the token is in no command line and no environment on either host. It starts claude in its own
 # session (setsid, where there is one) reading from a FIFO, and copies its own stdin (the
 # ssh channel) into that FIFO: when the channel closes (irisd stopped the pair, or the
 # connection broke), the copy ends and claude's process group is stopped, TERM then KILL.
@@ -178,9 +184,13 @@ command -v -- "$IRIS_CLAUDE" >/dev/null 2>&1 || {
   echo "iris: $IRIS_CLAUDE is not installed on $(hostname)" \
     "(install Claude Code there, or set the team's claudePath)" >&2
   exit 98; }
-d=$(mktemp -d "${TMPDIR:-/tmp}/iris.XXXXXX") && mkfifo "$d/in" || {
-  echo "iris: cannot make a FIFO in ${TMPDIR:-/tmp} on $(hostname)" >&2; exit 99; }
+d=$IRIS_DIR
+(umask 077 && mkdir -- "$d" && mkfifo "$d/in") || {
+  echo "iris: cannot make the folder $d on $(hostname)" >&2; exit 99; }
 trap 'rm -rf "$d"' EXIT
+if [ -n "$IRIS_PREAMBLE" ]; then  # the first line irisd sends is the child's MCP config
+  IFS= read -r line && (umask 077 && printf '%s\n' "$line" >"$d/mcp.json") || exit 99
+fi
 S=; command -v setsid >/dev/null 2>&1 && S=setsid
 exec 3<&0
 $S "$@" <"$d/in" 3<&- &
@@ -236,14 +246,19 @@ class SshLauncher:
         return [SSH, *SSH_DEFAULT_OPTIONS, *self.ssh_options, *extra, "--", self.destination, remote_command]
 
     def command(self, spec: LaunchSpec) -> ChildCommand:
+        folder = f"/tmp/iris-{secrets.token_hex(8)}"  # the remote side makes it (0700) or fails
+        variables = {"IRIS_FOLDER": self.folder, "IRIS_CLAUDE": self.claude_path, "IRIS_DIR": folder}
         forward: list[str] = []
         mcp_config = ""
+        preamble = b""
         if spec.endpoint is not None:
             local = _host_port(spec.endpoint.url)
             remote_port = self.forward_port()
             forward = ["-R", f"127.0.0.1:{remote_port}:{local}"]
             url = spec.endpoint.url.replace(f"//{local}", f"//127.0.0.1:{remote_port}", 1)
-            mcp_config = http_mcp_config(url, spec.endpoint.token)
+            mcp_config = f"{folder}/mcp.json"
+            preamble = http_mcp_config(url, spec.endpoint.token).encode() + b"\n"
+            variables["IRIS_PREAMBLE"] = "1"
         argv = claude_argv(
             self.claude_path,
             session_id=spec.session_id,
@@ -254,10 +269,9 @@ class SshLauncher:
             mcp_config=mcp_config,
             system_prompt=spec.system_prompt,
         )
-        variables = {"IRIS_FOLDER": self.folder, "IRIS_CLAUDE": self.claude_path}
         remote = _remote_script(_REMOTE_RUN, variables, ["env", *_env_args(self.env), *argv])
         # ssh runs in a folder that exists here; the team's folder is on the other host.
-        return ChildCommand(argv=self.ssh_argv(remote, *forward), cwd="/", env=self.local_env())
+        return ChildCommand(argv=self.ssh_argv(remote, *forward), cwd="/", env=self.local_env(), preamble=preamble)
 
     async def can_resume(self, session_id: str) -> bool:
         """Asks the remote host whether claude has the session's transcript there; raises
@@ -288,11 +302,37 @@ class SshLauncher:
         if returncode == SSH_FAILED:
             why = last or "ssh failed without saying why"
             return f"the ssh connection to {self.destination} failed: {why}"
-        if returncode is not None and returncode < 0 and -returncode in (signal.SIGTERM, signal.SIGKILL):
-            return default  # we stopped it (or someone killed the ssh client): say so plainly
+        if returncode is not None and returncode < 0:  # the ssh client was killed: so was the link
+            return f"the ssh connection to {self.destination} was cut ({default.replace('claude', 'ssh', 1)})"
         if returncode in (97, 98, 99) and last.startswith("iris: "):
             return last.removeprefix("iris: ") + f" [{self.destination}]"
         return default
+
+
+def launcher_for(
+    team: Team, config: IrisConfig, claude_config_dir: Path, child_factory: ChildFactory = claude_child
+) -> Launcher:
+    """The launcher of a team: over ssh if it has a host, else on this machine."""
+    if team.host:
+        # The remote claude gets the team's env and the remote login's own, nothing of irisd's.
+        return SshLauncher(
+            destination=team.host,
+            folder=team.path,
+            claude_path=team.claude_path or "claude",
+            ssh_options=team.ssh_options,
+            env=team.env,
+            child_factory=child_factory,
+        )
+    return LocalLauncher(
+        claude_path=team.claude_path or config.settings.claude_path,
+        folder=team.path,
+        claude_config_dir=str(claude_config_dir),
+        environment=functools.partial(
+            child_environment, claude_config_dir=claude_config_dir, daemon_env=config.daemon_env, team_env=team.env
+        ),
+        child_factory=child_factory,
+        team=team.name,
+    )
 
 
 def http_mcp_config(url: str, token: str) -> str:

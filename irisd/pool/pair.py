@@ -21,7 +21,6 @@ narrow ``SlotPool``; other actors read a pair only through ``snapshot()`` and
 
 from __future__ import annotations
 
-import functools
 import logging
 import math
 import time
@@ -33,8 +32,15 @@ import msgspec
 import trio
 
 from irisd.claude.command import child_system_prompt, iris_mcp_config
-from irisd.claude.environment import child_environment
-from irisd.claude.launcher import Child, ChildFactory, Launcher, LaunchSpec, LocalLauncher, claude_child
+from irisd.claude.launcher import (
+    Child,
+    ChildFactory,
+    IrisEndpoint,
+    Launcher,
+    LaunchSpec,
+    claude_child,
+    launcher_for,
+)
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine
 from irisd.claude.wire import (
     AnyLine,
@@ -247,19 +253,7 @@ class Pair:
         self.slots = slots
         self.hub = hub
         self.access = access  # the HTTP face's tokens: each child gets its own
-        self.launcher: Launcher = launcher or LocalLauncher(
-            claude_path=config.settings.claude_path,
-            folder=team.path,
-            claude_config_dir=str(paths.claude_config_dir),
-            environment=functools.partial(
-                child_environment,
-                claude_config_dir=paths.claude_config_dir,
-                daemon_env=config.daemon_env,
-                team_env=team.env,
-            ),
-            child_factory=child_factory,
-            team=team.name,
-        )
+        self.launcher: Launcher = launcher or launcher_for(team, config, paths.claude_config_dir, child_factory)
         self.session_id = ""
         self.last_used_at: float | None = None  # wall clock, for people
         self.process: Child | None = None
@@ -315,6 +309,7 @@ class Pair:
             unsolicited=self._unsolicited.id if self._unsolicited and self._unsolicited.holding else "",
             last_used_at=self.last_used_at,
             reason=self.machine.reason,
+            host=self.launcher.host,
         )
 
     def snapshot(self) -> PairSnapshot:
@@ -805,13 +800,16 @@ class Pair:
                 )
             else:
                 row = await self.store.call(sessions.get_or_create, self.from_team, self.team.name, time.time())
+            grant = self._grant()
+            remote = bool(self.launcher.host)
             spec = LaunchSpec(
                 session_id=row.session_id,
                 resume=resume,
                 permissions=self.team.permissions,
                 allowed_tools=self.team.allowed_tools,
                 disallowed_tools=self.team.disallowed_tools,
-                mcp_config=self._mcp_config(grant := self._grant()),
+                mcp_config="" if remote else self._mcp_config(grant),
+                endpoint=self._endpoint(grant) if remote else None,
                 system_prompt=child_system_prompt(self.team.name),
             )
             command = self.launcher.command(spec)
@@ -824,6 +822,8 @@ class Pair:
             self._child_cost = 0.0  # a new process: claude's running total starts again
             assert self._nursery is not None
             await self._nursery.start(self._run_child, process, grant)
+            if command.preamble:  # what must not be in a command line (a remote child's env and token)
+                await process.send(command.preamble)
         except IrisError as exc:  # claude cannot start, or the database refused the spawn's writes
             if grant is not None:
                 grant.revoke()
@@ -845,6 +845,12 @@ class Pair:
     def _grant(self) -> ChildGrant | None:
         """A token for the child about to start (None while irisd has no HTTP face)."""
         return self.access.grant_child(self.team.name, self.label) if self.access is not None else None
+
+    def _endpoint(self, grant: ChildGrant | None) -> IrisEndpoint | None:
+        """Where a remote child reaches Iris (through its ssh connection's forward)."""
+        if grant is None or self.access is None:
+            return None  # no HTTP face: a remote child cannot run the stdio shim, so no Iris tools
+        return IrisEndpoint(url=f"{self.access.child_url}/mcp", token=grant.token)
 
     def _mcp_config(self, grant: ChildGrant | None) -> str:
         """How the child gets Iris's tools: over HTTP with its own token (the file holds

@@ -6,18 +6,16 @@ stopped or its ssh client is killed. An unreachable host fails fast with ssh's w
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import trio
 
-from harness import claude_binary
 from iris_cli.scripted_model import ScriptedModel
-from irisd.claude.launcher import LaunchSpec, SshLauncher
+from irisd.claude.launcher import IrisEndpoint, LaunchSpec, SshLauncher
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, StreamEventLine, user_turn
 from protocol.errors import ClaudeError
@@ -27,43 +25,11 @@ pytestmark = pytest.mark.claude
 
 
 
-@pytest.fixture(scope="module")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    server = SshServer(tmp_path_factory.mktemp("sshd")).start()
-    yield server
-    server.close()
-
-
 @pytest.fixture
-def remote_claude(sshd: SshServer) -> str:
-    """The pinned claude, as the remote user can run it (copied into its HOME if the
-    checkout is not readable by other users)."""
-    binary = claude_binary().resolve()
-    probe = sshd.ssh(f"test -x {binary} && echo ok")
-    if probe.stdout.strip() == "ok":
-        return str(binary)
-    copy = sshd.home / "claude"
-    if not copy.exists():
-        shutil.copy2(binary, copy)
-        os.chown(copy, sshd.uid, sshd.uid)
-    return str(copy)
-
-
-@pytest.fixture
-def folder(sshd: SshServer) -> Iterator[str]:
-    """The team's folder on the "remote" host: inside the remote user's HOME."""
-    path = sshd.home / "project"
-    path.mkdir(exist_ok=True)
-    os.chown(path, sshd.uid, sshd.uid)
-    yield str(path)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def launcher(sshd: SshServer, remote_claude: str, folder: str, model: ScriptedModel) -> SshLauncher:
+def launcher(sshd: SshServer, remote_claude: str, remote_folder: str, model: ScriptedModel) -> SshLauncher:
     return SshLauncher(
         destination=sshd.destination,
-        folder=folder,
+        folder=remote_folder,
         claude_path=remote_claude,
         ssh_options=sshd.ssh_options(),
         env={
@@ -104,11 +70,16 @@ async def nursery() -> AsyncIterator[trio.Nursery]:
         nursery.cancel_scope.cancel()
 
 
-async def start(launcher: SshLauncher, nursery: trio.Nursery, session: str, *, resume: bool) -> Running:
+async def start(
+    launcher: SshLauncher, nursery: trio.Nursery, session: str, *, resume: bool, endpoint: IrisEndpoint | None = None
+) -> Running:
     send, receive = trio.open_memory_channel[ChildEvent](1000)
-    command = launcher.command(LaunchSpec(session_id=session, resume=resume, permissions="ask"))
+    spec = LaunchSpec(session_id=session, resume=resume, permissions="ask", endpoint=endpoint)
+    command = launcher.command(spec)
     process = ClaudeProcess(command.argv, cwd=command.cwd, env=command.env, events=send)
     await nursery.start(process.run)
+    if command.preamble:
+        await process.send(command.preamble)
     return Running(process, receive)
 
 
@@ -191,3 +162,35 @@ async def test_a_missing_folder_or_claude_is_named(
         ended = await running.exited()
         said = no_claude.describe_exit(ended.returncode, ended.stderr_tail, "plain")
         assert said.startswith("no-such-claude is not installed on") and "claudePath" in said
+
+
+def private_file(path: Path) -> tuple[int, int, int, bool] | None:
+    """(mode, folder mode, owner, readable) of ``path``, or None once its folder is gone."""
+    if not path.parent.exists():
+        return None
+    info = path.stat()
+    return (info.st_mode & 0o777, path.parent.stat().st_mode & 0o777, info.st_uid, path.is_file())
+
+
+def describe(path: Path) -> str:
+    return path.read_text()
+
+
+async def test_the_child_s_token_reaches_the_remote_side_in_a_private_file_never_a_command_line(
+    launcher: SshLauncher, sshd: SshServer, nursery: trio.Nursery
+) -> None:
+    token = "secret-token-" + uuid.uuid4().hex
+    endpoint = IrisEndpoint(url="http://127.0.0.1:9/mcp", token=token)  # nothing listens: claude starts anyway
+    with trio.fail_after(120):
+        running = await start(launcher, nursery, str(uuid.uuid4()), resume=False, endpoint=endpoint)
+        assert (await running.turn("hi")).result == "echo #1: hi"
+        lines = command_lines(sshd.remote_processes())
+        assert not any(token in line for line in lines)
+        claude = next(line for line in lines if "--mcp-config" in line)
+        config = Path(claude.split("--mcp-config ", 1)[1].split()[0])
+        assert private_file(config) == (0o600, 0o700, sshd.uid, True)
+        assert token in describe(config)
+        running.process.stop()
+        await running.exited()
+        await no_remote_claude(sshd)
+        assert private_file(config) is None  # removed with the child

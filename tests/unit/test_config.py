@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,30 @@ def test_skip_permissions_false_keeps_the_global_mode_unless_that_is_skip(global
         f"settings:\n  permissions: {global_mode}\nteams:\n  a:\n    path: /tmp\n    skipPermissions: false\n"
     )
     assert config.team("a").permissions == expected
+
+
+def test_a_remote_team_takes_a_host_ssh_options_a_claude_path_and_an_env(tmp_path: Path) -> None:
+    config = parse_config(
+        b"teams:\n  gpu:\n    host: me@gpu-box\n    path: /srv/model\n    sshOptions: ['-p', '2222']\n"
+        b"    claudePath: /opt/claude\n    env:\n      ANTHROPIC_API_KEY: k\n",
+        source="c.yaml",
+    )
+    team = config.team("gpu")
+    assert (team.host, team.path, team.ssh_options, team.claude_path) == ("me@gpu-box", "/srv/model", ("-p", "2222"),
+                                                                           "/opt/claude")
+    assert team.env == {"ANTHROPIC_API_KEY": "k"}  # the folder is on the other host: not checked here
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        (b"teams:\n  gpu:\n    host: gpu-box\n    path: srv/model\n", "is relative; write the absolute path of the "
+                                                                      "project folder on gpu-box"),
+        (b"teams:\n  gpu:\n    host: -oProxyCommand=x\n    path: /srv\n", "is not an ssh destination"),
+        (b"teams:\n  gpu:\n    path: /tmp\n    sshOptions: ['-p', '1']\n", "'sshOptions' is only for a team with a"),
+        (b"teams:\n  gpu:\n    host: box\n    path: /srv\n    env:\n      'A B': x\n", "is not a variable name"),
+    ],
+)
+def test_remote_team_mistakes_are_named(yaml_text: bytes, problem: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        parse_config(yaml_text, source="c.yaml")

@@ -47,11 +47,16 @@ def test_a_remote_child_is_one_quoted_ssh_command_with_the_team_env_and_a_revers
     assert command.cwd == "/"  # the team's folder is on the other host
     words = shlex.split(argv[-1])  # what the remote login shell sees
     assert words[:4] == ["exec", "env", "IRIS_FOLDER=/srv/my project", "IRIS_CLAUDE=/opt/claude/bin/claude"]
+    folder = words[4].removeprefix("IRIS_DIR=")
+    assert folder.startswith("/tmp/iris-") and words[5] == "IRIS_PREAMBLE=1"
     after = words[words.index("iris-remote") + 1 :]
     assert after[:3] == ["env", "ANTHROPIC_API_KEY=k'ey", "FOO=a b"]
     claude = after[3:]
     assert claude[0] == "/opt/claude/bin/claude" and claude[claude.index("--resume") + 1] == SESSION
-    config = json.loads(claude[claude.index("--mcp-config") + 1])
+    assert claude[claude.index("--mcp-config") + 1] == f"{folder}/mcp.json"
+    assert "tok" not in argv[-1]  # the token travels in the first line of input, never in a command line
+    assert command.preamble.endswith(b"\n") and command.preamble.count(b"\n") == 1
+    config = json.loads(command.preamble)
     assert config["mcpServers"]["iris"] == {
         "type": "http",
         "url": "http://127.0.0.1:41234/mcp",
@@ -62,8 +67,9 @@ def test_a_remote_child_is_one_quoted_ssh_command_with_the_team_env_and_a_revers
 
 def test_a_remote_child_without_an_endpoint_gets_no_forward() -> None:
     launcher = SshLauncher(destination="box", folder="/srv/p")
-    argv = launcher.command(LaunchSpec(session_id=SESSION, resume=False)).argv
-    assert "-R" not in argv and "--mcp-config" not in shlex.split(argv[-1])
+    command = launcher.command(LaunchSpec(session_id=SESSION, resume=False))
+    assert "-R" not in command.argv and "--mcp-config" not in shlex.split(command.argv[-1])
+    assert command.preamble == b"" and "IRIS_PREAMBLE=1" not in shlex.split(command.argv[-1])
 
 
 def test_ssh_failures_are_named_as_such() -> None:
@@ -74,4 +80,5 @@ def test_ssh_failures_are_named_as_such() -> None:
     missing = launcher.describe_exit(97, "iris: the folder /srv/p does not exist on box (the team's path)", "x")
     assert missing == "the folder /srv/p does not exist on box (the team's path) [box]"
     assert launcher.describe_exit(1, "whatever", "claude exited with code 1") == "claude exited with code 1"
-    assert launcher.describe_exit(-9, "", "killed") == "killed"
+    cut = launcher.describe_exit(-9, "", "claude (pid 7) was killed by SIGKILL")
+    assert cut == "the ssh connection to box was cut (ssh (pid 7) was killed by SIGKILL)"

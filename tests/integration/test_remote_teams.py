@@ -1,0 +1,127 @@
+"""Teams on another machine: a real irisd, a real sshd on loopback letting in another
+user with its own HOME, the real claude running as that user (so its sessions are
+provably remote) and the scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from harness import Iris, wait_for
+from iris_cli.scripted_model import ScriptedModel
+from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Tell
+from sshd import SshServer, command_lines
+
+pytestmark = pytest.mark.claude
+
+
+def add_remote_team(
+    iris: Iris, name: str, sshd: SshServer, folder: str, claude: str, model: ScriptedModel, **options: Any
+) -> None:
+    iris.teams[name] = {
+        "path": folder,
+        "host": sshd.destination,
+        "sshOptions": sshd.ssh_options(),
+        "claudePath": claude,
+        "env": {
+            "ANTHROPIC_BASE_URL": model.base_url,
+            "ANTHROPIC_API_KEY": "test-key",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        },
+        **options,
+    }
+
+
+def tell(iris: Iris, team: str, message: str) -> dict[str, Any]:
+    result = iris.cli("tell", team, message, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr + iris.log()[-3000:]
+    answer: dict[str, Any] = json.loads(result.stdout)
+    return answer
+
+
+def pair(iris: Iris, team: str) -> ProcessInfo:
+    return iris.request(GetPair(to_team=team)).process  # type: ignore[no-any-return]
+
+
+def remote_claudes(sshd: SshServer) -> list[str]:
+    return [line for line in command_lines(sshd.remote_processes()) if "sshd" not in line]
+
+
+def test_a_remote_team_answers_and_continues_its_conversation_there_across_a_restart(
+    iris: Iris, sshd: SshServer, remote_folder: str, remote_claude: str, model: ScriptedModel
+) -> None:
+    add_remote_team(iris, "far", sshd, remote_folder, remote_claude, model)
+    iris.start()
+    first = tell(iris, "far", "hello over there")
+    assert first["status"] == "completed" and first["text"] == "echo #1: hello over there"
+    assert first["new_session"]
+    assert pair(iris, "far").host == sshd.destination
+    status = iris.cli("status")
+    assert sshd.destination in status.stdout, status.stdout
+    # claude keeps the session in the remote user's HOME, not in irisd's CLAUDE_CONFIG_DIR.
+    escaped = "".join(c if c.isalnum() else "-" for c in remote_folder)
+    assert (sshd.home / ".claude" / "projects" / escaped / f"{first['session_id']}.jsonl").exists()
+    assert not list(iris.claude_config.glob(f"projects/*/{first['session_id']}.jsonl"))
+    assert tell(iris, "far", "and again")["text"] == "echo #2: and again"
+
+    assert iris.stop() == 0
+    wait_for(lambda: not remote_claudes(sshd), timeout=30, what="the remote claude to stop with irisd")
+    iris.start()
+    again = tell(iris, "far", "after the restart")
+    assert again["text"] == "echo #3: after the restart"  # resumed on the remote side
+    assert again["session_id"] == first["session_id"] and not again.get("new_session")
+    sessions = json.loads(iris.cli("sessions", "--json").stdout)
+    assert [(s["to_team"], s.get("transcript_exists", True)) for s in sessions] == [("far", True)]
+
+    slept = iris.cli("sleep", "far")
+    assert slept.returncode == 0, slept.stdout + slept.stderr
+    wait_for(lambda: not remote_claudes(sshd), timeout=30, what="no remote claude after sleep")
+
+
+def test_killing_the_ssh_client_mid_tell_interrupts_it_and_leaves_no_remote_process(
+    iris: Iris, sshd: SshServer, remote_folder: str, remote_claude: str, model: ScriptedModel
+) -> None:
+    add_remote_team(iris, "far", sshd, remote_folder, remote_claude, model)
+    iris.start()
+    tell(iris, "far", "warm up")
+    started = iris.request(Tell(to_team="far", message="@slow:300 @chunks:100 a long answer", timeout_ms=-1))
+    tell_id = started.tell.id
+    wait_for(lambda: iris.request(GetTell(tell_id=tell_id)).tell.text, what="streamed text")
+    ssh_pid = pair(iris, "far").pid
+    assert ssh_pid is not None and remote_claudes(sshd)
+    os.kill(ssh_pid, signal.SIGKILL)  # the connection drops
+    ended = wait_for(
+        lambda: (r := iris.request(GetTell(tell_id=tell_id))).tell.status != "running" and r, what="the end"
+    )
+    assert ended.tell.status == "interrupted"
+    assert f"the ssh connection to {sshd.destination} was cut" in ended.tell.error
+    assert ended.tell.text  # what it had said is kept
+    wait_for(lambda: not remote_claudes(sshd), timeout=30, what="no remote process left")
+    assert tell(iris, "far", "are you back?")["status"] == "completed"  # a new connection resumes
+
+
+def test_an_unreachable_host_fails_fast_with_ssh_s_message_and_blocks_no_other_team(
+    iris: Iris, sshd: SshServer, remote_folder: str, remote_claude: str, model: ScriptedModel
+) -> None:
+    options = sshd.ssh_options()
+    options[options.index("-p") + 1] = "1"  # nothing listens there
+    add_remote_team(iris, "gone", sshd, remote_folder, remote_claude, model, sshOptions=options)
+    iris.add_team("near")
+    iris.start()
+    waiting = iris.request(Tell(to_team="gone", message="anyone?", timeout_ms=-1))
+    assert tell(iris, "near", "hi")["text"] == "echo #1: hi"  # not held up
+    started = time.monotonic()
+    failed = iris.cli("tell", "gone", "anyone there?", "--json")
+    assert time.monotonic() - started < 15
+    assert failed.returncode == 1
+    error = json.loads(failed.stdout)["error"]
+    assert f"the ssh connection to {sshd.destination} failed" in error and "Connection refused" in error
+    assert iris.request(GetTell(tell_id=waiting.tell.id)).tell.status == "failed"
+    gone = pair(iris, "gone")
+    assert gone.state == "failed" and "Connection refused" in gone.reason
+    assert iris.request(GetStatus()).processes  # and irisd is fine
