@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from irisd.claude import locate
 from irisd.claude.command import root_skip_problem
+from irisd.claude.launcher import SshLauncher, launcher_for
 from irisd.config import IrisConfig, load_config
 from irisd.paths import IrisPaths, socket_dir_problem
 from protocol.errors import ConfigError
@@ -106,7 +107,8 @@ def check_root_skip(ctx: Context) -> Check:
     config = ctx.valid_config
     if config is None:
         return Check("root + skip", "skip", "needs a valid config")
-    problems = [p for t in config.teams.values() if (p := root_skip_problem(t.name, t.permissions, env=ctx.env))]
+    local = [t for t in config.teams.values() if not t.host]  # a remote claude runs as the ssh user
+    problems = [p for t in local if (p := root_skip_problem(t.name, t.permissions, env=ctx.env))]
     if problems:
         return Check("root + skip", "fail", problems[0].split(";")[0], problems[0].split("; ", 1)[1])
     return Check("root + skip", "ok", "no team has permissions: skip as root without IS_SANDBOX=1")
@@ -123,13 +125,47 @@ def check_team_folders(ctx: Context) -> Check:
     config = ctx.valid_config
     if config is None:
         return Check("team folders", "skip", "needs a valid config")
-    unwritable = [t.name for t in config.teams.values() if not os.access(t.path, os.W_OK)]
+    local = [t for t in config.teams.values() if not t.host]  # remote ones: see "remote teams"
+    unwritable = [t.name for t in local if not os.access(t.path, os.W_OK)]
     if unwritable:
         return Check(
             "team folders", "warn", f"not writable for you: {', '.join(unwritable)}",
             "claude works in the team's folder; give yourself write access if it should edit files",
         )
-    return Check("team folders", "ok", f"all {len(config.teams)} exist and are writable")
+    return Check("team folders", "ok", f"all {len(local)} local ones exist and are writable")
+
+
+REMOTE_CHECK_TIMEOUT_S = 30.0
+
+
+def check_remote_teams(ctx: Context) -> Check:
+    """Each team with a host: ssh reaches it, its folder is there, and so is claude."""
+    config = ctx.valid_config
+    if config is None:
+        return Check("remote teams", "skip", "needs a valid config")
+    remote = [t for t in config.teams.values() if t.host]
+    if not remote:
+        return Check("remote teams", "skip", "no team has a host")
+    found = []
+    for team in remote:
+        launcher = launcher_for(team, config.settings, str(ctx.paths.claude_config_dir))
+        assert isinstance(launcher, SshLauncher)
+        try:
+            result = subprocess.run(
+                launcher.version_argv(), capture_output=True, text=True, timeout=REMOTE_CHECK_TIMEOUT_S,
+                stdin=subprocess.DEVNULL, env=ctx.env,
+            )
+        except subprocess.TimeoutExpired:
+            return Check("remote teams", "fail", f"{team.name}: {team.host} did not answer within "
+                         f"{REMOTE_CHECK_TIMEOUT_S:g} s", "check the host name and the network (try: ssh HOST true)")
+        except OSError as exc:
+            return Check("remote teams", "fail", f"cannot run ssh: {exc.strerror}", "install OpenSSH's client (ssh)")
+        if result.returncode != 0:
+            problem = launcher.describe_exit(result.returncode, result.stderr, result.stderr.strip() or "failed")
+            return Check("remote teams", "fail", f"{team.name}: {problem}",
+                         "fix the team's host, sshOptions, path or claudePath; 'ssh HOST' must work without a prompt")
+        found.append(f"{team.name} ({team.host}: claude {result.stdout.strip().split(' ')[0]})")
+    return Check("remote teams", "ok", ", ".join(found))
 
 
 def check_socket_folder(ctx: Context) -> Check:
@@ -246,6 +282,7 @@ CHECKS: list[Callable[[Context], Check]] = [
     check_credentials,
     check_config,
     check_team_folders,
+    check_remote_teams,
     check_root_skip,
     check_socket_folder,
     check_daemon,

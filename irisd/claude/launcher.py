@@ -205,6 +205,14 @@ stop KILL
 exit "$rc"
 """
 
+_REMOTE_VERSION = r"""
+command -v -- "$IRIS_CLAUDE" >/dev/null 2>&1 || {
+  echo "iris: $IRIS_CLAUDE is not installed on $(hostname)" \
+    "(install Claude Code there, or set the team's claudePath)" >&2
+  exit 98; }
+"$IRIS_CLAUDE" --version
+"""
+
 _REMOTE_PROBE = r"""
 p=$(pwd -P)
 dir=${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects/$(printf %s "$p" | tr -c 'A-Za-z0-9' '-')
@@ -295,6 +303,12 @@ class SshLauncher:
 
     def child(self, command: ChildCommand, events: trio.MemorySendChannel[ChildEvent]) -> Child:
         return self.child_factory(command.argv, command.cwd, command.env, events)
+
+    def version_argv(self) -> list[str]:
+        """``ssh ... HOST`` printing the remote claude's version from the team's folder
+        (for ``iris doctor``: host reachable, folder present, claude there)."""
+        variables = {"IRIS_FOLDER": self.folder, "IRIS_CLAUDE": self.claude_path}
+        return self.ssh_argv(_remote_script(_REMOTE_VERSION, variables))
 
     def describe_exit(self, returncode: int | None, stderr_tail: str, default: str) -> str:
         said = stderr_tail.strip().splitlines()

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from harness import Iris, wait_for
+from iris_cli.doctor import Context, check_remote_teams
 from iris_cli.scripted_model import ScriptedModel
 from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Tell
 from sshd import SshServer, command_lines
@@ -125,3 +126,24 @@ def test_an_unreachable_host_fails_fast_with_ssh_s_message_and_blocks_no_other_t
     gone = pair(iris, "gone")
     assert gone.state == "failed" and "Connection refused" in gone.reason
     assert iris.request(GetStatus()).processes  # and irisd is fine
+
+
+def test_doctor_checks_each_remote_team_host_folder_and_claude(
+    iris: Iris, sshd: SshServer, remote_folder: str, remote_claude: str, model: ScriptedModel
+) -> None:
+    add_remote_team(iris, "far", sshd, remote_folder, remote_claude, model)
+    iris.write_config()
+    found = check_remote_teams(Context(env=iris.env))
+    assert found.verdict == "ok" and f"far ({sshd.destination}: claude 2.1.330)" in found.detail
+    add_remote_team(iris, "lost", sshd, "/no/such/folder", remote_claude, model)
+    iris.write_config()
+    lost = check_remote_teams(Context(env=iris.env))
+    assert lost.verdict == "fail" and "lost: the folder /no/such/folder does not exist on" in lost.detail
+    del iris.teams["lost"]
+    options = sshd.ssh_options()
+    options[options.index("-p") + 1] = "1"
+    add_remote_team(iris, "gone", sshd, remote_folder, remote_claude, model, sshOptions=options)
+    iris.write_config()
+    gone = check_remote_teams(Context(env=iris.env))
+    assert gone.verdict == "fail" and "gone: the ssh connection to" in gone.detail
+    assert "Connection refused" in gone.detail and "sshOptions" in gone.fix

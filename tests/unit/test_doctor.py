@@ -35,10 +35,10 @@ def test_a_sound_setup_fails_nothing(tmp_path: Path) -> None:
     ctx = setup(tmp_path, config, ANTHROPIC_API_KEY="k")
     checks = by_name(ctx)
     assert [c.name for c in run_checks(ctx)] == [
-        "claude", "credentials", "config", "team folders", "root + skip", "socket folder", "irisd",
-        "HTTP face", "systemd unit", "Claude Code",
+        "claude", "credentials", "config", "team folders", "remote teams", "root + skip", "socket folder",
+        "irisd", "HTTP face", "systemd unit", "Claude Code",
     ]
-    assert len(CHECKS) == 10
+    assert len(CHECKS) == 11
     assert checks["claude"] == Check("claude", "ok", f"claude 2.1.330 at {claude}")
     assert all(c.verdict != "fail" for c in checks.values()), checks
     assert checks["irisd"].verdict == "warn" and "iris daemon start" in checks["irisd"].fix
