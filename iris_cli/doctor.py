@@ -148,7 +148,7 @@ def check_remote_teams(ctx: Context) -> Check:
         return Check("remote teams", "skip", "no team has a host")
     found = []
     for team in remote:
-        launcher = launcher_for(team, config.settings, str(ctx.paths.claude_config_dir))
+        launcher = launcher_for(team, config, ctx.paths.claude_config_dir)
         assert isinstance(launcher, SshLauncher)
         try:
             result = subprocess.run(

@@ -359,6 +359,11 @@ def _check_remote(name: str, team: TeamConfig, where: str) -> bool:
         raise ConfigError(
             f"{where}: host {team.host!r} is not an ssh destination; write e.g. 'build-box' or 'me@10.0.0.5'"
         )
+    for key, value in team.env.items():  # sent to the remote side one line each
+        if "\n" in str(value) or "\r" in str(value):
+            raise ConfigError(
+                f"{where}: key 'teams.{name}.env.{key}' holds a line break; a remote team's values are one line"
+            )
     return True
 
 

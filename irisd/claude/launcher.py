@@ -166,9 +166,10 @@ class LocalLauncher:
 
 # --- another machine, over ssh ---------------------------------------------------------------
 
-# The remote side of a pair's connection, run by /bin/sh. In a fresh 0700 folder, it
-# first takes the child's MCP config (with its token) from the first line irisd sends, so
-# that the token is in no command line and no environment on either host. It starts claude in its own
+# The remote side of a pair's connection, run by /bin/sh. It first reads what must not
+# appear in a command line from the first lines irisd sends: the team's env, then the
+# child's MCP config with its token (kept in a 0600 file of a fresh 0700 folder). It
+# starts claude in its own
 # session (setsid, where there is one) reading from a FIFO, and copies its own stdin (the
 # ssh channel) into that FIFO: when the channel closes (irisd stopped the pair, or the
 # connection broke), the copy ends and claude's process group is stopped, TERM then KILL.
@@ -188,7 +189,12 @@ d=$IRIS_DIR
 (umask 077 && mkdir -- "$d" && mkfifo "$d/in") || {
   echo "iris: cannot make the folder $d on $(hostname)" >&2; exit 99; }
 trap 'rm -rf "$d"' EXIT
-if [ -n "$IRIS_PREAMBLE" ]; then  # the first line irisd sends is the child's MCP config
+i=0
+while [ "$i" -lt "$IRIS_ENV_LINES" ]; do  # the team's env: one NAME=value line each
+  IFS= read -r line && export "$line" || exit 99
+  i=$((i + 1))
+done
+if [ -n "$IRIS_MCP" ]; then  # then the child's MCP config, with its token
   IFS= read -r line && (umask 077 && printf '%s\n' "$line" >"$d/mcp.json") || exit 99
 fi
 S=; command -v setsid >/dev/null 2>&1 && S=setsid
@@ -258,15 +264,17 @@ class SshLauncher:
         variables = {"IRIS_FOLDER": self.folder, "IRIS_CLAUDE": self.claude_path, "IRIS_DIR": folder}
         forward: list[str] = []
         mcp_config = ""
-        preamble = b""
+        lines = [f"{key}={value}" for key, value in self.env.items()]
+        variables["IRIS_ENV_LINES"] = str(len(lines))
         if spec.endpoint is not None:
             local = _host_port(spec.endpoint.url)
             remote_port = self.forward_port()
             forward = ["-R", f"127.0.0.1:{remote_port}:{local}"]
             url = spec.endpoint.url.replace(f"//{local}", f"//127.0.0.1:{remote_port}", 1)
             mcp_config = f"{folder}/mcp.json"
-            preamble = http_mcp_config(url, spec.endpoint.token).encode() + b"\n"
-            variables["IRIS_PREAMBLE"] = "1"
+            lines.append(http_mcp_config(url, spec.endpoint.token))
+            variables["IRIS_MCP"] = "1"
+        preamble = "".join(f"{line}\n" for line in lines).encode()
         argv = claude_argv(
             self.claude_path,
             session_id=spec.session_id,
@@ -277,7 +285,7 @@ class SshLauncher:
             mcp_config=mcp_config,
             system_prompt=spec.system_prompt,
         )
-        remote = _remote_script(_REMOTE_RUN, variables, ["env", *_env_args(self.env), *argv])
+        remote = _remote_script(_REMOTE_RUN, variables, argv)
         # ssh runs in a folder that exists here; the team's folder is on the other host.
         return ChildCommand(argv=self.ssh_argv(remote, *forward), cwd="/", env=self.local_env(), preamble=preamble)
 
@@ -358,7 +366,3 @@ def http_mcp_config(url: str, token: str) -> str:
 def _host_port(url: str) -> str:
     rest = url.split("//", 1)[-1]
     return rest.split("/", 1)[0]
-
-
-def _env_args(env: Mapping[str, str]) -> list[str]:
-    return [f"{key}={value}" for key, value in env.items()]

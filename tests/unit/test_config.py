@@ -125,6 +125,7 @@ def test_a_remote_team_takes_a_host_ssh_options_a_claude_path_and_an_env(tmp_pat
         (b"teams:\n  gpu:\n    host: -oProxyCommand=x\n    path: /srv\n", "is not an ssh destination"),
         (b"teams:\n  gpu:\n    path: /tmp\n    sshOptions: ['-p', '1']\n", "'sshOptions' is only for a team with a"),
         (b"teams:\n  gpu:\n    host: box\n    path: /srv\n    env:\n      'A B': x\n", "is not a variable name"),
+        (b"teams:\n  gpu:\n    host: box\n    path: /srv\n    env:\n      A: \"x\\ny\"\n", "holds a line break"),
     ],
 )
 def test_remote_team_mistakes_are_named(yaml_text: bytes, problem: str) -> None:

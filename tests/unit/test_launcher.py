@@ -38,7 +38,7 @@ def test_a_remote_child_is_one_quoted_ssh_command_with_the_team_env_and_a_revers
         local_env=lambda: {"SSH_AUTH_SOCK": "/run/agent"},
         forward_port=lambda: 41234,
     )
-    spec = LaunchSpec(session_id=SESSION, resume=True, endpoint=IrisEndpoint("http://127.0.0.1:1615/mcp", "tok"))
+    spec = LaunchSpec(session_id=SESSION, resume=True, endpoint=IrisEndpoint("http://127.0.0.1:1615/mcp", "s3cr3t"))
     command = launcher.command(spec)
     argv = command.argv
     assert argv[0] == "ssh" and "BatchMode=yes" in argv and argv[argv.index("-p") + 1] == "2222"
@@ -48,19 +48,19 @@ def test_a_remote_child_is_one_quoted_ssh_command_with_the_team_env_and_a_revers
     words = shlex.split(argv[-1])  # what the remote login shell sees
     assert words[:4] == ["exec", "env", "IRIS_FOLDER=/srv/my project", "IRIS_CLAUDE=/opt/claude/bin/claude"]
     folder = words[4].removeprefix("IRIS_DIR=")
-    assert folder.startswith("/tmp/iris-") and words[5] == "IRIS_PREAMBLE=1"
-    after = words[words.index("iris-remote") + 1 :]
-    assert after[:3] == ["env", "ANTHROPIC_API_KEY=k'ey", "FOO=a b"]
-    claude = after[3:]
+    assert folder.startswith("/tmp/iris-") and words[5:7] == ["IRIS_ENV_LINES=2", "IRIS_MCP=1"]
+    claude = words[words.index("iris-remote") + 1 :]
     assert claude[0] == "/opt/claude/bin/claude" and claude[claude.index("--resume") + 1] == SESSION
     assert claude[claude.index("--mcp-config") + 1] == f"{folder}/mcp.json"
-    assert "tok" not in argv[-1]  # the token travels in the first line of input, never in a command line
-    assert command.preamble.endswith(b"\n") and command.preamble.count(b"\n") == 1
-    config = json.loads(command.preamble)
+    # The env and the token travel in the first lines of input, never in a command line.
+    assert "s3cr3t" not in argv[-1] and "k'ey" not in argv[-1] and "a b" not in argv[-1]
+    first, second, mcp, rest = command.preamble.split(b"\n")
+    assert (first, second, rest) == (b"ANTHROPIC_API_KEY=k'ey", b"FOO=a b", b"")
+    config = json.loads(mcp)
     assert config["mcpServers"]["iris"] == {
         "type": "http",
         "url": "http://127.0.0.1:41234/mcp",
-        "headers": {"Authorization": "Bearer tok"},
+        "headers": {"Authorization": "Bearer s3cr3t"},
     }
     assert launcher.host == "me@build-box"
 
@@ -69,7 +69,7 @@ def test_a_remote_child_without_an_endpoint_gets_no_forward() -> None:
     launcher = SshLauncher(destination="box", folder="/srv/p")
     command = launcher.command(LaunchSpec(session_id=SESSION, resume=False))
     assert "-R" not in command.argv and "--mcp-config" not in shlex.split(command.argv[-1])
-    assert command.preamble == b"" and "IRIS_PREAMBLE=1" not in shlex.split(command.argv[-1])
+    assert command.preamble == b"" and "IRIS_MCP=1" not in shlex.split(command.argv[-1])
 
 
 def test_ssh_failures_are_named_as_such() -> None:
