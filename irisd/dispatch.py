@@ -321,6 +321,7 @@ class Dispatcher:
                     process_state=live.process.state if live else "stopped",
                     # A remote team's transcript is on its host: checked there when it resumes.
                     transcript_exists=transcript or row.to_team in remote,
+                    cost_usd=costs.get((row.from_team, row.to_team), 0.0),
                 )
             )
         return found
