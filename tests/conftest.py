@@ -57,6 +57,9 @@ def browser() -> Iterator[Browser]:
     """One headless chromium for every browser test of this process."""
     with open_browser() as instance:
         yield instance
+
+
+@pytest.fixture(scope="session")
 def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
     server = SshServer(tmp_path_factory.mktemp("sshd")).start()
     yield server
