@@ -27,8 +27,8 @@ from rich.table import Table
 from rich.text import Text
 
 from iris_cli.aclient import open_connection
-from iris_cli.render import ago, tool_input
-from iris_cli.text import pair_name, short, tail
+from iris_cli.render import tool_input
+from iris_cli.text import ago, pair_name, short, tail
 from protocol.errors import DaemonNotRunningError, ShuttingDownError
 from protocol.messages import (
     ApprovalEvent,

@@ -9,12 +9,11 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import time
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from iris_cli.text import pair_name, short
+from iris_cli.text import ago, pair_name, short
 from protocol.messages import ProcessInfo, StatusReply, TeamInfo
 
 COLORS = {"green": "32", "yellow": "33", "red": "31", "magenta": "35", "bold": "1", "dim": "2"}
@@ -48,15 +47,6 @@ def paint(text: str, color: str, on: bool) -> str:
         code = COLORS.get(color, "")
     return f"\x1b[{code}m{text}\x1b[0m" if code else text
 
-
-def ago(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "-"
-    seconds = max(0, time.time() - timestamp)
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
 
 
 def table(

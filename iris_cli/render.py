@@ -12,6 +12,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from iris_cli import plain
+from iris_cli.text import ago as ago  # the commands call render.ago
 from iris_cli.text import pair_name, short, usd
 from protocol.messages import (
     ApprovalInfo,
@@ -32,15 +33,6 @@ from protocol.messages import (
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-
-def ago(timestamp: float | None) -> str:
-    if timestamp is None:
-        return "-"
-    seconds = max(0, time.time() - timestamp)
-    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
-        if seconds >= size:
-            return f"{int(seconds // size)}{unit} ago"
-    return f"{int(seconds)}s ago"
 
 
 # Ids, pairs and short values are never wrapped or cut: users copy them. The free text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import msgspec
@@ -30,3 +31,14 @@ def tell_data(reply: TellReply) -> dict[str, Any]:
     (``in_progress`` while it runs) and ``tell_status`` as stored (queued, running, ...)."""
     data: dict[str, Any] = msgspec.to_builtins(reply.tell)
     return {**data, "status": reply.status, "tell_status": reply.tell.status}
+
+
+def ago(timestamp: float | None) -> str:
+    """How long ago ``timestamp`` was, for people ("3m ago"); "-" for none."""
+    if timestamp is None:
+        return "-"
+    seconds = max(0, time.time() - timestamp)
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit} ago"
+    return f"{int(seconds)}s ago"
