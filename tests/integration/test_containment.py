@@ -19,8 +19,8 @@ from irisd.claude.containment import MARKER, Containment, home_id, marked_proces
 LIFELINE_WITHIN_S = 10.0  # generous: the machine may be loaded; the lifeline takes about 1 s
 
 
-def processes_with(token: bytes) -> list[int]:
-    """Live (not zombie) processes whose command line holds ``token``."""
+def processes_with(token: bytes, *, but: bytes = b"\0no such thing") -> list[int]:
+    """Live (not zombie) processes whose command line holds ``token`` (and not ``but``)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -30,7 +30,7 @@ def processes_with(token: bytes) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if token in cmdline and state != "Z":
+        if token in cmdline and but not in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
 
@@ -153,7 +153,9 @@ def start_background_job(iris: Iris, n: int) -> int:
     command = json.dumps({"command": BACKGROUND.format(n=n)})
     result = iris.cli("tell", "alpha", f"@tool:Bash {command}")
     assert result.returncode == 0, result.stderr + iris.log()[-3000:]
-    (pid,) = wait_for(lambda: processes_with(f"time.sleep({n})".encode()), 30, "the background job")
+    # Not the shell that starts it (its command line holds the same words while it runs).
+    job = f"time.sleep({n})".encode()
+    (pid,) = wait_for(lambda: processes_with(job, but=b"setsid"), 30, "the background job")
     (claude,) = claude_processes_under([iris.teams_dir / "alpha"])
     assert os.getpgid(pid) != os.getpgid(claude)  # it left claude's process group
     assert environ_of(pid)[MARKER].startswith(home_id(iris.home) + ":")  # but carries the marker
