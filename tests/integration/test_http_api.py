@@ -80,6 +80,15 @@ def test_a_foreign_origin_is_refused_and_no_cors_header_is_ever_sent(shared: Iri
     assert preflight[0] == 403 and "access-control-allow-origin" not in preflight[1]
 
 
+def test_mcp_and_the_pages_files_pass_the_same_gate(shared: Iris) -> None:
+    http = Http(shared)
+    for path in ("/mcp", "/static/app.js", "/api/events"):
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            assert http.request("POST" if path == "/mcp" else "GET", path, headers=headers, auth=False)[0] == 401
+        foreign = http.request("GET", path, headers={"Origin": "http://evil.example"})
+        assert foreign[0] == 403 and "access-control-allow-origin" not in foreign[1], path
+
+
 def test_missing_and_wrong_tokens_are_refused_with_json(shared: Iris) -> None:
     http = Http(shared)
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {http.token}"},
