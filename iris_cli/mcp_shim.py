@@ -276,6 +276,7 @@ class Shim:
             persist=args.persist,
             ttl_days=args.ttl_days,
             parent_pair=self.parent_pair,
+            max_budget_usd=args.max_budget_usd,
         )
         output = await self.run_tell(request, report)
         output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
@@ -295,6 +296,7 @@ class Shim:
             timeout_ms=args.timeout,
             stream=True,
             parent_pair=self.parent_pair,
+            max_budget_usd=args.max_budget_usd,
         )
         answered = 0
 

@@ -140,6 +140,13 @@ class TellArgs(_Args):
         float,
         msgspec.Meta(gt=0, description="With persist: drop the message if undelivered after this many days."),
     ] = 30.0
+    max_budget_usd: (
+        Annotated[
+            float,
+            msgspec.Meta(gt=0, description="Stop the team's work on this message once it has cost this many USD."),
+        ]
+        | None
+    ) = None
 
 
 class IsAwakeArgs(_Args):

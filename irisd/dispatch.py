@@ -115,6 +115,7 @@ from protocol.messages import (
 MAX_MESSAGE_CHARS = 1_000_000
 MIN_WAIT_MS, MAX_WAIT_MS = 1_000, 3_600_000
 MAX_FAN_OUT = 32
+MAX_TELL_BUDGET_USD = 10_000.0  # a sanity bound on one tell's --max-budget-usd
 RECENT_UNSOLICITED = 10  # turns no tell asked for, shown by status
 COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
@@ -693,6 +694,11 @@ class Dispatcher:
         self.config.team(request.to_team)
         self._check_from(request.from_team)
         message = check_message(request.message)
+        if request.max_budget_usd is not None:
+            raise InvalidRequestError(
+                "a stored tell (persist) cannot carry a max budget yet; send it without persist to give it "
+                "one, or rely on settings.budget and the team's budget.dailyUsd"
+            )
         if not 0 < request.ttl_days <= MAX_TTL_DAYS:
             raise InvalidRequestError(
                 f"a time to live of {request.ttl_days:g} days (ttl_days) is out of range; "
@@ -783,11 +789,11 @@ def check_message(message: str) -> str:
 
 
 def check_max_budget(max_budget_usd: float | None) -> None:
-    if max_budget_usd is not None:
-        # claude's --max-budget-usd limits a whole process; a per-tell child is not built yet.
+    """A tell's own budget: passed to its claude as --max-budget-usd."""
+    if max_budget_usd is not None and not (0 < max_budget_usd <= MAX_TELL_BUDGET_USD):
         raise InvalidRequestError(
-            "a per-tell max budget is not supported by this irisd; use settings.budget "
-            "(dailyUsd, chainUsd) or a team's budget.dailyUsd instead"
+            f"max budget {max_budget_usd!r} USD is not a budget; give a positive number of "
+            f"dollars up to {MAX_TELL_BUDGET_USD:g} (e.g. 0.5), or leave it out"
         )
 
 

@@ -30,13 +30,23 @@ def show(result: FanOutResult) -> None:
         render.tell_outcome(result.status, result.tell)
 
 
-def tell_many(teams: list[str], message: str, from_team: str | None, timeout: int, as_json: bool) -> None:
+def tell_many(
+    teams: list[str],
+    message: str,
+    from_team: str | None,
+    timeout: int,
+    as_json: bool,
+    max_budget_usd: float | None = None,
+) -> None:
     """Print each answer as it comes (labelled), or a JSON list in the order given."""
     def on_event(event: Event) -> None:
         if isinstance(event, FanOutEvent) and not as_json:
             show(event.result)
 
-    request = TellMany(to_teams=teams, message=message, from_team=from_team, timeout_ms=timeout, stream=True)
+    request = TellMany(
+        to_teams=teams, message=message, from_team=from_team, timeout_ms=timeout, stream=True,
+        max_budget_usd=max_budget_usd,
+    )
     reply = send(request, as_json, on_event)
     assert isinstance(reply, TellsReply)
     if as_json:

@@ -32,6 +32,14 @@ def tell(
     ttl_days: Annotated[
         float | None, typer.Option(help="With --persist: give up after this many days (default 30).")
     ] = None,
+    max_budget_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-budget-usd",
+            help="Stop the tell once its claude has spent this many dollars (claude's --max-budget-usd; "
+            "the tell runs on a claude of its own, in the same conversation).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Tell TEAM something and print its answer. TEAM may be several: alpha,beta,gamma."""
@@ -52,11 +60,14 @@ def tell(
     if "," in team:
         from iris_cli.commands.fanout import tell_many
 
-        tell_many(team.split(","), message, from_team, timeout, as_json)
+        tell_many(team.split(","), message, from_team, timeout, as_json, max_budget_usd)
         return
     if persist:
         days = 30.0 if ttl_days is None else ttl_days
-        request = Tell(to_team=team, message=message, from_team=from_team, persist=True, ttl_days=days)
+        request = Tell(
+            to_team=team, message=message, from_team=from_team, persist=True, ttl_days=days,
+            max_budget_usd=max_budget_usd,
+        )
         stored = send(request, as_json)
         assert isinstance(stored, NotificationReply)
         if as_json:
@@ -67,7 +78,10 @@ def tell(
         return
     # Streaming also tells us the tell's id early (for the Ctrl-C message) and what it
     # waits for (the status line on a terminal, an approval's commands everywhere).
-    request = Tell(to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=True)
+    request = Tell(
+        to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=True,
+        max_budget_usd=max_budget_usd,
+    )
     watcher = TellWatcher(
         stream_text=not as_json and sys.stdout.isatty() and timeout != -1,
         status_line=not as_json and sys.stdout.isatty() and sys.stderr.isatty() and timeout != -1,

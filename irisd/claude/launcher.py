@@ -93,6 +93,7 @@ class LaunchSpec:
     mcp_config: str = ""  # for a local child: the --mcp-config that gives it Iris
     system_prompt: str = ""  # appended to claude's (what the child is, how teams are reached)
     endpoint: IrisEndpoint | None = None  # for a remote child: Iris over HTTP, forwarded
+    max_budget_usd: float | None = None  # the child serves one tell with this budget
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,7 @@ class LocalLauncher:
             disallowed_tools=spec.disallowed_tools,
             mcp_config=spec.mcp_config,
             system_prompt=spec.system_prompt,
+            max_budget_usd=spec.max_budget_usd,
         )
         return ChildCommand(argv=argv, cwd=self.folder, env=environment)
 
@@ -284,6 +286,7 @@ class SshLauncher:
             disallowed_tools=spec.disallowed_tools,
             mcp_config=mcp_config,
             system_prompt=spec.system_prompt,
+            max_budget_usd=spec.max_budget_usd,
         )
         remote = _remote_script(_REMOTE_RUN, variables, argv)
         # ssh runs in a folder that exists here; the team's folder is on the other host.

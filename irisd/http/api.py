@@ -112,6 +112,9 @@ class TellBody(_In):
     ] = 0
     persist: Annotated[bool, msgspec.Meta(description="Store durably, deliver later.")] = False
     ttl_days: float = 30.0
+    max_budget_usd: Annotated[
+        float | None, msgspec.Meta(description="Stop the tell once its claude has spent this many USD.")
+    ] = None
 
 
 class FromBody(_In):
@@ -217,6 +220,7 @@ ROUTES: tuple[ApiRoute, ...] = (
             timeout_ms=b.timeout_ms,
             persist=b.persist,
             ttl_days=b.ttl_days,
+            max_budget_usd=b.max_budget_usd,
         ),
         (TellReply, NotificationReply),
         "Tell a team; the answer (TellReply), or with persist a NotificationReply",

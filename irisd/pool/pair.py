@@ -474,7 +474,7 @@ class Pair:
                 tell.session_id = self.session_id  # the session it will join (set again when it starts)
                 await self._tell_actions(tell, tell.machine.caller_attached(now))
                 if not tell.machine.is_final:
-                    await self._run(self.machine.tell_queued(tell.id, now))
+                    await self._run(self.machine.tell_queued(tell.id, now, max_budget_usd=tell.max_budget_usd))
             case CancelTell(tell_id):
                 cancelled = self.tells.get(tell_id)
                 if cancelled is not None and not cancelled.machine.is_final:
@@ -641,8 +641,8 @@ class Pair:
                     self._start(self._acquire_slot)
                 case ProbeSession():
                     self._start(self._probe_session)
-                case Spawn(resume, renew):
-                    self._start(self._launch, resume, renew)
+                case Spawn(resume, renew, max_budget_usd):
+                    self._start(self._launch, resume, renew, max_budget_usd)
                 case ReleaseSlot():
                     if self.slots is not None:
                         self.slots.release_slot(self.key)
@@ -790,7 +790,7 @@ class Pair:
             return
         await self._report(SessionProbed(SessionProbe(resumable=resumable, used=row.message_count > 0)))
 
-    async def _launch(self, resume: bool, renew: bool) -> None:
+    async def _launch(self, resume: bool, renew: bool, max_budget_usd: float | None) -> None:
         started = trio.current_time()
         grant: ChildGrant | None = None
         try:
@@ -811,6 +811,7 @@ class Pair:
                 mcp_config="" if remote else self._mcp_config(grant),
                 endpoint=self._endpoint(grant) if remote else None,
                 system_prompt=child_system_prompt(self.team.name),
+                max_budget_usd=max_budget_usd,
             )
             command = self.launcher.command(spec)
             # What was launched, for people: it need not hold up a start on a full disk.

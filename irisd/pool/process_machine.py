@@ -31,6 +31,10 @@ here by id only: their own lifecycle is ``irisd/tell/machine.py``.
   backoff with the same tell (``policy.start_retry_delay``); after too many the pair
   is ``failed`` and refuses tells for a cooldown, then tries again. A child that
   worked and then died ends its tell interrupted; the next tell starts a new one.
+* A tell with a budget of its own (``--max-budget-usd``) gets a child of its own:
+  claude's budget caps a whole process, so the child is started with that budget for
+  that one tell and stopped when the tell ends. A child with no budget never serves it,
+  and a budgeted child never serves another tell.
 * The actor owns the requests (wake, sleep, reset) and answers them when told:
   ``Answer`` answers the request being handled, ``AwaitStart`` / ``AwaitExit`` park it
   until ``WakersDone`` / ``StoppersDone``.
@@ -101,10 +105,12 @@ class ProbeSession:
 @dataclass(frozen=True)
 class Spawn:
     """Start a child: resume the session, or start it (under a new id if ``renew``).
-    Report ``spawned`` or ``spawn_failed``."""
+    ``max_budget_usd``: the child is for one tell with a budget of its own (claude's
+    ``--max-budget-usd`` caps a whole process). Report ``spawned`` or ``spawn_failed``."""
 
     resume: bool
     renew: bool = False
+    max_budget_usd: float | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +257,10 @@ class ProcessMachine:
         self._force_new_session = False  # the next spawn renews the session (once)
         self._new_session_pending = False  # the next tell handed out starts a conversation
         self._start_failures = 0  # consecutive crashes on start
+        self._budgets: dict[str, float] = {}  # tells with a budget of their own
+        self._launch_budget: float | None = None  # the budget of the spawn under way
+        self._child_budget: float | None = None  # the running child's --max-budget-usd
+        self._child_served = False  # the running child was handed a tell
         self._retry_at = -math.inf
         self._failed_until = -math.inf
 
@@ -294,18 +304,22 @@ class ProcessMachine:
 
     # --- tells ---------------------------------------------------------------------
 
-    def tell_queued(self, tell_id: str, now: float) -> list[Action]:
-        """A tell joins the queue; it is handed to the child in arrival order."""
+    def tell_queued(self, tell_id: str, now: float, *, max_budget_usd: float | None = None) -> list[Action]:
+        """A tell joins the queue; it is handed to the child in arrival order. With
+        ``max_budget_usd`` it runs on a child of its own started with that budget."""
         if tell_id == self.current or tell_id in self.queue:
             raise IllegalTransition(f"tell {tell_id} is already queued on {self.label}")
         if self.state == "failed" and now < self._failed_until:
             return [FailTells((tell_id,), self.reason)]
         self.queue.append(tell_id)
+        if max_budget_usd is not None:
+            self._budgets[tell_id] = max_budget_usd
         return self._advance(now)
 
     def tell_ended(self, tell_id: str, now: float) -> list[Action]:
         """A tell reached a final state (answered, timed out, cancelled...). A tell the
         machine already let go of (with FailTells / InterruptTells) is ignored."""
+        self._budgets.pop(tell_id, None)
         if tell_id in self.queue:
             self.queue.remove(tell_id)
             return []
@@ -316,10 +330,9 @@ class ProcessMachine:
         self.last_active = now
         if self.state != "processing":
             return self._advance(now)
-        if self.queue:  # straight on to the next tell
-            self.current = self.queue.popleft()
-            return [self._turn(self.current, restarted=False)]
-        return self._set("idle")
+        if self._child_budget is not None:  # it was started for that one tell
+            return self.stop_child("its tell had a budget of its own (--max-budget-usd)")
+        return self._hand_next()
 
     # --- turns no tell asked for (pool/unsolicited.py) -----------------------------------
 
@@ -334,10 +347,7 @@ class ProcessMachine:
         if self.state != "processing" or self.current is not None:
             return []
         self.last_active = now
-        if self.queue:
-            self.current = self.queue.popleft()
-            return [self._turn(self.current, restarted=False)]
-        return self._set("idle")
+        return self._hand_next()
 
     # --- requests --------------------------------------------------------------------
 
@@ -407,8 +417,11 @@ class ProcessMachine:
         renew = self._force_new_session or (not probe.resumable and probe.used)
         self._force_new_session = False
         self._launch_resume = probe.resumable and not renew
+        # The child is for the tell it will be handed first, and its budget.
+        first = self.current if self._resend else (self.queue[0] if self.queue else None)
+        self._launch_budget = self._budgets.get(first) if first is not None else None
         actions: list[Action] = [Note("conversation lost; starting a new one")] if renew else []
-        return [*actions, Spawn(resume=self._launch_resume, renew=renew)]
+        return [*actions, Spawn(resume=self._launch_resume, renew=renew, max_budget_usd=self._launch_budget)]
 
     def spawned(self, now: float, pid: int | None) -> list[Action]:
         """The child process exists; it gets the tell that waits, if any."""
@@ -420,16 +433,15 @@ class ProcessMachine:
         self._spoke = False
         self._conversation_lost = False
         self._new_session_pending = self._new_session_pending or not self._launch_resume
+        self._child_budget = self._launch_budget
+        self._child_served = False
         self.last_active = now
         actions: list[Action] = [WakersDone()] if self._wakers else []
         self._wakers = 0
         if self.current is not None and self._resend:
             self._resend = False
             return [*actions, *self._set("processing"), self._turn(self.current, restarted=True)]
-        if self.queue:
-            self.current = self.queue.popleft()
-            return [*actions, *self._set("processing"), self._turn(self.current, restarted=False)]
-        return [*actions, *self._set("idle")]
+        return [*actions, *self._hand_next()]
 
     def spawn_failed(self, now: float, reason: str) -> list[Action]:
         """No child could be started (a missing folder or executable, an unreachable
@@ -527,6 +539,7 @@ class ProcessMachine:
         self._wakers = self._stoppers = 0
         self.current = None
         self.queue.clear()
+        self._budgets.clear()
         self.holds_slot = False
         self.phase = ""
         self.pid = None
@@ -551,12 +564,25 @@ class ProcessMachine:
                 return [*self._set("spawning"), RequestSlot()]
             return []
         if self.state == "idle" and self.current is None and self.queue:
-            self.current = self.queue.popleft()
-            return [*self._set("processing"), self._turn(self.current, restarted=False)]
+            return self._hand_next()
         return []
+
+    def _hand_next(self) -> list[Action]:
+        """The running child is free: hand it the next tell, or stop it when that tell
+        needs a child with another budget (the exit starts one); ``idle`` if none waits."""
+        if not self.queue:
+            return self._set("idle")
+        budget = self._budgets.get(self.queue[0])
+        fits = budget is None and self._child_budget is None
+        fits = fits or (budget is not None and budget == self._child_budget and not self._child_served)
+        if not fits:
+            return [*self._set("terminating"), StopChild("the next tell has a budget of its own (--max-budget-usd)")]
+        self.current = self.queue.popleft()
+        return [*self._set("processing"), self._turn(self.current, restarted=False)]
 
     def _turn(self, tell_id: str, *, restarted: bool) -> SendTurn:
         new_session, self._new_session_pending = self._new_session_pending, False
+        self._child_served = True
         return SendTurn(tell_id, restarted=restarted, fresh_child=not self._spoke, new_session=new_session)
 
     def _enter_failed(self, reason: str, now: float, cooldown_s: float | None = None) -> list[Action]:

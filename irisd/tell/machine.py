@@ -48,6 +48,7 @@ from irisd.claude.wire import (
 from protocol.messages import FINAL_TELL_STATUSES, UNFINISHED_TELL_STATUSES, ReplyStatus, TellStatus
 
 INTERRUPT_GRACE_S = 5.0
+BUDGET_REACHED = "error_max_budget_usd"  # a result's subtype when --max-budget-usd stopped the turn
 
 
 class IllegalTransition(RuntimeError):
@@ -192,6 +193,8 @@ class TellMachine:
                 self.result = line
                 if self._interrupting:
                     return self._finish("interrupted", now, "interrupted by request")
+                if line.subtype == BUDGET_REACHED:
+                    return self._finish("failed", now, budget_reached(line))
                 if line.is_error:
                     return self._finish("failed", now, line.result or "; ".join(line.errors) or line.subtype)
                 return self._finish("completed", now)
@@ -260,3 +263,13 @@ class TellMachine:
     def _require(self, event: str, *states: TellStatus) -> None:
         if self.status not in states:
             raise IllegalTransition(f"{event}() on a tell that is {self.status}")
+
+
+def budget_reached(line: ResultLine) -> str:
+    """The error of a tell that claude stopped at its --max-budget-usd (as it says it)."""
+    said = "; ".join(line.errors) or "reached its maximum budget"
+    spent = f" after spending ${line.total_cost_usd:.4f}" if line.total_cost_usd is not None else ""
+    return (
+        f"claude stopped{spent}: {said} (the tell's --max-budget-usd); what it wrote so far is kept. "
+        "Send it again with a higher --max-budget-usd, or without one"
+    )

@@ -118,3 +118,49 @@ def test_rate_limit_per_pair(iris: Iris) -> None:
     refused = iris.cli_json("tell", "alpha", "hi 3", ok=False)
     assert refused["error"]["code"] == "rate_limited" and "settings.rateLimit" in refused["error"]["message"]
     assert iris.cli_json("tell", "alpha", "hi", "--from", "alpha")["status"] == "completed"  # another pair
+
+
+def pair_pid(iris: Iris, team: str) -> int | None:
+    status = iris.cli_json("status")
+    (process,) = [p for p in status["processes"] if p["to_team"] == team and p.get("from_team") is None]
+    pid: int | None = process.get("pid")
+    return pid
+
+
+def test_a_tell_s_own_budget_runs_on_a_claude_of_its_own_in_the_same_conversation(
+    iris: Iris, model: ScriptedModel
+) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    assert iris.cli_json("tell", "alpha", "hello")["text"] == "echo #1: hello"
+    warm_pid = pair_pid(iris, "alpha")
+
+    # One scripted turn costs more than $0.0001: claude stops the tell at its budget.
+    stopped = iris.cli_json("tell", "alpha", "spend", "--max-budget-usd", "0.0001", ok=False)
+    assert stopped["status"] == "failed" and stopped["max_budget_usd"] == 0.0001
+    assert "Reached maximum budget ($0.0001)" in stopped["error"] and "--max-budget-usd" in stopped["error"]
+    assert stopped["text"] == "echo #2: spend"  # what it wrote before the budget stopped it is kept
+    assert stopped["cost_usd"] > 0.0001
+    human = iris.cli("tell", "alpha", "again", "--max-budget-usd", "0.0001")
+    assert human.returncode == 1 and "Send it again with a higher --max-budget-usd" in human.stderr
+
+    # The warm claude made way for the budgeted ones, and the tell after them gets one
+    # with no budget: the same conversation all along.
+    after = iris.cli_json("tell", "alpha", "after")
+    assert after["status"] == "completed" and after["text"] == "echo #4: after"
+    assert pair_pid(iris, "alpha") not in (None, warm_pid)
+    assert iris.cli_json("tell", "alpha", "roomy", "--max-budget-usd", "5")["status"] == "completed"
+    costs = iris.cli_json("costs", "--by", "pair")["total"]
+    assert costs["tells"] == 5 and costs["cost_usd"] > 0
+
+
+def test_a_max_budget_that_is_no_budget_is_refused_with_what_to_give(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    for budget in ("0", "-1", "nan", "inf", "20000"):
+        refused = iris.cli_json("tell", "alpha", "hi", "--max-budget-usd", budget, ok=False)
+        assert refused["error"]["code"] == "invalid_request", budget
+        assert "positive number of dollars" in refused["error"]["message"], budget
+    stored = iris.cli_json("tell", "alpha", "hi", "--persist", "--max-budget-usd", "1", ok=False)
+    assert "persist" in stored["error"]["message"]
+    assert iris.cli_json("report", "alpha") == []  # nothing was stored or run

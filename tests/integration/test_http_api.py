@@ -122,6 +122,8 @@ def test_errors_carry_the_socket_protocols_codes_and_messages(shared: Iris) -> N
     assert status == 404 and error_code(answer) == "not_found"
     status, answer = http.json("POST", "/api/teams/alpha/tell", {"message": "  "})
     assert status == 400 and answer["message"] == "the message is empty; say what the team should do"
+    status, answer = http.json("POST", "/api/teams/alpha/tell", {"message": "hi", "max_budget_usd": -2})
+    assert status == 400 and "positive number of dollars" in answer["message"]
     status, headers, _ = http.request("DELETE", "/api/teams")
     assert status == 405 and headers["allow"] == "GET"
     assert http.json("GET", "/api/nothing")[0] == 404

@@ -71,9 +71,11 @@ async def test_to_teams_is_one_fan_out_request() -> None:
     ])
     link = ScriptedLink(reply)
     shim = Shim(link, team="beta", cwd="/", env={"IRIS_PARENT_PAIR": "x->beta"})
-    output = await shim.call("team_tell", {"toTeams": ["alpha", "ghost"], "message": "hi"}, progress)
+    args = {"toTeams": ["alpha", "ghost"], "message": "hi", "maxBudgetUsd": 0.5}
+    output = await shim.call("team_tell", args, progress)
     (sent,) = link.sent
     assert isinstance(sent, TellMany) and sent.to_teams == ["alpha", "ghost"] and sent.from_team == "beta"
+    assert sent.max_budget_usd == 0.5  # each target's claude gets it
     assert sent.parent_pair == "x->beta"
     assert not output.is_error  # one answered
     assert "## alpha (completed)\nA says hi" in output.text and "## ghost (refused)" in output.text

@@ -78,7 +78,7 @@ def test_the_tool_set_and_its_schemas() -> None:
     tell = input_schema(TOOLS_BY_NAME["team_tell"].args)
     assert tell["required"] == ["message"]  # and toTeam, or toTeams (checked by the shim)
     assert set(tell["properties"]) == {
-        "toTeam", "toTeams", "message", "fromTeam", "timeout", "persist", "ttlDays"
+        "toTeam", "toTeams", "message", "fromTeam", "timeout", "persist", "ttlDays", "maxBudgetUsd"
     }
     assert tell["properties"]["timeout"]["default"] == DEFAULT_TELL_TIMEOUT_MS
     assert tell["properties"]["timeout"]["minimum"] == -1

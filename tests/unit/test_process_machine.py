@@ -592,3 +592,109 @@ def test_a_wake_that_cannot_start_a_child_is_answered_with_the_reason() -> None:
         PersistState("failed"),
         WakersDone(error=f"{LABEL} cannot start: no claude"),
     ]
+
+
+# --- a tell with a budget of its own (--max-budget-usd) -------------------------------------
+
+
+def spawn_for(m: ProcessMachine, now: float, pid: int = 43) -> list[Action]:
+    """The slot, the probe and the launch of the child the machine asked for."""
+    m.slot_granted(now)
+    spawn = m.session_probed(now, RESUMABLE)
+    return [*spawn, *m.spawned(now, pid)]
+
+
+def test_a_budgeted_tell_on_a_stopped_pair_starts_a_child_with_its_budget() -> None:
+    m = machine()
+    m.tell_queued("t1", 0.0, max_budget_usd=0.25)
+    assert spawn_for(m, 1.0) == [
+        Spawn(resume=True, max_budget_usd=0.25),
+        PersistState("processing"),
+        SendTurn("t1", fresh_child=True),
+    ]
+
+
+def test_the_budgeted_child_is_stopped_when_its_tell_ends() -> None:
+    m = machine()
+    m.tell_queued("t1", 0.0, max_budget_usd=0.25)
+    spawn_for(m, 1.0)
+    m.first_line(1.5)
+    assert m.tell_ended("t1", 2.0) == [
+        PersistState("terminating"),
+        StopChild("its tell had a budget of its own (--max-budget-usd)"),
+    ]
+    # the next tell, queued meanwhile, gets a child with no budget
+    m.tell_queued("t2", 2.5)
+    assert m.exited(3.0, returncode=0, detail="stopped") == [
+        ReleaseSlot(), EXPIRED, PersistState("stopped"), PersistState("spawning"), RequestSlot(),
+    ]
+    assert spawn_for(m, 3.5)[0] == Spawn(resume=True)
+
+
+def test_a_budgeted_tell_does_not_run_on_the_warm_child_it_finds() -> None:
+    m = processing("t1")
+    assert m.tell_queued("t2", 1.0, max_budget_usd=1.0) == []
+    assert m.tell_ended("t1", 2.0) == [
+        PersistState("terminating"),
+        StopChild("the next tell has a budget of its own (--max-budget-usd)"),
+    ]
+    assert m.current is None and list(m.queue) == ["t2"]  # it waits for its own child
+    exit_actions = m.exited(3.0, returncode=0, detail="stopped")
+    assert InterruptTells not in [type(a) for a in exit_actions] and exit_actions[-1] == RequestSlot()
+    assert spawn_for(m, 4.0) == [
+        Spawn(resume=True, max_budget_usd=1.0),
+        PersistState("processing"),
+        SendTurn("t2", fresh_child=True),
+    ]
+
+
+def test_an_idle_warm_child_is_replaced_for_a_budgeted_tell() -> None:
+    m = idle()
+    m.first_line(0.5)
+    assert m.tell_queued("t1", 1.0, max_budget_usd=0.5) == [
+        PersistState("terminating"),
+        StopChild("the next tell has a budget of its own (--max-budget-usd)"),
+    ]
+
+
+def test_two_budgeted_tells_each_get_their_own_child_even_with_the_same_budget() -> None:
+    m = machine()
+    m.tell_queued("t1", 0.0, max_budget_usd=0.5)
+    m.tell_queued("t2", 0.0, max_budget_usd=0.5)
+    spawn_for(m, 1.0)
+    m.first_line(1.0)
+    assert m.tell_ended("t1", 2.0)[-1] == StopChild("its tell had a budget of its own (--max-budget-usd)")
+    m.exited(2.5, returncode=0, detail="stopped")
+    assert spawn_for(m, 3.0) == [
+        Spawn(resume=True, max_budget_usd=0.5),
+        PersistState("processing"),
+        SendTurn("t2", fresh_child=True),
+    ]
+
+
+def test_a_budgeted_child_whose_tell_was_cancelled_while_it_started_serves_no_other_tell() -> None:
+    m = machine()
+    m.tell_queued("t1", 0.0, max_budget_usd=0.5)
+    m.tell_queued("t2", 0.0)
+    m.slot_granted(1.0)
+    assert m.session_probed(1.0, RESUMABLE) == [Spawn(resume=True, max_budget_usd=0.5)]
+    assert m.tell_ended("t1", 1.5) == []  # cancelled while its child starts
+    assert m.spawned(2.0, 9) == [
+        PersistState("terminating"),
+        StopChild("the next tell has a budget of its own (--max-budget-usd)"),
+    ]
+    m.exited(2.5, returncode=0, detail="stopped")
+    assert spawn_for(m, 3.0)[0] == Spawn(resume=True)
+
+
+def test_a_budgeted_tell_restarted_after_a_crash_on_start_keeps_its_budget() -> None:
+    m = machine()
+    m.tell_queued("t1", 0.0, max_budget_usd=0.5)
+    spawn_for(m, 1.0)
+    m.exited(1.5, returncode=1, detail="crashed")  # before its first line
+    m.handle_timer(m.next_deadline())
+    assert spawn_for(m, 10.0) == [
+        Spawn(resume=True, max_budget_usd=0.5),
+        PersistState("processing"),
+        SendTurn("t1", restarted=True, fresh_child=True),
+    ]
