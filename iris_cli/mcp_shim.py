@@ -561,14 +561,15 @@ def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Se
     ``shim`` serves every call, or names the Shim for each call's context (irisd's /mcp:
     the caller is the HTTP request's)."""
     shim_for = shim if callable(shim) else (lambda ctx: shim)
-    listed: list[types.Tool] = []
+    listed: dict[bool, list[types.Tool]] = {}  # read_only -> the tools (one server serves both kinds)
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        if not listed:
-            listed.extend(mcp_tool_list(shim_for(ctx).read_only))
-        return types.ListToolsResult(tools=listed)
+        read_only = shim_for(ctx).read_only
+        if read_only not in listed:
+            listed[read_only] = mcp_tool_list(read_only)
+        return types.ListToolsResult(tools=listed[read_only])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams

@@ -14,6 +14,10 @@ request:
   ``permission_denied``; one that names none is sent as the child's team. Its tells
   are linked to the tell its pair is serving (chain, hops, loop guard), and it may not
   decide approvals (a team must not approve its own tool use).
+* a **reader**: iris-agent (irisd/agent/runner.py), the person's assistant, known by a
+  token minted for each of its runs. It sees what the owner sees and may only read:
+  every request that would change something is refused here, whatever its MCP server
+  offers it.
 
 ``Caller.apply`` is pure: it returns the request as the daemon must serve it, or raises.
 A new request type that carries a sender (``from_team``) belongs in ``_SENDERS``.
@@ -32,11 +36,22 @@ from protocol.messages import (
     Ask,
     ClearCache,
     Command,
+    Costs,
     Decide,
     DismissQuestion,
     ForgetRule,
     GetPair,
+    GetStatus,
+    GetTell,
     HttpInfo,
+    ListApprovals,
+    ListNotifications,
+    ListQuestions,
+    ListRules,
+    ListSessions,
+    ListTeams,
+    ListTells,
+    ReadTranscript,
     Report,
     Request,
     ResetSession,
@@ -51,17 +66,26 @@ from protocol.messages import (
 _SENDERS = (Tell, TellMany, Command, ResetSession, GetPair, Wake, WakeAll, Sleep, Report, ClearCache)
 # Requests only the person may send (iris-agent is the person's assistant, not the teams').
 _OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion)
+# The only requests a reader may send: they change nothing.
+_READS = (
+    ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,
+    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications,
+)
 
 
 @dataclass(frozen=True)
 class Caller:
-    kind: Literal["owner", "child"] = "owner"
+    kind: Literal["owner", "child", "reader"] = "owner"
     team: str | None = None  # a child: the team whose claude it is
     pair: str = ""  # a child: the pair it serves, "from->to" ("external->to" for no team)
 
     @classmethod
     def child(cls, team: str, pair: str) -> Caller:
         return cls(kind="child", team=team, pair=pair)
+
+    @classmethod
+    def reader(cls) -> Caller:
+        return cls(kind="reader")
 
     @property
     def is_owner(self) -> bool:
@@ -70,11 +94,20 @@ class Caller:
     def describe(self) -> str:
         if self.is_owner:
             return "the owner"
+        if self.kind == "reader":
+            return "iris-agent (it only reads)"
         return f"team {self.team!r} (its claude serving {self.pair})"
 
     def apply(self, request: Request) -> Request:
         """The request as this caller may send it; PermissionDeniedError if it may not."""
         if self.is_owner:
+            return request
+        if self.kind == "reader":
+            if not isinstance(request, _READS):
+                raise PermissionDeniedError(
+                    f"{self.describe()} may not send {type(request).__name__}: it changes something; "
+                    "give the person the iris command that does it instead"
+                )
             return request
         if isinstance(request, _OWNER_ONLY):
             raise PermissionDeniedError(

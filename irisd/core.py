@@ -75,7 +75,7 @@ async def _run_services(
         desk = QuestionDesk(config=config, store=store, hub=hub)
         supervisor.on_tell_end = desk.on_tell_end
         dispatcher.questions = desk
-        dispatcher.agent = Agent(config=config, paths=paths)
+        dispatcher.agent = Agent(config=config, paths=paths, access=access)
         await nursery.start(desk.run)
         nursery.start_soon(_retention, config, store)
         task_status.started(dispatcher)

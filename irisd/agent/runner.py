@@ -2,11 +2,13 @@
 
 It is not a team: it has no entry in the config, appears in no team list, and no team
 can tell it (a tell names a configured team). It runs in its own folder
-(``$IRIS_HOME/agent``) with its own persistent session, one question at a time. Its
-only tools are Iris's read-only operations, served by ``iris mcp --read-only`` (the
-stdio MCP server with the read-only tool set): built-in tools (Bash, Edit, ...) are
-turned off, so it cannot change anything. Nothing it does produces an event it would
-be told about: it runs only when a person asks.
+(``$IRIS_HOME/iris-agent``) with its own persistent session, one question at a time.
+Its only tools are Iris's read-only operations, served by irisd's own ``/mcp`` with a
+token minted for the run (a *reader*, irisd/caller.py: irisd refuses it every request
+that changes something) and revoked when the run ends; without the HTTP face, by the
+stdio ``iris mcp --read-only``. Built-in tools (Bash, Edit, ...) are turned off, so it
+cannot change anything. Nothing it does produces an event it would be told about: it
+runs only when a person asks.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from irisd.claude.locate import find_claude
 from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, user_turn
 from irisd.config import AGENT_NAME, IrisConfig
+from irisd.http.tokens import Access
 from irisd.paths import IrisPaths, session_file
 from protocol.errors import ClaudeError, InvalidRequestError
 from protocol.messages import AskReply
@@ -67,7 +70,8 @@ def agent_mcp_config(socket: str) -> str:
     return json.dumps({"mcpServers": {"iris": server}})
 
 
-def agent_argv(claude_path: str, *, session_id: str, resume: bool, socket: str) -> list[str]:
+def agent_argv(claude_path: str, *, session_id: str, resume: bool, mcp_config: str) -> list[str]:
+    """``mcp_config``: a file (irisd's /mcp with a reader's token) or JSON (the stdio shim)."""
     return [
         claude_path,
         "-p",
@@ -79,7 +83,7 @@ def agent_argv(claude_path: str, *, session_id: str, resume: bool, socket: str) 
         "--resume" if resume else "--session-id",
         session_id,
         "--mcp-config",
-        agent_mcp_config(socket),
+        mcp_config,
         "--strict-mcp-config",  # only Iris: no MCP server of the user's own config
         "--tools",
         "",  # no built-in tool at all (Bash, Edit, Write, ...): it reads Iris, nothing else
@@ -109,9 +113,10 @@ def tool_calls(raw: bytes) -> list[str]:
 class Agent:
     """Runs iris-agent for one question at a time, in its own session."""
 
-    def __init__(self, *, config: IrisConfig, paths: IrisPaths) -> None:
+    def __init__(self, *, config: IrisConfig, paths: IrisPaths, access: Access | None = None) -> None:
         self.config = config
         self.paths = paths
+        self.access = access  # irisd's HTTP face, if it has one
         self.folder = paths.home / AGENT_NAME
         self._lock = trio.Lock()
 
@@ -129,11 +134,16 @@ class Agent:
         async with self._lock:
             session_id, resume = await trio.to_thread.run_sync(self._session, new_session)
             configured = self.config.settings.claude_path
-            argv = agent_argv(
-                find_claude(configured) or configured, session_id=session_id, resume=resume,
-                socket=str(self.paths.socket),
-            )
-            result, tools, exit_detail = await self._run(argv, question)
+            grant = self.access.grant_reader() if self.access is not None else None
+            try:
+                mcp_config = str(grant.path) if grant is not None else agent_mcp_config(str(self.paths.socket))
+                argv = agent_argv(
+                    find_claude(configured) or configured, session_id=session_id, resume=resume, mcp_config=mcp_config
+                )
+                result, tools, exit_detail = await self._run(argv, question)
+            finally:
+                if grant is not None:
+                    grant.revoke()  # the token dies with the run
             if result is None:
                 raise ClaudeError(f"iris-agent ended without an answer: {exit_detail}")
             await trio.to_thread.run_sync(self._session_record.write_text, session_id)

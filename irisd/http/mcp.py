@@ -107,9 +107,12 @@ class McpEndpoint:
 
         request = ctx.request
         caller: Caller = request.scope[CALLER_KEY]  # type: ignore[union-attr]  # set by the gate
+        link = DispatcherLink(self.face, caller)
+        if caller.kind == "reader":  # iris-agent: the read-only tools (irisd refuses the rest anyway)
+            return Shim(link, identity=Identity(None, "owner"), read_only=True)
         owner = Identity(None, "owner")
         identity = owner if caller.is_owner else Identity(caller.team, "token", pair=caller.pair)
-        return Shim(DispatcherLink(self.face, caller), identity=identity)
+        return Shim(link, identity=identity)
 
 
 def _import_sdk() -> None:

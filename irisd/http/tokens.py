@@ -174,8 +174,15 @@ class Access:
     def grant_child(self, team: str, pair: str) -> ChildGrant:
         """A token for the child about to be spawned for ``pair``, and the ``--mcp-config``
         file that hands it over (0600, created exclusively)."""
+        return self.grant(Caller.child(team=team, pair=pair))
+
+    def grant_reader(self) -> ChildGrant:
+        """The same for one run of iris-agent: a token that may only read."""
+        return self.grant(Caller.reader())
+
+    def grant(self, caller: Caller) -> ChildGrant:
         self.on_grant()
-        token = self.mint(Caller.child(team=team, pair=pair))
+        token = self.mint(caller)
         config = {
             "mcpServers": {
                 "iris": {

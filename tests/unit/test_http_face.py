@@ -22,15 +22,24 @@ from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token, cook
 from irisd.http.tokens import Access
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
+    AnswerQuestion,
+    Ask,
     ClearCache,
+    Costs,
     Decide,
+    GetStatus,
     GetTell,
     HttpInfo,
+    ListApprovals,
+    ListQuestions,
+    ListSessions,
     ListTells,
+    ReadTranscript,
     Report,
     Sleep,
     Tell,
     TellText,
+    Wake,
     WakeAll,
 )
 
@@ -157,6 +166,23 @@ def test_a_child_speaks_as_its_own_team_only_and_its_tells_are_linked_to_its_pai
         with pytest.raises(PermissionDeniedError, match="only the person"):
             child.apply(owners)
     assert child.apply(GetTell(tell_id="x")) == GetTell(tell_id="x")
+
+
+def test_iris_agent_s_token_reads_everything_and_changes_nothing(tmp_path: Path) -> None:
+    access = Access.open(tmp_path)
+    grant = access.grant_reader()
+    reader = access.caller_for_token(grant.token)
+    assert reader == Caller.reader() and reader is not None and not reader.is_owner
+    for reads in (GetStatus(), Report(to_team="gamma", all_callers=True), GetTell(tell_id="x"), ListQuestions(),
+                  Costs(by="pair"), ListApprovals(), ListSessions(), ReadTranscript(tell_id="x")):
+        assert reader.apply(reads) is reads  # as the owner sees it
+    for changes in (Tell(to_team="beta", message="hi"), Wake(to_team="beta"), Decide(approval_id="a", allow=True),
+                    AnswerQuestion(question_id="q", text="yes"), Ask(question="again?"), HttpInfo(),
+                    ClearCache(to_team="beta")):
+        with pytest.raises(PermissionDeniedError, match=r"iris-agent \(it only reads\) may not send"):
+            reader.apply(changes)
+    grant.revoke()
+    assert access.caller_for_token(grant.token) is None
 
 
 # --- the route table -----------------------------------------------------------------------

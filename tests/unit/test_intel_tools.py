@@ -8,7 +8,7 @@ from test_mcp_policies import ScriptedLink
 
 from iris_cli.mcp_shim import Shim, mcp_tool_list
 from iris_cli.mcp_tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, render_reply
-from irisd.agent.runner import AGENT_TOOLS, agent_argv, tool_calls
+from irisd.agent.runner import AGENT_TOOLS, agent_argv, agent_mcp_config, tool_calls
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -36,14 +36,14 @@ def test_iris_agent_gets_exactly_the_read_only_tools() -> None:
 
 
 def test_iris_agent_runs_without_built_in_tools_or_other_mcp_servers() -> None:
-    argv = agent_argv("claude", session_id="s-1", resume=False, socket="/run/iris.sock")
+    argv = agent_argv("claude", session_id="s-1", resume=False, mcp_config=agent_mcp_config("/run/iris.sock"))
     assert argv[argv.index("--tools") + 1] == ""
     assert "--strict-mcp-config" in argv and "--dangerously-skip-permissions" not in argv
     config = json.loads(argv[argv.index("--mcp-config") + 1])
     assert config["mcpServers"]["iris"]["args"][-2:] == ["--read-only", "--no-autostart"]
     allowed = argv[argv.index("--allowedTools") + 1 : argv.index("--append-system-prompt")]
     assert allowed == [f"mcp__iris__{tool}" for tool in AGENT_TOOLS]
-    assert "--resume" in agent_argv("claude", session_id="s-1", resume=True, socket="/s")
+    assert "--resume" in agent_argv("claude", session_id="s-1", resume=True, mcp_config="/home/me/.iris/run/mcp/x.json")
 
 
 def test_the_tools_iris_agent_called_are_read_from_its_lines() -> None:
