@@ -147,3 +147,22 @@ def test_doctor_checks_each_remote_team_host_folder_and_claude(
     gone = check_remote_teams(Context(env=iris.env))
     assert gone.verdict == "fail" and "gone: the ssh connection to" in gone.detail
     assert "Connection refused" in gone.detail and "sshOptions" in gone.fix
+
+
+def test_sleep_force_mid_tell_stops_the_remote_claude_and_the_tool_it_started(
+    iris: Iris, sshd: SshServer, remote_folder: str, remote_claude: str, model: ScriptedModel
+) -> None:
+    add_remote_team(iris, "far", sshd, remote_folder, remote_claude, model, permissions="skip")
+    iris.start()
+    # A tool that runs until stopped (claude refuses a plain long sleep).
+    command = json.dumps({"command": "tail -f /dev/null --pid=1 -s 7"})
+    busy = iris.request(Tell(to_team="far", message=f"@tool:Bash {command}", timeout_ms=-1))
+    wait_for(lambda: any("tail -f /dev/null" in line for line in remote_claudes(sshd)), timeout=90,
+             what="the remote claude's tool to run")
+
+    slept = iris.cli("sleep", "far", "--force")
+    assert slept.returncode == 0, slept.stdout + slept.stderr
+    ended = iris.request(GetTell(tell_id=busy.tell.id)).tell
+    assert ended.status == "interrupted" and "stopped" in ended.error
+    wait_for(lambda: not remote_claudes(sshd), timeout=30, what="no remote claude and no tail left")
+    assert pair(iris, "far").state == "stopped"
