@@ -133,8 +133,9 @@ def cache_read(
     raw: Annotated[bool, typer.Option("--raw", help="Claude's stream-json lines as they were printed.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """One tell's conversation: the message, the answer, tool calls and their results
-    (or every line of a turn no tell asked for, u-...)."""
+    """One tell's conversation: the message, the answer, tool calls and their results.
+
+    An id starting with u- is a turn no tell asked for: every line of it."""
     from iris_cli import render
     from protocol.messages import ReadTranscript, ReadUnsolicited, TranscriptReply, UnsolicitedReply
 

@@ -58,8 +58,10 @@ def demo(
 
 @app.command()
 def doctor(as_json: JsonOption = False) -> None:
-    """Check the set-up: claude, credentials, config, teams, socket, irisd, service,
-    Claude Code; one line each with the fix. Exits 1 when something must be fixed."""
+    """Check the set-up, one line each with the fix; exits 1 when something must be fixed.
+
+    It checks claude, credentials, config, teams (remote ones over ssh), the socket, irisd,
+    the service and Claude Code."""
     import json
 
     from iris_cli import render

@@ -120,8 +120,9 @@ def result(
     wait: Annotated[int, typer.Option(help="Wait up to this many ms for the tell to end.")] = 0,
     as_json: JsonOption = False,
 ) -> None:
-    """Show the status and answer of one tell (partial while it runs); exits 1 if it ended
-    other than completed, as 'iris tell' does."""
+    """Show the status and answer of one tell (partial while it runs).
+
+    Exits 1 if the tell ended other than completed, as 'iris tell' does."""
     from iris_cli import render
     from iris_cli.text import pair_name, tell_data
     from iris_cli.watcher import approval_hint

@@ -27,8 +27,7 @@ def dashboard(
         bool, typer.Option("--print", help="Print the login URL (it holds the token: keep it to yourself).")
     ] = False,
 ) -> None:
-    """Open irisd's dashboard in a browser (logged in), or print its login URL where there
-    is no browser."""
+    """Open irisd's dashboard in a browser, logged in (or print its login URL)."""
     from protocol.messages import HttpInfo, HttpInfoReply
 
     opening = not print_only and can_open_a_browser()
