@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import secrets
 import shlex
 import subprocess
@@ -40,6 +41,8 @@ from protocol.errors import ClaudeError
 SSH = "ssh"
 SSH_FAILED = 255  # ssh's own exit code: it could not connect, or the connection broke
 PROBE_TIMEOUT_S = 30.0
+# What ssh says (and exits 255) under ExitOnForwardFailure when the remote sshd cannot listen.
+_FORWARD_FAILED = re.compile(r"remote port forwarding failed for listen port (\d+)")
 # Always on for a remote claude: never prompt (irisd has no terminal), notice a dead
 # peer within ~45 s, give up connecting after 15 s, and refuse to run without the forward
 # the child needs to reach Iris.
@@ -274,7 +277,9 @@ class SshLauncher:
             forward = ["-R", f"127.0.0.1:{remote_port}:{local}"]
             url = spec.endpoint.url.replace(f"//{local}", f"//127.0.0.1:{remote_port}", 1)
             mcp_config = f"{folder}/mcp.json"
-            lines.append(http_mcp_config(url, spec.endpoint.token))
+            # The forward is a plain tunnel: the request names irisd as it is known here
+            # (its gate refuses any other Host: DNS rebinding), not the remote port.
+            lines.append(http_mcp_config(url, spec.endpoint.token, host=local))
             variables["IRIS_MCP"] = "1"
         preamble = "".join(f"{line}\n" for line in lines).encode()
         argv = claude_argv(
@@ -324,6 +329,12 @@ class SshLauncher:
     def describe_exit(self, returncode: int | None, stderr_tail: str, default: str) -> str:
         said = stderr_tail.strip().splitlines()
         last = said[-1].strip() if said else ""
+        if returncode == SSH_FAILED and (refused := _FORWARD_FAILED.search(stderr_tail)):
+            return (
+                f"the ssh connection to {self.destination} could not forward port {refused[1]} on "
+                f"{self.destination} back to irisd: that port is taken there, or its sshd allows no TCP "
+                "forwarding (AllowTcpForwarding, PermitListen); each start picks another random port"
+            )
         if returncode == SSH_FAILED:
             why = last or "ssh failed without saying why"
             return f"the ssh connection to {self.destination} failed: {why}"
@@ -360,9 +371,13 @@ def launcher_for(
     )
 
 
-def http_mcp_config(url: str, token: str) -> str:
-    """The ``--mcp-config`` that gives a child Iris over HTTP with its own token."""
-    server = {"type": "http", "url": url, "headers": {"Authorization": f"Bearer {token}"}}
+def http_mcp_config(url: str, token: str, *, host: str = "") -> str:
+    """The ``--mcp-config`` that gives a child Iris over HTTP with its own token; ``host``:
+    the ``Host`` header to send instead of the URL's (a remote child, through a forward)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    if host:
+        headers["Host"] = host
+    server = {"type": "http", "url": url, "headers": headers}
     return json.dumps({"mcpServers": {"iris": server}})
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ import pytest
 from harness import Iris, wait_for
 from iris_cli.doctor import Context, check_remote_teams
 from iris_cli.scripted_model import ScriptedModel
-from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Tell
+from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Report, ReportReply, Tell
 from sshd import SshServer, command_lines
 
 pytestmark = pytest.mark.claude
@@ -166,3 +168,62 @@ def test_sleep_force_mid_tell_stops_the_remote_claude_and_the_tool_it_started(
     assert ended.status == "interrupted" and "stopped" in ended.error
     wait_for(lambda: not remote_claudes(sshd), timeout=30, what="no remote claude and no tail left")
     assert pair(iris, "far").state == "stopped"
+
+
+def test_a_remote_team_tells_a_local_one_through_its_own_forward_with_its_own_token(
+    iris: Iris, sshd: SshServer, remote_folder: str, remote_claude: str, model: ScriptedModel
+) -> None:
+    add_remote_team(iris, "far", sshd, remote_folder, remote_claude, model)
+    iris.add_team("near")
+    iris.start()
+    request = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "near", "message": "from over there"})
+    outer = tell(iris, "far", request)
+    assert outer["status"] == "completed", outer
+    said = str(outer["text"]).removeprefix("tool mcp__iris__team_tell said: ")
+    assert said != outer["text"], outer["text"]  # the tool answered (no refusal, no missing tool)
+    nested_reply = json.loads(said)
+    assert (nested_reply["status"], nested_reply["text"]) == ("completed", "echo #1: from over there")
+
+    # The local team was told by the remote one (the token said who), chained to the outer tell.
+    asked = iris.request(Report(to_team="near", from_team="far", limit=5))
+    assert isinstance(asked, ReportReply) and len(asked.tells) == 1, asked
+    nested = asked.tells[0]
+    assert (nested.message, nested.status, nested.from_team) == ("from over there", "completed", "far")
+    assert (nested.chain_id, nested.hops) == (outer["id"], 1) and nested.id == nested_reply["id"]
+    # The nested answer is in the remote claude's own transcript, in the remote HOME.
+    escaped = "".join(c if c.isalnum() else "-" for c in remote_folder)
+    transcript = sshd.home / ".claude" / "projects" / escaped / f"{outer['session_id']}.jsonl"
+    assert "echo #1: from over there" in transcript.read_text()
+
+    # The way there: a forward bound on the remote loopback only, to irisd's own port.
+    ssh_pid = pair(iris, "far").pid
+    assert ssh_pid is not None
+    ssh_argv = Path(f"/proc/{ssh_pid}/cmdline").read_bytes().decode().split("\0")
+    listen, _, target = ssh_argv[ssh_argv.index("-R") + 1].partition(":")[2].partition(":")
+    assert target == iris.http_url.removeprefix("http://")
+    assert listening_on(int(listen)) == ["127.0.0.1"]
+    # The child's token: in a 0600 file of the remote user's, in no process's command line.
+    claude = next(line for line in remote_claudes(sshd) if "--mcp-config" in line)
+    config = Path(claude.split("--mcp-config ", 1)[1].split()[0])
+    info = config.stat()
+    assert (stat.S_IMODE(info.st_mode), stat.S_IMODE(config.parent.stat().st_mode)) == (0o600, 0o700)
+    assert info.st_uid == sshd.uid
+    server = json.loads(config.read_text())["mcpServers"]["iris"]
+    assert server["url"] == f"http://127.0.0.1:{listen}/mcp"
+    token = server["headers"]["Authorization"].removeprefix("Bearer ")
+    assert len(token) >= 32 and token != iris.owner_token
+    everyone = command_lines([int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()])
+    assert not [line for line in everyone if token in line]
+
+
+def listening_on(port: int) -> list[str]:
+    """The addresses with a socket listening on ``port`` (from /proc/net/tcp and tcp6)."""
+    found = []
+    for table in ("tcp", "tcp6"):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            local, state = line.split()[1], line.split()[3]
+            address, _, hex_port = local.partition(":")
+            if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                v4 = ".".join(str(b) for b in reversed(bytes.fromhex(address)))
+                found.append(v4 if table == "tcp" else f"IPv6 {address}")
+    return found

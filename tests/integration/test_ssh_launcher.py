@@ -1,12 +1,16 @@
 """The ssh launcher against a real sshd, as another user with its own HOME: the real
 claude runs "remotely" (its files land in that user's HOME, never in irisd's), answers
 over the ssh channel, resumes its session there, and leaves nothing behind when it is
-stopped or its ssh client is killed. An unreachable host fails fast with ssh's words."""
+stopped or its ssh client is killed. An unreachable host fails fast with ssh's words; a
+reverse-forward port taken on the remote host is named, and the pair starts again on another."""
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import signal
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,14 +19,20 @@ import pytest
 import trio
 
 from iris_cli.scripted_model import ScriptedModel
-from irisd.claude.launcher import IrisEndpoint, LaunchSpec, SshLauncher
+from irisd.claude.launcher import Child, IrisEndpoint, LaunchSpec, SshLauncher, claude_child
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, StreamEventLine, user_turn
+from irisd.config import parse_config
+from irisd.core import run_core
+from irisd.http.tokens import Access
+from irisd.paths import IrisPaths
+from irisd.store.db import open_database
+from irisd.store.facade import Store
 from protocol.errors import ClaudeError
+from protocol.messages import Event, Tell
 from sshd import SshServer, command_lines
 
 pytestmark = pytest.mark.claude
-
 
 
 @pytest.fixture
@@ -32,12 +42,16 @@ def launcher(sshd: SshServer, remote_claude: str, remote_folder: str, model: Scr
         folder=remote_folder,
         claude_path=remote_claude,
         ssh_options=sshd.ssh_options(),
-        env={
-            "ANTHROPIC_BASE_URL": model.base_url,
-            "ANTHROPIC_API_KEY": "test-key",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        },
+        env=remote_env(model),
     )
+
+
+def remote_env(model: ScriptedModel) -> dict[str, str]:
+    return {
+        "ANTHROPIC_BASE_URL": model.base_url,
+        "ANTHROPIC_API_KEY": "test-key",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
 
 
 class Running:
@@ -194,3 +208,56 @@ async def test_the_child_s_token_reaches_the_remote_side_in_a_private_file_never
         await running.exited()
         await no_remote_claude(sshd)
         assert private_file(config) is None  # removed with the child
+
+
+
+async def test_a_forward_port_taken_on_the_remote_host_is_named_and_the_pair_starts_again_on_another(
+    sshd: SshServer, remote_claude: str, remote_folder: str, model: ScriptedModel, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A pair in process (the real pool, the real ssh and claude): the first start's forward
+    port is taken on the "remote" loopback before ssh asks for it, so ssh gives up."""
+    ports: list[int] = []
+    taken = socket.socket()
+
+    def taking_the_first_port(
+        argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]
+    ) -> Child:
+        ports.append(int(argv[argv.index("-R") + 1].split(":")[1]))
+        if len(ports) == 1:
+            taken.bind(("127.0.0.1", ports[0]))  # an OSError here: the port was taken anyway
+            taken.listen()
+        return claude_child(argv, cwd, env, events)
+
+    team = {"path": remote_folder, "host": sshd.destination, "sshOptions": sshd.ssh_options(),
+            "claudePath": remote_claude, "env": remote_env(model)}
+    config = parse_config(json.dumps({"teams": {"far": team}}).encode(), source="test")
+    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
+    access = Access.open(tmp_path)
+    access.child_url = "http://127.0.0.1:9"  # the forward's target: never reached here
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    with taken, trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            core = await nursery.start(
+                functools.partial(run_core, config, paths, store, child_factory=taking_the_first_port, access=access)
+            )
+            reply = await core.tell(Tell(to_team="far", message="hello"), no_events)
+            nursery.cancel_scope.cancel()
+        store.close()
+        assert (reply.tell.status, reply.tell.text) == ("completed", "echo #1: hello"), reply.tell
+        assert len(ports) == 2 and ports[0] != ports[1]
+        said = [r.getMessage() for r in caplog.records if r.name == "irisd.pair"]
+        assert f"claude crashed on start (1 times): {forward_refused(sshd.destination, ports[0])}" in said, said
+        await no_remote_claude(sshd)
+
+
+def forward_refused(destination: str, port: int) -> str:
+    return (
+        f"the ssh connection to {destination} could not forward port {port} on {destination} back to irisd: "
+        "that port is taken there, or its sshd allows no TCP forwarding (AllowTcpForwarding, PermitListen); "
+        "each start picks another random port"
+    )
+
+
+async def no_events(event: Event) -> None:
+    pass

@@ -60,7 +60,7 @@ def test_a_remote_child_is_one_quoted_ssh_command_with_the_team_env_and_a_revers
     assert config["mcpServers"]["iris"] == {
         "type": "http",
         "url": "http://127.0.0.1:41234/mcp",
-        "headers": {"Authorization": "Bearer s3cr3t"},
+        "headers": {"Authorization": "Bearer s3cr3t", "Host": "127.0.0.1:1615"},  # irisd's name, not the tunnel's
     }
     assert launcher.host == "me@build-box"
 
@@ -80,5 +80,10 @@ def test_ssh_failures_are_named_as_such() -> None:
     missing = launcher.describe_exit(97, "iris: the folder /srv/p does not exist on box (the team's path)", "x")
     assert missing == "the folder /srv/p does not exist on box (the team's path) [box]"
     assert launcher.describe_exit(1, "whatever", "claude exited with code 1") == "claude exited with code 1"
+    forward = launcher.describe_exit(255, "Error: remote port forwarding failed for listen port 41234\n", "x")
+    assert forward == (
+        "the ssh connection to box could not forward port 41234 on box back to irisd: that port is taken there, "
+        "or its sshd allows no TCP forwarding (AllowTcpForwarding, PermitListen); each start picks another random port"
+    )
     cut = launcher.describe_exit(-9, "", "claude (pid 7) was killed by SIGKILL")
     assert cut == "the ssh connection to box was cut (ssh (pid 7) was killed by SIGKILL)"
