@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from irisd.claude import locate
 from irisd.claude.command import root_skip_problem
-from irisd.claude.launcher import SshLauncher, launcher_for
+from irisd.claude.launcher import SshLauncher, launcher_for, refused_forward
 from irisd.config import IrisConfig, load_config
 from irisd.paths import IrisPaths, socket_dir_problem
 from protocol.errors import ConfigError
@@ -162,6 +162,10 @@ def check_remote_teams(ctx: Context) -> Check:
             return Check("remote teams", "fail", f"cannot run ssh: {exc.strerror}", "install OpenSSH's client (ssh)")
         if result.returncode != 0:
             problem = launcher.describe_exit(result.returncode, result.stderr, result.stderr.strip() or "failed")
+            if refused_forward(result.returncode, result.stderr) is not None:
+                return Check("remote teams", "fail", f"{team.name}: {problem}",
+                             f"let this login forward ports on {team.host} (sshd_config: AllowTcpForwarding yes "
+                             "or remote; no 'restrict' or 'no-port-forwarding' on its key in authorized_keys)")
             return Check("remote teams", "fail", f"{team.name}: {problem}",
                          "fix the team's host, sshOptions, path or claudePath; 'ssh HOST' must work without a prompt")
         found.append(f"{team.name} ({team.host}: claude {result.stdout.strip().split(' ')[0]})")

@@ -77,6 +77,7 @@ class SshServer:
         self.home = Path(tempfile.gettempdir()) / f"{HOME_PREFIX}{os.getpid()}"
         self.port = 0
         self.client_key = root / "client_key"
+        self.no_forwarding_key = root / "client_key_no_forwarding"  # its logins may forward no port
         self.known_hosts = root / "known_hosts"
         self.log_path = root / "sshd.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -88,12 +89,13 @@ class SshServer:
     def destination(self) -> str:
         return f"{self.user}@127.0.0.1"
 
-    def ssh_options(self) -> list[str]:
-        """The team's ``sshOptions``: this server's port, key and host key, nothing else."""
+    def ssh_options(self, *, forwarding: bool = True) -> list[str]:
+        """The team's ``sshOptions``: this server's port, key and host key, nothing else
+        (``forwarding=False``: a key whose logins sshd allows no port forwarding)."""
         return [
             "-F", "/dev/null",
             "-p", str(self.port),
-            "-i", str(self.client_key),
+            "-i", str(self.client_key if forwarding else self.no_forwarding_key),
             "-o", "IdentitiesOnly=yes",
             "-o", f"UserKnownHostsFile={self.known_hosts}",
             "-o", "StrictHostKeyChecking=yes",
@@ -116,13 +118,16 @@ class SshServer:
         self._remove_user()  # one left behind by a run that was killed
         self._add_user()
         host_key = self.root / "host_key"
-        for key in (host_key, self.client_key):
+        for key in (host_key, self.client_key, self.no_forwarding_key):
             key.unlink(missing_ok=True)
             _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "iris-test", "-f", str(key))
         ssh_dir = self.home / ".ssh"
         ssh_dir.mkdir(mode=0o700, exist_ok=True)
         authorized = ssh_dir / "authorized_keys"
-        authorized.write_bytes(self.client_key.with_suffix(".pub").read_bytes())
+        authorized.write_bytes(
+            self.client_key.with_suffix(".pub").read_bytes()
+            + b"no-port-forwarding " + self.no_forwarding_key.with_suffix(".pub").read_bytes()
+        )
         for path in (ssh_dir, authorized):
             os.chown(path, self.uid, self.uid)
         authorized.chmod(0o600)

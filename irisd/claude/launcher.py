@@ -322,16 +322,23 @@ class SshLauncher:
 
     def version_argv(self) -> list[str]:
         """``ssh ... HOST`` printing the remote claude's version from the team's folder
-        (for ``iris doctor``: host reachable, folder present, claude there)."""
+        (for ``iris doctor``: host reachable, folder present, claude there, and a reverse
+        forward allowed: a port of sshd's choosing, to nothing, is asked for and dropped)."""
         variables = {"IRIS_FOLDER": self.folder, "IRIS_CLAUDE": self.claude_path}
-        return self.ssh_argv(_remote_script(_REMOTE_VERSION, variables))
+        return self.ssh_argv(_remote_script(_REMOTE_VERSION, variables), "-R", "127.0.0.1:0:127.0.0.1:9")
 
     def describe_exit(self, returncode: int | None, stderr_tail: str, default: str) -> str:
         said = stderr_tail.strip().splitlines()
         last = said[-1].strip() if said else ""
-        if returncode == SSH_FAILED and (refused := _FORWARD_FAILED.search(stderr_tail)):
+        if (port := refused_forward(returncode, stderr_tail)) is not None:
+            if port == 0:  # sshd was free to choose the port (iris doctor): forwarding is off
+                return (
+                    f"the ssh connection to {self.destination} could not forward a port back to irisd: its sshd "
+                    "allows no TCP forwarding (AllowTcpForwarding, PermitListen), which the team's claude needs "
+                    "to reach Iris"
+                )
             return (
-                f"the ssh connection to {self.destination} could not forward port {refused[1]} on "
+                f"the ssh connection to {self.destination} could not forward port {port} on "
                 f"{self.destination} back to irisd: that port is taken there, or its sshd allows no TCP "
                 "forwarding (AllowTcpForwarding, PermitListen); each start picks another random port"
             )
@@ -369,6 +376,13 @@ def launcher_for(
         child_factory=child_factory,
         team=team.name,
     )
+
+
+def refused_forward(returncode: int | None, stderr_tail: str) -> int | None:
+    """The remote port ssh could not forward back to irisd (it exits 255 then, under
+    ExitOnForwardFailure), or None if that is not why it ended."""
+    refused = _FORWARD_FAILED.search(stderr_tail) if returncode == SSH_FAILED else None
+    return int(refused[1]) if refused else None
 
 
 def http_mcp_config(url: str, token: str, *, host: str = "") -> str:

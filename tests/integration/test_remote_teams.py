@@ -114,6 +114,8 @@ def test_an_unreachable_host_fails_fast_with_ssh_s_message_and_blocks_no_other_t
     options = sshd.ssh_options()
     options[options.index("-p") + 1] = "1"  # nothing listens there
     add_remote_team(iris, "gone", sshd, remote_folder, remote_claude, model, sshOptions=options)
+    closed = sshd.ssh_options(forwarding=False)
+    add_remote_team(iris, "closed", sshd, remote_folder, remote_claude, model, sshOptions=closed)
     iris.add_team("near")
     iris.start()
     waiting = iris.request(Tell(to_team="gone", message="anyone?", timeout_ms=-1))
@@ -127,6 +129,14 @@ def test_an_unreachable_host_fails_fast_with_ssh_s_message_and_blocks_no_other_t
     assert iris.request(GetTell(tell_id=waiting.tell.id)).tell.status == "failed"
     gone = pair(iris, "gone")
     assert gone.state == "failed" and "Connection refused" in gone.reason
+    # A host whose sshd forwards no port: every start fails the same way, and says why.
+    shut = iris.cli("tell", "closed", "anyone?", "--json")
+    assert shut.returncode == 1, shut.stdout + shut.stderr
+    error = json.loads(shut.stdout)["error"]
+    assert "claude keeps crashing on start (3 times): " in error, error
+    assert f"the ssh connection to {sshd.destination} could not forward port " in error
+    assert "its sshd allows no TCP forwarding (AllowTcpForwarding, PermitListen)" in error
+    wait_for(lambda: not remote_claudes(sshd), timeout=30, what="no remote process left by the failed starts")
     assert iris.request(GetStatus()).processes  # and irisd is fine
 
 
@@ -149,6 +159,17 @@ def test_doctor_checks_each_remote_team_host_folder_and_claude(
     gone = check_remote_teams(Context(env=iris.env))
     assert gone.verdict == "fail" and "gone: the ssh connection to" in gone.detail
     assert "Connection refused" in gone.detail and "sshOptions" in gone.fix
+    del iris.teams["gone"]
+    closed = sshd.ssh_options(forwarding=False)
+    add_remote_team(iris, "closed", sshd, remote_folder, remote_claude, model, sshOptions=closed)
+    iris.write_config()
+    shut = check_remote_teams(Context(env=iris.env))
+    assert shut.verdict == "fail", shut
+    assert shut.detail == (
+        f"closed: the ssh connection to {sshd.destination} could not forward a port back to irisd: its sshd "
+        "allows no TCP forwarding (AllowTcpForwarding, PermitListen), which the team's claude needs to reach Iris"
+    )
+    assert "AllowTcpForwarding" in shut.fix and "no-port-forwarding" in shut.fix
 
 
 def test_sleep_force_mid_tell_stops_the_remote_claude_and_the_tool_it_started(

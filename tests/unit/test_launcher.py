@@ -85,5 +85,8 @@ def test_ssh_failures_are_named_as_such() -> None:
         "the ssh connection to box could not forward port 41234 on box back to irisd: that port is taken there, "
         "or its sshd allows no TCP forwarding (AllowTcpForwarding, PermitListen); each start picks another random port"
     )
+    off = launcher.describe_exit(255, "Error: remote port forwarding failed for listen port 0\n", "x")
+    assert off.endswith("could not forward a port back to irisd: its sshd allows no TCP forwarding "
+                        "(AllowTcpForwarding, PermitListen), which the team's claude needs to reach Iris")
     cut = launcher.describe_exit(-9, "", "claude (pid 7) was killed by SIGKILL")
     assert cut == "the ssh connection to box was cut (ssh (pid 7) was killed by SIGKILL)"
