@@ -41,6 +41,10 @@ from protocol.errors import ClaudeError
 SSH = "ssh"
 SSH_FAILED = 255  # ssh's own exit code: it could not connect, or the connection broke
 PROBE_TIMEOUT_S = 30.0
+# The reverse forward's port on the remote loopback, new for each start: below Linux's
+# ephemeral range (32768-60999), where the host's own outgoing connections, and their
+# TIME_WAIT, hold ports that a listener cannot take; and below IANA's (49152-65535).
+FORWARD_PORTS = range(10000, 32768)
 # What ssh says (and exits 255) under ExitOnForwardFailure when the remote sshd cannot listen.
 _FORWARD_FAILED = re.compile(r"remote port forwarding failed for listen port (\d+)")
 # Always on for a remote claude: never prompt (irisd has no terminal), notice a dead
@@ -255,7 +259,7 @@ class SshLauncher:
     env: Mapping[str, str] = field(default_factory=dict)
     local_env: Callable[[], dict[str, str]] = lambda: dict(os.environ)
     child_factory: ChildFactory = claude_child
-    forward_port: Callable[[], int] = lambda: 20000 + int.from_bytes(os.urandom(2)) % 40000
+    forward_port: Callable[[], int] = lambda: random_forward_port()
 
     @property
     def host(self) -> str:
@@ -376,6 +380,10 @@ def launcher_for(
         child_factory=child_factory,
         team=team.name,
     )
+
+
+def random_forward_port() -> int:
+    return FORWARD_PORTS[secrets.randbelow(len(FORWARD_PORTS))]
 
 
 def refused_forward(returncode: int | None, stderr_tail: str) -> int | None:

@@ -65,6 +65,16 @@ def test_a_remote_child_is_one_quoted_ssh_command_with_the_team_env_and_a_revers
     assert launcher.host == "me@build-box"
 
 
+def test_the_forward_port_is_new_for_each_start_and_below_the_ephemeral_ports() -> None:
+    launcher = SshLauncher(destination="box", folder="/srv/p")
+    spec = LaunchSpec(session_id=SESSION, resume=False, endpoint=IrisEndpoint("http://127.0.0.1:1615/mcp", "t"))
+    ports = set()
+    for _ in range(20):
+        argv = launcher.command(spec).argv
+        ports.add(int(argv[argv.index("-R") + 1].split(":")[1]))
+    assert len(ports) > 1 and all(10000 <= port < 32768 for port in ports)  # Linux's start at 32768
+
+
 def test_a_remote_child_without_an_endpoint_gets_no_forward() -> None:
     launcher = SshLauncher(destination="box", folder="/srv/p")
     command = launcher.command(LaunchSpec(session_id=SESSION, resume=False))
