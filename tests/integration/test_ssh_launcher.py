@@ -6,6 +6,7 @@ reverse-forward port taken on the remote host is named, and the pair starts agai
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -225,8 +226,9 @@ async def test_a_forward_port_taken_on_the_remote_host_is_named_and_the_pair_sta
     ) -> Child:
         ports.append(int(argv[argv.index("-R") + 1].split(":")[1]))
         if len(ports) == 1:
-            taken.bind(("127.0.0.1", ports[0]))  # an OSError here: the port was taken anyway
-            taken.listen()
+            with contextlib.suppress(OSError):  # taken already: all the same to ssh
+                taken.bind(("127.0.0.1", ports[0]))
+                taken.listen()
         return claude_child(argv, cwd, env, events)
 
     team = {"path": remote_folder, "host": sshd.destination, "sshOptions": sshd.ssh_options(),
