@@ -13,7 +13,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from iris_cli.text import ago, pair_name, short
+from iris_cli.text import ago, pair_name, short, usd
 from protocol.messages import ProcessInfo, StatusReply, TeamInfo
 
 COLORS = {"green": "32", "yellow": "33", "red": "31", "magenta": "35", "bold": "1", "dim": "2"}
@@ -81,6 +81,7 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
         return ["  none"]
     rows = []
     remote = any(p.host for p in items)  # a host column only when a team runs elsewhere
+    costs = any(p.cost_usd for p in items)  # a cost column once something was spent
     for p in items:
         state_color = {"failed": "red", "processing": "yellow", "idle": "green"}.get(p.state, "")
         rows.append((
@@ -91,8 +92,12 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
             Cell(str(p.queued)),
             Cell(p.session_id[:8]),
             Cell(ago(p.last_used_at)),
+            *([Cell(usd(p.cost_usd))] if costs else []),
         ))
-    headers = ("pair", "state", *(("host",) if remote else ()), "pid", "queued", "session", "last used")
+    headers = (
+        "pair", "state", *(("host",) if remote else ()), "pid", "queued", "session", "last used",
+        *(("cost",) if costs else ()),
+    )
     lines = table(headers, rows, width=width, color=color)
     if any(p.reason for p in items):
         lines.append(paint("* why:", "dim", color))

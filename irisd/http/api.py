@@ -25,6 +25,8 @@ from protocol.messages import (
     AnswerReply,
     ApprovalReply,
     ApprovalsReply,
+    Ask,
+    AskReply,
     CancelTell,
     CostGrouping,
     Costs,
@@ -139,6 +141,14 @@ class AnswerBody(_In):
     timeout_ms: int = 0
 
 
+MAX_ASK_BODY_BYTES = 256 * 1024  # a question is at most 20,000 characters, even escaped
+
+
+class AskBody(_In):
+    question: Annotated[str, msgspec.Meta(description="What to ask iris-agent (at most 20,000 characters).")]
+    new_session: Annotated[bool, msgspec.Meta(description="Start a new conversation with iris-agent.")] = False
+
+
 class QuestionsQuery(_In):
     team: str | None = None
     all: Annotated[bool, msgspec.Meta(description="Include answered, dismissed and expired ones.")] = False
@@ -192,6 +202,7 @@ class ApiRoute:
     summary: str
     query: type[_In] | None = None
     body: type[_In] | None = None
+    max_body: int | None = None  # bytes; None: the HTTP face's own limit (irisd.http.app.MAX_BODY_BYTES)
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -357,6 +368,15 @@ ROUTES: tuple[ApiRoute, ...] = (
         query=CostsQuery,
     ),
     ApiRoute(
+        "POST",
+        "/api/ask",
+        lambda p, q, b: Ask(question=b.question, new_session=b.new_session),
+        (AskReply,),
+        "Ask iris-agent about the teams, tells, costs and questions (it only reads; may take a while)",
+        body=AskBody,
+        max_body=MAX_ASK_BODY_BYTES,
+    ),
+    ApiRoute(
         "GET",
         "/api/notifications",
         lambda p, q, b: ListNotifications(to_team=q.team, include_done=q.all),
@@ -459,8 +479,8 @@ def openapi() -> dict[str, Any]:
         "get": {
             "operationId": "getEvents",
             "summary": "WebSocket: every message is one Event as JSON (tell_text, tell_state, tell_notice, "
-            "approval_event, process_state). A client that cannot keep up is closed with code 1013; "
-            "irisd stopping closes with 1001.",
+            "approval_event, process_state, question_event, ...). A client that cannot keep up is closed "
+            "with code 1013; irisd stopping closes with 1001.",
             "parameters": [
                 {"name": "team", "in": "query", "required": False, "schema": {"type": "string"}},
             ],

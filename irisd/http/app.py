@@ -205,7 +205,7 @@ class HttpFace:
             return
         if found is None:
             raise NotFoundError(f"no route {method} {path}; see /api/openapi.json")
-        request = build_request(found, scope, await read_body(receive))
+        request = build_request(found, scope, await read_body(receive, found.route.max_body or MAX_BODY_BYTES))
         reply = await self.dispatch(request, caller)
         await respond(send, 200, _encoder.encode(reply))
 
@@ -243,7 +243,7 @@ def build_request(found: api.Match, scope: Scope, body: bytes) -> Request:
         query = _convert(values, route.query, "query string")
     parsed = None
     if route.body is not None:
-        parsed = _decode(body, route.body) if body.strip() else route.body()
+        parsed = _decode(body if body.strip() else b"{}", route.body)  # no body: the defaults, if it has them
     elif body.strip():
         raise _invalid(f"{route.method} {route.path} takes no body")
     return route.build(found.params, query, parsed)

@@ -214,6 +214,64 @@ def test_a_reply_holding_html_is_shown_as_text(page: Page, iris: Iris, problems:
     assert problems.unexpected("404") == []
 
 
+def money(usd: float) -> str:
+    """The page's way of showing dollars (dom.js's money)."""
+    return f"${usd:.4f}" if usd < 0.01 else f"${usd:.2f}"
+
+
+def test_each_pair_shows_what_it_cost_as_the_ledger_says(page: Page, iris: Iris) -> None:
+    page.goto(f"{iris.http_url}/#/teams")
+    told = iris.cli_json("tell", "frontend", "count the cost")
+    assert told["status"] == "completed" and told["cost_usd"] > 0
+    (row,) = [r for r in iris.cli_json("costs", "--by", "pair")["rows"] if r["key"] == "external->frontend"]
+    cell = page.locator('[data-team="frontend"] [data-pair="you → frontend"] [data-cost-usd]')
+    expect(cell).to_have_text(money(row["cost_usd"]), timeout=LONG)  # refetched when the tell ended
+    assert float(cell.get_attribute("data-cost-usd") or "nan") == pytest.approx(row["cost_usd"], rel=1e-12)
+    status = iris.cli_json("status")
+    (pair,) = [p for p in status["processes"] if p["to_team"] == "frontend" and p.get("from_team") is None]
+    assert pair["cost_usd"] == pytest.approx(row["cost_usd"], rel=1e-12)
+
+
+def test_a_question_appears_live_and_the_page_answers_it_in_the_same_pair(page: Page, iris: Iris) -> None:
+    page.goto(f"{iris.http_url}/#/approvals")
+    page.evaluate("window.sameDocument = true")
+    iris.cli_json("tell", "frontend", "@ask ship the fix", "--persist")  # nobody waits for its answer
+    card = page.locator("[data-question]")
+    expect(card.locator(".question-text")).to_contain_text("Do you want me to go ahead?", timeout=LONG)
+    expect(page).to_have_title("(1) Iris")
+    expect(page.locator("#approvals-badge")).to_have_text("1 waiting for you: 1 question")
+    (question,) = iris.cli_json("questions")
+    assert card.get_attribute("data-question") == question["id"]
+    card.get_by_label("Answer").fill("yes, ship it")
+    card.locator('[data-action="answer"]').click()
+    link = page.locator(f'[data-closed-question="{question["id"]}"] [data-answer-tell]')
+    expect(link).to_be_visible()
+    expect(page).to_have_title("Iris")
+    answer_tell = link.get_attribute("data-answer-tell")
+    link.click()
+    conversation = page.locator(f'.conversation[data-tell="{answer_tell}"]')
+    expect(conversation).to_have_attribute("data-status", "completed", timeout=LONG)
+    expect(conversation.locator(".answer").last).to_contain_text(": yes, ship it")
+    asked, answered = iris.cli_json("result", question["tell_id"]), iris.cli_json("result", str(answer_tell))
+    assert answered["message"] == "yes, ship it" and answered["to_team"] == "frontend"
+    assert answered.get("from_team") is None and answered["session_id"] == asked["session_id"]
+    assert page.evaluate("window.sameDocument") is True
+
+
+def test_the_ask_box_answers_from_iris_own_data(page: Page, iris: Iris) -> None:
+    page.goto(f"{iris.http_url}/#/ask")
+    page.get_by_label("Question for Iris").fill("@tool:mcp__iris__team_teams {}")
+    page.locator("main form button[type=submit]").click()
+    view = page.locator("[data-ask]")
+    expect(view.locator(".thinking-now")).to_have_text("thinking…")
+    expect(view).to_have_attribute("data-ask", "idle", timeout=LONG)
+    answer = view.locator("[data-ask-answer]")
+    expect(answer.locator(".text")).to_contain_text("tool mcp__iris__team_teams said:")
+    expect(answer.locator(".text")).to_contain_text("- backend: The API <script>window.pwned = 1</script>")  # text
+    expect(answer.locator("[data-ask-tools]")).to_have_text("looked at: team_teams")
+    assert page.evaluate("window.pwned") is None
+
+
 def test_after_irisd_restarts_the_page_reconnects(page: Page, iris: Iris) -> None:
     page.goto(f"{iris.http_url}/#/tells")
     expect(page.locator("#conn")).to_have_text("live")

@@ -18,6 +18,7 @@ from trio_websocket import open_websocket_url
 
 from harness import Http, Iris
 from iris_cli.scripted_model import ScriptedModel
+from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES
 from irisd.http.security import MAX_AUTH_FAILURES
 from protocol.messages import GetStatus, StatusReply
@@ -189,6 +190,35 @@ def test_rules_questions_and_costs_are_served_too(shared: Iris) -> None:
     assert status_code == 400 and error_code(answer) == "invalid_request"
 
 
+def test_ask_needs_the_owners_token_a_small_body_and_valid_json(shared: Iris) -> None:
+    http = Http(shared)
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        status, _, body = http.request("POST", "/api/ask", {"question": "hi"}, headers=headers, auth=False)
+        assert status == 401 and error_code(json.loads(body)) == "unauthorized"
+    # Its own cap, far under the tells' (a question is at most 20,000 characters).
+    big = b'{"question": "' + b"x" * MAX_ASK_BODY_BYTES + b'"}'
+    assert len(big) < MAX_BODY_BYTES
+    status, answer = http.json("POST", "/api/ask", big)  # type: ignore[arg-type]
+    assert status == 413 and error_code(answer) == "too_large" and str(MAX_ASK_BODY_BYTES) in answer["message"]
+    status, answer = http.json("POST", "/api/ask", b"{not json")  # type: ignore[arg-type]
+    assert status == 400 and error_code(answer) == "invalid_request" and "not JSON" in answer["message"]
+    status, answer = http.json("POST", "/api/ask")
+    assert status == 400 and "question" in answer["message"]
+    status, answer = http.json("POST", "/api/teams/alpha/tell")  # no body: no required field either
+    assert status == 400 and "message" in answer["message"]
+    status, answer = http.json("POST", "/api/ask", {"question": "hi", "model": "opus"})
+    assert status == 400 and "model" in answer["message"]
+    status, answer = http.json("POST", "/api/ask", {"question": "hi", "new_session": "yes"})
+    assert status == 400 and "new_session" in answer["message"]
+    status, answer = http.json("POST", "/api/ask", {"question": "   "})
+    assert status == 400 and answer["message"] == "the question is empty; ask iris-agent something"
+    status, answer = http.json("POST", "/api/ask", {"question": "x" * 20_001})
+    assert status == 400 and "over 20000 characters" in answer["message"]
+    assert http.request("GET", "/api/ask")[0] == 405
+    assert not (shared.home / "iris-agent").exists()  # nothing above reached iris-agent
+    daemon_fine(shared)
+
+
 def test_openapi_describes_every_route_from_the_structs(shared: Iris) -> None:
     spec = Http(shared).json("GET", "/api/openapi.json")[1]
     assert spec["openapi"].startswith("3.")
@@ -196,6 +226,9 @@ def test_openapi_describes_every_route_from_the_structs(shared: Iris) -> None:
     body = spec["paths"]["/api/teams/{team}/tell"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert body == {"$ref": "#/components/schemas/TellBody"}
     assert spec["components"]["schemas"]["TellReply"]["properties"]["type"] == {"enum": ["tell_reply"]}
+    ask = spec["paths"]["/api/ask"]["post"]
+    assert ask["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/AskBody"}
+    assert ask["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/AskReply"}
     assert "process_state" in json.dumps(spec["components"]["schemas"]["Event"]) or "ProcessEvent" in json.dumps(
         spec["components"]["schemas"]["Event"]
     )

@@ -19,12 +19,19 @@ from playwright.sync_api import Browser, Page, Route, WebSocketRoute, expect
 from browser import PageProblems
 from irisd.dashboard import SECURITY_HEADERS, STATIC_DIR, content_type
 from protocol.messages import (
+    AnswerReply,
     ApprovalEvent,
     ApprovalInfo,
     ApprovalReply,
     ApprovalsReply,
+    AskReply,
     NotificationsReply,
+    ProcessEvent,
     ProcessInfo,
+    QuestionEvent,
+    QuestionInfo,
+    QuestionReply,
+    QuestionsReply,
     ReportReply,
     StatusReply,
     TeamInfo,
@@ -146,6 +153,7 @@ def fake(page: Page) -> FakeIris:
         "GET /api/status": status(),
         "GET /api/tells": ReportReply(tells=[tell(), hostile]),
         "GET /api/approvals": ApprovalsReply(approvals=[]),
+        "GET /api/questions": QuestionsReply(questions=[]),
         "GET /api/notifications": NotificationsReply(notifications=[]),
         "GET /api/tells/t1/transcript": TranscriptReply(tell=tell(), entries=TRANSCRIPT),
         "GET /api/tells/t2/transcript": TranscriptReply(tell=hostile, entries=[]),
@@ -243,3 +251,112 @@ def test_narrow_window(page: Page, fake: FakeIris) -> None:
     expect(page.locator('[data-tool="Bash"]')).to_be_visible()
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 420, f"the page scrolls sideways: {width} px wide"
+
+
+JSON = {"Content-Type": "application/json"}
+
+
+def question(**fields: Any) -> QuestionInfo:
+    values: dict[str, Any] = dict(
+        id="q1", from_team=None, to_team="backend", session_id="s-1234567890", tell_id="t1",
+        question=f"Shall I deploy {HOSTILE}?", context=f"I fixed it. Shall I deploy {HOSTILE}?", confidence=0.95,
+        status="pending", created_at=NOW - 30, expires_at=NOW + 86400,
+    )
+    values.update(fields)
+    return QuestionInfo(**values)
+
+
+def test_each_pair_shows_its_cost_so_far(page: Page, fake: FakeIris) -> None:
+    process = ProcessInfo(from_team=None, to_team="backend", state="idle", pid=777, session_id="s-1", cost_usd=0.0421)
+    fake.replies["GET /api/status"] = status(processes=[process])
+    page.goto(f"{BASE}/#/teams")
+    cost = page.locator('[data-pair="you → backend"] [data-cost-usd]')
+    expect(cost).to_have_text("$0.04")
+    expect(cost).to_have_attribute("data-cost-usd", "0.0421")
+    expect(page.locator('[data-team="backend"] footer')).to_contain_text("$0.04 spent by these pairs")
+    # A process event carries no cost: the page keeps what the status said.
+    fake.push(ProcessEvent(process=msgspec.structs.replace(process, state="processing", cost_usd=0.0)))
+    expect(page.locator('[data-pair="you → backend"] .pill')).to_have_text("processing")
+    expect(cost).to_have_text("$0.04")
+
+
+def test_the_inbox_shows_questions_beside_approvals_and_answers_them(page: Page, fake: FakeIris) -> None:
+    problems = PageProblems(page)
+    fake.replies["GET /api/questions"] = QuestionsReply(questions=[question()])
+    page.goto(f"{BASE}/#/teams")
+    expect(page).to_have_title("(1) Iris")
+    expect(page.locator("#approvals-badge")).to_have_text("1 waiting for you: 1 question")
+    approval = ApprovalInfo(
+        id="a1", from_team=None, to_team="backend", tell_id="t3", tool_name="Bash",
+        input={"command": "make"}, status="pending", created_at=NOW, expires_at=NOW + 600,
+    )
+    fake.push(ApprovalEvent(approval=approval))
+    expect(page).to_have_title("(2) Iris")
+    expect(page.locator("#approvals-badge")).to_have_text("2 waiting for you: 1 approval, 1 question")
+    page.locator("#approvals-badge").click()
+    expect(page.locator("[data-inbox-label]")).to_have_text("1 approval, 1 question waiting")
+    card = page.locator('[data-question="q1"]')
+    expect(card).to_contain_text("backend asks you")
+    expect(card.locator(".question-text")).to_have_text(f"Shall I deploy {HOSTILE}?")
+    never_ran(page)
+
+    # Live: another one appears without a reload.
+    fake.push(QuestionEvent(question=question(id="q2", question="Which branch?", created_at=NOW)))
+    expect(page.locator('[data-question="q2"]')).to_contain_text("Which branch?")
+    expect(page).to_have_title("(3) Iris")
+
+    answered = question(status="answered", answer="yes", answer_tell_id="t9", closed_at=NOW, closed_by="owner")
+    answer_tell = tell(id="t9", message="yes", status="running", text="", finished_at=None, cost_usd=None)
+    reply = AnswerReply(question=answered, status="in_progress", tell=answer_tell)
+    fake.replies["POST /api/questions/q1/answer"] = reply
+    card.get_by_label("Answer").fill("yes")
+    card.locator('[data-action="answer"]').click()
+    expect(page.locator("#flash")).to_have_text("answered: backend goes on in the same conversation")
+    assert fake.posts[-1] == ("/api/questions/q1/answer", {"text": "yes", "timeout_ms": -1})
+    expect(page.locator('[data-question="q1"]')).to_have_count(0)
+    expect(page.locator('[data-closed-question="q1"] [data-answer-tell="t9"]')).to_have_attribute("href", "#/tells/t9")
+
+    fake.replies["POST /api/questions/q2/dismiss"] = QuestionReply(question=question(id="q2", status="dismissed"))
+    page.locator('[data-question="q2"] [data-action="dismiss"]').click()
+    expect(page.locator('[data-question="q2"]')).to_have_count(0)
+    expect(page).to_have_title("(1) Iris")  # the approval still waits
+    assert problems.unexpected("404") == []
+
+
+def test_ask_iris_shows_it_thinking_then_the_answer_as_text_and_errors(page: Page, fake: FakeIris) -> None:
+    problems = PageProblems(page)
+    held: list[Route] = []
+    page.route(f"{BASE}/api/ask", lambda route: held.append(route))  # answered below, when the test says so
+    page.goto(f"{BASE}/#/ask")
+    box = page.get_by_label("Question for Iris")
+    box.fill("which teams are busy?")
+    page.locator("main button[type=submit]").click()
+    view = page.locator("[data-ask]")
+    expect(view).to_have_attribute("data-ask", "thinking")
+    expect(view.locator(".thinking-now")).to_have_text("thinking…")
+    expect(view.locator(".question")).to_contain_text("which teams are busy?")
+    assert len(held) == 1
+    assert held[0].request.post_data_json == {"question": "which teams are busy?", "new_session": False}
+    reply = AskReply(text=f"backend is idle. {HOSTILE}", session_id="s-a", tools=["team_status", "team_status"])
+    held[0].fulfill(status=200, body=msgspec.json.encode(reply), headers=JSON)
+    expect(view).to_have_attribute("data-ask", "idle")
+    answer = view.locator("[data-ask-answer]")
+    expect(answer.locator(".text")).to_have_text(f"backend is idle. {HOSTILE}")
+    expect(answer.locator("[data-ask-tools]")).to_have_text("looked at: team_status")
+    never_ran(page)
+
+    box.fill("and now?")
+    box.press("Control+Enter")
+    expect(view).to_have_attribute("data-ask", "thinking")
+    error = {"type": "error", "code": "claude_failed", "message": "iris-agent ended without an answer: exit code 1"}
+    held[1].fulfill(status=502, json=error)
+    expect(view.locator("[data-ask-answer].failed")).to_contain_text("iris-agent ended without an answer")
+    view.get_by_role("button", name="New conversation").click()
+    expect(view.locator("[data-ask-answer]")).to_have_count(0)
+    box.fill("hello")
+    page.locator("main button[type=submit]").click()
+    expect(view).to_have_attribute("data-ask", "thinking")
+    assert held[2].request.post_data_json == {"question": "hello", "new_session": True}
+    held[2].fulfill(status=200, body=msgspec.json.encode(AskReply(text="hi")), headers=JSON)
+    expect(view.locator("[data-ask-answer] .text")).to_have_text("hi")
+    assert problems.unexpected("404", "502") == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import time
 
+import msgspec
 import pytest
 from rich.console import Console
 
@@ -119,3 +120,15 @@ def test_status_is_plain_lines_that_fit_80_columns() -> None:
     assert lines[-3].split() == ["web->backend", "failed*", "-", "0", "1246fe1e", "-"]
     assert lines[-2:] == ["* why:", "  web->backend: claude keeps crashing on start (3 times): exit code 1"]
     assert paint("x", "#E91E63", True) == "\x1b[38;2;233;30;99mx\x1b[0m" and paint("x", "red", False) == "x"
+
+
+def test_status_shows_a_cost_column_once_a_pair_spent_something() -> None:
+    from iris_cli.plain import process_lines
+
+    idle = ProcessInfo(from_team=None, to_team="backend", state="idle", pid=42, session_id="abcdef12-0000")
+    assert "cost" not in process_lines([idle], width=80, color=False)[0]
+    spent = msgspec.structs.replace(idle, cost_usd=0.0421)
+    header, row, other = process_lines([spent, msgspec.structs.replace(idle, to_team="web")], width=80, color=False)
+    assert header.split()[-1] == "cost"
+    assert row.split() == ["external->backend", "idle", "42", "0", "abcdef12", "-", "$0.0421"]
+    assert other.split()[-1] == "$0"

@@ -18,6 +18,11 @@ const state = {
   tells: new Map(), // id -> TellInfo
   approvals: new Map(), // id -> ApprovalInfo (pending ones)
   decided: [], // recently decided approvals
+  questions: new Map(), // id -> QuestionInfo (pending ones)
+  closedQuestions: [], // recently answered, dismissed or expired questions
+  // The conversation with iris-agent: its one session for the person, shared with 'iris ask'
+  // ("New conversation" starts another).
+  ask: { turns: [], thinking: false, session: "", fresh: false },
   rules: null, // remembered rules, when the daemon offers them
   notifications: [],
   connected: false,
@@ -110,6 +115,18 @@ async function loadApprovals() {
   }
 }
 
+async function loadQuestions() {
+  let reply;
+  try {
+    reply = await api("GET", `/api/questions${q({ all: "true" })}`);
+  } catch (error) {
+    if (error.code === "unauthorized" || error.code === "unreachable") throw error;
+    return; // an irisd without pending questions
+  }
+  state.questions = new Map(reply.questions.filter((x) => x.status === "pending").map((x) => [x.id, x]));
+  state.closedQuestions = reply.questions.filter((x) => x.status !== "pending").slice(0, 20);
+}
+
 async function loadNotifications() {
   const reply = await api("GET", `/api/notifications${q({ all: "true" })}`);
   state.notifications = reply.notifications;
@@ -140,7 +157,7 @@ async function loadOpen() {
 
 async function loadAll() {
   await loadStatus();
-  await Promise.all([loadTells(), loadApprovals(), loadNotifications(), loadOpen()]);
+  await Promise.all([loadTells(), loadApprovals(), loadQuestions(), loadNotifications(), loadOpen()]);
   render();
 }
 
@@ -238,7 +255,11 @@ function onEvent(event) {
         state.open.tell = { ...state.open.tell, ...tell };
         soon("open", loadOpen); // the tool calls, the cost, the final text
       }
-      if (FINAL.has(event.status)) soon("tell", () => refreshTell(tell.id));
+      if (FINAL.has(event.status)) {
+        soon("tell", () => refreshTell(tell.id));
+        // The pair's cost so far: once more a moment later, when the ended tell is surely saved.
+        setTimeout(() => soon("status", loadStatus), 1500);
+      }
       soon("status", loadStatus);
       if (tell.kind === "notification" || state.notifications.length) soon("notifications", loadNotifications);
       render();
@@ -260,6 +281,16 @@ function onEvent(event) {
         if (approval.remembered) soon("approvals", loadApprovals);
       }
       if (state.open && state.open.id === approval.tell_id) soon("open", loadOpen);
+      render();
+      return;
+    }
+    case "question_event": {
+      const question = event.question;
+      if (question.status === "pending") state.questions.set(question.id, question);
+      else {
+        state.questions.delete(question.id);
+        state.closedQuestions = [question, ...state.closedQuestions.filter((x) => x.id !== question.id)].slice(0, 20);
+      }
       render();
       return;
     }
@@ -285,8 +316,11 @@ async function refreshTell(id) {
 
 function upsertProcess(process) {
   if (!state.status) return;
-  const list = state.status.processes.filter((p) => !(p.from_team === process.from_team && p.to_team === process.to_team));
-  list.push(process);
+  const same = (p) => p.from_team === process.from_team && p.to_team === process.to_team;
+  const known = state.status.processes.find(same);
+  const list = state.status.processes.filter((p) => !same(p));
+  // Process events carry no cost (they do not read the ledger): keep what status said.
+  list.push(known ? { ...process, cost_usd: known.cost_usd } : process);
   state.status.processes = list;
 }
 
@@ -299,6 +333,7 @@ function setLoggedOut(value) {
     state.status = null;
     state.tells.clear();
     state.approvals.clear();
+    state.questions.clear();
     state.notifications = [];
     state.open = null;
   }
@@ -322,14 +357,24 @@ function renderChrome() {
     banner.hidden = !state.everConnected;
     banner.textContent = "irisd is not answering (stopped or restarting). This page reconnects by itself; what you see may be out of date.";
   }
-  const count = state.approvals.size;
+  const approvals = state.approvals.size;
+  const questions = state.questions.size;
+  const count = approvals + questions;
   document.title = `${count ? `(${count}) ` : ""}Iris${state.connected ? "" : " (offline)"}`;
   const badge = document.getElementById("approvals-badge");
   badge.hidden = count === 0;
   document.getElementById("approvals-count").textContent = String(count);
+  document.getElementById("inbox-label").textContent = `waiting for you: ${waitingLabel(approvals, questions)}`;
   const nav = document.getElementById("nav-approvals");
   nav.hidden = count === 0;
   nav.textContent = String(count);
+  nav.title = waitingLabel(approvals, questions);
+}
+
+/** "2 approvals, 1 question" */
+function waitingLabel(approvals, questions) {
+  const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+  return [approvals ? plural(approvals, "approval") : "", questions ? plural(questions, "question") : ""].filter(Boolean).join(", ");
 }
 
 let flashTimer = null;
@@ -414,7 +459,7 @@ function renderView() {
   } else if (view === "tells" && arg) {
     main.appendChild(conversationView(arg));
   } else {
-    const views = { teams: teamsView, tells: tellsView, approvals: approvalsView, notifications: notificationsView, health: healthView };
+    const views = { teams: teamsView, tells: tellsView, approvals: inboxView, notifications: notificationsView, ask: askView, health: healthView };
     main.appendChild((views[view] || teamsView)());
   }
   restoreForm(main, keep);
@@ -475,7 +520,7 @@ function teamsView() {
   for (const team of teams) {
     const pairs = processes.filter((p) => p.to_team === team.name).sort((a, b) => who(a.from_team).localeCompare(who(b.from_team)));
     const tells = [...state.tells.values()].filter((t) => t.to_team === team.name);
-    const cost = tells.reduce((sum, t) => sum + (t.cost_usd || 0), 0);
+    const cost = pairs.reduce((sum, p) => sum + (p.cost_usd || 0), 0);
     const card = teamColor(h("article", { class: "card team", "data-team": team.name },
       h("header", {},
         h("h3", {}, team.name),
@@ -483,10 +528,12 @@ function teamsView() {
       team.description ? h("p", { class: "desc" }, team.description) : null,
       h("p", { class: "path", title: team.path }, team.path),
       pairs.length ? h("table", { class: "pairs" },
-        h("thead", {}, h("tr", {}, ["from", "state", "pid", "queue", "last used", ""].map((c) => h("th", {}, c)))),
+        h("thead", {}, h("tr", {}, ["from", "state", "pid", "queue", "last used", "cost", ""].map((c) => h("th", {}, c)))),
         h("tbody", {}, pairs.map(pairRow))) : h("p", { class: "muted" }, "No pair yet: nobody has told this team anything since irisd started."),
       h("footer", {},
-        tells.length ? h("span", { class: "muted" }, `${tells.length} recent tell${tells.length === 1 ? "" : "s"}${cost ? ` · ${money(cost)}` : ""}`) : h("span"),
+        tells.length || cost ? h("span", { class: "muted" }, [
+          tells.length ? `${tells.length} recent tell${tells.length === 1 ? "" : "s"}` : "",
+          cost ? `${money(cost)} spent by these pairs` : ""].filter(Boolean).join(" · ")) : h("span"),
         h("span", { class: "actions" },
           pairs.some((p) => p.from_team === null) ? null : h("button", { type: "button", onclick: (e) => act(e.currentTarget, () => api("POST", `/api/teams/${encodeURIComponent(team.name)}/wake`, {}), (r) => r.message || `woke ${team.name}`) }, "Wake"),
           h("a", { class: "button", href: `#/tells?to=${team.name}` }, "Tell…")))), team.color);
@@ -509,6 +556,7 @@ function pairRow(p) {
     h("td", { class: "num" }, p.pid ?? "–"),
     h("td", { class: "num" }, String(p.queued || 0)),
     h("td", { title: clock(p.last_used_at) }, ago(p.last_used_at), p.session_id ? h("div", { class: "muted small", title: p.session_id }, `session ${shortId(p.session_id)}`) : null),
+    h("td", { class: "num", "data-cost-usd": String(p.cost_usd || 0), title: "spent on this pair's tells so far (the cost ledger)" }, p.cost_usd ? money(p.cost_usd) : "–"),
     h("td", { class: "actions" },
       p.state === "stopped" || p.state === "failed"
         ? h("button", { type: "button", onclick: (e) => act(e.currentTarget, () => api("POST", `${base}/wake`, from), (r) => r.message || "woken") }, "Wake")
@@ -649,13 +697,20 @@ function decisionText(a) {
   return `${a.status}${a.remembered ? " and remembered" : ""}${by}${reason}`;
 }
 
-// Approvals.
+// The inbox: approvals and pending questions.
 
-function approvalsView() {
+function inboxView() {
   const waiting = [...state.approvals.values()].sort((a, b) => a.created_at - b.created_at);
+  const asked = [...state.questions.values()].sort((a, b) => a.created_at - b.created_at);
+  const label = waitingLabel(waiting.length, asked.length);
   return h("div", {},
-    h("div", { class: "view-head" }, h("h1", {}, "Approvals"), h("span", { class: "muted" }, waiting.length ? `${waiting.length} waiting` : "nothing waits")),
+    h("div", { class: "view-head" }, h("h1", {}, "Inbox"), h("span", { class: "muted", "data-inbox-label": "" }, label ? `${label} waiting` : "nothing waits")),
+    h("h2", {}, "Approvals"),
     waiting.length ? h("div", { class: "approvals" }, waiting.map((a) => approvalCard(a))) : h("p", { class: "muted" }, "No tool use waits for your decision."),
+    h("h2", { class: "gap" }, "Questions"),
+    asked.length ? h("div", { class: "approvals" }, asked.map(questionCard))
+      : h("p", { class: "muted" }, "No team waits for an answer. (A question appears here when a team's answer asks something and nobody was waiting for it.)"),
+    state.closedQuestions.length ? section("Recently closed questions", h("ul", { class: "decided" }, state.closedQuestions.map(closedQuestion))) : null,
     rulesSection(),
     state.decided.length ? section("Recently decided", h("ul", { class: "decided" }, state.decided.map((a) =>
       h("li", {}, pill(a.status), " ", h("strong", {}, a.tool_name), " ", pairLabel(a.from_team, a.to_team), " ",
@@ -679,6 +734,58 @@ function approvalCard(a, { compact = false } = {}) {
       h("input", { id: reasonId, type: "text", placeholder: "reason (optional)", "aria-label": "Reason for denying", "data-keep": reasonId }),
       h("button", { type: "button", class: "danger", "data-action": "deny", onclick: (e) => decide("deny", { reason: document.getElementById(reasonId).value }, "denied")(e) }, "Deny"))),
     (state.status.teams.find((t) => t.name === a.to_team) || {}).color);
+}
+
+function questionCard(x) {
+  const fieldId = `answer-${x.id}`;
+  const answer = async (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const text = form.querySelector("textarea").value;
+    if (!text.trim()) {
+      flash("Write the answer first.");
+      return;
+    }
+    const reply = await act(form.querySelector("[data-action=answer]"),
+      () => api("POST", `/api/questions/${encodeURIComponent(x.id)}/answer`, { text, timeout_ms: -1 }),
+      (r) => `answered: ${r.question.to_team} goes on in the same conversation`);
+    if (!reply) return;
+    form.querySelector("textarea").value = "";
+    state.questions.delete(x.id);
+    state.closedQuestions = [reply.question, ...state.closedQuestions.filter((c) => c.id !== x.id)].slice(0, 20);
+    state.tells.set(reply.tell.id, tellInfo(reply.tell));
+    state.touched.add(reply.tell.id);
+    render();
+  };
+  const dismiss = (e) => act(e.currentTarget, async () => {
+    const reply = await api("POST", `/api/questions/${encodeURIComponent(x.id)}/dismiss`, {});
+    state.questions.delete(x.id);
+    state.closedQuestions = [reply.question, ...state.closedQuestions.filter((c) => c.id !== x.id)].slice(0, 20);
+    render();
+  }, () => "dismissed");
+  return teamColor(h("form", { class: "card approval question-card", "data-question": x.id, autocomplete: "off", onsubmit: answer },
+    h("header", {},
+      h("h3", {}, `${x.to_team} asks ${who(x.from_team)}`),
+      h("span", { class: "muted", title: `expires ${clock(x.expires_at)}` }, `asked ${ago(x.created_at)}`)),
+    h("div", { class: "msg question-text" }, h("div", { class: "text" }, x.question)),
+    x.context && x.context !== x.question ? h("details", { class: "tool-result" }, h("summary", {}, "the end of the answer"), h("pre", {}, x.context)) : null,
+    h("p", { class: "small" }, h("a", { href: `#/tells/${x.tell_id}` }, "the tell that asked"),
+      h("span", { class: "muted" }, ` · your answer is the next tell of ${pairLabel(x.from_team, x.to_team)}, in the same conversation`)),
+    h("textarea", {
+      id: fieldId, name: "text", rows: 2, placeholder: "Your answer… (Ctrl+Enter sends)", "aria-label": "Answer", "data-keep": fieldId,
+      onkeydown: (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); e.currentTarget.form.requestSubmit(); } },
+    }),
+    h("div", { class: "decide" },
+      h("button", { type: "submit", class: "primary", "data-action": "answer" }, "Answer"),
+      h("button", { type: "button", "data-action": "dismiss", title: "Close it without answering", onclick: dismiss }, "Dismiss"))),
+    (state.status.teams.find((t) => t.name === x.to_team) || {}).color);
+}
+
+function closedQuestion(x) {
+  return h("li", { "data-closed-question": x.id }, pill(x.status), " ", h("strong", {}, `${x.to_team} asked ${who(x.from_team)}`), " ",
+    firstLine(x.question, 80), " ",
+    h("span", { class: "muted" }, [x.closed_by ? `by ${x.closed_by}` : "", ago(x.closed_at)].filter(Boolean).join(" · ")),
+    x.answer_tell_id ? [" ", h("a", { href: `#/tells/${x.answer_tell_id}`, "data-answer-tell": x.answer_tell_id }, "the answer's tell")] : null);
 }
 
 function rulesSection() {
@@ -714,6 +821,55 @@ function notificationsView() {
       : h("p", { class: "muted" }, "No notifications. Send one with 'deliver later' on the Tells page, or iris tell TEAM MESSAGE --persist."));
 }
 
+// Ask Iris: a conversation with iris-agent (it reads Iris's data, changes nothing).
+
+function askView() {
+  const ask = state.ask;
+  const submit = async (event) => {
+    event.preventDefault();
+    const field = event.currentTarget.querySelector("textarea");
+    const question = field.value.trim();
+    if (!question || ask.thinking) return;
+    ask.turns.push({ who: "you", text: question });
+    ask.thinking = true;
+    field.value = "";
+    renderView();
+    try {
+      const reply = await api("POST", "/api/ask", { question, new_session: ask.fresh });
+      ask.fresh = false;
+      ask.session = reply.session_id || ask.session;
+      ask.turns.push({ who: "iris", text: reply.text, tools: [...new Set(reply.tools || [])], cost: reply.cost_usd, error: Boolean(reply.is_error) });
+    } catch (error) {
+      ask.turns.push({ who: "iris", text: error.message, error: true });
+    } finally {
+      ask.thinking = false;
+      renderView();
+    }
+  };
+  const restart = () => {
+    state.ask = { turns: [], thinking: false, session: "", fresh: true };
+    renderView();
+  };
+  return h("div", { class: "conversation ask", "data-ask": ask.thinking ? "thinking" : "idle" },
+    h("div", { class: "view-head" }, h("h1", {}, "Ask Iris"), h("span", { class: "spacer" }),
+      ask.turns.length && !ask.thinking ? h("button", { type: "button", onclick: restart }, "New conversation") : null),
+    h("p", { class: "muted" }, "iris-agent answers from Iris's own data: teams, tells, approvals, questions, costs. It only reads; it changes nothing. It keeps one conversation with you, the same as 'iris ask'."),
+    ask.turns.map((turn) => turn.who === "you"
+      ? h("div", { class: "msg question" }, h("div", { class: "who" }, "you"), h("div", { class: "text" }, turn.text))
+      : h("div", { class: `msg answer${turn.error ? " failed" : ""}`, "data-ask-answer": "" },
+        h("div", { class: "who" }, "Iris", turn.error ? h("span", { class: "error" }, "error") : null),
+        h("div", { class: "text" }, turn.text),
+        turn.tools && turn.tools.length ? h("div", { class: "muted small", "data-ask-tools": "" }, `looked at: ${turn.tools.join(", ")}`) : null,
+        turn.cost ? h("div", { class: "muted small" }, money(turn.cost)) : null)),
+    ask.thinking ? h("div", { class: "msg answer live" }, h("div", { class: "who" }, "Iris", h("span", { class: "thinking-now", role: "status" }, "thinking…"))) : null,
+    h("form", { class: "send panel", autocomplete: "off", onsubmit: submit },
+      h("textarea", {
+        name: "question", rows: 2, placeholder: "Which teams are busy? What did backend last say? (Ctrl+Enter asks)", "aria-label": "Question for Iris", "data-keep": "ask",
+        onkeydown: (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); e.currentTarget.form.requestSubmit(); } },
+      }),
+      h("div", { class: "row end" }, h("button", { type: "submit", class: "primary", disabled: ask.thinking }, ask.thinking ? "Thinking…" : "Ask"))));
+}
+
 // Health.
 
 function healthView() {
@@ -727,6 +883,7 @@ function healthView() {
     s.children_rss ? ["memory (claude processes)", bytes(s.children_rss)] : null,
     ["claude processes", `${live} of ${s.max_processes} (maxProcesses)`],
     ["approvals waiting", String(s.pending_approvals || 0)],
+    ["questions waiting", String(state.questions.size)],
     ["socket", s.socket_path],
     ["config", s.config_path],
   ].filter(Boolean);
