@@ -230,6 +230,9 @@ def test_each_pair_shows_what_it_cost_as_the_ledger_says(page: Page, iris: Iris)
     status = iris.cli_json("status")
     (pair,) = [p for p in status["processes"] if p["to_team"] == "frontend" and p.get("from_team") is None]
     assert pair["cost_usd"] == pytest.approx(row["cost_usd"], rel=1e-12)
+    page.goto(f"{iris.http_url}/#/costs")
+    page.select_option("#costs-by", "pair")
+    expect(page.locator('[data-cost-key="external->frontend"] td').nth(2)).to_have_text(money(row["cost_usd"]))
 
 
 def test_a_question_appears_live_and_the_page_answers_it_in_the_same_pair(page: Page, iris: Iris) -> None:

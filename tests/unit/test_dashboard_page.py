@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 import pytest
@@ -25,6 +26,8 @@ from protocol.messages import (
     ApprovalReply,
     ApprovalsReply,
     AskReply,
+    CostRow,
+    CostsReply,
     NotificationsReply,
     ProcessEvent,
     ProcessInfo,
@@ -360,3 +363,23 @@ def test_ask_iris_shows_it_thinking_then_the_answer_as_text_and_errors(page: Pag
     held[2].fulfill(status=200, body=msgspec.json.encode(AskReply(text="hi")), headers=JSON)
     expect(view.locator("[data-ask-answer] .text")).to_have_text("hi")
     assert problems.unexpected("404", "502") == []
+
+
+def test_the_costs_view_sums_the_ledger_by_what_you_choose(page: Page, fake: FakeIris) -> None:
+    backend = CostRow(key="backend", tells=3, cost_usd=0.0421, input_tokens=12345, output_tokens=678, num_turns=4,
+                      duration_ms=5300)
+    fake.replies["GET /api/costs"] = CostsReply(by="team", since=0, rows=[backend], total=backend)
+    page.goto(f"{BASE}/#/costs")
+    row = page.locator('[data-cost-key="backend"] td')
+    expect(row).to_have_text(["backend", "3", "$0.04", "12,345", "678", "0", "0", "4", "5.3 s"])
+    expect(page.locator('[data-cost-key="total"] td').first).to_have_text("total")
+    pair = msgspec.structs.replace(backend, key="external->backend")
+    fake.replies["GET /api/costs"] = CostsReply(by="pair", since=0, rows=[pair], total=pair)
+    with page.expect_request(lambda r: "/api/costs?" in r.url and "by=pair" in r.url):
+        page.select_option("#costs-by", "pair")
+    expect(page.locator('[data-cost-key="external->backend"] td').nth(2)).to_have_text("$0.04")
+    expect(page.locator("table.costs th").first).to_have_text("pair")
+    with page.expect_request(lambda r: "/api/costs?" in r.url) as asked:
+        page.select_option("#costs-since", "today")
+    since = float(parse_qs(urlsplit(asked.value.url).query)["since"][0])
+    assert NOW - 86400 < since <= NOW

@@ -23,6 +23,7 @@ const state = {
   // The conversation with iris-agent: its one session for the person, shared with 'iris ask'
   // ("New conversation" starts another).
   ask: { turns: [], thinking: false, session: "", fresh: false },
+  costs: { by: "team", since: "all", reply: null, loading: false, error: "" }, // the Costs view
   rules: null, // remembered rules, when the daemon offers them
   notifications: [],
   connected: false,
@@ -125,6 +126,30 @@ async function loadQuestions() {
   }
   state.questions = new Map(reply.questions.filter((x) => x.status === "pending").map((x) => [x.id, x]));
   state.closedQuestions = reply.questions.filter((x) => x.status !== "pending").slice(0, 20);
+}
+
+const SINCE = { all: "all time", today: "today", "7d": "the last 7 days", "30d": "the last 30 days" };
+
+function sinceEpoch(since) {
+  if (since === "today") return new Date().setHours(0, 0, 0, 0) / 1000; // local midnight, as 'iris costs --since today'
+  const days = { "7d": 7, "30d": 30 }[since];
+  return days ? Date.now() / 1000 - days * 86400 : 0;
+}
+
+async function loadCosts() {
+  const costs = state.costs;
+  const wanted = `${costs.by}/${costs.since}`;
+  costs.loading = true;
+  try {
+    const reply = await api("GET", `/api/costs${q({ by: costs.by, since: sinceEpoch(costs.since) })}`);
+    costs.reply = reply;
+    costs.error = "";
+  } catch (error) {
+    costs.error = error.message;
+  } finally {
+    costs.loading = false;
+    costs.key = wanted; // if the choice changed meanwhile, the view asks again
+  }
 }
 
 async function loadNotifications() {
@@ -258,7 +283,10 @@ function onEvent(event) {
       if (FINAL.has(event.status)) {
         soon("tell", () => refreshTell(tell.id));
         // The pair's cost so far: once more a moment later, when the ended tell is surely saved.
-        setTimeout(() => soon("status", loadStatus), 1500);
+        setTimeout(() => {
+          soon("status", loadStatus);
+          if (state.costs.reply) soon("costs", loadCosts);
+        }, 1500);
       }
       soon("status", loadStatus);
       if (tell.kind === "notification" || state.notifications.length) soon("notifications", loadNotifications);
@@ -459,7 +487,7 @@ function renderView() {
   } else if (view === "tells" && arg) {
     main.appendChild(conversationView(arg));
   } else {
-    const views = { teams: teamsView, tells: tellsView, approvals: inboxView, notifications: notificationsView, ask: askView, health: healthView };
+    const views = { teams: teamsView, tells: tellsView, approvals: inboxView, notifications: notificationsView, costs: costsView, ask: askView, health: healthView };
     main.appendChild((views[view] || teamsView)());
   }
   restoreForm(main, keep);
@@ -819,6 +847,37 @@ function notificationsView() {
         h("td", { class: "num" }, String(n.attempts || 0)),
         h("td", {}, n.tell_id ? h("a", { href: `#/tells/${n.tell_id}` }, shortId(n.tell_id)) : "–")))))
       : h("p", { class: "muted" }, "No notifications. Send one with 'deliver later' on the Tells page, or iris tell TEAM MESSAGE --persist."));
+}
+
+// Costs: the ledger, summed.
+
+function costsView() {
+  const costs = state.costs;
+  if (costs.key !== `${costs.by}/${costs.since}` && !costs.loading) loadCosts().then(renderView);
+  const change = () => {
+    costs.by = document.getElementById("costs-by").value;
+    costs.since = document.getElementById("costs-since").value;
+    renderView(); // which loads them
+  };
+  const reply = costs.reply;
+  const cells = (row) => [row.key || "–", String(row.tells || 0), money(row.cost_usd || 0), (row.input_tokens || 0).toLocaleString(),
+    (row.output_tokens || 0).toLocaleString(), (row.cache_read_tokens || 0).toLocaleString(), (row.cache_creation_tokens || 0).toLocaleString(),
+    String(row.num_turns || 0), seconds((row.duration_ms || 0) / 1000) || "0 ms"];
+  const head = [reply ? reply.by : costs.by, "tells", "cost", "input", "output", "cache read", "cache write", "turns", "claude time"];
+  return h("div", {},
+    h("div", { class: "view-head" }, h("h1", {}, "Costs"), h("span", { class: "muted" }, "what claude reported for each tell, summed")),
+    h("div", { class: "filters", role: "search" },
+      h("label", { for: "costs-by" }, "By"),
+      h("select", { id: "costs-by", onchange: change }, ["team", "pair", "day", "chain"].map((b) => h("option", { value: b, selected: b === costs.by }, b))),
+      h("label", { for: "costs-since" }, "Since"),
+      h("select", { id: "costs-since", onchange: change }, Object.entries(SINCE).map(([v, label]) => h("option", { value: v, selected: v === costs.since }, label)))),
+    costs.error ? h("p", { class: "error" }, costs.error) : null,
+    !reply ? h("p", { class: "muted" }, "Loading…")
+      : !reply.rows.length ? h("p", { class: "muted" }, `No costs recorded in ${SINCE[costs.since]}.`)
+        : h("table", { class: "list costs", "data-costs-by": reply.by },
+          h("thead", {}, h("tr", {}, head.map((c, i) => h("th", { class: i ? "num" : null }, c)))),
+          h("tbody", {}, [...reply.rows, reply.total].map((row, index) => h("tr", { "data-cost-key": index === reply.rows.length ? "total" : row.key, class: index === reply.rows.length ? "total" : null },
+            cells(index === reply.rows.length ? { ...row, key: "total" } : row).map((c, i) => h("td", { class: i ? "num" : null }, c)))))));
 }
 
 // Ask Iris: a conversation with iris-agent (it reads Iris's data, changes nothing).
