@@ -282,11 +282,14 @@ function onEvent(event) {
       }
       if (FINAL.has(event.status)) {
         soon("tell", () => refreshTell(tell.id));
-        // The pair's cost so far: once more a moment later, when the ended tell is surely saved.
-        setTimeout(() => {
-          soon("status", loadStatus);
-          if (state.costs.reply) soon("costs", loadCosts);
-        }, 1500);
+        // The pair's cost so far: again a little later, when the ended tell is saved (its
+        // answer may reach us before its figures reach the ledger, on a busy machine).
+        for (const delay of [1500, 5000]) {
+          setTimeout(() => {
+            soon("status", loadStatus);
+            if (state.costs.reply) soon("costs", loadCosts);
+          }, delay);
+        }
       }
       soon("status", loadStatus);
       if (tell.kind === "notification" || state.notifications.length) soon("notifications", loadNotifications);
