@@ -138,6 +138,11 @@ def test_a_containment_sweeps_its_run_when_it_ends(tmp_path: Path) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(containment.serve)
             holder.append(sleeper(603, {**os.environ, MARKER: containment.new_marker()}))
+            # Popen returns once exec closed its pipe, a moment before the kernel sets up the
+            # new environ: /proc shows none until then (the test's race, not the sweep's).
+            with trio.fail_after(10):
+                while holder[0].pid not in marked_processes(containment.run_pattern):
+                    await trio.sleep(0.01)
             nursery.cancel_scope.cancel()
 
     trio.run(main)
