@@ -92,6 +92,7 @@ def _write_config(root: Path, claude_path: str) -> None:
         "settings:\n"
         f"  claudePath: {claude_path!r}\n"
         "  responseTimeout: 60000\n"
+        "  httpPort: 0\n"  # any free port: an irisd of the user's may hold 1615
         "teams:\n"
         f"  frontend:\n    path: {str(root / 'projects/frontend')!r}\n"
         "    description: The web app\n    color: '#E91E63'\n"

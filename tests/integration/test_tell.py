@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import struct
@@ -250,7 +251,12 @@ def test_a_team_folder_removed_while_irisd_runs_is_named_in_the_error_until_rest
 
 def test_the_demo_runs_offline_and_cleans_up(iris: Iris, claude_bin: Path) -> None:
     before = set(Path(tempfile.gettempdir()).glob("iris-demo-*"))
-    result = iris.cli("demo", "--claude", str(claude_bin), timeout=180)
+    with socket.socket() as taken:
+        # The user's own irisd may hold the default HTTP port: the demo must not need it.
+        with contextlib.suppress(OSError):  # already taken by something else: as good
+            taken.bind(("127.0.0.1", 1615))
+            taken.listen()
+        result = iris.cli("demo", "--claude", str(claude_bin), timeout=180)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "echo #1: What does GET /users return?" in result.stdout
     assert "echo #2: And is the email optional?" in result.stdout  # frontend -> backend continued
