@@ -9,7 +9,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
-import msgspec
 import trio
 
 from irisd import __version__
@@ -79,7 +78,6 @@ from protocol.messages import (
     NotificationsReply,
     PairReply,
     PairsReply,
-    ProcessInfo,
     QuestionInfo,
     QuestionReply,
     QuestionsReply,
@@ -189,25 +187,22 @@ class Dispatcher:
             case ResetSession(to_team, from_team):
                 return await self.reset_session(from_team, to_team)
             case GetPair(to_team, from_team):
-                (process,) = await self.costed([(await self.pair(from_team, to_team)).statistics()])
-                return PairReply(process=process)
+                return PairReply(process=(await self.pair(from_team, to_team)).statistics())
             case Wake(to_team, from_team):
                 pair = await self.pair(from_team, to_team)
                 message = f"{pair.label} is still starting (it may be waiting for a free process slot)"
                 with trio.move_on_after(self.config.settings.session_init_timeout / 1000):
                     message = await pair.wake()
-                (process,) = await self.costed([pair.statistics()])
-                return PairReply(process=process, message=message)
+                return PairReply(process=pair.statistics(), message=message)
             case Sleep(to_team, from_team, force):
                 pair = await self.pair(from_team, to_team)
                 message = await pair.sleep(force=force, reason="put to sleep on request")
-                (process,) = await self.costed([pair.statistics()])
-                return PairReply(process=process, message=message)
+                return PairReply(process=pair.statistics(), message=message)
             case WakeAll(from_team, parallel):
                 self._check_from(from_team)
                 errors = await self.supervisor.wake_all(from_team, parallel=parallel)
                 wanted = [p for p in self.supervisor.statistics() if p.from_team == from_team]
-                return PairsReply(processes=await self.costed(wanted), errors=errors)
+                return PairsReply(processes=wanted, errors=errors)
             case Report(to_team, from_team, all_callers, limit):
                 return await self.report(to_team, from_team, all_callers, limit)
             case ReadTranscript(tell_id):
@@ -276,17 +271,8 @@ class Dispatcher:
             for t in sorted(self.config.teams.values(), key=lambda t: t.name)
         ]
 
-    async def costed(self, processes: list[ProcessInfo]) -> list[ProcessInfo]:
-        """The processes with what each pair has spent (one grouped query for them all)."""
-        if not processes:
-            return processes
-        spent = await self.store.call(ledger.by_pair)
-        return [
-            msgspec.structs.replace(p, cost_usd=spent.get((p.from_team, p.to_team), 0.0)) for p in processes
-        ]
-
     async def status(self) -> StatusReply:
-        processes = await self.costed(self.supervisor.statistics())
+        processes = self.supervisor.statistics()
         return StatusReply(
             pid=os.getpid(),
             daemon_version=__version__,

@@ -119,8 +119,8 @@ class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str = ""  # why the pair is failed / was stopped
     unsolicited: str = ""  # the id of a turn no tell asked for, under way (the next tell waits)
     host: str = ""  # where its claude runs: an ssh destination, "" for this machine
-    # Spent on the pair's tells, all time, as the cost ledger has it (filled in status and
-    # pair replies; 0 in process events, which do not read the ledger).
+    # Spent on the pair's tells, all time: the cost ledger's sum when the pair's actor
+    # started, plus each tell's share as claude reports it.
     cost_usd: float = 0.0
 
 

@@ -83,7 +83,7 @@ from irisd.pool.process_machine import (
     WakersDone,
 )
 from irisd.pool.unsolicited import UnsolicitedTurn, route
-from irisd.store import sessions, tells, unsolicited
+from irisd.store import ledger, sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
@@ -255,6 +255,7 @@ class Pair:
         self.access = access  # the HTTP face's tokens: each child gets its own
         self.launcher: Launcher = launcher or launcher_for(team, config, paths.claude_config_dir, child_factory)
         self.session_id = ""
+        self.spent_usd = 0.0  # what the pair's tells have cost, all time (read from the ledger in run)
         self.last_used_at: float | None = None  # wall clock, for people
         self.process: Child | None = None
         self.tells: dict[str, ActiveTell] = {}  # every unfinished tell of the pair
@@ -310,6 +311,7 @@ class Pair:
             last_used_at=self.last_used_at,
             reason=self.machine.reason,
             host=self.launcher.host,
+            cost_usd=self.spent_usd,
         )
 
     def snapshot(self) -> PairSnapshot:
@@ -435,6 +437,8 @@ class Pair:
         unfinished tell as interrupted."""
         row = await self.store.call(sessions.get, self.from_team, self.team.name)
         self.session_id = row.session_id if row else ""
+        # What the pair has cost so far; its tells' shares are added as claude reports them.
+        self.spent_usd = await self.store.call(ledger.pair_spent, self.from_team, self.team.name)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -556,6 +560,7 @@ class Pair:
             return
         if share is not None:
             tell.cost_usd = share
+            self.spent_usd += share
         if isinstance(line, ControlRequestLine) and line.request.subtype == "can_use_tool":
             await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
             await self.desk.on_request(line, tell, self._send_to_child, self._tell_actions)

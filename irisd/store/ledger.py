@@ -104,6 +104,15 @@ def summary(
     return rows, _row("total", tuple(total or (0,) * 8))
 
 
+def pair_spent(db: apsw.Connection, from_team: str | None, to_team: str) -> float:
+    """USD spent on one pair's tells, over the whole ledger."""
+    row = db.execute(
+        "SELECT coalesce(sum(cost_usd), 0) FROM ledger WHERE from_team = ? AND to_team = ?",
+        (stored_team(from_team), to_team),
+    ).fetchone()
+    return float(row[0]) if row else 0.0
+
+
 def by_pair(db: apsw.Connection) -> dict[tuple[str | None, str], float]:
     """USD spent per (from_team, to_team) pair, over the whole ledger."""
     rows = db.execute("SELECT from_team, to_team, sum(cost_usd) FROM ledger GROUP BY from_team, to_team")

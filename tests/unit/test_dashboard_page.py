@@ -277,10 +277,11 @@ def test_each_pair_shows_its_cost_so_far(page: Page, fake: FakeIris) -> None:
     expect(cost).to_have_text("$0.04")
     expect(cost).to_have_attribute("data-cost-usd", "0.0421")
     expect(page.locator('[data-team="backend"] footer')).to_contain_text("$0.04 spent by these pairs")
-    # A process event carries no cost: the page keeps what the status said.
-    fake.push(ProcessEvent(process=msgspec.structs.replace(process, state="processing", cost_usd=0.0)))
+    # A process event carries the pair's cost so far: the page shows it at once.
+    fake.push(ProcessEvent(process=msgspec.structs.replace(process, state="processing", cost_usd=0.0537)))
     expect(page.locator('[data-pair="you → backend"] .pill')).to_have_text("processing")
-    expect(cost).to_have_text("$0.04")
+    expect(cost).to_have_text("$0.05")
+    expect(cost).to_have_attribute("data-cost-usd", "0.0537")
 
 
 def test_the_inbox_shows_questions_beside_approvals_and_answers_them(page: Page, fake: FakeIris) -> None:

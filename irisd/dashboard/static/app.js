@@ -280,17 +280,7 @@ function onEvent(event) {
         state.open.tell = { ...state.open.tell, ...tell };
         soon("open", loadOpen); // the tool calls, the cost, the final text
       }
-      if (FINAL.has(event.status)) {
-        soon("tell", () => refreshTell(tell.id));
-        // The pair's cost so far: again a little later, when the ended tell is saved (its
-        // answer may reach us before its figures reach the ledger, on a busy machine).
-        for (const delay of [1500, 5000]) {
-          setTimeout(() => {
-            soon("status", loadStatus);
-            if (state.costs.reply) soon("costs", loadCosts);
-          }, delay);
-        }
-      }
+      if (FINAL.has(event.status)) soon("tell", () => refreshTell(tell.id));
       soon("status", loadStatus);
       if (tell.kind === "notification" || state.notifications.length) soon("notifications", loadNotifications);
       render();
@@ -329,6 +319,8 @@ function onEvent(event) {
       // A pair's process changed state (or an event this page does not know yet).
       if (event.process && typeof event.process === "object") {
         upsertProcess(event.process);
+        // A pair changes state once a tell ended is saved: the ledger has its figures.
+        if (state.costs.reply) soon("costs", loadCosts);
         render();
       } else if (/process|pair/.test(event.type || "")) {
         soon("status", loadStatus);
@@ -348,10 +340,8 @@ async function refreshTell(id) {
 function upsertProcess(process) {
   if (!state.status) return;
   const same = (p) => p.from_team === process.from_team && p.to_team === process.to_team;
-  const known = state.status.processes.find(same);
   const list = state.status.processes.filter((p) => !same(p));
-  // Process events carry no cost (they do not read the ledger): keep what status said.
-  list.push(known ? { ...process, cost_usd: known.cost_usd } : process);
+  list.push(process); // with the pair's cost so far: it grows as claude reports each turn
   state.status.processes = list;
 }
 
