@@ -216,7 +216,9 @@ def claude_processes_under(folders: Iterable[Path]) -> list[int]:
             cmd = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if cwd in wanted and b"claude" in cmd:
+        # The executable's name, not anywhere in the command line: a tool's shell holds
+        # claude's config folder in its arguments for a moment after the tool ran.
+        if cwd in wanted and b"claude" in Path(os.fsdecode(cmd.split(b"\0")[0])).name.encode():
             found.append(int(entry.name))
     return found
 
