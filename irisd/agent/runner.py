@@ -21,6 +21,7 @@ from pathlib import Path
 
 import trio
 
+from irisd.claude.command import stream_json_argv
 from irisd.claude.environment import child_environment
 from irisd.claude.locate import find_claude
 from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
@@ -73,15 +74,7 @@ def agent_mcp_config(socket: str) -> str:
 def agent_argv(claude_path: str, *, session_id: str, resume: bool, mcp_config: str) -> list[str]:
     """``mcp_config``: a file (irisd's /mcp with a reader's token) or JSON (the stdio shim)."""
     return [
-        claude_path,
-        "-p",
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--resume" if resume else "--session-id",
-        session_id,
+        *stream_json_argv(claude_path, session_id=session_id, resume=resume),
         "--mcp-config",
         mcp_config,
         "--strict-mcp-config",  # only Iris: no MCP server of the user's own config

@@ -50,6 +50,22 @@ def iris_mcp_config(*, team: str, parent_pair: str, socket: str) -> str:
     return json.dumps({"mcpServers": {"iris": server}})
 
 
+def stream_json_argv(claude_path: str, *, session_id: str, resume: bool) -> list[str]:
+    """``claude`` talking stream-json on stdio, starting or resuming ``session_id``: what
+    every claude irisd runs (a pair's child, iris-agent) has in common."""
+    return [
+        claude_path,
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--resume" if resume else "--session-id",
+        session_id,
+    ]
+
+
 def claude_argv(
     claude_path: str,
     *,
@@ -69,16 +85,8 @@ def claude_argv(
     The child refuses other sessions' messages and has no cross-session tools of its own
     unless ``allowed_tools`` names them (see ``CHILD_SETTINGS``)."""
     argv = [
-        claude_path,
-        "-p",
-        "--input-format",
-        "stream-json",
-        "--output-format",
-        "stream-json",
-        "--verbose",
+        *stream_json_argv(claude_path, session_id=session_id, resume=resume),
         "--include-partial-messages",
-        "--resume" if resume else "--session-id",
-        session_id,
         "--settings",
         json.dumps(CHILD_SETTINGS),
     ]
