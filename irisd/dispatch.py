@@ -354,10 +354,7 @@ class Dispatcher:
         entries = await self.store.call(tells.messages, tell_id)
         return TranscriptReply(
             tell=info,
-            entries=[
-                TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
-                for at, kind, raw in entries
-            ],
+            entries=transcript_entries(entries),
         )
 
     async def unsolicited_transcript(self, turn_id: str) -> UnsolicitedReply:
@@ -367,10 +364,7 @@ class Dispatcher:
         entries = await self.store.call(unsolicited.messages, turn_id)
         return UnsolicitedReply(
             turn=turn,
-            entries=[
-                TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
-                for at, kind, raw in entries
-            ],
+            entries=transcript_entries(entries),
         )
 
     async def get_tell(self, tell_id: str, wait_ms: int) -> TellReply:
@@ -786,6 +780,11 @@ def check_message(message: str) -> str:
             "point the team at a file instead"
         )
     return message
+
+
+def transcript_entries(rows: list[tuple[float, str, bytes]]) -> list[TranscriptEntry]:
+    """Stored lines as the protocol sends them (text: claude writes UTF-8 JSON)."""
+    return [TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace")) for at, kind, raw in rows]
 
 
 def check_max_budget(max_budget_usd: float | None) -> None:
