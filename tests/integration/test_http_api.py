@@ -18,6 +18,7 @@ from trio_websocket import open_websocket_url
 
 from harness import Http, Iris
 from iris_cli.scripted_model import ScriptedModel
+from irisd.http import api
 from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES
 from irisd.http.security import MAX_AUTH_FAILURES
@@ -311,6 +312,25 @@ def test_websocket_upgrades_pass_the_same_gate(shared: Iris) -> None:
 
 
 # --- tests that change the daemon's state: their own daemon ---------------------------------
+
+
+def test_every_api_route_is_behind_the_gate(iris: Iris) -> None:
+    """No token, a wrong token, a foreign Origin: every route of the table is refused
+    before it runs (its own daemon: the refusals count towards the 429 limit)."""
+    iris.add_team("alpha")
+    iris.start()
+    http = Http(iris)
+    for route in api.ROUTES:
+        path = route.path.replace("{team}", "alpha").replace("{id}", "x")
+        body = {"message": "hi", "text": "yes", "question": "who?"} if route.method == "POST" else None
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            status, answer = http.json(route.method, path, body, headers=headers, auth=False)
+            assert (status, error_code(answer)) in ((401, "unauthorized"), (429, "rate_limited")), (path, headers)
+        status, response_headers, _ = http.request(route.method, path, body, headers={"Origin": "http://evil.example"})
+        assert status == 403 and "access-control-allow-origin" not in response_headers, path
+    # Refused before any of them ran: nothing was told, woken or asked.
+    assert http.json("GET", "/api/tells")[1]["tells"] == []
+    assert http.json("GET", "/api/status")[1]["processes"] == []
 
 
 def test_repeated_bad_tokens_are_rate_limited_but_the_owner_still_gets_in(iris: Iris) -> None:
