@@ -94,7 +94,8 @@ def test_the_lifeline_stops_a_runs_processes_when_its_owner_is_killed(tmp_path: 
     assert owner.stdout is not None
     try:
         child_pid, lifeline_pid = map(int, owner.stdout.readline().split())
-        assert processes_with(b"time.sleep(601)") == [child_pid]
+        # Popen returns before the child's exec: /proc shows its command line a moment later.
+        wait_for(lambda: processes_with(b"time.sleep(601)") == [child_pid], 10, "the child to start")
     finally:
         owner.kill()
         owner.wait()
