@@ -1,3 +1,15 @@
+"""Fixtures shared by every kind of test, and each kind's default time limit.
+
+The suite is split by kind, one folder each, each with its own conftest:
+  unit/       pure machines and small units: no processes, no sockets, no clock
+  subsystem/  trio subsystems in process (fake children on the virtual clock, real sockets)
+  e2e/        a real irisd, the real claude and the scripted model
+  browser/    the dashboard in Debian's chromium (Playwright)
+  ssh/        teams on "another host": a real sshd on loopback
+Every test has a time limit (pytest-timeout): a hang fails that test, with its stack,
+instead of stalling the run. A test that needs longer says so with ``@pytest.mark.timeout``.
+"""
+
 from __future__ import annotations
 
 import os
@@ -8,12 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser
 
-from browser import open_browser
 from harness import Iris, claude_binary
 from iris_cli.scripted_model import ScriptedModel
-from sshd import SshServer
 
 
 @pytest.fixture(scope="session")
@@ -52,40 +61,15 @@ def iris(tmp_path: Path, model: ScriptedModel, claude_bin: Path) -> Iterator[Iri
     shutil.rmtree(instance.socket.parent, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    """One headless chromium for every browser test of this process."""
-    with open_browser() as instance:
-        yield instance
+# Each kind's default limit in seconds: generous for a loaded 2-core machine, far below a hang.
+TIMEOUTS = {"unit": 30, "subsystem": 60, "e2e": 240, "browser": 240, "ssh": 240}
+HERE = Path(__file__).parent
 
 
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    server = SshServer(tmp_path_factory.mktemp("sshd")).start()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def remote_claude(sshd: SshServer) -> str:
-    """The pinned claude, as the remote user can run it (copied into its HOME if the
-    checkout is not readable by other users)."""
-    binary = claude_binary().resolve()
-    probe = sshd.ssh(f"test -x {binary} && echo ok")
-    if probe.stdout.strip() == "ok":
-        return str(binary)
-    copy = sshd.home / "claude"
-    if not copy.exists():
-        shutil.copy2(binary, copy)
-        os.chown(copy, sshd.uid, sshd.uid)
-    return str(copy)
-
-
-@pytest.fixture
-def remote_folder(sshd: SshServer) -> Iterator[str]:
-    """The team's folder on the "remote" host: inside the remote user's HOME."""
-    path = sshd.home / "project"
-    path.mkdir(exist_ok=True)
-    os.chown(path, sshd.uid, sshd.uid)
-    yield str(path)
-    shutil.rmtree(path, ignore_errors=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        kind = item.path.relative_to(HERE).parts[0]
+        if kind in TIMEOUTS:
+            item.add_marker(getattr(pytest.mark, kind))
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(TIMEOUTS[kind]))

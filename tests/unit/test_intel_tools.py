@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from test_mcp_policies import ScriptedLink
-
+from fakes.links import ScriptedLink
 from iris_cli.mcp_shim import Shim, mcp_tool_list
 from iris_cli.mcp_tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, render_reply
 from irisd.agent.runner import AGENT_TOOLS, agent_argv, agent_mcp_config, tool_calls

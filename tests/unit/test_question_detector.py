@@ -6,12 +6,12 @@ from pathlib import Path
 
 import apsw
 import pytest
-from question_corpus import CORPUS, HELD_OUT, WRITTEN
 
 from irisd.questions.detector import Detector, context_of, nobody_waiting
 from irisd.store import questions
 from irisd.store.db import open_database
 from protocol.messages import QuestionInfo
+from unit.question_corpus import CORPUS, HELD_OUT, WRITTEN
 
 
 def measure(detector: Detector, corpus: list[tuple[str, bool]]) -> tuple[float, float, list[str]]:

@@ -31,7 +31,7 @@ from irisd.store.db import open_database
 from irisd.store.facade import Store
 from protocol.errors import ClaudeError
 from protocol.messages import Event, Tell
-from sshd import SshServer, command_lines
+from ssh.sshd import SshServer, command_lines
 
 pytestmark = pytest.mark.claude
 

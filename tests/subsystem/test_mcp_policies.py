@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import trio
 
+from fakes.links import ScriptedLink
 from iris_cli.aclient import ConnectionLost
 from iris_cli.client import DaemonUnreachable
 from iris_cli.mcp_shim import DaemonLink, Shim
@@ -29,26 +30,6 @@ from protocol.messages import (
 )
 
 OnEvent = Callable[[Event], Awaitable[None]] | None
-
-
-class ScriptedLink(DaemonLink):
-    """A DaemonLink whose single attempts follow a script of replies and errors."""
-
-    def __init__(self, *outcomes: Reply | Exception) -> None:
-        super().__init__()
-        self.outcomes = list(outcomes)
-        self.sent: list[Request] = []
-        self.started = 0
-
-    async def _once(self, request: Request, on_event: OnEvent) -> Reply:
-        self.sent.append(request)
-        outcome = self.outcomes.pop(0)
-        if isinstance(outcome, Exception):
-            raise outcome
-        return outcome
-
-    async def ensure_daemon(self) -> None:
-        self.started += 1
 
 
 TEAMS = TeamsReply(teams=[TeamInfo(name="alpha", path="/")])

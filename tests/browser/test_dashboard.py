@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from browser import PageProblems
+from browser.chromium import PageProblems
 from harness import REPO, Iris, wait_for
 from iris_cli.scripted_model import ScriptedModel
 

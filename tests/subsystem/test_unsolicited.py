@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from test_pair_timing import Caller, child_got_turn, config_for, no_events, start_tell
 
 from fakes.child import FakeChild
 from irisd.caller import OWNER
@@ -34,6 +33,7 @@ from protocol.messages import (
     UnsolicitedEvent,
     UnsolicitedReply,
 )
+from subsystem.test_pair_timing import Caller, child_got_turn, config_for, no_events, start_tell
 
 
 @pytest.fixture

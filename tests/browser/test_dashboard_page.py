@@ -3,7 +3,7 @@
 Playwright answers the page's requests from the shipped static files and from canned
 replies, and plays the /api/events WebSocket, so these tests pin down what the page
 does with hostile text, a transcript, and events, in about a second, without claude.
-(The tests with the real irisd and claude are in tests/integration/test_dashboard.py.)"""
+(The tests with the real irisd and claude are in tests/browser/test_dashboard.py.)"""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import msgspec
 import pytest
 from playwright.sync_api import Browser, Page, Route, WebSocketRoute, expect
 
-from browser import PageProblems
+from browser.chromium import PageProblems
 from irisd.dashboard import SECURITY_HEADERS, STATIC_DIR, content_type
 from protocol.messages import (
     AnswerReply,

@@ -18,7 +18,7 @@ from harness import Iris, wait_for
 from iris_cli.doctor import Context, check_remote_teams
 from iris_cli.scripted_model import ScriptedModel
 from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Report, ReportReply, Tell
-from sshd import SshServer, command_lines
+from ssh.sshd import SshServer, command_lines
 
 pytestmark = pytest.mark.claude
 
