@@ -24,12 +24,13 @@ settings:
 
 
 def write_starter_config(
-    team_specs: list[str], *, force: bool = False, claude: str | None = None
+    team_specs: list[str], *, force: bool = False, claude: str | None = None, http_port: int | None = None
 ) -> tuple[Path, list[str]]:
     """Write $IRIS_HOME/config.yaml from NAME=FOLDER specs; refuses to overwrite, and
     refuses a config without teams (irisd would refuse it). ``claudePath`` is the claude
     found as irisd would find it (``claude`` overrides), written out so that irisd started
-    any other way (systemd, another PATH) runs the same one."""
+    any other way (systemd, another PATH) runs the same one. ``http_port`` is written as
+    ``httpPort`` when given (0: any free port), for a machine where 1615 is taken."""
     path = IrisPaths.from_env().config_file
     if not team_specs:
         raise ConfigError(
@@ -54,7 +55,9 @@ def write_starter_config(
         if found
         else f"  # claudePath: /path/to/claude   # none found: {not_found_fix()}\n"
     )
-    body = TEMPLATE_HEAD + claude_line + yaml.safe_dump({"teams": teams}, sort_keys=False)
+    port_note = "any free port (iris dashboard finds it)" if http_port == 0 else "the HTTP face"
+    port_line = f"  httpPort: {http_port}   # {port_note}\n" if http_port is not None else ""
+    body = TEMPLATE_HEAD + port_line + claude_line + yaml.safe_dump({"teams": teams}, sort_keys=False)
     parse_config(body.encode(), source=str(path))  # the same checks irisd makes
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(body)

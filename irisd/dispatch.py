@@ -109,6 +109,7 @@ from protocol.messages import (
     Wake,
     WakeAll,
     Watch,
+    Watching,
     Welcome,
 )
 
@@ -746,6 +747,7 @@ class Dispatcher:
         if team is not None:
             self.config.team(team)
         async with self.hub.subscribe(team) as events:
+            await send_event(Watching(team=team))
             async for event in events:
                 await send_event(event)
         if self.hub.closed:

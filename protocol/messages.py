@@ -707,6 +707,13 @@ Reply = (
 # --- events ---------------------------------------------------------------------
 
 
+class Watching(_Message, tag="watching"):
+    """The first event of a ``Watch``: the subscription is in place, every later event
+    reaches this watcher (a script, or a test, can start acting once it sees this)."""
+
+    team: str | None = None
+
+
 class TellText(_Message, tag="tell_text"):
     """New text of a running tell (a token-level delta)."""
 
@@ -770,7 +777,8 @@ class FanOutEvent(_Message, tag="fan_out_event"):
 
 
 Event = (
-    TellText
+    Watching
+    | TellText
     | TellState
     | TellNotice
     | TellPhaseEvent

@@ -97,19 +97,8 @@ class Iris:
         return self.process
 
     def wait_ready(self, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
         assert self.process is not None
-        while True:
-            if self.process.poll() is not None:
-                raise AssertionError(f"irisd exited with {self.process.returncode}:\n{self.log()}")
-            try:
-                with self.client() as client:
-                    client.connect()
-                return
-            except DaemonNotRunningError:
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"irisd not ready after {timeout} s:\n{self.log()}") from None
-                time.sleep(0.02)
+        wait_for_daemon(self.process, self.socket, self.log_path, timeout)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int:
         assert self.process is not None
@@ -168,6 +157,105 @@ class Iris:
         if ok:
             assert result.returncode == 0, result.stderr + self.log()[-2000:]
         return json.loads(result.stdout or result.stderr)
+
+    def watch(self, *args: str) -> Watcher:
+        """``iris watch --json ARGS``, returned once irisd has subscribed it (its first event)."""
+        return Watcher([sys.executable, "-m", "iris_cli", "watch", *args, "--json"], env=self.env, cwd=self.root)
+
+
+class Watcher:
+    """A running ``iris watch --json``: its events as dicts, each read with a deadline.
+
+    A thread reads its stdout into a queue, so a missed event fails the test after
+    ``timeout`` seconds instead of blocking it forever. The constructor returns once the
+    ``watching`` event has arrived: from then on every event reaches this watcher."""
+
+    def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path, timeout: float = 60.0) -> None:
+        import queue
+        import threading
+
+        self.process = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[dict[str, Any]] = []
+
+        def read() -> None:
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                self._lines.put(line)
+            self._lines.put(None)  # end of output
+
+        self._reader = threading.Thread(target=read, daemon=True)
+        self._reader.start()
+        first = self.next_event(timeout)
+        assert first["type"] == "watching", first
+
+    def next_event(self, timeout: float = 60.0) -> dict[str, Any]:
+        import queue
+
+        try:
+            line = self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no event from the watcher within {timeout:g} s; seen: {self.seen}") from None
+        if line is None:
+            self._lines.put(None)
+            raise AssertionError(f"the watcher ended ({self.process.wait()}): {self.stderr()}; seen: {self.seen}")
+        event: dict[str, Any] = json.loads(line)
+        self.seen.append(event)
+        return event
+
+    def until(self, condition: Any, timeout: float = 60.0, what: str = "an event") -> dict[str, Any]:
+        """Read events until one satisfies ``condition`` (and return it), within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out after {timeout:g} s waiting for {what}; seen: {self.seen}")
+            event = self.next_event(left)
+            if condition(event):
+                return event
+
+    def stderr(self) -> str:
+        if self.process.poll() is None or self.process.stderr is None:
+            return ""
+        return self.process.stderr.read()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        self.process.wait(timeout=30)
+        self._reader.join(timeout=30)  # it ends at the end of output
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+
+    def __enter__(self) -> Watcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def wait_for_daemon(process: subprocess.Popen[bytes], socket_path: Path, log_path: Path, timeout: float = 20.0) -> None:
+    """Wait until the irisd ``process`` answers on ``socket_path``. It fails at once if irisd
+    exits, and either way shows the last lines of its log: why it did not start."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"irisd exited with {process.returncode}; its log ends:\n{log_tail(log_path)}")
+        try:
+            with Client(socket_path, timeout=5) as client:
+                client.connect()
+            return
+        except DaemonNotRunningError:
+            if time.monotonic() > deadline:
+                tail = log_tail(log_path)
+                raise AssertionError(f"irisd not ready after {timeout:g} s; its log ends:\n{tail}") from None
+            time.sleep(0.02)
+
+
+def log_tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
 
 
 def wait_for(condition: Any, timeout: float = 60.0, what: str = "condition") -> Any:

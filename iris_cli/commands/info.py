@@ -75,6 +75,7 @@ def watch(
         TellText,
         UnsolicitedEvent,
         Watch,
+        Watching,
     )
 
     def show(event: Event) -> None:
@@ -83,7 +84,10 @@ def watch(
             return
         from iris_cli import render  # at the first event: subscribing comes first
 
-        if isinstance(event, TellState):
+        if isinstance(event, Watching):
+            render.err.print(f"watching {'team ' + event.team if event.team else 'every team'} (Ctrl-C to stop)",
+                             markup=False, highlight=False)
+        elif isinstance(event, TellState):
             render.tell_state(event)
         elif isinstance(event, ApprovalEvent):
             render.approval_event(event.approval)

@@ -18,6 +18,13 @@ def init(
         typer.Option("--team", help="A team as NAME=FOLDER (repeat for each); '.' is this folder."),
     ] = None,
     force: Annotated[bool, typer.Option(help="Replace an existing config.yaml.")] = False,
+    http_port: Annotated[
+        int | None,
+        typer.Option(
+            "--http-port", min=0, max=65535,
+            help="The HTTP face's port (default 1615; 0: any free port), if 1615 is taken on this machine.",
+        ),
+    ] = None,
 ) -> None:
     """Write a starter config.yaml with your teams (checked before it is written)."""
     from iris_cli import render
@@ -25,7 +32,7 @@ def init(
     from protocol.errors import IrisError
 
     try:
-        path, teams = write_starter_config(team or [], force=force)
+        path, teams = write_starter_config(team or [], force=force, http_port=http_port)
     except IrisError as exc:
         fail(exc)
     render.out.print(f"wrote {path} with {len(teams)} team(s): {', '.join(teams)}", markup=False)

@@ -35,6 +35,14 @@ def processes_with(token: bytes, *, but: bytes = b"\0no such thing") -> list[int
     return found
 
 
+def executable_of(pid: int) -> str:
+    """The name of the program a process runs ("" once it is gone)."""
+    try:
+        return os.path.basename(os.readlink(f"/proc/{pid}/exe"))
+    except OSError:
+        return ""
+
+
 def environ_of(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
     return dict(entry.split("=", 1) for entry in raw.split("\0") if "=" in entry)
@@ -159,9 +167,12 @@ def start_background_job(iris: Iris, n: int) -> int:
     command = json.dumps({"command": BACKGROUND.format(n=n)})
     result = iris.cli("tell", "alpha", f"@tool:Bash {command}")
     assert result.returncode == 0, result.stderr + iris.log()[-3000:]
-    # Not the shell that starts it (its command line holds the same words while it runs).
+    # The job is the Python process: not the shell that starts it, nor a launcher's passing
+    # subshells (a pyenv shim forks a few while it finds python), whose command lines hold
+    # the same words for a moment.
     job = f"time.sleep({n})".encode()
-    (pid,) = wait_for(lambda: processes_with(job, but=b"setsid"), 30, "the background job")
+    (pid,) = wait_for(lambda: [p for p in processes_with(job, but=b"setsid") if executable_of(p).startswith("python")],
+                      30, "the background job")
     (claude,) = claude_processes_under([iris.teams_dir / "alpha"])
     assert os.getpgid(pid) != os.getpgid(claude)  # it left claude's process group
     assert environ_of(pid)[MARKER].startswith(home_id(iris.home) + ":")  # but carries the marker
@@ -184,7 +195,8 @@ def test_a_background_job_of_a_tool_is_stopped_with_its_claude(iris: Iris, how: 
     else:
         iris.stop(signal.SIGKILL)
     wait_for(lambda: not processes_with(f"time.sleep({n})".encode()), LIFELINE_WITHIN_S, "the job to stop")
-    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+    # An exiting process loses its command line a moment before it is a zombie.
+    wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), 10, "the job to end")
 
 
 @pytest.mark.claude

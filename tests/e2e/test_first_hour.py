@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import Iris, run_in_pty, wait_for
+from harness import Iris, run_in_pty, wait_for_daemon
 from irisd.claude.command import root_skip_problem
 
 
@@ -96,17 +96,20 @@ def test_init_irisd_and_a_tell_work_with_no_edit_to_path_or_config(iris: Iris, t
     team.mkdir()
     env = {k: v for k, v in iris.env.items() if k not in ("IRIS_CLAUDE_BIN",)}
     env["PATH"] = "/usr/bin:/bin"  # no .venv/bin, no claude
+    # --http-port 0: the user's own irisd may hold 1615 on this machine (the README starts one there).
     init = subprocess.run(
-        [str(bin_dir / "iris"), "init", "--team", f"a={team}"], env=env, capture_output=True, text=True
+        [str(bin_dir / "iris"), "init", "--team", f"a={team}", "--http-port", "0"], env=env, capture_output=True,
+        text=True,
     )
     assert init.returncode == 0, init.stderr
     assert "iris tell a" in init.stdout
     config = (iris.home / "config.yaml").read_text()
-    assert f'claudePath: "{bin_dir / "claude"}"' in config
-    with (tmp_path / "irisd.log").open("wb") as log:
+    assert f'claudePath: "{bin_dir / "claude"}"' in config and "httpPort: 0" in config
+    log_path = tmp_path / "irisd.log"
+    with log_path.open("wb") as log:
         daemon = subprocess.Popen([str(bin_dir / "irisd")], env=env, stdout=subprocess.DEVNULL, stderr=log)
     try:
-        wait_for(lambda: iris.socket.exists(), 20, "irisd's socket")
+        wait_for_daemon(daemon, iris.socket, log_path)
         code, output = run_in_pty([str(bin_dir / "iris"), "tell", "a", "hi"], env=env, cwd=tmp_path)
         assert code == 0, output + (tmp_path / "irisd.log").read_text()
         assert "echo #1: hi" in output

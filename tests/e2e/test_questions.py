@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -21,19 +18,11 @@ def pending(iris: Iris, *args: str) -> list[dict[str, Any]]:
 def test_a_persisted_tell_that_asks_becomes_a_question_answered_in_the_same_conversation(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    # (A watcher starts in well under a second; claude takes longer to start and answer.)
-    with subprocess.Popen([sys.executable, "-m", "iris_cli", "watch", "--json"], env=iris.env,
-                          stdout=subprocess.PIPE, text=True) as watcher:
+    with iris.watch() as watcher:
         stored = iris.cli_json("tell", "alpha", "@ask deploy the fix", "--persist")
         (question,) = wait_for(lambda: pending(iris), what="a pending question")
-        event = None
-        assert watcher.stdout is not None
-        for line in watcher.stdout:  # pushed on the event stream when it appeared
-            data = json.loads(line)
-            if data["type"] == "question_event":
-                event = data["question"]
-                break
-        watcher.terminate()
+        # pushed on the event stream when it appeared
+        event = watcher.until(lambda e: e["type"] == "question_event", what="the question's event")["question"]
     assert event is not None and event["id"] == question["id"]
     assert question["to_team"] == "alpha" and question.get("from_team") is None
     assert question["status"] == "pending" and question["confidence"] >= 0.9

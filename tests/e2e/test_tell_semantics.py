@@ -4,16 +4,13 @@ response timeout, queues, notifications that survive kill -9, commands, reports,
 from __future__ import annotations
 
 import json
-import select
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
 
 from harness import Iris, wait_for
-from protocol.messages import CancelTell, GetPair, GetTell, Sleep, Tell, Wake
+from protocol.messages import CancelTell, GetPair, GetTell, Tell
 
 pytestmark = pytest.mark.claude
 
@@ -145,22 +142,10 @@ def test_report_transcript_and_cache_clear(iris: Iris) -> None:
 def test_watch_follows_tells_live(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "iris_cli", "watch", "alpha", "--json"],
-        env=iris.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        time.sleep(0.5)  # let the watcher subscribe (nothing to poll for)
+    with iris.watch("alpha") as watcher:
         told = iris.cli_json("tell", "alpha", "@chunks:3 watch this")
-        events = []
-        assert watcher.stdout is not None
-        for line in watcher.stdout:
-            events.append(json.loads(line))
-            if events[-1].get("status") == "completed":
-                break
-    finally:
-        watcher.terminate()
-        watcher.communicate(timeout=10)
+        watcher.until(lambda e: e.get("status") == "completed", what="the tell's end")
+        events = watcher.seen[1:]
     states = [e["status"] for e in events if e["type"] == "tell_state"]
     assert states == ["queued", "running", "completed"]
     processes = [e["process"]["state"] for e in events if e["type"] == "process_state"]
@@ -174,22 +159,7 @@ def test_watch_follows_tells_live(iris: Iris) -> None:
 def test_a_watcher_is_told_when_irisd_stops(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "iris_cli", "watch", "--json"],
-        env=iris.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    try:
-        # Subscribed once it sees an event: a pair's process changing state is one. (A fixed
-        # sleep was too short for the CLI to start on a loaded machine.)
-        assert watcher.stdout is not None
-        deadline = time.monotonic() + 60
-        while not select.select([watcher.stdout], [], [], 0)[0]:
-            assert time.monotonic() < deadline, "the watcher saw no event"
-            iris.request(Sleep(to_team="alpha") if iris.request(GetPair(to_team="alpha")).process.pid
-                         else Wake(to_team="alpha"))
-            select.select([watcher.stdout], [], [], 0.5)
+    with iris.watch() as watcher:
         assert iris.stop() == 0
-        _, err = watcher.communicate(timeout=20)
-    finally:
-        watcher.kill()
-    assert watcher.returncode == 1 and "irisd is stopping" in err
+        assert watcher.process.wait(timeout=20) == 1
+        assert "irisd is stopping" in watcher.stderr()

@@ -44,3 +44,14 @@ def test_init_checks_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     with pytest.raises(ConfigError, match="--team 'api' is given twice; give each team once"):
         write_starter_config([f"api={tmp_path}", f"api={tmp_path}"])
     assert not (tmp_path / "config.yaml").exists()
+
+
+def test_init_can_choose_the_http_port_for_a_machine_where_1615_is_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IRIS_HOME", str(tmp_path / "home"))
+    path, _ = write_starter_config([f"api={tmp_path}"])
+    assert load_config(path).settings.http_port == 1615  # the default, unless asked
+    for port in (0, 8615):
+        write_starter_config([f"api={tmp_path}"], force=True, http_port=port)
+        assert load_config(path).settings.http_port == port
