@@ -87,7 +87,11 @@ def forget(
 def approve(
     approval_id: Annotated[str, typer.Argument(metavar="ID", help="The approval's id (see 'iris approvals').")],
     remember: Annotated[
-        bool, typer.Option(help="Also allow the same request from this pair from now on, without asking.")
+        bool,
+        typer.Option(
+            help="Also allow exactly this request (same tool, same input) from this pair from now on, "
+            "without asking; nothing else is allowed, and 'iris approvals forget' undoes it."
+        ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:

@@ -3,7 +3,9 @@ that a person (or a policy) decides. Owned and driven by the pair's actor.
 
 * ``deny`` teams: every request is denied at once, with a message the model can read.
 * a rule remembered for the pair (``iris approve --remember``) allows an identical
-  request at once.
+  request (same tool, same input) at once. It lives in Iris's store only: claude is
+  never given a permission update, so nothing changes its mode, its directories or the
+  team's settings files, and forgetting the rule is complete.
 * otherwise an approval is stored and announced; the tell shows ``awaiting_approval``
   (its response timeout paused) until ``decide`` — or until ``approvalTimeout``, which
   denies. If the tell ends or the child dies first, the approval expires.
@@ -129,9 +131,10 @@ class ApprovalDesk:
             raise NotFoundError(f"approval {approval_id} is not pending")
         info = pending.info
         if allow:
+            # Exactly the request the person saw, once. Never claude's permission_suggestions
+            # (updatedPermissions): they can switch the session to acceptEdits, add directories
+            # and write rules into the team's repository. --remember is Iris's own rule.
             decision: dict[str, Any] = {"behavior": "allow", "updatedInput": info.input}
-            if remember and info.suggestions:
-                decision["updatedPermissions"] = info.suggestions
         else:
             decision = _deny(reason or f"the user denied {info.tool_name}")
         decided = msgspec.structs.replace(

@@ -3,6 +3,7 @@ file; a person (or a policy) decides through irisd."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -145,3 +146,63 @@ def test_a_cancelled_tell_expires_its_approval(iris: Iris) -> None:
     assert expired["status"] == "expired"
     unknown = iris.cli("approve", "a-" + "0" * 32)
     assert unknown.returncode == 1 and "no approval with id" in unknown.stderr
+
+
+def tool(name: str, **arguments: Any) -> str:
+    return f"@tool:{name} {json.dumps(arguments)}"
+
+
+def permission_modes(iris: Iris, tell_id: str) -> set[str]:
+    """The permission mode claude reported for the turn (its system/init lines)."""
+    entries = iris.cli_json("cache", "read", tell_id)["entries"]
+    lines = [json.loads(e["raw"]) for e in entries if e["type"] == "system"]
+    return {line["permissionMode"] for line in lines if line.get("subtype") == "init"}
+
+
+def test_remember_allows_exactly_the_request_approved_and_nothing_more(iris: Iris) -> None:
+    """The security bug of issue 20: remembering ``touch x`` once switched the pair's claude
+    to acceptEdits and wrote a ``Bash(touch x *)`` rule into the team's repository."""
+    folder = iris.add_team("alpha")
+    (folder / "notes.txt").write_text("hello\n")
+    iris.settings["approvalTimeout"] = 120000
+    iris.start()
+    touch_x = tool("Bash", command="touch x")
+    started = iris.cli_json("tell", "alpha", touch_x, "--timeout", "-1")
+    approval = pending_approval(iris)
+    assert approval["input"] == {"command": "touch x"}
+    iris.cli_json("approve", approval["id"], "--remember")
+    first = iris.cli_json("result", started["id"], "--wait", "60000")
+    assert first["status"] == "completed" and (folder / "x").exists()
+    modes = permission_modes(iris, started["id"])
+
+    (folder / "x").unlink()
+    again = iris.cli_json("tell", "alpha", touch_x)  # the same request, on the same warm claude
+    assert again["text"].startswith("tool Bash said:") and (folder / "x").exists()
+    assert len(iris.cli_json("approvals", "--all")) == 1  # nobody was asked
+    modes |= permission_modes(iris, again["id"])
+
+    def asks(request: str) -> None:
+        told = iris.cli_json("tell", "alpha", request, "--timeout", "-1")
+        waiting = pending_approval(iris)
+        assert waiting["tell_id"] == told["id"], (request, waiting)
+        iris.cli_json("deny", waiting["id"], "--reason", "not this one")
+        done = iris.cli_json("result", told["id"], "--wait", "60000")
+        assert "not this one" in done["text"], (request, done)
+        modes.update(permission_modes(iris, told["id"]))
+
+    asks(tool("Bash", command="touch y"))
+    asks(tool("Bash", command="rm x"))
+    asks(tool("Bash", command="touch x; rm -f notes.txt"))
+    read = iris.cli_json("tell", "alpha", tool("Read", file_path=str(folder / "notes.txt")))
+    assert "hello" in read["text"]  # read in this folder needs no approval; Edit wants it read first
+    asks(tool("Edit", file_path=str(folder / "notes.txt"), old_string="hello", new_string="bye"))
+    asks(tool("Write", file_path=str(folder / "new.txt"), content="made"))
+    assert (folder / "x").exists() and (folder / "notes.txt").read_text() == "hello\n"
+    assert not (folder / "y").exists() and not (folder / "new.txt").exists()
+    assert modes == {"default"}, modes  # the pair's claude never left the default mode
+    assert not list(folder.glob(".claude/settings*.json")), "Iris wrote into the team's repository"
+
+    iris.cli_json("approvals", "forget", approval["id"])
+    assert iris.cli_json("approvals", "rules") == []
+    asks(touch_x)  # forgotten completely: asked again, on the same claude
+    assert modes == {"default"} and not list(folder.glob(".claude/settings*.json"))
