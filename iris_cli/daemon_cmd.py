@@ -138,7 +138,7 @@ def status(as_json: JsonOption = False) -> None:
             "how": state.how or None,
             "version": state.welcome.daemon_version if state.welcome else None,
             "socket": str(state.socket),
-            "log": None if state.how == "systemd" else str(layout.log_file),
+            "log": _log_place(layout, state),
             "service_installed": installed,
         }, indent=2))
     else:
@@ -154,10 +154,28 @@ def _print_status(layout: Layout, state: DaemonState, installed: bool) -> None:
         )
     else:
         render.out.print(f"irisd is [red]not running[/] (nothing answers on {state.socket})")
-    logs = "journalctl --user -u irisd" if state.how == "systemd" else _home(layout.log_file)
+    logs = _log_place(layout, state) or "journalctl --user -u irisd"
     service = f"installed ({_home(layout.service_file)})" if installed else "not installed"
     for label, value in (("socket", str(state.socket)), ("logs", logs), ("service", service)):
         render.out.print(f"  {label:<8} {value}")
+
+
+def _log_place(layout: Layout, state: DaemonState) -> str | None:
+    """Where this irisd's log goes: the journal (None), the background log file, or, for one
+    started by hand, its standard error (a terminal or a file: read from /proc)."""
+    if state.how == "systemd":
+        return None
+    if state.how == "foreground" and state.pid:
+        try:
+            target = os.readlink(f"/proc/{state.pid}/fd/2")
+        except OSError:
+            return "its standard error (where it was started)"
+        if target.startswith("/dev/pts/") or target.startswith("/dev/tty"):
+            return f"its standard error, the terminal {target} it was started in"
+        if not target.startswith("/"):  # a pipe or a socket
+            return f"its standard error ({target})"
+        return f"its standard error: {_home(Path(target))}"
+    return _home(layout.log_file)
 
 
 def _how(state: DaemonState) -> str:

@@ -372,7 +372,8 @@ class Dispatcher:
         if wait_ms:
             if not MIN_WAIT_MS <= wait_ms <= MAX_WAIT_MS:  # no -1 here: 0 already answers at once
                 raise InvalidRequestError(
-                    f"wait {wait_ms} ms is out of range; use 0 (answer at once) or {MIN_WAIT_MS} to "
+                    f"wait {wait_ms} ms is out of range; {seconds_hint(wait_ms)}use 0 (answer at once) or "
+                    f"{MIN_WAIT_MS} to "
                     f"{MAX_WAIT_MS} ms"
                 )
             active = self.supervisor.find_tell(tell_id)
@@ -802,9 +803,14 @@ def check_wait(timeout_ms: int) -> None:
     if timeout_ms in (-1, 0) or MIN_WAIT_MS <= timeout_ms <= MAX_WAIT_MS:
         return
     raise InvalidRequestError(
-        f"timeout {timeout_ms} ms is out of range; use -1 (return at once), 0 (wait for the "
-        f"answer) or {MIN_WAIT_MS} to {MAX_WAIT_MS} ms"
+        f"timeout {timeout_ms} ms is out of range; {seconds_hint(timeout_ms)}use -1 (return at once), "
+        f"0 (wait for the answer) or {MIN_WAIT_MS} to {MAX_WAIT_MS} ms"
     )
+
+
+def seconds_hint(ms: int) -> str:
+    """Seconds typed where milliseconds are wanted (``5`` for 5 s) get a "did you mean"."""
+    return f"did you mean {ms * 1000} ({ms} s)? " if 0 < ms < MIN_WAIT_MS and ms * 1000 <= MAX_WAIT_MS else ""
 
 
 async def _forward_until(

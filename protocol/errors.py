@@ -38,9 +38,13 @@ class UnknownTeamError(IrisError):
 
     @classmethod
     def for_name(cls, name: str, known: list[str]) -> UnknownTeamError:
+        import difflib
+
         listed = ", ".join(sorted(known)) or "(none configured)"
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}? " if close else ""
         return cls(
-            f"team {name!r} is not configured; known teams: {listed}. "
+            f"team {name!r} is not configured; {hint}known teams: {listed}. "
             "Add it under 'teams:' in config.yaml."
         )
 

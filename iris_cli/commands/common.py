@@ -79,3 +79,4 @@ def me() -> str:
 def caller(name: str | None) -> str | None:
     """The asking team as the protocol wants it: ``None`` for you (``external``)."""
     return None if name in (None, "", "external", "-") else name
+

@@ -41,7 +41,8 @@ def questions(
         for q in reply.questions
     ]
     render.out.print(render.table(("id", "pair", "status", "when", "message"), rows))
-    render.err.print("[dim]answer with: iris answer QID \"TEXT\" (it continues that conversation)[/]")
+    if any(q.status == "pending" for q in reply.questions):
+        render.err.print("[dim]answer with: iris answer QID \"TEXT\" (it continues that conversation)[/]")
 
 
 @app.command()

@@ -8,6 +8,7 @@ does with hostile text, a transcript, and events, in about a second, without cla
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +29,7 @@ from protocol.messages import (
     AskReply,
     CostRow,
     CostsReply,
+    NotificationInfo,
     NotificationsReply,
     ProcessEvent,
     ProcessInfo,
@@ -384,3 +386,68 @@ def test_the_costs_view_sums_the_ledger_by_what_you_choose(page: Page, fake: Fak
         page.select_option("#costs-since", "today")
     since = float(parse_qs(urlsplit(asked.value.url).query)["since"][0])
     assert NOW - 86400 < since <= NOW
+
+
+VIEWS = ["teams", "tells", "tells/t1", "approvals", "notifications", "costs", "ask", "health"]
+
+
+@pytest.mark.parametrize("size", [(390, 844), (1280, 800)], ids=["phone", "desktop"])
+def test_every_view_fits_the_window_and_shows_where_you_are(page: Page, fake: FakeIris, size: tuple[int, int]) -> None:
+    width, height = size
+    row = CostRow(key="external->backend-with-a-long-name", tells=3, cost_usd=0.0421, input_tokens=12345678,
+                  output_tokens=678901, cache_read_tokens=1234567, num_turns=40, duration_ms=5300)
+    fake.replies["GET /api/costs"] = CostsReply(by="pair", since=0, rows=[row], total=row)
+    busy = [  # every pair state, with its buttons: Wake, Sleep, Force sleep, Reset
+        ProcessInfo(from_team=sender, to_team=team, state=state, pid=70000 + n, queued=n, session_id=f"s-{n}" * 6,
+                    last_used_at=NOW - 90, cost_usd=1.2345,
+                    reason="claude exited with 1: a long reason" if n == 3 else "")
+        for n, (sender, team, state) in enumerate([
+            (None, "backend", "processing"), ("frontend", "backend", "idle"), (None, "frontend", "spawning"),
+            ("backend", "frontend", "failed"), ("frontend-with-a-long-name", "backend", "stopped"),
+        ])
+    ]
+    fake.replies["GET /api/status"] = status(processes=busy)
+    fake.replies["GET /api/notifications"] = NotificationsReply(notifications=[NotificationInfo(
+        id="n-0123456789abcdef0123456789abcdef", from_team="frontend-with-a-long-name", to_team="backend",
+        message="deploy " * 40, status="pending", created_at=NOW - 60, expires_at=NOW + 86400 * 30, attempts=3,
+        error="the database at /home/someone/.iris/iris.db cannot be written: the disk is full",
+    )])
+    page.set_viewport_size({"width": width, "height": height})
+    for view in VIEWS:
+        page.goto(f"{BASE}/#/{view}")
+        expect(page.locator("main h1").first).to_be_visible()
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        if os.environ.get("IRIS_SCREENSHOTS"):  # for a person to look at
+            shot = f"{os.environ['IRIS_SCREENSHOTS']}/{width}-{view.replace('/', '-')}.png"
+            page.screenshot(path=shot, full_page=True)
+        assert wide <= width, f"#/{view} scrolls sideways at {width}x{height}: {wide} px wide"
+        here = page.locator(f'nav.side a[data-view="{view.split("/")[0]}"]')
+        expect(here).to_have_attribute("aria-current", "page")
+        box = here.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, f"#/{view}: nav item hidden"
+        heading = page.locator("main h1").first.bounding_box()
+        assert heading is not None and heading["y"] < 260, f"#/{view}: an empty band above the view ({heading})"
+        for button in page.locator("main button").all():
+            edge = button.bounding_box()
+            assert edge is None or edge["x"] + edge["width"] <= width, f"#/{view}: a button sticks out: {button}"
+        for card in page.locator("main .card").all():  # nothing sticks out of a card
+            outer, inner = card.bounding_box(), card.evaluate("c => c.scrollWidth <= c.clientWidth")
+            assert outer is not None and inner, f"#/{view}: something sticks out of a card"
+
+
+def test_a_pair_waiting_for_an_approval_says_so_where_it_would_say_processing(page: Page, fake: FakeIris) -> None:
+    waiting = tell(status="awaiting_approval", text="", finished_at=None, approval_id="a-1")
+    fake.replies["GET /api/status"] = status(processes=[
+        ProcessInfo(from_team=None, to_team="backend", state="processing", pid=777, current_tell="t1"),
+    ])
+    fake.replies["GET /api/tells"] = ReportReply(tells=[waiting])
+    fake.replies["GET /api/tells/t1/transcript"] = TranscriptReply(tell=waiting, entries=[])
+    fake.replies["GET /api/approvals"] = ApprovalsReply(approvals=[ApprovalInfo(
+        id="a-1", from_team=None, to_team="backend", tell_id="t1", tool_name="Bash", input={"command": "touch x"},
+        status="pending", created_at=NOW, expires_at=NOW + 600,
+    )])
+    page.goto(f"{BASE}/#/teams")
+    expect(page.locator('[data-pair="you → backend"] [data-pair-state]')).to_have_text("waiting for your approval")
+    page.goto(f"{BASE}/#/tells/t1")
+    expect(page.locator("[data-waiting-approval]")).to_have_text("waiting for your approval")
+    expect(page.locator(".typing")).to_have_count(0)

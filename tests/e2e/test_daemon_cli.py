@@ -202,3 +202,13 @@ def test_ensure_daemon_reports_why_irisd_did_not_start(
     assert "started as a background process but exited" in message
     assert str(Layout.from_env().log_file) in message
     assert "unknown key 'settings.responseTimout'" in message
+
+
+def test_status_of_an_irisd_started_by_hand_names_where_its_log_really_goes(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()  # by hand: its standard error goes to the harness's log file
+    status = iris.cli_json("daemon", "status")
+    assert status["how"] == "foreground"
+    assert status["log"] == f"its standard error: {iris.log_path}", status
+    human = iris.cli("daemon", "status").stdout
+    assert str(iris.log_path) in human and "logs/irisd.log" not in human

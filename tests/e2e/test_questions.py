@@ -39,6 +39,8 @@ def test_a_persisted_tell_that_asks_becomes_a_question_answered_in_the_same_conv
     assert pending(iris) == []
     (closed,) = pending(iris, "--all")
     assert closed["status"] == "answered" and closed["answer"] == "yes, go ahead"
+    listed = iris.cli("questions", "--all")  # nothing pending: no "answer with" hint
+    assert question["id"] in listed.stdout and "answer with" not in listed.stderr
     answer_tell = iris.cli_json("result", closed["answer_tell_id"])
     first_tell = iris.cli_json("result", question["tell_id"])
     assert answer_tell["session_id"] == first_tell["session_id"] == question["session_id"]

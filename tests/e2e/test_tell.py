@@ -88,7 +88,9 @@ def test_errors_name_the_problem_and_the_fix(iris: Iris) -> None:
     assert empty.returncode == 1 and "message is empty" in empty.stderr
 
     bad_wait = iris.cli("tell", "alpha", "hi", "--timeout", "5")
-    assert bad_wait.returncode == 1 and "timeout 5 ms is out of range" in bad_wait.stderr
+    assert bad_wait.returncode == 1 and "timeout 5 ms is out of range; did you mean 5000 (5 s)?" in bad_wait.stderr
+    typo = iris.cli("tell", "alhpa", "hi")
+    assert "team 'alhpa' is not configured; did you mean 'alpha'? known teams: alpha" in typo.stderr
     bad_result_wait = iris.cli("result", "0123456789abcdef", "--wait", "-1")
     assert bad_result_wait.returncode == 1
     assert "wait -1 ms is out of range; use 0 (answer at once) or 1000" in bad_result_wait.stderr

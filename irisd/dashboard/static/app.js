@@ -548,9 +548,9 @@ function teamsView() {
         h("span", { class: "muted" }, `${pairs.filter((p) => p.state !== "stopped").length} live`)),
       team.description ? h("p", { class: "desc" }, team.description) : null,
       h("p", { class: "path", title: team.path }, team.path),
-      pairs.length ? h("table", { class: "pairs" },
+      pairs.length ? scrolls(h("table", { class: "pairs" },
         h("thead", {}, h("tr", {}, ["from", "state", "pid", "queue", "last used", "cost", ""].map((c) => h("th", {}, c)))),
-        h("tbody", {}, pairs.map(pairRow))) : h("p", { class: "muted" }, "No pair yet: nobody has told this team anything since irisd started."),
+        h("tbody", {}, pairs.map(pairRow)))) : h("p", { class: "muted" }, "No pair yet: nobody has told this team anything since irisd started."),
       h("footer", {},
         tells.length || cost ? h("span", { class: "muted" }, [
           tells.length ? `${tells.length} recent tell${tells.length === 1 ? "" : "s"}` : "",
@@ -566,13 +566,28 @@ function teamsView() {
     teams.length ? grid : h("p", { class: "muted" }, "No teams are configured: add some to config.yaml and restart irisd."));
 }
 
+// A table wider than its place scrolls inside it, never the page.
+function scrolls(table) {
+  return h("div", { class: "table-scroll" }, table);
+}
+
+// A pair whose tell waits for a person shows that, not "processing": it is the one thing to do.
+function pairState(p) {
+  const current = p.current_tell ? state.tells.get(p.current_tell) : null;
+  const waiting = (current && current.status === "awaiting_approval")
+    || [...state.approvals.values()].some((a) => a.status === "pending" && a.to_team === p.to_team && (a.from_team || null) === (p.from_team || null));
+  return waiting && p.state === "processing"
+    ? h("a", { class: "pill s-awaiting_approval", href: "#/approvals", "data-pair-state": "awaiting_approval" }, "waiting for your approval")
+    : pill(p.state);
+}
+
 function pairRow(p) {
   const base = `/api/teams/${encodeURIComponent(p.to_team)}`;
   const from = p.from_team ? { from_team: p.from_team } : {};
   const current = p.current_tell ? state.tells.get(p.current_tell) : null;
   return h("tr", { "data-pair": pairLabel(p.from_team, p.to_team) },
     h("td", {}, who(p.from_team)),
-    h("td", {}, pill(p.state), p.reason ? h("div", { class: "muted small" }, p.reason) : null,
+    h("td", {}, pairState(p), p.reason ? h("div", { class: "muted small" }, p.reason) : null,
       p.current_tell ? h("div", { class: "small" }, h("a", { href: `#/tells/${p.current_tell}` }, current ? firstLine(current.message, 40) : `tell ${shortId(p.current_tell)}`)) : null),
     h("td", { class: "num" }, p.pid ?? "–"),
     h("td", { class: "num" }, String(p.queued || 0)),
@@ -698,7 +713,10 @@ function conversationView(id) {
     h("div", { class: "msg question" }, h("div", { class: "who" }, who(tell.from_team)), h("div", { class: "text" }, tell.message)),
     steps,
     notices.map((n) => h("div", { class: "note warn" }, n)),
-    running ? h("div", { class: "msg answer live" }, h("div", { class: "who" }, tell.to_team, h("span", { class: "typing", "aria-hidden": "true" })),
+    running ? h("div", { class: "msg answer live" }, h("div", { class: "who" }, tell.to_team,
+      tell.status === "awaiting_approval"
+        ? h("span", { class: "waiting-approval", "data-waiting-approval": "" }, "waiting for your approval")
+        : h("span", { class: "typing", "aria-hidden": "true" })),
       h("div", { class: "text", "data-live-answer": "", "aria-live": "polite" }, open.text || "")) : null,
     !running && !open.entries.length && tell.text ? h("div", { class: "msg answer" }, h("div", { class: "who" }, tell.to_team), h("div", { class: "text" }, tell.text)) : null,
     tell.error ? h("div", { class: "note warn" }, tell.error) : null,
@@ -812,7 +830,7 @@ function closedQuestion(x) {
 function rulesSection() {
   if (!state.rules) return null;
   if (!state.rules.length) return section("Remembered rules", h("p", { class: "muted" }, "None: 'Approve & remember' adds one."));
-  return section("Remembered rules", h("table", { class: "rules" },
+  return section("Remembered rules", scrolls(h("table", { class: "rules" },
     h("thead", {}, h("tr", {}, ["pair", "tool", "rule", "since", ""].map((c) => h("th", {}, c)))),
     h("tbody", {}, state.rules.map((r) => h("tr", { "data-rule": r.id },
       h("td", {}, pairLabel(r.from_team, r.to_team)), h("td", {}, r.tool_name || ""), h("td", {}, h("code", {}, r.rule || r.pattern || JSON.stringify(r.input || {}))),
@@ -821,7 +839,7 @@ function rulesSection() {
         await api("POST", `/api/approvals/rules/${encodeURIComponent(r.id)}/forget`, {});
         await loadApprovals();
         renderView();
-      }, () => "forgotten"))))))));
+      }, () => "forgotten")))))))));
 }
 
 // Notifications.
@@ -830,7 +848,7 @@ function notificationsView() {
   const items = [...state.notifications].sort((a, b) => b.created_at - a.created_at);
   return h("div", {},
     h("div", { class: "view-head" }, h("h1", {}, "Notifications"), h("span", { class: "muted" }, "tells stored to be delivered later")),
-    items.length ? h("table", { class: "list" },
+    items.length ? scrolls(h("table", { class: "list notifications" },
       h("thead", {}, h("tr", {}, ["status", "pair", "message", "created", "attempts", "tell"].map((c) => h("th", {}, c)))),
       h("tbody", {}, items.map((n) => h("tr", { "data-notification": n.id },
         h("td", {}, pill(n.status), n.error ? h("div", { class: "muted small" }, n.error) : null),
@@ -838,7 +856,7 @@ function notificationsView() {
         h("td", {}, firstLine(n.message, 80)),
         h("td", { title: clock(n.created_at) }, ago(n.created_at), h("div", { class: "muted small" }, `expires ${clock(n.expires_at)}`)),
         h("td", { class: "num" }, String(n.attempts || 0)),
-        h("td", {}, n.tell_id ? h("a", { href: `#/tells/${n.tell_id}` }, shortId(n.tell_id)) : "–")))))
+        h("td", {}, n.tell_id ? h("a", { href: `#/tells/${n.tell_id}` }, shortId(n.tell_id)) : "–"))))))
       : h("p", { class: "muted" }, "No notifications. Send one with 'deliver later' on the Tells page, or iris tell TEAM MESSAGE --persist."));
 }
 
@@ -867,10 +885,10 @@ function costsView() {
     costs.error ? h("p", { class: "error" }, costs.error) : null,
     !reply ? h("p", { class: "muted" }, "Loading…")
       : !reply.rows.length ? h("p", { class: "muted" }, `No costs recorded in ${SINCE[costs.since]}.`)
-        : h("table", { class: "list costs", "data-costs-by": reply.by },
+        : scrolls(h("table", { class: "list costs", "data-costs-by": reply.by },
           h("thead", {}, h("tr", {}, head.map((c, i) => h("th", { class: i ? "num" : null }, c)))),
           h("tbody", {}, [...reply.rows, reply.total].map((row, index) => h("tr", { "data-cost-key": index === reply.rows.length ? "total" : row.key, class: index === reply.rows.length ? "total" : null },
-            cells(index === reply.rows.length ? { ...row, key: "total" } : row).map((c, i) => h("td", { class: i ? "num" : null }, c)))))));
+            cells(index === reply.rows.length ? { ...row, key: "total" } : row).map((c, i) => h("td", { class: i ? "num" : null }, c))))))));
 }
 
 // Ask Iris: a conversation with iris-agent (it reads Iris's data, changes nothing).
