@@ -398,7 +398,8 @@ def test_every_view_fits_the_window_and_shows_where_you_are(page: Page, fake: Fa
                   output_tokens=678901, cache_read_tokens=1234567, num_turns=40, duration_ms=5300)
     fake.replies["GET /api/costs"] = CostsReply(by="pair", since=0, rows=[row], total=row)
     busy = [  # every pair state, with its buttons: Wake, Sleep, Force sleep, Reset
-        ProcessInfo(from_team=sender, to_team=team, state=state, pid=70000 + n,  # type: ignore[arg-type] queued=n, session_id=f"s-{n}" * 6,
+        ProcessInfo(from_team=sender, to_team=team, state=state, pid=70000 + n, queued=n,  # type: ignore[arg-type]
+                    session_id=f"s-{n}" * 6,
                     last_used_at=NOW - 90, cost_usd=1.2345,
                     reason="claude exited with 1: a long reason" if n == 3 else "")
         for n, (sender, team, state) in enumerate([
