@@ -21,6 +21,7 @@ from irisd.questions.desk import QuestionDesk
 from irisd.store import approvals, ledger, notifications, sessions, tells, unsolicited
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
+from irisd.tell.answer import answer_so_far
 
 log = logging.getLogger("irisd")
 
@@ -85,7 +86,7 @@ async def reconcile(store: Store) -> None:
     """Nothing of a previous run is alive: reset process states, end its tells, and put
     notifications that were being delivered back in line."""
     reset = await store.call(sessions.reset_process_states)
-    interrupted = await store.call(tells.interrupt_unfinished, time.time())
+    interrupted = await store.call(tells.interrupt_unfinished, time.time(), answer_so_far)
     await store.call(unsolicited.interrupt_unfinished, time.time())
     requeued = await store.call(notifications.reset_delivering)
     await store.call(approvals.expire_pending, time.time(), "irisd restarted; the claude that asked is gone")

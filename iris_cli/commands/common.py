@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
@@ -51,8 +52,14 @@ def read_stdin() -> str:
     return raw.decode("utf-8")
 
 
-def send(request: Request, as_json: bool = False, on_event: EventHandler | None = None) -> Reply:
-    """One request to irisd; an IrisError ends the command with its message."""
+def send(
+    request: Request,
+    as_json: bool = False,
+    on_event: EventHandler | None = None,
+    explain: Callable[[IrisError], IrisError] | None = None,
+) -> Reply:
+    """One request to irisd; an IrisError ends the command with its message (``explain``
+    may first add what the command knows, e.g. the id of a tell under way)."""
     from iris_cli.client import Client
     from protocol.errors import IrisError
 
@@ -60,7 +67,7 @@ def send(request: Request, as_json: bool = False, on_event: EventHandler | None 
         with Client() as client:
             return client.request(request, on_event)
     except IrisError as exc:
-        fail(exc, as_json)
+        fail(explain(exc) if explain else exc, as_json)
 
 
 def print_json(value: object) -> None:

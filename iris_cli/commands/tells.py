@@ -46,7 +46,7 @@ def tell(
     from iris_cli import render
     from iris_cli.text import tell_data
     from iris_cli.watcher import TellWatcher
-    from protocol.errors import InvalidRequestError
+    from protocol.errors import DaemonNotRunningError, InvalidRequestError, IrisError
     from protocol.messages import MAX_TTL_DAYS, NotificationReply, Tell, TellReply
 
     if ttl_days is not None and not persist:
@@ -87,9 +87,18 @@ def tell(
         status_line=not as_json and sys.stdout.isatty() and sys.stderr.isatty() and timeout != -1,
         hints=not as_json,
     )
+    def lost(exc: IrisError) -> IrisError:
+        """The connection broke under a tell irisd had taken: say which, and how to find it."""
+        if watcher.tell_id and isinstance(exc, DaemonNotRunningError):
+            return DaemonNotRunningError(
+                f"{exc.message}; tell {watcher.tell_id} was under way: once irisd is back, "
+                f"'iris result {watcher.tell_id}' shows its answer so far"
+            )
+        return exc
+
     try:
         with watcher:
-            reply = send(request, as_json, watcher.on_event)
+            reply = send(request, as_json, watcher.on_event, explain=lost)
     except KeyboardInterrupt:
         tell_id = watcher.tell_id
         which = f"'iris result {tell_id}' or 'iris cancel {tell_id}'" if tell_id else f"'iris report {team}'"

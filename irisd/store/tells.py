@@ -6,6 +6,8 @@ survives a crash of the child and of irisd.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import apsw
 
 from irisd.store import ledger
@@ -101,15 +103,23 @@ def messages(db: apsw.Connection, tell_id: str) -> list[tuple[float, str, bytes]
     ]
 
 
-def interrupt_unfinished(db: apsw.Connection, now: float) -> int:
-    """At start-up: a tell still queued or running belonged to a daemon that died."""
-    db.execute(
-        "UPDATE tells SET status = 'interrupted', finished_at = ?, "
-        "error = 'irisd stopped before this tell finished' "
-        "WHERE status IN ('queued', 'running', 'awaiting_approval')",
-        (now,),
-    )
-    return db.changes()
+def interrupt_unfinished(db: apsw.Connection, now: float, answer_of: Callable[[list[bytes]], str]) -> int:
+    """At start-up: a tell still queued or running belonged to a daemon that died. It
+    keeps the answer it had so far, rebuilt from its stored lines by ``answer_of``."""
+    unfinished = [
+        (str(tell_id), str(text or ""))
+        for tell_id, text in db.execute(
+            "SELECT id, text FROM tells WHERE status IN ('queued', 'running', 'awaiting_approval')"
+        )
+    ]
+    for tell_id, text in unfinished:
+        text = text or answer_of([raw for _, _, raw in messages(db, tell_id)])
+        kept = "; its answer so far is kept" if text else ""
+        db.execute(
+            "UPDATE tells SET status = 'interrupted', finished_at = ?, text = ?, error = ? WHERE id = ?",
+            (now, text, f"irisd stopped before this tell finished{kept}", tell_id),
+        )
+    return len(unfinished)
 
 
 def recent(

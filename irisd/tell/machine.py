@@ -40,11 +40,9 @@ from dataclasses import dataclass
 
 from irisd.claude.wire import (
     AnyLine,
-    AssistantLine,
     ResultLine,
-    StreamEventLine,
-    UserLine,
 )
+from irisd.tell.answer import AnswerText
 from protocol.messages import FINAL_TELL_STATUSES, UNFINISHED_TELL_STATUSES, ReplyStatus, TellStatus
 
 INTERRUPT_GRACE_S = 5.0
@@ -101,8 +99,7 @@ class TellMachine:
         self.caller_replied = False
         self.caller_got_end = False  # the caller's one reply carried the final answer
         self._approvals_pending = 0
-        self._committed: list[str] = []  # text of finished assistant messages
-        self._streaming = ""  # text of the content block being streamed
+        self._answer = AnswerText()
 
     # --- queries ------------------------------------------------------------------
 
@@ -115,8 +112,7 @@ class TellMachine:
         """The answer: the final result's text, else everything generated so far."""
         if self.result is not None and self.result.result:
             return self.result.result
-        parts = [*self._committed, self._streaming] if self._streaming else self._committed
-        return "\n".join(parts)
+        return self._answer.text
 
     def reply_status(self) -> ReplyStatus:
         """What the caller is told: the final state, or in_progress."""
@@ -176,19 +172,8 @@ class TellMachine:
         self._require("child_line", "running", "awaiting_approval")
         if not self._interrupting and self.status == "running":
             self._response_deadline = now + self._response_timeout_s
+        self._answer.feed(line)
         match line:
-            case StreamEventLine():
-                if line.event.type in ("content_block_start", "message_start"):
-                    self._streaming = ""
-                self._streaming += line.text_delta()
-            case AssistantLine():
-                self._streaming = ""
-                text = line.text()
-                if text:
-                    self._committed.append(text)
-            case UserLine():  # a slash command's output ("Compacted"): its answer
-                if output := line.command_output():
-                    self._committed.append(output)
             case ResultLine():
                 self.result = line
                 if self._interrupting:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -163,3 +165,26 @@ def test_a_watcher_is_told_when_irisd_stops(iris: Iris) -> None:
         assert iris.stop() == 0
         assert watcher.process.wait(timeout=20) == 1
         assert "irisd is stopping" in watcher.stderr()
+
+
+def test_kill_9_mid_tell_keeps_the_answer_so_far_and_the_cli_names_the_tell(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    with iris.watch("alpha") as watcher:
+        telling = subprocess.Popen(
+            [sys.executable, "-m", "iris_cli", "tell", "alpha", "@slow:400 @long:40"],
+            env=iris.env, cwd=iris.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        watcher.until(lambda e: e["type"] == "tell_text" and "word3" in e["text"], what="the answer's third word")
+        tell_id = watcher.seen[-1]["tell_id"]
+        iris.stop(signal.SIGKILL)
+        out, err = telling.communicate(timeout=30)
+    assert telling.returncode == 1, (out, err)
+    assert f"tell {tell_id} was under way" in err and f"'iris result {tell_id}'" in err, err
+    iris.start()
+    cut = iris.cli_json("result", tell_id, ok=False)
+    assert cut["tell_status"] == "interrupted", cut
+    assert cut["text"].startswith("word1 word2 word3"), cut  # the text so far, from the stored transcript
+    assert "its answer so far is kept" in cut["error"]
+    human = iris.cli("result", tell_id)
+    assert "word1 word2 word3" in human.stdout and human.returncode == 1

@@ -10,6 +10,7 @@ import pytest
 from irisd.pool.approvals import new_approval_id
 from irisd.store import approvals, notifications, sessions, tells
 from irisd.store.db import MIGRATIONS, StoreError, open_database
+from irisd.tell.answer import answer_so_far
 from protocol.messages import ApprovalInfo, TellInfo
 
 
@@ -55,9 +56,17 @@ def test_retention_drops_old_finished_tells_but_keeps_the_newest_and_the_unfinis
 
 def test_unfinished_tells_of_a_dead_daemon_become_interrupted(db: apsw.Connection) -> None:
     tells.insert(db, tell("t1", created=1, finished=None))
-    assert tells.interrupt_unfinished(db, now=5.0) == 1
-    found = tells.get(db, "t1")
-    assert found is not None and found.status == "interrupted" and "irisd stopped" in found.error
+    tells.insert(db, tell("t2", created=2, finished=None))
+    delta = (b'{"type":"stream_event","event":{"type":"content_block_delta","index":0,'
+             b'"delta":{"type":"text_delta","text":"%s"}}}')
+    tells.append_message(db, "t2", 3.0, "stream_event", delta % b"half an ")
+    tells.append_message(db, "t2", 3.1, "stream_event", delta % b"answer")
+    assert tells.interrupt_unfinished(db, now=5.0, answer_of=answer_so_far) == 2
+    first, second = tells.get(db, "t1"), tells.get(db, "t2")
+    assert first is not None and first.status == "interrupted" and "irisd stopped" in first.error
+    assert first.text == ""
+    assert second is not None and second.status == "interrupted" and second.text == "half an answer"
+    assert "its answer so far is kept" in second.error
 
 
 def test_notifications_are_delivered_in_order_and_expire(db: apsw.Connection) -> None:
