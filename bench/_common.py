@@ -26,8 +26,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from harness import Iris, claude_binary  # noqa: E402
 from iris_cli.client import Client  # noqa: E402
-from iris_cli.scripted_model import ScriptedModel  # noqa: E402
 from protocol.messages import GetStatus, StatusReply  # noqa: E402
+from scripted_model import ScriptedModel  # noqa: E402
 
 
 @contextlib.contextmanager

@@ -21,11 +21,11 @@ from rich.panel import Panel
 from iris_cli import render
 from iris_cli.client import Client
 from iris_cli.daemon_control import wait_until_answering
-from iris_cli.scripted_model import ScriptedModel
 from iris_cli.text import pair_name
 from irisd.claude import locate
 from protocol.errors import IrisError
 from protocol.messages import GetStatus, StatusReply, Tell, TellReply
+from scripted_model import ScriptedModel
 
 START_TIMEOUT_S = 20.0
 

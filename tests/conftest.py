@@ -12,17 +12,28 @@ instead of stalling the run. A test that needs longer says so with ``@pytest.mar
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from harness import Iris, claude_binary
-from iris_cli.scripted_model import ScriptedModel
+# An editable install maps the top-level packages it saw when it was installed: one added
+# since (a redesign moves code between packages) is invisible until it is installed again.
+_FIRST_PARTY = ("protocol", "iris_common", "iris_mcp", "irisd", "iris_cli", "scripted_model")
+_ROOT = Path(__file__).resolve().parent.parent
+_missing = [name for name in _FIRST_PARTY if (_ROOT / name).is_dir() and importlib.util.find_spec(name) is None]
+if _missing:
+    pytest.exit(f"this virtualenv does not know the package(s) {', '.join(_missing)}: "
+                f"run {sys.prefix}/bin/pip install --no-deps -e . (then the tests again)", returncode=4)
+
+from harness import Iris, claude_binary  # noqa: E402
+from scripted_model import ScriptedModel  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from browser.chromium import PageProblems
 from harness import REPO, Iris, wait_for
-from iris_cli.scripted_model import ScriptedModel
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness import Iris
-from iris_cli.scripted_model import ScriptedModel
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 

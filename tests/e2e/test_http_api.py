@@ -17,12 +17,12 @@ import trio
 from trio_websocket import open_websocket_url
 
 from harness import Http, Iris
-from iris_cli.scripted_model import ScriptedModel
 from irisd.http import api
 from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES
 from irisd.http.security import MAX_AUTH_FAILURES
 from protocol.messages import GetStatus, StatusReply
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 

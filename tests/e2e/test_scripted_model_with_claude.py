@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from iris_cli.scripted_model import ScriptedModel
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 

@@ -16,8 +16,8 @@ import pytest
 
 from harness import Iris, wait_for
 from iris_cli.doctor import Context, check_remote_teams
-from iris_cli.scripted_model import ScriptedModel
 from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Report, ReportReply, Tell
+from scripted_model import ScriptedModel
 from ssh.sshd import SshServer, command_lines
 
 pytestmark = pytest.mark.claude

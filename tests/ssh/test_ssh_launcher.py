@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 import trio
 
-from iris_cli.scripted_model import ScriptedModel
 from irisd.claude.launcher import Child, IrisEndpoint, LaunchSpec, SshLauncher, claude_child
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, StreamEventLine, user_turn
@@ -31,6 +30,7 @@ from irisd.store.db import open_database
 from irisd.store.facade import Store
 from protocol.errors import ClaudeError
 from protocol.messages import Event, Tell
+from scripted_model import ScriptedModel
 from ssh.sshd import SshServer, command_lines
 
 pytestmark = pytest.mark.claude

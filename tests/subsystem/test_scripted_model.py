@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from iris_cli.scripted_model import ScriptedModel, parse_directives, split_chunks
+from scripted_model.model import ScriptedModel, parse_directives, split_chunks
 
 JSON = dict[str, Any]
 REPO = Path(__file__).resolve().parents[2]
@@ -363,7 +363,7 @@ def test_other_endpoints(model: ScriptedModel) -> None:
 
 def test_main_prints_the_url_and_exits_0_on_sigterm() -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "iris_cli.scripted_model", "--port", "0"]
+    command = [sys.executable, "-m", "scripted_model", "--port", "0"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
         try:
             assert proc.stdout is not None

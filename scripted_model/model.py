@@ -3,7 +3,7 @@
 The real ``claude`` CLI talks to it when started with
 ``ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`` and any ``ANTHROPIC_API_KEY``.
 Tests use :class:`ScriptedModel` as a context manager; ``iris demo`` runs
-``python -m iris_cli.scripted_model [--host H] [--port N]``. Stdlib only.
+``python -m scripted_model [--host H] [--port N]``. Stdlib only.
 
 The directive language
 ======================
@@ -793,7 +793,7 @@ class ScriptedModel:
 def main(argv: list[str] | None = None) -> int:
     """Print ``listening on URL`` and serve until SIGTERM or SIGINT."""
     parser = argparse.ArgumentParser(
-        prog="python -m iris_cli.scripted_model",
+        prog="python -m scripted_model",
         description="Scripted stand-in for the Anthropic Messages API.",
     )
     parser.add_argument("--host", default="127.0.0.1")
