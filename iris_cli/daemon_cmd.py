@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated, NoReturn
 
 import typer
+from rich.text import Text
 
 from iris_cli import render
 from iris_cli.daemon_control import (
@@ -39,7 +40,7 @@ START_TIMEOUT_S = 20.0
 
 
 def _fail(error: IrisError) -> NoReturn:
-    render.err.print(f"[red]error:[/] {error.message}")
+    render.err.print(Text.assemble(("error:", "red"), " ", error.message))
     raise typer.Exit(1)
 
 

@@ -41,9 +41,16 @@ FREE_TEXT = frozenset({"message", "description", "path", "state"})
 ONE_LINE = frozenset({"message", "description"})
 
 
-def table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> Table:
+Cell = str | Text  # a str cell is plain text: team and model text is never read as markup
+
+
+def _text(cell: Cell) -> Text:
+    return cell if isinstance(cell, Text) else Text(cell)
+
+
+def table(headers: tuple[str, ...], rows: Sequence[Sequence[Cell]]) -> Table:
     widest = [
-        max([len(header), *(Text.from_markup(row[index]).cell_len for row in rows)])
+        max([len(header), *(_text(row[index]).cell_len for row in rows)])
         for index, header in enumerate(headers)
     ]
     fixed = sum(w for h, w in zip(headers, widest, strict=True) if h not in FREE_TEXT)
@@ -59,27 +66,30 @@ def table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> Table:
 
     built = Table(*(column(h, w) for h, w in zip(headers, widest, strict=True)), box=None, pad_edge=False)
     for row in rows:
-        built.add_row(*row)
+        built.add_row(*(_text(cell) for cell in row))
     return built
 
 
 MESSAGE_MIN = 30  # narrower than this, a row's free text goes on a line of its own
 
 
-def rows_with_notes(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]], notes: Sequence[list[str]]) -> None:
+def rows_with_notes(headers: tuple[str, ...], rows: Sequence[Sequence[Cell]], notes: Sequence[list[str]]) -> None:
     """A table whose short columns stay on the row and whose free text (a message, an
     error) goes on indented lines under it, each cut to the terminal's width: readable at
     80 columns, where a free-text column would shrink to a few characters."""
     widths = [
-        max([len(header), *(Text.from_markup(row[index]).cell_len for row in rows)])
+        max([len(header), *(_text(row[index]).cell_len for row in rows)])
         for index, header in enumerate(headers)
     ]
 
-    def line(cells: Sequence[str]) -> str:
-        padded = [c + " " * (w - Text.from_markup(c).cell_len) for c, w in zip(cells, widths, strict=True)]
-        return "  ".join(padded).rstrip()
+    def line(cells: Sequence[Cell]) -> Text:
+        padded = Text("  ").join(
+            _text(c) + " " * (w - _text(c).cell_len) for c, w in zip(cells, widths, strict=True)
+        )
+        padded.rstrip()
+        return padded
 
-    out.print(line([f"[bold]{h}[/]" for h in headers]))
+    out.print(line([Text(h, style="bold") for h in headers]))
     for row, row_notes in zip(rows, notes, strict=True):
         out.print(line(row))
         for index, note in enumerate(row_notes):  # the first (a message) is cut; reasons stay whole
@@ -87,10 +97,8 @@ def rows_with_notes(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]], n
 
 
 def teams_table(teams: list[TeamInfo]) -> Table:
-    rows = [
-        (f"[{t.color}]{t.name}[/]" if t.color else t.name, f"{t.host}:{t.path}" if t.host else t.path, t.description)
-        for t in teams
-    ]
+    rows = [(Text(t.name, style=_style(t.color)), f"{t.host}:{t.path}" if t.host else t.path, t.description)
+            for t in teams]
     return table(("team", "path", "description"), rows)
 
 
@@ -107,10 +115,10 @@ def unsolicited(turn: UnsolicitedInfo, *, limit: int | None = None) -> None:
     """A turn a pair's claude took by itself, with what it said (all of it, or its start
     on one line); ``iris cache read ID`` shows every line it printed."""
     error = f" ({turn.error})" if turn.error else ""
-    out.print(
-        f"[bold]{turn.id}[/] {pair_name(turn.from_team, turn.to_team)} [red]unsolicited {turn.status}[/]"
-        f"{error} {ago(turn.started_at)}"
-    )
+    out.print(Text.assemble(
+        (turn.id, "bold"), f" {pair_name(turn.from_team, turn.to_team)} ", (f"unsolicited {turn.status}", "red"),
+        f"{error} {ago(turn.started_at)}",
+    ))
     if turn.text and limit is not None:
         out.print("  " + short(turn.text, limit), markup=False)
     elif turn.text:
@@ -181,7 +189,7 @@ def notifications(items: list[NotificationInfo]) -> None:
 
 
 def tell_notice(event: TellNotice) -> None:
-    out.print(f"\n[bold]{event.tell_id}[/] [yellow]{event.text}[/]")
+    out.print(Text.assemble("\n", (event.tell_id, "bold"), " ", (event.text, "yellow")))
 
 
 def tell_phase(event: TellPhaseEvent) -> None:
@@ -194,7 +202,7 @@ def tell_state(event: TellState) -> None:
     pair = pair_name(event.from_team, event.to_team)
     detail = f": {_short(event.message)}" if event.message and event.status == "queued" else ""
     error = f" ({event.error})" if event.error else ""
-    out.print(f"\n[bold]{event.tell_id}[/] {pair} [cyan]{event.status}[/]{detail}{error}")
+    out.print(Text.assemble("\n", (event.tell_id, "bold"), f" {pair} ", (event.status, "cyan"), detail, error))
 
 
 def approvals(items: list[ApprovalInfo]) -> None:
@@ -202,10 +210,10 @@ def approvals(items: list[ApprovalInfo]) -> None:
         out.print("no approvals waiting")
         return
     for a in items:
-        out.print(
-            f"[bold]{a.id}[/] {pair_name(a.from_team, a.to_team)} wants [bold]{a.tool_name}[/] "
-            f"({a.status}, {ago(a.created_at)}, tell {a.tell_id})"
-        )
+        out.print(Text.assemble(
+            (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
+            f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
+        ))
         out.print(tool_input(a.tool_name, a.input), markup=False)
         if a.status == "pending":
             out.print(f"  iris approve {a.id} [--remember]   |   iris deny {a.id} --reason '...'\n", markup=False)
@@ -227,9 +235,23 @@ def tool_input(tool: str, value: dict[str, Any]) -> str:
 
 
 def approval_event(a: ApprovalInfo) -> None:
-    out.print(f"\n[magenta]approval {a.status}[/] {a.id} {pair_name(a.from_team, a.to_team)} {a.tool_name}")
+    out.print(Text.assemble(
+        "\n", (f"approval {a.status}", "magenta"), f" {a.id} {pair_name(a.from_team, a.to_team)} {a.tool_name}"
+    ))
     if a.status == "pending":
         out.print(tool_input(a.tool_name, a.input), markup=False)
+
+
+def _style(color: str) -> str:
+    """A team's color from config.yaml as a style; one rich cannot read is left out."""
+    from rich.errors import StyleSyntaxError
+    from rich.style import Style
+
+    try:
+        Style.parse(color)
+    except StyleSyntaxError:
+        return ""
+    return color
 
 
 def _short(text: str) -> str:
@@ -239,13 +261,13 @@ def _short(text: str) -> str:
 def tell_outcome(status: str, tell: TellInfo) -> None:
     """Explain on stderr a tell that did not simply complete."""
     if status == "in_progress":
-        err.print(
-            f"[yellow]still {tell.status}[/]: this is the answer so far. "
-            f"Fetch the rest with: iris result {tell.id}"
-        )
+        err.print(Text.assemble(
+            (f"still {tell.status}", "yellow"),
+            f": this is the answer so far. Fetch the rest with: iris result {tell.id}",
+        ))
     elif status != "completed":
         reason = f": {tell.error}" if tell.error else ""
-        err.print(f"[red]tell {tell.id} {status}[/]{reason}")
+        err.print(Text.assemble((f"tell {tell.id} {status}", "red"), reason))
     if tell.new_session and tell.session_id and status in ("completed", "in_progress"):
         err.print(f"[dim]started a new conversation (session {tell.session_id})[/]")
 

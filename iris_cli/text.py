@@ -42,3 +42,37 @@ def ago(timestamp: float | None) -> str:
         if seconds >= size:
             return f"{int(seconds // size)}{unit} ago"
     return f"{int(seconds)}s ago"
+
+
+class Interleaved:
+    """Streamed text of several tells on one output, each piece labelled.
+
+    A tell's text is written as it arrives; when the text comes from another tell than
+    the one written last, a new line starts with that tell's label, so two tells that
+    stream at once read as labelled runs, never as ``word1 word1 word2 word2``. Pure:
+    ``write`` returns what to print."""
+
+    def __init__(self) -> None:
+        self.labels: dict[str, str] = {}
+        self._current = ""  # the tell whose text was written last
+        self._line_open = False
+
+    def name(self, tell_id: str, from_team: str | None, to_team: str) -> None:
+        self.labels[tell_id] = f"{tell_id[:8]} {pair_name(from_team, to_team)}"
+
+    def write(self, tell_id: str, text: str) -> str:
+        if not text:
+            return ""
+        out = ""
+        if tell_id != self._current:
+            out += ("\n" if self._line_open else "") + f"[{self.labels.get(tell_id, tell_id[:8])}] "
+            self._current = tell_id
+        out += text
+        self._line_open = not text.endswith("\n")
+        return out
+
+    def interrupt(self) -> str:
+        """Something else is printed: end the open line; the next text is labelled again."""
+        self._current = ""
+        opened, self._line_open = self._line_open, False
+        return "\n" if opened else ""

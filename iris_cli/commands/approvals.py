@@ -123,5 +123,5 @@ def _decide(request: Decide, as_json: bool) -> None:
         print_json(reply.approval)
     else:
         remembered = " (remembered for this pair)" if reply.approval.remembered else ""
-        render.out.print(f"{reply.approval.tool_name}: {reply.approval.status}{remembered}")
+        render.out.print(f"{reply.approval.tool_name}: {reply.approval.status}{remembered}", markup=False)
 

@@ -29,9 +29,11 @@ def fail(error: IrisError, as_json: bool = False) -> NoReturn:
     if as_json:
         print(json.dumps({"error": {"code": error.code, "message": error.message}}), file=sys.stderr)
     else:
+        from rich.text import Text
+
         from iris_cli import render
 
-        render.err.print(f"[red]error:[/] {error.message}", markup=True)
+        render.err.print(Text.assemble(("error:", "red"), " ", error.message))
     raise typer.Exit(1)
 
 

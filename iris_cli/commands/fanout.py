@@ -21,11 +21,15 @@ def result_data(result: FanOutResult) -> dict[str, object]:
 
 def show(result: FanOutResult) -> None:
     """One target's outcome for people, labelled with its team."""
-    render.out.print(f"[bold]── {result.to_team}[/] [dim]({result.status})[/]")
+    from rich.text import Text
+
+    render.out.print(Text.assemble((f"── {result.to_team}", "bold"), " ", (f"({result.status})", "dim")))
     if result.tell is not None and result.tell.text:
         print(result.tell.text)
     if result.error:
-        render.err.print(f"[red]{result.to_team}:[/] {result.error}")
+        from rich.text import Text
+
+        render.err.print(Text.assemble((f"{result.to_team}:", "red"), " ", result.error))
     elif result.tell is not None and result.status not in ("completed",):
         render.tell_outcome(result.status, result.tell)
 

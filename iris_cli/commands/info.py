@@ -66,6 +66,8 @@ def watch(
     """Follow tells live as their text streams (Ctrl-C to stop)."""
     import msgspec
 
+    from iris_cli.commands.questions import question_event
+    from iris_cli.text import Interleaved
     from protocol.messages import (
         ApprovalEvent,
         QuestionEvent,
@@ -78,32 +80,44 @@ def watch(
         Watching,
     )
 
+    streams = Interleaved()
+
     def show(event: Event) -> None:
         if as_json:
             print(json.dumps(msgspec.to_builtins(event)), flush=True)
             return
         from iris_cli import render  # at the first event: subscribing comes first
 
-        if isinstance(event, Watching):
-            render.err.print(f"watching {'team ' + event.team if event.team else 'every team'} (Ctrl-C to stop)",
-                             markup=False, highlight=False)
-        elif isinstance(event, TellState):
-            render.tell_state(event)
-        elif isinstance(event, ApprovalEvent):
-            render.approval_event(event.approval)
-        elif isinstance(event, TellNotice):
-            render.tell_notice(event)
-        elif isinstance(event, TellPhaseEvent) and event.phase.name != "answering":  # the text shows that
-            render.tell_phase(event)
-        elif isinstance(event, UnsolicitedEvent):
-            render.unsolicited(event.turn)
-        elif isinstance(event, TellText):
-            sys.stdout.write(event.text)
+        if isinstance(event, TellText):  # labelled: tells streaming at once stay apart
+            sys.stdout.write(streams.write(event.tell_id, event.text))
             sys.stdout.flush()
-        elif isinstance(event, QuestionEvent):
-            from iris_cli.commands.questions import question_event
-
-            question_event(event.question)
+            return
+        if isinstance(event, Watching):
+            where = f"team {event.team}" if event.team else "every team"
+            render.err.print(f"watching {where} (Ctrl-C to stop)", markup=False, highlight=False)
+            return
+        if isinstance(event, TellState):
+            streams.name(event.tell_id, event.from_team, event.to_team)
+        match event:
+            case TellPhaseEvent() if event.phase.name == "answering":
+                return  # the text shows that
+            case TellState() | ApprovalEvent() | TellNotice() | TellPhaseEvent() | UnsolicitedEvent() | QuestionEvent():
+                sys.stdout.write(streams.interrupt())  # a labelled text run ends here
+            case _:
+                return
+        match event:
+            case TellState():
+                render.tell_state(event)
+            case ApprovalEvent():
+                render.approval_event(event.approval)
+            case TellNotice():
+                render.tell_notice(event)
+            case TellPhaseEvent():
+                render.tell_phase(event)
+            case UnsolicitedEvent():
+                render.unsolicited(event.turn)
+            case QuestionEvent():
+                question_event(event.question)
 
     try:
         send(Watch(team=team), as_json, show)

@@ -34,7 +34,9 @@ def wake(
         else:
             render.processes(many.processes)
             for name, error in sorted(many.errors.items()):
-                render.err.print(f"[red]{name}:[/] {error}")
+                from rich.text import Text
+
+                render.err.print(Text.assemble((f"{name}:", "red"), " ", str(error)))
         if many.errors:
             raise typer.Exit(1)
         return

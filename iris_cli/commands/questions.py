@@ -68,7 +68,8 @@ def answer(
         print_json({"question": reply.question, "tell": tell_data(TellReply(status=reply.status, tell=info))})
         return
     q = reply.question
-    render.err.print(f"[dim]answered {q.id}; sent to {pair_name(q.from_team, q.to_team)} as tell {info.id}[/]")
+    render.err.print(f"answered {q.id}; sent to {pair_name(q.from_team, q.to_team)} as tell {info.id}", style="dim",
+                     markup=False)
     if reply.status == "in_progress" and not info.text:
         print(info.id)
     elif info.text:
@@ -95,6 +96,10 @@ def question_event(q: QuestionInfo) -> None:
     from iris_cli.text import short
 
     if q.status == "pending":
-        render.out.print(f"[yellow]? {q.id}[/] {q.to_team} asks {q.from_team or 'external'}: {short(q.question, 200)}")
+        from rich.text import Text
+
+        render.out.print(Text.assemble(
+            (f"? {q.id}", "yellow"), f" {q.to_team} asks {q.from_team or 'external'}: {short(q.question, 200)}"
+        ))
     else:
         render.out.print(f"[dim]{q.id} {q.status}[/]")

@@ -132,3 +132,23 @@ def test_status_shows_a_cost_column_once_a_pair_spent_something() -> None:
     assert header.split()[-1] == "cost"
     assert row.split() == ["external->backend", "idle", "42", "0", "abcdef12", "-", "$0.0421"]
     assert other.split()[-1] == "$0"
+
+
+def test_tells_streaming_at_once_are_labelled_runs_not_interleaved_words() -> None:
+    from iris_cli.text import Interleaved
+
+    streams = Interleaved()
+    streams.name("aaaaaaaa11", None, "alpha")
+    streams.name("bbbbbbbb22", "beta", "alpha")
+    written = "".join([
+        streams.write("aaaaaaaa11", "word1 "), streams.write("aaaaaaaa11", "word2 "),
+        streams.write("bbbbbbbb22", "word1 "), streams.write("aaaaaaaa11", "word3"),
+        streams.interrupt(), streams.write("aaaaaaaa11", "word4"),
+    ])
+    assert written.splitlines() == [
+        "[aaaaaaaa external->alpha] word1 word2 ",
+        "[bbbbbbbb beta->alpha] word1 ",
+        "[aaaaaaaa external->alpha] word3",
+        "[aaaaaaaa external->alpha] word4",
+    ]
+    assert streams.interrupt() == "\n" and streams.interrupt() == ""

@@ -1,0 +1,66 @@
+"""Team and model text is text, in every command that prints it: rich markup in a message
+or an answer (``[/code]``, ``list[int]``, ``[bold]``) is shown as written, never read as
+style, and never crashes a command. And ``iris watch`` keeps tells that stream at once apart."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+from harness import Iris, wait_for
+
+HOSTILE = "see [/code] and list[int] and [bold]not bold[/bold] [red]"
+
+
+def test_markup_in_messages_answers_and_errors_is_printed_as_written(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    told = iris.cli("tell", "alpha", HOSTILE)
+    assert told.returncode == 0, told.stderr
+    assert told.stdout.strip() == f"echo #1: {HOSTILE}"
+    tell_id = iris.cli_json("report", "alpha")[0]["id"]
+    for args in (["result", tell_id], ["report", "alpha"], ["cache", "read", tell_id]):
+        shown = iris.cli(*args)
+        assert shown.returncode == 0, (args, shown.stderr)
+        assert "[/code]" in shown.stdout and "list[int]" in shown.stdout, (args, shown.stdout)
+    queued = iris.cli_json("tell", "alpha", "@slow:200 @long:5", "--timeout", "-1")
+    watcher = subprocess.Popen([sys.executable, "-m", "iris_cli", "watch"], env=iris.env, cwd=iris.root,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: iris.cli_json("result", queued["id"])["tell_status"] == "completed", 60, "the first tell")
+        assert iris.cli("tell", "alpha", HOSTILE).returncode == 0  # queued with its message: watch prints it
+    finally:
+        watcher.terminate()
+        out, err = watcher.communicate(timeout=30)
+    assert "MarkupError" not in err and "Traceback" not in err, err
+    assert "[/code]" in out and "list[int]" in out
+    unknown = iris.cli("tell", "[/code]", "hi")
+    assert unknown.returncode == 1 and "[/code]" in unknown.stderr and "Traceback" not in unknown.stderr
+
+
+def test_watch_labels_the_text_of_tells_that_stream_at_once(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.add_team("beta")
+    iris.start()
+    for team in ("alpha", "beta"):  # warm: both answer at once below
+        iris.cli_json("tell", team, "warm up")
+    with iris.watch() as ready:  # (its own watcher: the human one below starts just as fast)
+        human = subprocess.Popen([sys.executable, "-m", "iris_cli", "watch"], env=iris.env, cwd=iris.root,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert human.stderr is not None
+        assert "watching every team" in human.stderr.readline()
+        first = iris.cli_json("tell", "alpha", "@slow:150 @long:8", "--timeout", "-1")
+        second = iris.cli_json("tell", "beta", "@slow:150 @long:8", "--timeout", "-1")
+        for tell in (first, second):
+            ready.until(lambda e, t=tell: e["type"] == "tell_state" and e["tell_id"] == t["id"]
+                        and e["status"] == "completed", what="both tells' ends")
+        human.terminate()
+        out, _ = human.communicate(timeout=30)
+    runs = re.findall(r"^\[(\w{8}) external->(\w+)\] (.*)$", out, re.MULTILINE)
+    assert {team for _, team, _ in runs} == {"alpha", "beta"}, out
+    for tell, team in ((first, "alpha"), (second, "beta")):
+        words = " ".join(text for tell_id, t, text in runs if t == team and tell["id"].startswith(tell_id)).split()
+        assert words == [f"word{n}" for n in range(1, 9)], (team, out)  # each tell's words, in order
+    json.dumps(runs)  # plain data
