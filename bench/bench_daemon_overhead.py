@@ -25,8 +25,8 @@ from pathlib import Path
 from _common import describe, header, median, ms, request, running_iris, timed
 
 from harness import Iris
+from iris_common.environment import child_environment
 from irisd.claude.command import claude_argv
-from irisd.claude.environment import child_environment
 from irisd.claude.wire import user_turn
 from protocol.messages import Tell, TellReply
 

@@ -35,8 +35,8 @@ from _common import describe, header, median, request, running_iris, timed
 
 from harness import Iris
 from iris_cli.client import Client
+from iris_common.environment import child_environment
 from irisd.claude.command import claude_argv
-from irisd.claude.environment import child_environment
 from irisd.claude.wire import user_turn
 from protocol.messages import PairReply, ResetSession, SessionReply, Sleep, Tell, TellReply
 

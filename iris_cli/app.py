@@ -93,7 +93,7 @@ app = typer.Typer(
 
 def _print_version(wanted: bool) -> None:
     if wanted:
-        from irisd import __version__
+        from iris_common import __version__
         from protocol import PROTOCOL_VERSION
 
         print(f"iris {__version__} (protocol {PROTOCOL_VERSION})")

@@ -36,7 +36,7 @@ HELLO_TIMEOUT_S = 10.0  # connecting and the handshake; a request then waits as 
 
 
 def default_socket_path() -> Path:
-    from irisd.paths import IrisPaths
+    from iris_common.paths import IrisPaths
 
     return IrisPaths.from_env().socket
 

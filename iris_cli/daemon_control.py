@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iris_cli.client import Client
-from irisd.paths import IrisPaths
+from iris_common.paths import IrisPaths
 from protocol.errors import DaemonNotRunningError, IrisError
 from protocol.messages import Welcome
 

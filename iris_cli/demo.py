@@ -22,7 +22,7 @@ from iris_cli import render
 from iris_cli.client import Client
 from iris_cli.daemon_control import wait_until_answering
 from iris_cli.text import pair_name
-from irisd.claude import locate
+from iris_common import locate
 from protocol.errors import IrisError
 from protocol.messages import GetStatus, StatusReply, Tell, TellReply
 from scripted_model import ScriptedModel

@@ -17,11 +17,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from irisd.claude import locate
-from irisd.claude.command import root_skip_problem
-from irisd.claude.launcher import SshLauncher, launcher_for, refused_forward
-from irisd.config import IrisConfig, load_config
-from irisd.paths import IrisPaths, socket_dir_problem
+from iris_common import locate, ssh
+from iris_common.config import IrisConfig, load_config
+from iris_common.environment import root_skip_problem
+from iris_common.paths import IrisPaths, socket_dir_problem
 from protocol.errors import ConfigError
 
 Verdict = Literal["ok", "warn", "fail", "skip"]
@@ -148,11 +147,10 @@ def check_remote_teams(ctx: Context) -> Check:
         return Check("remote teams", "skip", "no team has a host")
     found = []
     for team in remote:
-        launcher = launcher_for(team, config, ctx.paths.claude_config_dir)
-        assert isinstance(launcher, SshLauncher)
+        argv = ssh.version_argv(team.host, team.ssh_options, folder=team.path, claude_path=team.claude_path or "claude")
         try:
             result = subprocess.run(
-                launcher.version_argv(), capture_output=True, text=True, timeout=REMOTE_CHECK_TIMEOUT_S,
+                argv, capture_output=True, text=True, timeout=REMOTE_CHECK_TIMEOUT_S,
                 stdin=subprocess.DEVNULL, env=ctx.env,
             )
         except subprocess.TimeoutExpired:
@@ -161,8 +159,8 @@ def check_remote_teams(ctx: Context) -> Check:
         except OSError as exc:
             return Check("remote teams", "fail", f"cannot run ssh: {exc.strerror}", "install OpenSSH's client (ssh)")
         if result.returncode != 0:
-            problem = launcher.describe_exit(result.returncode, result.stderr, result.stderr.strip() or "failed")
-            if refused_forward(result.returncode, result.stderr) is not None:
+            problem = ssh.describe_exit(team.host, result.returncode, result.stderr, result.stderr.strip() or "failed")
+            if ssh.refused_forward(result.returncode, result.stderr) is not None:
                 return Check("remote teams", "fail", f"{team.name}: {problem}",
                              f"let this login forward ports on {team.host} (sshd_config: AllowTcpForwarding yes "
                              "or remote; no 'restrict' or 'no-port-forwarding' on its key in authorized_keys)")

@@ -24,8 +24,8 @@ def token(
 ) -> None:
     """Print the owner's token for the HTTP API ('Authorization: Bearer TOKEN')."""
     from iris_cli.client import Client
-    from irisd.http.tokens import load_or_create_owner_token, token_file, write_owner_token
-    from irisd.paths import IrisPaths
+    from iris_common.owner_token import load_or_create_owner_token, token_file, write_owner_token
+    from iris_common.paths import IrisPaths
     from protocol.errors import IrisError
     from protocol.messages import HttpInfo, HttpInfoReply
 

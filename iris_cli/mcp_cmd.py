@@ -91,7 +91,7 @@ def carried_env() -> dict[str, str]:
 
 
 def find_claude(claude: str | None) -> str:
-    from irisd.claude import locate
+    from iris_common import locate
 
     found = locate.find_claude(claude)
     if found is None:

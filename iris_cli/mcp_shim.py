@@ -584,7 +584,7 @@ def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Se
             is_error=output.is_error,
         )
 
-    from irisd import __version__
+    from iris_common import __version__
 
     return Server(
         "iris",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import yaml
 
-from irisd.claude.locate import find_claude, not_found_fix
-from irisd.config import parse_config
-from irisd.paths import IrisPaths
+from iris_common.config import parse_config
+from iris_common.locate import find_claude, not_found_fix
+from iris_common.paths import IrisPaths
 from protocol.errors import ConfigError
 
 TEMPLATE_HEAD = """\

@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from irisd.budget import usd as usd  # one way to show money, for irisd's errors and the CLI
+from iris_common.money import usd as usd  # one way to show money, for irisd's errors and the CLI
 from protocol.messages import TellReply
 
 

@@ -1,3 +1,7 @@
-"""irisd: the long-lived trio daemon that owns every claude process."""
+"""irisd: the long-lived trio daemon that owns every claude process.
 
-__version__ = "0.1.0"
+Layering (enforced by ``lint-imports``, contracts in pyproject.toml): may import
+``iris_mcp``, ``iris_common`` and ``protocol``; never ``iris_cli`` (the CLI is a client).
+"""
+
+from iris_common import __version__ as __version__

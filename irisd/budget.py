@@ -11,9 +11,10 @@ the last minute; time is an argument.
 from __future__ import annotations
 
 import collections
-import datetime
 from collections.abc import Hashable
 from dataclasses import dataclass
+
+from iris_common.money import usd
 
 WINDOW_S = 60.0
 
@@ -41,11 +42,6 @@ class Spending:
     chain: float | None = None
 
 
-def usd(amount: float) -> str:
-    """Money for people: cents for large sums, more digits for small ones."""
-    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.6f}".rstrip("0").rstrip(".")
-
-
 def refusal(team: str, spending: Spending, budgets: Budgets) -> str | None:
     """Why a tell to ``team`` must not start, or None if every budget has room."""
     if budgets.chain_usd is not None and spending.chain is not None and spending.chain >= budgets.chain_usd:
@@ -67,13 +63,6 @@ def refusal(team: str, spending: Spending, budgets: Budgets) -> str | None:
             "irisd, or wait until midnight"
         )
     return None
-
-
-def day_start(now: float) -> float:
-    """The local midnight that began the day of ``now`` (epoch seconds)."""
-    moment = datetime.datetime.fromtimestamp(now).astimezone()
-    midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
-    return midnight.timestamp()
 
 
 class RateWindow:

@@ -8,13 +8,13 @@ import time
 
 import trio
 
+from iris_common.config import IrisConfig
+from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd.agent.runner import Agent
-from irisd.config import IrisConfig
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.http.tokens import Access
 from irisd.notifications import Courier
-from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk

@@ -23,8 +23,9 @@ from pathlib import Path
 
 import trio
 
+from iris_common.config import IrisConfig
+from iris_common.paths import IrisPaths
 from irisd.claude.containment import Containment
-from irisd.config import IrisConfig
 from irisd.core import run_core
 from irisd.dashboard import Dashboard
 from irisd.dispatch import Dispatcher
@@ -33,7 +34,6 @@ from irisd.http.app import HttpFace
 from irisd.http.security import Allowlist, host_names
 from irisd.http.server import HttpServer, open_http_socket, socket_url
 from irisd.http.tokens import Access
-from irisd.paths import IrisPaths
 from irisd.server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.store.facade import Store
 from irisd.systemd import (

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
+from iris_common.config import IrisConfig, Team
+from iris_common.environment import child_environment, root_skip_problem
+from iris_common.money import day_start
+from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd import __version__
-from irisd.budget import Budgets, RateWindow, Spending, day_start, refusal
+from irisd.budget import Budgets, RateWindow, Spending, refusal
 from irisd.caller import Caller
-from irisd.claude.command import root_skip_problem
-from irisd.claude.environment import child_environment
 from irisd.claude.wire import SystemLine, decode_line
-from irisd.config import IrisConfig, Team
 from irisd.health import rss_bytes, total_rss
 from irisd.logs import recent_problems
-from irisd.paths import IrisPaths, existing, transcript_path
 from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.pair import Pair, TellLink
 from irisd.pool.supervisor import Supervisor

@@ -15,12 +15,12 @@ from pathlib import Path
 import msgspec
 import trio
 
+from iris_common.config import IrisConfig, load_config
+from iris_common.environment import ENV_FILE, for_children, load_env_file
+from iris_common.paths import IrisPaths
 from irisd import __version__
-from irisd.claude.environment import ENV_FILE, for_children, load_env_file
-from irisd.config import IrisConfig, load_config
 from irisd.daemon import Daemon
 from irisd.logs import setup_logging
-from irisd.paths import IrisPaths
 from irisd.systemd import SystemdEnv
 from protocol.errors import IrisError
 

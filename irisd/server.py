@@ -38,9 +38,9 @@ from typing import Any
 import msgspec
 import trio
 
+from iris_common.paths import socket_dir_problem
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
-from irisd.paths import socket_dir_problem
 from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode

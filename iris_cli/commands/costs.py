@@ -28,7 +28,7 @@ def parse_since(text: str, now: float) -> float:
     if text in ("", "all"):
         return 0.0
     if text == "today":
-        from irisd.budget import day_start
+        from iris_common.money import day_start
 
         return day_start(now)
     relative = _RELATIVE.match(text)

@@ -21,14 +21,14 @@ from pathlib import Path
 
 import trio
 
+from iris_common.config import AGENT_NAME, IrisConfig
+from iris_common.environment import child_environment
+from iris_common.locate import find_claude
+from iris_common.paths import IrisPaths, session_file
 from irisd.claude.command import stream_json_argv
-from irisd.claude.environment import child_environment
-from irisd.claude.locate import find_claude
 from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, user_turn
-from irisd.config import AGENT_NAME, IrisConfig
 from irisd.http.tokens import Access
-from irisd.paths import IrisPaths, session_file
 from protocol.errors import ClaudeError, InvalidRequestError
 from protocol.messages import AskReply
 

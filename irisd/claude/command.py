@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 
 # Iris's MCP tools a child may call without asking (iris_cli.mcp_tools.CHILD_ALLOWED_TOOLS;
@@ -118,22 +117,3 @@ def claude_argv(
 def _names(rules: Sequence[str], tool: str) -> bool:
     """Whether a rule of ``rules`` is about ``tool`` (``SendMessage``, ``SendMessage(...)``)."""
     return any(rule == tool or rule.startswith(tool + "(") for rule in rules)
-
-
-def root_skip_problem(
-    team: str, permissions: str, *, euid: int | None = None, env: Mapping[str, str] | None = None
-) -> str | None:
-    """Why ``team``'s claude would refuse to start, if it would: claude exits at once when
-    ``--dangerously-skip-permissions`` (``permissions: skip``) runs as root, unless its
-    environment has ``IS_SANDBOX=1`` (exactly "1": checked with claude 2.1.330)."""
-    if permissions != "skip":
-        return None
-    euid = os.geteuid() if euid is None else euid
-    env = os.environ if env is None else env
-    if euid != 0 or env.get("IS_SANDBOX") == "1":
-        return None
-    return (
-        f"team {team!r} has permissions: skip, which claude refuses to run as root; if this "
-        "machine is a sandbox, set IS_SANDBOX=1 in irisd's environment (for the service: in "
-        "$IRIS_HOME/irisd.env), else give the team permissions: ask (or deny); then restart irisd"
-    )

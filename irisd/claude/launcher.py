@@ -19,9 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import secrets
-import shlex
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,34 +28,20 @@ from typing import Protocol
 
 import trio
 
-from irisd.claude.command import claude_argv, root_skip_problem
-from irisd.claude.environment import child_environment
-from irisd.claude.locate import find_claude
+from iris_common import ssh
+from iris_common.config import IrisConfig, Team
+from iris_common.environment import child_environment, root_skip_problem
+from iris_common.locate import find_claude
+from iris_common.paths import session_file
+from irisd.claude.command import claude_argv
 from irisd.claude.process import ChildEvent, ClaudeProcess
-from irisd.config import IrisConfig, Team
-from irisd.paths import session_file
 from protocol.errors import ClaudeError
 
-SSH = "ssh"
-SSH_FAILED = 255  # ssh's own exit code: it could not connect, or the connection broke
 PROBE_TIMEOUT_S = 30.0
 # The reverse forward's port on the remote loopback, new for each start: below Linux's
 # ephemeral range (32768-60999), where the host's own outgoing connections, and their
 # TIME_WAIT, hold ports that a listener cannot take; and below IANA's (49152-65535).
 FORWARD_PORTS = range(10000, 32768)
-# What ssh says (and exits 255) under ExitOnForwardFailure when the remote sshd cannot listen.
-_FORWARD_FAILED = re.compile(r"remote port forwarding failed for listen port (\d+)")
-# Always on for a remote claude: never prompt (irisd has no terminal), notice a dead
-# peer within ~45 s, give up connecting after 15 s, and refuse to run without the forward
-# the child needs to reach Iris.
-SSH_DEFAULT_OPTIONS = (
-    "-T",
-    "-o", "BatchMode=yes",
-    "-o", "ConnectTimeout=15",
-    "-o", "ServerAliveInterval=15",
-    "-o", "ServerAliveCountMax=3",
-    "-o", "ExitOnForwardFailure=yes",
-)
 
 
 class Child(Protocol):
@@ -175,75 +159,6 @@ class LocalLauncher:
 
 # --- another machine, over ssh ---------------------------------------------------------------
 
-# The remote side of a pair's connection, run by /bin/sh. It first reads what must not
-# appear in a command line from the first lines irisd sends: the team's env, then the
-# child's MCP config with its token (kept in a 0600 file of a fresh 0700 folder). It
-# starts claude in its own
-# session (setsid, where there is one) reading from a FIFO, and copies its own stdin (the
-# ssh channel) into that FIFO: when the channel closes (irisd stopped the pair, or the
-# connection broke), the copy ends and claude's process group is stopped, TERM then KILL.
-# When claude ends by itself, the wrapper stops what claude left behind and exits with
-# claude's code. The probe prints "resumable" or "new" for a session id.
-_REMOTE_PRELUDE = r"""
-cd -- "$IRIS_FOLDER" 2>/dev/null || {
-  echo "iris: the folder $IRIS_FOLDER does not exist on $(hostname) (the team's path)" >&2; exit 97; }
-"""
-
-_REMOTE_RUN = r"""
-command -v -- "$IRIS_CLAUDE" >/dev/null 2>&1 || {
-  echo "iris: $IRIS_CLAUDE is not installed on $(hostname)" \
-    "(install Claude Code there, or set the team's claudePath)" >&2
-  exit 98; }
-d=$IRIS_DIR
-(umask 077 && mkdir -- "$d" && mkfifo "$d/in") || {
-  echo "iris: cannot make the folder $d on $(hostname)" >&2; exit 99; }
-trap 'rm -rf "$d"' EXIT
-i=0
-while [ "$i" -lt "$IRIS_ENV_LINES" ]; do  # the team's env: one NAME=value line each
-  IFS= read -r line && export "$line" || exit 99
-  i=$((i + 1))
-done
-if [ -n "$IRIS_MCP" ]; then  # then the child's MCP config, with its token
-  IFS= read -r line && (umask 077 && printf '%s\n' "$line" >"$d/mcp.json") || exit 99
-fi
-S=; command -v setsid >/dev/null 2>&1 && S=setsid
-exec 3<&0
-$S "$@" <"$d/in" 3<&- &
-c=$!
-stop() { kill -"$1" -"$c" 2>/dev/null || kill -"$1" "$c" 2>/dev/null; }
-( cat <&3 >"$d/in" 2>/dev/null; stop TERM; sleep 3; stop KILL ) </dev/null >/dev/null 2>&1 &
-w=$!
-exec 3<&-
-wait "$c"; rc=$?
-kill "$w" 2>/dev/null
-stop KILL
-exit "$rc"
-"""
-
-_REMOTE_VERSION = r"""
-command -v -- "$IRIS_CLAUDE" >/dev/null 2>&1 || {
-  echo "iris: $IRIS_CLAUDE is not installed on $(hostname)" \
-    "(install Claude Code there, or set the team's claudePath)" >&2
-  exit 98; }
-"$IRIS_CLAUDE" --version
-"""
-
-_REMOTE_PROBE = r"""
-p=$(pwd -P)
-dir=${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects/$(printf %s "$p" | tr -c 'A-Za-z0-9' '-')
-if [ -f "$dir/$IRIS_SESSION.jsonl" ]; then echo resumable; else echo new; fi
-"""
-
-
-def _remote_script(body: str, variables: Mapping[str, str], argv: Sequence[str] = ()) -> str:
-    """One command line for the remote login shell: ``/bin/sh -c BODY`` with the
-    variables set and ``argv`` as its arguments, every part quoted."""
-    assignments = " ".join(shlex.quote(f"{key}={value}") for key, value in variables.items())
-    script = _REMOTE_PRELUDE + body
-    args = " ".join(shlex.quote(a) for a in argv)
-    return f"exec env {assignments} /bin/sh -c {shlex.quote(script)} iris-remote {args}".strip()
-
-
 @dataclass
 class SshLauncher:
     """claude on another machine: ``ssh [options] HOST`` runs a small wrapper there that
@@ -266,7 +181,7 @@ class SshLauncher:
         return self.destination
 
     def ssh_argv(self, remote_command: str, *extra: str) -> list[str]:
-        return [SSH, *SSH_DEFAULT_OPTIONS, *self.ssh_options, *extra, "--", self.destination, remote_command]
+        return ssh.ssh_argv(self.destination, self.ssh_options, remote_command, *extra)
 
     def command(self, spec: LaunchSpec) -> ChildCommand:
         folder = f"/tmp/iris-{secrets.token_hex(8)}"  # the remote side makes it (0700) or fails
@@ -297,7 +212,7 @@ class SshLauncher:
             system_prompt=spec.system_prompt,
             max_budget_usd=spec.max_budget_usd,
         )
-        remote = _remote_script(_REMOTE_RUN, variables, argv)
+        remote = ssh.remote_script(ssh.REMOTE_RUN, variables, argv)
         # ssh runs in a folder that exists here; the team's folder is on the other host.
         return ChildCommand(argv=self.ssh_argv(remote, *forward), cwd="/", env=self.local_env(), preamble=preamble)
 
@@ -308,7 +223,7 @@ class SshLauncher:
         config_dir = self.env.get("CLAUDE_CONFIG_DIR")
         if config_dir:
             variables["CLAUDE_CONFIG_DIR"] = config_dir
-        argv = self.ssh_argv(_remote_script(_REMOTE_PROBE, variables))
+        argv = self.ssh_argv(ssh.remote_script(ssh.REMOTE_PROBE, variables))
         with trio.move_on_after(PROBE_TIMEOUT_S):
             result = await trio.run_process(
                 argv, capture_stdout=True, capture_stderr=True, check=False, stdin=subprocess.DEVNULL,
@@ -325,35 +240,11 @@ class SshLauncher:
         return self.child_factory(command.argv, command.cwd, command.env, events)
 
     def version_argv(self) -> list[str]:
-        """``ssh ... HOST`` printing the remote claude's version from the team's folder
-        (for ``iris doctor``: host reachable, folder present, claude there, and a reverse
-        forward allowed: a port of sshd's choosing, to nothing, is asked for and dropped)."""
-        variables = {"IRIS_FOLDER": self.folder, "IRIS_CLAUDE": self.claude_path}
-        return self.ssh_argv(_remote_script(_REMOTE_VERSION, variables), "-R", "127.0.0.1:0:127.0.0.1:9")
+        """For ``iris doctor``: see ``ssh.version_argv``."""
+        return ssh.version_argv(self.destination, self.ssh_options, folder=self.folder, claude_path=self.claude_path)
 
     def describe_exit(self, returncode: int | None, stderr_tail: str, default: str) -> str:
-        said = stderr_tail.strip().splitlines()
-        last = said[-1].strip() if said else ""
-        if (port := refused_forward(returncode, stderr_tail)) is not None:
-            if port == 0:  # sshd was free to choose the port (iris doctor): forwarding is off
-                return (
-                    f"the ssh connection to {self.destination} could not forward a port back to irisd: its sshd "
-                    "allows no TCP forwarding (AllowTcpForwarding, PermitListen), which the team's claude needs "
-                    "to reach Iris"
-                )
-            return (
-                f"the ssh connection to {self.destination} could not forward port {port} on "
-                f"{self.destination} back to irisd: that port is taken there, or its sshd allows no TCP "
-                "forwarding (AllowTcpForwarding, PermitListen); each start picks another random port"
-            )
-        if returncode == SSH_FAILED:
-            why = last or "ssh failed without saying why"
-            return f"the ssh connection to {self.destination} failed: {why}"
-        if returncode is not None and returncode < 0:  # the ssh client was killed: so was the link
-            return f"the ssh connection to {self.destination} was cut ({default.replace('claude', 'ssh', 1)})"
-        if returncode in (97, 98, 99) and last.startswith("iris: "):
-            return last.removeprefix("iris: ") + f" [{self.destination}]"
-        return default
+        return ssh.describe_exit(self.destination, returncode, stderr_tail, default)
 
 
 def launcher_for(
@@ -384,13 +275,6 @@ def launcher_for(
 
 def random_forward_port() -> int:
     return FORWARD_PORTS[secrets.randbelow(len(FORWARD_PORTS))]
-
-
-def refused_forward(returncode: int | None, stderr_tail: str) -> int | None:
-    """The remote port ssh could not forward back to irisd (it exits 255 then, under
-    ExitOnForwardFailure), or None if that is not why it ended."""
-    refused = _FORWARD_FAILED.search(stderr_tail) if returncode == SSH_FAILED else None
-    return int(refused[1]) if refused else None
 
 
 def http_mcp_config(url: str, token: str, *, host: str = "") -> str:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import trio
 
+from iris_common.locate import not_found_fix
 from irisd.claude.containment import MARKER, signal_marked, stop_marked
-from irisd.claude.locate import not_found_fix
 from irisd.claude.wire import AnyLine, GarbageLine, decode_line
 from protocol.errors import ClaudeError
 from protocol.framing import FrameTooLargeError, LineFramer

@@ -16,55 +16,18 @@ import json
 import logging
 import os
 import secrets
-import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from iris_common.owner_token import TOKEN_BYTES, load_or_create_owner_token, token_file, write_owner_token
 from irisd.caller import OWNER, Caller
-from protocol.errors import ConfigError
 
 log = logging.getLogger("irisd.http")
 
-TOKEN_BYTES = 32  # 256 bits: guessing is hopeless, rate limits only keep the noise down
 COOKIE_NAME = "iris_session"
 LOGIN_CODE_TTL_S = 120.0
-
-
-def token_file(home: Path) -> Path:
-    return home / "http-token"
-
-
-def read_owner_token(path: Path) -> str | None:
-    """The owner's token, or None if there is none yet; a file others can read is fixed."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        return None
-    if info.st_uid != os.getuid():
-        raise ConfigError(f"{path} belongs to uid {info.st_uid}, not you; remove it (a new token is made)")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        log.warning("the HTTP token file was readable by others; made it 0600", extra={"file": str(path)})
-        path.chmod(0o600)
-    token = path.read_text().strip()
-    return token or None
-
-
-def write_owner_token(path: Path, token: str | None = None) -> str:
-    """Write a new owner token (atomically, born 0600) and return it."""
-    token = token or secrets.token_urlsafe(TOKEN_BYTES)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as out:
-        out.write(token + "\n")
-    partial.replace(path)
-    return token
-
-
-def load_or_create_owner_token(path: Path) -> str:
-    return read_owner_token(path) or write_owner_token(path)
 
 
 def _digest(token: str) -> str:

@@ -31,6 +31,8 @@ from typing import Protocol
 import msgspec
 import trio
 
+from iris_common.config import IrisConfig, Team
+from iris_common.paths import IrisPaths
 from irisd.claude.command import child_system_prompt, iris_mcp_config
 from irisd.claude.launcher import (
     Child,
@@ -52,10 +54,8 @@ from irisd.claude.wire import (
     line_type,
     user_turn,
 )
-from irisd.config import IrisConfig, Team
 from irisd.events import EventHub
 from irisd.http.tokens import Access, ChildGrant
-from irisd.paths import IrisPaths
 from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.approvals import ApprovalDesk
 from irisd.pool.policy import PairKey, PairView

@@ -12,10 +12,10 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from irisd.config import IrisConfig
+from iris_common.config import IrisConfig
+from iris_common.paths import IrisPaths
 from irisd.events import EventHub
 from irisd.http.tokens import Access
-from irisd.paths import IrisPaths
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
 from irisd.pool.policy import Evict, Grant, PairKey, decide_slot

@@ -16,7 +16,7 @@ import time
 
 import trio
 
-from irisd.config import IrisConfig
+from iris_common.config import IrisConfig
 from irisd.events import EventHub
 from irisd.pool.active_tell import ActiveTell
 from irisd.questions.detector import Detector, context_of, nobody_waiting

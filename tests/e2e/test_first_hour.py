@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from harness import Iris, run_in_pty, wait_for_daemon
-from irisd.claude.command import root_skip_problem
+from iris_common.environment import root_skip_problem
 
 
 def plain(output: str) -> str:

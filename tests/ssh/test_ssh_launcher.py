@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 import trio
 
+from iris_common.config import parse_config
+from iris_common.paths import IrisPaths
 from irisd.claude.launcher import Child, IrisEndpoint, LaunchSpec, SshLauncher, claude_child
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, StreamEventLine, user_turn
-from irisd.config import parse_config
 from irisd.core import run_core
 from irisd.http.tokens import Access
-from irisd.paths import IrisPaths
 from irisd.store.db import open_database
 from irisd.store.facade import Store
 from protocol.errors import ClaudeError

@@ -12,11 +12,11 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
+from iris_common.config import IrisConfig, parse_config
+from iris_common.paths import IrisPaths
 from irisd.caller import OWNER
-from irisd.config import IrisConfig, parse_config
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
-from irisd.paths import IrisPaths
 from irisd.store.db import open_database
 from irisd.store.facade import Store
 from protocol.errors import BusyError

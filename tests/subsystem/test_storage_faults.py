@@ -14,11 +14,11 @@ import trio.testing
 
 from fakes.child import FakeChild
 from fakes.faults import WriteFaults
+from iris_common.config import parse_config
+from iris_common.paths import IrisPaths
 from irisd.caller import OWNER
-from irisd.config import parse_config
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
-from irisd.paths import IrisPaths
 from irisd.store import notifications, tells
 from irisd.store.db import StoreError, open_database, store_error
 from irisd.store.facade import Store

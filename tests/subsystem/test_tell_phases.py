@@ -11,11 +11,11 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
+from iris_common.config import parse_config
+from iris_common.paths import IrisPaths
 from irisd.claude.wire import decode_line
-from irisd.config import parse_config
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
-from irisd.paths import IrisPaths
 from irisd.store.db import open_database
 from irisd.store.facade import Store
 from irisd.tell.phase import after_line

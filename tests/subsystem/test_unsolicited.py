@@ -12,12 +12,12 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
+from iris_common.paths import IrisPaths
 from irisd.caller import OWNER
 from irisd.claude.command import CROSS_SESSION_TOOLS, claude_argv
 from irisd.claude.wire import decode_line
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
-from irisd.paths import IrisPaths
 from irisd.pool.unsolicited import opens_turn
 from irisd.store import unsolicited
 from irisd.store.db import open_database

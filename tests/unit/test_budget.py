@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime
 
-from irisd.budget import Budgets, RateWindow, Spending, day_start, refusal, usd
+from iris_common.money import day_start, usd
+from irisd.budget import Budgets, RateWindow, Spending, refusal
 
 
 def test_no_budget_refuses_nothing() -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from irisd.claude.environment import child_environment, for_children, load_env_file
-from irisd.config import parse_config
+from iris_common.config import parse_config
+from iris_common.environment import child_environment, for_children, load_env_file
 from protocol.errors import ConfigError
 
 SESSION_VARIABLES = {

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+from iris_common.paths import IrisPaths, escape_project_path
 from irisd.claude.command import IRIS_TOOLS_FOR_CHILDREN, claude_argv
 from irisd.claude.wire import (
     AssistantLine,
@@ -15,7 +16,6 @@ from irisd.claude.wire import (
     line_type,
     user_turn,
 )
-from irisd.paths import IrisPaths, escape_project_path
 
 
 def test_known_lines_decode_and_unknown_fields_are_ignored() -> None:

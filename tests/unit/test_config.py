@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from irisd.config import IrisConfig, load_config, parse_config
+from iris_common.config import IrisConfig, load_config, parse_config
 from protocol.errors import ConfigError, UnknownTeamError
 
 

@@ -7,8 +7,8 @@ import json
 import shlex
 from pathlib import Path
 
+from iris_common.paths import session_file
 from irisd.claude.launcher import IrisEndpoint, LaunchSpec, LocalLauncher, SshLauncher
-from irisd.paths import session_file
 
 SESSION = "0b6f8f5e-1c2d-4e3f-9a8b-7c6d5e4f3a2b"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from irisd.claude import locate
+from iris_common import locate
 
 
 def executable(path: Path) -> Path:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from iris_cli.setup import write_starter_config
-from irisd.config import load_config
+from iris_common.config import load_config
 from protocol.errors import ConfigError
 
 

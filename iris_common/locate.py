@@ -18,7 +18,7 @@ from pathlib import Path
 
 DEFAULT = "claude"  # settings.claudePath when the config names none
 CLAUDE_VERSION = "2.1.330"  # the version Iris is tested with; scripts/install pins it
-CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT = Path(__file__).resolve().parents[1]
 CACHED = CHECKOUT / ".cache" / "claude-cli" / "node_modules" / ".bin" / "claude"
 
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import msgspec
 import yaml
 
-from irisd.claude.environment import check_name, check_value
+from iris_common.environment import check_name, check_value
 from protocol.errors import ConfigError, UnknownTeamError
 
 PermissionMode = Literal["ask", "deny", "skip"]
@@ -115,7 +115,7 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     permissions: PermissionMode = "ask"
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
-    env: dict[str, str] = {}  # added to its claude's environment (irisd/claude/environment.py)
+    env: dict[str, str] = {}  # added to its claude's environment (iris_common/environment.py)
     daily_usd: float | None = None  # the team's own budget (budget.dailyUsd)
     host: str = ""  # "" for this machine; else an ssh destination (path is on that host)
     ssh_options: tuple[str, ...] = ()
