@@ -28,7 +28,7 @@ from rich.text import Text
 
 from iris_cli.aclient import open_connection
 from iris_cli.render import tool_input
-from iris_cli.text import ago, pair_name, short, tail
+from iris_cli.text import ago, decide_line, pair_name, short, tail
 from protocol.errors import DaemonNotRunningError, ShuttingDownError
 from protocol.messages import (
     ApprovalEvent,
@@ -206,7 +206,7 @@ def _approval(a: ApprovalInfo) -> RenderableType:
         Text.assemble((a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
                       f" (tell {a.tell_id}, {ago(a.created_at)})"),
         Text(tool_input(a.tool_name, a.input)),
-        Text(f"  iris approve {a.id} [--remember]   |   iris deny {a.id} --reason '...'", style="magenta"),
+        Text(decide_line(a.id), style="magenta"),
     )
 
 

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from iris_cli import plain
 from iris_cli.text import ago as ago  # the commands call render.ago
-from iris_cli.text import pair_name, short, usd
+from iris_cli.text import decide_line, pair_name, short, usd
 from protocol.messages import (
     ApprovalInfo,
     NotificationInfo,
@@ -216,7 +216,7 @@ def approvals(items: list[ApprovalInfo]) -> None:
         ))
         out.print(tool_input(a.tool_name, a.input), markup=False)
         if a.status == "pending":
-            out.print(f"  iris approve {a.id} [--remember]   |   iris deny {a.id} --reason '...'\n", markup=False)
+            out.print(decide_line(a.id) + "\n", markup=False)
         elif a.reason or a.decided_by:
             why = f": {a.reason}" if a.reason else ""
             out.print(f"  {a.status} by {a.decided_by or '-'}{why}\n", markup=False)

@@ -15,6 +15,13 @@ def pair_name(from_team: str | None, to_team: str) -> str:
     return f"{from_team or 'external'}->{to_team}"  # as irisd writes it (and the wire's parent_pair)
 
 
+def decide_line(approval_id: str) -> str:
+    """How to decide an approval, in 80 columns: its id's first characters are enough
+    (irisd takes any unique prefix of an id)."""
+    brief = approval_id[:10]
+    return f"  iris approve {brief} [--remember]  |  iris deny {brief} --reason '...'"
+
+
 def short(text: str, limit: int) -> str:
     """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
     flat = " ".join(text.split())

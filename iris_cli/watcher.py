@@ -7,16 +7,14 @@ import sys
 from types import TracebackType
 
 from iris_cli.live import StatusLine
+from iris_cli.text import decide_line
 from protocol.messages import Event, TellNotice, TellPhase, TellPhaseEvent, TellState, TellText
 from protocol.phases import describe
 
 
 def approval_hint(phase: TellPhase) -> str:
     """The lines that tell a person how to decide the approval a tell waits for."""
-    return (
-        f"{describe(phase)}\n"
-        f"  iris approve {phase.approval_id}   |   iris deny {phase.approval_id} --reason '...'"
-    )
+    return f"{describe(phase)}\n{decide_line(phase.approval_id)}"
 
 
 class TellWatcher:

@@ -20,12 +20,13 @@ from irisd.budget import Budgets, RateWindow, Spending, refusal
 from irisd.caller import Caller
 from irisd.claude.wire import SystemLine, decode_line
 from irisd.health import rss_bytes, total_rss
+from irisd.ids import with_whole_ids
 from irisd.logs import recent_problems
 from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.pair import Pair, TellLink
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
-from irisd.store import approvals, ledger, notifications, questions, sessions, tells, unsolicited
+from irisd.store import approvals, ids, ledger, notifications, questions, sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
@@ -165,7 +166,7 @@ class Dispatcher:
     async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
         """Serve one request of ``caller`` (decided by its connection: see irisd/caller.py);
         raises IrisError subclasses for the client to see."""
-        request = caller.apply(request)
+        request = await with_whole_ids(caller.apply(request), self._ids_starting_with)
         match request:
             case Hello():
                 return Welcome(protocol_version=PROTOCOL_VERSION, daemon_version=__version__, pid=os.getpid())
@@ -265,6 +266,9 @@ class Dispatcher:
                 return await self.unsolicited_transcript(turn_id)
 
     # --- queries -------------------------------------------------------------------------
+
+    async def _ids_starting_with(self, kind: str, prefix: str) -> list[str]:
+        return await self.store.call(ids.starting_with, kind, prefix)
 
     def team_infos(self) -> list[TeamInfo]:
         return [

@@ -105,8 +105,9 @@ def test_the_monitor_shows_pairs_change_state_tells_stream_and_approvals_wait(ir
         screen.wait_for(rf"{started['id']}\s+external->alpha\s+awaiting_approval")
         approval = screen.wait_for(r"(a-[0-9a-f]{32}) external->alpha wants Bash").group(1)
         screen.wait_for(r"\$ echo hi > made.txt")
-        screen.wait_for(rf"iris approve {approval} \[--remember\]\s+\|\s+iris deny {approval}")
-        assert iris.cli("deny", approval, "--reason", "not today").returncode == 0
+        brief = approval[:10]  # any unique prefix of an id does
+        screen.wait_for(rf"iris approve {brief} \[--remember\]\s+\|\s+iris deny {brief}")
+        assert iris.cli("deny", brief, "--reason", "not today").returncode == 0
         screen.wait_for(rf"{started['id']}\s+external->alpha\s+completed")
 
         told = iris.cli_json("tell", "alpha", "@chunks:3 streamed to the monitor")

@@ -42,8 +42,11 @@ def test_ask_then_approve_runs_the_tool(iris: Iris) -> None:
     iris.start()
     started, approval = ask(iris)
     human = iris.cli("approvals")
-    assert "$ echo hi > made.txt" in human.stdout and f"iris approve {approval['id']}" in human.stdout
-    decided = iris.cli_json("approve", approval["id"])
+    assert "$ echo hi > made.txt" in human.stdout and f"iris approve {approval['id'][:10]} " in human.stdout
+    line = next(line for line in human.stdout.splitlines() if "iris approve" in line)
+    assert len(line) <= 80, line  # the approve and deny commands fit a terminal
+    decided = iris.cli_json("approve", approval["id"][:6])  # any unique prefix of its id
+    assert decided["id"] == approval["id"]
     assert decided["status"] == "allowed" and "(cli)" in decided["decided_by"]
     done = iris.cli_json("result", started["id"], "--wait", "60000")
     assert done["status"] == "completed" and done["text"].startswith("tool Bash said:")

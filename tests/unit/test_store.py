@@ -99,3 +99,13 @@ def test_approvals_have_unguessable_ids_and_remembered_rules_match_exactly(db: a
     assert not approvals.remembered(db, "a", "b", "Bash", {"command": "ls", "description": "x"})  # other pair
     assert approvals.expire_pending(db, now=4.0, reason="restart") == 1
     assert approvals.get(db, info.id).status == "expired"  # type: ignore[union-attr]
+
+
+def test_ids_are_found_by_prefix_and_a_wildcard_is_only_a_character(db: apsw.Connection) -> None:
+    from irisd.store import ids
+
+    tells.insert(db, tell("abcd1234", created=1, finished=2))
+    tells.insert(db, tell("abcd5678", created=1, finished=2))
+    assert ids.starting_with(db, "tell", "abcd") == ["abcd1234", "abcd5678"]
+    assert ids.starting_with(db, "tell", "abcd5") == ["abcd5678"]
+    assert ids.starting_with(db, "tell", "%") == [] and ids.starting_with(db, "tell", "abc_") == []

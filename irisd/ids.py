@@ -1,0 +1,58 @@
+"""Any unique prefix of an id stands for the id, on every front end: a request naming a
+tell, an approval, a rule, a question or an unsolicited turn by the start of its id is
+served as if it named the whole id. An ambiguous prefix is refused with the matches; a
+prefix that matches nothing goes on unchanged, so its handler says "no ... with id"."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import msgspec
+
+from protocol.errors import InvalidRequestError
+from protocol.messages import (
+    AnswerQuestion,
+    CancelTell,
+    Decide,
+    DismissQuestion,
+    ForgetRule,
+    GetTell,
+    ReadTranscript,
+    ReadUnsolicited,
+    Request,
+)
+
+MIN_PREFIX = 4  # shorter than this is no id anyone meant
+# request type -> (its id field, the kind of id)
+ID_FIELDS: dict[type, tuple[str, str]] = {
+    GetTell: ("tell_id", "tell"),
+    CancelTell: ("tell_id", "tell"),
+    ReadTranscript: ("tell_id", "tell"),
+    Decide: ("approval_id", "approval"),
+    ForgetRule: ("rule_id", "rule"),
+    AnswerQuestion: ("question_id", "question"),
+    DismissQuestion: ("question_id", "question"),
+    ReadUnsolicited: ("turn_id", "turn"),
+}
+
+Lookup = Callable[[str, str], Awaitable[list[str]]]  # (kind, prefix) -> matching ids
+
+
+async def with_whole_ids(request: Request, lookup: Lookup) -> Request:
+    """``request`` with a unique id prefix replaced by the whole id."""
+    field = ID_FIELDS.get(type(request))
+    if field is None:
+        return request
+    name, kind = field
+    prefix: str = getattr(request, name)
+    if len(prefix) < MIN_PREFIX:
+        return request
+    if kind == "tell" and prefix.startswith("u-"):
+        kind = "turn"  # ``iris cache read`` takes an unsolicited turn's id too
+    found = await lookup(kind, prefix)
+    if prefix in found or not found:
+        return request
+    if len(found) > 1:
+        listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+        raise InvalidRequestError(f"{kind} id {prefix!r} is ambiguous: it starts {listed}; give more of the id")
+    return msgspec.structs.replace(request, **{name: found[0]})

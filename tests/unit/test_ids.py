@@ -1,0 +1,37 @@
+"""Any unique prefix of an id stands for the whole id (irisd/ids.py), with plain lookups."""
+
+from __future__ import annotations
+
+import pytest
+
+from irisd.ids import with_whole_ids
+from protocol.errors import InvalidRequestError
+from protocol.messages import Decide, GetTell, ListTeams, ReadTranscript
+
+KNOWN = {
+    "tell": ["0123456789abcdef", "0123ffffffffffff", "89abcdef01234567"],
+    "approval": ["a-d72cea" + "0" * 26, "a-d7ffff" + "1" * 26],
+    "turn": ["u-aaaabbbbccccdddd"],
+}
+
+
+async def lookup(kind: str, prefix: str) -> list[str]:
+    return [i for i in KNOWN.get(kind, []) if i.startswith(prefix)]
+
+
+async def test_a_unique_prefix_is_the_whole_id() -> None:
+    assert await with_whole_ids(GetTell(tell_id="89ab"), lookup) == GetTell(tell_id="89abcdef01234567")
+    decided = await with_whole_ids(Decide(approval_id="a-d72c", allow=True), lookup)
+    assert isinstance(decided, Decide) and decided.approval_id == KNOWN["approval"][0]
+    # an unsolicited turn read like a tell's transcript
+    turn = await with_whole_ids(ReadTranscript(tell_id="u-aaaa"), lookup)
+    assert turn == ReadTranscript(tell_id="u-aaaabbbbccccdddd")
+
+
+async def test_an_ambiguous_prefix_lists_the_matches_and_the_rest_goes_on_unchanged() -> None:
+    with pytest.raises(InvalidRequestError, match=r"tell id '0123' is ambiguous: it starts 0123456789abcdef, 0123f"):
+        await with_whole_ids(GetTell(tell_id="0123"), lookup)
+    for unchanged in (GetTell(tell_id="fffff"), GetTell(tell_id="89a"), ListTeams()):  # unknown, short, no id
+        assert await with_whole_ids(unchanged, lookup) == unchanged
+    whole = GetTell(tell_id="0123456789abcdef")
+    assert await with_whole_ids(whole, lookup) == whole
