@@ -52,6 +52,19 @@ class Context:
         except ConfigError as exc:
             return exc
 
+    @cached_property
+    def status(self) -> Any:
+        """The running irisd's ``StatusReply``, or None when none answers (asked once)."""
+        from iris_cli.client import Client
+        from protocol.errors import IrisError
+        from protocol.messages import GetStatus
+
+        try:
+            with Client(self.paths.socket, timeout=5) as client:
+                return client.request(GetStatus())
+        except (IrisError, OSError):
+            return None
+
     @property
     def valid_config(self) -> IrisConfig | None:
         config = self.config
@@ -82,18 +95,36 @@ def check_claude(ctx: Context) -> Check:
     return Check("claude", "ok", f"claude {version} at {found}")
 
 
+CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
+
+
 def check_credentials(ctx: Context) -> Check:
-    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"):
-        if ctx.env.get(key):
-            return Check("credentials", "ok", f"{key} is set in this shell (irisd needs it in its own environment)")
+    """What irisd's children will get: asked of the running irisd (its environment,
+    irisd.env, each team's env), else read from what a start would give them."""
     env_file = ctx.paths.home / "irisd.env"
+    login = ctx.paths.claude_config_dir / ".credentials.json"
+    status = ctx.status
+    if status is not None:
+        given = {name for names in status.environment.values() for name in names}
+        keys = [key for key in CREDENTIALS if key in given]
+        via = " (through ANTHROPIC_BASE_URL)" if "ANTHROPIC_BASE_URL" in given else ""
+        if keys:
+            return Check("credentials", "ok", f"irisd's claude processes get {', '.join(keys)}{via}")
+        if login.exists():
+            return Check("credentials", "ok", f"claude is logged in ({login}); irisd's claude processes use it")
+        return Check(
+            "credentials", "fail", "irisd's claude processes get no ANTHROPIC_API_KEY and claude is not logged in",
+            f"run 'claude' once and log in, or put ANTHROPIC_API_KEY=... in {env_file}, then restart irisd",
+        )
+    for key in CREDENTIALS:
+        if ctx.env.get(key):
+            return Check("credentials", "ok", f"{key} is set in this shell (irisd started from it gets it)")
     try:
-        if any(line.strip().startswith(("ANTHROPIC_API_KEY=", "ANTHROPIC_AUTH_TOKEN=", "CLAUDE_CODE_OAUTH_TOKEN="))
+        if any(line.strip().startswith(tuple(f"{key}=" for key in CREDENTIALS))
                for line in env_file.read_text().splitlines()):
             return Check("credentials", "ok", f"a key is set in {env_file} (read by the irisd service)")
     except OSError:
         pass
-    login = ctx.paths.claude_config_dir / ".credentials.json"
     if login.exists():
         return Check("credentials", "ok", f"claude is logged in ({login})")
     return Check(

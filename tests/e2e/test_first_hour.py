@@ -4,6 +4,7 @@ people: claude is found with no PATH or config edit, a tell says what it waits f
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -155,3 +156,15 @@ def test_a_command_is_checked_against_what_claude_knows_and_shows_its_output(iri
     compacted = iris.cli("command", "alpha", "compact")
     assert compacted.returncode == 0, compacted.stderr
     assert compacted.stdout.strip() == "Compacted"
+
+
+def test_doctor_checks_the_credentials_irisd_gives_its_claude_not_the_shells(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()  # its environment has the key and ANTHROPIC_BASE_URL (the scripted model)
+    shell = {k: v for k, v in iris.env.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
+    ran = subprocess.run([sys.executable, "-m", "iris_cli", "doctor", "--json"], env=shell, capture_output=True,
+                         text=True, cwd=iris.root, timeout=120)
+    checks = {c["name"]: c for c in json.loads(ran.stdout)}
+    credentials = checks["credentials"]
+    assert credentials["verdict"] == "ok", credentials
+    assert credentials["detail"] == "irisd's claude processes get ANTHROPIC_API_KEY (through ANTHROPIC_BASE_URL)"
