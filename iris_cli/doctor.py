@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from iris_common import locate, ssh
-from iris_common.config import IrisConfig, load_config
+from iris_common.config import IrisConfig, load_config, team_unavailable
 from iris_common.environment import root_skip_problem
 from iris_common.paths import IrisPaths, socket_dir_problem
 from protocol.errors import ConfigError
@@ -156,6 +156,12 @@ def check_team_folders(ctx: Context) -> Check:
     if config is None:
         return Check("team folders", "skip", "needs a valid config")
     local = [t for t in config.teams.values() if not t.host]  # remote ones: see "remote teams"
+    missing = [problem for t in local if (problem := team_unavailable(t))]
+    if missing:
+        return Check(
+            "team folders", "fail", "; ".join(missing),
+            "irisd serves the other teams meanwhile; a tell to such a team fails with this reason",
+        )
     unwritable = [t.name for t in local if not os.access(t.path, os.W_OK)]
     if unwritable:
         return Check(

@@ -71,8 +71,10 @@ def table(
 
 
 def team_lines(teams: list[TeamInfo], *, width: int, color: bool) -> list[str]:
-    rows = [(Cell(t.name, t.color), Cell(t.path), Cell(t.description)) for t in teams]
-    return table(("team", "path", "description"), rows, width=width, color=color, free=2)
+    rows = [(Cell(t.name + ("*" if t.unavailable else ""), t.color), Cell(t.path), Cell(t.description))
+            for t in teams]
+    lines = table(("team", "path", "description"), rows, width=width, color=color, free=2)
+    return lines + [paint(f"* {t.unavailable}", "red", color) for t in teams if t.unavailable]
 
 
 def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from iris_common.config import parse_config
+from iris_common.config import parse_config, team_unavailable
 from iris_common.locate import find_claude, not_found_fix
 from iris_common.paths import IrisPaths
 from protocol.errors import ConfigError
@@ -58,7 +58,10 @@ def write_starter_config(
     port_note = "any free port (iris dashboard finds it)" if http_port == 0 else "the HTTP face"
     port_line = f"  httpPort: {http_port}   # {port_note}\n" if http_port is not None else ""
     body = TEMPLATE_HEAD + port_line + claude_line + yaml.safe_dump({"teams": teams}, sort_keys=False)
-    parse_config(body.encode(), source=str(path))  # the same checks irisd makes
+    checked = parse_config(body.encode(), source=str(path))  # the same checks irisd makes
+    for team in checked.teams.values():  # irisd would start, but a new team's folder is surely a typo
+        if problem := team_unavailable(team):
+            raise ConfigError(problem.replace("fix teams." + team.name + ".path in config.yaml", "fix --team"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(body)
     return path, list(teams)

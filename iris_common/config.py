@@ -104,7 +104,8 @@ class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class Team(msgspec.Struct, frozen=True, kw_only=True):
-    """A validated team: its folder is absolute, resolved and exists."""
+    """A validated team: its folder is absolute and resolved (whether it exists now is
+    ``team_unavailable``'s question)."""
 
     name: str
     path: str
@@ -124,6 +125,20 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def skip_permissions(self) -> bool:
         return self.permissions == "skip"
+
+
+def team_unavailable(team: Team) -> str:
+    """Why ``team`` cannot answer now, with the fix; "" when it can. Checked when asked
+    (a tell, ``iris status``), so creating the folder makes the team available at once,
+    and one missing folder never keeps irisd or the other teams from running. (A team
+    on another host is checked when its claude starts, over ssh.)"""
+    if team.host or os.path.isdir(team.path):
+        return ""
+    problem = "is not a folder" if os.path.exists(team.path) else "does not exist"
+    return (
+        f"team {team.name!r} is unavailable: its folder {team.path} {problem}; "
+        "create it, or fix teams." + team.name + ".path in config.yaml"
+    )
 
 
 class IrisConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -298,9 +313,6 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         raise ConfigError(
             f"{where}: path {given!r} is relative; write the absolute path of the project folder{on}"
         )
-    if not remote and not os.path.isdir(expanded):
-        problem = "is not a folder" if os.path.exists(expanded) else "does not exist"
-        raise ConfigError(f"{where}: path {given!r} {problem}; create it or fix the path")
     for key, value in (("idleTimeout", team.idle_timeout), ("responseTimeout", team.response_timeout)):
         if value is not None and value < 1000:
             raise ConfigError(f"{where}: key 'teams.{name}.{key}' is {value}; it must be at least 1000")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from iris_common.config import IrisConfig, Team
+from iris_common.config import IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment, root_skip_problem
 from iris_common.money import day_start
 from iris_common.paths import IrisPaths, existing, transcript_path
@@ -40,6 +40,7 @@ from protocol.errors import (
     NotFoundError,
     RateLimitedError,
     ShuttingDownError,
+    TeamUnavailableError,
 )
 from protocol.messages import (
     MAX_TTL_DAYS,
@@ -272,7 +273,8 @@ class Dispatcher:
 
     def team_infos(self) -> list[TeamInfo]:
         return [
-            TeamInfo(name=t.name, path=t.path, description=t.description, color=t.color, host=t.host)
+            TeamInfo(name=t.name, path=t.path, description=t.description, color=t.color, host=t.host,
+                     unavailable=team_unavailable(t))
             for t in sorted(self.config.teams.values(), key=lambda t: t.name)
         ]
 
@@ -458,6 +460,8 @@ class Dispatcher:
         Refused before any claude turn: loops, budgets spent, a pair over its rate limit."""
         team = self.config.team(to_team)
         self._check_from(from_team)
+        if unavailable := team_unavailable(team):
+            raise TeamUnavailableError(unavailable)
         if not team.host and (problem := root_skip_problem(team.name, team.permissions, env=self.child_env(team))):
             raise ClaudeError(problem)  # refused before it is queued: claude would not start
         message = check_message(message)

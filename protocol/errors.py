@@ -49,6 +49,13 @@ class UnknownTeamError(IrisError):
         )
 
 
+class TeamUnavailableError(IrisError):
+    """A configured team cannot answer now (e.g. its folder is missing); the message says why
+    and how to fix it. The other teams go on."""
+
+    code = "team_unavailable"
+
+
 class InvalidRequestError(IrisError):
     """A request was well-formed on the wire but its values make no sense."""
 
@@ -134,6 +141,7 @@ _BY_CODE: dict[str, type[IrisError]] = {
         IrisError,
         ConfigError,
         UnknownTeamError,
+        TeamUnavailableError,
         InvalidRequestError,
         ProtocolError,
         DaemonNotRunningError,

@@ -58,6 +58,7 @@ class TeamInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     description: str = ""
     color: str = ""
     host: str = ""  # the ssh destination of a team on another machine ("" for this one)
+    unavailable: str = ""  # why it cannot answer now (its folder is missing), with the fix
 
 
 class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):

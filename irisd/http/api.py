@@ -82,6 +82,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "rate_limited": 429,
     "busy": 503,
     "shutting_down": 503,
+    "team_unavailable": 503,
     "daemon_not_running": 503,
     "claude_failed": 502,
     "config": 500,

@@ -168,3 +168,21 @@ def test_doctor_checks_the_credentials_irisd_gives_its_claude_not_the_shells(iri
     credentials = checks["credentials"]
     assert credentials["verdict"] == "ok", credentials
     assert credentials["detail"] == "irisd's claude processes get ANTHROPIC_API_KEY (through ANTHROPIC_BASE_URL)"
+
+
+def test_a_missing_team_folder_makes_that_team_unavailable_and_irisd_serves_the_others(iris: Iris) -> None:
+    iris.add_team("alpha")
+    later = iris.add_team("beta")
+    later.rmdir()  # e.g. a repository not cloned yet on this machine
+    iris.start()
+    assert iris.cli_json("tell", "alpha", "hi")["text"] == "echo #1: hi"
+    refused = iris.cli("tell", "beta", "hi")
+    assert refused.returncode == 1
+    assert f"team 'beta' is unavailable: its folder {later} does not exist; create it" in refused.stderr
+    teams = {t["name"]: t for t in iris.cli_json("teams")}
+    assert "does not exist" in teams["beta"]["unavailable"] and "unavailable" not in teams["alpha"]
+    assert "* team 'beta' is unavailable" in iris.cli("status").stdout
+    code, output = iris.cli_pty("doctor", columns=200)
+    assert code == 1 and "team folders" in output and "team 'beta' is unavailable" in output
+    later.mkdir()  # no restart needed
+    assert iris.cli_json("tell", "beta", "hi")["text"] == "echo #1: hi"

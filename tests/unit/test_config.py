@@ -54,8 +54,6 @@ def test_empty_file_is_an_empty_config() -> None:
         ("settings:\n  maxProcesses: many\n", "key 'settings.maxProcesses': expected `int`, got `str`"),
         ("teams:\n  a:\n    path: 3\n", "key 'teams.a.path': expected `str`"),
         ("teams:\n  a:\n    path: relative/dir\n", "is relative; write the absolute path"),
-        ("teams:\n  a:\n    path: /no/such/folder\n", "does not exist"),
-        ("teams:\n  a:\n    path: /etc/hostname\n", "is not a folder"),
         ("teams:\n  a:\n    description: x\n", "key 'teams.a.path' is missing"),
         ("teams:\n  'a b':\n    path: /tmp\n", "team name must start with an ASCII letter or digit"),
         ("teams:\n  'müller':\n    path: /tmp\n", "hold only ASCII letters (a-z, A-Z), digits (0-9)"),
@@ -131,3 +129,18 @@ def test_a_remote_team_takes_a_host_ssh_options_a_claude_path_and_an_env(tmp_pat
 def test_remote_team_mistakes_are_named(yaml_text: bytes, problem: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(problem)):
         parse_config(yaml_text, source="c.yaml")
+
+
+def test_a_missing_team_folder_makes_that_team_unavailable_not_the_config_invalid(tmp_path: Path) -> None:
+    from iris_common.config import team_unavailable
+
+    text = f"teams:\n  a:\n    path: {tmp_path}/later\n  b:\n    path: /etc/hostname\n  c:\n    path: {tmp_path}\n"
+    config = parse_config(text.encode(), source="config.yaml")
+    assert team_unavailable(config.team("a")) == (
+        f"team 'a' is unavailable: its folder {tmp_path}/later does not exist; create it, "
+        "or fix teams.a.path in config.yaml"
+    )
+    assert "is not a folder" in team_unavailable(config.team("b"))
+    assert team_unavailable(config.team("c")) == ""
+    (tmp_path / "later").mkdir()
+    assert team_unavailable(config.team("a")) == ""  # checked when asked: no restart needed

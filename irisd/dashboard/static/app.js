@@ -548,6 +548,7 @@ function teamsView() {
         h("span", { class: "muted" }, `${pairs.filter((p) => p.state !== "stopped").length} live`)),
       team.description ? h("p", { class: "desc" }, team.description) : null,
       h("p", { class: "path", title: team.path }, team.path),
+      team.unavailable ? h("p", { class: "note warn", "data-unavailable": "" }, team.unavailable) : null,
       pairs.length ? scrolls(h("table", { class: "pairs" },
         h("thead", {}, h("tr", {}, ["from", "state", "pid", "queue", "last used", "cost", ""].map((c) => h("th", {}, c)))),
         h("tbody", {}, pairs.map(pairRow)))) : h("p", { class: "muted" }, "No pair yet: nobody has told this team anything since irisd started."),
