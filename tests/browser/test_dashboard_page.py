@@ -452,3 +452,10 @@ def test_a_pair_waiting_for_an_approval_says_so_where_it_would_say_processing(pa
     page.goto(f"{BASE}/#/tells/t1")
     expect(page.locator("[data-waiting-approval]")).to_have_text("waiting for your approval")
     expect(page.locator(".typing")).to_have_count(0)
+
+
+def test_the_health_bar_says_what_it_measures(page: Page, fake: FakeIris) -> None:
+    page.goto(f"{BASE}/#/health")
+    label = page.locator("#meter-label")
+    expect(label).to_have_text("claude processes running: 1 of 10 (maxProcesses)")
+    expect(page.get_by_role("meter", name="claude processes running: 1 of 10 (maxProcesses)")).to_be_visible()

@@ -952,7 +952,6 @@ function healthView() {
     ["up for", seconds(Date.now() / 1000 - s.started_at)],
     s.memory_rss ? ["memory (irisd)", bytes(s.memory_rss)] : null,
     s.children_rss ? ["memory (claude processes)", bytes(s.children_rss)] : null,
-    ["claude processes", `${live} of ${s.max_processes} (maxProcesses)`],
     ["approvals waiting", String(s.pending_approvals || 0)],
     ["questions waiting", String(state.questions.size)],
     ["socket", s.socket_path],
@@ -961,7 +960,8 @@ function healthView() {
   const errors = s.recent_errors || [];
   return h("div", {},
     h("div", { class: "view-head" }, h("h1", {}, "Health"), pill(state.connected ? "live" : "away")),
-    h("div", { class: "meter", role: "meter", "aria-valuemin": 0, "aria-valuemax": s.max_processes, "aria-valuenow": live, "aria-label": "claude processes" },
+    h("p", { class: "meter-label", id: "meter-label" }, `claude processes running: ${live} of ${s.max_processes} (maxProcesses)`),
+    h("div", { class: "meter", role: "meter", "aria-valuemin": 0, "aria-valuemax": s.max_processes, "aria-valuenow": live, "aria-labelledby": "meter-label" },
       h("span", { class: "fill", "data-fill": String(Math.round((100 * live) / Math.max(1, s.max_processes))) })),
     h("dl", { class: "facts wide" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
     section("Recent errors in the log",
