@@ -28,20 +28,17 @@ from typing import cast
 
 import trio
 
-from iris_cli.client import DaemonUnreachable, connect_error
+from iris_cli.client import connect_error
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
-from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
+from protocol.errors import ConnectionLost as ConnectionLost
+from protocol.errors import DaemonUnreachable, IrisError, ProtocolError
 from protocol.framing import LengthPrefixedFramer
 from protocol.messages import ErrorReply, Event, Hello, Reply, Request, Welcome, is_event
 
 AsyncEventHandler = Callable[[Event], Awaitable[None]]
 
 RECEIVE_CHUNK = 65536
-
-class ConnectionLost(DaemonNotRunningError):
-    """The connection broke after the request was sent; irisd may have acted on it."""
-
 
 class AsyncConnection:
     """One greeted connection to irisd; requests go one at a time."""

@@ -20,6 +20,7 @@ import msgspec
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
+from protocol.errors import DaemonUnreachable as DaemonUnreachable
 from protocol.framing import LengthPrefixedFramer
 from protocol.messages import (
     ErrorReply,
@@ -39,10 +40,6 @@ def default_socket_path() -> Path:
     from iris_common.paths import IrisPaths
 
     return IrisPaths.from_env().socket
-
-
-class DaemonUnreachable(DaemonNotRunningError):
-    """irisd could not be reached; the request was not sent."""
 
 
 def connect_error(exc: OSError, socket_path: Path) -> DaemonNotRunningError:

@@ -1,5 +1,6 @@
 """The ``iris`` executable. Kept light: ``iris mcp`` (launched by Claude Code for every
-session) must not pay for importing Typer and rich before the MCP server starts."""
+session) must not pay for importing rich and the rest of the CLI before the MCP server
+starts, so it runs the ``mcp`` Typer app alone (the same app the full CLI mounts)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ def main() -> None:
         print(f"iris: {problem}", file=sys.stderr)
         sys.exit(2)
     if args[:1] == ["mcp"] and not _CLI_ONLY.intersection(args[1:2]):
-        from iris_cli.mcp_shim import main as serve_mcp
+        from iris_cli.mcp_stdio import mcp_app
 
-        sys.exit(serve_mcp(args[1:]))
+        mcp_app(args[1:], prog_name="iris mcp")
     from iris_cli.app import main as cli
 
     cli()

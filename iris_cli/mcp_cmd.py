@@ -1,8 +1,8 @@
 """``iris mcp install|uninstall``: register the MCP shim with Claude Code.
 
-``iris mcp`` itself (the server) never gets here: ``iris_cli.entry`` hands it to
-``iris_cli.mcp_shim`` before Typer is imported. The callback below only documents it,
-and serves it when the Typer app is driven directly.
+``iris mcp`` itself (the server) is the callback of ``mcp_app`` in ``iris_cli.mcp_stdio``,
+which ``iris_cli.entry`` runs directly (without rich and the rest of the CLI); this module
+adds the two commands to that same app.
 
 Scopes are Claude Code's: ``user`` (every project of this user; the default, since the
 shim finds its team from the folder Claude Code starts it in), ``local`` (this project,
@@ -24,17 +24,14 @@ from typing import Annotated, Any
 
 import typer
 
-from iris_cli import render
+from iris_cli import mcp_stdio, render
 
 SERVER_NAME = "iris"
 # Where the shim must look for irisd if not in the default place: carried into the
 # registration, because Claude Code starts the shim with its own environment.
 CARRIED_ENV = ("IRIS_HOME", "IRIS_SOCKET")
 
-mcp_app = typer.Typer(
-    help="The MCP server Claude Code launches ('iris mcp [--team NAME]'), and its registration.",
-    invoke_without_command=True,
-)
+mcp_app = mcp_stdio.mcp_app  # one app: the server (its callback) and these commands
 
 
 class Scope(StrEnum):
@@ -57,22 +54,6 @@ ClaudeOption = Annotated[
         help="The claude executable (default: $IRIS_CLAUDE_BIN, the one next to iris, then 'claude' on PATH).",
     ),
 ]
-
-
-@mcp_app.callback()
-def serve(
-    ctx: typer.Context,
-    team: Annotated[
-        str | None,
-        typer.Option(help="The team this server speaks for (default: the team whose folder holds the cwd)."),
-    ] = None,
-) -> None:
-    """Serve the Iris tools over MCP on stdin/stdout (what Claude Code runs)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    from iris_cli.mcp_shim import main
-
-    raise typer.Exit(main(["--team", team] if team else []))
 
 
 def shim_command() -> list[str]:

@@ -1,18 +1,15 @@
-"""Plain text and data shared by the CLI's output and the MCP tools' (no rich, no I/O)."""
+"""Text for the CLI's output (no rich, no I/O); the plain helpers it shares with the MCP tools and
+irisd are in ``iris_common.text``, re-exported here for the commands."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
-
-import msgspec
 
 from iris_common.money import usd as usd  # one way to show money, for irisd's errors and the CLI
-from protocol.messages import TellReply
-
-
-def pair_name(from_team: str | None, to_team: str) -> str:
-    return f"{from_team or 'external'}->{to_team}"  # as irisd writes it (and the wire's parent_pair)
+from iris_common.text import pair_name as pair_name
+from iris_common.text import short as short
+from iris_common.text import tail as tail
+from iris_common.text import tell_data as tell_data
 
 
 def decide_line(approval_id: str) -> str:
@@ -20,24 +17,6 @@ def decide_line(approval_id: str) -> str:
     (irisd takes any unique prefix of an id)."""
     brief = approval_id[:10]
     return f"  iris approve {brief} [--remember]  |  iris deny {brief} --reason '...'"
-
-
-def short(text: str, limit: int) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def tail(text: str, limit: int) -> str:
-    """The last ``limit`` characters of ``text``, an ellipsis first if cut."""
-    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
-
-
-def tell_data(reply: TellReply) -> dict[str, Any]:
-    """A tell for scripts and models: its fields, ``status`` as the caller sees it
-    (``in_progress`` while it runs) and ``tell_status`` as stored (queued, running, ...)."""
-    data: dict[str, Any] = msgspec.to_builtins(reply.tell)
-    return {**data, "status": reply.status, "tell_status": reply.tell.status}
 
 
 def ago(timestamp: float | None) -> str:

@@ -74,6 +74,14 @@ class DaemonNotRunningError(IrisError):
     code = "daemon_not_running"
 
 
+class DaemonUnreachable(DaemonNotRunningError):
+    """irisd could not be reached; the request was not sent (starting it and trying again is safe)."""
+
+
+class ConnectionLost(DaemonNotRunningError):
+    """The connection broke after the request was sent; irisd may have acted on it."""
+
+
 class ClaudeError(IrisError):
     """The claude process failed: it could not start, or exited in the middle of a tell."""
 

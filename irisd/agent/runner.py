@@ -25,6 +25,7 @@ from iris_common.config import AGENT_NAME, IrisConfig
 from iris_common.environment import child_environment
 from iris_common.locate import find_claude
 from iris_common.paths import IrisPaths, session_file
+from iris_mcp.tools import READ_ONLY_TOOLS
 from irisd.claude.command import stream_json_argv
 from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, user_turn
@@ -36,13 +37,6 @@ log = logging.getLogger("irisd.agent")
 
 ASK_TIMEOUT_S = 600.0
 MAX_QUESTION_CHARS = 20_000
-
-# The tools of `iris mcp --read-only` (iris_cli.mcp_tools.READ_ONLY_TOOLS; listed here so
-# that irisd does not import the MCP code).
-AGENT_TOOLS = (
-    "team_teams", "team_status", "team_isAwake", "team_sessions", "team_report", "team_result",
-    "team_cache_read", "team_approvals", "team_questions", "team_costs",
-)
 
 SYSTEM_PROMPT = """You are iris-agent, the assistant of Iris. Iris is a daemon (irisd) that lets the \
 Claude Code agents of a person's projects talk to each other. Each project is a *team* (a name and a \
@@ -81,7 +75,7 @@ def agent_argv(claude_path: str, *, session_id: str, resume: bool, mcp_config: s
         "--tools",
         "",  # no built-in tool at all (Bash, Edit, Write, ...): it reads Iris, nothing else
         "--allowedTools",
-        *[f"mcp__iris__{tool}" for tool in AGENT_TOOLS],
+        *[f"mcp__iris__{tool}" for tool in READ_ONLY_TOOLS],
         "--append-system-prompt",
         SYSTEM_PROMPT,
     ]

@@ -7,15 +7,7 @@ import sys
 from collections.abc import Sequence
 from decimal import Decimal
 
-# Iris's MCP tools a child may call without asking (iris_cli.mcp_tools.CHILD_ALLOWED_TOOLS;
-# listed here so that irisd does not import the MCP code).
-IRIS_TOOLS_FOR_CHILDREN = (
-    "team_tell", "team_isAwake", "team_wake", "team_sleep", "team_wake_all", "team_report",
-    "team_command", "team_cache_read", "team_cache_clear", "team_teams", "team_getTeamName",
-    "team_result", "team_cancel", "team_approvals", "team_questions", "team_answer", "team_costs",
-    "team_status", "team_sessions",
-)
-
+from iris_mcp.tools import CHILD_ALLOWED_TOOLS
 
 # A pair's conversation belongs to Iris. Claude Code (2.1.224 and later) lets any other
 # session of the user message a running claude (SendMessage): the child would take that
@@ -98,7 +90,7 @@ def claude_argv(
         # Iris's own tools need no permission prompt: the daemon guards them (loops, hops).
         argv += ["--mcp-config", mcp_config]
         # Not team_approve / team_deny: a team must not decide its own requests.
-        allowed += [f"mcp__iris__{tool}" for tool in IRIS_TOOLS_FOR_CHILDREN]
+        allowed += [f"mcp__iris__{tool}" for tool in CHILD_ALLOWED_TOOLS]
     if permissions == "skip":
         argv.append("--dangerously-skip-permissions")
     else:

@@ -3,7 +3,7 @@
 A child gets ``{"type": "http", "url": ".../mcp", "headers": {"Authorization": "Bearer
 <its token>"}}`` in a 0600 ``--mcp-config`` file (irisd/http/tokens.py). The gate
 (app.py) turns the token into the child's ``Caller``; each tool call then runs the
-same ``Shim`` as the stdio ``iris mcp`` (iris_cli/mcp_shim.py), with a ``DispatcherLink``
+same ``Shim`` as the stdio ``iris mcp`` (iris_mcp/server.py), with a ``DispatcherLink``
 that hands its requests to the dispatcher in process, with that caller. So the child
 speaks as its own team, its tells are linked to the tell it is answering, and its
 token dies with it. The owner's token works here too (as the external caller, free to
@@ -36,7 +36,7 @@ from protocol.messages import Event, Reply, Request
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
-    from iris_cli.mcp_shim import Shim
+    from iris_mcp.server import Shim
     from irisd.http.app import HttpFace, Receive, Scope, Send
 
 log = logging.getLogger("irisd.http.mcp")
@@ -82,7 +82,7 @@ class McpEndpoint:
         await trio.to_thread.run_sync(_import_sdk)
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-        from iris_cli.mcp_shim import build_server
+        from iris_mcp.server import build_server
 
         self._manager = StreamableHTTPSessionManager(
             app=build_server(self._shim_for), stateless=True, max_request_body_size=MAX_MCP_BODY_BYTES
@@ -101,8 +101,8 @@ class McpEndpoint:
         await self._manager.handle_request(scope, receive, send)
 
     def _shim_for(self, ctx: ServerRequestContext[Any]) -> Shim:
-        from iris_cli.mcp_shim import Shim
-        from iris_cli.mcp_tools import Identity
+        from iris_mcp.server import Shim
+        from iris_mcp.tools import Identity
         from irisd.http.app import CALLER_KEY
 
         request = ctx.request
@@ -116,5 +116,5 @@ class McpEndpoint:
 
 
 def _import_sdk() -> None:
-    for module in ("mcp.server.streamable_http_manager", "iris_cli.mcp_shim"):
+    for module in ("mcp.server.streamable_http_manager", "iris_mcp.server"):
         importlib.import_module(module)

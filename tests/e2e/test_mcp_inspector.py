@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness import REPO, Iris
-from iris_cli.mcp_tools import TOOLS
+from iris_mcp.tools import TOOLS
 
 pytestmark = pytest.mark.claude
 

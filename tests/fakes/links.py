@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from iris_cli.mcp_shim import DaemonLink
+from iris_cli.mcp_stdio import DaemonLink
 from protocol.messages import Event, Reply, Request
 
 OnEvent = Callable[[Event], Awaitable[None]] | None

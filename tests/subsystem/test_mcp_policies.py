@@ -9,10 +9,9 @@ import pytest
 import trio
 
 from fakes.links import ScriptedLink
-from iris_cli.aclient import ConnectionLost
-from iris_cli.client import DaemonUnreachable
-from iris_cli.mcp_shim import DaemonLink, Shim
-from protocol.errors import UnknownTeamError
+from iris_cli.mcp_stdio import DaemonLink
+from iris_mcp.server import Shim
+from protocol.errors import ConnectionLost, DaemonUnreachable, UnknownTeamError
 from protocol.messages import (
     CancelTell,
     Event,
@@ -168,14 +167,14 @@ async def test_daemon_errors_and_bad_calls_become_tool_errors() -> None:
 
 
 def test_serving_imports_nothing_it_can_do_without() -> None:
-    """Claude Code starts the shim for every session: no Typer, rich or protocol/ until a
-    tool is called (the SDK's own imports are the floor)."""
+    """Claude Code starts the shim for every session: no rich, msgspec or protocol/ until a
+    tool is called (the SDK's own imports are the floor; Typer, ~25 ms, parses its options)."""
     import subprocess
     import sys
 
     probe = (
-        "import sys, iris_cli.entry, iris_cli.mcp_shim; "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'rich', 'msgspec', 'protocol'}))"
+        "import sys, iris_cli.entry, iris_cli.mcp_stdio; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'msgspec', 'protocol', 'irisd'}))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from iris_common.paths import IrisPaths, escape_project_path
-from irisd.claude.command import IRIS_TOOLS_FOR_CHILDREN, claude_argv
+from irisd.claude.command import claude_argv
 from irisd.claude.wire import (
     AssistantLine,
     GarbageLine,
@@ -87,12 +87,12 @@ def test_line_types_are_claudes_own_names() -> None:
 
 
 def test_children_may_use_every_iris_tool_but_deciding_approvals() -> None:
-    from iris_cli.mcp_tools import CHILD_ALLOWED_TOOLS, TOOLS_BY_NAME
+    from iris_mcp.tools import TOOLS_BY_NAME
 
-    assert set(IRIS_TOOLS_FOR_CHILDREN) == set(CHILD_ALLOWED_TOOLS)
-    assert {"team_approve", "team_deny"} <= set(TOOLS_BY_NAME) - set(IRIS_TOOLS_FOR_CHILDREN)
     argv = claude_argv("claude", session_id="u", resume=False, mcp_config="{}")
     allowed = argv[argv.index("--allowedTools") + 1 :]
+    iris_tools = {rule.removeprefix("mcp__iris__") for rule in allowed if rule.startswith("mcp__iris__")}
+    assert iris_tools == set(TOOLS_BY_NAME) - {"team_approve", "team_deny"}
     assert "mcp__iris__team_tell" in allowed and "mcp__iris__team_approve" not in allowed
     assert argv[argv.index("--permission-prompt-tool") + 1] == "stdio"
 

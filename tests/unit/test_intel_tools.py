@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from fakes.links import ScriptedLink
-from iris_cli.mcp_shim import Shim, mcp_tool_list
-from iris_cli.mcp_tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, render_reply
-from irisd.agent.runner import AGENT_TOOLS, agent_argv, agent_mcp_config, tool_calls
+from iris_mcp.server import Shim, mcp_tool_list
+from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, render_reply
+from irisd.agent.runner import agent_argv, agent_mcp_config, tool_calls
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -28,7 +28,6 @@ async def progress(value: float, message: str) -> None:
 
 
 def test_iris_agent_gets_exactly_the_read_only_tools() -> None:
-    assert set(AGENT_TOOLS) == set(READ_ONLY_TOOLS)
     assert all(TOOLS_BY_NAME[name].read_only for name in READ_ONLY_TOOLS)
     assert {"team_tell", "team_wake", "team_approve", "team_answer", "team_cache_clear"}.isdisjoint(READ_ONLY_TOOLS)
     assert [tool.name for tool in mcp_tool_list(read_only=True)] == list(READ_ONLY_TOOLS)
@@ -41,7 +40,7 @@ def test_iris_agent_runs_without_built_in_tools_or_other_mcp_servers() -> None:
     config = json.loads(argv[argv.index("--mcp-config") + 1])
     assert config["mcpServers"]["iris"]["args"][-2:] == ["--read-only", "--no-autostart"]
     allowed = argv[argv.index("--allowedTools") + 1 : argv.index("--append-system-prompt")]
-    assert allowed == [f"mcp__iris__{tool}" for tool in AGENT_TOOLS]
+    assert allowed == [f"mcp__iris__{tool}" for tool in READ_ONLY_TOOLS]
     assert "--resume" in agent_argv("claude", session_id="s-1", resume=True, mcp_config="/home/me/.iris/run/mcp/x.json")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from iris_cli.mcp_tools import (
+from iris_mcp.tools import (
     DEFAULT_TELL_TIMEOUT_MS,
     MAX_PROGRESS_CHARS,
     TOOLS,

@@ -25,8 +25,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from iris_cli.text import pair_name, tail, tell_data, usd
-from iris_cli.text import short as text_short
+from iris_common.money import usd
+from iris_common.text import pair_name, tail, tell_data
+from iris_common.text import short as text_short
 from protocol.errors import InvalidRequestError
 from protocol.messages import (
     FINAL_TELL_STATUSES,

@@ -1,34 +1,17 @@
-"""The Iris MCP tools on a transport: ``iris mcp``, the stdio MCP server Claude Code
-launches (a thin client of irisd's socket), and, in irisd itself, ``/mcp`` for irisd's
-own claude children (irisd/http/mcp.py). Both run the same ``Shim``: its tools build
-the protocol Requests; a ``Link`` carries them (``DaemonLink``: the socket; irisd's
-``DispatcherLink``: the dispatcher, in process) and the replies render the same way.
+"""The Iris MCP tools on a transport: the stdio ``iris mcp`` (iris_cli/mcp_stdio.py, a thin
+client of irisd's socket) and, in irisd itself, ``/mcp`` for irisd's own claude children
+(irisd/http/mcp.py). Both run the same ``Shim``: its tools build the protocol Requests; a
+``Link`` carries them (the CLI's ``DaemonLink``: the socket; irisd's ``DispatcherLink``: the
+dispatcher, in process) and the replies render the same way (``iris_mcp.tools``).
 
-Start-up is on every Claude Code session's path, so this module imports only the MCP
-SDK and trio (the SDK needs trio here anyway); ``protocol/``, msgspec and the tool
-definitions load on the first ``tools/list``, and the daemon is contacted on the first
-tool call. stdout is the MCP wire: logs go to stderr, and while serving the SDK points
-fd 1 at stderr so that nothing else can reach the wire either.
-
-Each tool call opens its own connection to irisd (connect + request + close costs
-about 0.7 ms): a daemon that restarted between two calls is simply reached again, and a
-cancelled call just closes its socket. When nothing listens, the shim starts irisd
-(``daemon_control.ensure_daemon``) and tries once more. A request that was sent and
-then lost its connection is resent once only if resending cannot do anything twice
-(idempotent requests); a tell or a command is not: the daemon may already have queued
-it, and a second copy would reach the other team twice. The model gets an error that
-says how to find out (team_report, team_result).
+Start-up is on every Claude Code session's path, so this module imports only the MCP SDK
+and trio; ``protocol/``, msgspec and the tool definitions load on the first ``tools/list``.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
-import sys
 from collections.abc import Awaitable, Callable, Mapping
-from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types as types
@@ -37,7 +20,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 
 if TYPE_CHECKING:
-    from iris_cli.mcp_tools import CacheReadArgs, Identity, ToolOutput
+    from iris_mcp.tools import CacheReadArgs, Identity, ToolOutput
     from protocol.messages import Event, Reply, Request, Tell
 
 log = logging.getLogger("iris.mcp")
@@ -67,80 +50,6 @@ class Link(Protocol):
         on_event: Callable[[Event], Awaitable[None]] | None = None,
         start_daemon: bool = True,
     ) -> Reply: ...
-
-
-# --- reaching irisd -------------------------------------------------------------------
-
-
-class DaemonLink:
-    """One connection per request to irisd; starts the daemon when nothing answers."""
-
-    def __init__(self, socket_path: Path | None = None, *, autostart: bool = True) -> None:
-        self._socket_path = socket_path
-        self.autostart = autostart
-        self._start_lock = trio.Lock()
-
-    @property
-    def socket_path(self) -> Path:
-        if self._socket_path is None:
-            from iris_cli.client import default_socket_path
-
-            self._socket_path = default_socket_path()
-        return self._socket_path
-
-    async def call(
-        self,
-        request: Request,
-        *,
-        idempotent: bool,
-        on_event: Callable[[Event], Awaitable[None]] | None = None,
-        start_daemon: bool = True,
-    ) -> Reply:
-        """The daemon's reply to ``request``; raises its IrisError.
-
-        DaemonUnreachable (nothing was sent): start the daemon (unless not
-        ``start_daemon``), send once more.
-        ConnectionLost (sent, then cut off): resend once only if ``idempotent``.
-        """
-        from iris_cli.aclient import ConnectionLost
-        from iris_cli.client import DaemonUnreachable
-
-        try:
-            return await self._once(request, on_event)
-        except DaemonUnreachable:
-            if not start_daemon:
-                raise
-            await self.ensure_daemon()
-        except ConnectionLost:
-            if not idempotent:
-                raise
-            log.info("irisd dropped the connection; reconnecting once for %s", type(request).__name__)
-            await self.ensure_daemon()
-        return await self._once(request, on_event)
-
-    async def _once(self, request: Request, on_event: Callable[[Event], Awaitable[None]] | None) -> Reply:
-        from iris_cli.aclient import open_connection
-
-        async with open_connection(self.socket_path) as connection:
-            return await connection.request(request, on_event)
-
-    async def ensure_daemon(self) -> None:
-        """Start irisd if it does not answer (in a thread: it polls and may run systemctl)."""
-        from iris_cli.client import DaemonUnreachable
-
-        if not self.autostart:
-            raise DaemonUnreachable(
-                f"irisd is not running (nothing listens on {self.socket_path}); start it with 'irisd'"
-            )
-        from iris_cli.daemon_control import ensure_daemon
-
-        async with self._start_lock:  # concurrent calls start it once
-            log.info("starting irisd for %s", self.socket_path)
-            # Abandoned on cancel: the caller's deadline holds even while systemctl or the
-            # start lock is slow (the thread finishes on its own; a second start is harmless).
-            await trio.to_thread.run_sync(
-                partial(ensure_daemon, self.socket_path, timeout=DAEMON_START_TIMEOUT_S), abandon_on_cancel=True
-            )
 
 
 # --- the tools ------------------------------------------------------------------------
@@ -193,7 +102,7 @@ class Shim:
         self, name: str, arguments: dict[str, Any] | None, report: ReportProgress
     ) -> ToolOutput:
         """Run one tool; every failure becomes a tool error the model can act on."""
-        from iris_cli.mcp_tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, error_output, parse_args
+        from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, error_output, parse_args
         from protocol.errors import IrisError
 
         tool = TOOLS_BY_NAME.get(name)
@@ -217,7 +126,7 @@ class Shim:
 
     async def identity(self) -> Identity:
         """Who this shim speaks for; the configured team folders are asked for once."""
-        from iris_cli.mcp_tools import resolve_identity
+        from iris_mcp.tools import resolve_identity
         from protocol.messages import ListTeams, TeamsReply
 
         if self._identity is None and self.read_only:
@@ -239,7 +148,7 @@ class Shim:
         self, request: Request, *, idempotent: bool = True, within: float = CALL_TIMEOUT_S
     ) -> ToolOutput:
         """A request whose reply renders by its type."""
-        from iris_cli.mcp_tools import render_reply
+        from iris_mcp.tools import render_reply
 
         return render_reply(await self.request(request, idempotent=idempotent, within=within))
 
@@ -284,9 +193,8 @@ class Shim:
 
     async def fan_out(self, args: Any, report: ReportProgress) -> ToolOutput:
         """toTeams: one tell per team; a progress notification as each one answers."""
-        from iris_cli.aclient import ConnectionLost
-        from iris_cli.mcp_tools import render_reply
-        from protocol.errors import DaemonNotRunningError
+        from iris_mcp.tools import render_reply
+        from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import FanOutEvent, TellMany
 
         request = TellMany(
@@ -320,9 +228,8 @@ class Shim:
 
     async def run_tell(self, request: Tell, report: ReportProgress) -> ToolOutput:
         """Send a tell, forward its text as progress, cancel it if the call is cancelled."""
-        from iris_cli.aclient import ConnectionLost
-        from iris_cli.mcp_tools import TellWatch, render_reply, render_unanswered
-        from protocol.errors import DaemonNotRunningError
+        from iris_mcp.tools import TellWatch, render_reply, render_unanswered
+        from protocol.errors import ConnectionLost, DaemonNotRunningError
 
         watch = TellWatch(request.to_team)
         timeout_ms = request.timeout_ms
@@ -362,9 +269,8 @@ class Shim:
                 log.warning("could not cancel tell %s: %s", tell_id, exc.message)
 
     async def team_command(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_cli.aclient import ConnectionLost
-        from iris_cli.mcp_tools import render_reply
-        from protocol.errors import DaemonNotRunningError
+        from iris_mcp.tools import render_reply
+        from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import Command
 
         request = Command(
@@ -390,7 +296,7 @@ class Shim:
         return await self.simple(request, within=args.wait / 1000 + TELL_GRACE_S)
 
     async def team_cancel(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_cli.mcp_tools import render_cancelled
+        from iris_mcp.tools import render_cancelled
         from protocol.messages import CancelTell, TellReply
 
         reply = await self.request(CancelTell(tell_id=args.tell_id))
@@ -463,7 +369,7 @@ class Shim:
     # pairs -----------------------------------------------------------------------------
 
     async def team_is_awake(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_cli.mcp_tools import render_awake
+        from iris_mcp.tools import render_awake
         from protocol.messages import GetPair, GetStatus, StatusReply
 
         me = await self.sender(args.from_team)
@@ -498,7 +404,7 @@ class Shim:
         return await self.simple(request)
 
     async def team_cache_read(self, args: CacheReadArgs, report: ReportProgress) -> ToolOutput:
-        from iris_cli.mcp_tools import ToolOutput
+        from iris_mcp.tools import ToolOutput
         from protocol.errors import InvalidRequestError
         from protocol.messages import ReadTranscript, Report, ReportReply
 
@@ -517,8 +423,8 @@ class Shim:
         return await self.simple(ReadTranscript(tell_id=tell_id))
 
     async def team_cache_clear(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_cli.mcp_tools import ToolOutput
-        from iris_cli.text import pair_name
+        from iris_common.text import pair_name
+        from iris_mcp.tools import ToolOutput
         from protocol.messages import ClearCache, CountReply
 
         me = await self.sender(args.from_team)
@@ -530,7 +436,7 @@ class Shim:
     # who is who ------------------------------------------------------------------------
 
     async def team_teams(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_cli.mcp_tools import render_teams
+        from iris_mcp.tools import render_teams
         from protocol.messages import GetStatus, StatusReply
 
         me = (await self.identity()).team
@@ -539,7 +445,7 @@ class Shim:
         return render_teams(status, me)
 
     async def team_get_team_name(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_cli.mcp_tools import ToolOutput
+        from iris_mcp.tools import ToolOutput
 
         me = await self.identity()
         data = {
@@ -597,7 +503,7 @@ def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Se
 
 
 def mcp_tool_list(read_only: bool = False) -> list[types.Tool]:
-    from iris_cli.mcp_tools import READ_ONLY_TOOLS, TOOLS, input_schema
+    from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS, input_schema
 
     return [
         types.Tool(
@@ -616,52 +522,3 @@ def mcp_tool_list(read_only: bool = False) -> list[types.Tool]:
         for tool in TOOLS
         if not read_only or tool.name in READ_ONLY_TOOLS
     ]
-
-
-async def serve(server: Server[Any]) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin."""
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
-def parse_options(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="iris mcp",
-        description="Serve the Iris tools to an MCP client (Claude Code) on stdin/stdout.",
-    )
-    parser.add_argument(
-        "--team", help="the team this server speaks for (default: the team whose folder holds the cwd)"
-    )
-    parser.add_argument(
-        "--no-autostart", action="store_true", help="do not start irisd when it is not running"
-    )
-    parser.add_argument(
-        "--read-only", action="store_true", help="serve only the tools that read (iris-agent's tool set)"
-    )
-    parser.add_argument(
-        "--log-level",
-        type=str.lower,
-        choices=["debug", "info", "warning", "error"],
-        default=os.environ.get("IRIS_MCP_LOG_LEVEL", "warning").lower(),
-        help="what to log on stderr (default: $IRIS_MCP_LOG_LEVEL, else warning)",
-    )
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str]) -> int:
-    """Entry point of ``iris mcp``; returns the exit code."""
-    options = parse_options(argv)
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=options.log_level.upper(),
-        format="%(asctime)s iris-mcp %(levelname)s %(name)s: %(message)s",
-    )
-    link = DaemonLink(autostart=not options.no_autostart)
-    shim = Shim(link, team=options.team, cwd=os.getcwd(), env=os.environ, read_only=options.read_only)
-    try:
-        trio.run(serve, build_server(shim))
-    except KeyboardInterrupt:
-        return 130
-    return 0

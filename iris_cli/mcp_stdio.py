@@ -1,0 +1,180 @@
+"""``iris mcp``: the Iris MCP tools (``iris_mcp``) served on stdin/stdout to Claude Code, as a
+thin client of irisd's socket. Parsed by Typer here, once (the full CLI mounts this same app
+and adds ``install``/``uninstall`` to it).
+
+Start-up is on every Claude Code session's path, so this module imports only Typer (about
+25 ms), the MCP SDK and trio; ``protocol/``, msgspec and the tool definitions load on the
+first ``tools/list``, and the daemon is contacted on the first tool call. stdout is the MCP
+wire: logs go to stderr, and while serving the SDK points fd 1 at stderr so that nothing
+else can reach the wire either.
+
+Each tool call opens its own connection to irisd (connect + request + close costs
+about 0.7 ms): a daemon that restarted between two calls is simply reached again, and a
+cancelled call just closes its socket. When nothing listens, the shim starts irisd
+(``daemon_control.ensure_daemon``) and tries once more. A request that was sent and
+then lost its connection is resent once only if resending cannot do anything twice
+(idempotent requests); a tell or a command is not: the daemon may already have queued
+it, and a second copy would reach the other team twice. The model gets an error that
+says how to find out (team_report, team_result).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from enum import StrEnum
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import trio
+import typer
+
+from iris_mcp.server import Shim, build_server
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+    from protocol.messages import Event, Reply, Request
+
+log = logging.getLogger("iris.mcp")
+
+DAEMON_START_TIMEOUT_S = 15.0
+
+mcp_app = typer.Typer(
+    help="The MCP server Claude Code launches ('iris mcp [--team NAME]'), and its registration.",
+    invoke_without_command=True,
+)
+
+
+class LogLevel(StrEnum):
+    debug = "debug"
+    info = "info"
+    warning = "warning"
+    error = "error"
+
+
+@mcp_app.callback()
+def serve_stdio(
+    ctx: typer.Context,
+    team: Annotated[
+        str | None,
+        typer.Option(help="The team this server speaks for (default: the team whose folder holds the cwd)."),
+    ] = None,
+    no_autostart: Annotated[
+        bool, typer.Option("--no-autostart", help="Do not start irisd when it is not running.")
+    ] = False,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Serve only the tools that read (iris-agent's tool set).")
+    ] = False,
+    log_level: Annotated[
+        LogLevel | None,
+        typer.Option(
+            case_sensitive=False, help="What to log on stderr (default: $IRIS_MCP_LOG_LEVEL, else warning)."
+        ),
+    ] = None,
+) -> None:
+    """Serve the Iris tools over MCP on stdin/stdout (what Claude Code runs)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    level = log_level.value if log_level else os.environ.get("IRIS_MCP_LOG_LEVEL", "warning").lower()
+    if level not in LogLevel.__members__:
+        level = "warning"
+    raise typer.Exit(run(team=team, autostart=not no_autostart, read_only=read_only, log_level=level))
+
+
+def run(*, team: str | None, autostart: bool, read_only: bool, log_level: str) -> int:
+    """Serve until the client closes stdin; returns the exit code."""
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=log_level.upper(),
+        format="%(asctime)s iris-mcp %(levelname)s %(name)s: %(message)s",
+    )
+    link = DaemonLink(autostart=autostart)
+    shim = Shim(link, team=team, cwd=os.getcwd(), env=os.environ, read_only=read_only)
+    try:
+        trio.run(serve, build_server(shim))
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+async def serve(server: Server[Any]) -> None:
+    """Serve MCP on stdin/stdout until the client closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+class DaemonLink:
+    """One connection per request to irisd; starts the daemon when nothing answers."""
+
+    def __init__(self, socket_path: Path | None = None, *, autostart: bool = True) -> None:
+        self._socket_path = socket_path
+        self.autostart = autostart
+        self._start_lock = trio.Lock()
+
+    @property
+    def socket_path(self) -> Path:
+        if self._socket_path is None:
+            from iris_cli.client import default_socket_path
+
+            self._socket_path = default_socket_path()
+        return self._socket_path
+
+    async def call(
+        self,
+        request: Request,
+        *,
+        idempotent: bool,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
+        start_daemon: bool = True,
+    ) -> Reply:
+        """The daemon's reply to ``request``; raises its IrisError.
+
+        DaemonUnreachable (nothing was sent): start the daemon (unless not
+        ``start_daemon``), send once more.
+        ConnectionLost (sent, then cut off): resend once only if ``idempotent``.
+        """
+        from protocol.errors import ConnectionLost, DaemonUnreachable
+
+
+        try:
+            return await self._once(request, on_event)
+        except DaemonUnreachable:
+            if not start_daemon:
+                raise
+            await self.ensure_daemon()
+        except ConnectionLost:
+            if not idempotent:
+                raise
+            log.info("irisd dropped the connection; reconnecting once for %s", type(request).__name__)
+            await self.ensure_daemon()
+        return await self._once(request, on_event)
+
+    async def _once(self, request: Request, on_event: Callable[[Event], Awaitable[None]] | None) -> Reply:
+        from iris_cli.aclient import open_connection
+
+        async with open_connection(self.socket_path) as connection:
+            return await connection.request(request, on_event)
+
+    async def ensure_daemon(self) -> None:
+        """Start irisd if it does not answer (in a thread: it polls and may run systemctl)."""
+        from protocol.errors import DaemonUnreachable
+
+        if not self.autostart:
+            raise DaemonUnreachable(
+                f"irisd is not running (nothing listens on {self.socket_path}); start it with 'irisd'"
+            )
+        from iris_cli.daemon_control import ensure_daemon
+
+        async with self._start_lock:  # concurrent calls start it once
+            log.info("starting irisd for %s", self.socket_path)
+            # Abandoned on cancel: the caller's deadline holds even while systemctl or the
+            # start lock is slow (the thread finishes on its own; a second start is harmless).
+            await trio.to_thread.run_sync(
+                partial(ensure_daemon, self.socket_path, timeout=DAEMON_START_TIMEOUT_S), abandon_on_cancel=True
+            )

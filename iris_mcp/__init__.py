@@ -1,0 +1,9 @@
+"""The Iris MCP tools, once: their argument Structs (which give the JSON Schema and the
+validation), the tool definitions and the read-only and children's tool sets
+(``tools``), the rendering of replies for a model (``tools``), and the ``Shim`` that runs
+them over a ``Link`` (``server``). The stdio ``iris mcp`` (iris_cli) and irisd's ``/mcp``
+both serve this same code.
+
+Layering (enforced by ``lint-imports``, contracts in pyproject.toml): may import
+``iris_common`` and ``protocol``; never ``irisd`` or ``iris_cli`` (a ``Link`` is handed in).
+"""
