@@ -47,7 +47,7 @@ def test_an_approval_is_shown_with_its_commands_and_the_wait_is_named(iris: Iris
     # the live status line: a spinner, the phase, the time
     assert re.search(r"[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] (starting claude|waiting for the model) · \d+s", output), output
     assert "awaiting your approval: Bash `touch made.txt`" in output
-    assert re.search(r"iris approve a-[0-9a-f]{32}   \|   iris deny a-[0-9a-f]{32} --reason", output)
+    assert re.search(r"iris approve a-[0-9a-f]{8} \[--remember\]  \|  iris deny a-[0-9a-f]{8} --reason", output), output
     assert "tool Bash said:" in output
     # iris result says what its --json says
     assert "awaiting_approval · awaiting your approval: Bash `touch made.txt`" in seen["result"], seen
