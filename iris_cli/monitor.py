@@ -141,17 +141,25 @@ class MonitorState:
 # --- drawing --------------------------------------------------------------------------
 
 
-def render(state: MonitorState, *, note: str = "") -> RenderableType:
-    """The whole screen, newest things first."""
+def render(state: MonitorState, *, note: str = "", width: int = 80, height: int = 24) -> RenderableType:
+    """The whole screen for a ``width`` x ``height`` terminal (80x24 first): what waits for
+    you (approvals) at the top, then the pairs, then as many of the newest tells as fit,
+    each with its answer wrapped to the width, never cut to a narrow column."""
     parts: list[RenderableType] = [_header(state, note)]
-    parts += [Text("pairs", style="bold"), _pairs(state)]
-    parts += [Text("tells", style="bold"), _tells(state)]
+    used = 1 + (1 if note else 0)
     if state.approvals:
         parts.append(Text(f"approvals waiting ({len(state.approvals)})", style="bold magenta"))
-        parts += [_approval(a) for a in state.approvals.values()]
+        parts += [_approval(a, width) for a in state.approvals.values()]
+        used += 1 + 3 * len(state.approvals)
+    pairs = _pairs(state)
+    parts += [Text("pairs", style="bold"), pairs]
+    used += 2 + len(state.processes)
     if state.unsolicited:
         parts.append(Text("unsolicited (turns no tell asked for)", style="bold red"))
-        parts += [_unsolicited(t) for t in reversed(state.unsolicited.values())]
+        parts += [_unsolicited(t, width) for t in reversed(state.unsolicited.values())]
+        used += 1 + len(state.unsolicited)
+    parts.append(Text("tells", style="bold"))
+    parts += _tells(state, width, room=max(2, height - used - 1))
     return Group(*parts)
 
 
@@ -159,12 +167,11 @@ def _header(state: MonitorState, note: str) -> Text:
     status = state.status
     line = Text("iris monitor", style="bold")
     if status is None:
-        line.append("  connecting to irisd ...")
+        line.append(" connecting to irisd ...")
     else:
         running = sum(p.pid is not None for p in state.processes.values())
-        line.append(f"  irisd {status.daemon_version}, pid {status.pid}, up since {ago(status.started_at)}"
-                    f"  ·  {running} of {status.max_processes} claude processes")
-    line.append("  ·  Ctrl-C quits", style="dim")
+        line.append(f" · irisd pid {status.pid} · {running}/{status.max_processes} claude")
+    line.append(" · Ctrl-C quits", style="dim")
     if note:
         line.append(f"\n{note}", style="bold red")
     return line
@@ -174,46 +181,64 @@ def _pairs(state: MonitorState) -> RenderableType:
     shown = list(state.processes.values())
     if not shown:
         return Text("  no pair used yet; 'iris tell TEAM ...' or 'iris wake TEAM' starts one", style="dim")
-    table = Table("pair", "state", "pid", "queued", "busy with", "last used", box=None, pad_edge=False)
+    table = Table("pair", "state", "pid", "queued", "last used", box=None, pad_edge=False)
     for p in sorted(shown, key=lambda p: (p.to_team, p.from_team or "")):
-        color = STATE_COLORS.get(p.state, "")
-        state_text = Text(p.state, style=color)
-        if p.reason:
+        state_text = Text(p.state, style=STATE_COLORS.get(p.state, ""))
+        if p.unsolicited:
+            state_text.append(" (unsolicited turn)")
+        elif p.reason:
             state_text.append(f" ({p.reason})")
-        busy = p.current_tell or (f"unsolicited {p.unsolicited}" if p.unsolicited else "-")
-        table.add_row(pair_name(p.from_team, p.to_team), state_text, str(p.pid or "-"), str(p.queued), busy,
+        table.add_row(pair_name(p.from_team, p.to_team), state_text, str(p.pid or "-"), str(p.queued),
                       ago(p.last_used_at))
     return table
 
 
-def _tells(state: MonitorState) -> RenderableType:
+ANSWER_LINES = 2  # the end of a tell's answer, wrapped: what it is saying now
+
+
+def _tells(state: MonitorState, width: int, room: int) -> list[RenderableType]:
+    """The newest tells that fit in ``room`` lines: a line of id, pair, status and message,
+    then the end of its answer wrapped to the width."""
     if not state.tells:
-        return Text("  none since the monitor started", style="dim")
-    table = Table("tell", "pair", "status", "message", "answer", box=None, pad_edge=False)
-    table.columns[3].max_width = 30
-    table.columns[3].no_wrap = True
+        return [Text("  none since the monitor started", style="dim")]
+    shown: list[RenderableType] = []
     for view in reversed(state.tells.values()):
-        status = Text(view.status, style=STATUS_COLORS.get(view.status, ""))
+        head = Text.assemble(
+            (view.id, "bold"), " ", pair_name(view.from_team, view.to_team) if view.to_team else "?", " ",
+            (view.status, STATUS_COLORS.get(view.status, "")),
+        )
+        if view.message:
+            head.append(": " + short(view.message, max(10, width - head.cell_len - 2)), style="dim")
         answer = view.notice or view.error if view.status != "completed" and (view.notice or view.error) else ""
-        answer = answer or tail(" ".join(view.text.split()), 120)
-        table.add_row(view.id, pair_name(view.from_team, view.to_team) if view.to_team else "?", status,
-                      short(view.message, 30), Text(answer))
-    return table
+        answer = answer or " ".join(view.text.split())
+        lines = [head]
+        if answer:
+            room_for = max(10, (width - 2) * ANSWER_LINES)
+            lines.append(Text("  " + tail(answer, room_for)))
+        cost = 1 + (ANSWER_LINES if answer else 0)
+        if cost > room and shown:
+            break
+        shown += lines
+        room -= cost
+    return shown
 
 
-def _approval(a: ApprovalInfo) -> RenderableType:
+def _approval(a: ApprovalInfo, width: int) -> RenderableType:
+    """Three lines: who wants what, the request itself (its first line), how to decide."""
+    first_line = tool_input(a.tool_name, a.input).splitlines()[0] if a.input else ""
     return Group(
-        Text.assemble((a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
-                      f" (tell {a.tell_id}, {ago(a.created_at)})"),
-        Text(tool_input(a.tool_name, a.input)),
+        Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
+                      f" ({ago(a.created_at)})"),
+        Text(short(first_line, width - 2) if len(first_line) > width - 2 else first_line),
         Text(decide_line(a.id), style="magenta"),
     )
 
 
-def _unsolicited(turn: UnsolicitedInfo) -> RenderableType:
+def _unsolicited(turn: UnsolicitedInfo, width: int) -> RenderableType:
+    head = f"{turn.id} {pair_name(turn.from_team, turn.to_team)} {turn.status} {ago(turn.started_at)}: "
     return Text.assemble(
         (turn.id, "bold"), f" {pair_name(turn.from_team, turn.to_team)} ", (turn.status, "red"),
-        f" {ago(turn.started_at)}: ", short(turn.text, 120),
+        f" {ago(turn.started_at)}: ", short(turn.text, max(10, width - len(head))),
     )
 
 
@@ -274,14 +299,16 @@ async def run_monitor(socket_path: Path, console: Console, *, team: str | None =
                     ended = "monitor stopped"
                     nursery.cancel_scope.cancel()
 
-        with Live(render(state), console=console, auto_refresh=False, screen=True,
-                  vertical_overflow="crop") as live:
+        def picture() -> RenderableType:
+            return render(state, width=console.width, height=console.height)
+
+        with Live(picture(), console=console, auto_refresh=False, screen=True, vertical_overflow="crop") as live:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watch)
                 nursery.start_soon(refresh_status)
                 nursery.start_soon(quit_on_ctrl_c)
                 while True:
-                    live.update(render(state), refresh=True)
+                    live.update(picture(), refresh=True)
                     with trio.move_on_after(1.0):  # ages ("3s ago") move on by themselves
                         await redraw.wait()
                     redraw = trio.Event()

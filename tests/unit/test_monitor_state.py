@@ -96,3 +96,32 @@ def test_a_team_filter_keeps_only_its_pairs() -> None:
     state.apply_status(status(ProcessInfo(from_team=None, to_team="alpha", state="idle"),
                               ProcessInfo(from_team="beta", to_team="alpha", state="idle")))
     assert list(state.processes) == [("beta", "alpha")]
+
+
+def test_at_80x24_approvals_come_first_and_answers_wrap_to_the_width() -> None:
+    state = MonitorState()
+    state.apply_status(status(*(
+        ProcessInfo(from_team=sender, to_team="backend-service", state="processing", pid=4000 + n, queued=2)
+        for n, sender in enumerate(("frontend-web", "mobile-app", None))
+    )))
+    state.apply_approvals([ApprovalInfo(
+        id="a-" + "d72cea" * 5 + "00", from_team="frontend-web", to_team="backend-service", tell_id="t1",
+        tool_name="Bash", input={"command": "npm test -- --watch=false " + "x" * 100}, status="pending",
+        created_at=0.0, expires_at=600.0,
+    )])
+    answer = " ".join(f"word{n}" for n in range(200))
+    for n in range(12):
+        tell_id = f"{n:016x}"
+        state.apply(TellState(tell_id=tell_id, status="running", from_team="frontend-web", to_team="backend-service",
+                              message="How does the users endpoint paginate its results?"))
+        state.apply(TellText(tell_id=tell_id, text=answer))
+    console = Console(width=80, height=24, record=True, file=io.StringIO())
+    console.print(render(state, width=80, height=24))
+    lines = console.export_text().splitlines()
+    assert len(lines) <= 24, "\n".join(lines)
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[1].startswith("approvals waiting (1)")  # the most actionable part, right under the title
+    assert any("iris approve a-d72cead7 [--remember]  |  iris deny a-d72cead7" in line for line in lines)
+    assert any("frontend-web->backend-service  processing" in line for line in lines)  # pair and state whole
+    answers = [line for line in lines if "word199" in line]  # each shown tell: the end of its answer, wide
+    assert answers and all(len(line.strip()) > 60 for line in answers)
