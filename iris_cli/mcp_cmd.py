@@ -157,16 +157,75 @@ def uninstall_project() -> bool:
     return True
 
 
+ALLOW_RULE = "mcp__iris"  # Claude Code's permission rule for every tool of the 'iris' server
+
+
+def claude_settings_path() -> Path:
+    """The user's Claude Code settings (``$CLAUDE_CONFIG_DIR/settings.json``): never a
+    team's repository."""
+    folder = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+    return Path(folder).expanduser() / "settings.json"
+
+
+def allow_iris_tools() -> tuple[Path, bool]:
+    """Add ``mcp__iris`` to ``permissions.allow`` of the user's Claude settings, keeping
+    everything else; (the file, whether it changed)."""
+    path = claude_settings_path()
+    try:
+        data = json.loads(path.read_text()) if path.exists() else {}
+    except (OSError, ValueError) as exc:
+        render.err.print(f"error: cannot read {path}: {exc}; fix it, or add {ALLOW_RULE!r} to permissions.allow "
+                         "yourself", markup=False)
+        raise typer.Exit(1) from None
+    permissions = data.setdefault("permissions", {}) if isinstance(data, dict) else None
+    allow = permissions.setdefault("allow", []) if isinstance(permissions, dict) else None
+    if not isinstance(allow, list):
+        render.err.print(f"error: {path} has no permissions.allow list; add {ALLOW_RULE!r} to it yourself",
+                         markup=False)
+        raise typer.Exit(1)
+    if ALLOW_RULE in allow:
+        return path, False
+    allow.append(ALLOW_RULE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_mcp_json(path, data)
+    return path, True
+
+
 # --- the commands ------------------------------------------------------------------------
 
 
+AllowOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-tools",
+        help="Also allow the Iris tools without asking (adds 'mcp__iris' to permissions.allow in your Claude "
+        "settings, ~/.claude/settings.json): needed for headless 'claude -p', which cannot ask.",
+    ),
+]
+
+
 @mcp_app.command()
-def install(scope: ScopeOption = Scope.user, claude: ClaudeOption = None) -> None:
+def install(scope: ScopeOption = Scope.user, claude: ClaudeOption = None, allow_tools: AllowOption = False) -> None:
     """Register 'iris mcp' with Claude Code, so its sessions get the team_* tools."""
     if scope is Scope.project:
         path = install_project()
-        render.out.print(f"added '{SERVER_NAME}' to {path} (Claude Code asks once before using it)")
-        return
+        render.out.print(f"added '{SERVER_NAME}' to {path} (Claude Code asks once before using it)", markup=False)
+    else:
+        _install_for_user(scope, claude)
+    if allow_tools:
+        settings, changed = allow_iris_tools()
+        done = "allowed" if changed else "already allowed"
+        render.out.print(f"{done}: the Iris tools run without asking ({ALLOW_RULE!r} in {settings})", markup=False)
+    else:
+        render.out.print(
+            f"headless 'claude -p' cannot ask before a tool: allow the Iris tools with 'iris mcp install "
+            f"--allow-tools' (adds {ALLOW_RULE!r} to permissions.allow in {claude_settings_path()}), or run "
+            f"'claude -p --allowedTools {ALLOW_RULE} ...'",
+            markup=False,
+        )
+
+
+def _install_for_user(scope: Scope, claude: str | None) -> None:
     executable = find_claude(claude)
     env_flags = [flag for key, value in carried_env().items() for flag in ("-e", f"{key}={value}")]
     # Replace, not duplicate: 'claude mcp add' refuses a name that exists.

@@ -71,3 +71,30 @@ def test_user_scope_goes_through_claude_which_can_start_the_shim(iris: Iris, cla
 
     missing = iris.cli("mcp", "install", "--claude", str(iris.root / "no-claude"))
     assert missing.returncode == 1 and "--scope project" in missing.stderr
+
+
+def test_headless_claude_can_use_the_iris_tools_once_allowed(iris: Iris, claude_bin: Path) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    asked = "@tool:mcp__iris__team_teams {}"
+
+    def headless() -> str:
+        ran = subprocess.run([str(claude_bin), "-p", asked], env=iris.env, cwd=iris.root, capture_output=True,
+                             text=True, timeout=180)
+        return ran.stdout + ran.stderr
+
+    installed = iris.cli("mcp", "install", "--claude", str(claude_bin))
+    assert installed.returncode == 0 and "--allow-tools" in installed.stdout  # says how, for claude -p
+    refused = headless()
+    assert "tool mcp__iris__team_teams failed:" in refused, refused  # claude -p cannot ask
+    settings = iris.claude_config / "settings.json"
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(ls)"]}, "theme": "dark"}))
+    allowed = iris.cli("mcp", "install", "--claude", str(claude_bin), "--allow-tools")
+    assert allowed.returncode == 0 and f"'mcp__iris' in {settings}" in allowed.stdout, allowed.stdout
+    assert json.loads(settings.read_text()) == {"permissions": {"allow": ["Bash(ls)", "mcp__iris"]}, "theme": "dark"}
+    answered = headless()
+    assert "tool mcp__iris__team_teams said:" in answered and "alpha" in answered, answered
+    again = iris.cli("mcp", "install", "--claude", str(claude_bin), "--allow-tools")
+    assert "already allowed" in again.stdout and json.loads(settings.read_text())["permissions"]["allow"].count(
+        "mcp__iris") == 1
+    assert not (iris.root / ".claude").exists()  # nothing written into a project folder
