@@ -13,7 +13,6 @@ from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd.agent.runner import Agent
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
-from irisd.http.tokens import Access
 from irisd.notifications import Courier
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
@@ -22,6 +21,7 @@ from irisd.store import approvals, ledger, notifications, sessions, tells, unsol
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
 from irisd.tell.answer import answer_so_far
+from irisd.tokens import Access
 
 log = logging.getLogger("irisd")
 

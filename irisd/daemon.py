@@ -26,6 +26,7 @@ import trio
 from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths
 from irisd.claude.containment import Containment
+from irisd.claude.launcher import marked_claude_child
 from irisd.core import run_core
 from irisd.dashboard import Dashboard
 from irisd.dispatch import Dispatcher
@@ -33,7 +34,6 @@ from irisd.home_lock import hold_home_lock
 from irisd.http.app import HttpFace
 from irisd.http.security import Allowlist, host_names
 from irisd.http.server import HttpServer, open_http_socket, socket_url
-from irisd.http.tokens import Access
 from irisd.server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.store.facade import Store
 from irisd.systemd import (
@@ -44,6 +44,7 @@ from irisd.systemd import (
     serve_watchdog,
     socket_path_of,
 )
+from irisd.tokens import Access
 
 log = logging.getLogger("irisd")
 
@@ -172,8 +173,8 @@ class Daemon:
         try:
             with scope:
                 await run_core(
-                    self.config, self.paths, store, access=access, child_factory=containment.claude_child,
-                    task_status=task_status,
+                    self.config, self.paths, store, access=access,
+                    child_factory=marked_claude_child(containment.new_marker), task_status=task_status,
                 )
         finally:
             done.set()

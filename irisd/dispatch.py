@@ -131,7 +131,7 @@ log = logging.getLogger("irisd.dispatch")
 
 
 class HttpAccess(Protocol):
-    """What the dispatcher needs of the HTTP face (irisd/http/tokens.py)."""
+    """What the dispatcher needs of the HTTP face (irisd/tokens.py)."""
 
     @property
     def url(self) -> str: ...

@@ -29,7 +29,7 @@ from iris_mcp.tools import READ_ONLY_TOOLS
 from irisd.claude.command import stream_json_argv
 from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, user_turn
-from irisd.http.tokens import Access
+from irisd.tokens import Access
 from protocol.errors import ClaudeError, InvalidRequestError
 from protocol.messages import AskReply
 

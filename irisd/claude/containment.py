@@ -43,12 +43,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import trio
-
-if TYPE_CHECKING:
-    from irisd.claude.process import ChildEvent, ClaudeProcess
 
 log = logging.getLogger("irisd.containment")
 
@@ -174,8 +170,8 @@ if kill(signal.SIGTERM):
 class Containment:
     """The markers of one run of irisd, its lifeline, and its sweeps.
 
-    ``claude_child`` is the pool's child factory: a ClaudeProcess whose environment
-    carries a fresh marker and whose stop also stops everything holding that marker.
+    ``new_marker`` gives each child its own marker (``launcher.marked_claude_child``: a
+    ClaudeProcess whose stop also stops everything holding that marker).
     ``serve`` sweeps what earlier runs left, starts the lifeline, and on the way out
     (cancelled) stops whatever of this run is still marked.
     """
@@ -189,14 +185,6 @@ class Containment:
     def new_marker(self) -> str:
         self._serial += 1
         return f"{self.run_pattern}{self._serial}"
-
-    def claude_child(
-        self, argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]
-    ) -> ClaudeProcess:
-        """The pool's child factory: a claude with a marker of its own."""
-        from irisd.claude.process import ClaudeProcess
-
-        return ClaudeProcess(argv, cwd=cwd, env=env, events=events, marker=self.new_marker())
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Sweep leftovers, start the lifeline, report started; until cancelled, then stop

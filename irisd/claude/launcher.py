@@ -63,6 +63,17 @@ def claude_child(
     return ClaudeProcess(argv, cwd=cwd, env=env, events=events)
 
 
+def marked_claude_child(new_marker: Callable[[], str]) -> ChildFactory:
+    """The child factory of a contained irisd: each claude carries a fresh marker
+    (``containment.Containment.new_marker``), and stopping it also stops everything that
+    holds the marker."""
+
+    def factory(argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]) -> Child:
+        return ClaudeProcess(argv, cwd=cwd, env=env, events=events, marker=new_marker())
+
+    return factory
+
+
 @dataclass(frozen=True)
 class IrisEndpoint:
     """How a child reaches Iris's MCP tools over HTTP: the URL on irisd's machine and the

@@ -29,7 +29,7 @@ from irisd.dispatch import Dispatcher
 from irisd.http import api
 from irisd.http.events import serve_events
 from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token, cookie
-from irisd.http.tokens import COOKIE_NAME, Access
+from irisd.tokens import COOKIE_NAME, Access
 from protocol.errors import (
     IrisError,
     NotFoundError,

@@ -1,7 +1,7 @@
 """``/mcp``: the Iris MCP tools over streamable HTTP, for irisd's own claude children.
 
 A child gets ``{"type": "http", "url": ".../mcp", "headers": {"Authorization": "Bearer
-<its token>"}}`` in a 0600 ``--mcp-config`` file (irisd/http/tokens.py). The gate
+<its token>"}}`` in a 0600 ``--mcp-config`` file (irisd/tokens.py). The gate
 (app.py) turns the token into the child's ``Caller``; each tool call then runs the
 same ``Shim`` as the stdio ``iris mcp`` (iris_mcp/server.py), with a ``DispatcherLink``
 that hands its requests to the dispatcher in process, with that caller. So the child

@@ -55,7 +55,6 @@ from irisd.claude.wire import (
     user_turn,
 )
 from irisd.events import EventHub
-from irisd.http.tokens import Access, ChildGrant
 from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.approvals import ApprovalDesk
 from irisd.pool.policy import PairKey, PairView
@@ -88,6 +87,7 @@ from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
 from irisd.tell.phase import after_line
+from irisd.tokens import Access, ChildGrant
 from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
 from protocol.messages import (
     ApprovalInfo,

@@ -15,11 +15,11 @@ import trio
 from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths
 from irisd.events import EventHub
-from irisd.http.tokens import Access
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
 from irisd.pool.policy import Evict, Grant, PairKey, decide_slot
 from irisd.store.facade import Store
+from irisd.tokens import Access
 from protocol.messages import ProcessInfo
 
 log = logging.getLogger("irisd.pool")

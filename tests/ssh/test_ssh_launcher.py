@@ -25,9 +25,9 @@ from irisd.claude.launcher import Child, IrisEndpoint, LaunchSpec, SshLauncher, 
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from irisd.claude.wire import ResultLine, StreamEventLine, user_turn
 from irisd.core import run_core
-from irisd.http.tokens import Access
 from irisd.store.db import open_database
 from irisd.store.facade import Store
+from irisd.tokens import Access
 from protocol.errors import ClaudeError
 from protocol.messages import Event, Tell
 from scripted_model import ScriptedModel

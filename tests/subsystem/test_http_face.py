@@ -19,7 +19,7 @@ from irisd.events import EventHub
 from irisd.http import api, events
 from irisd.http.app import build_request
 from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token, cookie, host_names, is_loopback
-from irisd.http.tokens import Access
+from irisd.tokens import Access
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
     AnswerQuestion,
