@@ -87,12 +87,18 @@ def check_claude(ctx: Context) -> Check:
     if not version:
         detail = (ran.stderr or ran.stdout).strip()[:200]
         return Check("claude", "fail", f"'{found} --version' failed: {detail}", locate.not_found_fix())
+    if problem := locate.version_problem(version):
+        return Check("claude", "fail", f"claude {version} at {found}", problem)
     if version != locate.CLAUDE_VERSION:
+        newer = (locate.version_of(version) or ()) > (locate.version_of(locate.CLAUDE_VERSION) or ())
+        why = "newer than" if newer else "not"
         return Check(
-            "claude", "warn", f"claude {version} at {found}",
-            f"Iris is tested with {locate.CLAUDE_VERSION}; {locate.not_found_fix()}",
+            "claude", "warn",
+            f"claude {version} at {found}, {why} {locate.CLAUDE_VERSION}, the version Iris is tested with",
+            "check it before relying on it: IRIS_CLAUDE_VERSION=" + version + " scripts/test (README: 'A new claude')"
+            if newer else locate.not_found_fix(),
         )
-    return Check("claude", "ok", f"claude {version} at {found}")
+    return Check("claude", "ok", f"claude {version} at {found} (the version Iris is tested with)")
 
 
 CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")

@@ -113,6 +113,8 @@ def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
         + f" (pid {reply.pid}, version {reply.daemon_version}, up since {ago(reply.started_at)})",
         f"socket: {reply.socket_path}",
         f"config: {reply.config_path}",
+        f"claude: {reply.claude_version or 'none found'}"
+        + ("" if reply.claude_version == reply.claude_tested else f" (Iris is tested with {reply.claude_tested})"),
         *([f"http:   {reply.http_url} (API: /api/openapi.json; 'iris dashboard' opens it)"] if reply.http_url else []),
         "",
         paint("teams", "bold", color) + f" ({len(reply.teams)})",

@@ -17,7 +17,15 @@ import sys
 from pathlib import Path
 
 DEFAULT = "claude"  # settings.claudePath when the config names none
-CLAUDE_VERSION = "2.1.330"  # the version Iris is tested with; scripts/install pins it
+
+
+def _versions() -> dict[str, str]:
+    text = Path(__file__).with_name("claude.versions").read_text()
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+
+
+CLAUDE_VERSION = _versions()["tested"]  # the version Iris is tested with; scripts/install pins it
+MINIMUM_VERSION = _versions()["minimum"]  # older is refused
 CHECKOUT = Path(__file__).resolve().parents[1]
 CACHED = CHECKOUT / ".cache" / "claude-cli" / "node_modules" / ".bin" / "claude"
 
@@ -60,3 +68,37 @@ def not_found_fix() -> str:
         f"install Claude Code ('npm install -g @anthropic-ai/claude-code@{CLAUDE_VERSION}') "
         "or set settings.claudePath in config.yaml"
     )
+
+
+def version_of(output: str) -> tuple[int, ...] | None:
+    """``2.1.330 (Claude Code)`` -> (2, 1, 330); None for anything else."""
+    word = output.strip().split(" ")[0] if output.strip() else ""
+    try:
+        return tuple(int(part) for part in word.split("."))
+    except ValueError:
+        return None
+
+
+def version_problem(version: str) -> str:
+    """Why Iris cannot run this claude version ("" when it can), with the fix."""
+    found = version_of(version)
+    minimum = version_of(MINIMUM_VERSION)
+    if found is None or minimum is None or found >= minimum:
+        return ""
+    return (
+        f"claude {version} is older than {MINIMUM_VERSION}, the oldest Iris runs (it needs "
+        f"crossSessionInbound to keep other sessions out of a pair's conversation); install "
+        f"{CLAUDE_VERSION}, the version Iris is tested with: {not_found_fix()}"
+    )
+
+
+def claude_version(executable: str, timeout: float = 30.0) -> str:
+    """What ``claude --version`` says (``2.1.330``), or "" when it does not run."""
+    import subprocess
+
+    try:
+        ran = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=timeout, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    word = ran.stdout.strip().split(" ")[0] if ran.returncode == 0 and ran.stdout.strip() else ""
+    return word if version_of(word) else ""

@@ -8,6 +8,7 @@ import time
 
 import trio
 
+from iris_common import locate
 from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd.agent.runner import Agent
@@ -22,6 +23,7 @@ from irisd.store.db import StoreError
 from irisd.store.facade import Store
 from irisd.tell.answer import answer_so_far
 from irisd.tokens import Access
+from protocol.errors import ConfigError
 
 log = logging.getLogger("irisd")
 
@@ -39,11 +41,12 @@ async def run_core(
 ) -> None:
     """Reconcile the store with a fresh start, then run every service until cancelled.
     Cancellation stops every claude child and records unfinished tells as interrupted."""
+    claude = await trio.to_thread.run_sync(check_claude, config)
     await reconcile(store)
     await report_lost_sessions(config, paths, store)
     hub = EventHub()
     try:
-        await _run_services(config, paths, store, hub, child_factory, access, task_status)
+        await _run_services(config, paths, store, hub, child_factory, access, claude, task_status)
     finally:
         hub.close()
 
@@ -55,6 +58,7 @@ async def _run_services(
     hub: EventHub,
     child_factory: ChildFactory,
     access: Access | None,
+    claude: str,
     task_status: trio.TaskStatus[Dispatcher],
 ) -> None:
     async with trio.open_nursery() as nursery:
@@ -70,6 +74,7 @@ async def _run_services(
             supervisor=supervisor,
             on_notification=courier.wake_up,
             http=access,
+            claude_version=claude,
         )
         courier.dispatcher = dispatcher
         await nursery.start(courier.run)
@@ -132,3 +137,15 @@ async def _retention(config: IrisConfig, store: Store) -> None:
         except StoreError as exc:
             log.warning("could not prune the cost ledger", extra={"error": exc.message})
         await trio.sleep(RETENTION_EVERY_S)
+
+
+def check_claude(config: IrisConfig) -> str:
+    """The local claude's version, logged at every start (and reload): "" when there is
+    none (its tells fail with the fix), ConfigError when it is older than Iris runs."""
+    found = locate.find_claude(config.settings.claude_path)
+    version = locate.claude_version(found) if found else ""
+    if problem := locate.version_problem(version):
+        raise ConfigError(problem)
+    log.info("claude", extra={"path": found or "(none found)", "version": version or "?",
+                              "tested_with": locate.CLAUDE_VERSION})
+    return version

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import trio
 
+from iris_common import locate
 from iris_common.config import IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment, root_skip_problem
 from iris_common.money import day_start
@@ -151,8 +152,10 @@ class Dispatcher:
         supervisor: Supervisor,
         on_notification: Callable[[], None] = lambda: None,
         http: HttpAccess | None = None,
+        claude_version: str = "",
     ) -> None:
         self.config = config
+        self.claude_version = claude_version  # of the local claude, read at start
         self.paths = paths
         self.store = store
         self.supervisor = supervisor
@@ -296,6 +299,8 @@ class Dispatcher:
             memory_rss=rss_bytes(os.getpid()),
             children_rss=total_rss(p.pid for p in processes if p.pid is not None),
             recent_errors=recent_problems.entries(),
+            claude_version=self.claude_version,
+            claude_tested=locate.CLAUDE_VERSION,
         )
 
     def environment_names(self, team: Team) -> list[str]:

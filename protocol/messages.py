@@ -574,6 +574,8 @@ class StatusReply(_Message, tag="status_reply"):
     memory_rss: int = 0  # irisd's resident memory, bytes (0 where /proc is missing)
     children_rss: int = 0  # its claude processes' resident memory, bytes
     recent_errors: list[LogEntry] = []  # the newest warnings and errors irisd logged, newest first
+    claude_version: str = ""  # the local claude irisd runs ("" when none was found)
+    claude_tested: str = ""  # the claude version this Iris was tested with
 
 
 class SessionsReply(_Message, tag="sessions_reply"):

@@ -18,10 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from iris_cli.client import Client
+from iris_common import locate
 from protocol.errors import DaemonNotRunningError
 
 REPO = Path(__file__).resolve().parents[1]
-CLAUDE_VERSION = "2.1.330"
+CLAUDE_VERSION = locate.CLAUDE_VERSION  # iris_common/claude.versions: one place
+
+
+def claude_under_test_version() -> str:
+    """The version of the claude the tests run (the pinned one, or IRIS_CLAUDE_VERSION's)."""
+    return locate.claude_version(str(claude_binary()))
 
 
 def claude_binary() -> Path:

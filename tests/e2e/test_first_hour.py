@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness import Iris, run_in_pty, wait_for_daemon
+from harness import CLAUDE_VERSION, Iris, claude_under_test_version, run_in_pty, wait_for_daemon
 from iris_common.environment import root_skip_problem
 
 
@@ -125,7 +125,7 @@ def test_doctor_says_what_works_and_what_to_fix(iris: Iris) -> None:
     code, output = iris.cli_pty("doctor")
     output = plain(output)
     assert code == 0, output
-    assert "✓ claude" in output and "2.1.330" in output
+    assert "✓ claude" in output and claude_under_test_version() in output
     assert re.search(r"✓ irisd +running \(pid \d+", output)
     assert re.search(r"✓ HTTP face +http://127\.0\.0\.1:\d+ answers", output), output
     assert "all good" in output
@@ -186,3 +186,21 @@ def test_a_missing_team_folder_makes_that_team_unavailable_and_irisd_serves_the_
     assert code == 1 and "team folders" in output and "team 'beta' is unavailable" in output
     later.mkdir()  # no restart needed
     assert iris.cli_json("tell", "beta", "hi")["text"] == "echo #1: hi"
+
+
+def test_irisd_knows_the_claude_it_runs_and_refuses_one_too_old(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    status = iris.cli_json("status")
+    assert status["claude_version"] == claude_under_test_version() and status["claude_tested"] == CLAUDE_VERSION
+    assert f"claude: {claude_under_test_version()}" in iris.cli("status").stdout
+    assert "tested_with" in iris.log() and claude_under_test_version() in iris.log()
+    iris.stop()
+    old = iris.root / "old-claude"
+    old.write_text("#!/bin/sh\necho '2.1.100 (Claude Code)'\n")
+    old.chmod(0o755)
+    iris.settings["claudePath"] = str(old)
+    daemon = iris.start(wait=False)
+    assert daemon.wait(timeout=60) == 2
+    iris.process = None
+    assert "claude 2.1.100 is older than 2.1.224, the oldest Iris runs" in iris.log()

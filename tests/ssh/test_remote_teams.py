@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness import Iris, wait_for
+from harness import Iris, claude_under_test_version, wait_for
 from iris_cli.doctor import Context, check_remote_teams
 from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Report, ReportReply, Tell
 from scripted_model import ScriptedModel
@@ -146,7 +146,7 @@ def test_doctor_checks_each_remote_team_host_folder_and_claude(
     add_remote_team(iris, "far", sshd, remote_folder, remote_claude, model)
     iris.write_config()
     found = check_remote_teams(Context(env=iris.env))
-    assert found.verdict == "ok" and f"far ({sshd.destination}: claude 2.1.330)" in found.detail
+    assert found.verdict == "ok" and f"far ({sshd.destination}: claude {claude_under_test_version()})" in found.detail
     add_remote_team(iris, "lost", sshd, "/no/such/folder", remote_claude, model)
     iris.write_config()
     lost = check_remote_teams(Context(env=iris.env))

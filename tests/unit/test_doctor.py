@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from iris_cli.doctor import CHECKS, Check, Context, check_config, check_credentials, run_checks
+from iris_common import locate
 
 
 def setup(tmp_path: Path, config: str | None, **env: str) -> Context:
@@ -29,7 +30,7 @@ def by_name(ctx: Context) -> dict[str, Check]:
 
 def test_a_sound_setup_fails_nothing(tmp_path: Path) -> None:
     claude = tmp_path / "claude-bin"
-    claude.write_text("#!/bin/sh\necho '2.1.330 (Claude Code)'\n")
+    claude.write_text(f"#!/bin/sh\necho '{locate.CLAUDE_VERSION} (Claude Code)'\n")
     claude.chmod(0o755)
     config = f"settings:\n  claudePath: {claude}\nteams:\n  a:\n    path: TEAM\n"
     ctx = setup(tmp_path, config, ANTHROPIC_API_KEY="k")
@@ -39,7 +40,8 @@ def test_a_sound_setup_fails_nothing(tmp_path: Path) -> None:
         "irisd", "HTTP face", "systemd unit", "Claude Code",
     ]
     assert len(CHECKS) == 11
-    assert checks["claude"] == Check("claude", "ok", f"claude 2.1.330 at {claude}")
+    tested = f"claude {locate.CLAUDE_VERSION} at {claude} (the version Iris is tested with)"
+    assert checks["claude"] == Check("claude", "ok", tested)
     assert all(c.verdict != "fail" for c in checks.values()), checks
     assert checks["irisd"].verdict == "warn" and "iris daemon start" in checks["irisd"].fix
     assert checks["HTTP face"] == Check("HTTP face", "skip", "needs a running irisd")
@@ -92,3 +94,29 @@ def test_a_check_that_breaks_is_a_failed_line_not_a_traceback(tmp_path: Path) ->
 
     [result] = run_checks(setup(tmp_path, None), [check_broken])
     assert result == Check("broken", "fail", "the check itself failed: boom")
+
+
+@pytest.mark.parametrize(
+    ("printed", "verdict", "words"),
+    [
+        ("2.1.223 (Claude Code)", "fail", "older than 2.1.224, the oldest Iris runs"),
+        ("2.1.224 (Claude Code)", "warn", "not " + locate.CLAUDE_VERSION),
+        ("9.9.999 (Claude Code)", "warn", "newer than " + locate.CLAUDE_VERSION),
+    ],
+)
+def test_doctor_names_the_claude_version_against_the_tested_one(
+    tmp_path: Path, printed: str, verdict: str, words: str
+) -> None:
+    claude = tmp_path / "claude-bin"
+    claude.write_text(f"#!/bin/sh\necho '{printed}'\n")
+    claude.chmod(0o755)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.yaml").write_text(
+        f"settings:\n  claudePath: {claude}\nteams:\n  a:\n    path: {tmp_path}\n"
+    )
+    found = dict((c.name, c) for c in run_checks(Context(env={"IRIS_HOME": str(tmp_path / "home")})))["claude"]
+    assert found.verdict == verdict and (words in found.detail or words in found.fix), found
+    if verdict == "fail":
+        assert "crossSessionInbound" in found.fix
+    if "newer" in words:
+        assert "IRIS_CLAUDE_VERSION=9.9.999 scripts/test" in found.fix

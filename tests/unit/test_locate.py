@@ -40,5 +40,5 @@ def test_the_order_of_the_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_fix_points_at_scripts_install_in_a_checkout() -> None:
-    assert "scripts/install (it installs the pinned claude 2.1.330)" in locate.not_found_fix()
+    assert f"scripts/install (it installs the pinned claude {locate.CLAUDE_VERSION})" in locate.not_found_fix()
     assert "npm install -g" not in locate.not_found_fix()

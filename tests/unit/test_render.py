@@ -115,7 +115,8 @@ def test_status_is_plain_lines_that_fit_80_columns() -> None:
     )
     lines = status_lines(reply, width=80, color=False)
     assert lines[0] == "irisd is running (pid 7, version 0.1.0, up since 0s ago)"
-    assert lines[6].split()[:2] == ["backend", "/src/api"] and lines[6].endswith("…") and len(lines[6]) == 80
+    assert lines[3] == "claude: none found"  # a reply with no claude facts
+    assert lines[7].split()[:2] == ["backend", "/src/api"] and lines[7].endswith("…") and len(lines[7]) == 80
     assert "1 approval(s) waiting: see 'iris approvals'" in lines
     assert lines[-3].split() == ["web->backend", "failed*", "-", "0", "1246fe1e", "-"]
     assert lines[-2:] == ["* why:", "  web->backend: claude keeps crashing on start (3 times): exit code 1"]

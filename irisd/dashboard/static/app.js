@@ -954,6 +954,7 @@ function healthView() {
     s.children_rss ? ["memory (claude processes)", bytes(s.children_rss)] : null,
     ["approvals waiting", String(s.pending_approvals || 0)],
     ["questions waiting", String(state.questions.size)],
+    ["claude", s.claude_version ? `${s.claude_version}${s.claude_version === s.claude_tested ? " (the version Iris is tested with)" : ` (Iris is tested with ${s.claude_tested})`}` : `none found (Iris is tested with ${s.claude_tested})`],
     ["socket", s.socket_path],
     ["config", s.config_path],
   ].filter(Boolean);
