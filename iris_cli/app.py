@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "status": "iris_cli.commands.info:app",
     "teams": "iris_cli.commands.info:app",
     "watch": "iris_cli.commands.info:app",
+    "reload": "iris_cli.commands.info:app",
     "monitor": "iris_cli.commands.monitor:app",
     "report": "iris_cli.commands.pairs:app",
     "sessions": "iris_cli.commands.pairs:app",

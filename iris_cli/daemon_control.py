@@ -434,6 +434,8 @@ StartLimitBurst=5
 Type=notify
 WatchdogSec=30
 ExecStart={exec_start}
+# 'systemctl --user reload irisd': SIGHUP, read config.yaml again without a restart (as 'iris reload').
+ExecReload=/bin/kill -HUP $MAINPID
 {env_lines}# Credentials claude needs (ANTHROPIC_API_KEY=...) can go in this file (keep it 0600).
 EnvironmentFile=-{environment_file}
 # On SIGTERM irisd drains by itself: tells recorded interrupted, every claude's process

@@ -120,7 +120,7 @@ def check_credentials(ctx: Context) -> Check:
             return Check("credentials", "ok", f"claude is logged in ({login}); irisd's claude processes use it")
         return Check(
             "credentials", "fail", "irisd's claude processes get no ANTHROPIC_API_KEY and claude is not logged in",
-            f"run 'claude' once and log in, or put ANTHROPIC_API_KEY=... in {env_file}, then restart irisd",
+            f"run 'claude' once and log in, or put ANTHROPIC_API_KEY=... in {env_file}, then 'iris reload'",
         )
     for key in CREDENTIALS:
         if ctx.env.get(key):

@@ -48,13 +48,13 @@ def refusal(team: str, spending: Spending, budgets: Budgets) -> str | None:
         return (
             f"this chain of nested tells has spent {usd(spending.chain)}, reaching its budget "
             f"(settings.budget.chainUsd: {usd(budgets.chain_usd)}); the chain stops here. Answer from what "
-            "you know, or raise settings.budget.chainUsd in config.yaml and restart irisd"
+            "you know, or raise settings.budget.chainUsd in config.yaml and run 'iris reload'"
         )
     if budgets.team_daily_usd is not None and spending.today_team >= budgets.team_daily_usd:
         return (
             f"team {team!r} has spent {usd(spending.today_team)} today, reaching its daily budget "
             f"(teams.{team}.budget.dailyUsd: {usd(budgets.team_daily_usd)}); raise it in config.yaml and "
-            "restart irisd, or wait until midnight"
+            "run 'iris reload', or wait until midnight"
         )
     if budgets.daily_usd is not None and spending.today_all >= budgets.daily_usd:
         return (

@@ -52,6 +52,7 @@ from protocol.messages import (
     ListTeams,
     ListTells,
     ReadTranscript,
+    Reload,
     Report,
     Request,
     ResetSession,
@@ -65,7 +66,7 @@ from protocol.messages import (
 # Requests whose ``from_team`` names who is asking (not a filter).
 _SENDERS = (Tell, TellMany, Command, ResetSession, GetPair, Wake, WakeAll, Sleep, Report, ClearCache)
 # Requests only the person may send (iris-agent is the person's assistant, not the teams').
-_OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion)
+_OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion, Reload)
 # The only requests a reader may send: they change nothing.
 _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,

@@ -8,7 +8,6 @@ import time
 
 import trio
 
-from iris_common import locate
 from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd.agent.runner import Agent
@@ -18,12 +17,12 @@ from irisd.notifications import Courier
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
+from irisd.reload import check_claude
 from irisd.store import approvals, ledger, notifications, sessions, tells, unsolicited
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
 from irisd.tell.answer import answer_so_far
 from irisd.tokens import Access
-from protocol.errors import ConfigError
 
 log = logging.getLogger("irisd")
 
@@ -138,14 +137,3 @@ async def _retention(config: IrisConfig, store: Store) -> None:
             log.warning("could not prune the cost ledger", extra={"error": exc.message})
         await trio.sleep(RETENTION_EVERY_S)
 
-
-def check_claude(config: IrisConfig) -> str:
-    """The local claude's version, logged at every start (and reload): "" when there is
-    none (its tells fail with the fix), ConfigError when it is older than Iris runs."""
-    found = locate.find_claude(config.settings.claude_path)
-    version = locate.claude_version(found) if found else ""
-    if problem := locate.version_problem(version):
-        raise ConfigError(problem)
-    log.info("claude", extra={"path": found or "(none found)", "version": version or "?",
-                              "tested_with": locate.CLAUDE_VERSION})
-    return version

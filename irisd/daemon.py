@@ -45,6 +45,7 @@ from irisd.systemd import (
     socket_path_of,
 )
 from irisd.tokens import Access
+from protocol.errors import IrisError
 
 log = logging.getLogger("irisd")
 
@@ -66,6 +67,21 @@ class Daemon:
         self.allowed_uid = allowed_uid
         self.notifier = Notifier(self.systemd.notify_socket)
         self._stop_requested = trio.Event()
+        self._dispatcher: Dispatcher | None = None
+
+    async def reload(self) -> None:
+        """SIGHUP: read config.yaml again (what it did, or why not, goes to the log and
+        ``iris status``; a bad file never stops irisd)."""
+        if self._dispatcher is None:
+            log.warning("SIGHUP before irisd was ready; ignored (send it again)")
+            return
+        self.notifier.send(RELOADING=1, STATUS="reloading config.yaml")
+        try:
+            await self._dispatcher.reload()
+        except IrisError:
+            pass  # logged, and shown by iris status
+        finally:
+            self.notifier.send(READY=1, STATUS=f"serving {len(self._dispatcher.config.teams)} teams")
 
     @property
     def stop_requested(self) -> bool:
@@ -141,6 +157,7 @@ class Daemon:
             await nursery.start(containment.serve)
             core_scope, core_done = trio.CancelScope(), trio.Event()
             dispatcher = await nursery.start(self._run_core, store, access, containment, core_scope, core_done)
+            self._dispatcher = dispatcher
             server = Server(listener, dispatcher, allowed_uid=self.allowed_uid)
             await nursery.start(server.run)
             port = socket_url(http_socket)[1]

@@ -27,6 +27,7 @@ from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.pair import Pair, TellLink
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
+from irisd.reload import check_claude, plan_reload, read_config
 from irisd.store import approvals, ids, ledger, notifications, questions, sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
@@ -35,6 +36,7 @@ from protocol.errors import (
     BudgetError,
     BusyError,
     ClaudeError,
+    ConfigError,
     InvalidRequestError,
     IrisError,
     LoopError,
@@ -86,6 +88,8 @@ from protocol.messages import (
     QuestionsReply,
     ReadTranscript,
     ReadUnsolicited,
+    Reload,
+    ReloadReply,
     Reply,
     ReplyStatus,
     Report,
@@ -155,7 +159,9 @@ class Dispatcher:
         claude_version: str = "",
     ) -> None:
         self.config = config
-        self.claude_version = claude_version  # of the local claude, read at start
+        self.claude_version = claude_version  # of the local claude, read at start (and reload)
+        self.config_problem = ""  # why the last reload was refused
+        self._reloading = trio.Lock()
         self.paths = paths
         self.store = store
         self.supervisor = supervisor
@@ -268,8 +274,35 @@ class Dispatcher:
                 return await self.agent.ask(request.question, new_session=request.new_session)
             case ReadUnsolicited(turn_id):
                 return await self.unsolicited_transcript(turn_id)
+            case Reload():
+                return ReloadReply(changes=await self.reload())
 
     # --- queries -------------------------------------------------------------------------
+
+    async def reload(self) -> list[str]:
+        """Read config.yaml (and irisd.env) again and apply the difference (irisd/reload.py).
+        Invalid: ConfigError with the reason, and irisd keeps the config it had (``iris
+        status`` says so until a reload works)."""
+        async with self._reloading:  # one at a time: SIGHUP, the CLI and the dashboard may race
+            try:
+                new, _ = await trio.to_thread.run_sync(read_config, self.paths)
+                claude = await trio.to_thread.run_sync(check_claude, new)
+            except ConfigError as exc:
+                self.config_problem = f"{exc.message} (irisd goes on with the config it had)"
+                log.error("config.yaml not reloaded", extra={"error": exc.message})
+                raise ConfigError(self.config_problem) from None
+            plan = plan_reload(self.config, new)
+            self.config, self.claude_version, self.config_problem = new, claude, ""
+            if self.rate.per_minute != new.settings.rate_limit:
+                self.rate = RateWindow(new.settings.rate_limit)
+            self.supervisor.reconfigure(new, retire=set(plan.removed), restart=set(plan.restart))
+            if self.questions is not None:
+                self.questions.settings = new.settings.questions
+            if self.agent is not None:
+                self.agent.config = new
+            changes = plan.summary()
+            log.info("config.yaml reloaded", extra={"changes": changes})
+            return changes
 
     async def _ids_starting_with(self, kind: str, prefix: str) -> list[str]:
         return await self.store.call(ids.starting_with, kind, prefix)
@@ -301,6 +334,7 @@ class Dispatcher:
             recent_errors=recent_problems.entries(),
             claude_version=self.claude_version,
             claude_tested=locate.CLAUDE_VERSION,
+            config_problem=self.config_problem,
         )
 
     def environment_names(self, team: Team) -> list[str]:
@@ -479,7 +513,7 @@ class Dispatcher:
             raise RateLimitedError(
                 f"{from_team or 'external'}->{team.name} sent {self.rate.per_minute} tells in the last minute "
                 f"(settings.rateLimit); send this one in {wait_s:.0f} s, or raise settings.rateLimit in "
-                "config.yaml and restart irisd"
+                "config.yaml and run 'iris reload'"
             )
         machine = TellMachine(
             response_timeout_s=team.response_timeout_ms / 1000,

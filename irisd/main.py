@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import logging
 import os
 import signal
@@ -12,15 +11,13 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import msgspec
 import trio
 
-from iris_common.config import IrisConfig, load_config
-from iris_common.environment import ENV_FILE, for_children, load_env_file
 from iris_common.paths import IrisPaths
 from irisd import __version__
 from irisd.daemon import Daemon
 from irisd.logs import setup_logging
+from irisd.reload import read_config
 from irisd.systemd import SystemdEnv
 from protocol.errors import IrisError
 
@@ -43,8 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     paths = IrisPaths.from_env()
     failed = False
     try:
-        config = load_config(paths.config_file)
-        config, paths = with_env_file(config, paths)
+        config, paths = read_config(paths)
         daemon = Daemon(config, paths, systemd=SystemdEnv.take())
         try:
             trio.run(_run, daemon, args.pid_file)
@@ -62,15 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def with_env_file(config: IrisConfig, paths: IrisPaths) -> tuple[IrisConfig, IrisPaths]:
-    """Apply ``$IRIS_HOME/irisd.env``: its CLAUDE_CONFIG_DIR is irisd's own; the rest goes
-    to every claude child (ConfigError for a bad line)."""
-    file_env = load_env_file(paths.home / ENV_FILE)
-    if file_env.get("CLAUDE_CONFIG_DIR"):
-        paths = dataclasses.replace(paths, claude_config_dir=Path(file_env["CLAUDE_CONFIG_DIR"]).expanduser())
-    return msgspec.structs.replace(config, daemon_env=for_children(file_env)), paths
-
-
 def _leaves(group: BaseExceptionGroup[IrisError]) -> list[BaseException]:
     found: list[BaseException] = []
     for exc in group.exceptions:
@@ -79,7 +66,7 @@ def _leaves(group: BaseExceptionGroup[IrisError]) -> list[BaseException]:
 
 
 async def _run(daemon: Daemon, pid_file: Path | None) -> None:
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(_handle_signals, daemon, signals, nursery.cancel_scope)
 
@@ -103,6 +90,10 @@ async def _handle_signals(
     still stopped and tells recorded; only waiting callers get no answer)."""
     async for signum in signals:
         name = signal.Signals(signum).name
+        if signum == signal.SIGHUP:  # reload config.yaml, in the background of the signal loop
+            log.info("reloading config.yaml", extra={"signal": name})
+            await daemon.reload()
+            continue
         if not daemon.stop_requested:
             log.info("stopping", extra={"signal": name})
             daemon.request_stop()

@@ -500,6 +500,11 @@ class Ask(_Message, tag="ask"):
     new_session: bool = False
 
 
+class Reload(_Message, tag="reload"):
+    """Read config.yaml again and apply what changed, without a restart (the owner only).
+    An invalid file is refused with the reason; irisd keeps the config it had."""
+
+
 Request = (
     Hello
     | Tell
@@ -532,6 +537,7 @@ Request = (
     | Costs
     | Ask
     | ReadUnsolicited
+    | Reload
 )
 
 
@@ -576,6 +582,7 @@ class StatusReply(_Message, tag="status_reply"):
     recent_errors: list[LogEntry] = []  # the newest warnings and errors irisd logged, newest first
     claude_version: str = ""  # the local claude irisd runs ("" when none was found)
     claude_tested: str = ""  # the claude version this Iris was tested with
+    config_problem: str = ""  # why the last reload of config.yaml was refused ("" once one works)
 
 
 class SessionsReply(_Message, tag="sessions_reply"):
@@ -603,6 +610,10 @@ class ReportReply(_Message, tag="report_reply"):
 class TranscriptReply(_Message, tag="transcript_reply"):
     tell: TellInfo
     entries: list[TranscriptEntry]
+
+
+class ReloadReply(_Message, tag="reload_reply"):
+    changes: list[str]  # what the reload did, in words ("team web added", ...)
 
 
 class CountReply(_Message, tag="count_reply"):
@@ -704,6 +715,7 @@ Reply = (
     | CostsReply
     | AskReply
     | UnsolicitedReply
+    | ReloadReply
 )
 
 

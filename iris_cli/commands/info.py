@@ -126,6 +126,21 @@ def watch(
 
 
 @app.command()
+def reload(as_json: JsonOption = False) -> None:
+    """Read config.yaml again and apply it without a restart (warm claudes of unchanged
+    teams are kept). An invalid file is refused (exit 1) and irisd keeps the config it had."""
+    from protocol.messages import Reload, ReloadReply
+
+    reply = send(Reload(), as_json)
+    assert isinstance(reply, ReloadReply)
+    if as_json:
+        print_json(reply)
+        return
+    for change in reply.changes:
+        print(f"reloaded: {change}")
+
+
+@app.command()
 def notifications(
     team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only those for this team.")] = None,
     include_done: Annotated[bool, typer.Option("--all", help="Delivered and expired ones too.")] = False,

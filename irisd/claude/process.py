@@ -111,7 +111,7 @@ class ClaudeProcess:
             if not os.path.isdir(self.cwd):  # noqa: ASYNC240 - only on this error path
                 raise ClaudeError(
                     f"the team folder {self.cwd} does not exist any more; restore it, or fix the "
-                    "team's path in config.yaml and restart irisd"
+                    "team's path in config.yaml and run 'iris reload'"
                 ) from None
             raise ClaudeError(
                 f"cannot start {self.argv[0]!r} in {self.cwd}: {exc.strerror}; {not_found_fix()}"

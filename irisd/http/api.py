@@ -52,6 +52,8 @@ from protocol.messages import (
     QuestionReply,
     QuestionsReply,
     ReadTranscript,
+    Reload,
+    ReloadReply,
     ReportReply,
     Request,
     ResetSession,
@@ -222,6 +224,10 @@ def _compile(path: str) -> re.Pattern[str]:
 ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("GET", "/api/status", lambda p, q, b: GetStatus(), (StatusReply,), "The daemon, its pairs and processes"),
     ApiRoute("GET", "/api/teams", lambda p, q, b: ListTeams(), (TeamsReply,), "The configured teams"),
+    ApiRoute(
+        "POST", "/api/reload", lambda p, q, b: Reload(), (ReloadReply,),
+        "Read config.yaml again and apply it without a restart (an invalid file is refused: 500, code config)",
+    ),
     ApiRoute(
         "POST",
         "/api/teams/{team}/tell",

@@ -253,6 +253,7 @@ class Pair:
         self.slots = slots
         self.hub = hub
         self.access = access  # the HTTP face's tokens: each child gets its own
+        self.launcher_child_factory = child_factory
         self.launcher: Launcher = launcher or launcher_for(team, config, paths.claude_config_dir, child_factory)
         self.session_id = ""
         self.spent_usd = 0.0  # what the pair's tells have cost, all time (read from the ledger in run)
@@ -278,6 +279,16 @@ class Pair:
         self._wakers: list[_Request] = []
         self._stoppers: list[_Request] = []
         self._unsolicited: UnsolicitedTurn | None = None  # output no tell asked for, being recorded
+
+    def reconfigure(self, team: Team, config: IrisConfig) -> None:
+        """A reloaded config.yaml: what the pair reads for its next child and its next tells.
+        A child already running keeps the settings it was started with (the supervisor
+        stops it once idle when its team changed)."""
+        self.team = team
+        self.config = config
+        self.launcher = launcher_for(team, config, self.paths.claude_config_dir, self.launcher_child_factory)
+        self.desk.mode = team.permissions
+        self.desk.timeout_s = config.settings.approval_timeout / 1000
 
     @property
     def key(self) -> PairKey:

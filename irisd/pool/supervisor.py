@@ -103,6 +103,38 @@ class Supervisor:
                 del self.pairs[pair.key]
             self.release_slot(pair.key)
 
+    # --- a reloaded config ----------------------------------------------------------------
+
+    def reconfigure(self, config: IrisConfig, *, retire: set[str], restart: set[str]) -> None:
+        """Take a reloaded config: pairs of ``retire``d teams (either side) and of
+        ``restart``ed ones stop their claude once idle; every other pair keeps its warm
+        claude and reads the new settings for its next tells."""
+        self.config = config
+        for pair in list(self.pairs.values()):
+            from_team, to_team = pair.key
+            if to_team in retire or (from_team is not None and from_team in retire):
+                self._stop_once_idle(pair, "its team was removed from config.yaml")
+                continue
+            pair.reconfigure(config.team(to_team), config)
+            if to_team in restart:
+                self._stop_once_idle(pair, "config.yaml changed its team: the next tell starts it anew")
+
+    def _stop_once_idle(self, pair: Pair, reason: str) -> None:
+        assert self._nursery is not None
+        self._nursery.start_soon(self._stop_when_idle, pair, reason)
+
+    async def _stop_when_idle(self, pair: Pair, reason: str) -> None:
+        """Let the pair finish what it holds (running and queued tells), then stop its claude."""
+        while self.pairs.get(pair.key) is pair:
+            view = pair.view(holds_slot=False)
+            if view.state in ("stopped", "failed"):
+                return
+            changed = self._changed
+            if view.state == "idle" and view.queued == 0:
+                await pair.sleep(reason=reason)  # refused (and tried again) if a tell came in meanwhile
+                continue
+            await changed.wait()
+
     # --- the SlotPool of the pairs ----------------------------------------------------------
 
     def pair_changed(self) -> None:

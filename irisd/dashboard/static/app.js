@@ -564,7 +564,7 @@ function teamsView() {
   return h("div", {},
     h("div", { class: "view-head" }, h("h1", {}, "Teams"),
       h("span", { class: "muted" }, `${running} of ${max} claude processes running`)),
-    teams.length ? grid : h("p", { class: "muted" }, "No teams are configured: add some to config.yaml and restart irisd."));
+    teams.length ? grid : h("p", { class: "muted" }, "No teams are configured: add some to config.yaml, then Reload config (Health)."));
 }
 
 // A table wider than its place scrolls inside it, never the page.
@@ -960,7 +960,11 @@ function healthView() {
   ].filter(Boolean);
   const errors = s.recent_errors || [];
   return h("div", {},
-    h("div", { class: "view-head" }, h("h1", {}, "Health"), pill(state.connected ? "live" : "away")),
+    h("div", { class: "view-head" }, h("h1", {}, "Health"), pill(state.connected ? "live" : "away"),
+      h("span", { class: "spacer" }),
+      h("button", { type: "button", "data-action": "reload", title: "Read config.yaml again, without a restart",
+        onclick: (e) => act(e.currentTarget, () => api("POST", "/api/reload", {}), (r) => r.changes.join("; ")) }, "Reload config")),
+    s.config_problem ? h("p", { class: "note warn", "data-config-problem": "" }, `config.yaml was not reloaded: ${s.config_problem}`) : null,
     h("p", { class: "meter-label", id: "meter-label" }, `claude processes running: ${live} of ${s.max_processes} (maxProcesses)`),
     h("div", { class: "meter", role: "meter", "aria-valuemin": 0, "aria-valuemax": s.max_processes, "aria-valuenow": live, "aria-labelledby": "meter-label" },
       h("span", { class: "fill", "data-fill": String(Math.round((100 * live) / Math.max(1, s.max_processes))) })),
