@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import secrets
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
@@ -271,7 +272,11 @@ class Dispatcher:
             case Ask():
                 if self.agent is None:
                     raise InvalidRequestError("iris-agent is not available in this irisd")
-                return await self.agent.ask(request.question, new_session=request.new_session)
+                answer = await self.agent.ask(request.question, new_session=request.new_session)
+                if answer.cost_usd:  # budgets count what asking iris-agent costs
+                    ask_id = "ask-" + secrets.token_hex(8)
+                    await self.store.call(ledger.record_ask, ask_id, time.time(), answer.cost_usd)
+                return answer
             case ReadUnsolicited(turn_id):
                 return await self.unsolicited_transcript(turn_id)
             case Reload():

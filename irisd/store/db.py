@@ -193,6 +193,10 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX ledger_by_pair ON ledger (from_team, to_team, cost_usd);
     """,
+    # 7: what an 'iris ask' cost (iris-agent's turn) is a row of its own kind, so budgets count it.
+    """
+    ALTER TABLE ledger ADD COLUMN kind TEXT NOT NULL DEFAULT 'tell';
+    """,
 ]
 
 

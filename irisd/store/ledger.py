@@ -20,9 +20,11 @@ _FIGURES = (
     "coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_creation_tokens), 0), "
     "coalesce(sum(num_turns), 0), coalesce(sum(duration_ms), 0)"
 )
+ASK = "iris ask"  # how asks of iris-agent show among teams and pairs: no team, no pair
 _KEYS: dict[CostGrouping, str] = {
-    "team": "to_team",
-    "pair": "(CASE from_team WHEN '' THEN 'external' ELSE from_team END) || '->' || to_team",
+    "team": f"CASE kind WHEN 'ask' THEN '{ASK}' ELSE to_team END",
+    "pair": f"CASE kind WHEN 'ask' THEN '{ASK}' "
+    "ELSE (CASE from_team WHEN '' THEN 'external' ELSE from_team END) || '->' || to_team END",
     "chain": "chain_id",
     "day": "date(finished_at, 'unixepoch', 'localtime')",
 }
@@ -48,6 +50,15 @@ def record(db: apsw.Connection, tell: TellInfo) -> None:
             tell.num_turns or 0,
             tell.duration_ms or 0,
         ),
+    )
+
+
+def record_ask(db: apsw.Connection, ask_id: str, finished_at: float, cost_usd: float) -> None:
+    """What one ``iris ask`` cost: a row of its own kind (no pair), counted by the daily budget."""
+    db.execute(
+        "INSERT OR REPLACE INTO ledger (tell_id, from_team, to_team, chain_id, finished_at, cost_usd, kind) "
+        "VALUES (?, '', 'iris-agent', ?, ?, ?, 'ask')",
+        (ask_id, ask_id, finished_at, cost_usd),
     )
 
 
@@ -115,7 +126,9 @@ def pair_spent(db: apsw.Connection, from_team: str | None, to_team: str) -> floa
 
 def by_pair(db: apsw.Connection) -> dict[tuple[str | None, str], float]:
     """USD spent per (from_team, to_team) pair, over the whole ledger."""
-    rows = db.execute("SELECT from_team, to_team, sum(cost_usd) FROM ledger GROUP BY from_team, to_team")
+    rows = db.execute(
+        "SELECT from_team, to_team, sum(cost_usd) FROM ledger WHERE kind = 'tell' GROUP BY from_team, to_team"
+    )
     return {(str(f) or None, str(t)): float(c) for f, t, c in rows}
 
 

@@ -16,7 +16,7 @@ def test_fan_out_answers_every_target_and_one_failing_hides_nothing(iris: Iris) 
     iris.add_team("beta")
     gamma = iris.add_team("gamma")
     iris.start()
-    shutil.rmtree(gamma)  # gamma's claude cannot start: its tell fails
+    shutil.rmtree(gamma)  # gamma is unavailable: its tell is refused, the others go on
 
     results = iris.cli_json("tell", "alpha,beta,gamma,nosuch", "hello all", ok=False)
     assert [r["to_team"] for r in results] == ["alpha", "beta", "gamma", "nosuch"]
@@ -24,7 +24,8 @@ def test_fan_out_answers_every_target_and_one_failing_hides_nothing(iris: Iris) 
     assert alpha["status"] == beta["status"] == "completed"
     assert alpha["text"] == beta["text"] == "echo #1: hello all"
     assert alpha["session_id"] != beta["session_id"]  # each target is its own pair
-    assert gamma_result["status"] == "failed" and "does not exist" in gamma_result["error"]
+    assert gamma_result["status"] == "refused" and gamma_result["error"]["code"] == "team_unavailable"
+    assert "does not exist" in gamma_result["error"]["message"]
     assert nosuch["status"] == "refused" and nosuch["error"]["code"] == "unknown_team"
 
     human = iris.cli("tell", "alpha,beta", "again")
@@ -56,6 +57,10 @@ def test_iris_ask_calls_an_iris_tool_and_answers_from_its_result(iris: Iris) -> 
     refused = iris.cli_json("tell", "iris-agent", "hi", ok=False)
     assert refused["error"]["code"] == "unknown_team"
     assert iris.cli_json("sessions") == []  # it has no pair: nothing of it shows among the teams'
+    # What it cost is in the ledger, as its own kind of row: budgets count it.
+    by_pair = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
+    assert set(by_pair) == {"iris ask"} and by_pair["iris ask"]["tells"] == 2
+    assert abs(by_pair["iris ask"]["cost_usd"] - reply["cost_usd"] - again["cost_usd"]) < 1e-9
 
     # Its tools only read: a tool that would change something is not there for it.
     tried = iris.cli_json("ask", '@tool:mcp__iris__team_wake {"team": "alpha"}', "--new")

@@ -19,7 +19,6 @@ from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.messages import (
     ErrorReply,
-    GetPair,
     Hello,
     ListTeams,
     TeamsReply,
@@ -245,8 +244,9 @@ def test_a_team_folder_removed_while_irisd_runs_is_named_in_the_error_until_rest
     folder.rmdir()
     result = iris.cli("tell", "alpha", "hi", "--json")
     assert result.returncode == 1
-    assert f"the team folder {folder.resolve()} does not exist any more" in json.loads(result.stdout)["error"]
-    assert iris.request(GetPair(to_team="alpha")).process.state == "failed"
+    error = json.loads(result.stderr)["error"]
+    assert error["code"] == "team_unavailable"
+    assert f"team 'alpha' is unavailable: its folder {folder.resolve()} does not exist" in error["message"]
     folder.mkdir()  # restored: the next tell starts claude at once, no cool-down
     assert iris.cli_json("tell", "alpha", "back?")["text"] == "echo #1: back?"
 
