@@ -7,6 +7,11 @@ moment of the machine hits every side alike. Byte-compiled files are allowed (th
 machine's PYTHONDONTWRITEBYTECODE is unset for the runs), as on a user's machine,
 after one warm-up run of each.
 
+The target is measured against a normal install, as a user has it: the bench builds a
+wheel of this checkout into a scratch virtualenv and times that one's ``python -c pass``
+and ``iris status`` (an editable install adds an import hook to every start of the
+interpreter, ``python -c pass`` included, which would flatter the ratio).
+
 ``IRIS_BENCH_BASELINE=/path/to/another/checkout`` adds that checkout's ``iris status``
 (the same interpreter and packages, its own code first on ``PYTHONPATH``) to compare
 with, e.g. ``git worktree add /tmp/before <commit>``.
@@ -31,24 +36,40 @@ def uncompiled(checkout: Path, *args: str) -> list[str]:
     """``iris ARGS`` run from a copy of ``checkout``'s packages that has no byte-compiled
     files and never gets any."""
     copy = Path(tempfile.mkdtemp(prefix="iris-bench-src-"))
-    for package in ("protocol", "irisd", "iris_cli"):
+    for package in ("protocol", "iris_common", "iris_mcp", "irisd", "iris_cli"):
         shutil.copytree(checkout / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     env = ["env", "PYTHONDONTWRITEBYTECODE=1", f"PYTHONPATH={copy}"]
     return [*env, sys.executable, "-m", "iris_cli", *args]
+
+
+def normal_install() -> Path:
+    """A scratch virtualenv with this checkout installed from a wheel (no editable hook);
+    its ``bin`` folder. Dependencies come from pip's cache when they can."""
+    scratch = Path(tempfile.mkdtemp(prefix="iris-bench-venv-"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(scratch / "wheel"),
+                    str(REPO)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", str(scratch / "venv")], check=True)
+    wheel = next((scratch / "wheel").glob("*.whl"))
+    subprocess.run([str(scratch / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+                   check=True, capture_output=True)
+    return scratch / "venv" / "bin"
 
 
 def main() -> int:
     header("iris start-up vs python -c pass")
     bin_dir = Path(sys.executable).parent
     iris = str(bin_dir / "iris")
+    installed = normal_install()
     with running_iris(["alpha"]) as instance:
         env = {k: v for k, v in instance.env.items() if k != "PYTHONDONTWRITEBYTECODE"}
         runs: dict[str, list[str]] = {
-            "python -c pass": [sys.executable, "-c", "pass"],
-            "iris --version": [iris, "--version"],
-            "iris status (irisd running)": [iris, "status"],
-            "iris status --json": [iris, "status", "--json"],
-            "iris tell --help": [iris, "tell", "--help"],
+            "python -c pass": [str(installed / "python"), "-c", "pass"],
+            "iris status (irisd running)": [str(installed / "iris"), "status"],
+            "iris --version": [str(installed / "iris"), "--version"],
+            "iris status --json": [str(installed / "iris"), "status", "--json"],
+            "python -c pass (editable checkout)": [sys.executable, "-c", "pass"],
+            "iris status (editable checkout)": [iris, "status"],
+            "iris tell --help": [str(installed / "iris"), "tell", "--help"],
             # A fresh clone on a machine whose shell sets PYTHONDONTWRITEBYTECODE=1 (this
             # one does): Iris's own modules (an editable install) are compiled from source
             # at every start, the installed packages' are not.
