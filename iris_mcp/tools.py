@@ -29,6 +29,16 @@ from iris_common.money import usd
 from iris_common.text import pair_name, tail, tell_data
 from iris_common.text import short as text_short
 from protocol.errors import InvalidRequestError
+from protocol.limits import (
+    DEFAULT_TTL_DAYS,
+    MAX_WAIT_MS,
+    MIN_WAIT_MS,
+    BudgetUsd,
+    MessageText,
+    TimeoutMs,
+    TtlDays,
+    explain,
+)
 from protocol.messages import (
     FINAL_TELL_STATUSES,
     AnswerReply,
@@ -71,7 +81,6 @@ from protocol.phases import describe
 # unless the client opts in. 50 s leaves room for start-up and the reply's trip back;
 # past it the caller gets the answer so far and the tell's id instead of a client error.
 DEFAULT_TELL_TIMEOUT_MS = 50_000
-MAX_TIMEOUT_MS = 3_600_000
 
 # Caps on what goes back to the model: Claude Code warns above ~25k tokens of tool output.
 MAX_PROGRESS_CHARS = 4_000
@@ -95,13 +104,11 @@ Team = Annotated[str, msgspec.Meta(min_length=1, description="The team's name, a
 TellId = Annotated[
     str, msgspec.Meta(min_length=1, description="The tell's id (tellId returned by team_tell).")
 ]
-Timeout = Annotated[
-    int,
+Timeout = Annotated[  # the wire's range (protocol/limits.py); only the default is the MCP's own
+    TimeoutMs,
     msgspec.Meta(
-        ge=-1,
-        le=MAX_TIMEOUT_MS,
         description="Milliseconds to wait for the answer: -1 returns at once with the tell's id, "
-        "0 waits until the answer is complete, N (1000 to 3600000) waits up to N ms and then "
+        f"0 waits until the answer is complete, N ({MIN_WAIT_MS} to {MAX_WAIT_MS}) waits up to N ms and then "
         f"returns the answer so far while the team works on. Default {DEFAULT_TELL_TIMEOUT_MS}.",
     ),
 ]
@@ -120,9 +127,7 @@ class TellArgs(_Args):
     (fire-and-forget, survives restarts). toTeams asks several teams at once (each
     answer labelled with its team)."""
 
-    message: Annotated[
-        str, msgspec.Meta(min_length=1, description="What to tell or ask it, self-contained.")
-    ]
+    message: Annotated[MessageText, msgspec.Meta(min_length=1)]
     to_team: Annotated[str, msgspec.Meta(description="The team to tell (see team_teams).")] = ""
     to_teams: Annotated[
         list[str],
@@ -137,17 +142,8 @@ class TellArgs(_Args):
             "without waiting for an answer (a notification)."
         ),
     ] = False
-    ttl_days: Annotated[
-        float,
-        msgspec.Meta(gt=0, description="With persist: drop the message if undelivered after this many days."),
-    ] = 30.0
-    max_budget_usd: (
-        Annotated[
-            float,
-            msgspec.Meta(gt=0, description="Stop the team's work on this message once it has cost this many USD."),
-        ]
-        | None
-    ) = None
+    ttl_days: TtlDays = DEFAULT_TTL_DAYS
+    max_budget_usd: BudgetUsd | None = None
 
 
 class IsAwakeArgs(_Args):
@@ -250,7 +246,7 @@ class ResultArgs(_Args):
     wait: Annotated[
         int,
         msgspec.Meta(
-            ge=0, le=MAX_TIMEOUT_MS, description="Wait up to this many ms for the tell to end (0: no wait)."
+            ge=0, le=MAX_WAIT_MS, description="Wait up to this many ms for the tell to end (0: no wait)."
         ),
     ] = 0
 
@@ -416,7 +412,7 @@ def parse_args(tool: ToolDef, arguments: dict[str, Any] | None) -> Any:
     except msgspec.ValidationError as exc:
         fields = ", ".join(input_schema(tool.args).get("properties", {})) or "none"
         raise InvalidRequestError(
-            f"invalid arguments for {tool.name}: {exc}. Its arguments: {fields}."
+            f"invalid arguments for {tool.name}: {explain(exc, [tool.args]) or exc}. Its arguments: {fields}."
         ) from None
 
 

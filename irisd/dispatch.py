@@ -46,8 +46,8 @@ from protocol.errors import (
     ShuttingDownError,
     TeamUnavailableError,
 )
+from protocol.limits import MAX_MESSAGE_CHARS, MAX_TELL_BUDGET_USD, MAX_WAIT_MS, MIN_WAIT_MS, range_problem
 from protocol.messages import (
-    MAX_TTL_DAYS,
     UNFINISHED_TELL_STATUSES,
     AnswerQuestion,
     AnswerReply,
@@ -121,10 +121,7 @@ from protocol.messages import (
     Welcome,
 )
 
-MAX_MESSAGE_CHARS = 1_000_000
-MIN_WAIT_MS, MAX_WAIT_MS = 1_000, 3_600_000
 MAX_FAN_OUT = 32
-MAX_TELL_BUDGET_USD = 10_000.0  # a sanity bound on one tell's --max-budget-usd
 RECENT_UNSOLICITED = 10  # turns no tell asked for, shown by status
 COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
@@ -747,11 +744,8 @@ class Dispatcher:
                 "a stored tell (persist) cannot carry a max budget yet; send it without persist to give it "
                 "one, or rely on settings.budget and the team's budget.dailyUsd"
             )
-        if not 0 < request.ttl_days <= MAX_TTL_DAYS:
-            raise InvalidRequestError(
-                f"a time to live of {request.ttl_days:g} days (ttl_days) is out of range; "
-                f"use more than 0, up to {MAX_TTL_DAYS}"
-            )
+        if problem := range_problem(Tell, "ttl_days", request.ttl_days):
+            raise InvalidRequestError(f"a time to live of {request.ttl_days:g} days (ttl_days) is {problem}")
         created = await self.store.call(
             notifications.create,
             request.from_team,

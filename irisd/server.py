@@ -44,7 +44,14 @@ from irisd.dispatch import Dispatcher
 from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode
-from protocol.errors import BusyError, IrisError, PermissionDeniedError, ProtocolError, ShuttingDownError
+from protocol.errors import (
+    BusyError,
+    InvalidRequestError,
+    IrisError,
+    PermissionDeniedError,
+    ProtocolError,
+    ShuttingDownError,
+)
 from protocol.framing import LengthPrefixedFramer
 from protocol.messages import ErrorReply, Event, GetStatus, Hello, Request
 
@@ -282,6 +289,9 @@ class Server:
             with trio.move_on_after(timeout) as waiting:
                 try:
                     request = await connection.receive()
+                except InvalidRequestError as exc:  # a whole frame with a value out of range: answer it
+                    await connection.send(ErrorReply(code=exc.code, message=exc.message))
+                    continue
                 except (ProtocolError, BusyError) as exc:
                     await _try_send(connection, ErrorReply(code=exc.code, message=exc.message))
                     raise

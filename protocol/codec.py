@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import cast, get_args
 
 import msgspec
 
-from protocol.errors import ProtocolError
+from protocol.errors import InvalidRequestError, ProtocolError
 from protocol.framing import DEFAULT_MAX_FRAME, encode_frame
+from protocol.limits import explain
 from protocol.messages import Request, ServerMessage
 
 _encoder = msgspec.msgpack.Encoder()
@@ -21,8 +22,10 @@ def encode(message: msgspec.Struct, max_size: int = DEFAULT_MAX_FRAME) -> bytes:
 
 
 def decode_request(body: bytes) -> Request:
-    """Decode a client's frame body; anything that is not a valid request raises ProtocolError."""
-    return cast(Request, _decode(_request_decoder, body))
+    """Decode a client's frame body. A value out of a field's declared range (protocol/limits.py)
+    raises InvalidRequestError naming the field, its range and what to do (the connection is
+    fine); anything else that is not a valid request raises ProtocolError."""
+    return cast(Request, _decode(_request_decoder, body, get_args(Request)))
 
 
 def decode_server_message(body: bytes) -> ServerMessage:
@@ -30,10 +33,14 @@ def decode_server_message(body: bytes) -> ServerMessage:
     return cast(ServerMessage, _decode(_server_decoder, body))
 
 
-def _decode(decoder: msgspec.msgpack.Decoder[object], body: bytes) -> object:
+def _decode(
+    decoder: msgspec.msgpack.Decoder[object], body: bytes, limited: tuple[type[msgspec.Struct], ...] = ()
+) -> object:
     try:
         return decoder.decode(body)
     except msgspec.ValidationError as exc:
+        if why := explain(exc, limited):
+            raise InvalidRequestError(f"invalid request: {why}") from None
         raise ProtocolError(f"invalid message: {exc}") from None
     except (msgspec.DecodeError, RecursionError) as exc:
         # Deep nesting raises RecursionError, not DecodeError (measured).

@@ -18,6 +18,8 @@ from typing import Any, Literal, TypeGuard, get_args
 
 import msgspec
 
+from protocol.limits import DEFAULT_TTL_DAYS, BudgetUsd, MessageText, TimeoutMs, TtlDays
+
 # A tell's own state. Final states never change again.
 TellStatus = Literal[
     "queued", "running", "awaiting_approval", "completed", "timed_out", "interrupted", "failed"
@@ -277,7 +279,6 @@ class Hello(_Message, tag="hello"):
     client: str = ""
 
 
-MAX_TTL_DAYS = 365  # a persisted tell is given up after at most this long
 
 
 class Tell(_Message, tag="tell"):
@@ -288,17 +289,17 @@ class Tell(_Message, tag="tell"):
     """
 
     to_team: str
-    message: str
+    message: MessageText
     from_team: str | None = None
-    timeout_ms: int = 0
+    timeout_ms: TimeoutMs = 0
     stream: bool = False  # push TellText events while waiting
     persist: bool = False  # store it durably and deliver it later (a notification)
-    ttl_days: float = 30.0  # with persist: expire undelivered after this long
+    ttl_days: TtlDays = DEFAULT_TTL_DAYS  # with persist: expire undelivered after this long
     # Nested tells: set by the MCP shim inside a claude child that Iris started (from
     # IRIS_PARENT_PAIR), naming that child's pair as "from->to" ("external->to" for no
     # team). The daemon links the new tell to the tell that pair is serving (chain, hops).
     parent_pair: str = ""
-    max_budget_usd: float | None = None  # passed to claude (--max-budget-usd) for this tell
+    max_budget_usd: BudgetUsd | None = None  # passed to claude (--max-budget-usd) for this tell
 
 
 class TellMany(_Message, tag="tell_many"):
@@ -306,12 +307,12 @@ class TellMany(_Message, tag="tell_many"):
     With ``stream``, a ``FanOutEvent`` is pushed as each one is answered."""
 
     to_teams: list[str]
-    message: str
+    message: MessageText
     from_team: str | None = None
-    timeout_ms: int = 0
+    timeout_ms: TimeoutMs = 0
     stream: bool = False
     parent_pair: str = ""
-    max_budget_usd: float | None = None
+    max_budget_usd: BudgetUsd | None = None
 
 
 class GetTell(_Message, tag="get_tell"):
@@ -332,7 +333,7 @@ class Command(_Message, tag="command"):
     command: str
     args: str = ""
     from_team: str | None = None
-    timeout_ms: int = 0
+    timeout_ms: TimeoutMs = 0
 
 
 class ListTeams(_Message, tag="list_teams"):

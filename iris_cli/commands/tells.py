@@ -47,13 +47,13 @@ def tell(
     from iris_cli.text import tell_data
     from iris_cli.watcher import TellWatcher
     from protocol.errors import DaemonNotRunningError, InvalidRequestError, IrisError
-    from protocol.messages import MAX_TTL_DAYS, NotificationReply, Tell, TellReply
+    from protocol.limits import DEFAULT_TTL_DAYS, range_problem
+    from protocol.messages import NotificationReply, Tell, TellReply
 
     if ttl_days is not None and not persist:
         fail(InvalidRequestError("--ttl-days only applies to a stored tell: add --persist, or leave it out"), as_json)
-    if ttl_days is not None and not 0 < ttl_days <= MAX_TTL_DAYS:
-        fail(InvalidRequestError(f"--ttl-days {ttl_days:g} is out of range; use more than 0, up to {MAX_TTL_DAYS}"),
-             as_json)
+    if ttl_days is not None and (problem := range_problem(Tell, "ttl_days", ttl_days)):
+        fail(InvalidRequestError(f"--ttl-days {ttl_days:g} is {problem}"), as_json)
     if message == "-":
         message = read_stdin()
     from_team = caller(from_team)
@@ -63,7 +63,7 @@ def tell(
         tell_many(team.split(","), message, from_team, timeout, as_json, max_budget_usd)
         return
     if persist:
-        days = 30.0 if ttl_days is None else ttl_days
+        days = DEFAULT_TTL_DAYS if ttl_days is None else ttl_days
         request = Tell(
             to_team=team, message=message, from_team=from_team, persist=True, ttl_days=days,
             max_budget_usd=max_budget_usd,

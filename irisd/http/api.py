@@ -20,6 +20,7 @@ from typing import Annotated, Any, get_args
 import msgspec
 
 from irisd import __version__
+from protocol.limits import DEFAULT_TTL_DAYS, BudgetUsd, MessageText, TimeoutMs, TtlDays
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -110,16 +111,15 @@ FromTeam = Annotated[
 
 
 class TellBody(_In):
-    message: str
+    """A tell's body: the fields of the wire's ``Tell``, with its types (and so its limits,
+    protocol/limits.py) and its defaults."""
+
+    message: MessageText
     from_team: FromTeam = None
-    timeout_ms: Annotated[
-        int, msgspec.Meta(description="-1: return at once; 0: wait for the end; N: wait up to N ms.")
-    ] = 0
+    timeout_ms: TimeoutMs = 0
     persist: Annotated[bool, msgspec.Meta(description="Store durably, deliver later.")] = False
-    ttl_days: float = 30.0
-    max_budget_usd: Annotated[
-        float | None, msgspec.Meta(description="Stop the tell once its claude has spent this many USD.")
-    ] = None
+    ttl_days: TtlDays = DEFAULT_TTL_DAYS
+    max_budget_usd: BudgetUsd | None = None
 
 
 class FromBody(_In):

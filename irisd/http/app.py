@@ -39,6 +39,7 @@ from protocol.errors import (
     TooLargeError,
     UnauthorizedError,
 )
+from protocol.limits import explain
 from protocol.messages import ErrorReply, Event, Reply, Request
 
 log = logging.getLogger("irisd.http")
@@ -260,7 +261,7 @@ def _decode(body: bytes, kind: type[Any]) -> Any:
     try:
         return msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:
-        raise _invalid(f"invalid body: {exc}") from None
+        raise _invalid(f"invalid body: {explain(exc, [kind]) or exc}") from None
     except (msgspec.DecodeError, RecursionError) as exc:
         raise _invalid(f"the body is not JSON: {exc}") from None
 
