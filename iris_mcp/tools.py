@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from iris_common.identity import sender
 from iris_common.money import usd
 from iris_common.text import pair_name, tail, tell_data
 from iris_common.text import short as text_short
@@ -449,15 +450,14 @@ class Identity:
                 )
 
     def check_from_team(self, claimed: str | None) -> str | None:
-        """The team to send as. A ``fromTeam`` that contradicts the identity is refused.
-        Over irisd's /mcp the connection decides (irisd/caller.py): the claim is passed on."""
+        """The team to send as (iris_common/identity.py: the rule of every front end). Over
+        irisd's /mcp the connection decides (irisd/caller.py): the claim is passed on."""
         if self.source in ("token", "owner"):
             return claimed
-        if claimed is None or claimed == self.team:
-            return self.team
-        raise InvalidRequestError(
-            f"fromTeam {claimed!r} is refused: {self.describe()}. Leave fromTeam out; to speak as "
-            f"{claimed!r}, use Iris from that team's folder (or 'iris mcp --team {claimed}')."
+        return sender(
+            self.team, claimed, self.describe(),
+            fix=f"leave fromTeam out; to speak as {claimed!r}, use Iris from that team's folder "
+            f"(or 'iris mcp --team {claimed}')",
         )
 
 

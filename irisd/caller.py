@@ -30,6 +30,7 @@ from typing import Literal
 
 import msgspec
 
+from iris_common.identity import sender
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
     AnswerQuestion,
@@ -116,13 +117,8 @@ class Caller:
                 "irisd decides approvals and sees its tokens"
             )
         if isinstance(request, _SENDERS):
-            claimed = request.from_team
-            if claimed is not None and claimed != self.team:
-                raise PermissionDeniedError(
-                    f"fromTeam {claimed!r} is refused: you are {self.describe()}, and a team can speak "
-                    f"only as itself; leave fromTeam out"
-                )
-            request = msgspec.structs.replace(request, from_team=self.team)
+            team = sender(self.team, request.from_team, f"you are {self.describe()}")
+            request = msgspec.structs.replace(request, from_team=team)
         if isinstance(request, Tell | TellMany):
             request = msgspec.structs.replace(request, parent_pair=self.pair)
         if isinstance(request, AnswerQuestion):  # a team answers only what was asked of it

@@ -22,7 +22,7 @@ from iris_mcp.tools import (
     resolve_identity,
     transcript_line,
 )
-from protocol.errors import InvalidRequestError
+from protocol.errors import InvalidRequestError, PermissionDeniedError
 from protocol.messages import (
     PairReply,
     PairsReply,
@@ -133,11 +133,12 @@ def test_a_contradicting_from_team_is_refused() -> None:
     me = resolve_identity("alpha", "/x", [])
     assert me.check_from_team(None) == "alpha"
     assert me.check_from_team("alpha") == "alpha"
-    with pytest.raises(InvalidRequestError, match="fromTeam 'beta' is refused: you are team 'alpha'"):
+    # The rule irisd applies to its children (irisd/caller.py), and its error: iris_common/identity.py.
+    with pytest.raises(PermissionDeniedError, match="fromTeam 'beta' is refused: you are team 'alpha'"):
         me.check_from_team("beta")
     external = resolve_identity(None, "/nowhere", [])
     assert external.check_from_team(None) is None
-    with pytest.raises(InvalidRequestError, match=r"external caller.*iris mcp --team beta"):
+    with pytest.raises(PermissionDeniedError, match=r"external caller.*iris mcp --team beta"):
         external.check_from_team("beta")
 
 
