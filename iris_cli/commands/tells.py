@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from iris_cli.commands.common import FromOption, JsonOption, caller, fail, print_json, read_stdin, send
+from protocol.limits import DEFAULT_TTL_DAYS, MAX_TELL_BUDGET_USD, MAX_TTL_DAYS, MAX_WAIT_MS, MIN_WAIT_MS
 
 app = typer.Typer()
 
@@ -22,7 +23,7 @@ def tell(
         typer.Option(
             "--timeout",
             help="Milliseconds to wait: 0 waits for the answer, -1 returns at once with the "
-            "tell's id, N returns the answer so far after N ms (the tell runs on).",
+            f"tell's id, N ({MIN_WAIT_MS} to {MAX_WAIT_MS}) returns the answer so far after N ms (the tell runs on).",
         ),
     ] = 0,
     persist: Annotated[
@@ -30,13 +31,17 @@ def tell(
         typer.Option(help="Store it and deliver it later, even across restarts (fire and forget)."),
     ] = False,
     ttl_days: Annotated[
-        float | None, typer.Option(help="With --persist: give up after this many days (default 30).")
+        float | None,
+        typer.Option(
+            help=f"With --persist: give up after this many days (default {DEFAULT_TTL_DAYS:g}, up to {MAX_TTL_DAYS})."
+        ),
     ] = None,
     max_budget_usd: Annotated[
         float | None,
         typer.Option(
             "--max-budget-usd",
-            help="Stop the tell once its claude has spent this many dollars (claude's --max-budget-usd; "
+            help=f"Stop the tell once its claude has spent this many dollars, up to {MAX_TELL_BUDGET_USD:g} "
+            "(claude's --max-budget-usd; "
             "the tell runs on a claude of its own, in the same conversation).",
         ),
     ] = None,
@@ -47,7 +52,7 @@ def tell(
     from iris_cli.text import tell_data
     from iris_cli.watcher import TellWatcher
     from protocol.errors import DaemonNotRunningError, InvalidRequestError, IrisError
-    from protocol.limits import DEFAULT_TTL_DAYS, range_problem
+    from protocol.limits import range_problem
     from protocol.messages import NotificationReply, Tell, TellReply
 
     if ttl_days is not None and not persist:

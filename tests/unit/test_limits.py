@@ -102,3 +102,16 @@ def test_a_value_of_the_wrong_type_is_a_broken_message_not_a_range() -> None:
 def test_the_budget_error_says_what_to_give() -> None:
     with pytest.raises(InvalidRequestError, match="positive number of dollars up to 10000"):
         decode_request(encode(Tell(to_team="alpha", message="hi", max_budget_usd=float("nan")))[4:])
+
+
+def test_the_cli_sends_the_wires_defaults_and_checks_its_ranges() -> None:
+    import inspect
+
+    from iris_cli.commands.tells import tell
+
+    options = inspect.signature(tell).parameters
+    wire = fields(Tell)
+    assert options["timeout"].default == wire["timeout_ms"].default
+    assert options["persist"].default == wire["persist"].default
+    assert options["ttl_days"].default is None  # no --ttl-days: the wire's default
+    assert options["max_budget_usd"].default == wire["max_budget_usd"].default
