@@ -16,6 +16,10 @@ def main() -> None:
     if problem := bad_argument(args):
         print(f"iris: {problem}", file=sys.stderr)
         sys.exit(2)
+    if args in (["status"], ["status", "--json"]):  # the hot path: no Typer, no rich
+        from iris_cli.status_cmd import run_status
+
+        sys.exit(run_status(as_json=args[1:] == ["--json"]))
     if args[:1] == ["mcp"] and not _CLI_ONLY.intersection(args[1:2]):
         from iris_cli.mcp_stdio import mcp_app
 

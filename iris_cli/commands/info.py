@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from iris_cli.commands.common import JsonOption, fail, print_json, send
+from iris_cli.commands.common import JsonOption, print_json, send
 
 if TYPE_CHECKING:
     from protocol.messages import Event
@@ -19,27 +19,11 @@ app = typer.Typer()
 @app.command()
 def status(as_json: JsonOption = False) -> None:
     """Is irisd up? Its teams and live processes."""
-    import msgspec
+    from iris_cli.status_cmd import run_status
 
-    from iris_cli.client import Client
-    from protocol.errors import IrisError
-    from protocol.messages import GetStatus, StatusReply
-
-    try:
-        with Client() as client:
-            reply = client.request(GetStatus())
-    except IrisError as exc:
-        if as_json and exc.code == "daemon_not_running":
-            print(json.dumps({"running": False, "message": exc.message}))
-            raise typer.Exit(1) from None
-        fail(exc, as_json)
-    assert isinstance(reply, StatusReply)
-    if as_json:
-        print_json({"running": True, **msgspec.to_builtins(reply)})
-    else:
-        from iris_cli.plain import print_status  # no rich: it costs more than the rest
-
-        print_status(reply)
+    code = run_status(as_json)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()
