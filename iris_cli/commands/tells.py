@@ -48,7 +48,6 @@ def tell(
     as_json: JsonOption = False,
 ) -> None:
     """Tell TEAM something and print its answer. TEAM may be several: alpha,beta,gamma."""
-    from iris_cli import render
     from iris_cli.text import tell_data
     from iris_cli.watcher import TellWatcher
     from protocol.errors import DaemonNotRunningError, InvalidRequestError, IrisError
@@ -79,6 +78,8 @@ def tell(
             print_json(stored.notification)
         else:
             print(stored.notification.id)
+            from iris_cli import render
+
             render.err.print(f"[dim]stored; it will be delivered to {team} (see 'iris notifications')[/]")
         return
     # Streaming also tells us the tell's id early (for the Ctrl-C message) and what it
@@ -107,6 +108,8 @@ def tell(
     except KeyboardInterrupt:
         tell_id = watcher.tell_id
         which = f"'iris result {tell_id}' or 'iris cancel {tell_id}'" if tell_id else f"'iris report {team}'"
+        from iris_cli import render
+
         render.err.print(f"\n[yellow]stopped waiting[/]: the tell goes on in irisd; see {which}")
         raise typer.Exit(130) from None
     assert isinstance(reply, TellReply)
@@ -116,6 +119,8 @@ def tell(
         print_json(tell_data(reply))
     elif timeout == -1 and reply.status == "in_progress":
         print(info.id)
+        from iris_cli import render
+
         render.err.print(f"[dim]tell {info.id} is {info.status}; see it with: iris result {info.id}[/]")
     else:
         if streamed:
@@ -123,7 +128,10 @@ def tell(
                 print()
         elif info.text:
             print(info.text)
-        render.tell_outcome(reply.status, info)
+        if reply.status != "completed" or info.new_session:  # rich only when there is more to say
+            from iris_cli import render
+
+            render.tell_outcome(reply.status, info)
     if reply.status not in ("completed", "in_progress"):
         raise typer.Exit(1)
 
