@@ -39,7 +39,10 @@ def measure(minutes: float) -> dict[str, object]:
         lines = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
         result: dict[str, object] = next((line for line in lines if line.get("type") == "result"), {})
         said = str(result.get("result", ""))
-        backgrounded = [line for line in lines if "background" in json.dumps(line).lower()]
+        # Claude Code says so when it moves a tool call to the background (a task of its own).
+        backgrounded = [line for line in lines
+                        if line.get("is_backgrounded") is True or line.get("subtype") == "task_backgrounded"]
+        (Path(__file__).parent / f"long-team-tell-{minutes:g}min.jsonl").write_text(ran.stdout)  # to read
         return {
             "minutes": minutes,
             "call_s": round(took, 1),
