@@ -76,6 +76,7 @@ from protocol.messages import (
     Welcome,
 )
 from protocol.phases import describe
+from protocol.transcript import Step, steps
 
 # Fits common MCP client limits: the TypeScript SDK (and the many clients built on it)
 # fails a request after 60 s by default, and progress notifications do not extend that
@@ -591,52 +592,33 @@ def render_report(reply: ReportReply) -> ToolOutput:
     return ToolOutput("\n".join(lines), data)
 
 
-def transcript_line(entry_type: str, raw: str) -> str | None:
-    """What one claude stream-json line says, in a line: text, tool calls, results.
-
-    The line's own ``type`` (claude's: assistant, result, ...) names it; ``entry_type``
-    (as the daemon stored it) is the fallback for lines that are not JSON objects. Token
-    deltas (``stream_event``) give None: the assistant line after them holds the text."""
-    try:
-        line = json.loads(raw)
-    except ValueError:
-        return f"{entry_type}: {short(raw)}"
-    if not isinstance(line, dict):
-        return f"{entry_type}: {short(raw)}"
-    kind = str(line.get("type") or entry_type)
-    if kind == "stream_event":
-        return None
-    if kind == "result":
-        return f"result ({line.get('subtype', '?')}): {short(str(line.get('result', '')))}"
-    message = line.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    parts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if not isinstance(block, dict):
-            continue
-        match block.get("type"):
-            case "text":
-                parts.append(short(str(block.get("text", ""))))
-            case "tool_use":
-                parts.append(f"calls {block.get('name')} {short(json.dumps(block.get('input', {})), 150)}")
-            case "tool_result":
-                parts.append(f"tool result: {short(str(block.get('content', '')), 150)}")
-    detail = "; ".join(p for p in parts if p) or str(line.get("subtype", ""))
-    return f"{kind}: {detail}" if detail else kind
+def step_line(step: Step) -> str:
+    """One step of a transcript (protocol/transcript.py) in a line, for a model."""
+    match step.kind:
+        case "text":
+            return f"assistant: {short(step.text)}"
+        case "tool":
+            return f"calls {step.tool} {short(json.dumps(step.input, ensure_ascii=False), 150)}"
+        case "result":
+            return f"tool {'error' if step.is_error else 'result'}: {short(step.text, 150)}"
+        case "end":
+            return f"result ({step.subtype}): {short(step.answer)}"
+        case _:
+            return short(step.text)
 
 
 def render_transcript(reply: TranscriptReply) -> ToolOutput:
     tell = reply.tell
     pair = pair_name(tell.from_team, tell.to_team)
     header = f"tell {tell.id} [{tell.status}] {pair}: {short(tell.message)}"
-    # One line per claude line, token deltas left out; the raw JSON stays with the daemon
-    # ('iris' CLI): the model reads this data, and raw transcripts run to megabytes.
-    summaries = [(e, line) for e in reply.entries if (line := transcript_line(e.type, e.raw)) is not None]
-    entries = [{"at": e.at, "type": e.type, "line": line} for e, line in summaries]
+    # One line per step; the raw JSON stays with the daemon ('iris cache read --raw'): the
+    # model reads this data, and raw transcripts run to megabytes.
+    lines = [(step, step_line(step)) for step in steps(reply.entries)]
+    entries = [{"at": step.at, "kind": step.kind, "line": line} for step, line in lines]
     data: dict[str, Any] = {"tell": plain(tell), "entries": entries[-MAX_TRANSCRIPT_ENTRIES:]}
     if len(entries) > MAX_TRANSCRIPT_ENTRIES:
         data["entries_truncated"] = True
-    body = "\n".join(line for _, line in summaries)
+    body = "\n".join(line for _, line in lines)
     return ToolOutput(tail(f"{header}\n{body}", MAX_TRANSCRIPT_CHARS), data)
 
 

@@ -20,7 +20,7 @@ from iris_mcp.tools import (
     render_teams,
     render_tell,
     resolve_identity,
-    transcript_line,
+    step_line,
 )
 from protocol.errors import InvalidRequestError, PermissionDeniedError
 from protocol.messages import (
@@ -39,6 +39,7 @@ from protocol.messages import (
     TranscriptEntry,
     TranscriptReply,
 )
+from protocol.transcript import steps
 
 EXPECTED_TOOLS = [
     "team_tell",
@@ -243,12 +244,12 @@ def test_transcript_lines_say_what_claude_did() -> None:
         "message": {"content": [{"type": "text", "text": "Let me look"},
                                 {"type": "tool_use", "name": "Read", "input": {"file": "a.py"}}]},
     }
-    assert transcript_line("assistant", json.dumps(assistant)) == (
-        'assistant: Let me look; calls Read {"file": "a.py"}'
-    )
     result = {"type": "result", "subtype": "success", "result": "done"}
-    assert transcript_line("result", json.dumps(result)) == "result (success): done"
-    assert transcript_line("system", "not json") == "system: not json"
+    raw = [("assistant", json.dumps(assistant)), ("result", json.dumps(result)), ("system", "not json")]
+    lines = [step_line(step) for step in steps([TranscriptEntry(at=0.0, type=t, raw=r) for t, r in raw])]
+    assert lines == [
+        "assistant: Let me look", 'calls Read {"file": "a.py"}', "result (success): done", "(not JSON: not json)",
+    ]
 
 
 def test_structured_content_stands_on_its_own() -> None:
@@ -262,7 +263,7 @@ def test_structured_content_stands_on_its_own() -> None:
     assert error.structured() == {"error": {"code": "unknown_team", "message": "team 'x' is not configured"}}
 
 
-def test_transcripts_are_summarised_line_by_line() -> None:
+def test_transcripts_are_summarised_step_by_step() -> None:
     info = TellInfo(id="t1", from_team=None, to_team="beta", message="hi", status="completed")
     lines = [
         ("system", {"type": "system", "subtype": "init"}),
@@ -274,7 +275,7 @@ def test_transcripts_are_summarised_line_by_line() -> None:
     output = render_reply(TranscriptReply(tell=info, entries=entries))
     assert output.text.splitlines() == [
         "tell t1 [completed] external->beta: hi",
-        "system: init",
+        "claude started (model ?, session ?)",  # the step's words, as iris cache read shows them
         "assistant: hello",
         "result (success): hello",
     ]

@@ -58,3 +58,16 @@ def test_cache_read_prints_it_for_people(monkeypatch: pytest.MonkeyPatch) -> Non
     assert "asked: what is in /srv?\n" in text and "→ Bash ls -la /srv\n" in text
     assert "  ← result: file0\n    file1\n" in text and "Ten files.\n" in text
     assert '"tools"' not in text  # the init line's bulk is not shown
+
+
+def test_one_reading_of_the_lines_two_renderings() -> None:
+    """The steps keep what claude did whole; only the renderers cut it, each its own way."""
+    from iris_mcp.tools import step_line
+    from protocol.transcript import steps
+
+    result = next(step for step in steps(entries()) if step.kind == "result")
+    assert result.text == "\n".join(f"file{n}" for n in range(10))
+    assert conversation(entries())[5].text.endswith("… (4 more lines)")  # iris cache read: 6 lines
+    assert step_line(result) == "tool result: " + " ".join(f"file{n}" for n in range(10))  # the model: one line
+    end = steps(entries())[-2]
+    assert (end.kind, end.subtype, end.is_error) == ("end", "success", False)
