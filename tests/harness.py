@@ -50,6 +50,8 @@ class Iris:
         # Unix socket paths are limited to 107 bytes: keep it short, whatever tmp_path is.
         self.socket = Path(tempfile.mkdtemp(prefix="iris-", dir="/tmp")) / "irisd.sock"
         self.claude_config = root / "claude-config"
+        self.user_home = root / "user-home"
+        self.user_home.mkdir(parents=True, exist_ok=True)
         self.teams_dir = root / "teams"
         self.claude = str(claude)
         # httpPort 0: any free port, so that no test binds 1615 and parallel tests never collide.
@@ -62,6 +64,10 @@ class Iris:
             IRIS_HOME=str(self.home),
             IRIS_SOCKET=str(self.socket),
             CLAUDE_CONFIG_DIR=str(self.claude_config),
+            # A HOME of its own: the login shell claude's Bash tool starts reads no ~/.bashrc
+            # of the machine's (pyenv's init there runs 'pyenv rehash', whose lock, left by a
+            # tool process a test stops mid-way, made every later Bash call wait 60 s).
+            HOME=str(self.user_home),
             ANTHROPIC_BASE_URL=model_url,
             ANTHROPIC_API_KEY="test-key",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
