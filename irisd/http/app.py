@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -27,6 +27,7 @@ import trio
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
 from irisd.http import api
+from irisd.http.asgi import ASGIApp, Message, Receive, Scope, Send
 from irisd.http.events import serve_events
 from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token, cookie
 from irisd.tokens import COOKIE_NAME, Access
@@ -43,12 +44,6 @@ from protocol.limits import explain
 from protocol.messages import ErrorReply, Event, Reply, Request
 
 log = logging.getLogger("irisd.http")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a tell's message may hold 1,000,000 characters
 MAX_ACTIVE = 256  # requests and WebSockets served at once

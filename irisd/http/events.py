@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 import trio
 
+from irisd.http.asgi import Receive, Scope, Send
 from protocol.messages import Event
 
 if TYPE_CHECKING:
-    from irisd.http.app import HttpFace, Receive, Scope, Send
+    from irisd.dispatch import Dispatcher
 
 log = logging.getLogger("irisd.http")
 
@@ -33,7 +34,14 @@ CLOSE_TOO_SLOW = 1013
 _encoder = msgspec.json.Encoder()
 
 
-async def serve_events(face: HttpFace, scope: Scope, receive: Receive, send: Send) -> None:
+class Face(Protocol):
+    """What events need of the HTTP face (irisd/http/app.py): its dispatcher."""
+
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+
+
+async def serve_events(face: Face, scope: Scope, receive: Receive, send: Send) -> None:
     """Forward events until the client leaves, falls behind, or irisd stops.
     Raises IrisError (an unknown team) before the upgrade is accepted."""
     query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))

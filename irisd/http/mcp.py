@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
     from iris_mcp.server import Shim
-    from irisd.http.app import HttpFace, Receive, Scope, Send
+    from irisd.http.app import HttpFace
+    from irisd.http.asgi import Receive, Scope, Send
 
 log = logging.getLogger("irisd.http.mcp")
 
