@@ -37,6 +37,7 @@ from protocol.messages import (
     QuestionInfo,
     QuestionReply,
     QuestionsReply,
+    ReloadReply,
     ReportReply,
     StatusReply,
     TeamInfo,
@@ -459,3 +460,16 @@ def test_the_health_bar_says_what_it_measures(page: Page, fake: FakeIris) -> Non
     label = page.locator("#meter-label")
     expect(label).to_have_text("claude processes running: 1 of 10 (maxProcesses)")
     expect(page.get_by_role("meter", name="claude processes running: 1 of 10 (maxProcesses)")).to_be_visible()
+
+
+def test_health_reloads_the_config_and_shows_a_refused_one(page: Page, fake: FakeIris) -> None:
+    fake.replies["GET /api/status"] = status(claude_version="2.1.330", claude_tested="2.1.330",
+                                             config_problem="config.yaml: key 'teams.a.path' is missing")
+    changes = ["team web added", "settings.maxProcesses changed: in effect now"]
+    fake.replies["POST /api/reload"] = ReloadReply(changes=changes)
+    page.goto(f"{BASE}/#/health")
+    expect(page.locator("[data-config-problem]")).to_contain_text("key 'teams.a.path' is missing")
+    expect(page.locator("main")).to_contain_text("2.1.330 (the version Iris is tested with)")
+    with page.expect_request(lambda r: r.url.endswith("/api/reload") and r.method == "POST"):
+        page.locator('[data-action="reload"]').click()
+    expect(page.locator("#flash")).to_have_text("team web added; settings.maxProcesses changed: in effect now")
