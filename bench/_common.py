@@ -50,6 +50,19 @@ def running_iris(teams: list[str], *, start: bool = True, **settings: Any) -> It
             shutil.rmtree(iris.socket.parent, ignore_errors=True)
 
 
+def normal_install() -> Path:
+    """A scratch virtualenv with this checkout installed from a wheel (no editable hook);
+    its ``bin`` folder. Dependencies come from pip's cache when they can."""
+    scratch = Path(tempfile.mkdtemp(prefix="iris-bench-venv-"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(scratch / "wheel"),
+                    str(REPO)], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "venv", str(scratch / "venv")], check=True)
+    wheel = next((scratch / "wheel").glob("*.whl"))
+    subprocess.run([str(scratch / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+                   check=True, capture_output=True)
+    return scratch / "venv" / "bin"
+
+
 def timed(action: Callable[..., object], *args: Any) -> float:
     """Seconds ``action(*args)`` took."""
     started = time.perf_counter()

@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _common import REPO, describe, header, median, running_iris, timed
+from _common import REPO, describe, header, median, normal_install, running_iris, timed
 
 ROUNDS = 30
 TARGET = 8.0
@@ -40,19 +40,6 @@ def uncompiled(checkout: Path, *args: str) -> list[str]:
         shutil.copytree(checkout / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     env = ["env", "PYTHONDONTWRITEBYTECODE=1", f"PYTHONPATH={copy}"]
     return [*env, sys.executable, "-m", "iris_cli", *args]
-
-
-def normal_install() -> Path:
-    """A scratch virtualenv with this checkout installed from a wheel (no editable hook);
-    its ``bin`` folder. Dependencies come from pip's cache when they can."""
-    scratch = Path(tempfile.mkdtemp(prefix="iris-bench-venv-"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(scratch / "wheel"),
-                    str(REPO)], check=True, capture_output=True)
-    subprocess.run([sys.executable, "-m", "venv", str(scratch / "venv")], check=True)
-    wheel = next((scratch / "wheel").glob("*.whl"))
-    subprocess.run([str(scratch / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
-                   check=True, capture_output=True)
-    return scratch / "venv" / "bin"
 
 
 def main() -> int:

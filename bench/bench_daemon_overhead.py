@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import describe, header, median, ms, request, running_iris, timed
+from _common import describe, header, median, ms, normal_install, request, running_iris, timed
 
 from harness import Iris
 from iris_common.environment import child_environment
@@ -68,6 +68,13 @@ def via_cli(iris: Iris, text: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def via_installed_cli(installed: Path, iris: Iris, text: str) -> None:
+    """``iris tell`` of a normal install (a wheel, no editable-install hook), as users run it."""
+    result = subprocess.run([str(installed / "iris"), "tell", "alpha", text], env=iris.env, cwd=iris.root,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
@@ -76,6 +83,8 @@ def main() -> None:
     direct: list[float] = []
     socket: list[float] = []
     cli: list[float] = []
+    installed_cli: list[float] = []
+    installed = normal_install()
     with running_iris(["alpha"]) as iris:
         claude = DirectClaude(iris.claude, str(iris.teams_dir / "alpha"), iris.env)
         try:
@@ -87,6 +96,7 @@ def main() -> None:
                     (direct, claude.turn, ()),
                     (socket, via_socket, (iris,)),
                     (cli, via_cli, (iris,)),
+                    (installed_cli, via_installed_cli, (installed, iris)),
                 ]
                 # Each side goes first as often as the others: no order bias.
                 shift = round_ % len(sides)
@@ -98,13 +108,18 @@ def main() -> None:
     print()
     base = median(direct)
     print("ratios (median time / median direct turn):")
-    for label, samples in (("protocol client", socket), ("'iris tell' CLI", cli)):
+    for label, samples in (("protocol client", socket), ("'iris tell' CLI", cli),
+                           ("'iris tell', installed", installed_cli)):
         extra = ms(median(samples) - base)
-        print(f"  through irisd, {label:<16} {median(samples) / base:5.2f}x   (+{extra})")
+        print(f"  through irisd, {label:<24} {median(samples) / base:5.2f}x   (+{extra})")
+    over = median(installed_cli) - median(socket)
+    print(f"target: 'iris tell' (a normal install) at most +60 ms over the protocol client: +{ms(over)} "
+          f"{'met' if over <= 0.060 else 'MISSED'}")
     print("absolute:")
     print(describe("direct: turn on a warm claude", direct))
     print(describe("irisd: tell from a protocol client", socket))
     print(describe("irisd: 'iris tell' (a new CLI process)", cli))
+    print(describe("irisd: 'iris tell', normal install", installed_cli))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,11 @@ def main() -> None:
         from iris_cli.status_cmd import run_status
 
         sys.exit(run_status(as_json=args[1:] == ["--json"]))
+    if _plain_tell(args):  # 'iris tell TEAM MESSAGE [--json]': the other hot path
+        from iris_cli.tell_cmd import run_tell
+
+        run_tell(args[1], args[2], from_team=None, timeout=0, max_budget_usd=None, as_json=args[3:] == ["--json"])
+        sys.exit(0)
     if args[:1] == ["mcp"] and not _CLI_ONLY.intersection(args[1:2]):
         from iris_cli.mcp_stdio import mcp_app
 
@@ -27,3 +32,16 @@ def main() -> None:
     from iris_cli.app import main as cli
 
     cli()
+
+
+def _plain_tell(args: list[str]) -> bool:
+    """The plain form of ``iris tell``: one team, a message given in full, no option but
+    ``--json``. Anything else (options, several teams, '-' for standard input) is Typer's."""
+    return (
+        len(args) in (3, 4)
+        and args[0] == "tell"
+        and args[3:] in ([], ["--json"])
+        and not args[1].startswith("-")
+        and "," not in args[1]
+        and not args[2].startswith("-")
+    )

@@ -1,4 +1,5 @@
-"""What every command module shares: options, sending a request, failing, JSON output.
+"""What every command module shares: options, and (from ``iris_cli.calls``, which needs no
+Typer) sending a request, failing, JSON output.
 
 Only Typer is imported at the top: rich, msgspec, the protocol types and the client
 load when a command first needs them (see ``iris_cli.app``).
@@ -6,86 +7,19 @@ load when a command first needs them (see ``iris_cli.app``).
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from iris_cli.client import EventHandler
-    from protocol.errors import IrisError
-    from protocol.messages import Reply, Request
+from iris_cli.calls import caller as caller
+from iris_cli.calls import fail as fail
+from iris_cli.calls import me as me
+from iris_cli.calls import print_json as print_json
+from iris_cli.calls import read_stdin as read_stdin
+from iris_cli.calls import send as send
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 FromOption = Annotated[
     str | None, typer.Option("--from", help="The team asking (default: you, outside any team; 'external' says so).")
 ]
-
-
-def fail(error: IrisError, as_json: bool = False) -> NoReturn:
-    """End the command with ``error``'s message on stderr and exit code 1."""
-    if as_json:
-        print(json.dumps({"error": {"code": error.code, "message": error.message}}), file=sys.stderr)
-    else:
-        from rich.text import Text
-
-        from iris_cli import render
-
-        render.err.print(Text.assemble(("error:", "red"), " ", error.message))
-    raise typer.Exit(1)
-
-
-def read_stdin() -> str:
-    """All of standard input as text; not UTF-8 ends the command (exit 2), never a traceback."""
-    from iris_cli.utf8 import not_utf8
-
-    raw = sys.stdin.buffer.read()
-    if problem := not_utf8(raw):
-        from iris_cli import render
-
-        render.err.print(
-            f"[red]error:[/] standard input is not valid UTF-8: {problem}; convert it "
-            "(e.g. 'iconv -f LATIN1 -t UTF-8') or send the file's name instead",
-            markup=True,
-        )
-        raise typer.Exit(2)
-    return raw.decode("utf-8")
-
-
-def send(
-    request: Request,
-    as_json: bool = False,
-    on_event: EventHandler | None = None,
-    explain: Callable[[IrisError], IrisError] | None = None,
-) -> Reply:
-    """One request to irisd; an IrisError ends the command with its message (``explain``
-    may first add what the command knows, e.g. the id of a tell under way)."""
-    from iris_cli.client import Client
-    from protocol.errors import IrisError
-
-    try:
-        with Client() as client:
-            return client.request(request, on_event)
-    except IrisError as exc:
-        fail(explain(exc) if explain else exc, as_json)
-
-
-def print_json(value: object) -> None:
-    import msgspec
-
-    print(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))
-
-
-def me() -> str:
-    """Who decides, for the record: the user, at the CLI."""
-    import getpass
-
-    return f"{getpass.getuser()} (cli)"
-
-
-def caller(name: str | None) -> str | None:
-    """The asking team as the protocol wants it: ``None`` for you (``external``)."""
-    return None if name in (None, "", "external", "-") else name
 

@@ -87,3 +87,6 @@ def test_a_command_imports_only_what_it_needs() -> None:
     assert loaded("status", "--json") == set()  # the hot path: no Typer command module, no rich
     assert loaded("status") == set()
     assert "typer" not in loaded_all("status")
+    plain_tell = loaded_all("tell", "alpha", "hi", "--json")  # the plain form needs no Typer and no rich
+    assert "typer" not in plain_tell and "rich" not in plain_tell
+    assert "typer" in loaded_all("tell", "alpha", "hi", "--timeout", "5000")  # options: Typer parses them
