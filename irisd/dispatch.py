@@ -21,6 +21,7 @@ from irisd import __version__
 from irisd.budget import Budgets, RateWindow, Spending, refusal
 from irisd.caller import Caller
 from irisd.claude.wire import SystemLine, decode_line
+from irisd.events import serve_watch
 from irisd.health import rss_bytes, total_rss
 from irisd.ids import with_whole_ids
 from irisd.logs import recent_problems
@@ -35,7 +36,6 @@ from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
 from protocol.errors import (
     BudgetError,
-    BusyError,
     ClaudeError,
     ConfigError,
     InvalidRequestError,
@@ -43,7 +43,6 @@ from protocol.errors import (
     LoopError,
     NotFoundError,
     RateLimitedError,
-    ShuttingDownError,
     TeamUnavailableError,
 )
 from protocol.limits import MAX_MESSAGE_CHARS, MAX_TELL_BUDGET_USD, MAX_WAIT_MS, MIN_WAIT_MS, range_problem
@@ -117,7 +116,6 @@ from protocol.messages import (
     Wake,
     WakeAll,
     Watch,
-    Watching,
     Welcome,
 )
 
@@ -793,13 +791,7 @@ class Dispatcher:
         """Push events until the client disconnects (which ends this request)."""
         if team is not None:
             self.config.team(team)
-        async with self.hub.subscribe(team) as events:
-            await send_event(Watching(team=team))
-            async for event in events:
-                await send_event(event)
-        if self.hub.closed:
-            raise ShuttingDownError("irisd is stopping; watch again once it is back")
-        raise BusyError("this watcher could not keep up with the events and was disconnected; watch again")
+        await serve_watch(self.hub, team, send_event)
 
     def _check_from(self, from_team: str | None) -> None:
         if from_team is not None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 import trio
 
-from protocol.messages import Event
+from protocol.errors import BusyError, ShuttingDownError
+from protocol.messages import Event, Watching
 
 WATCHER_BUFFER = 1000
 
@@ -29,10 +32,11 @@ class EventHub:
             watcher.send.close()
         self._watchers.clear()
 
-    def subscribe(self, team: str | None = None, buffer: int = WATCHER_BUFFER) -> trio.MemoryReceiveChannel[Event]:
-        """Events of tells to or from ``team`` (all tells if None); at most ``buffer``
-        wait for the subscriber, which is dropped (its channel ends) beyond that."""
-        send, receive = trio.open_memory_channel[Event](buffer)
+    def subscribe(self, team: str | None = None) -> trio.MemoryReceiveChannel[Event]:
+        """Events of tells to or from ``team`` (all tells if None); at most
+        ``WATCHER_BUFFER`` wait for the subscriber, which is dropped (its channel ends)
+        beyond that."""
+        send, receive = trio.open_memory_channel[Event](WATCHER_BUFFER)
         if self.closed:
             send.close()
         else:
@@ -49,3 +53,16 @@ class EventHub:
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 watcher.send.close()
                 self._watchers.discard(watcher)
+
+
+async def serve_watch(hub: EventHub, team: str | None, send_event: Callable[[Event], Awaitable[None]]) -> NoReturn:
+    """``Watch``: a ``Watching`` event once subscribed, then every event of ``team`` until
+    irisd stops (ShuttingDownError) or the watcher falls behind and is dropped (BusyError).
+    Every front end gets its events here: the socket, the WebSocket, the MCP tools."""
+    async with hub.subscribe(team) as events:
+        await send_event(Watching(team=team))
+        async for event in events:
+            await send_event(event)
+    if hub.closed:
+        raise ShuttingDownError("irisd is stopping; watch again once it is back")
+    raise BusyError("this watcher could not keep up with the events and was disconnected; watch again")

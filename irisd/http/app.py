@@ -126,7 +126,7 @@ class HttpFace:
         if scope["type"] == "websocket":
             if path != "/api/events":
                 raise NotFoundError(f"no WebSocket at {path}; live events are at /api/events")
-            await serve_events(self, scope, receive, send)
+            await serve_events(self, scope, receive, send, caller)
             return
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):

@@ -1,8 +1,9 @@
 """``/api/events``: the live events ``iris watch`` gets, one JSON Event per WebSocket
 message, for the dashboard and scripts.
 
-Events come from the core's EventHub, which never waits for anyone: each client has
-a bounded buffer (``EVENTS_BUFFER``), and a client whose buffer fills (it reads too
+Events come through the dispatcher's ``Watch``, as the socket's ``iris watch`` gets them
+(the first one, ``watching``, says the subscription is in place). The core's EventHub
+never waits for anyone: each watcher has a bounded buffer, and a client whose buffer fills (it reads too
 slowly) is dropped by the hub and closed here with code 1013 (try again later). A send
 that the client does not take within ``SEND_TIMEOUT_S`` ends the connection too. So a
 slow client costs a pair nothing. irisd stopping closes every client with 1001.
@@ -19,14 +20,15 @@ import msgspec
 import trio
 
 from irisd.http.asgi import Receive, Scope, Send
-from protocol.messages import Event
+from protocol.errors import BusyError, ShuttingDownError
+from protocol.messages import Event, Watch
 
 if TYPE_CHECKING:
+    from irisd.caller import Caller
     from irisd.dispatch import Dispatcher
 
 log = logging.getLogger("irisd.http")
 
-EVENTS_BUFFER = 1000
 SEND_TIMEOUT_S = 10.0
 CLOSE_GOING_AWAY = 1001
 CLOSE_TOO_SLOW = 1013
@@ -41,9 +43,14 @@ class Face(Protocol):
     def dispatcher(self) -> Dispatcher: ...
 
 
-async def serve_events(face: Face, scope: Scope, receive: Receive, send: Send) -> None:
-    """Forward events until the client leaves, falls behind, or irisd stops.
-    Raises IrisError (an unknown team) before the upgrade is accepted."""
+class _TooSlowToRead(Exception):
+    """The client took no event for SEND_TIMEOUT_S."""
+
+
+async def serve_events(face: Face, scope: Scope, receive: Receive, send: Send, caller: Caller) -> None:
+    """Forward the events of a ``Watch`` (the dispatcher's, as the socket's ``iris watch``
+    gets them) until the client leaves, falls behind, or irisd stops. Raises IrisError
+    (an unknown team) before the upgrade is accepted."""
     query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
     team = (query.get("team") or [None])[0] or None
     if team is not None:
@@ -51,31 +58,31 @@ async def serve_events(face: Face, scope: Scope, receive: Receive, send: Send) -
     message = await receive()
     if message["type"] != "websocket.connect":
         return
-    hub = face.dispatcher.hub
-    events = hub.subscribe(team, buffer=EVENTS_BUFFER)
     await send({"type": "websocket.accept"})
     scope["iris.accepted"] = True
+
+    async def send_event(event: Event) -> None:
+        with trio.move_on_after(SEND_TIMEOUT_S) as sending:
+            await send({"type": "websocket.send", "text": _encoder.encode(event).decode()})
+        if sending.cancelled_caught:
+            raise _TooSlowToRead
+
     code: int | None = None
-    async with events, trio.open_nursery() as nursery:
+    async with trio.open_nursery() as nursery:
         nursery.start_soon(_until_disconnect, receive, nursery.cancel_scope)
-        if await _forward(events, send):
-            code = CLOSE_GOING_AWAY if hub.closed else CLOSE_TOO_SLOW
+        try:
+            await face.dispatcher.dispatch(Watch(team=team), caller, send_event)
+        except ShuttingDownError:
+            code = CLOSE_GOING_AWAY
+        except BusyError:  # the hub dropped it: it fell behind
+            code = CLOSE_TOO_SLOW
+        except _TooSlowToRead:
+            log.info("closed an events client that read nothing", extra={"timeout_s": SEND_TIMEOUT_S})
         nursery.cancel_scope.cancel()
     if code is not None:
         reason = "irisd is stopping" if code == CLOSE_GOING_AWAY else "too slow: events were lost; connect again"
         with trio.move_on_after(SEND_TIMEOUT_S):
             await send({"type": "websocket.close", "code": code, "reason": reason})
-
-
-async def _forward(events: trio.MemoryReceiveChannel[Event], send: Send) -> bool:
-    """Send events until the hub ends the channel (True) or a send times out (False)."""
-    async for event in events:
-        with trio.move_on_after(SEND_TIMEOUT_S) as sending:
-            await send({"type": "websocket.send", "text": _encoder.encode(event).decode()})
-        if sending.cancelled_caught:
-            log.info("closed an events client that read nothing", extra={"timeout_s": SEND_TIMEOUT_S})
-            return False
-    return True
 
 
 async def _until_disconnect(receive: Receive, scope: trio.CancelScope) -> None:

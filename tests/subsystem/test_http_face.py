@@ -14,8 +14,9 @@ import pytest
 import trio
 import trio.lowlevel
 
+import irisd.events
 from irisd.caller import OWNER, Caller
-from irisd.events import EventHub
+from irisd.events import EventHub, serve_watch
 from irisd.http import api, events
 from irisd.http.app import build_request
 from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token, cookie, host_names, is_loopback
@@ -41,6 +42,7 @@ from protocol.messages import (
     TellText,
     Wake,
     WakeAll,
+    Watch,
 )
 
 # --- Host and Origin --------------------------------------------------------------------
@@ -259,21 +261,29 @@ class FakeClient:
 
 
 def face(hub: EventHub) -> Any:
+    """A face whose dispatcher answers Watch as irisd's does (irisd.events.serve_watch)."""
     config = SimpleNamespace(team=lambda name: name)
-    return SimpleNamespace(dispatcher=SimpleNamespace(config=config, hub=hub))
+
+    async def dispatch(request: Watch, caller: Caller, send_event: Any) -> None:
+        await serve_watch(hub, request.team, send_event)
+
+    return SimpleNamespace(dispatcher=SimpleNamespace(config=config, hub=hub, dispatch=dispatch))
 
 
 async def serve(hub: EventHub, client: FakeClient, nursery: trio.Nursery) -> None:
     scope = {"type": "websocket", "query_string": b""}
     serve_events: Any = events.serve_events
-    nursery.start_soon(serve_events, face(hub), scope, client.receive, client.send)
+    nursery.start_soon(serve_events, face(hub), scope, client.receive, client.send, OWNER)
     await trio.sleep(0.001)  # it runs until it waits for events: subscribed
+
+
+WATCHING = '{"type":"watching"}'  # the first event of every watch: subscribed
 
 
 async def test_a_slow_events_client_is_closed_and_never_slows_the_publisher(
     autojump_clock: trio.abc.Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(events, "EVENTS_BUFFER", 4)
+    monkeypatch.setattr(irisd.events, "WATCHER_BUFFER", 4)
     hub, slow, fast = EventHub(), FakeClient(delay=1.0), FakeClient()
     async with trio.open_nursery() as nursery:
         await serve(hub, slow, nursery)
@@ -287,7 +297,8 @@ async def test_a_slow_events_client_is_closed_and_never_slows_the_publisher(
         fast.leave.set()
     assert slow.close_code == events.CLOSE_TOO_SLOW
     assert len(slow.texts) < 20
-    assert fast.texts == [msgspec.json.encode(TellText(tell_id="t", text=str(i))).decode() for i in range(20)]
+    texts = [msgspec.json.encode(TellText(tell_id="t", text=str(i))).decode() for i in range(20)]
+    assert fast.texts == [WATCHING, *texts]
     assert fast.close_code is None  # it left on its own
 
 
@@ -302,4 +313,4 @@ async def test_a_client_that_reads_nothing_is_dropped_and_irisd_stopping_closes_
         await trio.sleep(events.SEND_TIMEOUT_S + 1)
         hub.close()
     assert stuck.close_code is None and waiting.close_code == events.CLOSE_GOING_AWAY
-    assert waiting.texts == ['{"type":"tell_text","tell_id":"t","text":"x"}']
+    assert waiting.texts == [WATCHING, '{"type":"tell_text","tell_id":"t","text":"x"}']
