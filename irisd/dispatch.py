@@ -30,7 +30,7 @@ from irisd.pool.pair import Pair, TellLink
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
 from irisd.reload import check_claude, plan_reload, read_config
-from irisd.store import approvals, ids, ledger, notifications, questions, sessions, tells, unsolicited
+from irisd.store import approvals, ids, ledger, notifications, questions, rows, sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.machine import TellMachine
 from protocol import PROTOCOL_VERSION
@@ -110,7 +110,6 @@ from protocol.messages import (
     TellMany,
     TellReply,
     TellsReply,
-    TranscriptEntry,
     TranscriptReply,
     UnsolicitedReply,
     Wake,
@@ -397,21 +396,15 @@ class Dispatcher:
 
     async def transcript(self, tell_id: str) -> TranscriptReply:
         info = await self._find(tell_id)
-        entries = await self.store.call(tells.messages, tell_id)
-        return TranscriptReply(
-            tell=info,
-            entries=transcript_entries(entries),
-        )
+        entries = await self.store.call(rows.transcript, "tell_messages", "tell_id", tell_id)
+        return TranscriptReply(tell=info, entries=entries)
 
     async def unsolicited_transcript(self, turn_id: str) -> UnsolicitedReply:
         turn = await self.store.call(unsolicited.get, turn_id)
         if turn is None:
             raise NotFoundError(f"no unsolicited turn with id {turn_id!r}; 'iris status' lists recent ones")
-        entries = await self.store.call(unsolicited.messages, turn_id)
-        return UnsolicitedReply(
-            turn=turn,
-            entries=transcript_entries(entries),
-        )
+        entries = await self.store.call(rows.transcript, "unsolicited_messages", "turn_id", turn_id)
+        return UnsolicitedReply(turn=turn, entries=entries)
 
     async def get_tell(self, tell_id: str, wait_ms: int) -> TellReply:
         if wait_ms:
@@ -821,11 +814,6 @@ def check_message(message: str) -> str:
             "point the team at a file instead"
         )
     return message
-
-
-def transcript_entries(rows: list[tuple[float, str, bytes]]) -> list[TranscriptEntry]:
-    """Stored lines as the protocol sends them (text: claude writes UTF-8 JSON)."""
-    return [TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace")) for at, kind, raw in rows]
 
 
 def check_max_budget(max_budget_usd: float | None) -> None:

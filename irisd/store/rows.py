@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import apsw
 import msgspec
+
+from protocol.messages import TranscriptEntry
 
 EXTERNAL = ""
 
@@ -32,3 +35,15 @@ def to_struct(
     for name, function in convert.items():
         fields[name] = function(fields[name])
     return msgspec.convert(fields, cls)
+
+
+def transcript(db: apsw.Connection, table: str, key: str, value: str) -> list[TranscriptEntry]:
+    """The lines stored in ``table`` for ``key = value``, in order, as the protocol sends them.
+    SQLite turns them into text (claude writes UTF-8 JSON): about twice as fast for a long
+    history as decoding each line here; a line that is not UTF-8 is read the slow way."""
+    query = f"SELECT at, type, CAST(raw AS TEXT) FROM {table} WHERE {key} = ? ORDER BY id"
+    try:
+        return [TranscriptEntry(at=at, type=kind, raw=raw) for at, kind, raw in db.execute(query, (value,))]
+    except UnicodeDecodeError:
+        rows = db.execute(f"SELECT at, type, raw FROM {table} WHERE {key} = ? ORDER BY id", (value,))
+        return [TranscriptEntry(at=at, type=kind, raw=bytes(raw).decode(errors="replace")) for at, kind, raw in rows]

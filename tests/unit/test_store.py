@@ -109,3 +109,15 @@ def test_ids_are_found_by_prefix_and_a_wildcard_is_only_a_character(db: apsw.Con
     assert ids.starting_with(db, "tell", "abcd") == ["abcd1234", "abcd5678"]
     assert ids.starting_with(db, "tell", "abcd5") == ["abcd5678"]
     assert ids.starting_with(db, "tell", "%") == [] and ids.starting_with(db, "tell", "abc_") == []
+
+
+def test_a_transcript_is_read_as_text_and_a_line_that_is_not_utf8_is_kept(db: apsw.Connection) -> None:
+    from irisd.store import rows
+
+    tells.insert(db, tell("t1", created=1, finished=2))
+    tells.append_message(db, "t1", 3.0, "assistant", '{"text":"héllo"}'.encode())
+    entries = rows.transcript(db, "tell_messages", "tell_id", "t1")
+    assert [(e.at, e.type, e.raw) for e in entries] == [(3.0, "assistant", '{"text":"héllo"}')]
+    tells.append_message(db, "t1", 4.0, "other", b'{"text":"\xff"}')  # not UTF-8: read the slow way
+    entries = rows.transcript(db, "tell_messages", "tell_id", "t1")
+    assert [e.raw for e in entries] == ['{"text":"héllo"}', '{"text":"\ufffd"}']
