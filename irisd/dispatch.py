@@ -307,11 +307,19 @@ class Dispatcher:
         return await self.store.call(ids.starting_with, kind, prefix)
 
     def team_infos(self) -> list[TeamInfo]:
-        return [
+        remote = {executor.team.name: executor for executor in self.supervisor.remote_teams.all()}
+        local = [
             TeamInfo(name=t.name, path=t.path, description=t.description, color=t.color, host=t.host,
                      unavailable=team_unavailable(t))
-            for t in sorted(self.config.teams.values(), key=lambda t: t.name)
+            for t in self.config.teams.values()
+            if t.name not in remote
         ]
+        far = [
+            TeamInfo(name=e.team.name, path=e.team.path, description=e.team.description, color=e.team.color,
+                     kind=e.kind, remote=e.where)
+            for e in remote.values()
+        ]
+        return sorted([*local, *far], key=lambda t: t.name)
 
     async def status(self) -> StatusReply:
         processes = self.supervisor.statistics()
@@ -490,11 +498,14 @@ class Dispatcher:
     ) -> ActiveTell:
         """Validate and queue a tell on its pair; returns it at once (it runs on).
         Refused before any claude turn: loops, budgets spent, a pair over its rate limit."""
-        team = self.config.team(to_team)
+        remote = self.supervisor.remote_teams.get(to_team)
+        team = remote.team if remote is not None else self.config.team(to_team)
         self._check_from(from_team)
-        if unavailable := team_unavailable(team):
+        if remote is None and (unavailable := team_unavailable(team)):
             raise TeamUnavailableError(unavailable)
-        if not team.host and (problem := root_skip_problem(team.name, team.permissions, env=self.child_env(team))):
+        if remote is None and not team.host and (
+            problem := root_skip_problem(team.name, team.permissions, env=self.child_env(team))
+        ):
             raise ClaudeError(problem)  # refused before it is queued: claude would not start
         message = check_message(message)
         check_wait(timeout_ms)
@@ -528,8 +539,8 @@ class Dispatcher:
         if listen:
             tell.listener = tell.listen()
         try:
-            pair = await self.supervisor.pair(from_team, team.name)
-            pair.submit(tell)  # right after: the pair cannot end in between
+            runner = await self.supervisor.runner(from_team, team.name)
+            runner.submit(tell)  # right after: the pair cannot end in between
         except IrisError as exc:
             machine.fail(trio.current_time(), exc.message)
             await save_tell(self.store, tell)
@@ -628,12 +639,10 @@ class Dispatcher:
         return TellReply(status=tell.machine.reply_status(), tell=info)
 
     async def cancel(self, tell_id: str) -> TellReply:
-        active = self.supervisor.find_tell(tell_id)
+        active = self.supervisor.cancel(tell_id)
         if active is None:
             info = await self._find(tell_id)  # NotFoundError for an unknown id
             return TellReply(status=reply_status(info), tell=info)
-        pair = self.supervisor.pairs[(active.from_team, active.to_team)]
-        pair.cancel(tell_id)
         await active.finished.wait()
         return TellReply(status=active.machine.reply_status(), tell=active.info())
 
@@ -768,9 +777,10 @@ class Dispatcher:
     # --- pairs and sessions ----------------------------------------------------------------
 
     async def pair(self, from_team: str | None, to_team: str) -> Pair:
-        team = self.config.team(to_team)
+        if self.supervisor.remote_teams.get(to_team) is None:
+            self.config.team(to_team)  # UnknownTeamError, with the known teams
         self._check_from(from_team)
-        return await self.supervisor.pair(from_team, team.name)
+        return await self.supervisor.pair(from_team, to_team)  # refuses a remote team
 
     async def reset_session(self, from_team: str | None, to_team: str) -> SessionReply:
         pair = await self.pair(from_team, to_team)

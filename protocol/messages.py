@@ -42,6 +42,8 @@ PhaseName = Literal[
     "running_tool",  # claude runs ``tool`` (``detail``: its input, short)
     "api_retry",  # claude retries the Anthropic API (``detail``: why, when next)
     "awaiting_approval",  # a person must allow ``tool`` (``approval_id``)
+    "remote",  # a remote team (A2A agent, another irisd's team) has it: ``detail`` says where and how it is
+    "awaiting_input",  # a remote team waits for a person (``detail``: what it asks)
 ]
 
 ProcessState = Literal["stopped", "spawning", "idle", "processing", "terminating", "failed"]
@@ -61,6 +63,8 @@ class TeamInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     color: str = ""
     host: str = ""  # the ssh destination of a team on another machine ("" for this one)
     unavailable: str = ""  # why it cannot answer now (its folder is missing), with the fix
+    kind: str = ""  # "" a claude here or over ssh; "a2a" an A2A agent; "mesh" a team homed on another irisd
+    remote: str = ""  # where a remote team lives: the agent's URL, the home irisd's name
 
 
 class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -50,6 +50,11 @@ def describe(phase: TellPhase) -> str:
             return phase.detail or "claude is retrying the Anthropic API"
         case "awaiting_approval":
             return f"awaiting your approval: {_tool(phase)}"
+        case "remote":
+            return phase.detail or "with the remote team"
+        case "awaiting_input":
+            asks = f": {phase.detail}" if phase.detail else ""
+            return f"the remote team waits for input{asks}"
     return phase.name
 
 

@@ -18,8 +18,10 @@ from irisd.events import EventHub
 from irisd.pool.active_tell import ActiveTell
 from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
 from irisd.pool.policy import Evict, Grant, PairKey, decide_slot
+from irisd.pool.remote import RemotePair, RemoteTeams
 from irisd.store.facade import Store
 from irisd.tokens import Access
+from protocol.errors import InvalidRequestError
 from protocol.messages import ProcessInfo
 
 log = logging.getLogger("irisd.pool")
@@ -37,8 +39,13 @@ class Supervisor:
         hub: EventHub | None = None,
         child_factory: ChildFactory = claude_child,
         access: Access | None = None,
+        remote_teams: RemoteTeams | None = None,
     ) -> None:
         self.config = config
+        # Teams that are not a local claude (A2A agents, other irisds' teams): their
+        # pairs hold no process and no slot, and are kept apart from the slot policy.
+        self.remote_teams = remote_teams or RemoteTeams()
+        self.remote_pairs: dict[PairKey, RemotePair] = {}
         self.access = access  # the HTTP face's tokens: each child gets its own
         self.paths = paths
         self.store = store
@@ -60,8 +67,42 @@ class Supervisor:
             task_status.started()
             await trio.sleep_forever()
 
+    async def runner(self, from_team: str | None, to_team: str) -> Pair | RemotePair:
+        """Whoever runs the pair's tells: its local claude's actor, or a remote team's."""
+        executor = self.remote_teams.get(to_team)
+        if executor is None:
+            return await self.pair(from_team, to_team)
+        key: PairKey = (from_team, to_team)
+        remote = self.remote_pairs.get(key)
+        if remote is None or remote.executor is not executor:
+            remote = RemotePair(
+                from_team=from_team,
+                executor=executor,
+                store=self.store,
+                on_tell_end=self.on_tell_end,
+                on_change=self.pair_changed,
+            )
+            assert self._nursery is not None
+            await self._nursery.start(self._guard_remote, remote)
+            self.remote_pairs[key] = remote
+        return remote
+
+    async def _guard_remote(
+        self, pair: RemotePair, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            await pair.run(task_status=task_status)
+        finally:
+            if self.remote_pairs.get(pair.key) is pair:
+                del self.remote_pairs[pair.key]
+
     async def pair(self, from_team: str | None, to_team: str) -> Pair:
         """The pair's actor, started on first use."""
+        if (executor := self.remote_teams.get(to_team)) is not None:
+            raise InvalidRequestError(
+                f"{to_team} is a remote team ({executor.kind}: {executor.where}): it has no claude "
+                "process here to wake, stop, reset or decide for; ask it with 'iris tell'"
+            )
         key: PairKey = (from_team, to_team)
         while key not in self.pairs:
             pending = self._creating.get(key)
@@ -110,6 +151,9 @@ class Supervisor:
         ``restart``ed ones stop their claude once idle; every other pair keeps its warm
         claude and reads the new settings for its next tells."""
         self.config = config
+        for remote in self.remote_pairs.values():
+            if self.remote_teams.get(remote.executor.team.name) is not remote.executor:
+                remote.close()  # its running tells finish; the next tell gets a new pair
         for pair in list(self.pairs.values()):
             from_team, to_team = pair.key
             if to_team in retire or (from_team is not None and from_team in retire):
@@ -190,22 +234,34 @@ class Supervisor:
 
     # --- queries and bulk operations -----------------------------------------------------
 
+    def _runners(self) -> list[Pair | RemotePair]:
+        return [*self.pairs.values(), *self.remote_pairs.values()]
+
     def find_tell(self, tell_id: str) -> ActiveTell | None:
-        for pair in self.pairs.values():
+        for pair in self._runners():
             tell = pair.find(tell_id)
             if tell is not None:
                 return tell
         return None
 
+    def cancel(self, tell_id: str) -> ActiveTell | None:
+        """Ask the pair running ``tell_id`` to cancel it; None if no pair runs it."""
+        for pair in self._runners():
+            tell = pair.find(tell_id)
+            if tell is not None:
+                pair.cancel(tell_id)
+                return tell
+        return None
+
     def snapshots(self) -> list[PairSnapshot]:
-        return [pair.snapshot() for pair in self.pairs.values()]
+        return [pair.snapshot() for pair in self._runners()]
 
     def snapshot(self, key: PairKey) -> PairSnapshot | None:
-        pair = self.pairs.get(key)
+        pair: Pair | RemotePair | None = self.pairs.get(key) or self.remote_pairs.get(key)
         return pair.snapshot() if pair is not None else None
 
     def statistics(self) -> list[ProcessInfo]:
-        return [pair.statistics() for pair in self.pairs.values()]
+        return [pair.statistics() for pair in self._runners()]
 
     async def wake_all(self, from_team: str | None, *, parallel: bool) -> dict[str, str]:
         """Wake (from_team -> every other team); returns team -> error for failures."""
@@ -224,6 +280,6 @@ class Supervisor:
 
         async with trio.open_nursery() as nursery:
             for team in sorted(self.config.teams):
-                if team != from_team:
+                if team != from_team and self.remote_teams.get(team) is None:
                     nursery.start_soon(wake, team)
         return errors

@@ -27,6 +27,12 @@ deadlines and the trio runner arms ONE timer at ``next_deadline()`` and calls
       └──cancel─────────────────────────────────> interrupted
     any non-final ──fail(reason)──> failed
 
+A tell of a *remote* team (an A2A agent, a team homed on another irisd) has no child:
+its executor reports instead. ``remote_started`` (queued -> running, with a silence
+deadline only if the executor asks for one), ``remote_progress`` (the answer so far;
+restarts that deadline), ``approval_requested``/``approval_settled`` (the far side
+waits for a person) and ``remote_finished`` (the far side's final state and answer).
+
 Methods return a list of actions for the runner: ``ReplyToCaller`` (exactly once per
 tell), ``StopChild``, ``SendInterrupt``. Calling a method that makes no sense in the
 current state raises ``IllegalTransition``: that is a bug in the caller, not a runtime
@@ -100,6 +106,8 @@ class TellMachine:
         self.caller_got_end = False  # the caller's one reply carried the final answer
         self._approvals_pending = 0
         self._answer = AnswerText()
+        self._remote_text: str | None = None  # a remote team's answer so far
+        self._remote_silence_s: float | None = None
 
     # --- queries ------------------------------------------------------------------
 
@@ -112,6 +120,8 @@ class TellMachine:
         """The answer: the final result's text, else everything generated so far."""
         if self.result is not None and self.result.result:
             return self.result.result
+        if self._remote_text is not None:
+            return self._remote_text
         return self._answer.text
 
     def reply_status(self) -> ReplyStatus:
@@ -202,6 +212,38 @@ class TellMachine:
         self._interrupt_deadline = now + self._interrupt_grace_s
         return [SendInterrupt()]
 
+    # --- a remote team's tell (no child: its executor reports) -------------------------
+
+    def remote_started(self, now: float, *, silence_s: float | None = None) -> list[Action]:
+        """The far side took the tell. ``silence_s``: end it ``timed_out`` when the far
+        side says nothing for that long (None: the far side keeps its own timeouts)."""
+        self._require("remote_started", "queued")
+        self.status = "running"
+        self._remote_silence_s = silence_s
+        self._response_deadline = math.inf if silence_s is None else now + silence_s
+        return []
+
+    def remote_progress(self, now: float, text: str | None = None) -> list[Action]:
+        """The far side said it still works, with its answer so far if ``text``."""
+        self._require("remote_progress", "running", "awaiting_approval")
+        if text is not None:
+            self._remote_text = text
+        silence = self._remote_silence_s
+        if silence is not None and self.status == "running" and not self._interrupting:
+            self._response_deadline = now + silence
+        return []
+
+    def remote_finished(self, now: float, status: TellStatus, text: str, error: str = "") -> list[Action]:
+        """The far side's final state, with its whole answer (kept even when it failed)."""
+        if status not in FINAL_TELL_STATUSES:
+            raise IllegalTransition(f"remote_finished() with {status}, which is not final")
+        self._require("remote_finished", "queued", "running", "awaiting_approval")
+        if text:
+            self._remote_text = text
+        if self._interrupting and status == "completed":
+            status, error = "interrupted", "interrupted by request"
+        return self._finish(status, now, error)
+
     def fail(self, now: float, reason: str) -> list[Action]:
         """The tell cannot go on (the child failed to start, the daemon is stopping, ...)."""
         if self.is_final:
@@ -221,10 +263,11 @@ class TellMachine:
             actions += self._finish("interrupted", now, "interrupted (claude ignored the interrupt)")
             actions.insert(0, StopChild("it did not honour an interrupt in time"))
         elif live and now >= self._response_deadline:
-            seconds = f"{self._response_timeout_s:g}"
-            actions += self._finish(
-                "timed_out", now, f"no output from claude for {seconds} s (responseTimeout)"
-            )
+            if self._remote_silence_s is not None:
+                why = f"no word from the remote team for {self._remote_silence_s:g} s (responseTimeout)"
+            else:
+                why = f"no output from claude for {self._response_timeout_s:g} s (responseTimeout)"
+            actions += self._finish("timed_out", now, why)
             actions.insert(0, StopChild("response timeout"))
         if not self.caller_replied and now >= self._caller_deadline:
             self.caller_replied = True

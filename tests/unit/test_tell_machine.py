@@ -214,3 +214,30 @@ def test_a_fresh_child_gets_the_start_up_grace_for_its_first_line() -> None:
 def test_child_restarted_needs_a_running_tell() -> None:
     with pytest.raises(IllegalTransition):
         machine().child_restarted(1.0)
+
+
+def test_a_remote_tell_is_kept_by_the_same_machine() -> None:
+    m = TellMachine(response_timeout_s=10, caller_timeout_ms=0, now=0)
+    assert m.remote_started(1.0) == [] and m.status == "running" and m.next_deadline() == math.inf
+    m.remote_progress(2.0, "hal")
+    assert m.text == "hal"
+    assert m.remote_finished(3.0, "completed", "hallo") == [ReplyToCaller()]
+    assert (m.status, m.text, m.finished_at) == ("completed", "hallo", 3.0)
+    with pytest.raises(IllegalTransition):
+        m.remote_finished(4.0, "failed", "")
+
+
+def test_a_silent_remote_times_out_and_a_cancelled_one_ends_interrupted() -> None:
+    silent = TellMachine(response_timeout_s=10, caller_timeout_ms=0, now=0)
+    silent.remote_started(0.0, silence_s=30)
+    silent.remote_progress(20.0)  # the far side spoke: 30 s from now
+    assert silent.next_deadline() == 50.0
+    assert silent.handle_timer(50.0)[0] == StopChild("response timeout")
+    assert silent.status == "timed_out" and "no word from the remote team for 30 s" in silent.error
+    cancelled = TellMachine(response_timeout_s=10, caller_timeout_ms=0, now=0)
+    cancelled.remote_started(0.0)
+    assert cancelled.cancel(1.0) == [SendInterrupt()]
+    cancelled.remote_finished(2.0, "completed", "too late")
+    assert cancelled.status == "interrupted" and cancelled.text == "too late"
+    with pytest.raises(IllegalTransition, match="not final"):
+        TellMachine(response_timeout_s=1, caller_timeout_ms=0, now=0).remote_finished(0.0, "running", "")

@@ -1,0 +1,158 @@
+"""Teams that are not a local claude (irisd/pool/remote.py): a scripted executor stands in
+for an A2A agent or another irisd; the daemon's services run on trio's autojump clock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.lowlevel
+import trio.testing
+
+from iris_common.config import Team, parse_config
+from iris_common.paths import IrisPaths
+from irisd.caller import OWNER
+from irisd.core import run_core
+from irisd.dispatch import Dispatcher
+from irisd.pool.remote import RemoteTell, TellReport
+from irisd.store.db import open_database
+from irisd.store.facade import Store
+from protocol.errors import InvalidRequestError
+from protocol.messages import CancelTell, Event, GetTell, Tell, TellPhaseEvent, TellReply, TellText, Wake
+
+
+class ScriptedExecutor:
+    """Runs each tell by the script named by its message."""
+
+    kind = "a2a"
+    where = "http://agent.example/"
+
+    def __init__(self) -> None:
+        self.team = Team(
+            name="far", path="", description="an agent elsewhere", idle_timeout_ms=1, response_timeout_ms=1
+        )
+        self.seen: list[RemoteTell] = []
+        self.cancelled: list[str] = []
+
+    async def run(self, tell: RemoteTell, report: TellReport) -> None:
+        self.seen.append(tell)
+        try:
+            match tell.message:
+                case "answer":
+                    report.phase("home unreachable since 12:00", queued=True)
+                    await trio.sleep(5)
+                    await report.started()
+                    await report.text("hel")
+                    await trio.sleep(1)
+                    await report.text("hello")
+                    await report.finished("completed", "hello there", cost_usd=0.25)
+                case "silent":
+                    await report.started(silence_s=30)
+                    await trio.sleep_forever()
+                case "ask":
+                    await report.started()
+                    await report.awaiting_input("which branch?")
+                    await trio.sleep(10)
+                    await report.resumed()
+                    await report.finished("completed", "main")
+                case "broken":
+                    raise InvalidRequestError("the agent's card has no JSON-RPC interface; fix teams.far.a2a")
+                case _:
+                    await report.started()
+                    await trio.sleep_forever()
+        except trio.Cancelled:
+            self.cancelled.append(tell.id)
+            raise
+
+
+async def ignore(event: Event) -> None:
+    """A caller that does not stream."""
+
+
+@pytest.fixture
+async def core(tmp_path: Path) -> AsyncIterator[tuple[Dispatcher, ScriptedExecutor]]:
+    (tmp_path / "alpha").mkdir()
+    config = parse_config(f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n".encode(), source="test")
+    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    executor = ScriptedExecutor()
+    async with trio.open_nursery() as nursery:
+        dispatcher: Dispatcher = await nursery.start(
+            lambda task_status: run_core(config, paths, store, task_status=task_status)
+        )
+        dispatcher.supervisor.remote_teams.register(executor)
+        yield dispatcher, executor
+        nursery.cancel_scope.cancel()
+    store.close()
+
+
+async def test_a_remote_tell_runs_through_the_executor_like_a_local_one(
+    core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
+) -> None:
+    dispatcher, executor = core
+    events: list[Event] = []
+
+    async def on_event(event: Event) -> None:
+        events.append(event)
+
+    start = trio.current_time()
+    reply = await dispatcher.tell(Tell(to_team="far", from_team="alpha", message="answer", stream=True), on_event)
+    assert trio.current_time() - start == 6
+    assert reply.status == "completed" and reply.tell.text == "hello there" and reply.tell.cost_usd == 0.25
+    assert [e.text for e in events if isinstance(e, TellText)] == ["hel", "lo", " there"]
+    phases = [e.phase for e in events if isinstance(e, TellPhaseEvent)]
+    assert phases[1].name == "queued" and phases[1].detail == "home unreachable since 12:00"
+    assert executor.seen[0].from_team == "alpha" and executor.seen[0].id == reply.tell.id
+    stored = await dispatcher.dispatch(GetTell(tell_id=reply.tell.id), OWNER, on_event)
+    assert isinstance(stored, TellReply) and stored.tell.status == "completed" and stored.tell.text == "hello there"
+    far = next(t for t in dispatcher.team_infos() if t.name == "far")
+    assert (far.kind, far.remote) == ("a2a", "http://agent.example/")
+
+
+async def test_cancel_reaches_the_executor_and_ends_the_tell_interrupted(
+    core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
+) -> None:
+    dispatcher, executor = core
+    first = await dispatcher.tell(Tell(to_team="far", message="forever", timeout_ms=-1), ignore)
+    assert first.status == "in_progress"
+    await trio.testing.wait_all_tasks_blocked()
+    cancelled = await dispatcher.dispatch(CancelTell(tell_id=first.tell.id), OWNER, ignore)
+    assert isinstance(cancelled, TellReply) and cancelled.status == "interrupted"
+    assert executor.cancelled == [first.tell.id]
+    assert dispatcher.supervisor.find_tell(first.tell.id) is None
+
+
+async def test_a_silent_far_side_times_out_at_exactly_its_silence(
+    core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
+) -> None:
+    dispatcher, executor = core
+    start = trio.current_time()
+    reply = await dispatcher.tell(Tell(to_team="far", message="silent"), ignore)
+    assert trio.current_time() - start == 30
+    assert reply.status == "timed_out" and "no word from the remote team for 30 s" in reply.tell.error
+    await trio.testing.wait_all_tasks_blocked()
+    assert executor.cancelled == [reply.tell.id]
+
+
+async def test_input_awaited_on_the_far_side_shows_and_the_caller_patience_holds(
+    core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
+) -> None:
+    dispatcher, _ = core
+    early = await dispatcher.tell(Tell(to_team="far", message="ask", timeout_ms=2000), ignore)
+    assert early.status == "in_progress" and early.tell.status == "awaiting_approval"
+    assert early.tell.phase is not None and early.tell.phase.name == "awaiting_input"
+    assert early.tell.phase.detail == "which branch?"
+    done = await dispatcher.get_tell(early.tell.id, 60_000)
+    assert done.status == "completed" and done.tell.text == "main"
+
+
+async def test_a_far_side_that_cannot_be_reached_fails_the_tell_with_its_reason(
+    core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
+) -> None:
+    dispatcher, _ = core
+    reply = await dispatcher.tell(Tell(to_team="far", message="broken"), ignore)
+    assert reply.status == "failed" and "no JSON-RPC interface" in reply.tell.error
+    with pytest.raises(InvalidRequestError, match="remote team"):
+        await dispatcher.dispatch(Wake(to_team="far"), OWNER, ignore)
