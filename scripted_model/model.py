@@ -80,6 +80,16 @@ non-streamed request holds like ``@hang``). A directive with a bad argument
 (``@chunks:x``, ``@tool:Bash not-json``) gets a plain text reply starting
 with ``scripted model:`` that says what is wrong.
 
+TCK mode
+========
+
+``ScriptedModel(tck=True)`` (``python -m scripted_model --tck``) answers a
+prompt that holds a message id of the official A2A TCK (``tck-…`` or
+``test-resubscribe-message-id…``, anywhere in the prompt) as the TCK's
+scenario for its prefix says (``scripted_model/tck.py``), before any
+directive; a TCK id of no scenario, and every other prompt, is answered as
+above, as is a turn's tool follow-up.
+
 Side requests
 =============
 
@@ -149,6 +159,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType, TracebackType
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from scripted_model.tck import scenario_for
 
 JSON = dict[str, Any]
 Event = tuple[str, JSON]
@@ -391,10 +403,13 @@ def _plan_answer(body: JSON) -> Reply:
     return Reply(text=text, chunks=chunks, delay_s=delay_s, mode=mode)
 
 
-def plan_reply(body: JSON) -> Reply:
-    """Decide how to answer a ``/v1/messages`` request body."""
+def plan_reply(body: JSON, *, tck: bool = False) -> Reply:
+    """Decide how to answer a ``/v1/messages`` request body (``tck``: see "TCK mode")."""
     if is_side_request(body):
         return Reply(text=f"echo #{count_turns(body)}: {SIDE_REPLY}", side=True)
+    scenario = scenario_for(user_text(body)) if tck and tool_follow_up(body) is None else None
+    if scenario is not None:
+        return Reply(text=scenario.text, chunks=scenario.chunks, delay_s=scenario.delay_s)
     try:
         return _plan(body)
     except BadDirective as exc:
@@ -590,7 +605,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(body.get("messages"), list):
             self._send_json(400, error_json(400, "messages: a list is required"))
             return
-        reply = plan_reply(body)
+        reply = plan_reply(body, tck=self.server.model.tck)
         streamed = body.get("stream") is True
         turn = (user_text(body), count_turns(body))
         if reply.fail_first and self.server.model._count_attempt(turn) <= reply.fail_first:
@@ -703,7 +718,8 @@ class ScriptedModel:
     (``@hang``/``@stall``) request promptly and closes every connection.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, tck: bool = False) -> None:
+        self.tck = tck
         self.requests: list[JSON] = []
         self.posts: list[tuple[str, JSON]] = []
         self._host = host
@@ -798,6 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tck", action="store_true", help="answer the A2A TCK's messageId prefixes (TCK mode)")
     args = parser.parse_args(argv)
     done = threading.Event()
 
@@ -806,7 +823,7 @@ def main(argv: list[str] | None = None) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        with ScriptedModel(args.host, args.port) as model:
+        with ScriptedModel(args.host, args.port, tck=args.tck) as model:
             print(f"listening on {model.base_url}", flush=True)
             while not done.wait(0.5):
                 pass
