@@ -161,7 +161,7 @@ def check_team_folders(ctx: Context) -> Check:
     config = ctx.valid_config
     if config is None:
         return Check("team folders", "skip", "needs a valid config")
-    local = [t for t in config.teams.values() if not t.host]  # remote ones: see "remote teams"
+    local = [t for t in config.teams.values() if not t.host and not t.a2a]  # remote ones: see "remote teams"
     missing = [problem for t in local if (problem := team_unavailable(t))]
     if missing:
         return Check(

@@ -70,8 +70,15 @@ def table(
     return [line([Cell(h) for h in headers], bold=True), *(line(r) for r in rows)]
 
 
+def team_place(team: TeamInfo) -> str:
+    """Where a team lives: its folder (on its host), or the remote agent it is."""
+    if team.kind:
+        return f"{team.kind}: {team.remote}"
+    return f"{team.host}:{team.path}" if team.host else team.path
+
+
 def team_lines(teams: list[TeamInfo], *, width: int, color: bool) -> list[str]:
-    rows = [(Cell(t.name + ("*" if t.unavailable else ""), t.color), Cell(t.path), Cell(t.description))
+    rows = [(Cell(t.name + ("*" if t.unavailable else ""), t.color), Cell(team_place(t)), Cell(t.description))
             for t in teams]
     lines = table(("team", "path", "description"), rows, width=width, color=color, free=2)
     return lines + [paint(f"* {t.unavailable}", "red", color) for t in teams if t.unavailable]

@@ -97,8 +97,7 @@ def rows_with_notes(headers: tuple[str, ...], rows: Sequence[Sequence[Cell]], no
 
 
 def teams_table(teams: list[TeamInfo]) -> Table:
-    rows = [(Text(t.name, style=_style(t.color)), f"{t.host}:{t.path}" if t.host else t.path, t.description)
-            for t in teams]
+    rows = [(Text(t.name, style=_style(t.color)), plain.team_place(t), t.description) for t in teams]
     return table(("team", "path", "description"), rows)
 
 

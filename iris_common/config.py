@@ -26,7 +26,7 @@ from typing import Any, Literal
 import msgspec
 import yaml
 
-from iris_common.environment import check_name, check_value
+from iris_common.environment import check_name, check_syntax, check_value
 from protocol.errors import ConfigError, UnknownTeamError
 
 PermissionMode = Literal["ask", "deny", "skip"]
@@ -95,6 +95,14 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
     host: str = ""  # an ssh destination: the team runs on that machine ('path' is a path there)
     ssh_options: list[str] = []  # extra ssh arguments, e.g. ["-p", "2222"]
     claude_path: str = ""  # the team's claude (on its host): default settings.claudePath, or "claude"
+    a2a: str = ""  # an A2A agent as the team: the URL of its agent card (no path, no claude)
+    headers: dict[str, str] = {}  # sent with every request to the A2A agent (its auth); ${VAR} from irisd's env
+
+
+# What an A2A team may say besides 'a2a' and 'headers': the rest is about a claude.
+A2A_KEYS = frozenset({"a2a", "headers", "description", "color", "budget"})
+A2A_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP token (RFC 9110)
+ENV_REFERENCE = re.compile(r"\$\{([^}]*)\}")
 
 
 class Config(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -121,6 +129,8 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     host: str = ""  # "" for this machine; else an ssh destination (path is on that host)
     ssh_options: tuple[str, ...] = ()
     claude_path: str = ""
+    a2a: str = ""  # an A2A agent's card URL: the team is that agent (path is "")
+    headers: dict[str, str] = {}  # for the agent's requests, ${VAR} not yet expanded (irisd does)
 
     @property
     def skip_permissions(self) -> bool:
@@ -132,7 +142,7 @@ def team_unavailable(team: Team) -> str:
     (a tell, ``iris status``), so creating the folder makes the team available at once,
     and one missing folder never keeps irisd or the other teams from running. (A team
     on another host is checked when its claude starts, over ssh.)"""
-    if team.host or os.path.isdir(team.path):
+    if team.a2a or team.host or os.path.isdir(team.path):
         return ""
     problem = "is not a folder" if os.path.exists(team.path) else "does not exist"
     return (
@@ -218,6 +228,19 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def _decode_team(name: str, value: Any, source: str) -> TeamConfig:
     if value is None:
         value = {}
+    if isinstance(value, dict) and "a2a" in value:
+        if not isinstance(value["a2a"], str) or not value["a2a"].strip():
+            raise ConfigError(
+                f"{source}: key 'teams.{name}.a2a' must be the URL of the agent's card, "
+                "e.g. 'https://agent.example.com/.well-known/agent-card.json'"
+            )
+        extra = sorted(str(key) for key in value if key not in A2A_KEYS)
+        if extra:
+            raise ConfigError(
+                f"{source}: team {name!r} is an A2A agent ('a2a'), so {', '.join(repr(k) for k in extra)} "
+                f"cannot apply (they are about a claude in a folder); an A2A team takes only "
+                f"{', '.join(sorted(A2A_KEYS))}"
+            )
     try:
         return msgspec.convert(value, TeamConfig)
     except msgspec.ValidationError as exc:
@@ -301,6 +324,10 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
             f"{where}: a team name must start with an ASCII letter or digit and hold only "
             "ASCII letters (a-z, A-Z), digits (0-9), '.', '_' and '-', at most 64 characters"
         )
+    if name == AGENT_NAME:
+        raise ConfigError(f"{where}: {AGENT_NAME!r} is Iris's own assistant ('iris ask'); give the team another name")
+    if team.a2a.strip() or team.headers:
+        return _validate_a2a_team(name, team, settings, where)
     if team.path and team.project and _expand(team.path) != _expand(team.project):
         raise ConfigError(f"{where}: 'path' and 'project' differ; keep only 'path'")
     given = team.path or team.project
@@ -327,8 +354,6 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
                 f"permissions: {team.permissions}; keep only 'permissions'"
             )
         permissions = implied
-    if name == AGENT_NAME:
-        raise ConfigError(f"{where}: {AGENT_NAME!r} is Iris's own assistant ('iris ask'); give the team another name")
     daily_usd = team.budget.daily_usd if team.budget is not None else None
     if daily_usd is not None and daily_usd < 0:
         raise ConfigError(f"{where}: key 'teams.{name}.budget.dailyUsd' is {daily_usd:g}; use 0 or more")
@@ -358,6 +383,60 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         env={str(variable): value for variable, value in team.env.items()},
         daily_usd=daily_usd,
     )
+
+
+def _validate_a2a_team(name: str, team: TeamConfig, settings: Settings, where: str) -> Team:
+    """A team that is an A2A agent: its card's URL and the headers its auth needs."""
+    url = team.a2a.strip()
+    if not url:
+        raise ConfigError(
+            f"{where}: 'headers' is only for an A2A agent; add 'a2a: URL' (its agent card) or remove 'headers'"
+        )
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() not in ("http", "https") or not rest or rest.startswith("/") or any(c.isspace() for c in url):
+        raise ConfigError(
+            f"{where}: a2a {team.a2a!r} is not an http(s) URL; write the agent card's URL, e.g. "
+            "'https://agent.example.com/.well-known/agent-card.json' (or the agent's base URL)"
+        )
+    for header, value in team.headers.items():
+        key = f"'teams.{name}.headers.{header}'"
+        if not A2A_HEADER_NAME.match(str(header)):
+            raise ConfigError(f"{where}: header name {key} is not a valid HTTP header name")
+        if "\n" in value or "\r" in value:
+            raise ConfigError(f"{where}: key {key} holds a line break; a header value is one line")
+        for variable in ENV_REFERENCE.findall(value):
+            check_syntax(variable, f"{where}, key {key} (in ${{{variable}}})")
+    daily_usd = team.budget.daily_usd if team.budget is not None else None
+    if daily_usd is not None and daily_usd < 0:
+        raise ConfigError(f"{where}: key 'teams.{name}.budget.dailyUsd' is {daily_usd:g}; use 0 or more")
+    if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
+        raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
+    return Team(
+        name=name,
+        path="",
+        a2a=url,
+        headers={str(header): value for header, value in team.headers.items()},
+        description=team.description,
+        color=team.color,
+        idle_timeout_ms=settings.idle_timeout,
+        response_timeout_ms=settings.response_timeout,
+        daily_usd=daily_usd,
+    )
+
+
+def expand_headers(team: Team, environ: dict[str, str]) -> dict[str, str]:
+    """The A2A team's headers with each ``${VAR}`` replaced from ``environ``; ConfigError
+    naming the variable when one is not set (so a secret never sits in config.yaml)."""
+    expanded: dict[str, str] = {}
+    for header, value in team.headers.items():
+        missing = [v for v in ENV_REFERENCE.findall(value) if v not in environ]
+        if missing:
+            raise ConfigError(
+                f"team {team.name!r}: header {header!r} uses ${{{missing[0]}}}, which is not set in irisd's "
+                f"environment; set it there or in $IRIS_HOME/irisd.env, then 'iris reload'"
+            )
+        expanded[header] = ENV_REFERENCE.sub(lambda m: environ[m.group(1)], value)
+    return expanded
 
 
 def _check_remote(name: str, team: TeamConfig, where: str) -> bool:

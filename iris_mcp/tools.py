@@ -469,6 +469,8 @@ def resolve_identity(explicit: str | None, cwd: str, teams: list[TeamInfo]) -> I
     here = Path(os.path.realpath(cwd))
     best: tuple[int, TeamInfo] | None = None
     for team in teams:
+        if not team.path:  # an A2A agent: no folder to be in
+            continue
         root = Path(os.path.realpath(os.path.expanduser(team.path)))
         if (here == root or root in here.parents) and (best is None or len(root.parts) > best[0]):
             best = (len(root.parts), team)

@@ -10,6 +10,7 @@ import trio
 
 from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths, existing, transcript_path
+from irisd.a2a.teams import sync_a2a_teams
 from irisd.agent.runner import Agent
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
@@ -64,6 +65,7 @@ async def _run_services(
         supervisor = Supervisor(
             config=config, paths=paths, store=store, hub=hub, child_factory=child_factory, access=access
         )
+        sync_a2a_teams(supervisor.remote_teams, config, store)
         await nursery.start(supervisor.run)
         courier = Courier(store=store)
         dispatcher = Dispatcher(

@@ -18,6 +18,7 @@ from iris_common.environment import child_environment, root_skip_problem
 from iris_common.money import day_start
 from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd import __version__
+from irisd.a2a.teams import sync_a2a_teams
 from irisd.budget import Budgets, RateWindow, Spending, refusal
 from irisd.caller import Caller
 from irisd.claude.wire import SystemLine, decode_line
@@ -294,6 +295,7 @@ class Dispatcher:
             self.config, self.claude_version, self.config_problem = new, claude, ""
             if self.rate.per_minute != new.settings.rate_limit:
                 self.rate = RateWindow(new.settings.rate_limit)
+            sync_a2a_teams(self.supervisor.remote_teams, new, self.store)
             self.supervisor.reconfigure(new, retire=set(plan.removed), restart=set(plan.restart))
             if self.questions is not None:
                 self.questions.settings = new.settings.questions

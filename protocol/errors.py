@@ -143,6 +143,13 @@ class ShuttingDownError(IrisError):
     code = "shutting_down"
 
 
+class A2AAgentError(IrisError):
+    """An A2A agent configured as a team cannot be reached, or does not speak A2A 1.0 as
+    Iris needs (its card, its answers); the message names the agent and the fix."""
+
+    code = "a2a_agent"
+
+
 _BY_CODE: dict[str, type[IrisError]] = {
     cls.code: cls
     for cls in (
@@ -163,5 +170,6 @@ _BY_CODE: dict[str, type[IrisError]] = {
         UnauthorizedError,
         RateLimitedError,
         TooLargeError,
+        A2AAgentError,
     )
 }

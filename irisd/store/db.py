@@ -197,6 +197,19 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE ledger ADD COLUMN kind TEXT NOT NULL DEFAULT 'tell';
     """,
+    # 8: each pair's conversation with an A2A agent (its contextId), and the task a reply
+    # continues when the agent asked for input, so both outlive an irisd restart.
+    """
+    CREATE TABLE a2a_contexts (
+        from_team   TEXT NOT NULL,
+        to_team     TEXT NOT NULL,
+        agent_url   TEXT NOT NULL,
+        context_id  TEXT NOT NULL DEFAULT '',
+        open_task   TEXT NOT NULL DEFAULT '',
+        updated_at  REAL NOT NULL,
+        PRIMARY KEY (from_team, to_team)
+    );
+    """,
 ]
 
 

@@ -547,7 +547,7 @@ function teamsView() {
         h("h3", {}, team.name),
         h("span", { class: "muted" }, `${pairs.filter((p) => p.state !== "stopped").length} live`)),
       team.description ? h("p", { class: "desc" }, team.description) : null,
-      h("p", { class: "path", title: team.path }, team.path),
+      teamPlace(team),
       team.unavailable ? h("p", { class: "note warn", "data-unavailable": "" }, team.unavailable) : null,
       pairs.length ? scrolls(h("table", { class: "pairs" },
         h("thead", {}, h("tr", {}, ["from", "state", "pid", "queue", "last used", "cost", ""].map((c) => h("th", {}, c)))),
@@ -557,7 +557,7 @@ function teamsView() {
           tells.length ? `${tells.length} recent tell${tells.length === 1 ? "" : "s"}` : "",
           cost ? `${money(cost)} spent by these pairs` : ""].filter(Boolean).join(" · ")) : h("span"),
         h("span", { class: "actions" },
-          pairs.some((p) => p.from_team === null) ? null : h("button", { type: "button", onclick: (e) => act(e.currentTarget, () => api("POST", `/api/teams/${encodeURIComponent(team.name)}/wake`, {}), (r) => r.message || `woke ${team.name}`) }, "Wake"),
+          team.kind || pairs.some((p) => p.from_team === null) ? null : h("button", { type: "button", onclick: (e) => act(e.currentTarget, () => api("POST", `/api/teams/${encodeURIComponent(team.name)}/wake`, {}), (r) => r.message || `woke ${team.name}`) }, "Wake"),
           h("a", { class: "button", href: `#/tells?to=${team.name}` }, "Tell…")))), team.color);
     grid.appendChild(card);
   }
@@ -565,6 +565,13 @@ function teamsView() {
     h("div", { class: "view-head" }, h("h1", {}, "Teams"),
       h("span", { class: "muted" }, `${running} of ${max} claude processes running`)),
     teams.length ? grid : h("p", { class: "muted" }, "No teams are configured: add some to config.yaml, then Reload config (Health)."));
+}
+
+// Where a team lives: its folder, or (a remote team) the agent or irisd it is.
+function teamPlace(team) {
+  if (!team.kind) return h("p", { class: "path", title: team.path }, team.path);
+  const label = team.kind === "a2a" ? "A2A agent" : team.kind;
+  return h("p", { class: "path", title: team.remote, "data-kind": team.kind }, `${label}: ${team.remote}`);
 }
 
 // A table wider than its place scrolls inside it, never the page.

@@ -1,0 +1,175 @@
+"""An A2A agent as a team: one tell is one A2A task (a ``RemoteExecutor``).
+
+For each tell: fetch and check the agent's card; send the message (streaming when the
+card says so, else SendMessage and GetTask polling) in the pair's context, or as the
+reply to the task the agent left waiting for input; report the task's states and text
+to the tell (``TaskFollower`` decides what they mean); keep the context for the pair's
+next tell. Cancelling the tell sends CancelTask, shielded and bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+
+import httpx2
+import trio
+
+from iris_common.config import Team, expand_headers
+from irisd.a2a.card import CardFacts, card_url
+from irisd.a2a.client import CONNECT_TIMEOUT_S, AgentClient, AgentRpcError
+from irisd.a2a.message import outbound_request
+from irisd.a2a.task import Ending, TaskFollower, next_poll_delay
+from irisd.pool.remote import RemoteTell, TellReport
+from irisd.store import a2a_contexts
+from irisd.store.a2a_contexts import A2AContext
+from irisd.store.facade import Store
+from protocol import a2a
+from protocol.errors import A2AAgentError
+
+log = logging.getLogger("irisd.a2a")
+
+CANCEL_GRACE_S = 5.0  # CancelTask, on the way out of a cancelled tell
+# The agent no longer has the task it asked input for (it restarted, or the task ended):
+# the reply goes out as a new message of the same context instead.
+STALE_TASK_CODES = frozenset({a2a.TASK_NOT_FOUND, a2a.INVALID_PARAMS, a2a.UNSUPPORTED_OPERATION})
+
+
+class A2AExecutor:
+    """Runs the tells of one team that is an A2A agent."""
+
+    def __init__(self, team: Team, *, store: Store, environ: Mapping[str, str]) -> None:
+        self._team = team
+        self.store = store
+        self.environ = dict(environ)  # for the ${VAR}s of its headers
+        self.card_url = card_url(team.a2a)
+
+    @property
+    def team(self) -> Team:
+        return self._team
+
+    @property
+    def kind(self) -> str:
+        return "a2a"
+
+    @property
+    def where(self) -> str:
+        return self._team.a2a
+
+    async def run(self, tell: RemoteTell, report: TellReport) -> None:
+        """Carry ``tell`` to the agent until the task ends; A2AAgentError (or ConfigError for
+        a header whose variable is unset) fails the tell with the fix."""
+        headers = expand_headers(self._team, self.environ)
+        timeout = httpx2.Timeout(CONNECT_TIMEOUT_S)
+        async with httpx2.AsyncClient(timeout=timeout, follow_redirects=True) as http:
+            client = AgentClient(http, team=self._team.name, card_url=self.card_url, headers=headers)
+            card = await client.fetch_card()
+            saved = await self.store.call(a2a_contexts.get, tell.from_team, self._team.name, self._team.a2a)
+            follower = TaskFollower(client.agent)
+            try:
+                try:
+                    ending = await self._exchange(client, card, tell, saved, follower, report, tell.id)
+                except AgentRpcError as exc:
+                    if not saved.open_task or follower.task_id or exc.rpc_code not in STALE_TASK_CODES:
+                        raise
+                    log.info("the task that asked for input is gone; asking anew in its context",
+                             extra={"team": self._team.name, "task": saved.open_task, "error": exc.message})
+                    saved = A2AContext(context_id=saved.context_id)
+                    ending = await self._exchange(client, card, tell, saved, follower, report, tell.id + "-1")
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self._wind_up(client, card, tell, saved, follower)
+            await report.finished(ending.status, ending.text, ending.error)
+
+    async def _exchange(
+        self,
+        client: AgentClient,
+        card: CardFacts,
+        tell: RemoteTell,
+        saved: A2AContext,
+        follower: TaskFollower,
+        report: TellReport,
+        message_id: str,
+    ) -> Ending:
+        params = outbound_request(
+            tell_id=tell.id, message_id=message_id, text=tell.message, from_team=tell.from_team,
+            to_team=tell.to_team, chain_id=tell.chain_id, hops=tell.hops, context_id=saved.context_id,
+            open_task=saved.open_task, tenant=card.tenant, streaming=card.streaming,
+        )
+        progress = _Progress(report, card)
+        if card.streaming:
+            async def on_event(event: a2a.StreamResponse) -> bool:
+                follower.stream(event)
+                await progress.update(follower)
+                return follower.ending is not None
+
+            await client.stream_message(card, params, on_event)
+            if follower.ending is None and not follower.task_id:
+                raise A2AAgentError(f"{client.agent} closed its stream before naming a task or answering")
+        else:
+            follower.send_result(await client.send_message(card, params))
+            await progress.update(follower)
+        # Polling: the card does not stream, or the stream closed before the task ended.
+        delay: float | None = None
+        changed = True
+        while (ending := follower.ending) is None:
+            delay = next_poll_delay(delay, changed=changed)
+            await trio.sleep(delay)
+            before = (follower.state, follower.text)
+            follower.task(await client.get_task(card, follower.task_id))
+            changed = (follower.state, follower.text) != before
+            await progress.update(follower)
+        return ending
+
+    async def _wind_up(
+        self, client: AgentClient, card: CardFacts, tell: RemoteTell, saved: A2AContext, follower: TaskFollower
+    ) -> None:
+        """Whatever ended the tell: an unfinished task is cancelled at the agent, and the
+        pair's context (and a task waiting for input) is kept for its next tell."""
+        ending = follower.ending
+        if follower.task_id and ending is None:
+            with trio.move_on_after(CANCEL_GRACE_S) as waited:
+                try:
+                    await client.cancel_task(card, follower.task_id)
+                    log.info("cancelled the task at the agent", extra={"team": self._team.name, "tell": tell.id})
+                except A2AAgentError as exc:
+                    log.warning("could not cancel the task at the agent",
+                                extra={"team": self._team.name, "tell": tell.id, "error": exc.message})
+            if waited.cancelled_caught:
+                log.warning("the agent did not answer CancelTask in time", extra={"team": self._team.name})
+        context = A2AContext(
+            context_id=follower.context_id or saved.context_id,
+            open_task=ending.open_task if ending is not None else "",
+        )
+        if context != saved:
+            await self.store.call(
+                a2a_contexts.put, tell.from_team, self._team.name, self._team.a2a, context, time.time()
+            )
+
+
+class _Progress:
+    """What the tell has been told so far, so each change is reported once."""
+
+    def __init__(self, report: TellReport, card: CardFacts) -> None:
+        self.report = report
+        self.card = card
+        self._started = False
+        self._text = ""
+        self._state: a2a.TaskState | None = None
+
+    async def update(self, follower: TaskFollower) -> None:
+        if follower.state != self._state:
+            self._state = follower.state
+            if follower.state == a2a.TaskState.SUBMITTED:
+                self.report.phase(f"queued at {self.card.name}", queued=True)
+            elif follower.started and follower.ending is None:
+                self.report.phase(f"{self.card.name} is working on it")
+        if follower.ending is not None:
+            return  # reported whole by finished()
+        if follower.started and not self._started:
+            self._started = True
+            await self.report.started()
+        if self._started and follower.text != self._text:
+            self._text = follower.text
+            await self.report.text(self._text)
