@@ -32,7 +32,7 @@ from protocol.messages import ReadTranscript, Report, ReportReply, Tell, TellInf
 PAIRS = 10
 TEAMS = [f"team{n}" for n in range(PAIRS)]
 LINE_BYTES = 1024  # a typical stream_event / assistant line from claude is 0.3-2 KB
-REPEATS = 5
+REPEATS = 15
 
 
 def fake_line(n: int) -> bytes:

@@ -16,8 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types as types
 import trio
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+
+from iris_mcp import sdk
+
+sdk.lean()  # before the first import of mcp: only the server parts load
+from mcp.server.context import ServerRequestContext  # noqa: E402
+from mcp.server.lowlevel import Server  # noqa: E402
 
 if TYPE_CHECKING:
     from iris_mcp.tools import CacheReadArgs, Identity, ToolOutput

@@ -117,5 +117,5 @@ class McpEndpoint:
 
 
 def _import_sdk() -> None:
-    for module in ("mcp.server.streamable_http_manager", "iris_mcp.server"):
+    for module in ("iris_mcp.server", "mcp.server.streamable_http_manager"):  # iris_mcp.server first: lean
         importlib.import_module(module)
