@@ -27,6 +27,7 @@ import msgspec
 import yaml
 
 from iris_common.environment import check_name, check_syntax, check_value
+from iris_common.mesh import Mesh, MeshConfig, check_mesh
 from protocol.errors import ConfigError, UnknownTeamError
 
 PermissionMode = Literal["ask", "deny", "skip"]
@@ -73,6 +74,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     budget: BudgetConfig = msgspec.field(default_factory=BudgetConfig)
     rate_limit: int | None = None  # tells per minute per pair
     questions: QuestionsConfig = msgspec.field(default_factory=QuestionsConfig)
+    mesh: MeshConfig | None = None  # teams on many hosts (iris_common/mesh.py)
 
 
 class TeamBudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -158,6 +160,7 @@ class IrisConfig(msgspec.Struct, frozen=True, kw_only=True):
     settings: Settings
     teams: dict[str, Team]
     daemon_env: dict[str, str] = {}  # from $IRIS_HOME/irisd.env, for every claude child
+    mesh: Mesh | None = None  # settings.mesh, validated
 
     def team(self, name: str) -> Team:
         try:
@@ -314,7 +317,8 @@ def _validate(config: Config, source: str) -> IrisConfig:
         str(name): _validate_team(str(name), _decode_team(str(name), value, source), s, source)
         for name, value in (config.teams or {}).items()
     }
-    return IrisConfig(source=source, settings=s, teams=teams)
+    mesh = check_mesh(s.mesh, teams, source) if s.mesh is not None else None
+    return IrisConfig(source=source, settings=s, teams=teams, mesh=mesh)
 
 
 def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str) -> Team:

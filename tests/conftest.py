@@ -6,6 +6,7 @@ The suite is split by kind, one folder each, each with its own conftest:
   e2e/        a real irisd, the real claude and the scripted model
   browser/    the dashboard in Debian's chromium (Playwright)
   ssh/        teams on "another host": a real sshd on loopback
+  mesh/       irisds on real NATS JetStream servers (one, or a 3-node cluster)
 Every test has a time limit (pytest-timeout): a hang fails that test, with its stack,
 instead of stalling the run. A test that needs longer says so with ``@pytest.mark.timeout``.
 """
@@ -73,7 +74,7 @@ def iris(tmp_path: Path, model: ScriptedModel, claude_bin: Path) -> Iterator[Iri
 
 
 # Each kind's default limit in seconds: generous for a loaded 2-core machine, far below a hang.
-TIMEOUTS = {"unit": 30, "subsystem": 60, "e2e": 240, "browser": 240, "ssh": 240}
+TIMEOUTS = {"unit": 30, "subsystem": 60, "e2e": 240, "browser": 240, "ssh": 240, "mesh": 240}
 HERE = Path(__file__).parent
 
 

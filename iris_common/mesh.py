@@ -1,0 +1,122 @@
+"""``settings.mesh``: this irisd in a mesh of irisds on NATS JetStream (README "Teams on
+many hosts").
+
+::
+
+    settings:
+      mesh:
+        url: nats://nats-1:4222          # or a list: [nats://a:4222, nats://b:4222]
+        name: ws-1                       # this irisd in the mesh; default: the host name
+        user: ws-1                       # credentials: user+password, token, or creds (a file)
+        password: secret
+        offer: [backend]                 # local teams the others may tell (default: all)
+        allow: [ws-2]                    # irisds that may tell them (default: every one)
+
+TLS is the URL's choice (``tls://``). Validation raises ConfigError naming the key and the
+fix; ``check_mesh`` also checks ``offer`` against the configured teams.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Collection
+from urllib.parse import urlsplit
+
+import msgspec
+
+from protocol.errors import ConfigError
+
+# A name is one token of a NATS subject and a KV key: no dots, no spaces, no wildcards.
+IRISD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+SCHEMES = ("nats", "tls", "ws", "wss")
+
+
+class MeshConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    url: str | list[str]
+    name: str = ""
+    user: str = ""
+    password: str = ""
+    token: str = ""
+    creds: str = ""  # a NATS .creds file (JWT and nkey seed)
+    offer: list[str] | None = None  # None: every local team
+    allow: list[str] | None = None  # None: every irisd of the mesh
+
+
+class Mesh(msgspec.Struct, frozen=True, kw_only=True):
+    """The validated mesh settings, as irisd uses them."""
+
+    servers: tuple[str, ...]
+    name: str
+    user: str = ""
+    password: str = ""
+    token: str = ""
+    creds: str = ""
+    offer: tuple[str, ...] | None = None
+    allow: tuple[str, ...] | None = None
+
+    def offers(self, team: str) -> bool:
+        return self.offer is None or team in self.offer
+
+    def allows(self, irisd: str) -> bool:
+        return self.allow is None or irisd in self.allow
+
+
+def default_name() -> str:
+    """The host name, made a valid irisd name ("ws-1.lan" -> "ws-1")."""
+    host = socket.gethostname().split(".")[0]
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "-", host).strip("-_")[:64]
+    return cleaned or "irisd"
+
+
+def check_mesh(mesh: MeshConfig, teams: Collection[str], source: str) -> Mesh:
+    """Validate ``settings.mesh``; ConfigError with the fix."""
+    where = f"{source}: key 'settings.mesh"
+    urls = [mesh.url] if isinstance(mesh.url, str) else list(mesh.url)
+    if not urls:
+        raise ConfigError(f"{where}.url' is empty; give a NATS server such as nats://127.0.0.1:4222")
+    for url in urls:
+        parts = urlsplit(url.strip())
+        if parts.scheme not in SCHEMES or not parts.hostname:
+            raise ConfigError(
+                f"{where}.url' has {url!r}; write a NATS server URL such as nats://127.0.0.1:4222 "
+                f"(schemes: {', '.join(SCHEMES)}; tls:// for TLS)"
+            )
+    name = mesh.name.strip() or default_name()
+    if not IRISD_NAME.match(name):
+        raise ConfigError(
+            f"{where}.name' is {mesh.name!r}; an irisd's name is ASCII letters, digits, '_' and '-' "
+            "(no dots), at most 64 characters, e.g. ws-1"
+        )
+    if mesh.password and not mesh.user:
+        raise ConfigError(f"{where}.password' is given without 'user'; add settings.mesh.user")
+    if mesh.user and not mesh.password:
+        raise ConfigError(f"{where}.user' is given without 'password'; add settings.mesh.password")
+    given = [key for key, value in (("user", mesh.user), ("token", mesh.token), ("creds", mesh.creds)) if value]
+    if len(given) > 1:
+        raise ConfigError(
+            f"{where}' gives {' and '.join(given)}; a connection has one kind of credentials, keep one"
+        )
+    creds = os.path.expanduser(mesh.creds) if mesh.creds else ""
+    if creds and not os.path.isfile(creds):
+        raise ConfigError(f"{where}.creds' is {mesh.creds!r}, which is not a file; give the path of a .creds file")
+    for index, team in enumerate(mesh.offer or ()):
+        if team not in teams:
+            known = ", ".join(sorted(teams)) or "(none)"
+            raise ConfigError(
+                f"{where}.offer[{index}]' names {team!r}, which is not a team of this irisd; known: {known}"
+            )
+    for index, irisd in enumerate(mesh.allow or ()):
+        if not IRISD_NAME.match(irisd):
+            raise ConfigError(f"{where}.allow[{index}]' is {irisd!r}, which is not an irisd's name (e.g. ws-2)")
+    return Mesh(
+        servers=tuple(url.strip() for url in urls),
+        name=name,
+        user=mesh.user,
+        password=mesh.password,
+        token=mesh.token,
+        creds=creds,
+        offer=tuple(mesh.offer) if mesh.offer is not None else None,
+        allow=tuple(mesh.allow) if mesh.allow is not None else None,
+    )

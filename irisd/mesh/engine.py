@@ -1,0 +1,234 @@
+"""The connection to NATS and what this irisd keeps there (README "Teams on many hosts").
+
+* stream ``IRIS_TELLS`` (``iris.tell.<home>``): tells and cancels for a home irisd, one
+  durable consumer per home; work-queue retention, so a message is gone once its home
+  acked it (after recording it in its database);
+* stream ``IRIS_REPLIES`` (``iris.reply.<caller>``): final results back to the caller's
+  irisd, one durable consumer per caller, so a caller that was down still gets them;
+* ``iris.live.<caller>`` (plain NATS, not stored): phases and text as they stream;
+* key-value buckets ``iris-teams`` (team -> home) and ``iris-homes`` (irisd -> heartbeat).
+
+Streams and buckets are made by the first irisd that needs them; their replicas follow
+the cluster: 3 on a cluster of three or more servers, else 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import nats.errors
+import nats.js.errors
+import trio
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import (
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    KeyValueConfig,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.kv import KeyValue
+
+from iris_common.mesh import Mesh
+from irisd.mesh.bridge import Bridge
+from protocol.errors import IrisError
+
+log = logging.getLogger("irisd.mesh")
+
+TELLS = "IRIS_TELLS"
+REPLIES = "IRIS_REPLIES"
+TEAMS_BUCKET = "iris-teams"
+HOMES_BUCKET = "iris-homes"
+DEDUP_WINDOW_S = 24 * 3600.0  # a caller that resends a tell within a day is not heard twice
+ACK_WAIT_S = 30.0  # a message not acked in this time goes to the consumer again
+CONNECT_TIMEOUT_S = 2
+FIRST_CONNECT_S = 5.0
+
+
+class MeshError(IrisError):
+    """The mesh cannot be reached or refused us; the message names the server and the fix."""
+
+    code = "mesh"
+
+
+def tell_subject(home: str) -> str:
+    return f"iris.tell.{home}"
+
+
+def reply_subject(caller: str) -> str:
+    return f"iris.reply.{caller}"
+
+
+def live_subject(caller: str) -> str:
+    return f"iris.live.{caller}"
+
+
+@dataclass
+class LinkState:
+    """What the connection is doing, for ``iris mesh status`` and the directory."""
+
+    connected: bool = False
+    server: str = ""
+    since: float = 0.0  # wall clock of the last change
+    problem: str = ""  # the last error the client reported
+    reconnects: int = 0
+    changes: list[str] = field(default_factory=list)
+
+    def note(self, connected: bool, server: str = "", problem: str = "") -> None:
+        if connected and not self.connected and self.since:
+            self.reconnects += 1
+        self.connected, self.since = connected, time.time()
+        self.server = server or self.server
+        if problem:
+            self.problem = problem
+
+
+@dataclass
+class Link:
+    """One connection to the mesh, its JetStream context and the two buckets."""
+
+    mesh: Mesh
+    bridge: Bridge
+    client: Client
+    js: JetStreamContext
+    teams: KeyValue
+    homes: KeyValue
+    replicas: int
+    state: LinkState
+
+    async def close(self) -> None:
+        if not self.client.is_closed:
+            await self.bridge.call(self.client.close)
+
+
+async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
+    """Connect with ``mesh``'s credentials and lay out the streams and buckets. MeshError
+    with the server and the fix when the servers cannot be reached, refuse the
+    credentials, or have no JetStream."""
+    state = LinkState()
+
+    async def on_error(exc: Exception) -> None:
+        bridge.to_trio(state.note, state.connected, "", _words(exc))
+
+    async def on_disconnected() -> None:
+        bridge.to_trio(state.note, False)
+
+    async def on_reconnected() -> None:
+        url = client.connected_url
+        bridge.to_trio(state.note, True, url.netloc if url else "")
+
+    client = Client()
+    servers = list(mesh.servers)
+    try:
+        # The client tries the servers again and again (as it must later, to reconnect):
+        # the first connection gets a few seconds, then the last error it met is the reason.
+        with trio.fail_after(FIRST_CONNECT_S):
+            await bridge.call(
+                client.connect,
+                servers=servers,
+                name=f"irisd {mesh.name}",
+                user=mesh.user or None,
+                password=mesh.password or None,
+                token=mesh.token or None,
+                user_credentials=mesh.creds or None,
+                connect_timeout=CONNECT_TIMEOUT_S,
+                max_reconnect_attempts=-1,  # a server that is down is tried again until it is back
+                reconnect_time_wait=1,
+                allow_reconnect=True,
+                error_cb=on_error,
+                disconnected_cb=on_disconnected,
+                reconnected_cb=on_reconnected,
+            )
+    except trio.TooSlowError:
+        await bridge.call(client.close)
+        raise MeshError(_connect_problem(servers, state.problem or "no answer")) from None
+    except Exception as exc:
+        await bridge.call(client.close)
+        raise MeshError(_connect_problem(servers, _words(exc))) from None
+    url = client.connected_url
+    state.note(True, url.netloc if url else "")
+    js = client.jetstream(timeout=5)
+    replicas = min(3, len({uri.netloc for uri in client.servers}))
+    try:
+        await _ensure_stream(bridge, js, TELLS, "iris.tell.*", replicas)
+        await _ensure_stream(bridge, js, REPLIES, "iris.reply.*", replicas)
+        teams = await _ensure_bucket(bridge, js, TEAMS_BUCKET, replicas)
+        homes = await _ensure_bucket(bridge, js, HOMES_BUCKET, replicas)
+    except nats.js.errors.ServiceUnavailableError:
+        await bridge.call(client.close)
+        raise MeshError(
+            f"the NATS server at {state.server} has no JetStream; start it with -js (and -sd DIR for its store)"
+        ) from None
+    except (nats.errors.Error, TimeoutError) as exc:
+        await bridge.call(client.close)
+        raise MeshError(f"NATS at {state.server} refused to set up Iris's streams: {_words(exc)}") from None
+    return Link(mesh=mesh, bridge=bridge, client=client, js=js, teams=teams, homes=homes, replicas=replicas,
+                state=state)
+
+
+async def _ensure_stream(bridge: Bridge, js: JetStreamContext, name: str, subjects: str, replicas: int) -> None:
+    try:
+        await bridge.call(js.stream_info, name)
+        return
+    except nats.js.errors.NotFoundError:
+        pass
+    config = StreamConfig(
+        name=name,
+        subjects=[subjects],
+        retention=RetentionPolicy.WORK_QUEUE,
+        storage=StorageType.FILE,
+        num_replicas=replicas,
+        duplicate_window=DEDUP_WINDOW_S,
+    )
+    try:
+        await bridge.call(js.add_stream, config)
+    except nats.js.errors.BadRequestError:  # another irisd made it just now
+        await bridge.call(js.stream_info, name)
+    log.info("mesh stream created", extra={"stream": name, "replicas": replicas})
+
+
+async def _ensure_bucket(bridge: Bridge, js: JetStreamContext, bucket: str, replicas: int) -> KeyValue:
+    try:
+        return await bridge.call(js.key_value, bucket)
+    except nats.js.errors.BucketNotFoundError:
+        pass
+    config = KeyValueConfig(bucket=bucket, history=1, replicas=replicas, storage=StorageType.FILE)
+    try:
+        return await bridge.call(js.create_key_value, config)
+    except nats.js.errors.BadRequestError:
+        return await bridge.call(js.key_value, bucket)
+
+
+def durable_consumer(name: str, subject: str) -> ConsumerConfig:
+    """A pull consumer that survives restarts: every message is delivered until acked."""
+    return ConsumerConfig(
+        durable_name=name,
+        filter_subject=subject,
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL,
+        ack_wait=ACK_WAIT_S,
+        max_deliver=-1,
+    )
+
+
+def _connect_problem(servers: list[str], words: str) -> str:
+    where = ", ".join(servers)
+    if "authorization" in words.lower() or "authentication" in words.lower():
+        return (
+            f"NATS at {where} refused this irisd's credentials ({words}); check settings.mesh.user/password, "
+            "token or creds against the server's configuration"
+        )
+    return (
+        f"cannot reach the NATS server at {where} ({words}); start it (nats-server -js -sd DIR) "
+        "or fix settings.mesh.url in config.yaml"
+    )
+
+
+def _words(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

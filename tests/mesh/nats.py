@@ -1,0 +1,118 @@
+"""Real ``nats-server`` processes with JetStream on loopback, each with its own store
+under a temporary folder: one server, or a cluster of three with replicated streams."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from harness import wait_for
+
+BINARY = Path(sys.executable).parent / "nats-server"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class NatsServer:
+    """One ``nats-server -js``; ``start`` returns once it answers /healthz with JetStream
+    ready (for a cluster member: once the cluster has a meta leader)."""
+
+    def __init__(self, root: Path, name: str = "n1", *, extra: list[str] | None = None,
+                 config: str = "") -> None:
+        self.root = root / name
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.name = name
+        self.port = free_port()
+        self.monitor_port = free_port()
+        self.cluster_port = free_port()
+        self.extra = extra or []
+        self.config = config  # extra lines of a server config file (users, authorization)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def argv(self) -> list[str]:
+        argv = [str(BINARY), "-js", "-sd", str(self.root / "store"), "-a", "127.0.0.1", "-p", str(self.port),
+                "-m", str(self.monitor_port), "-n", self.name]
+        if self.config:
+            path = self.root / "server.conf"
+            path.write_text(self.config)
+            argv += ["-c", str(path)]
+        return argv + self.extra
+
+    def start(self, *, wait: bool = True) -> NatsServer:
+        log = open(self.root / "server.log", "ab")  # noqa: SIM115 (the process owns it)
+        self.process = subprocess.Popen(self.argv(), stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        if wait:
+            self.wait_ready()
+        return self
+
+    def healthy(self) -> bool:
+        if self.process is None or self.process.poll() is not None:
+            raise AssertionError(f"nats-server {self.name} exited:\n{self.log()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.monitor_port}/healthz", timeout=2) as answer:
+                return bool(json.load(answer).get("status") == "ok")
+        except OSError:
+            return False
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        wait_for(self.healthy, timeout=timeout, what=f"nats-server {self.name} ready")
+
+    def log(self) -> str:
+        path = self.root / "server.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def kill(self) -> None:
+        """kill -9: no goodbye to the cluster, no flush."""
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class NatsCluster:
+    """Three servers routed to each other (cluster ``iris``); streams made on it get 3
+    replicas, so one server may die without losing what JetStream acknowledged."""
+
+    def __init__(self, root: Path, size: int = 3) -> None:
+        self.servers = [NatsServer(root, f"n{index + 1}") for index in range(size)]
+        routes = ",".join(f"nats://127.0.0.1:{s.cluster_port}" for s in self.servers)
+        for server in self.servers:
+            server.extra = ["--cluster_name", "iris", "--cluster", f"nats://127.0.0.1:{server.cluster_port}",
+                            "--routes", routes]
+
+    @property
+    def urls(self) -> list[str]:
+        return [server.url for server in self.servers]
+
+    def start(self) -> NatsCluster:
+        for server in self.servers:
+            server.start(wait=False)
+        for server in self.servers:
+            server.wait_ready(timeout=60)
+        return self
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()

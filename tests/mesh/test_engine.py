@@ -1,0 +1,94 @@
+"""The bridge and the connection, on real NATS servers: JetStream round trips from trio,
+the streams and buckets laid out (replicated on a cluster), clear errors for a server
+that is not there and for credentials it refuses."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import trio
+
+from iris_common.mesh import Mesh
+from irisd.mesh.bridge import open_bridge
+from irisd.mesh.engine import REPLIES, TELLS, MeshError, open_link, tell_subject
+from mesh.nats import NatsCluster, NatsServer, free_port
+
+
+def mesh_of(*urls: str, **options: str) -> Mesh:
+    return Mesh(servers=urls, name="ws-1", **options)
+
+
+async def test_a_publish_is_acked_by_jetstream_and_dedup_by_message_id(nats_server: NatsServer) -> None:
+    async with open_bridge() as bridge:
+        link = await open_link(bridge, mesh_of(nats_server.url))
+        try:
+            first = await bridge.call(link.js.publish, tell_subject("ws-9"), b"hi", headers={"Nats-Msg-Id": "t-1"})
+            again = await bridge.call(link.js.publish, tell_subject("ws-9"), b"hi", headers={"Nats-Msg-Id": "t-1"})
+            assert first.stream == TELLS
+            assert again.duplicate and again.seq == first.seq  # stored once
+            info = await bridge.call(link.js.stream_info, REPLIES)
+            assert info.config.num_replicas == 1
+            assert link.state.connected
+        finally:
+            await link.close()
+
+
+async def test_cancelling_a_call_cancels_it_on_the_asyncio_side() -> None:
+    async with open_bridge() as bridge:
+        with trio.move_on_after(0.2) as scope:
+            await bridge.call(asyncio.sleep, 30)
+        assert scope.cancelled_caught
+        assert await bridge.call(asyncio.sleep, 0, "still serving") == "still serving"
+
+
+async def test_no_server_is_a_clear_error() -> None:
+    url = f"nats://127.0.0.1:{free_port()}"
+    async with open_bridge() as bridge:
+        with pytest.raises(MeshError, match=r"cannot reach the NATS server at nats://127\.0\.0\.1:\d+.*settings\.mesh\.url"):
+            await open_link(bridge, mesh_of(url))
+
+
+async def test_refused_credentials_say_so(tmp_path: Path) -> None:
+    server = NatsServer(tmp_path, config='authorization { user: ws-1, password: right }\n').start()
+    try:
+        async with open_bridge() as bridge:
+            with pytest.raises(MeshError, match="refused this irisd's credentials"):
+                await open_link(bridge, mesh_of(server.url, user="ws-1", password="wrong"))
+            link = await open_link(bridge, mesh_of(server.url, user="ws-1", password="right"))
+            await link.close()
+    finally:
+        server.stop()
+
+
+async def test_a_server_without_jetstream_is_named(tmp_path: Path) -> None:
+    server = NatsServer(tmp_path)
+    server.start(wait=False)
+    try:
+        server.wait_ready()
+    finally:
+        server.stop()
+    plain = NatsServer(tmp_path, "plain")
+    plain.extra = []
+    argv = plain.argv()
+    argv.remove("-js")
+    plain.argv = lambda: argv  # type: ignore[method-assign]
+    plain.start()
+    try:
+        async with open_bridge() as bridge:
+            with pytest.raises(MeshError, match="has no JetStream; start it with -js"):
+                await open_link(bridge, mesh_of(plain.url))
+    finally:
+        plain.stop()
+
+
+async def test_on_a_cluster_the_streams_are_replicated_three_times(nats_cluster: NatsCluster) -> None:
+    async with open_bridge() as bridge:
+        link = await open_link(bridge, mesh_of(nats_cluster.urls[0]))
+        try:
+            assert link.replicas == 3
+            info = await bridge.call(link.js.stream_info, TELLS)
+            assert info.config.num_replicas == 3
+        finally:
+            await link.close()
