@@ -16,8 +16,8 @@ from irisd.mesh.engine import REPLIES, TELLS, MeshError, open_link, tell_subject
 from mesh.nats import NatsCluster, NatsServer, free_port
 
 
-def mesh_of(*urls: str, **options: str) -> Mesh:
-    return Mesh(servers=urls, name="ws-1", **options)
+def mesh_of(*urls: str, user: str = "", password: str = "") -> Mesh:
+    return Mesh(servers=urls, name="ws-1", user=user, password=password)
 
 
 async def test_a_publish_is_acked_by_jetstream_and_dedup_by_message_id(nats_server: NatsServer) -> None:
@@ -40,7 +40,7 @@ async def test_cancelling_a_call_cancels_it_on_the_asyncio_side() -> None:
         with trio.move_on_after(0.2) as scope:
             await bridge.call(asyncio.sleep, 30)
         assert scope.cancelled_caught
-        assert await bridge.call(asyncio.sleep, 0, "still serving") == "still serving"
+        assert await bridge.call(asyncio.wait_for, asyncio.sleep(0, "still serving"), 1) == "still serving"
 
 
 async def test_no_server_is_a_clear_error() -> None:

@@ -15,7 +15,8 @@ from protocol.errors import ConfigError
 
 def parse(mesh: str, tmp_path: Path) -> IrisConfig:
     return parse_config(
-        f"settings:\n  mesh:\n{mesh}\nteams:\n  backend:\n    path: {tmp_path}\n  web:\n    path: {tmp_path}\n".encode(),
+        f"settings:\n  mesh:\n{mesh}\nteams:\n"
+        f"  backend:\n    path: {tmp_path}\n  web:\n    path: {tmp_path}\n".encode(),
         source="config.yaml",
     )
 
@@ -55,8 +56,8 @@ def test_several_servers_credentials_offer_and_allow(tmp_path: Path) -> None:
         ("    url: nats://a\n    user: me", r"settings\.mesh\.user' is given without 'password'"),
         ("    url: nats://a\n    password: pw", r"settings\.mesh\.password' is given without 'user'"),
         ("    url: nats://a\n    token: t\n    creds: /x", r"gives token and creds; .* keep one"),
-        ("    url: nats://a\n    creds: /no/such.creds", r"settings\.mesh\.creds' is '/no/such\.creds', which is not a file"),
-        ("    url: nats://a\n    offer: [api]", r"settings\.mesh\.offer\[0\]' names 'api', which is not a team.*known: backend, web"),
+        ("    url: nats://a\n    creds: /no/such.creds", r"mesh\.creds' is '/no/such\.creds', which is not a file"),
+        ("    url: nats://a\n    offer: [api]", r"mesh\.offer\[0\]' names 'api', not a team.*known: backend, web"),
         ("    url: nats://a\n    allow: ['a b']", r"settings\.mesh\.allow\[0\]' is 'a b'"),
         ("    url: nats://a\n    urls: x", r"unknown key 'settings\.mesh\.urls'"),
         ("    name: ws-1", r"settings\.mesh.*url"),
