@@ -57,7 +57,7 @@ def test_several_servers_credentials_offer_and_allow(tmp_path: Path) -> None:
         ("    url: nats://a\n    password: pw", r"settings\.mesh\.password' is given without 'user'"),
         ("    url: nats://a\n    token: t\n    creds: /x", r"gives token and creds; .* keep one"),
         ("    url: nats://a\n    creds: /no/such.creds", r"mesh\.creds' is '/no/such\.creds', which is not a file"),
-        ("    url: nats://a\n    offer: [api]", r"mesh\.offer\[0\]' names 'api', not a team.*known: backend, web"),
+        ("    url: nats://a\n    offer: [api]", r"mesh\.offer\[0\]' names 'api', which is not a team.*known: backend"),
         ("    url: nats://a\n    allow: ['a b']", r"settings\.mesh\.allow\[0\]' is 'a b'"),
         ("    url: nats://a\n    urls: x", r"unknown key 'settings\.mesh\.urls'"),
         ("    name: ws-1", r"settings\.mesh.*url"),
