@@ -23,11 +23,11 @@ from pathlib import Path
 
 import trio
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from iris_cli.aclient import open_connection
 from iris_cli.render import tool_input
+from iris_cli.table import Cell, Column, Table, draw
 from iris_cli.text import ago, decide_line, pair_name, short, tail
 from protocol.errors import DaemonNotRunningError, ShuttingDownError
 from protocol.messages import (
@@ -151,7 +151,7 @@ def render(state: MonitorState, *, note: str = "", width: int = 80, height: int 
         parts.append(Text(f"approvals waiting ({len(state.approvals)})", style="bold magenta"))
         parts += [_approval(a, width) for a in state.approvals.values()]
         used += 1 + 3 * len(state.approvals)
-    pairs = _pairs(state)
+    pairs = _pairs(state, width)
     parts += [Text("pairs", style="bold"), pairs]
     used += 2 + len(state.processes)
     if state.unsolicited:
@@ -177,20 +177,17 @@ def _header(state: MonitorState, note: str) -> Text:
     return line
 
 
-def _pairs(state: MonitorState) -> RenderableType:
+def _pairs(state: MonitorState, width: int) -> RenderableType:
     shown = list(state.processes.values())
     if not shown:
         return Text("  no pair used yet; 'iris tell TEAM ...' or 'iris wake TEAM' starts one", style="dim")
-    table = Table("pair", "state", "pid", "queued", "last used", box=None, pad_edge=False)
+    rows = []
     for p in sorted(shown, key=lambda p: (p.to_team, p.from_team or "")):
-        state_text = Text(p.state, style=STATE_COLORS.get(p.state, ""))
-        if p.unsolicited:
-            state_text.append(" (unsolicited turn)")
-        elif p.reason:
-            state_text.append(f" ({p.reason})")
-        table.add_row(pair_name(p.from_team, p.to_team), state_text, str(p.pid or "-"), str(p.queued),
-                      ago(p.last_used_at))
-    return table
+        why = " (unsolicited turn)" if p.unsolicited else f" ({p.reason})" if p.reason else ""
+        rows.append((pair_name(p.from_team, p.to_team), Cell(p.state + why, STATE_COLORS.get(p.state, "")),
+                     str(p.pid or "-"), str(p.queued), ago(p.last_used_at)))
+    columns = (Column("pair"), Column("state", free=True), Column("pid"), Column("queued"), Column("last used"))
+    return Text("\n").join(Text.from_ansi(line) for line in draw(Table(columns, rows), width=width, color=True))
 
 
 ANSWER_LINES = 2  # the end of a tell's answer, wrapped: what it is saying now

@@ -6,68 +6,12 @@ and ``iris wake --all``."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
-import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from iris_cli.table import Cell, Column, Table, draw, paint, use_color
 from iris_cli.text import ago, pair_name, short, usd
 from protocol.messages import ProcessInfo, StatusReply, TeamInfo
-
-COLORS = {"green": "32", "yellow": "33", "red": "31", "magenta": "35", "bold": "1", "dim": "2"}
-
-
-@dataclass(frozen=True)
-class Cell:
-    """A table cell: its text and, on a terminal, its colour (a name or '#RRGGBB')."""
-
-    text: str
-    color: str = ""
-
-
-def width_of(text: str) -> int:
-    """Columns ``text`` takes on a terminal (wide characters take two)."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
-def use_color(stream: object = None) -> bool:
-    stream = sys.stdout if stream is None else stream
-    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
-
-
-def paint(text: str, color: str, on: bool) -> str:
-    if not on or not color or not text:
-        return text
-    if color.startswith("#") and len(color) in (4, 7):
-        digits = color[1:] if len(color) == 7 else "".join(c * 2 for c in color[1:])
-        code = "38;2;" + ";".join(str(int(digits[i : i + 2], 16)) for i in (0, 2, 4))
-    else:
-        code = COLORS.get(color, "")
-    return f"\x1b[{code}m{text}\x1b[0m" if code else text
-
-
-
-def table(
-    headers: Sequence[str], rows: Sequence[Sequence[Cell]], *, width: int, color: bool, free: int = -1
-) -> list[str]:
-    """Columns padded to their widest cell, two spaces apart; ``free`` is the index of the
-    one column that is cut (with an ellipsis) to keep the line within ``width``."""
-    widths = [max([width_of(h), *(width_of(r[i].text) for r in rows)]) for i, h in enumerate(headers)]
-    if free >= 0:
-        others = sum(w for i, w in enumerate(widths) if i != free) + 2 * (len(widths) - 1)
-        widths[free] = max(min(widths[free], width - others), min(widths[free], 8))
-
-    def line(cells: Sequence[Cell], bold: bool = False) -> str:
-        parts = []
-        for index, (cell, size) in enumerate(zip(cells, widths, strict=True)):
-            text = short(cell.text, size) if index == free and width_of(cell.text) > size else cell.text
-            padding = " " * (size - width_of(text)) if index < len(cells) - 1 else ""
-            parts.append(paint(text, "bold" if bold else cell.color, color) + padding)
-        return "  ".join(parts).rstrip()
-
-    return [line([Cell(h) for h in headers], bold=True), *(line(r) for r in rows)]
 
 
 def team_place(team: TeamInfo) -> str:
@@ -78,17 +22,17 @@ def team_place(team: TeamInfo) -> str:
 
 
 def team_lines(teams: list[TeamInfo], *, width: int, color: bool) -> list[str]:
-    rows = [(Cell(t.name + ("*" if t.unavailable else ""), t.color), Cell(team_place(t)), Cell(t.description))
-            for t in teams]
-    lines = table(("team", "path", "description"), rows, width=width, color=color, free=2)
-    return lines + [paint(f"* {t.unavailable}", "red", color) for t in teams if t.unavailable]
+    rows = [(Cell(t.name + ("*" if t.unavailable else ""), t.color), team_place(t), t.description) for t in teams]
+    columns = (Column("team"), Column("path"), Column("description", free=True))
+    drawn = draw(Table(columns, rows), width=width, color=color)
+    return drawn + [paint(f"* {t.unavailable}", "red", color) for t in teams if t.unavailable]
 
 
 def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[str]:
     """The pairs' processes; a failure's reason (``*``) follows the table, whole."""
     if not items:
         return ["  none"]
-    rows = []
+    rows: list[Sequence[Cell | str]] = []
     remote = any(p.host for p in items)  # a host column only when a team runs elsewhere
     costs = any(p.cost_usd for p in items)  # a cost column once something was spent
     for p in items:
@@ -107,11 +51,11 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
         "pair", "state", *(("host",) if remote else ()), "pid", "queued", "session", "last used",
         *(("cost",) if costs else ()),
     )
-    lines = table(headers, rows, width=width, color=color)
+    drawn = draw(Table([Column(h) for h in headers], rows), width=width, color=color)
     if any(p.reason for p in items):
-        lines.append(paint("* why:", "dim", color))
-        lines += [paint(f"  {pair_name(p.from_team, p.to_team)}: {p.reason}", "dim", color) for p in items if p.reason]
-    return lines
+        drawn.append(paint("* why:", "dim", color))
+        drawn += [paint(f"  {pair_name(p.from_team, p.to_team)}: {p.reason}", "dim", color) for p in items if p.reason]
+    return drawn
 
 
 def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.table import Column, Table
 from rich.text import Text
 
 from iris_cli import plain
+from iris_cli.table import Column, Table, draw
 from iris_cli.text import ago as ago  # the commands call render.ago
 from iris_cli.text import decide_line, pair_name, short, usd
 from protocol.messages import (
@@ -35,79 +34,27 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 
-# Ids, pairs and short values are never wrapped or cut: users copy them. The free text
-# shares what is left of the terminal's width; a message keeps to one line.
-FREE_TEXT = frozenset({"message", "description", "path", "state"})
-ONE_LINE = frozenset({"message", "description"})
+MESSAGE_MIN = 30  # with less room, a tell's message goes on a line of its own under its row
 
 
-Cell = str | Text  # a str cell is plain text: team and model text is never read as markup
+def show(table: Table) -> None:
+    """A table (iris_cli.table, the one the whole CLI draws) at the terminal's width."""
+    lines(draw(table, width=out.width, color=True))
 
 
-def _text(cell: Cell) -> Text:
-    return cell if isinstance(cell, Text) else Text(cell)
+def lines(drawn: list[str]) -> None:
+    """Plain lines with ANSI styles, through rich: it knows whether the terminal shows them."""
+    for line in drawn:
+        out.print(Text.from_ansi(line))
 
 
-def table(headers: tuple[str, ...], rows: Sequence[Sequence[Cell]]) -> Table:
-    widest = [
-        max([len(header), *(_text(row[index]).cell_len for row in rows)])
-        for index, header in enumerate(headers)
-    ]
-    fixed = sum(w for h, w in zip(headers, widest, strict=True) if h not in FREE_TEXT)
-    free = sum(h in FREE_TEXT for h in headers) or 1
-    share = max(8, (out.width - fixed - 2 * (len(headers) - 1)) // free)
-
-    def column(header: str, width: int) -> Column:
-        if header in ONE_LINE:
-            return Column(header, no_wrap=True, overflow="ellipsis", max_width=share)
-        if header in FREE_TEXT:
-            return Column(header, min_width=min(width, share))
-        return Column(header, no_wrap=True, min_width=width)
-
-    built = Table(*(column(h, w) for h, w in zip(headers, widest, strict=True)), box=None, pad_edge=False)
-    for row in rows:
-        built.add_row(*(_text(cell) for cell in row))
-    return built
-
-
-MESSAGE_MIN = 30  # narrower than this, a row's free text goes on a line of its own
-
-
-def rows_with_notes(headers: tuple[str, ...], rows: Sequence[Sequence[Cell]], notes: Sequence[list[str]]) -> None:
-    """A table whose short columns stay on the row and whose free text (a message, an
-    error) goes on indented lines under it, each cut to the terminal's width: readable at
-    80 columns, where a free-text column would shrink to a few characters."""
-    widths = [
-        max([len(header), *(_text(row[index]).cell_len for row in rows)])
-        for index, header in enumerate(headers)
-    ]
-
-    def line(cells: Sequence[Cell]) -> Text:
-        padded = Text("  ").join(
-            _text(c) + " " * (w - _text(c).cell_len) for c, w in zip(cells, widths, strict=True)
-        )
-        padded.rstrip()
-        return padded
-
-    out.print(line([Text(h, style="bold") for h in headers]))
-    for row, row_notes in zip(rows, notes, strict=True):
-        out.print(line(row))
-        for index, note in enumerate(row_notes):  # the first (a message) is cut; reasons stay whole
-            out.print(Text("  " + (short(note, max(10, out.width - 3)) if index == 0 else note), style="dim"))
-
-
-def teams_table(teams: list[TeamInfo]) -> Table:
-    rows = [(Text(t.name, style=_style(t.color)), plain.team_place(t), t.description) for t in teams]
-    return table(("team", "path", "description"), rows)
+def teams(items: list[TeamInfo]) -> None:
+    lines(plain.team_lines(items, width=out.width, color=True))
 
 
 def status(reply: StatusReply) -> None:
     """``iris status`` (plain lines: see ``iris_cli.plain``)."""
-    _plain_lines(plain.status_lines(reply, width=out.width, color=out.is_terminal and not out.no_color))
-    if reply.unsolicited:
-        out.print("\n[bold red]unsolicited[/] (turns no tell asked for: see README, 'What children accept')")
-        for turn in reply.unsolicited:
-            unsolicited(turn, limit=200)
+    lines(plain.status_lines(reply, width=out.width, color=True))
 
 
 def unsolicited(turn: UnsolicitedInfo, *, limit: int | None = None) -> None:
@@ -125,12 +72,7 @@ def unsolicited(turn: UnsolicitedInfo, *, limit: int | None = None) -> None:
 
 
 def processes(items: list[ProcessInfo]) -> None:
-    _plain_lines(plain.process_lines(items, width=out.width, color=out.is_terminal and not out.no_color))
-
-
-def _plain_lines(lines: list[str]) -> None:
-    for line in lines:
-        out.print(Text.from_ansi(line))
+    lines(plain.process_lines(items, width=out.width, color=True))
 
 
 def sessions(items: list[SessionInfo]) -> None:
@@ -142,7 +84,7 @@ def sessions(items: list[SessionInfo]) -> None:
         lost = not s.transcript_exists and s.message_count > 0
         rows.append((pair_name(s.from_team, s.to_team), s.session_id, str(s.message_count),
                      ago(s.last_used_at), s.process_state + ("*" if lost else "")))
-    out.print(table(("pair", "session", "turns", "last used", "state"), rows))
+    show(Table([Column(h) for h in ("pair", "session", "turns", "last used", "state")], rows))
     if any(not s.transcript_exists and s.message_count > 0 for s in items):
         out.print("[dim]* claude no longer has this conversation's transcript: the next tell starts a new one[/]")
 
@@ -163,12 +105,9 @@ def report(items: list[TellInfo]) -> None:
          usd(t.cost_usd) if t.cost_usd is not None else "-")
         for t in items
     ]
-    headers = ("id", "pair", "status", "when", "took", "cost")
-    fixed = sum(max([len(h), *(len(r[i]) for r in rows)]) + 2 for i, h in enumerate(headers))
-    if out.width - fixed >= MESSAGE_MIN:  # wide enough: the message stays on the row
-        out.print(table((*headers, "message"), [(*r, _short(t.message)) for r, t in zip(rows, items, strict=True)]))
-        return
-    rows_with_notes(headers, rows, [[t.message] for t in items])
+    columns = [Column(h) for h in ("id", "pair", "status", "when", "took", "cost")]
+    message = Column("message", free=True, fold=MESSAGE_MIN)  # on the row when it has room, else under it
+    show(Table([*columns, message], [(*r, t.message) for r, t in zip(rows, items, strict=True)]))
 
 
 def notifications(items: list[NotificationInfo]) -> None:
@@ -182,7 +121,7 @@ def notifications(items: list[NotificationInfo]) -> None:
     notes = [
         [n.message, *([f"why: {n.error}"] if n.error and n.status != "delivered" else [])] for n in items
     ]
-    rows_with_notes(("id", "pair", "status", "created", "tries", "tell"), rows, notes)
+    show(Table([Column(h) for h in ("id", "pair", "status", "created", "tries", "tell")], rows, notes))
     if any(n.tell_id for n in items):
         out.print("[dim]the answer: iris result TELL[/]")
 
@@ -241,18 +180,6 @@ def approval_event(a: ApprovalInfo) -> None:
         out.print(tool_input(a.tool_name, a.input), markup=False)
 
 
-def _style(color: str) -> str:
-    """A team's color from config.yaml as a style; one rich cannot read is left out."""
-    from rich.errors import StyleSyntaxError
-    from rich.style import Style
-
-    try:
-        Style.parse(color)
-    except StyleSyntaxError:
-        return ""
-    return color
-
-
 def _short(text: str) -> str:
     return short(text, 50)
 
@@ -303,5 +230,5 @@ def rules(items: list[RuleInfo]) -> None:
 
     rows = [(r.id, pair_name(r.from_team, r.to_team), r.tool_name, ago(r.created_at)) for r in items]
     notes = [[tool_summary(r.tool_name, r.input, 500)] for r in items]
-    rows_with_notes(("rule", "pair", "tool", "made"), rows, notes)
+    show(Table([Column(h) for h in ("rule", "pair", "tool", "made")], rows, notes))
     out.print("[dim]forget one: iris approvals forget RULE[/]")

@@ -54,6 +54,7 @@ def costs(
 ) -> None:
     """What the tells cost, as claude reported it: USD, tokens, turns."""
     from iris_cli import render
+    from iris_cli.table import Column, Table
     from protocol.errors import InvalidRequestError
     from protocol.messages import Costs, CostsReply
 
@@ -71,7 +72,7 @@ def costs(
         return
     rows = [_cells(row) for row in [*reply.rows, reply.total]]
     headers = (by, "tells", "cost", "input", "output", "cache read", "cache write", "turns", "claude time")
-    render.out.print(render.table(headers, rows))
+    render.show(Table([Column(h) for h in headers], rows))
 
 
 def _cells(row: CostRow) -> tuple[str, ...]:

@@ -39,7 +39,7 @@ def teams(as_json: JsonOption = False) -> None:
     elif not reply.teams:
         render.err.print("no teams configured; add them under 'teams:' in config.yaml")
     else:
-        render.out.print(render.teams_table(reply.teams))
+        render.teams(reply.teams)
 
 
 @app.command()

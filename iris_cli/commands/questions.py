@@ -24,7 +24,7 @@ def questions(
 ) -> None:
     """Questions teams asked that nobody has answered yet."""
     from iris_cli import render
-    from iris_cli.text import short
+    from iris_cli.table import Column, Table
     from protocol.messages import ListQuestions, QuestionsReply
 
     reply = send(ListQuestions(team=team, include_closed=include_closed), as_json)
@@ -36,11 +36,11 @@ def questions(
         render.out.print("no pending questions" if not include_closed else "no questions")
         return
     rows = [
-        (q.id, f"{q.to_team} asks {q.from_team or 'external'}", q.status, render.ago(q.created_at),
-         short(q.question, 200))
+        (q.id, f"{q.to_team} asks {q.from_team or 'external'}", q.status, render.ago(q.created_at), q.question)
         for q in reply.questions
     ]
-    render.out.print(render.table(("id", "pair", "status", "when", "message"), rows))
+    columns = [Column(h) for h in ("id", "pair", "status", "when")]
+    render.show(Table([*columns, Column("message", free=True, fold=render.MESSAGE_MIN)], rows))
     if any(q.status == "pending" for q in reply.questions):
         render.err.print("[dim]answer with: iris answer QID \"TEXT\" (it continues that conversation)[/]")
 
