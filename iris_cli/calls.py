@@ -21,11 +21,9 @@ def fail(error: IrisError, as_json: bool = False) -> NoReturn:
     if as_json:
         print(json.dumps({"error": {"code": error.code, "message": error.message}}), file=sys.stderr)
     else:
-        from rich.text import Text
-
         from iris_cli import render
 
-        render.err.print(Text.assemble(("error:", "red"), " ", error.message))
+        render.error(error.message)
     raise SystemExit(1)
 
 
@@ -37,10 +35,9 @@ def read_stdin() -> str:
     if problem := not_utf8(raw):
         from iris_cli import render
 
-        render.err.print(
-            f"[red]error:[/] standard input is not valid UTF-8: {problem}; convert it "
-            "(e.g. 'iconv -f LATIN1 -t UTF-8') or send the file's name instead",
-            markup=True,
+        render.error(
+            f"standard input is not valid UTF-8: {problem}; convert it "
+            "(e.g. 'iconv -f LATIN1 -t UTF-8') or send the file's name instead"
         )
         raise SystemExit(2)
     return raw.decode("utf-8")

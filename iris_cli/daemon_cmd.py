@@ -40,7 +40,7 @@ START_TIMEOUT_S = 20.0
 
 
 def _fail(error: IrisError) -> NoReturn:
-    render.err.print(Text.assemble(("error:", "red"), " ", error.message))
+    render.error(error.message)
     raise typer.Exit(1)
 
 
@@ -150,11 +150,11 @@ def status(as_json: JsonOption = False) -> None:
 
 def _print_status(layout: Layout, state: DaemonState, installed: bool) -> None:
     if state.welcome is not None:
-        render.out.print(
-            f"irisd {state.welcome.daemon_version} is [green]running[/] (pid {state.pid}, {_how(state)})"
-        )
+        render.out.print(Text.assemble(
+            f"irisd {state.welcome.daemon_version} is ", ("running", "green"), f" (pid {state.pid}, {_how(state)})"
+        ))
     else:
-        render.out.print(f"irisd is [red]not running[/] (nothing answers on {state.socket})")
+        render.out.print(Text.assemble("irisd is ", ("not running", "red"), f" (nothing answers on {state.socket})"))
     logs = _log_place(layout, state) or "journalctl --user -u irisd"
     service = f"installed ({_home(layout.service_file)})" if installed else "not installed"
     for label, value in (("socket", str(state.socket)), ("logs", logs), ("service", service)):

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from rich.panel import Panel
+from rich.text import Text
 
 from iris_cli import render
 from iris_cli.client import Client
@@ -66,7 +67,7 @@ def run_demo(claude: str | None, *, keep: bool = False) -> None:
                     daemon.wait()
     finally:
         if keep:
-            render.err.print(f"[dim]kept {root}[/]")
+            render.note(f"kept {root}", render.err)
         else:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -106,7 +107,7 @@ def _play(socket_path: Path, daemon: subprocess.Popen[bytes]) -> None:
         code = daemon.poll()
         why = f"exited with code {code}" if code is not None else f"did not answer within {START_TIMEOUT_S:g} s"
         raise IrisError(f"irisd {why}; run 'iris demo --keep' and read irisd.log in the folder it names")
-    render.out.print("[bold]Iris demo[/]: two teams, a scripted model, real claude processes.\n")
+    render.out.print(Text.assemble(("Iris demo", "bold"), ": two teams, a scripted model, real claude processes.\n"))
     for from_team, to_team, message in SCRIPT:
         started = time.monotonic()
         with Client(socket_path) as client:
@@ -114,7 +115,8 @@ def _play(socket_path: Path, daemon: subprocess.Popen[bytes]) -> None:
         assert isinstance(reply, TellReply)
         seconds = time.monotonic() - started
         title = f"{pair_name(from_team, to_team)}  ({reply.status}, {seconds:.1f} s)"
-        render.out.print(Panel(f"[bold]{message}[/]\n\n{reply.tell.text or reply.tell.error}", title=title))
+        answer = Text.assemble((message, "bold"), "\n\n", reply.tell.text or reply.tell.error or "")
+        render.out.print(Panel(answer, title=Text(title)))
     with Client(socket_path) as client:
         status = client.request(GetStatus())
     assert isinstance(status, StatusReply)

@@ -48,4 +48,4 @@ def token(
         if rotate:
             from iris_cli import render
 
-            render.err.print("[dim]rotated: the old token and every browser login no longer work[/]", markup=True)
+            render.note("rotated: the old token and every browser login no longer work", render.err)

@@ -77,10 +77,9 @@ def find_claude(claude: str | None) -> str:
     found = locate.find_claude(claude)
     if found is None:
         named = f" ({claude!r} is not an executable)" if claude else ""
-        render.err.print(
-            f"[red]error:[/] claude not found{named}; {locate.not_found_fix()}; or pass --claude PATH, "
-            "or use --scope project to write this project's .mcp.json without it",
-            markup=True,
+        render.error(
+            f"claude not found{named}; {locate.not_found_fix()}; or pass --claude PATH, "
+            "or use --scope project to write this project's .mcp.json without it"
         )
         raise typer.Exit(1)
     return found
@@ -90,7 +89,7 @@ def run_claude(argv: list[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        render.err.print(f"[red]error:[/] could not run {argv[0]}: {exc}")
+        render.error(f"could not run {argv[0]}: {exc}")
         raise typer.Exit(1) from None
 
 
@@ -107,10 +106,10 @@ def read_mcp_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
-        render.err.print(f"[red]error:[/] cannot read {path}: {exc}; fix or remove it, then try again")
+        render.error(f"cannot read {path}: {exc}; fix or remove it, then try again")
         raise typer.Exit(1) from None
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
-        render.err.print(f"[red]error:[/] {path} is not an MCP config (no 'mcpServers' object)")
+        render.error(f"{path} is not an MCP config (no 'mcpServers' object)")
         raise typer.Exit(1)
     return data
 
@@ -174,14 +173,12 @@ def allow_iris_tools() -> tuple[Path, bool]:
     try:
         data = json.loads(path.read_text()) if path.exists() else {}
     except (OSError, ValueError) as exc:
-        render.err.print(f"error: cannot read {path}: {exc}; fix it, or add {ALLOW_RULE!r} to permissions.allow "
-                         "yourself", markup=False)
+        render.error(f"cannot read {path}: {exc}; fix it, or add {ALLOW_RULE!r} to permissions.allow yourself")
         raise typer.Exit(1) from None
     permissions = data.setdefault("permissions", {}) if isinstance(data, dict) else None
     allow = permissions.setdefault("allow", []) if isinstance(permissions, dict) else None
     if not isinstance(allow, list):
-        render.err.print(f"error: {path} has no permissions.allow list; add {ALLOW_RULE!r} to it yourself",
-                         markup=False)
+        render.error(f"{path} has no permissions.allow list; add {ALLOW_RULE!r} to it yourself")
         raise typer.Exit(1)
     if ALLOW_RULE in allow:
         return path, False
@@ -209,19 +206,18 @@ def install(scope: ScopeOption = Scope.user, claude: ClaudeOption = None, allow_
     """Register 'iris mcp' with Claude Code, so its sessions get the team_* tools."""
     if scope is Scope.project:
         path = install_project()
-        render.out.print(f"added '{SERVER_NAME}' to {path} (Claude Code asks once before using it)", markup=False)
+        render.out.print(f"added '{SERVER_NAME}' to {path} (Claude Code asks once before using it)")
     else:
         _install_for_user(scope, claude)
     if allow_tools:
         settings, changed = allow_iris_tools()
         done = "allowed" if changed else "already allowed"
-        render.out.print(f"{done}: the Iris tools run without asking ({ALLOW_RULE!r} in {settings})", markup=False)
+        render.out.print(f"{done}: the Iris tools run without asking ({ALLOW_RULE!r} in {settings})")
     else:
         render.out.print(
             f"headless 'claude -p' cannot ask before a tool: allow the Iris tools with 'iris mcp install "
             f"--allow-tools' (adds {ALLOW_RULE!r} to permissions.allow in {claude_settings_path()}), or run "
             f"'claude -p --allowedTools {ALLOW_RULE} ...'",
-            markup=False,
         )
 
 
@@ -235,7 +231,7 @@ def _install_for_user(scope: Scope, claude: str | None) -> None:
     )
     if added.returncode != 0:
         detail = (added.stderr or added.stdout).strip()
-        render.err.print(f"[red]error:[/] 'claude mcp add' failed: {detail}")
+        render.error(f"'claude mcp add' failed: {detail}")
         raise typer.Exit(1)
     command = " ".join(shim_command())
     render.out.print(f"registered '{SERVER_NAME}' with Claude Code ({scope.value} scope): {command}")

@@ -29,9 +29,20 @@ from protocol.messages import (
     UnsolicitedInfo,
 )
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# A str is printed as written, never read as markup: team and model text ("[/code]",
+# "list[int]") is most of what the CLI prints. Styles come from Text or the tables' ANSI.
+out = Console(highlight=False, soft_wrap=True, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
+
+def error(message: str) -> None:
+    """``error: MESSAGE`` on stderr."""
+    err.print(Text.assemble(("error:", "red"), " ", message))
+
+
+def note(text: str, console: Console | None = None) -> None:
+    """A line of help around the output, dim (on ``out`` unless told)."""
+    (console or out).print(Text(text, style="dim"))
 
 
 MESSAGE_MIN = 30  # with less room, a tell's message goes on a line of its own under its row
@@ -66,9 +77,9 @@ def unsolicited(turn: UnsolicitedInfo, *, limit: int | None = None) -> None:
         f"{error} {ago(turn.started_at)}",
     ))
     if turn.text and limit is not None:
-        out.print("  " + short(turn.text, limit), markup=False)
+        out.print("  " + short(turn.text, limit))
     elif turn.text:
-        out.print("\n".join("  " + line for line in turn.text.splitlines()), markup=False)
+        out.print("\n".join("  " + line for line in turn.text.splitlines()))
 
 
 def processes(items: list[ProcessInfo]) -> None:
@@ -86,7 +97,7 @@ def sessions(items: list[SessionInfo]) -> None:
                      ago(s.last_used_at), s.process_state + ("*" if lost else "")))
     show(Table([Column(h) for h in ("pair", "session", "turns", "last used", "state")], rows))
     if any(not s.transcript_exists and s.message_count > 0 for s in items):
-        out.print("[dim]* claude no longer has this conversation's transcript: the next tell starts a new one[/]")
+        note("* claude no longer has this conversation's transcript: the next tell starts a new one")
 
 
 def duration(tell: TellInfo) -> str:
@@ -123,7 +134,7 @@ def notifications(items: list[NotificationInfo]) -> None:
     ]
     show(Table([Column(h) for h in ("id", "pair", "status", "created", "tries", "tell")], rows, notes))
     if any(n.tell_id for n in items):
-        out.print("[dim]the answer: iris result TELL[/]")
+        note("the answer: iris result TELL")
 
 
 def tell_notice(event: TellNotice) -> None:
@@ -152,12 +163,12 @@ def approvals(items: list[ApprovalInfo]) -> None:
             (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
             f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
         ))
-        out.print(tool_input(a.tool_name, a.input), markup=False)
+        out.print(tool_input(a.tool_name, a.input))
         if a.status == "pending":
-            out.print(decide_line(a.id) + "\n", markup=False)
+            out.print(decide_line(a.id) + "\n")
         elif a.reason or a.decided_by:
             why = f": {a.reason}" if a.reason else ""
-            out.print(f"  {a.status} by {a.decided_by or '-'}{why}\n", markup=False)
+            out.print(f"  {a.status} by {a.decided_by or '-'}{why}\n")
 
 
 def tool_input(tool: str, value: dict[str, Any]) -> str:
@@ -177,7 +188,7 @@ def approval_event(a: ApprovalInfo) -> None:
         "\n", (f"approval {a.status}", "magenta"), f" {a.id} {pair_name(a.from_team, a.to_team)} {a.tool_name}"
     ))
     if a.status == "pending":
-        out.print(tool_input(a.tool_name, a.input), markup=False)
+        out.print(tool_input(a.tool_name, a.input))
 
 
 def _short(text: str) -> str:
@@ -195,7 +206,7 @@ def tell_outcome(status: str, tell: TellInfo) -> None:
         reason = f": {tell.error}" if tell.error else ""
         err.print(Text.assemble((f"tell {tell.id} {status}", "red"), reason))
     if tell.new_session and tell.session_id and status in ("completed", "in_progress"):
-        err.print(f"[dim]started a new conversation (session {tell.session_id})[/]")
+        note(f"started a new conversation (session {tell.session_id})", err)
 
 
 _SHOWN_STYLE = {
@@ -231,4 +242,4 @@ def rules(items: list[RuleInfo]) -> None:
     rows = [(r.id, pair_name(r.from_team, r.to_team), r.tool_name, ago(r.created_at)) for r in items]
     notes = [[tool_summary(r.tool_name, r.input, 500)] for r in items]
     show(Table([Column(h) for h in ("rule", "pair", "tool", "made")], rows, notes))
-    out.print("[dim]forget one: iris approvals forget RULE[/]")
+    note("forget one: iris approvals forget RULE")

@@ -45,9 +45,12 @@ def run_tell(
     except KeyboardInterrupt:
         tell_id = watcher.tell_id
         which = f"'iris result {tell_id}' or 'iris cancel {tell_id}'" if tell_id else f"'iris report {team}'"
+        from rich.text import Text
+
         from iris_cli import render
 
-        render.err.print(f"\n[yellow]stopped waiting[/]: the tell goes on in irisd; see {which}")
+        waiting = ("stopped waiting", "yellow")
+        render.err.print(Text.assemble("\n", waiting, f": the tell goes on in irisd; see {which}"))
         raise SystemExit(130) from None
     assert isinstance(reply, TellReply)
     streamed = watcher.streamed
@@ -58,7 +61,7 @@ def run_tell(
         print(info.id)
         from iris_cli import render
 
-        render.err.print(f"[dim]tell {info.id} is {info.status}; see it with: iris result {info.id}[/]")
+        render.note(f"tell {info.id} is {info.status}; see it with: iris result {info.id}", render.err)
     else:
         if streamed:
             if watcher.line_open:

@@ -80,7 +80,7 @@ def forget(
         print_json(rule)
     else:
         what = f"{rule.tool_name} `{tool_summary(rule.tool_name, rule.input)}`"
-        render.out.print(f"forgot: {pair_name(rule.from_team, rule.to_team)} asks again for {what}", markup=False)
+        render.out.print(f"forgot: {pair_name(rule.from_team, rule.to_team)} asks again for {what}")
 
 
 @app.command()
@@ -123,5 +123,5 @@ def _decide(request: Decide, as_json: bool) -> None:
         print_json(reply.approval)
     else:
         remembered = " (remembered for this pair)" if reply.approval.remembered else ""
-        render.out.print(f"{reply.approval.tool_name}: {reply.approval.status}{remembered}", markup=False)
+        render.out.print(f"{reply.approval.tool_name}: {reply.approval.status}{remembered}")
 

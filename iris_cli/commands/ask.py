@@ -30,6 +30,6 @@ def ask(
     else:
         print(reply.text)
         if reply.tools:
-            render.err.print(f"[dim]looked at: {', '.join(dict.fromkeys(reply.tools))}[/]")
+            render.note(f"looked at: {', '.join(dict.fromkeys(reply.tools))}", render.err)
     if reply.is_error:
         raise typer.Exit(1)

@@ -27,8 +27,6 @@ def show(result: FanOutResult) -> None:
     if result.tell is not None and result.tell.text:
         print(result.tell.text)
     if result.error:
-        from rich.text import Text
-
         render.err.print(Text.assemble((f"{result.to_team}:", "red"), " ", result.error))
     elif result.tell is not None and result.status not in ("completed",):
         render.tell_outcome(result.status, result.tell)

@@ -78,7 +78,7 @@ def watch(
             return
         if isinstance(event, Watching):
             where = f"team {event.team}" if event.team else "every team"
-            render.err.print(f"watching {where} (Ctrl-C to stop)", markup=False, highlight=False)
+            render.err.print(f"watching {where} (Ctrl-C to stop)", highlight=False)
             return
         if isinstance(event, TellState):
             streams.name(event.tell_id, event.from_team, event.to_team)

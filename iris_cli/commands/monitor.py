@@ -20,8 +20,8 @@ def monitor(
     from iris_cli import render
 
     if not sys.stdout.isatty():
-        render.err.print(
-            "[red]error:[/] iris monitor draws on a terminal and stdout is not one; for scripts use "
+        render.error(
+            "iris monitor draws on a terminal and stdout is not one; for scripts use "
             "'iris watch --json' (events) or 'iris status --json' (a snapshot)"
         )
         raise typer.Exit(2)

@@ -42,7 +42,7 @@ def questions(
     columns = [Column(h) for h in ("id", "pair", "status", "when")]
     render.show(Table([*columns, Column("message", free=True, fold=render.MESSAGE_MIN)], rows))
     if any(q.status == "pending" for q in reply.questions):
-        render.err.print("[dim]answer with: iris answer QID \"TEXT\" (it continues that conversation)[/]")
+        render.note('answer with: iris answer QID "TEXT" (it continues that conversation)', render.err)
 
 
 @app.command()
@@ -68,8 +68,7 @@ def answer(
         print_json({"question": reply.question, "tell": tell_data(TellReply(status=reply.status, tell=info))})
         return
     q = reply.question
-    render.err.print(f"answered {q.id}; sent to {pair_name(q.from_team, q.to_team)} as tell {info.id}", style="dim",
-                     markup=False)
+    render.err.print(f"answered {q.id}; sent to {pair_name(q.from_team, q.to_team)} as tell {info.id}", style="dim")
     if reply.status == "in_progress" and not info.text:
         print(info.id)
     elif info.text:
@@ -102,4 +101,4 @@ def question_event(q: QuestionInfo) -> None:
             (f"? {q.id}", "yellow"), f" {q.to_team} asks {q.from_team or 'external'}: {short(q.question, 200)}"
         ))
     else:
-        render.out.print(f"[dim]{q.id} {q.status}[/]")
+        render.note(f"{q.id} {q.status}")

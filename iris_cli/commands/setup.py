@@ -35,11 +35,10 @@ def init(
         path, teams = write_starter_config(team or [], force=force, http_port=http_port)
     except IrisError as exc:
         fail(exc)
-    render.out.print(f"wrote {path} with {len(teams)} team(s): {', '.join(teams)}", markup=False)
+    render.out.print(f"wrote {path} with {len(teams)} team(s): {', '.join(teams)}")
     render.out.print(
         f"next: start the daemon ('iris daemon start', or 'irisd' in a terminal), then "
         f"'iris tell {teams[0]} \"hello\"'; 'iris doctor' checks the set-up",
-        markup=False,
     )
 
 
@@ -78,19 +77,15 @@ def doctor(as_json: JsonOption = False) -> None:
     if as_json:
         print(json.dumps([vars(c) for c in checks], indent=2, ensure_ascii=False))
     else:
-        marks = {"ok": "[green]✓[/]", "warn": "[yellow]![/]", "fail": "[red]✗[/]", "skip": "[dim]-[/]"}
+        from rich.text import Text
+
+        marks = {"ok": ("✓", "green"), "warn": ("!", "yellow"), "fail": ("✗", "red"), "skip": ("-", "dim")}
         width = max(len(c.name) for c in checks)
         for c in checks:
-            render.out.print(f"{marks[c.verdict]} {c.name:<{width}}  ", end="")
-            render.out.print(c.detail, markup=False, end="")
-            render.out.print(f"[dim] → {escape(c.fix)}[/]" if c.fix else "")
+            fix = (f" → {c.fix}", "dim") if c.fix else ""
+            render.out.print(Text.assemble(marks[c.verdict], f" {c.name:<{width}}  ", c.detail, fix))
         failed = sum(c.verdict == "fail" for c in checks)
         render.out.print("\nall good" if not failed else f"\n{failed} problem(s) to fix", style="bold")
     if any(c.verdict == "fail" for c in checks):
         raise typer.Exit(1)
 
-
-def escape(text: str) -> str:
-    from rich.markup import escape as rich_escape
-
-    return rich_escape(text)

@@ -78,7 +78,7 @@ def tell(
             print(stored.notification.id)
             from iris_cli import render
 
-            render.err.print(f"[dim]stored; it will be delivered to {team} (see 'iris notifications')[/]")
+            render.note(f"stored; it will be delivered to {team} (see 'iris notifications')", render.err)
         return
     run_tell(team, message, from_team=from_team, timeout=timeout, max_budget_usd=max_budget_usd, as_json=as_json)
 
@@ -106,9 +106,9 @@ def result(
     else:
         pair = pair_name(info.from_team, info.to_team)
         phase = f" · {describe(info.phase)}" if info.phase is not None else ""
-        render.err.print(f"{pair} · {info.status}{phase} · {render.ago(info.created_at)}", style="dim", markup=False)
+        render.err.print(f"{pair} · {info.status}{phase} · {render.ago(info.created_at)}", style="dim")
         if info.phase is not None and info.phase.name == "awaiting_approval":
-            render.err.print(approval_hint(info.phase), markup=False)
+            render.err.print(approval_hint(info.phase))
         if info.text:
             print(info.text)
         render.tell_outcome(reply.status, info)

@@ -125,3 +125,18 @@ def test_at_80x24_approvals_come_first_and_answers_wrap_to_the_width() -> None:
     assert any("frontend-web->backend-service  processing" in line for line in lines)  # pair and state whole
     answers = [line for line in lines if "word199" in line]  # each shown tell: the end of its answer, wide
     assert answers and all(len(line.strip()) > 60 for line in answers)
+
+
+def test_team_and_model_text_is_drawn_as_written() -> None:
+    hostile = "see [/code] and list[int] and [bold]not bold[/bold]"
+    state = MonitorState()
+    state.apply_status(status(ProcessInfo(from_team=None, to_team="alpha", state="failed", reason=hostile)))
+    state.apply(TellState(tell_id="t1", status="running", to_team="alpha", message=hostile))
+    state.apply(TellText(tell_id="t1", text=hostile))
+    state.apply(ApprovalEvent(approval=ApprovalInfo(
+        id="a-1", from_team=None, to_team="alpha", tell_id="t1", tool_name="Bash", input={"command": hostile},
+        status="pending", created_at=0.0, expires_at=600.0)))
+    state.apply(UnsolicitedEvent(turn=UnsolicitedInfo(id="u-1", from_team=None, to_team="alpha", status="running",
+                                                      started_at=0.0, text=hostile)))
+    shown = screen(state, note=hostile)
+    assert shown.count("[/code]") == 6 and shown.count("list[int]") == 6 and "[bold]not bold[/bold]" in shown

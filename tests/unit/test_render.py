@@ -103,7 +103,8 @@ def test_watch_names_a_tells_phase(screen: io.StringIO) -> None:
 
 
 def test_status_is_plain_lines_that_fit_80_columns() -> None:
-    from iris_cli.plain import paint, status_lines
+    from iris_cli.plain import status_lines
+    from iris_cli.table import paint
     from protocol.messages import StatusReply, TeamInfo
 
     reply = StatusReply(
