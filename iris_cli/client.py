@@ -21,7 +21,7 @@ from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
 from protocol.errors import DaemonUnreachable as DaemonUnreachable
-from protocol.framing import LengthPrefixedFramer
+from protocol.framing import HEADER, check_frame_size
 from protocol.messages import (
     ErrorReply,
     Event,
@@ -60,7 +60,6 @@ class Client:
         self.timeout = timeout
         self.welcome: Welcome | None = None
         self._sock: socket.socket | None = None
-        self._framer = LengthPrefixedFramer()
 
     def __enter__(self) -> Client:
         return self
@@ -136,14 +135,28 @@ class Client:
             ) from None
 
     def _receive(self) -> Reply | Event:
+        """One frame, read straight into a buffer of its size: a long transcript (megabytes)
+        is copied once, not grown chunk by chunk and copied out again."""
+        (size,) = HEADER.unpack(self._read_exactly(HEADER.size))
+        try:
+            check_frame_size(size)
+        except ProtocolError:
+            self.close()  # the rest of the stream cannot be read in step any more
+            raise
+        return decode_server_message(self._read_exactly(size))
+
+    def _read_exactly(self, size: int) -> bytearray:
         assert self._sock is not None
-        while (body := self._framer.next_frame()) is None:
-            data = self._sock.recv(65536)
-            if not data:
+        buffer = bytearray(size)
+        view = memoryview(buffer)
+        got = 0
+        while got < size:
+            count = self._sock.recv_into(view[got:])
+            if not count:
                 self.close()
                 raise DaemonNotRunningError("irisd closed the connection (did it stop?)")
-            self._framer.receive_data(data)
-        return decode_server_message(body)
+            got += count
+        return buffer
 
 
 def to_builtins(message: msgspec.Struct) -> object:

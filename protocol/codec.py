@@ -28,13 +28,13 @@ def decode_request(body: bytes) -> Request:
     return cast(Request, _decode(_request_decoder, body, get_args(Request)))
 
 
-def decode_server_message(body: bytes) -> ServerMessage:
+def decode_server_message(body: bytes | bytearray) -> ServerMessage:
     """Decode a daemon's frame body (a reply or a pushed event)."""
     return cast(ServerMessage, _decode(_server_decoder, body))
 
 
 def _decode(
-    decoder: msgspec.msgpack.Decoder[object], body: bytes, limited: tuple[type[msgspec.Struct], ...] = ()
+    decoder: msgspec.msgpack.Decoder[object], body: bytes | bytearray, limited: tuple[type[msgspec.Struct], ...] = ()
 ) -> object:
     try:
         return decoder.decode(body)

@@ -34,6 +34,12 @@ def encode_frame(body: bytes, max_size: int = DEFAULT_MAX_FRAME) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
+def check_frame_size(size: int, max_size: int = DEFAULT_MAX_FRAME) -> None:
+    """FrameTooLargeError for a frame header announcing more than ``max_size`` bytes."""
+    if size > max_size:
+        raise FrameTooLargeError(f"frame of {size} bytes is over the {max_size}-byte limit")
+
+
 class LengthPrefixedFramer:
     """Splits a byte stream into length-prefixed frames."""
 
@@ -49,10 +55,7 @@ class LengthPrefixedFramer:
         if len(self._buffer) < HEADER.size:
             return None
         (size,) = HEADER.unpack_from(self._buffer)
-        if size > self.max_size:
-            raise FrameTooLargeError(
-                f"frame of {size} bytes is over the {self.max_size}-byte limit"
-            )
+        check_frame_size(size, self.max_size)
         end = HEADER.size + size
         if len(self._buffer) < end:
             return None

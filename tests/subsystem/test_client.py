@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from iris_cli import client as client_module
 from iris_cli.client import Client, DaemonUnreachable
 from protocol.errors import DaemonNotRunningError
+from protocol.framing import FrameTooLargeError
 
 
 def test_an_irisd_that_accepts_but_never_answers_is_an_error_not_a_hang(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,3 +34,35 @@ def test_connecting_fails_with_what_to_do(tmp_path: Path) -> None:
         Client(tmp_path / "none.sock").connect()
     with pytest.raises(DaemonUnreachable, match="cannot connect to irisd on"):
         Client(tmp_path / ("x" * 200)).connect()  # too long for a Unix socket: was a raw OSError
+
+
+@pytest.mark.parametrize(
+    ("sent", "error", "match"),
+    [
+        (b"\x7f\xff\xff\xff", FrameTooLargeError, "over the 16777216-byte limit"),  # refused from the header
+        (b"\x00\x00\x10\x00" + b"\x80" * 100, DaemonNotRunningError, "closed the connection"),  # cut short
+    ],
+)
+def test_a_reply_that_is_too_large_or_cut_short_is_an_error(
+    sent: bytes, error: type[Exception], match: str
+) -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as folder:
+        path = Path(folder) / "s"
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(path))
+        server.listen(1)
+
+        def answer() -> None:
+            connection, _ = server.accept()
+            connection.recv(65536)  # the hello
+            connection.sendall(sent)
+            connection.close()
+
+        thread = threading.Thread(target=answer)
+        thread.start()
+        try:
+            with pytest.raises(error, match=match):
+                Client(path, timeout=10).connect()
+        finally:
+            thread.join()
+            server.close()
