@@ -1,11 +1,11 @@
 """Budgets and the per-pair rate limit: pure decisions on plain numbers, no I/O.
 
-How it works: before a tell is queued, the dispatcher reads what was spent (from the
+How it works: before a tell is queued, the tell service reads what was spent (from the
 ledger) and asks ``refusal``; a budget that is already reached refuses the tell before
 any claude turn, with a message that names the budget, what was spent and how to raise
 it. A nested tell carries the spending of its chain, so a chain that went over its
 budget half-way is stopped at its next hop. ``RateWindow`` counts each pair's tells over
-the last minute; time is an argument.
+the last minute (``wait_s`` asks, ``record`` counts); time is an argument.
 """
 
 from __future__ import annotations
@@ -75,15 +75,27 @@ class RateWindow:
     def admit(self, key: Hashable, now: float) -> float | None:
         """Record an admission and return None, or return the seconds until one is
         allowed (nothing recorded)."""
+        wait_s = self.wait_s(key, now)
+        if wait_s is None:
+            self.record(key, now)
+        return wait_s
+
+    def wait_s(self, key: Hashable, now: float) -> float | None:
+        """None if ``key`` may be admitted at ``now``, else the seconds until it may
+        (a query: nothing is recorded)."""
         if self.per_minute is None:
             return None
+        recent = [t for t in self._times.get(key, ()) if t > now - WINDOW_S]
+        return recent[-self.per_minute] + WINDOW_S - now if len(recent) >= self.per_minute else None
+
+    def record(self, key: Hashable, now: float) -> None:
+        """Count an admission of ``key`` at ``now``."""
+        if self.per_minute is None:
+            return
         times = self._times.setdefault(key, collections.deque())
         while times and times[0] <= now - WINDOW_S:
             times.popleft()
-        if len(times) >= self.per_minute:
-            return times[0] + WINDOW_S - now
         times.append(now)
-        return None
 
     def forget_idle(self, now: float) -> None:
         """Drop keys with nothing in the window (bounded memory)."""

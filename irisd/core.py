@@ -1,5 +1,6 @@
-"""The daemon's services, without the socket: event hub, pool, notification courier,
-retention. ``run_core`` starts them in one nursery and hands back the Dispatcher."""
+"""The daemon's services, without the socket: event hub, pool, tells, notification
+courier, questions, retention. ``Services`` builds them in one constructor; ``run_core``
+starts them in one nursery and hands back the Dispatcher."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from irisd.reload import check_claude
 from irisd.store import approvals, ledger, notifications, sessions, tells, unsolicited
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
-from irisd.tell.answer import answer_so_far
+from irisd.tell.service import TellService, end_previous_run
 from irisd.tokens import Access
 
 log = logging.getLogger("irisd")
@@ -46,53 +47,71 @@ async def run_core(
     await report_lost_sessions(config, paths, store)
     hub = EventHub()
     try:
-        await _run_services(config, paths, store, hub, child_factory, access, claude, task_status)
+        services = Services(
+            config, paths, store, hub, child_factory=child_factory, access=access, claude_version=claude
+        )
+        await services.run(task_status=task_status)
     finally:
         hub.close()
 
 
-async def _run_services(
-    config: IrisConfig,
-    paths: IrisPaths,
-    store: Store,
-    hub: EventHub,
-    child_factory: ChildFactory,
-    access: Access | None,
-    claude: str,
-    task_status: trio.TaskStatus[Dispatcher],
-) -> None:
-    async with trio.open_nursery() as nursery:
-        supervisor = Supervisor(
+class Services:
+    """Every service of the daemon, built once, each given what it uses when it is made
+    (nothing is wired in afterwards): the question desk (told when a tell ends), the pool
+    of pairs, the tell service, the courier (it delivers through the tell service),
+    iris-agent, and the dispatcher that serves requests with them."""
+
+    def __init__(
+        self,
+        config: IrisConfig,
+        paths: IrisPaths,
+        store: Store,
+        hub: EventHub,
+        *,
+        child_factory: ChildFactory = claude_child,
+        access: Access | None = None,
+        claude_version: str = "",
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.questions = QuestionDesk(config=config, store=store, hub=hub)
+        self.supervisor = Supervisor(
             config=config, paths=paths, store=store, hub=hub, child_factory=child_factory, access=access
         )
-        sync_a2a_teams(supervisor.remote_teams, config, store)
-        await nursery.start(supervisor.run)
-        courier = Courier(store=store)
-        dispatcher = Dispatcher(
+        sync_a2a_teams(self.supervisor.remote_teams, config, store)
+        self.tells = TellService(
+            config=config, paths=paths, store=store, pool=self.supervisor, hub=hub, on_end=self.questions.on_tell_end
+        )
+        self.courier = Courier(store=store, tells=self.tells)
+        self.dispatcher = Dispatcher(
             config=config,
             paths=paths,
             store=store,
-            supervisor=supervisor,
-            on_notification=courier.wake_up,
+            supervisor=self.supervisor,
+            tells=self.tells,
+            questions=self.questions,
+            agent=Agent(config=config, paths=paths, access=access),
+            on_notification=self.courier.wake_up,
             http=access,
-            claude_version=claude,
+            claude_version=claude_version,
         )
-        courier.dispatcher = dispatcher
-        await nursery.start(courier.run)
-        desk = QuestionDesk(config=config, store=store, hub=hub)
-        supervisor.on_tell_end = desk.on_tell_end
-        dispatcher.questions = desk
-        dispatcher.agent = Agent(config=config, paths=paths, access=access)
-        await nursery.start(desk.run)
-        nursery.start_soon(_retention, config, store)
-        task_status.started(dispatcher)
+
+    async def run(self, *, task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run every service until cancelled (which stops every claude child); ready
+        (handing back the dispatcher) once each has started."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.supervisor.run)
+            await nursery.start(self.courier.run)
+            await nursery.start(self.questions.run)
+            nursery.start_soon(_retention, self.config, self.store)
+            task_status.started(self.dispatcher)
 
 
 async def reconcile(store: Store) -> None:
     """Nothing of a previous run is alive: reset process states, end its tells, and put
     notifications that were being delivered back in line."""
     reset = await store.call(sessions.reset_process_states)
-    interrupted = await store.call(tells.interrupt_unfinished, time.time(), answer_so_far)
+    interrupted = await end_previous_run(store)
     await store.call(unsolicited.interrupt_unfinished, time.time())
     requeued = await store.call(notifications.reset_delivering)
     await store.call(approvals.expire_pending, time.time(), "irisd restarted; the claude that asked is gone")

@@ -12,18 +12,16 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import trio
 
 from irisd.store import notifications
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
+from irisd.tell.service import TellService
 from protocol.errors import IrisError
 from protocol.messages import NotificationInfo
-
-if TYPE_CHECKING:
-    from irisd.dispatch import Dispatcher
 
 log = logging.getLogger("irisd.notifications")
 
@@ -35,9 +33,9 @@ class Courier:
     """Delivers notifications: one task per pair with notifications waiting, so a long
     tell of one pair never holds up the others."""
 
-    def __init__(self, *, store: Store) -> None:
+    def __init__(self, *, store: Store, tells: TellService) -> None:
         self.store = store
-        self.dispatcher: Dispatcher | None = None
+        self.tells = tells  # a delivery is a tell of kind "notification"
         self._wakeup = trio.Event()
         self._delivering: set[tuple[str, str]] = set()  # pairs with a delivery task
         self._store_delay: dict[tuple[str, str], float] = {}  # pairs waiting for the database
@@ -100,11 +98,10 @@ class Courier:
             self.wake_up()  # look again: a retry, or more that arrived for this pair meanwhile
 
     async def _deliver(self, item: NotificationInfo) -> Literal["delivered", "failed", "store"]:
-        assert self.dispatcher is not None
         if item.expires_at <= time.time():
             return "delivered"  # past its TTL while earlier ones were delivered: the sweep expires it
         try:
-            tell = await self.dispatcher.submit(
+            tell = await self.tells.submit(
                 item.to_team, item.message, item.from_team, 0, kind="notification"
             )
         except StoreError as exc:  # nothing was queued; the notification stays pending

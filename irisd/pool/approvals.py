@@ -26,11 +26,11 @@ import trio
 
 from irisd.claude.wire import ControlRequestLine
 from irisd.events import EventHub
-from irisd.pool.active_tell import ActiveTell
 from irisd.store import approvals
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
+from irisd.tell.active import ActiveTell
 from irisd.tell.machine import Action
 from protocol.errors import NotFoundError
 from protocol.messages import ApprovalEvent, ApprovalInfo, TellPhase

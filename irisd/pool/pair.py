@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -55,7 +55,6 @@ from irisd.claude.wire import (
     user_turn,
 )
 from irisd.events import EventHub
-from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.approvals import ApprovalDesk
 from irisd.pool.policy import PairKey, PairView
 from irisd.pool.process_machine import (
@@ -86,6 +85,7 @@ from irisd.store import ledger, sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
+from irisd.tell.active import ActiveTell, end_tell, save_tell
 from irisd.tell.phase import after_line
 from irisd.tokens import Access, ChildGrant
 from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
@@ -241,10 +241,8 @@ class Pair:
         launcher: Launcher | None = None,
         child_factory: ChildFactory = claude_child,
         access: Access | None = None,
-        on_tell_end: Callable[[ActiveTell], Awaitable[object]] | None = None,
     ) -> None:
         self.from_team = from_team
-        self.on_tell_end = on_tell_end  # called once when a tell ends (pending questions)
         self._child_cost = 0.0  # the child's running total_cost_usd, as its last result said
         self.team = team
         self.config = config
@@ -727,24 +725,12 @@ class Pair:
                             await self.process.send(interrupt_request(f"interrupt-{tell.id}"))
                         except ClaudeError:
                             pass
-        await save_tell(self.store, tell, self.writes)
+        await save_tell(self.store, tell, self.writes)  # where a final tell ends
         if tell.machine.is_final and self.tells.pop(tell.id, None) is not None:
-            # First, before any checkpoint: whoever waits on the tell is not woken yet.
-            await self._tell_ended(tell)
             await self.desk.expire(f"the tell ended ({tell.machine.status}) before a decision", tell)
             if tell.id == self.machine.current:
                 self.last_used_at = time.time()
             await self._run(self.machine.tell_ended(tell.id, trio.current_time()))
-
-    async def _tell_ended(self, tell: ActiveTell) -> None:
-        """The one place a tell's end is reported (pending questions), once per tell."""
-        hook = self.on_tell_end
-        if hook is None:
-            return
-        try:
-            await hook(tell)
-        except Exception:  # a bug there must not leave the pair's actor broken
-            log.exception("handling the end of a tell failed", extra={"pair": self.label, "tell": tell.id})
 
     def _cost_share(self, line: AnyLine) -> float | None:
         """A result's cost for its turn: claude reports the running total of its process."""
@@ -906,10 +892,8 @@ class Pair:
         except Exception:
             log.exception("could not record the end of the pair's tells", extra={"pair": self.label})
         for tell in list(self.tells.values()):  # submitted, not yet seen by the machine
-            if not tell.machine.is_final:
-                tell.machine.interrupt(now, reason)
             try:
-                await save_tell(self.store, tell)
+                await end_tell(self.store, tell, reason, interrupted=True)
             except Exception:
                 log.exception("could not record an interrupted tell")
         self.tells.clear()

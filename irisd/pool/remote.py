@@ -23,18 +23,18 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
 import trio
 
 from iris_common.config import Team
-from irisd.pool.active_tell import ActiveTell, save_tell
 from irisd.pool.pair import PairSnapshot, TellLink
 from irisd.pool.policy import PairKey
 from irisd.store.facade import Store
 from irisd.tell import machine as tell_machine
+from irisd.tell.active import ActiveTell, save_tell
 from protocol.errors import IrisError, NotFoundError
 from protocol.messages import ProcessInfo, TellPhase, TellStatus
 
@@ -184,13 +184,11 @@ class RemotePair:
         from_team: str | None,
         executor: RemoteExecutor,
         store: Store,
-        on_tell_end: Callable[[ActiveTell], Awaitable[object]] | None = None,
         on_change: Callable[[], None] | None = None,
     ) -> None:
         self.from_team = from_team
         self.executor = executor
         self.store = store
-        self.on_tell_end = on_tell_end
         self.on_change = on_change
         self.tells: dict[str, ActiveTell] = {}
         self.last_used_at: float | None = None
@@ -322,7 +320,8 @@ class RemotePair:
         self._wake(tell)
 
     async def apply(self, tell: ActiveTell, actions: list[tell_machine.Action]) -> None:
-        """Carry out the machine's actions, save the tell, and end it if final."""
+        """Carry out the machine's actions, save the tell (where a final tell ends), and
+        let it go if final."""
         for action in actions:
             self._act(tell, action)
         await save_tell(self.store, tell)
@@ -332,11 +331,6 @@ class RemotePair:
             self._changes()
             if self._closed and not self.tells:
                 self._done.set()
-            if self.on_tell_end is not None:
-                try:
-                    await self.on_tell_end(tell)
-                except Exception:
-                    log.exception("handling the end of a tell failed", extra={"pair": self.label, "tell": tell.id})
 
     def _act(self, tell: ActiveTell, action: tell_machine.Action) -> None:
         match action:

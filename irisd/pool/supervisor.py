@@ -8,18 +8,17 @@ through frozen snapshots."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 
 import trio
 
 from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths
 from irisd.events import EventHub
-from irisd.pool.active_tell import ActiveTell
 from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
 from irisd.pool.policy import Evict, Grant, PairKey, decide_slot
 from irisd.pool.remote import RemotePair, RemoteTeams
 from irisd.store.facade import Store
+from irisd.tell.active import ActiveTell
 from irisd.tokens import Access
 from protocol.errors import InvalidRequestError
 from protocol.messages import ProcessInfo
@@ -57,8 +56,6 @@ class Supervisor:
         self._changed = trio.Event()
         self._holders: set[PairKey] = set()  # pairs whose child counts against maxProcesses
         self._waiting: dict[PairKey, int] = {}  # pairs waiting for a slot: how many are busy
-        # Called by a pair when one of its tells ends (pending questions hook in here).
-        self.on_tell_end: Callable[[ActiveTell], Awaitable[object]] | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own every pair until cancelled; cancelling stops every child."""
@@ -79,7 +76,6 @@ class Supervisor:
                 from_team=from_team,
                 executor=executor,
                 store=self.store,
-                on_tell_end=self.on_tell_end,
                 on_change=self.pair_changed,
             )
             assert self._nursery is not None
@@ -121,7 +117,6 @@ class Supervisor:
                     hub=self.hub,
                     child_factory=self.child_factory,
                     access=self.access,
-                    on_tell_end=self.on_tell_end,
                 )
                 assert self._nursery is not None
                 await self._nursery.start(self._guard, pair)
@@ -252,6 +247,10 @@ class Supervisor:
                 pair.cancel(tell_id)
                 return tell
         return None
+
+    def pair_nowait(self, key: PairKey) -> Pair | None:
+        """The pair's actor if it runs (none is started)."""
+        return self.pairs.get(key)
 
     def snapshots(self) -> list[PairSnapshot]:
         return [pair.snapshot() for pair in self._runners()]

@@ -1,7 +1,7 @@
 """The question desk: turns answers nobody read into pending questions, and expires them.
 
-``on_tell_end`` is called by a pair at the one place a tell ends (``Pair._tell_ended``),
-before anyone waiting on the tell is woken. It decides with two pure functions: did
+``on_tell_end`` is each tell's end hook, called at the one place a tell ends
+(``irisd.tell.active.save_tell``), before anyone waiting on the tell runs. It decides with two pure functions: did
 anyone wait for this answer (``nobody_waiting``), and does it end by asking its caller
 something (``Detector.detect``). A question is stored, then pushed on the event stream
 as a ``QuestionEvent``. Answering and dismissing go through the dispatcher (an answer
@@ -18,10 +18,10 @@ import trio
 
 from iris_common.config import IrisConfig
 from irisd.events import EventHub
-from irisd.pool.active_tell import ActiveTell
 from irisd.questions.detector import Detector, context_of, nobody_waiting
 from irisd.store import questions
 from irisd.store.facade import Store
+from irisd.tell.active import ActiveTell
 from protocol.messages import QuestionEvent, QuestionInfo
 
 log = logging.getLogger("irisd.questions")

@@ -62,7 +62,7 @@ class Caller:
 
     async def run(self, dispatcher: Dispatcher, request: Tell) -> None:
         try:
-            self.reply = await dispatcher.tell(request, no_events)
+            self.reply = await dispatcher.tells.tell(request, no_events)
         except Exception as exc:
             self.error = exc
         self.replied_at = trio.current_time()
@@ -126,7 +126,7 @@ async def test_caller_timeout_returns_partial_text_and_the_tell_runs_on(
         await trio.sleep_until(t0 + 50)
         await child.result("Done.")
         await trio.sleep(0.1)
-    later = await core.get_tell(tell_id, 0)
+    later = await core.tells.get(tell_id, 0)
     assert later.status == "completed" and later.tell.text == "Done."
     assert child.stopped_at == float("inf")  # the warm child lives on
 
@@ -135,12 +135,12 @@ async def test_async_caller_gets_the_id_at_once(
     core: Dispatcher, autojump_clock: trio.testing.MockClock
 ) -> None:
     t0 = trio.current_time()
-    reply = await core.tell(Tell(to_team="alpha", message="later", timeout_ms=-1), no_events)
+    reply = await core.tells.tell(Tell(to_team="alpha", message="later", timeout_ms=-1), no_events)
     assert trio.current_time() == t0
     assert reply.status == "in_progress" and reply.tell.id
     child = await child_got_turn()
     await child.result("answer")
-    done = await core.get_tell(reply.tell.id, 5_000)
+    done = await core.tells.get(reply.tell.id, 5_000)
     assert done.status == "completed" and done.tell.text == "answer"
 
 
@@ -153,7 +153,7 @@ async def test_cancel_interrupts_through_the_child_then_stops_it_if_ignored(
         assert caller.reply is None
         tell_id = core.supervisor.snapshots()[0].current.id  # type: ignore[union-attr]
         t0 = trio.current_time()
-        cancelled = await core.cancel(tell_id)
+        cancelled = await core.tells.cancel(tell_id)
     assert child.sent[-1]["type"] == "control_request"
     assert child.sent[-1]["request"] == {"subtype": "interrupt"}
     assert cancelled.tell.status == "interrupted"
@@ -176,7 +176,7 @@ async def test_honoured_interrupt_keeps_the_child(
 
         nursery.start_soon(honour)
         t0 = trio.current_time()
-        cancelled = await core.cancel(tell_id)
+        cancelled = await core.tells.cancel(tell_id)
         assert trio.current_time() == pytest.approx(t0 + 1, abs=0.05)
     assert cancelled.tell.status == "interrupted"
     assert child.stopped_at == float("inf")
@@ -206,7 +206,7 @@ async def test_tells_to_a_pair_run_in_order_and_the_queue_is_bounded(
         second = await start_tell(nursery, core, message="two")
         third = await start_tell(nursery, core, message="three")
         with pytest.raises(BusyError, match="queue of external->alpha is full"):
-            await core.tell(Tell(to_team="alpha", message="four"), no_events)
+            await core.tells.tell(Tell(to_team="alpha", message="four"), no_events)
         assert [m["message"]["content"][0]["text"] for m in child.sent] == ["one"]  # type: ignore[index]
         for expected, caller in (("one", first), ("two", second), ("three", third)):
             await trio.sleep(1)
@@ -234,7 +234,7 @@ async def test_a_child_that_crashes_on_start_is_retried_with_backoff_then_failed
     pair = next(iter(core.supervisor.pairs.values()))
     assert pair.state == "failed" and "crashing" in pair.reason
     # While failed, tells fail at once with the reason; 'wake' clears it.
-    quick = await core.tell(Tell(to_team="alpha", message="again"), no_events)
+    quick = await core.tells.tell(Tell(to_team="alpha", message="again"), no_events)
     assert quick.status == "failed" and "crashing" in quick.tell.error
 
 
@@ -246,7 +246,7 @@ async def test_a_full_pool_of_busy_processes_makes_a_tell_wait_never_evicting(
         await start_tell(nursery, core, message="long job")
         busy = await child_got_turn()
         t0 = trio.current_time()
-        waiting = await core.tell(Tell(to_team="beta", message="me too", timeout_ms=2000), no_events)
+        waiting = await core.tells.tell(Tell(to_team="beta", message="me too", timeout_ms=2000), no_events)
         assert trio.current_time() == pytest.approx(t0 + 2)
         assert waiting.status == "in_progress" and waiting.tell.status == "queued"
         assert "all 1 claude processes (maxProcesses) are busy" in waiting.tell.error
@@ -255,7 +255,7 @@ async def test_a_full_pool_of_busy_processes_makes_a_tell_wait_never_evicting(
         second = await child_got_turn(1)
         assert busy.stopped_at < float("inf")
         await second.result("your turn")
-        done = await core.get_tell(waiting.tell.id, 5000)
+        done = await core.tells.get(waiting.tell.id, 5000)
         assert done.tell.text == "your turn"
 
 

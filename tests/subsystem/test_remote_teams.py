@@ -98,7 +98,7 @@ async def test_a_remote_tell_runs_through_the_executor_like_a_local_one(
         events.append(event)
 
     start = trio.current_time()
-    reply = await dispatcher.tell(Tell(to_team="far", from_team="alpha", message="answer", stream=True), on_event)
+    reply = await dispatcher.tells.tell(Tell(to_team="far", from_team="alpha", message="answer", stream=True), on_event)
     assert trio.current_time() - start == 6
     assert reply.status == "completed" and reply.tell.text == "hello there" and reply.tell.cost_usd == 0.25
     assert [e.text for e in events if isinstance(e, TellText)] == ["hel", "lo", " there"]
@@ -115,7 +115,7 @@ async def test_cancel_reaches_the_executor_and_ends_the_tell_interrupted(
     core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
 ) -> None:
     dispatcher, executor = core
-    first = await dispatcher.tell(Tell(to_team="far", message="forever", timeout_ms=-1), ignore)
+    first = await dispatcher.tells.tell(Tell(to_team="far", message="forever", timeout_ms=-1), ignore)
     assert first.status == "in_progress"
     await trio.testing.wait_all_tasks_blocked()
     cancelled = await dispatcher.dispatch(CancelTell(tell_id=first.tell.id), OWNER, ignore)
@@ -129,7 +129,7 @@ async def test_a_silent_far_side_times_out_at_exactly_its_silence(
 ) -> None:
     dispatcher, executor = core
     start = trio.current_time()
-    reply = await dispatcher.tell(Tell(to_team="far", message="silent"), ignore)
+    reply = await dispatcher.tells.tell(Tell(to_team="far", message="silent"), ignore)
     assert trio.current_time() - start == 30
     assert reply.status == "timed_out" and "no word from the remote team for 30 s" in reply.tell.error
     await trio.testing.wait_all_tasks_blocked()
@@ -140,11 +140,11 @@ async def test_input_awaited_on_the_far_side_shows_and_the_caller_patience_holds
     core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
 ) -> None:
     dispatcher, _ = core
-    early = await dispatcher.tell(Tell(to_team="far", message="ask", timeout_ms=2000), ignore)
+    early = await dispatcher.tells.tell(Tell(to_team="far", message="ask", timeout_ms=2000), ignore)
     assert early.status == "in_progress" and early.tell.status == "awaiting_approval"
     assert early.tell.phase is not None and early.tell.phase.name == "awaiting_input"
     assert early.tell.phase.detail == "which branch?"
-    done = await dispatcher.get_tell(early.tell.id, 60_000)
+    done = await dispatcher.tells.get(early.tell.id, 60_000)
     assert done.status == "completed" and done.tell.text == "main"
 
 
@@ -152,7 +152,7 @@ async def test_a_far_side_that_cannot_be_reached_fails_the_tell_with_its_reason(
     core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
 ) -> None:
     dispatcher, _ = core
-    reply = await dispatcher.tell(Tell(to_team="far", message="broken"), ignore)
+    reply = await dispatcher.tells.tell(Tell(to_team="far", message="broken"), ignore)
     assert reply.status == "failed" and "no JSON-RPC interface" in reply.tell.error
     with pytest.raises(InvalidRequestError, match="remote team"):
         await dispatcher.dispatch(Wake(to_team="far"), OWNER, ignore)

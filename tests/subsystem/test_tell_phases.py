@@ -98,7 +98,7 @@ class Watched:
             self.phases.append(event.phase)
 
     async def run(self, core: Dispatcher, team: str, message: str) -> None:
-        self.reply = await core.tell(Tell(to_team=team, message=message, stream=True), self.on_event)
+        self.reply = await core.tells.tell(Tell(to_team=team, message=message, stream=True), self.on_event)
 
     @property
     def names(self) -> list[str]:

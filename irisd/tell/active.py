@@ -1,10 +1,18 @@
-"""A tell in flight: its state machine plus what the trio side needs to wait on it."""
+"""A tell in flight: its state machine plus what the trio side needs to wait on it.
+
+``save_tell`` is the one place a tell's change is saved and the one place a tell ends:
+whatever ended it (its machine, on a line or a deadline; a refusal; its pair or irisd
+stopping: ``end_tell``), the end is saved, whoever waits on it is woken and its end hook
+(pending questions) is called, once. Readers register on the tell by calling its methods
+(``wait_result``, ``caller_leaves``), never by editing its fields."""
 
 from __future__ import annotations
 
+import logging
 import math
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 import msgspec
@@ -27,6 +35,10 @@ from protocol.messages import (
 )
 
 LISTENER_BUFFER = 1000
+
+log = logging.getLogger("irisd.tell")
+
+OnEnd = Callable[["ActiveTell"], Awaitable[object]]
 
 
 def _count(value: object) -> int | None:
@@ -52,8 +64,10 @@ class ActiveTell:
         chain_id: str = "",
         hops: int = 0,
         max_budget_usd: float | None = None,
+        on_end: OnEnd | None = None,
     ) -> None:
         self.id = new_tell_id()
+        self.on_end = on_end  # called once when the tell ends (pending questions)
         self.kind = kind
         self.chain_id = chain_id or self.id
         self.hops = hops
@@ -71,8 +85,9 @@ class ActiveTell:
         self.cost_usd: float | None = None
         # Who waits for the final answer (see irisd.questions.nobody_waiting): the
         # submitter left before it came, and how many 'result --wait' callers wait now.
-        self.caller_left = False
-        self.result_waiters = 0
+        self._caller_left = False
+        self._result_waiters = 0
+        self._ended = False
         self.created_wall = time.time()
         self.started_wall: float | None = None
         self.finished_wall: float | None = None
@@ -82,6 +97,34 @@ class ActiveTell:
         self._last_status: TellStatus = machine.status
         self._listeners: set[trio.MemorySendChannel[Event]] = set()
         self.listener: trio.MemoryReceiveChannel[Event] | None = None  # the submitter's, if streaming
+
+    # --- who reads the answer ---------------------------------------------------------
+
+    @property
+    def caller_left(self) -> bool:
+        """The submitting caller stopped waiting before its answer came."""
+        return self._caller_left
+
+    @property
+    def result_waiters(self) -> int:
+        """How many readers wait for the end now (``wait_result``)."""
+        return self._result_waiters
+
+    def caller_leaves(self) -> None:
+        """The submitting caller hung up or its connection broke: nobody reads its
+        reply, so the answer may become a pending question."""
+        self._caller_left = True
+
+    async def wait_result(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the end, counted meanwhile as a reader of the
+        answer (so it does not become a pending question). Cancellation just stops
+        waiting."""
+        self._result_waiters += 1
+        try:
+            with trio.move_on_after(timeout_s):
+                await self.finished.wait()
+        finally:
+            self._result_waiters -= 1
 
     def info(self) -> TellInfo:
         m = self.machine
@@ -196,7 +239,8 @@ class ActiveTell:
 async def save_tell(store: Store, tell: ActiveTell, writes: PendingWrites | None = None) -> None:
     """The one place a tell's change is saved: its new status (with the usage, once it
     ended) goes to the store (through ``writes`` if given: a refused write waits there
-    and never raises); once it ended, whoever waits on it is woken."""
+    and never raises). The first time it is saved ended, it ends: whoever waits on it
+    is woken and its end hook is called (before they run: the hook sees who waited)."""
     if tell.note_status() or tell.machine.is_final:
         usage = None
         if tell.machine.result is not None and tell.machine.result.usage is not None:
@@ -205,6 +249,30 @@ async def save_tell(store: Store, tell: ActiveTell, writes: PendingWrites | None
             await writes.save(f"tell:{tell.id}", tells.update, tell.info(), usage)
         else:
             await store.call(tells.update, tell.info(), usage)
-    if tell.machine.is_final:
-        tell.replied.set()
-        tell.finished.set()
+    if not tell.machine.is_final or tell._ended:
+        return
+    tell._ended = True
+    tell.replied.set()
+    tell.finished.set()
+    if tell.on_end is not None:
+        try:
+            await tell.on_end(tell)
+        except Exception:  # a bug there must not break the actor that ended the tell
+            log.exception("handling the end of a tell failed", extra={"tell": tell.id})
+
+
+async def end_tell(
+    store: Store,
+    tell: ActiveTell,
+    reason: str,
+    *,
+    interrupted: bool = False,
+    writes: PendingWrites | None = None,
+) -> None:
+    """End ``tell`` from outside its machine (refused, its pair or irisd stopping):
+    ``failed`` (or ``interrupted``) with ``reason``, then saved and ended by
+    ``save_tell``. A tell that already ended is only saved."""
+    if not tell.machine.is_final:
+        now = trio.current_time()
+        tell.machine.interrupt(now, reason) if interrupted else tell.machine.fail(now, reason)
+    await save_tell(store, tell, writes)

@@ -1,0 +1,247 @@
+"""Whether a tell may be queued: a pure decision on frozen facts. No trio, no I/O.
+
+How it works
+------------
+The tell service (``service.py``) gathers the facts: what the team's folder and claude
+say (``Facts.unavailable``, ``Facts.launch_problem``), the pairs' frozen snapshots
+(where the caller's own tell sits in its chain), what the ledger says was spent, and
+the pairs' rate window. ``admit`` answers ``Admit(chain_id, hops)`` or
+``Refuse(error, message)``, checking in this order: the team can answer, the request's
+ranges (message, wait, max budget), the chain (hop limit, loop), the budgets, the rate.
+A refused nested tell is recorded as failed (``Refuse.recorded``: the reason stored),
+so the chain's history shows where it stopped. Time is an argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from iris_common.config import Settings
+from irisd.budget import Budgets, RateWindow, Spending, refusal
+from protocol.errors import (
+    BudgetError,
+    ClaudeError,
+    InvalidRequestError,
+    IrisError,
+    LoopError,
+    RateLimitedError,
+    TeamUnavailableError,
+)
+from protocol.limits import MAX_MESSAGE_CHARS, MAX_TELL_BUDGET_USD, MAX_WAIT_MS, MIN_WAIT_MS
+
+PairKey = tuple[str | None, str]
+
+
+class ChainLink(Protocol):
+    """A running tell as its pair's snapshot shows it (``irisd.pool.pair.TellLink``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def from_team(self) -> str | None: ...
+    @property
+    def to_team(self) -> str: ...
+    @property
+    def chain_id(self) -> str: ...
+    @property
+    def hops(self) -> int: ...
+
+
+class PairFacts(Protocol):
+    """A pair's frozen snapshot, as far as admission reads it (``PairSnapshot``)."""
+
+    @property
+    def key(self) -> PairKey: ...
+    @property
+    def current(self) -> ChainLink | None: ...
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the caller asks: a tell of ``from_team`` (None: external) to ``to_team``."""
+
+    from_team: str | None
+    to_team: str
+    message: str
+    timeout_ms: int
+    max_budget_usd: float | None = None
+    parent_pair: str = ""  # "from->to" of the tell whose claude sends this one (nested)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the service read for ``admit``; ``rate`` is only read, never recorded into."""
+
+    settings: Settings
+    pairs: Sequence[PairFacts]
+    spending: Spending
+    rate: RateWindow
+    now: float
+    team_daily_usd: float | None = None
+    unavailable: str = ""  # iris_common.config.team_unavailable
+    launch_problem: str = ""  # why claude would refuse to start (root_skip_problem)
+
+
+@dataclass(frozen=True)
+class Admit:
+    chain_id: str  # "" starts a chain (the tell's own id becomes its chain id)
+    hops: int
+
+
+@dataclass(frozen=True)
+class Refuse:
+    error: type[IrisError]
+    message: str  # what the caller is told
+    recorded: str = ""  # a refused nested tell is stored as failed with this reason
+
+    def exception(self) -> IrisError:
+        return self.error(self.message)
+
+
+Decision = Admit | Refuse
+
+
+def admit(candidate: Candidate, facts: Facts) -> Decision:
+    """Admit the tell (where it sits in its chain) or refuse it, with the reason."""
+    c = candidate
+    if facts.unavailable:
+        return Refuse(TeamUnavailableError, facts.unavailable)
+    if facts.launch_problem:
+        return Refuse(ClaudeError, facts.launch_problem)  # claude would not start
+    for problem in (message_problem(c.message), wait_problem(c.timeout_ms), max_budget_problem(c.max_budget_usd)):
+        if problem:
+            return Refuse(InvalidRequestError, problem)
+    parent = parent_tell(c.parent_pair, facts.pairs)
+    chain_id, hops = (parent.chain_id, parent.hops + 1) if parent is not None else ("", 0)
+    if parent is not None and (problem := chain_problem(parent, c.to_team, facts.pairs, facts.settings.hop_limit)):
+        return Refuse(LoopError, f"{problem}; answer from what you know instead of asking {c.to_team}", problem)
+    if spent := refusal(c.to_team, facts.spending, budgets(facts.settings, facts.team_daily_usd, chain_id)):
+        return Refuse(BudgetError, f"not sent: {spent}")
+    wait_s = facts.rate.wait_s((c.from_team, c.to_team), facts.now)
+    if wait_s is not None:
+        return Refuse(
+            RateLimitedError,
+            f"{c.from_team or 'external'}->{c.to_team} sent {facts.rate.per_minute} tells in the last minute "
+            f"(settings.rateLimit); send this one in {wait_s:.0f} s, or raise settings.rateLimit in "
+            "config.yaml and run 'iris reload'",
+        )
+    return Admit(chain_id, hops)
+
+
+def budgets(settings: Settings, team_daily_usd: float | None, chain_id: str) -> Budgets:
+    """The budgets a tell is checked against (a chain's only for a nested tell)."""
+    return Budgets(
+        daily_usd=settings.budget.daily_usd,
+        team_daily_usd=team_daily_usd,
+        chain_usd=settings.budget.chain_usd if chain_id else None,
+    )
+
+
+# --- chains of nested tells ------------------------------------------------------------
+
+
+def parent_tell(parent_pair: str, pairs: Sequence[PairFacts]) -> ChainLink | None:
+    """The running tell of pair ``parent_pair`` ("from->to"), whose claude sends a
+    nested tell; None if there is none (not nested, or that tell already ended: nothing
+    waits on this one)."""
+    if not parent_pair:
+        return None
+    from_name, _, to_name = parent_pair.partition("->")
+    key: PairKey = (None if from_name in ("", "external") else from_name, to_name)
+    return next((p.current for p in pairs if p.key == key), None)
+
+
+def chain_problem(parent: ChainLink, to_team: str, pairs: Sequence[PairFacts], hop_limit: int) -> str:
+    """Why a tell sent while answering ``parent`` must not go to ``to_team``: a chain
+    too long, or a loop back to a team that waits in it; "" if it may."""
+    ancestors = [parent, *_ancestors(parent, pairs)]
+    hops = parent.hops + 1
+    if hops > hop_limit:
+        return f"this tell would be hop {hops} of a chain of nested tells; the limit is {hop_limit}"
+    waiting = {t.to_team for t in ancestors} | {t.from_team for t in ancestors if t.from_team}
+    if to_team in waiting:
+        root = ancestors[-1].from_team or "external"
+        path = " -> ".join([root, *[t.to_team for t in reversed(ancestors)]])
+        return f"loop: {to_team} is already waiting in this chain ({path} -> {to_team})"
+    return ""
+
+
+def _ancestors(tell: ChainLink, pairs: Sequence[PairFacts]) -> list[ChainLink]:
+    """Running tells of the same chain that wait on ``tell`` (its callers)."""
+    return [
+        t
+        for p in pairs
+        if (t := p.current) is not None and t.chain_id == tell.chain_id and t.id != tell.id and t.hops < tell.hops
+    ]
+
+
+# --- a request's ranges ------------------------------------------------------------------
+
+
+def message_problem(message: str) -> str:
+    """Why ``message`` cannot be passed on as it is; "" if it can. NUL characters are
+    refused, not dropped: the team would read a text other than the one sent (and
+    claude's input and SQLite text do not carry them reliably)."""
+    if (nul := message.find("\x00")) >= 0:
+        return (
+            f"the message holds a NUL character (at position {nul}); it cannot be passed on "
+            "as it is: remove it (e.g. tr -d '\\000'), or send binary data as a file"
+        )
+    if not message.strip():
+        return "the message is empty; say what the team should do"
+    if len(message) > MAX_MESSAGE_CHARS:
+        return (
+            f"the message has {len(message)} characters, over the {MAX_MESSAGE_CHARS} limit; "
+            "point the team at a file instead"
+        )
+    return ""
+
+
+def wait_problem(timeout_ms: int) -> str:
+    """Why a caller's wait (-1, 0 or N ms) is out of range; "" if it is not."""
+    if timeout_ms in (-1, 0) or MIN_WAIT_MS <= timeout_ms <= MAX_WAIT_MS:
+        return ""
+    return (
+        f"timeout {timeout_ms} ms is out of range; {seconds_hint(timeout_ms)}use -1 (return at once), "
+        f"0 (wait for the answer) or {MIN_WAIT_MS} to {MAX_WAIT_MS} ms"
+    )
+
+
+def result_wait_problem(wait_ms: int) -> str:
+    """Why a wait for a tell's result is out of range (no -1 here: 0 already answers at once)."""
+    if not wait_ms or MIN_WAIT_MS <= wait_ms <= MAX_WAIT_MS:
+        return ""
+    return (
+        f"wait {wait_ms} ms is out of range; {seconds_hint(wait_ms)}use 0 (answer at once) or "
+        f"{MIN_WAIT_MS} to {MAX_WAIT_MS} ms"
+    )
+
+
+def max_budget_problem(max_budget_usd: float | None) -> str:
+    """A tell's own budget (passed to its claude as --max-budget-usd) that is not one."""
+    if max_budget_usd is None or 0 < max_budget_usd <= MAX_TELL_BUDGET_USD:
+        return ""
+    return (
+        f"max budget {max_budget_usd!r} USD is not a budget; give a positive number of "
+        f"dollars up to {MAX_TELL_BUDGET_USD:g} (e.g. 0.5), or leave it out"
+    )
+
+
+def seconds_hint(ms: int) -> str:
+    """Seconds typed where milliseconds are wanted (``5`` for 5 s) get a "did you mean"."""
+    return f"did you mean {ms * 1000} ({ms} s)? " if 0 < ms < MIN_WAIT_MS and ms * 1000 <= MAX_WAIT_MS else ""
+
+
+def check_message(message: str) -> str:
+    """The message as given, or InvalidRequestError (``message_problem``)."""
+    if problem := message_problem(message):
+        raise InvalidRequestError(problem)
+    return message
+
+
+def check_wait(timeout_ms: int) -> None:
+    """InvalidRequestError for a caller's wait out of range (``wait_problem``)."""
+    if problem := wait_problem(timeout_ms):
+        raise InvalidRequestError(problem)

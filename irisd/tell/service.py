@@ -1,0 +1,389 @@
+"""The tell service: the one door to a live tell.
+
+How it works
+------------
+``submit`` gathers the facts (the pairs' frozen snapshots, what was spent, the rate
+window), asks ``admission.admit`` (pure), and either refuses (a refused nested tell is
+recorded as failed) or creates the tell (``ActiveTell``), stores it and posts it to its
+pair's inbox; from then on the pair's actor drives it, and ``active.save_tell`` is
+where it ends, once (saved, waiters woken, then the end hook: pending questions).
+The submitter waits for its reply with ``reply``; later readers use ``get`` (counted
+on the tell while they wait, so an answer they will read never becomes a pending
+question); ``cancel`` asks the pair and waits for the end. The pool is seen only
+through ``Pool``: frozen snapshots, a tell's handle, a pair's inbox. A tell a previous
+irisd left unfinished has no handle: ``end_previous_run`` ends it in the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Literal, Protocol
+
+import trio
+
+from iris_common.config import IrisConfig, Team, team_unavailable
+from iris_common.environment import child_environment, root_skip_problem
+from iris_common.money import day_start
+from iris_common.paths import IrisPaths
+from irisd.budget import RateWindow, Spending
+from irisd.events import EventHub
+from irisd.store import ledger, tells
+from irisd.store.facade import Store
+from irisd.tell.active import ActiveTell, OnEnd, end_tell
+from irisd.tell.admission import (
+    Candidate,
+    ChainLink,
+    Facts,
+    PairFacts,
+    PairKey,
+    Refuse,
+    admit,
+    budgets,
+    check_message,
+    parent_tell,
+    result_wait_problem,
+)
+from irisd.tell.answer import answer_so_far
+from irisd.tell.machine import TellMachine
+from protocol.errors import BudgetError, InvalidRequestError, IrisError, NotFoundError
+from protocol.messages import (
+    UNFINISHED_TELL_STATUSES,
+    Event,
+    FanOutEvent,
+    FanOutResult,
+    ReplyStatus,
+    Tell,
+    TellInfo,
+    TellMany,
+    TellReply,
+    TellsReply,
+)
+
+MAX_FAN_OUT = 32
+
+SendEvent = Callable[[Event], Awaitable[None]]
+TellKind = Literal["tell", "command", "notification"]
+
+log = logging.getLogger("irisd.tell")
+
+
+class TellQueue(Protocol):
+    """A pair as the service uses it: its inbox (``irisd.pool.pair.Pair``)."""
+
+    def submit(self, tell: ActiveTell) -> None:
+        """Queue ``tell``; BusyError when the pair's queue is full."""
+        ...
+
+
+class RemoteTeam(Protocol):
+    """A team that is not a local claude (an A2A agent...: ``irisd.pool.remote``)."""
+
+    @property
+    def team(self) -> Team: ...
+
+
+class RemoteTeams(Protocol):
+    def get(self, team: str) -> RemoteTeam | None: ...
+
+
+class Pool(Protocol):
+    """The pool of pairs as the service sees it (``irisd.pool.supervisor.Supervisor``)."""
+
+    @property
+    def remote_teams(self) -> RemoteTeams: ...
+    async def runner(self, from_team: str | None, to_team: str) -> TellQueue:
+        """Whoever runs the pair's tells (its claude's actor, or a remote team's pair)."""
+        ...
+
+    def snapshots(self) -> Sequence[PairFacts]: ...
+    def find_tell(self, tell_id: str) -> ActiveTell | None: ...
+    def cancel(self, tell_id: str) -> ActiveTell | None:
+        """Post a cancel to the pair that holds the tell; None if none does."""
+        ...
+
+    def waiting_for_slot(self, key: PairKey) -> int: ...
+
+
+class TellService:
+    def __init__(
+        self,
+        *,
+        config: IrisConfig,
+        paths: IrisPaths,
+        store: Store,
+        pool: Pool,
+        hub: EventHub | None = None,
+        on_end: OnEnd | None = None,
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        self.store = store
+        self.pool = pool
+        self.hub = hub
+        self.on_end = on_end  # given to every tell: called once when it ends
+        self.rate = RateWindow(config.settings.rate_limit)
+
+    def reconfigure(self, config: IrisConfig) -> None:
+        """A reloaded config.yaml: read by the next tells (a changed rate limit starts afresh)."""
+        self.config = config
+        if self.rate.per_minute != config.settings.rate_limit:
+            self.rate = RateWindow(config.settings.rate_limit)
+
+    # --- submit ------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        to_team: str,
+        message: str,
+        from_team: str | None,
+        timeout_ms: int,
+        *,
+        parent_pair: str = "",
+        listen: bool = False,
+        kind: TellKind = "tell",
+        max_budget_usd: float | None = None,
+    ) -> ActiveTell:
+        """Admit and queue a tell on its pair; returns it at once (it runs on). Refused
+        before any claude turn (an IrisError saying why): an unknown or unavailable team,
+        a request out of range, a loop or a chain too long, a budget spent, a pair over
+        its rate limit, a full queue."""
+        remote = self.pool.remote_teams.get(to_team)
+        team = remote.team if remote is not None else self.config.team(to_team)
+        if from_team is not None:
+            self.config.team(from_team)
+        candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair)
+        pairs = self.pool.snapshots()
+        parent = parent_tell(parent_pair, pairs)
+        spending = await self._spending(team, parent.chain_id if parent is not None else "")
+        now = trio.current_time()
+        decision = admit(
+            candidate,
+            Facts(
+                settings=self.config.settings,
+                pairs=pairs,
+                spending=spending,
+                rate=self.rate,
+                now=now,
+                team_daily_usd=team.daily_usd,
+                unavailable=team_unavailable(team) if remote is None else "",
+                launch_problem=self._launch_problem(team) if remote is None else "",
+            ),
+        )
+        if isinstance(decision, Refuse):
+            await self._refused(candidate, decision, parent)
+            raise decision.exception()
+        self.rate.record((from_team, team.name), now)
+        tell = ActiveTell(
+            from_team=from_team,
+            to_team=team.name,
+            message=message,
+            machine=TellMachine(
+                response_timeout_s=team.response_timeout_ms / 1000, caller_timeout_ms=timeout_ms, now=now
+            ),
+            hub=self.hub,
+            kind=kind,
+            chain_id=decision.chain_id,
+            hops=decision.hops,
+            max_budget_usd=max_budget_usd,
+            on_end=self.on_end,
+        )
+        await self.store.call(tells.insert, tell.info())
+        if listen:
+            tell.listener = tell.listen()
+        try:
+            runner = await self.pool.runner(from_team, team.name)
+            runner.submit(tell)  # right after: the pair cannot end in between
+        except IrisError as exc:
+            await end_tell(self.store, tell, exc.message)
+            raise
+        return tell
+
+    async def _spending(self, team: Team, chain_id: str) -> Spending:
+        """What was spent, as far as a budget is set (read from the ledger)."""
+        limits = budgets(self.config.settings, team.daily_usd, chain_id)
+        if not limits.any:
+            return Spending()
+        since = day_start(time.time())
+        return Spending(
+            today_all=await self.store.call(ledger.spent_since, since) if limits.daily_usd is not None else 0.0,
+            today_team=(
+                await self.store.call(ledger.spent_since, since, team.name)
+                if limits.team_daily_usd is not None
+                else 0.0
+            ),
+            chain=await self.store.call(ledger.chain_spent, chain_id) if limits.chain_usd is not None else None,
+        )
+
+    def _launch_problem(self, team: Team) -> str:
+        """Why a local claude of ``team`` would refuse to start (a remote one is checked there)."""
+        if team.host:
+            return ""
+        env = child_environment(
+            claude_config_dir=self.paths.claude_config_dir, daemon_env=self.config.daemon_env, team_env=team.env
+        )
+        return root_skip_problem(team.name, team.permissions, env=env) or ""
+
+    async def _refused(self, candidate: Candidate, refusal: Refuse, parent: ChainLink | None) -> None:
+        """Record a refused tell that must be seen in its chain's history (a loop, a hop
+        too many); log a budget's refusal."""
+        if issubclass(refusal.error, BudgetError):
+            log.warning("tell refused: budget", extra={"to_team": candidate.to_team, "why": refusal.message})
+        if not refusal.recorded:
+            return
+        refused = ActiveTell(
+            from_team=candidate.from_team,
+            to_team=candidate.to_team,
+            message=candidate.message,
+            machine=TellMachine(response_timeout_s=1, caller_timeout_ms=0, now=trio.current_time()),
+            chain_id=parent.chain_id if parent is not None else "",
+            hops=parent.hops + 1 if parent is not None else 0,
+        )
+        await self.store.call(tells.insert, refused.info())
+        await end_tell(self.store, refused, refusal.recorded)
+
+    # --- the caller's reply ----------------------------------------------------------------
+
+    async def tell(self, request: Tell, send_event: SendEvent) -> TellReply:
+        """A tell, answered when its caller's wait says (pushing its events if it streams)."""
+        tell = await self.submit(
+            request.to_team,
+            request.message,
+            request.from_team,
+            request.timeout_ms,
+            parent_pair=request.parent_pair,
+            listen=request.stream,
+            max_budget_usd=request.max_budget_usd,
+        )
+        return await self.reply(tell, send_event if request.stream else None)
+
+    async def reply(self, tell: ActiveTell, send_event: SendEvent | None) -> TellReply:
+        """Wait until the submitter's reply is due (the end, or its wait is up), pushing
+        the tell's events to ``send_event`` meanwhile if it listens. Cancelled (the
+        caller hung up): the tell runs on, and its caller counts as gone."""
+        try:
+            if send_event is None or tell.listener is None:
+                await tell.replied.wait()
+            else:
+                await _forward_until(tell, tell.listener, send_event)
+        except BaseException:
+            tell.caller_leaves()  # nobody reads the answer: it may become a pending question
+            raise
+        info = tell.info()
+        busy = self.pool.waiting_for_slot((tell.from_team, tell.to_team))
+        if info.status == "queued" and busy:
+            info.error = (
+                f"all {busy} claude processes (maxProcesses) are busy; the tell stays "
+                f"queued until one is free (see it with 'iris result {info.id}')"
+            )
+        return TellReply(status=tell.machine.reply_status(), tell=info)
+
+    async def tell_many(self, request: TellMany, send_event: SendEvent) -> TellsReply:
+        """Fan-out: one tell per team, all at once; each team's outcome is its own (one
+        refused or failing target never hides the others' answers)."""
+        teams = list(dict.fromkeys(t.strip() for t in request.to_teams if t.strip()))
+        if not teams:
+            raise InvalidRequestError("name at least one team to tell (e.g. 'alpha,beta')")
+        if len(teams) > MAX_FAN_OUT:
+            raise InvalidRequestError(f"{len(teams)} teams is too many for one tell; at most {MAX_FAN_OUT}")
+        check_message(request.message)
+        results: dict[str, FanOutResult] = {}
+        client_gone = False
+
+        async def one(team: str) -> None:
+            nonlocal client_gone
+            try:
+                tell = await self.submit(
+                    team,
+                    request.message,
+                    request.from_team,
+                    request.timeout_ms,
+                    parent_pair=request.parent_pair,
+                    max_budget_usd=request.max_budget_usd,
+                )
+                reply = await self.reply(tell, None)
+                result = FanOutResult(to_team=team, status=reply.status, tell=reply.tell)
+            except IrisError as exc:
+                result = FanOutResult(to_team=team, status="refused", error_code=exc.code, error=exc.message)
+            results[team] = result
+            if request.stream and not client_gone:
+                try:
+                    await send_event(FanOutEvent(result=result))
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    client_gone = True  # the others run on; their answers stay readable by id
+
+        async with trio.open_nursery() as nursery:
+            for team in teams:
+                nursery.start_soon(one, team)
+        return TellsReply(results=[results[team] for team in teams])
+
+    # --- get, cancel -------------------------------------------------------------------------
+
+    async def get(self, tell_id: str, wait_ms: int = 0) -> TellReply:
+        """A tell's status and answer; with ``wait_ms``, after waiting up to that long for
+        its end (as a reader of its answer)."""
+        if problem := result_wait_problem(wait_ms):
+            raise InvalidRequestError(problem)
+        if wait_ms and (active := self.pool.find_tell(tell_id)) is not None:
+            await active.wait_result(wait_ms / 1000)
+        info = await self.find(tell_id)
+        return TellReply(status=reply_status(info), tell=info)
+
+    async def cancel(self, tell_id: str) -> TellReply:
+        """Cancel a queued or running tell and wait for its end; a tell that already
+        ended is answered as it is."""
+        active = self.pool.cancel(tell_id)
+        if active is None:
+            info = await self.find(tell_id)  # NotFoundError for an unknown id
+            return TellReply(status=reply_status(info), tell=info)
+        await active.finished.wait()
+        return TellReply(status=active.machine.reply_status(), tell=active.info())
+
+    async def find(self, tell_id: str) -> TellInfo:
+        """A tell by id: live if it runs, else as stored (NotFoundError if unknown)."""
+        active = self.pool.find_tell(tell_id)
+        info = active.info() if active else await self.store.call(tells.get, tell_id)
+        if info is None:
+            raise NotFoundError(f"no tell with id {tell_id!r}; 'iris report TEAM' lists recent tells")
+        return info
+
+    def live(self, info: TellInfo) -> TellInfo:
+        """A stored tell, with the live text if it is still running."""
+        active = self.pool.find_tell(info.id)
+        return active.info() if active else info
+
+
+async def end_previous_run(store: Store) -> int:
+    """At start-up, before any tell: the tells a previous irisd left unfinished have no
+    handle any more; they end ``interrupted`` in the store, each keeping the answer its
+    stored lines hold. Returns how many."""
+    return await store.call(tells.interrupt_unfinished, time.time(), answer_so_far)
+
+
+def reply_status(info: TellInfo) -> ReplyStatus:
+    if info.status in UNFINISHED_TELL_STATUSES:
+        return "in_progress"
+    return info.status  # type: ignore[return-value]
+
+
+async def _forward_until(tell: ActiveTell, listener: trio.MemoryReceiveChannel[Event], send_event: SendEvent) -> None:
+    """Push the tell's events to the client until its caller reply is due."""
+    async with trio.open_nursery() as nursery:
+
+        async def forward() -> None:
+            try:
+                async for event in listener:
+                    await send_event(event)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                tell.caller_leaves()  # the client left; the tell runs on, unread
+
+        nursery.start_soon(forward)
+        await tell.replied.wait()
+        nursery.cancel_scope.cancel()
+    while True:  # what arrived just before the reply
+        try:
+            await send_event(listener.receive_nowait())
+        except (trio.WouldBlock, trio.EndOfChannel, trio.BrokenResourceError):
+            break
+    listener.close()
