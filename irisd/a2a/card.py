@@ -18,7 +18,7 @@ from protocol.errors import A2AAgentError
 # Required by the spec, not needed by Iris: missing ones are taken as empty.
 LENIENT: dict[str, object] = {
     "description": "", "version": "", "capabilities": {}, "defaultInputModes": [], "defaultOutputModes": [],
-    "skills": [],
+    "skills": [], "supportedInterfaces": [],  # none: said below, as "offers nothing"
 }
 
 
@@ -46,6 +46,11 @@ def check_card(raw: bytes, *, url: str, team: str) -> CardFacts:
     where = f"team {team!r}: the agent card at {url}"
     try:
         fields = msgspec.json.decode(raw)
+        if isinstance(fields, dict) and "supportedInterfaces" not in fields and "url" in fields:
+            raise A2AAgentError(
+                f"{where} is an A2A 0.x card (a top-level 'url', no 'supportedInterfaces'); Iris speaks A2A 1.0: "
+                "upgrade the agent (or its A2A library) to 1.0"
+            )
         if isinstance(fields, dict):
             # Lenient about what Iris does not use: a card that leaves these out still works.
             for key, empty in LENIENT.items():
@@ -54,7 +59,7 @@ def check_card(raw: bytes, *, url: str, team: str) -> CardFacts:
     except msgspec.ValidationError as exc:
         raise A2AAgentError(
             f"{where} is not an A2A 1.0 agent card ({exc}); check that 'teams.{team}.a2a' is the card's URL "
-            "and that the agent speaks A2A 1.0 (a 0.x card has a top-level 'url' and no 'supportedInterfaces')"
+            "and that the agent speaks A2A 1.0"
         ) from None
     except (msgspec.DecodeError, RecursionError):
         raise A2AAgentError(

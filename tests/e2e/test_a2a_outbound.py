@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from harness import Iris
+from harness import Iris, wait_for
 
 AGENT = Path(__file__).parent.parent / "fakes" / "a2a_agent.py"
 
@@ -25,6 +25,14 @@ AGENT = Path(__file__).parent.parent / "fakes" / "a2a_agent.py"
 class Agent:
     url: str
     process: subprocess.Popen[str]
+    drain: threading.Thread
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+        self.drain.join(timeout=10)
+        assert self.process.stdout is not None
+        self.process.stdout.close()
 
     @property
     def card(self) -> str:
@@ -37,24 +45,22 @@ class Agent:
 
 
 def start_agent(*args: str) -> Agent:
-    process = subprocess.Popen(
-        [sys.executable, str(AGENT), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    # Its stderr goes to the test's own (pytest shows it when a test fails).
+    process = subprocess.Popen([sys.executable, str(AGENT), *args], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     line = process.stdout.readline()  # its first line, once its socket accepts connections
-    assert line.startswith("listening on "), line + (process.stderr.read() if process.stderr else "")
+    assert line.startswith("listening on "), f"the fake agent did not start: {line!r}"
     # Drain what else it says, so a chatty agent never blocks on a full pipe.
-    threading.Thread(target=process.stdout.read, daemon=True).start()
-    threading.Thread(target=process.stderr.read, daemon=True).start()  # type: ignore[union-attr]
-    return Agent(url=line.split()[-1], process=process)
+    drain = threading.Thread(target=process.stdout.read, daemon=True)
+    drain.start()
+    return Agent(url=line.split()[-1], process=process, drain=drain)
 
 
 @pytest.fixture
 def agent() -> Iterator[Agent]:
     started = start_agent()
     yield started
-    started.process.terminate()
-    started.process.wait(timeout=10)
+    started.stop()
 
 
 def tell(iris: Iris, team: str, message: str, *extra: str) -> dict[str, Any]:
@@ -83,3 +89,141 @@ def test_iris_tell_gets_the_agents_answer_and_continues_its_context(iris: Iris, 
     teams = iris.cli_json("teams")
     helper = next(t for t in teams if t["name"] == "helper")
     assert helper["kind"] == "a2a" and helper["remote"] == agent.card
+
+
+def test_the_answer_streams_in_and_watch_sees_the_states(iris: Iris, agent: Agent) -> None:
+    iris.teams["helper"] = {"a2a": agent.card}
+    iris.start()
+    with iris.watch("helper") as watcher:
+        told = iris.cli_json("tell", "helper", "@slow:700 stream me")
+        watcher.until(lambda e: e.get("status") == "completed", what="the tell's end")
+        events = watcher.seen[1:]
+    assert told["text"] == "echo #1: @slow:700 stream me"
+    states = [e["status"] for e in events if e["type"] == "tell_state"]
+    assert states == ["queued", "running", "completed"]
+    texts = [e["text"] for e in events if e["type"] == "tell_text"]
+    assert len(texts) >= 2, events  # the pieces arrived one by one, 0.7 s apart
+    assert "".join(texts) == told["text"]
+    assert any(e["type"] == "tell_phase" and "is working on it" in e["phase"].get("detail", "") for e in events)
+
+
+def test_a_question_of_the_agent_is_answered_in_the_same_task(iris: Iris, agent: Agent) -> None:
+    iris.teams["helper"] = {"a2a": agent.card}
+    iris.start()
+    stored = iris.cli_json("tell", "helper", "@ask paint it", "--persist")
+    (question,) = wait_for(lambda: iris.cli_json("questions"), what="a pending question")
+    assert question["to_team"] == "helper" and question["question"] == "Which colour?", question
+    assert stored["id"].startswith("n-")  # stored, and delivered when the answer came
+    answered = iris.cli("answer", question["id"], "blue")
+    assert answered.returncode == 0, answered.stderr
+    assert answered.stdout == "you chose: blue\n"
+    asked, reply = agent.log()["received"]
+    assert reply["taskId"] == asked["taskId"] and reply["contextId"] == asked["contextId"]
+    # The task is done: the pair's next tell is a new task of the same context.
+    after = iris.cli_json("tell", "helper", "next")
+    assert after["text"] == "echo #3: next"
+    assert agent.log()["received"][-1]["taskId"] != asked["taskId"]
+
+
+@pytest.mark.parametrize(
+    ("message", "status", "error"),
+    [
+        ("@fail now", "failed", "the A2A agent of team 'helper' failed the task: the fake agent failed on purpose"),
+        ("@reject this", "failed", "the A2A agent of team 'helper' rejected the task: not my job"),
+        ("@message", "completed", ""),
+    ],
+)
+def test_the_agents_final_state_is_the_tells(iris: Iris, agent: Agent, message: str, status: str, error: str) -> None:
+    iris.teams["helper"] = {"a2a": agent.card}
+    iris.start()
+    result = iris.cli("tell", "helper", message, "--json")
+    answer = json.loads(result.stdout)
+    assert answer["status"] == status, answer
+    assert answer.get("error", "") == error
+    assert (result.returncode == 0) == (status == "completed")
+    if status == "completed":
+        assert answer["text"] == "a direct message"  # an answer with no task at all
+
+
+def test_cancelling_the_tell_cancels_the_task_at_the_agent(iris: Iris, agent: Agent) -> None:
+    iris.teams["helper"] = {"a2a": agent.card}
+    iris.start()
+    started = iris.cli_json("tell", "helper", "@hang forever", "--timeout", "-1")
+    wait_for(lambda: agent.log()["received"], what="the agent got the message")
+    cancelled = iris.cli("cancel", started["id"], "--json")
+    assert json.loads(cancelled.stdout)["tell_status"] == "interrupted", cancelled.stdout
+    (task_id,) = wait_for(lambda: agent.log()["cancelled"], what="CancelTask at the agent")
+    assert task_id == agent.log()["received"][0]["taskId"]
+
+
+def test_an_agent_that_does_not_stream_is_polled(iris: Iris) -> None:
+    polled = start_agent("--no-streaming")
+    try:
+        iris.teams["helper"] = {"a2a": polled.url}  # the agent's base URL: the card is at the well-known path
+        iris.start()
+        first = iris.cli_json("tell", "helper", "@slow:300 poll me")
+        assert first["text"] == "echo #1: @slow:300 poll me"
+        assert iris.cli_json("tell", "helper", "again")["text"] == "echo #2: again"
+    finally:
+        polled.stop()
+
+
+def test_headers_carry_the_agents_token_from_irisds_environment(iris: Iris) -> None:
+    guarded = start_agent("--token", "s3cret")
+    try:
+        iris.teams["helper"] = {"a2a": guarded.card, "headers": {"Authorization": "Bearer ${HELPER_TOKEN}"}}
+        iris.teams["nokey"] = {"a2a": guarded.card}
+        iris.env["HELPER_TOKEN"] = "s3cret"
+        iris.start()
+        assert iris.cli_json("tell", "helper", "let me in")["text"] == "echo #1: let me in"
+        refused = iris.cli_json("tell", "nokey", "me too", ok=False)
+        assert refused["status"] == "failed"
+        assert "refused Iris at " in refused["error"] and "(HTTP 401)" in refused["error"]
+        assert "'teams.nokey.headers'" in refused["error"]
+    finally:
+        guarded.stop()
+
+
+def test_an_unreachable_or_foreign_agent_fails_the_tell_clearly(iris: Iris, tmp_path: Path) -> None:
+    bad = start_agent("--bad-card")
+    try:
+        iris.teams["gone"] = {"a2a": "http://127.0.0.1:9/.well-known/agent-card.json"}
+        iris.teams["odd"] = {"a2a": bad.card}
+        iris.start()
+        gone = iris.cli_json("tell", "gone", "hello?", ok=False)
+        assert gone["status"] == "failed"
+        assert gone["error"].startswith("cannot reach the A2A agent of team 'gone' (fetching its card at http://127.0.0.1:9/")
+        assert "check that the agent runs and that 'teams.gone.a2a' in config.yaml is its card's URL" in gone["error"]
+        odd = iris.cli_json("tell", "odd", "hello?", ok=False)
+        assert odd["status"] == "failed"
+        assert "offers no JSON-RPC interface of A2A 1.x (it offers: nothing)" in odd["error"], odd
+    finally:
+        bad.stop()
+    assert "Traceback" not in iris.log()
+
+
+def test_fan_out_reaches_an_agent_and_a_claude_team_alike(iris: Iris, agent: Agent) -> None:
+    iris.add_team("alpha")
+    iris.teams["helper"] = {"a2a": agent.card}
+    iris.start()
+    results = iris.cli_json("tell", "alpha,helper", "hello all")
+    assert [(r["to_team"], r["status"], r["text"]) for r in results] == [
+        ("alpha", "completed", "echo #1: hello all"),
+        ("helper", "completed", "echo #1: hello all"),
+    ]
+    spent = iris.cli_json("costs")
+    assert spent is not None  # the ledger has the agent's tell too (its cost unknown: none)
+
+
+@pytest.mark.claude
+def test_a_claude_team_asks_the_agent_with_team_tell(iris: Iris, agent: Agent) -> None:
+    iris.add_team("alpha")
+    iris.teams["helper"] = {"a2a": agent.card}
+    iris.start()
+    prompt = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "helper", "message": "from claude"})
+    answer = iris.cli_json("tell", "alpha", prompt)
+    assert answer["status"] == "completed", answer
+    assert "echo #1: from claude" in answer["text"]
+    (received,) = agent.log()["received"]
+    chain = received["metadata"]["iris"]
+    assert chain == {"chainId": answer["id"], "hops": 1.0, "path": ["alpha", "helper"]}

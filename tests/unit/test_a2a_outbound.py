@@ -96,8 +96,9 @@ def test_a_card_gives_its_json_rpc_interface_and_whether_it_streams() -> None:
         (b"<html>", "is not JSON; check that 'teams.far.a2a' is the URL of the agent card"),
         (
             msgspec.json.encode({"name": "old", "url": "http://far/"}),
-            "is not an A2A 1.0 agent card .*supportedInterfaces`.*a 0.x card has a top-level 'url'",
+            r"is an A2A 0.x card \(a top-level 'url', no 'supportedInterfaces'\); Iris speaks A2A 1.0",
         ),
+        (msgspec.json.encode({"name": 3}), "is not an A2A 1.0 agent card .*Expected `str`, got `int`"),
         (card(supportedInterfaces=[]), r"offers no JSON-RPC interface of A2A 1.x \(it offers: nothing\)"),
         (
             card(supportedInterfaces=[{"url": "http://x", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"}]),
