@@ -276,9 +276,9 @@ class Dispatcher:
             sync_a2a_teams(self.supervisor.remote_teams, new, self.store)
             self.supervisor.reconfigure(new, retire=set(plan.removed), restart=set(plan.restart))
             if self.questions is not None:
-                self.questions.settings = new.settings.questions
+                self.questions.reconfigure(new)
             if self.agent is not None:
-                self.agent.config = new
+                self.agent.reconfigure(new)
             changes = plan.summary()
             log.info("config.yaml reloaded", extra={"changes": changes})
             return changes

@@ -107,6 +107,10 @@ class Agent:
         self.folder = paths.home / AGENT_NAME
         self._lock = trio.Lock()
 
+    def reconfigure(self, config: IrisConfig) -> None:
+        """A reloaded config.yaml, read by the next question."""
+        self.config = config
+
     @property
     def _session_record(self) -> Path:
         return self.folder / "session-id"

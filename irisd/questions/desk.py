@@ -35,11 +35,15 @@ def new_question_id() -> str:
 
 class QuestionDesk:
     def __init__(self, *, config: IrisConfig, store: Store, hub: EventHub) -> None:
-        self.settings = config.settings.questions
-        self.detector = Detector(self.settings.patterns, builtin=self.settings.builtin)
         self.store = store
         self.hub = hub
         self._wakeup = trio.Event()
+        self.reconfigure(config)
+
+    def reconfigure(self, config: IrisConfig) -> None:
+        """Settings (and patterns) of a reloaded config.yaml, for the next tells that end."""
+        self.settings = config.settings.questions
+        self.detector = Detector(self.settings.patterns, builtin=self.settings.builtin)
 
     async def on_tell_end(self, tell: ActiveTell) -> QuestionInfo | None:
         """Record a pending question if ``tell`` completed, nobody reads its answer, and

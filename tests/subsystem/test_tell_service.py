@@ -1,0 +1,115 @@
+"""The tell service in process (fake children, trio's autojump clock): who reads an answer,
+where a refused nested tell is recorded, a reloaded question desk."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from fakes.child import FakeChild
+from iris_common.config import parse_config
+from iris_common.paths import IrisPaths
+from irisd.core import run_core
+from irisd.dispatch import Dispatcher
+from irisd.events import EventHub
+from irisd.questions.desk import QuestionDesk
+from irisd.store import questions, tells
+from irisd.store.db import open_database
+from irisd.store.facade import Store
+from protocol.errors import LoopError
+from protocol.messages import Event, Tell
+
+
+def config_text(tmp_path: Path, extra: str = "") -> bytes:
+    (tmp_path / "alpha").mkdir(exist_ok=True)
+    return (
+        f"settings:\n  maxProcesses: 2\n{extra}"
+        f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n  beta:\n    path: {tmp_path / 'alpha'}\n"
+    ).encode()
+
+
+@pytest.fixture
+async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
+    FakeChild.instances.clear()
+    config = parse_config(config_text(tmp_path), source="test")
+    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    async with trio.open_nursery() as nursery:
+        dispatcher = await nursery.start(
+            lambda task_status: run_core(config, paths, store, child_factory=FakeChild, task_status=task_status)
+        )
+        yield dispatcher
+        nursery.cancel_scope.cancel()
+    store.close()
+
+
+async def no_events(event: Event) -> None:
+    pass
+
+
+async def child_got_turn(index: int) -> FakeChild:
+    while len(FakeChild.instances) <= index or not FakeChild.instances[index].sent:
+        await trio.sleep(0.001)
+    return FakeChild.instances[index]
+
+
+async def pending_questions(core: Dispatcher) -> list[str]:
+    return [q.tell_id for q in await core.store.call(questions.listing, None, False)]
+
+
+async def test_a_reader_waiting_for_the_result_keeps_the_answer_from_becoming_a_question(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    read = await core.tells.tell(Tell(to_team="alpha", message="one", timeout_ms=-1), no_events)
+    async with trio.open_nursery() as nursery:
+        waited: list[str] = []
+
+        async def wait_for_it() -> None:
+            waited.append((await core.tells.get(read.tell.id, 60_000)).status)
+
+        nursery.start_soon(wait_for_it)
+        await trio.testing.wait_all_tasks_blocked()
+        await (await child_got_turn(0)).result("Which branch should I use?")
+    assert waited == ["completed"]
+
+    unread = await core.tells.tell(Tell(to_team="alpha", message="two", timeout_ms=-1), no_events)
+    child = FakeChild.instances[0]
+    while len(child.sent) < 2:
+        await trio.sleep(0.001)
+    await child.result("Which branch should I use?")
+    with trio.fail_after(60):
+        while not await pending_questions(core):  # looked at now and then, never waited for
+            await trio.sleep(0.01)
+    # Nobody read the second answer: a pending question. The first, read, made none.
+    assert await pending_questions(core) == [unread.tell.id]
+
+
+async def test_a_refused_loop_is_recorded_failed_in_its_chain(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    running = await core.tells.tell(Tell(to_team="alpha", message="root", timeout_ms=-1), no_events)
+    await child_got_turn(0)
+    with pytest.raises(LoopError, match=r"loop: alpha is already waiting in this chain \(external -> alpha -> alpha\)"):
+        await core.tells.submit("alpha", "back to you", "beta", 0, parent_pair="external->alpha")
+    stored = await core.store.call(tells.recent_all, "alpha", "beta", None, 10)
+    assert [(t.status, t.chain_id, t.hops, t.message) for t in stored] == [
+        ("failed", running.tell.chain_id, 1, "back to you")
+    ]
+    assert stored[0].error == "loop: alpha is already waiting in this chain (external -> alpha -> alpha)"
+    assert stored[0].finished_at is not None
+    nested = await core.tells.submit("beta", "a question", "alpha", -1, parent_pair="external->alpha")
+    assert (nested.chain_id, nested.hops) == (running.tell.chain_id, 1)
+
+
+async def test_a_reloaded_question_desk_reads_the_new_patterns(tmp_path: Path) -> None:
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    desk = QuestionDesk(config=parse_config(config_text(tmp_path), source="test"), store=store, hub=EventHub())
+    assert desk.detector.detect("zzz now") is None
+    desk.reconfigure(parse_config(config_text(tmp_path, "  questions:\n    patterns: ['zzz']\n"), source="test"))
+    found = desk.detector.detect("zzz now")
+    assert found is not None and found.pattern == "zzz"
+    store.close()
