@@ -48,6 +48,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "iris_cli.commands.setup:app",
     "dashboard": "iris_cli.commands.web:app",
     "http": "iris_cli.http_cmd:http_app",
+    "a2a": "iris_cli.a2a_cmd:a2a_app",
     "daemon": "iris_cli.daemon_cmd:daemon_app",
     "mcp": "iris_cli.mcp_cmd:mcp_app",
 }

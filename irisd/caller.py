@@ -18,6 +18,10 @@ request:
   token minted for each of its runs. It sees what the owner sees and may only read:
   every request that would change something is refused here, whatever its MCP server
   offers it.
+* an **agent**: an outside A2A agent, known by the token ``iris a2a token --name NAME``
+  issued for it (iris_common/a2a_tokens.py). It speaks as ``a2a:NAME`` only, and may send
+  only what the A2A face needs (``_AGENT``); the face (irisd/http/a2a.py) also checks
+  that a tell it reads, cancels or answers is its own.
 
 ``Caller.apply`` is pure: it returns the request as the daemon must serve it, or raises.
 A new request type that carries a sender (``from_team``) belongs in ``_SENDERS``.
@@ -30,11 +34,13 @@ from typing import Literal
 
 import msgspec
 
+from iris_common.a2a_tokens import sender_of
 from iris_common.identity import sender
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
     AnswerQuestion,
     Ask,
+    CancelTell,
     ClearCache,
     Command,
     Costs,
@@ -73,12 +79,14 @@ _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,
     ListApprovals, ListRules, ListQuestions, Costs, ListNotifications,
 )
+# The only requests an outside A2A agent may send (the A2A methods map onto these).
+_AGENT = (Tell, GetTell, CancelTell, ListTells, ListQuestions, AnswerQuestion, DismissQuestion)
 
 
 @dataclass(frozen=True)
 class Caller:
-    kind: Literal["owner", "child", "reader"] = "owner"
-    team: str | None = None  # a child: the team whose claude it is
+    kind: Literal["owner", "child", "reader", "agent"] = "owner"
+    team: str | None = None  # a child: the team whose claude it is; an agent: "a2a:NAME"
     pair: str = ""  # a child: the pair it serves, "from->to" ("external->to" for no team)
 
     @classmethod
@@ -89,6 +97,10 @@ class Caller:
     def reader(cls) -> Caller:
         return cls(kind="reader")
 
+    @classmethod
+    def agent(cls, name: str) -> Caller:
+        return cls(kind="agent", team=sender_of(name))
+
     @property
     def is_owner(self) -> bool:
         return self.kind == "owner"
@@ -98,6 +110,8 @@ class Caller:
             return "the owner"
         if self.kind == "reader":
             return "iris-agent (it only reads)"
+        if self.kind == "agent":
+            return f"the A2A agent {self.team!r}"
         return f"team {self.team!r} (its claude serving {self.pair})"
 
     def apply(self, request: Request) -> Request:
@@ -111,6 +125,8 @@ class Caller:
                     "give the person the iris command that does it instead"
                 )
             return request
+        if self.kind == "agent":
+            return self._as_agent(request)
         if isinstance(request, _OWNER_ONLY):
             raise PermissionDeniedError(
                 f"{self.describe()} may not send {type(request).__name__}: only the person who owns "
@@ -123,6 +139,25 @@ class Caller:
             request = msgspec.structs.replace(request, parent_pair=self.pair)
         if isinstance(request, AnswerQuestion):  # a team answers only what was asked of it
             request = msgspec.structs.replace(request, as_team=self.team or "external")
+        return request
+
+    def _as_agent(self, request: Request) -> Request:
+        if not isinstance(request, _AGENT):
+            raise PermissionDeniedError(
+                f"{self.describe()} may not send {type(request).__name__}: an A2A token only sends messages "
+                "to teams and follows its own tasks"
+            )
+        if isinstance(request, Tell):
+            if request.persist:
+                raise PermissionDeniedError(f"{self.describe()} may not store tells for later (persist)")
+            team = sender(self.team, request.from_team, f"you are {self.describe()}")
+            return msgspec.structs.replace(request, from_team=team, parent_pair="")
+        if isinstance(request, ListTells | ListQuestions):  # its own only
+            if isinstance(request, ListTells):
+                return msgspec.structs.replace(request, from_team=self.team)
+            return msgspec.structs.replace(request, for_team=self.team or "")
+        if isinstance(request, AnswerQuestion):
+            return msgspec.structs.replace(request, as_team=self.team or "")
         return request
 
 

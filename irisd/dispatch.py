@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import trio
 
 from iris_common import locate
+from iris_common.a2a_tokens import is_agent_sender
 from iris_common.config import IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment
 from iris_common.paths import IrisPaths, existing, transcript_path
@@ -543,7 +544,8 @@ class Dispatcher:
         await serve_watch(self.hub, team, send_event)
 
     def _check_from(self, from_team: str | None) -> None:
-        if from_team is not None:
+        # An outside A2A agent ("a2a:NAME") is a sender, not a team: its token named it.
+        if from_team is not None and not is_agent_sender(from_team):
             self.config.team(from_team)
 
 

@@ -1,7 +1,8 @@
 """Tokens of the HTTP face: the owner's (a 0600 file under IRIS_HOME, rotatable), the
-login cookie derived from it, and one per claude child (in memory only, minted at its
-spawn and revoked at its exit). No HTTP code here: the pool mints child tokens through
-``Access.grant_child`` without importing the web stack.
+login cookie derived from it, one per claude child (in memory only, minted at its
+spawn and revoked at its exit), and those of outside A2A agents (a file, see
+iris_common/a2a_tokens.py; they open the A2A face only). No HTTP code here: the pool
+mints child tokens through ``Access.grant_child`` without importing the web stack.
 
 A child gets its token in a 0600 ``--mcp-config`` FILE, never in its argv: anyone on
 the machine can read ``/proc/PID/cmdline``.
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from iris_common.a2a_tokens import AgentTokens, tokens_file
 from iris_common.owner_token import TOKEN_BYTES, load_or_create_owner_token, token_file, write_owner_token
 from irisd.caller import OWNER, Caller
 
@@ -61,11 +63,14 @@ class Access:
     _children: dict[str, Caller] = field(default_factory=dict)  # sha256(token) -> caller
     _login_codes: dict[str, float] = field(default_factory=dict)  # sha256(code) -> valid until (monotonic)
     on_grant: Callable[[], None] = lambda: None  # a child is about to be spawned (irisd/http/mcp.py loads)
+    agents: AgentTokens | None = None  # outside A2A agents' tokens (iris a2a token)
 
     @classmethod
     def open(cls, home: Path) -> Access:
         """Load (or create) the owner's token; prepare the folder for children's configs."""
-        access = cls(token_path=token_file(home), grants_dir=home / "run" / "mcp")
+        access = cls(
+            token_path=token_file(home), grants_dir=home / "run" / "mcp", agents=AgentTokens(tokens_file(home))
+        )
         access._owner = load_or_create_owner_token(access.token_path)
         access.grants_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         access.grants_dir.chmod(0o700)
@@ -114,6 +119,11 @@ class Access:
         if self._owner and hmac.compare_digest(token.encode(), self._owner.encode()):
             return OWNER
         return self._children.get(_digest(token))
+
+    def agent_for_token(self, token: str) -> Caller | None:
+        """An outside A2A agent's caller. Only the A2A face asks: its tokens open nothing else."""
+        name = self.agents.name_for(token) if token and self.agents is not None else None
+        return Caller.agent(name) if name is not None else None
 
     def caller_for_cookie(self, value: str) -> Caller | None:
         if value and hmac.compare_digest(value.encode(), self.cookie.encode()):

@@ -8,6 +8,9 @@ route. The gate, in order (see security.py for why):
    (401; 429 after too many failures from one address);
 5. bodies are capped (413).
 
+The A2A routes (``/.well-known/agent-card.json``, ``/a2a/...``) keep their own gate after
+step 2: their cards are public, their methods take the A2A tokens (irisd/http/a2a.py).
+
 Then: ``/login`` (sets the cookie), ``/`` (a plain page until the dashboard lands),
 ``/api/openapi.json``, ``/api/events`` (WebSocket), ``/mcp`` (MCP for irisd's own
 children), and the ``/api`` table of api.py. Every request is served by the one
@@ -24,8 +27,10 @@ from typing import Any
 import msgspec
 import trio
 
+from irisd.a2a.service import A2AService
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
+from irisd.http import a2a as a2a_face
 from irisd.http import api
 from irisd.http.asgi import ASGIApp, Message, Receive, Scope, Send
 from irisd.http.events import serve_events
@@ -74,6 +79,12 @@ class HttpFace:
         self.allowlist = allowlist
         self.limiter = FailedAuthLimiter()
         self.mcp: ASGIApp | None = None
+        self.a2a: ASGIApp = a2a_face.A2AFace(
+            A2AService(self.dispatch, lambda: dispatcher.config),
+            access,
+            a2a_face.owner_teams(self.dispatch),
+            self._failed,
+        )
         self.index: ASGIApp | None = None  # the dashboard may take over "/"
         self.draining = False
         self.active = 0
@@ -120,6 +131,9 @@ class HttpFace:
             return
         if path == "/login" and scope["type"] == "http":
             await self._login(scope, send)
+            return
+        if a2a_face.handles(path) and scope["type"] == "http":  # its own gate: public cards, its tokens
+            await self.a2a(scope, receive, send)
             return
         caller = self._authenticate(scope, headers)
         scope[CALLER_KEY] = caller

@@ -1,0 +1,440 @@
+"""The A2A methods of one team, served through the dispatcher like any other front end.
+
+Every step is a request to ``dispatch(request, caller, send_event)``: a message is a
+``Tell`` sent at once (``timeout_ms=-1``), an answer to a question is ``AnswerQuestion``,
+an approval is ``Decide``, cancelling is ``CancelTell`` (or ``DismissQuestion``), reading
+is ``GetTell``/``ListTells``/``ListQuestions``. A task is followed on the team's event
+stream (``Watch``, subscribed before the tell is sent, so no event is missed) and ends,
+for A2A, at a terminal or an interrupted state.
+
+The internal ``Watch`` runs as the owner (a reader may not watch): only events of the
+caller's own tell ever reach the client. Cancelling a method (the client left) cancels
+the following, never the tell: it runs on, and its answer stays readable by id.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import cast
+
+import trio
+
+from iris_common.config import IrisConfig
+from irisd.a2a import mapping
+from irisd.a2a.mapping import A2AError, TaskView
+from irisd.caller import OWNER, Caller
+from irisd.questions.detector import Detector
+from protocol import a2a
+from protocol.errors import (
+    BudgetError,
+    IrisError,
+    LoopError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
+)
+from protocol.limits import MAX_WAIT_MS
+from protocol.messages import (
+    FINAL_TELL_STATUSES,
+    AnswerQuestion,
+    AnswerReply,
+    CancelTell,
+    Decide,
+    DismissQuestion,
+    Event,
+    GetTell,
+    ListQuestions,
+    ListTells,
+    QuestionEvent,
+    QuestionInfo,
+    QuestionsReply,
+    Reply,
+    ReportReply,
+    Request,
+    Tell,
+    TellInfo,
+    TellReply,
+    TellState,
+    TellText,
+    Watch,
+    Watching,
+)
+
+SendEvent = Callable[[Event], Awaitable[None]]
+Dispatch = Callable[[Request, Caller, SendEvent], Awaitable[Reply]]
+Emit = Callable[[a2a.StreamResponse], Awaitable[None]]
+
+WATCH_BUFFER = 1000
+# A completed answer that asks something becomes a pending question one store write
+# later: a blocking call waits this long for it, so the task it returns can be answered.
+QUESTION_GRACE_S = 5.0
+MAX_CHAIN = 50  # tells followed through answered questions
+LIST_LIMIT = 1000  # tells read for ListTasks (ListTells' own maximum)
+DEFAULT_PAGE_SIZE = 50
+
+
+async def _drop(event: Event) -> None:
+    pass
+
+
+def sender_of(caller: Caller) -> str | None:
+    """Who the caller's tells are from: an agent's ``a2a:NAME``, the owner's None (external)."""
+    return caller.team if caller.kind == "agent" else None
+
+
+def translate(exc: IrisError) -> A2AError:
+    """Iris's errors as A2A codes."""
+    if isinstance(exc, NotFoundError):
+        return A2AError(a2a.TASK_NOT_FOUND, exc.message)
+    if isinstance(exc, PermissionDeniedError):
+        return A2AError(a2a.UNSUPPORTED_OPERATION, exc.message)
+    if exc.code in ("invalid_request", "unknown_team"):
+        return A2AError(a2a.INVALID_PARAMS, exc.message)
+    return A2AError(a2a.INTERNAL_ERROR, exc.message, irisCode=exc.code)
+
+
+class A2AService:
+    def __init__(self, dispatch: Dispatch, config: Callable[[], IrisConfig]) -> None:
+        self._dispatch = dispatch
+        self._config = config
+        self._detector: tuple[object, Detector] | None = None
+
+    async def call(self, request: Request, caller: Caller, send_event: SendEvent = _drop) -> Reply:
+        try:
+            return await self._dispatch(request, caller, send_event)
+        except IrisError as exc:
+            raise translate(exc) from None
+
+    # --- reading tasks -------------------------------------------------------------------
+
+    def asks(self, text: str) -> bool:
+        """Whether an answer ends by asking its caller something (the question desk's rule)."""
+        settings = self._config().settings.questions
+        if not settings.enabled:
+            return False
+        if self._detector is None or self._detector[0] is not settings:
+            self._detector = (settings, Detector(settings.patterns, builtin=settings.builtin))
+        return self._detector[1].detect(text) is not None
+
+    async def _tell(self, tell_id: str, caller: Caller, team: str) -> TellInfo:
+        reply = await self.call(GetTell(tell_id=tell_id), caller)
+        info = cast(TellReply, reply).tell
+        if not mapping.sees(sender_of(caller), caller.is_owner, info, team):
+            raise A2AError(a2a.TASK_NOT_FOUND, f"no task {tell_id!r} of yours on agent {team!r}", taskId=tell_id)
+        return info
+
+    async def _questions(self, caller: Caller, team: str) -> dict[str, QuestionInfo]:
+        """The questions of the caller's tells to ``team``, by the tell that asked."""
+        reply = await self.call(ListQuestions(team=team, include_closed=True), caller)
+        return {q.tell_id: q for q in reversed(cast(QuestionsReply, reply).questions) if q.to_team == team}
+
+    async def view(self, caller: Caller, team: str, task_id: str) -> TaskView:
+        if not task_id:
+            raise A2AError(a2a.INVALID_PARAMS, "id is empty; give the task's id")
+        try:
+            tells = [await self._tell(task_id, caller, team)]
+        except A2AError as exc:
+            if exc.code == a2a.TASK_NOT_FOUND:
+                raise A2AError(
+                    a2a.TASK_NOT_FOUND, f"no task {task_id!r} of yours on agent {team!r}", taskId=task_id
+                ) from None
+            raise
+        questions = await self._questions(caller, team)
+        while (q := questions.get(tells[-1].id)) and q.status == "answered" and q.answer_tell_id:
+            if len(tells) >= MAX_CHAIN:
+                break
+            tells.append(await self._tell(q.answer_tell_id, caller, team))
+        return self._view(tells, questions.get(tells[-1].id))
+
+    def _view(self, tells: list[TellInfo], question: QuestionInfo | None) -> TaskView:
+        latest = tells[-1]
+        asks = latest.status == "completed" and question is None and self.asks(latest.text)
+        return TaskView(
+            tells=tells, question=question, asks=asks, context_id=mapping.context_of(tells[0].from_team, latest.to_team)
+        )
+
+    async def get(self, caller: Caller, team: str, params: a2a.GetTaskRequest) -> a2a.Task:
+        return mapping.to_task(await self.view(caller, team, params.id), history_length=params.history_length)
+
+    async def list(self, caller: Caller, team: str, params: a2a.ListTasksRequest) -> a2a.ListTasksResponse:
+        size = DEFAULT_PAGE_SIZE if params.page_size is None else params.page_size
+        if not 1 <= size <= 100:
+            raise A2AError(a2a.INVALID_PARAMS, f"pageSize must be 1 to 100, not {size}")
+        if params.history_length is not None and params.history_length < 0:
+            raise A2AError(a2a.INVALID_PARAMS, f"historyLength must be 0 or more, not {params.history_length}")
+        after = mapping.parse_iso(params.status_timestamp_after) if params.status_timestamp_after else None
+        reply = await self.call(ListTells(to_team=team, from_team=sender_of(caller), limit=LIST_LIMIT), caller)
+        infos = [t for t in cast(ReportReply, reply).tells if t.kind == "tell"]
+        by_id = {t.id: t for t in infos}
+        questions = await self._questions(caller, team)
+        answers = {q.answer_tell_id for q in questions.values() if q.answer_tell_id}
+        views = []
+        for info in infos:
+            if info.id in answers:
+                continue  # part of the task whose question it answered
+            tells = [info]
+            while (q := questions.get(tells[-1].id)) and q.answer_tell_id in by_id and len(tells) < MAX_CHAIN:
+                tells.append(by_id[q.answer_tell_id])
+            views.append(self._view(tells, questions.get(tells[-1].id)))
+        wanted = [
+            v
+            for v in views
+            if (not params.context_id or v.context_id == params.context_id)
+            and (params.status in (None, a2a.TaskState.UNSPECIFIED) or v.state == params.status)
+            and (after is None or mapping.status_time(v) >= after)
+        ]
+        wanted.sort(key=mapping.sort_key, reverse=True)
+        rest = mapping.after_token(wanted, params.page_token)
+        page = rest[:size]
+        return a2a.ListTasksResponse(
+            tasks=[
+                mapping.to_task(
+                    v, history_length=params.history_length, include_artifacts=bool(params.include_artifacts)
+                )
+                for v in page
+            ],
+            next_page_token=mapping.page_token(page[-1]) if len(rest) > size else "",
+            page_size=size,
+            total_size=len(wanted),
+        )
+
+    # --- sending ---------------------------------------------------------------------------
+
+    async def send(
+        self, caller: Caller, team: str, params: a2a.SendMessageRequest, emit: Emit | None = None
+    ) -> a2a.SendMessageResponse:
+        """SendMessage (``emit`` None) or SendStreamingMessage (each event to ``emit``)."""
+        message = params.message
+        if not message.message_id:
+            raise A2AError(a2a.INVALID_PARAMS, "message.messageId is empty; give each message a unique id")
+        text = mapping.message_text(message)
+        config = params.configuration or a2a.SendMessageConfiguration()
+        if message.task_id:
+            view = await self._continue(caller, team, message, text, emit)
+            return a2a.SendMessageResponse(task=mapping.to_task(view, history_length=config.history_length))
+        context = mapping.context_of(sender_of(caller), team)
+        if message.context_id and message.context_id != context:
+            raise A2AError(
+                a2a.INVALID_PARAMS,
+                f"contextId {message.context_id!r} is not a conversation of yours with {team}: you have one, "
+                f"{context!r}; send it, or leave contextId out",
+                contextId=message.context_id,
+            )
+        for metadata in (message.metadata, params.metadata):
+            if problem := mapping.chain_problem(metadata, team, self._config().settings.hop_limit):
+                return await self._rejected(context, f"{problem}; answer from what you know instead", emit)
+        async with self._watching(team) as events:
+            try:
+                reply = await self._dispatch(Tell(to_team=team, message=text, timeout_ms=-1), caller, _drop)
+            except (BudgetError, RateLimitedError, LoopError) as exc:  # Iris refuses: the task is REJECTED
+                return await self._rejected(context, exc.message, emit)
+            except IrisError as exc:
+                raise translate(exc) from None
+            view = self._view([cast(TellReply, reply).tell], None)
+            if emit is not None:
+                await emit(a2a.StreamResponse(task=mapping.to_task(view)))
+            elif config.return_immediately:
+                return a2a.SendMessageResponse(task=mapping.to_task(view, history_length=config.history_length))
+            view = await self._follow(events, caller, team, view, emit)
+        return a2a.SendMessageResponse(task=mapping.to_task(view, history_length=config.history_length))
+
+    async def _rejected(self, context: str, why: str, emit: Emit | None) -> a2a.SendMessageResponse:
+        task = mapping.rejected_task("rejected-" + secrets.token_hex(8), context, why, time.time())
+        if emit is not None:
+            await emit(a2a.StreamResponse(task=task))
+        return a2a.SendMessageResponse(task=task)
+
+    async def _continue(
+        self, caller: Caller, team: str, message: a2a.Message, text: str, emit: Emit | None
+    ) -> TaskView:
+        """A message to an existing task: the answer it waits for (an approval, or its question)."""
+        view = await self.view(caller, team, message.task_id)
+        if message.context_id and message.context_id != view.context_id:
+            raise A2AError(
+                a2a.INVALID_PARAMS,
+                f"task {view.id} belongs to context {view.context_id!r}, not {message.context_id!r}",
+                taskId=view.id,
+            )
+        state = view.state
+        if state in a2a.TERMINAL_STATES:
+            raise A2AError(
+                a2a.UNSUPPORTED_OPERATION,
+                f"task {view.id} is {state.value}: it takes no more messages; send a new message (the same "
+                "contextId continues the conversation)",
+                taskId=view.id,
+            )
+        if state != a2a.TaskState.INPUT_REQUIRED:
+            raise A2AError(
+                a2a.UNSUPPORTED_OPERATION,
+                f"task {view.id} is {state.value} and waits for no input; follow it (GetTask, SubscribeToTask) "
+                "or cancel it",
+                taskId=view.id,
+            )
+        latest = view.latest
+        async with self._watching(team) as events:
+            if latest.status == "awaiting_approval":
+                if not caller.is_owner:
+                    raise A2AError(
+                        a2a.UNSUPPORTED_OPERATION,
+                        f"task {view.id} waits for approval {latest.approval_id}, which only the owner of this Iris "
+                        "decides",
+                        taskId=view.id,
+                    )
+                decided = mapping.decision(text)
+                if decided is None:
+                    raise A2AError(a2a.INVALID_PARAMS, "answer an approval with 'allow' or 'deny REASON'")
+                allow, reason = decided
+                await self.call(
+                    Decide(approval_id=latest.approval_id, allow=allow, reason=reason, by="the owner, over A2A"), caller
+                )
+                tells = view.tells
+            elif view.question is not None and view.question.status == "pending":
+                reply = await self.call(
+                    AnswerQuestion(question_id=view.question.id, text=text, timeout_ms=-1, by="A2A"), caller
+                )
+                tells = [*view.tells, cast(AnswerReply, reply).tell]
+            else:  # asked, but no question is pending (it expired): the same conversation goes on
+                reply = await self.call(Tell(to_team=team, message=text, timeout_ms=-1), caller)
+                tells = [cast(TellReply, reply).tell]
+            view = self._view(tells, None)
+            if emit is not None:
+                await emit(a2a.StreamResponse(task=mapping.to_task(view)))
+            return await self._follow(events, caller, team, view, emit)
+
+    async def subscribe(self, caller: Caller, team: str, params: a2a.SubscribeToTaskRequest, emit: Emit) -> None:
+        await self.view(caller, team, params.id)  # TaskNotFound before anything is streamed
+        async with self._watching(team) as events:
+            view = await self.view(caller, team, params.id)  # again, now that no event can be missed
+            if view.state in a2a.TERMINAL_STATES:
+                raise A2AError(
+                    a2a.UNSUPPORTED_OPERATION,
+                    f"task {view.id} is {view.state.value}: there is nothing left to stream; GetTask reads it",
+                    taskId=view.id,
+                )
+            await emit(a2a.StreamResponse(task=mapping.to_task(view)))
+            if view.state not in a2a.INTERRUPTED_STATES:
+                await self._follow(events, caller, team, view, emit)
+
+    async def cancel(self, caller: Caller, team: str, params: a2a.CancelTaskRequest) -> a2a.Task:
+        view = await self.view(caller, team, params.id)
+        if view.state in a2a.TERMINAL_STATES:
+            raise A2AError(
+                a2a.TASK_NOT_CANCELABLE, f"task {view.id} is already {view.state.value}", taskId=view.id
+            )
+        latest = view.latest
+        if latest.status == "completed":
+            if view.question is None or view.question.status != "pending":
+                raise A2AError(
+                    a2a.TASK_NOT_CANCELABLE,
+                    f"task {view.id} asked a question that is no longer pending; nothing runs to cancel",
+                    taskId=view.id,
+                )
+            await self.call(DismissQuestion(question_id=view.question.id, by="A2A"), caller)
+        else:
+            await self.call(CancelTell(tell_id=latest.id), caller)
+        return mapping.to_task(await self.view(caller, team, params.id))
+
+    # --- following a tell ------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _watching(self, team: str) -> AsyncIterator[trio.MemoryReceiveChannel[Event]]:
+        """The team's events from now on; the channel ends if irisd drops the watch."""
+        send, receive = trio.open_memory_channel[Event](WATCH_BUFFER)
+        ready = trio.Event()
+
+        async def push(event: Event) -> None:
+            if isinstance(event, Watching):
+                ready.set()
+            else:
+                await send.send(event)
+
+        async def watch() -> None:
+            async with send:
+                try:
+                    await self._dispatch(Watch(team=team), OWNER, push)
+                except IrisError:
+                    ready.set()  # dropped (irisd stops, or we fell behind): the reader polls instead
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            await ready.wait()
+            try:
+                yield receive
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _follow(
+        self,
+        events: trio.MemoryReceiveChannel[Event],
+        caller: Caller,
+        team: str,
+        view: TaskView,
+        emit: Emit | None,
+    ) -> TaskView:
+        """Follow the task's latest tell to a terminal or interrupted state; stream its
+        progress to ``emit`` (the answer in chunks, one held back to mark the last)."""
+        tell_id, root = view.latest.id, view.id
+        held: str | None = None
+        chunks = 0
+        stop = False
+        async for event in events:
+            match event:
+                case TellState(tell_id=tid, status=status) if tid == tell_id:
+                    if status == "running" and emit is not None:
+                        await emit(self._status(view, a2a.TaskState.WORKING, None))
+                    stop = status == "awaiting_approval" or status in FINAL_TELL_STATUSES
+                case TellText(tell_id=tid, text=text) if tid == tell_id and emit is not None:
+                    if held is not None:
+                        await emit(self._chunk(view, held, append=chunks > 0, last=False))
+                        chunks += 1
+                    held = text
+            if stop:
+                break
+        else:
+            await self._wait_settled(caller, tell_id)
+        view = await self.view(caller, team, root)
+        if view.latest.id == tell_id and view.asks:
+            with trio.move_on_after(QUESTION_GRACE_S):
+                async for event in events:
+                    if isinstance(event, QuestionEvent) and event.question.tell_id == tell_id:
+                        break
+            view = await self.view(caller, team, root)
+        if emit is not None:
+            state = view.state
+            if state == a2a.TaskState.COMPLETED:
+                rest = held if chunks else view.latest.text
+                await emit(self._chunk(view, rest or "", append=chunks > 0, last=True))
+            await emit(self._status(view, state, mapping.status_message(view)))
+        return view
+
+    async def _wait_settled(self, caller: Caller, tell_id: str) -> None:
+        """Without events: wait until the tell ends or waits for approval."""
+        while True:
+            reply = await self.call(GetTell(tell_id=tell_id, wait_ms=MAX_WAIT_MS), caller)
+            if cast(TellReply, reply).tell.status not in ("queued", "running"):
+                return
+
+    @staticmethod
+    def _status(view: TaskView, state: a2a.TaskState, message: a2a.Message | None) -> a2a.StreamResponse:
+        return a2a.StreamResponse(
+            status_update=a2a.TaskStatusUpdateEvent(
+                task_id=view.id,
+                context_id=view.context_id,
+                status=a2a.TaskStatus(state=state, message=message, timestamp=mapping.iso(time.time())),
+            )
+        )
+
+    @staticmethod
+    def _chunk(view: TaskView, text: str, *, append: bool, last: bool) -> a2a.StreamResponse:
+        return a2a.StreamResponse(
+            artifact_update=a2a.TaskArtifactUpdateEvent(
+                task_id=view.id,
+                context_id=view.context_id,
+                artifact=mapping.answer_artifact(view, text),
+                append=append,
+                last_chunk=last,
+            )
+        )
