@@ -97,7 +97,7 @@ def message_text(message: a2a.Message) -> str:
     if message.role != a2a.Role.USER:
         raise A2AError(a2a.INVALID_PARAMS, f"message.role must be {a2a.Role.USER.value}, not {message.role.value}")
     if not message.parts:
-        raise A2AError(a2a.INVALID_PARAMS, "message.parts is empty; send at least one part (e.g. {\"text\": \"...\"})")
+        raise A2AError(a2a.INVALID_PARAMS, 'message.parts is empty; send at least one part (e.g. {"text": "..."})')
     pieces = [_part_text(part, i) for i, part in enumerate(message.parts)]
     return "\n\n".join(piece for piece in pieces if piece)
 
@@ -190,8 +190,10 @@ class TaskView:
 
 def refused(info: TellInfo) -> bool:
     """A tell Iris refused before it ran (a loop, the hop limit)."""
-    return info.status == "failed" and info.started_at is None and (
-        info.error.startswith("loop:") or "chain of nested tells" in info.error
+    return (
+        info.status == "failed"
+        and info.started_at is None
+        and (info.error.startswith("loop:") or "chain of nested tells" in info.error)
     )
 
 
@@ -386,4 +388,3 @@ def card(team: TeamInfo, url: str, version: str) -> a2a.AgentCard:
             )
         ],
     )
-

@@ -321,9 +321,7 @@ class A2AService:
     async def cancel(self, caller: Caller, team: str, params: a2a.CancelTaskRequest) -> a2a.Task:
         view = await self.view(caller, team, params.id)
         if view.state in a2a.TERMINAL_STATES:
-            raise A2AError(
-                a2a.TASK_NOT_CANCELABLE, f"task {view.id} is already {view.state.value}", taskId=view.id
-            )
+            raise A2AError(a2a.TASK_NOT_CANCELABLE, f"task {view.id} is already {view.state.value}", taskId=view.id)
         latest = view.latest
         if latest.status == "completed":
             if view.question is None or view.question.status != "pending":

@@ -150,7 +150,7 @@ class A2AFace:
                 raise A2AError(a2a.PARSE_ERROR, f"the body is not JSON: {exc}") from None
             request_id = None if isinstance(call.id, msgspec.UnsetType) else call.id
             if call.jsonrpc != a2a.JSONRPC_VERSION:
-                raise A2AError(a2a.INVALID_REQUEST, f"jsonrpc must be \"2.0\", not {call.jsonrpc!r}")
+                raise A2AError(a2a.INVALID_REQUEST, f'jsonrpc must be "2.0", not {call.jsonrpc!r}')
             mapping.check_version(_version(scope))
             kind = _PARAMS.get(call.method)
             if kind is None:

@@ -1,0 +1,280 @@
+"""Every team an A2A agent, from outside: the official a2a-sdk client (under trio.run) and
+raw HTTP against a real irisd, whose team is the real claude answering through the
+scripted model. One daemon serves the module; each test uses its own agent token (its
+own pair, so its own conversation) unless it is about the owner's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import trio
+from a2a.client import ClientConfig, create_client
+from a2a.client.client import Client
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+
+from harness import Http, Iris
+from protocol.messages import GetTell, ListTells, TellReply
+from scripted_model import ScriptedModel
+
+pytestmark = pytest.mark.claude
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    instance = Iris(tmp_path_factory.mktemp("a2a"), model_url=model.base_url, claude=claude_bin)
+    instance.add_team("alpha", description="The alpha project: answers questions about alpha")
+    instance.add_team("beta")
+    instance.start()
+    yield instance
+    instance.stop(timeout=30)
+    shutil.rmtree(instance.socket.parent, ignore_errors=True)
+
+
+def agent_token(iris: Iris, name: str) -> str:
+    answer = iris.cli_json("a2a", "token", "--name", name)
+    assert answer["sender"] == f"a2a:{name}"
+    return str(answer["token"])
+
+
+@asynccontextmanager
+async def sdk_client(iris: Iris, token: str, team: str = "alpha", *, streaming: bool = True) -> AsyncIterator[Client]:
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120) as http:
+        client = await create_client(
+            f"{iris.http_url}/a2a/{team}", client_config=ClientConfig(httpx_client=http, streaming=streaming)
+        )
+        yield client
+
+
+def user_message(text: str, message_id: str, **fields: str) -> SendMessageRequest:
+    return SendMessageRequest(
+        message=Message(role=Role.ROLE_USER, message_id=message_id, parts=[Part(text=text)], **fields)
+    )
+
+
+async def collect(events: AsyncIterator[StreamResponse]) -> list[StreamResponse]:
+    return [event async for event in events]
+
+
+def final_task(events: list[StreamResponse]) -> Any:
+    tasks = [e.task for e in events if e.HasField("task")]
+    assert tasks, events
+    return tasks[-1]
+
+
+def rpc(iris: Iris, method: str, params: dict[str, Any], *, token: str | None = None, **headers: str) -> Any:
+    http = Http(iris)
+    if token is not None:
+        http.token = token
+    wanted = {"A2A-Version": "1.0", "Content-Type": "application/json", **headers}
+    status, _, body = http.request(
+        "POST", "/a2a/alpha", {"jsonrpc": "2.0", "id": 7, "method": method, "params": params}, headers=wanted
+    )
+    return status, json.loads(body)
+
+
+# --- the a2a-sdk client ----------------------------------------------------------------------------
+
+
+def test_the_sdk_sends_and_the_answer_is_a_tell_of_the_agent(shared: Iris) -> None:
+    token = agent_token(shared, "sender")
+
+    async def main() -> list[StreamResponse]:
+        async with sdk_client(shared, token, streaming=False) as client:
+            return await collect(client.send_message(user_message("hello alpha", "m-1")))
+
+    events = trio.run(main)
+    task = final_task(events)
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    assert task.artifacts[0].parts[0].text == "echo #1: hello alpha"
+    assert task.context_id == "a2a:sender->alpha"
+    # The task is a tell: findable by its id, sent by the agent its token names.
+    tell = shared.request(GetTell(tell_id=task.id))
+    assert isinstance(tell, TellReply) and tell.tell.from_team == "a2a:sender" and tell.tell.to_team == "alpha"
+    assert "echo #1: hello alpha" in json.dumps(shared.cli_json("result", task.id))
+
+
+def test_the_sdk_streams_the_answer_in_chunks_and_the_same_context_continues_the_session(shared: Iris) -> None:
+    token = agent_token(shared, "streamer")
+
+    async def main() -> tuple[list[StreamResponse], list[StreamResponse]]:
+        async with sdk_client(shared, token) as client:
+            first = await collect(client.send_message(user_message("@chunks:3 one two three", "s-1")))
+            context = final_task(first).context_id
+            second = await collect(client.send_message(user_message("again", "s-2", context_id=context)))
+            return first, second
+
+    first, second = trio.run(main)
+    chunks = [e.artifact_update for e in first if e.HasField("artifact_update")]
+    assert [c.artifact.parts[0].text for c in chunks] == ["echo ", "#1: one ", "two three"]
+    assert [c.last_chunk for c in chunks] == [False, False, True]
+    states = [e.status_update.status.state for e in first if e.HasField("status_update")]
+    assert states == [TaskState.TASK_STATE_WORKING, TaskState.TASK_STATE_COMPLETED]
+    # The second message answers "#2": the same claude conversation, as the session shows.
+    done = [e for e in second if e.HasField("status_update")][-1].status_update
+    assert done.status.message.parts[0].text == "echo #2: again"
+    tells = shared.request(ListTells(from_team="a2a:streamer"))
+    assert len({t.session_id for t in tells.tells}) == 1
+
+
+def test_the_sdk_gets_lists_and_cancels(shared: Iris) -> None:
+    token = agent_token(shared, "canceller")
+
+    async def main() -> tuple[Any, Any, Any, Any]:
+        async with sdk_client(shared, token, streaming=False) as client:
+            request = user_message("@hang wait forever", "c-1")
+            request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+            sent = final_task(await collect(client.send_message(request)))
+            listed = await client.list_tasks(ListTasksRequest())
+            cancelled = await client.cancel_task(CancelTaskRequest(id=sent.id))
+            got = await client.get_task(GetTaskRequest(id=sent.id))
+            return sent, listed, cancelled, got
+
+    sent, listed, cancelled, got = trio.run(main)
+    assert sent.status.state in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING)
+    assert [t.id for t in listed.tasks] == [sent.id] and listed.next_page_token == ""
+    assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+    assert got.status.state == TaskState.TASK_STATE_CANCELED
+    tell = shared.request(GetTell(tell_id=sent.id))
+    assert isinstance(tell, TellReply) and tell.tell.status == "interrupted"
+
+
+def test_an_answer_that_asks_is_input_required_and_the_reply_continues_the_task(shared: Iris) -> None:
+    token = agent_token(shared, "asker")
+
+    async def main() -> tuple[Any, Any, Any]:
+        async with sdk_client(shared, token, streaming=False) as client:
+            asked = final_task(await collect(client.send_message(user_message("@ask deploy", "q-1"))))
+            reply = user_message("yes, go", "q-2", task_id=asked.id)
+            continued = final_task(await collect(client.send_message(reply)))
+            got = await client.get_task(GetTaskRequest(id=asked.id))
+            return asked, continued, got
+
+    asked, continued, got = trio.run(main)
+    assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert asked.status.message.parts[0].text == "Do you want me to go ahead? (echo #1: deploy)"
+    assert continued.id == asked.id and continued.status.state == TaskState.TASK_STATE_COMPLETED
+    assert continued.artifacts[0].parts[0].text == "echo #2: yes, go"
+    assert got.status.state == TaskState.TASK_STATE_COMPLETED
+    assert [m.parts[0].text for m in got.history] == [
+        "@ask deploy",
+        "Do you want me to go ahead? (echo #1: deploy)",
+        "yes, go",
+        "echo #2: yes, go",
+    ]
+
+
+def test_subscribe_follows_a_running_task_to_its_end(shared: Iris) -> None:
+    token = agent_token(shared, "subscriber")
+
+    async def main() -> list[StreamResponse]:
+        async with sdk_client(shared, token) as client:
+            async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as raw:
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "SendMessage",
+                    "params": {
+                        "message": {
+                            "role": "ROLE_USER",
+                            "messageId": "sub-1",
+                            "parts": [{"text": "@slow:300 a b c d"}],
+                        },
+                        "configuration": {"returnImmediately": True},
+                    },
+                }
+                sent = (
+                    await raw.post(f"{shared.http_url}/a2a/alpha", json=body, headers={"A2A-Version": "1.0"})
+                ).json()
+            task_id = sent["result"]["task"]["id"]
+            return await collect(client.subscribe(SubscribeToTaskRequest(id=task_id)))
+
+    events = trio.run(main)
+    assert events[0].HasField("task")
+    last = events[-1]
+    assert last.HasField("status_update") and last.status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+# --- tokens and errors over raw HTTP --------------------------------------------------------------
+
+
+def test_no_method_answers_without_a_valid_token_and_a_childs_kind_of_token_never(shared: Iris) -> None:
+    for token in ("", "not-a-token"):
+        status, answer = rpc(shared, "ListTasks", {}, token=token)
+        assert status == 401 and answer["error"]["code"] == -32600, answer
+        assert "iris a2a token" in answer["error"]["message"]
+    token = agent_token(shared, "revoked")
+    assert rpc(shared, "ListTasks", {}, token=token)[0] == 200
+    shared.cli("a2a", "revoke", "revoked")
+    assert rpc(shared, "ListTasks", {}, token=token)[0] == 401
+    # The card is public: discovery comes before credentials.
+    status, card = Http(shared).json("GET", "/a2a/beta/.well-known/agent-card.json", auth=False)
+    assert status == 200 and card["name"] == "beta"
+    assert card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"] == "Bearer"
+    status, root = Http(shared).json("GET", "/.well-known/agent-card.json", auth=False)
+    assert root["name"] == "alpha" and root["supportedInterfaces"][0]["url"].endswith("/a2a/alpha")
+    assert root["capabilities"]["streaming"] is True
+
+
+def test_an_agent_sees_only_its_own_tasks(shared: Iris) -> None:
+    mine, theirs = agent_token(shared, "private-a"), agent_token(shared, "private-b")
+    _, sent = rpc(
+        shared,
+        "SendMessage",
+        {"message": {"role": "ROLE_USER", "messageId": "p", "parts": [{"text": "x"}]}},
+        token=mine,
+    )
+    task_id = sent["result"]["task"]["id"]
+    _, answer = rpc(shared, "GetTask", {"id": task_id}, token=theirs)
+    assert answer["error"]["code"] == -32001
+    assert rpc(shared, "ListTasks", {}, token=theirs)[1]["result"]["tasks"] == []
+    # The owner sees every task of the team.
+    owned = rpc(shared, "GetTask", {"id": task_id})[1]
+    assert owned["result"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+def test_a2a_errors_carry_their_codes(shared: Iris) -> None:
+    msg = {"role": "ROLE_USER", "messageId": "e", "parts": [{"text": "hi"}]}
+    assert rpc(shared, "SendMessage", {"message": msg}, **{"A2A-Version": "0.3"})[1]["error"]["code"] == -32009
+    assert rpc(shared, "NoSuchMethod", {})[1]["error"]["code"] == -32601
+    assert rpc(shared, "GetTask", {"id": 5})[1]["error"]["code"] == -32602
+    assert rpc(shared, "CreateTaskPushNotificationConfig", {})[1]["error"]["code"] == -32003
+    assert rpc(shared, "GetTask", {"id": "missing"})[1]["error"]["code"] == -32001
+    binary = {**msg, "parts": [{"raw": "dGNr", "mediaType": "application/x-unsupported"}]}
+    assert rpc(shared, "SendMessage", {"message": binary})[1]["error"]["code"] == -32005
+    done = rpc(shared, "SendMessage", {"message": msg})[1]["result"]["task"]
+    assert rpc(shared, "CancelTask", {"id": done["id"]})[1]["error"]["code"] == -32002
+    again = {**msg, "messageId": "e2", "taskId": done["id"]}
+    assert rpc(shared, "SendMessage", {"message": again})[1]["error"]["code"] == -32004
+    wrong = {**msg, "messageId": "e3", "taskId": done["id"], "contextId": "a2a:someone->alpha"}
+    assert rpc(shared, "SendMessage", {"message": wrong})[1]["error"]["code"] == -32602
+    status, _, body = Http(shared).request(
+        "POST", "/a2a/alpha", b"{not json", headers={"A2A-Version": "1.0", "Content-Type": "application/json"}
+    )
+    assert status == 200 and json.loads(body)["error"]["code"] == -32700
+
+
+def test_a_message_that_closes_a_loop_across_irises_is_rejected(shared: Iris) -> None:
+    chain = {"chainId": "c-1", "hops": 1, "path": ["web", "alpha"]}
+    msg = {"role": "ROLE_USER", "messageId": "l", "parts": [{"text": "hi"}], "metadata": {"iris": chain}}
+    task = rpc(shared, "SendMessage", {"message": msg})[1]["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_REJECTED"
+    assert task["status"]["message"]["parts"][0]["text"].startswith("loop: alpha is already waiting")
