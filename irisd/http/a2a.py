@@ -27,9 +27,9 @@ import msgspec
 import trio
 
 from irisd import __version__
-from irisd.a2a import mapping
-from irisd.a2a.mapping import A2AError
-from irisd.a2a.service import A2AService
+from irisd.a2a.inbound import mapping
+from irisd.a2a.inbound.mapping import A2AError
+from irisd.a2a.inbound.service import A2AService
 from irisd.caller import OWNER, Caller
 from irisd.http.asgi import Receive, Scope, Send
 from irisd.http.security import bearer_token

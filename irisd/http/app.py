@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 import trio
 
-from irisd.a2a.service import A2AService
+from irisd.a2a.inbound.service import A2AService
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
 from irisd.http import a2a as a2a_face

@@ -23,6 +23,7 @@ from typing import Literal, Protocol
 
 import trio
 
+from iris_common.a2a_tokens import is_agent_sender
 from iris_common.config import IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment, root_skip_problem
 from iris_common.money import day_start
@@ -151,7 +152,7 @@ class TellService:
         its rate limit, a full queue."""
         remote = self.pool.remote_teams.get(to_team)
         team = remote.team if remote is not None else self.config.team(to_team)
-        if from_team is not None:
+        if from_team is not None and not is_agent_sender(from_team):  # "a2a:NAME": a sender, not a team
             self.config.team(from_team)
         candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair)
         pairs = self.pool.snapshots()

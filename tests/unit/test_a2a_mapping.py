@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from iris_common import a2a_tokens
-from irisd.a2a import mapping
-from irisd.a2a.mapping import A2AError, TaskView
+from irisd.a2a.inbound import mapping
+from irisd.a2a.inbound.mapping import A2AError, TaskView
 from irisd.caller import Caller
 from protocol import a2a
 from protocol.errors import InvalidRequestError, NotFoundError, PermissionDeniedError

@@ -23,8 +23,8 @@ from typing import cast
 import trio
 
 from iris_common.config import IrisConfig
-from irisd.a2a import mapping
-from irisd.a2a.mapping import A2AError, TaskView
+from irisd.a2a.inbound import mapping
+from irisd.a2a.inbound.mapping import A2AError, TaskView
 from irisd.caller import OWNER, Caller
 from irisd.questions.detector import Detector
 from protocol import a2a
