@@ -210,8 +210,9 @@ def tell_outcome(status: str, tell: TellInfo) -> None:
 
 
 _SHOWN_STYLE = {
-    "text": ("", ""), "tool": ("cyan", "→ "), "result": ("dim", "  ← "), "approval": ("magenta", "? "),
-    "notice": ("yellow", "! "), "start": ("dim", "· "), "end": ("dim", "· "), "other": ("dim", "· "),
+    "text": ("", ""), "thinking": ("dim", "~ "), "tool": ("cyan", "→ "), "result": ("dim", "  ← "),
+    "approval": ("magenta", "? "), "notice": ("yellow", "! "), "start": ("dim", "· "), "end": ("dim", "· "),
+    "other": ("dim", "· "),
 }
 
 

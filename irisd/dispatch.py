@@ -104,6 +104,7 @@ from protocol.messages import (
     Watch,
     Welcome,
 )
+from protocol.transcript import steps
 
 RECENT_UNSOLICITED = 10  # turns no tell asked for, shown by status
 COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
@@ -386,9 +387,11 @@ class Dispatcher:
         found = await self.store.call(tells.recent_all, to_team, from_team, status, limit)
         return ReportReply(tells=[self.tells.live(info) for info in found])
 
-    async def transcript(self, tell_id: str) -> TranscriptReply:
+    async def transcript(self, tell_id: str, as_steps: bool = False) -> TranscriptReply:
         info = await self.tells.find(tell_id)
         entries = await self.store.call(rows.transcript, "tell_messages", "tell_id", tell_id)
+        if as_steps:  # the dashboard: the one reading of the lines, not the lines
+            return TranscriptReply(tell=info, entries=[], steps=steps(entries))
         return TranscriptReply(tell=info, entries=entries)
 
     async def unsolicited_transcript(self, turn_id: str) -> UnsolicitedReply:
@@ -576,7 +579,7 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(Sleep, lambda d, r, e: d.sleep(r)),
         _on(WakeAll, lambda d, r, e: d.wake_all(r)),
         _on(Report, lambda d, r, e: d.report(r.to_team, r.from_team, r.all_callers, r.limit)),
-        _on(ReadTranscript, lambda d, r, e: d.transcript(r.tell_id)),
+        _on(ReadTranscript, lambda d, r, e: d.transcript(r.tell_id, r.steps)),
         _on(ClearCache, lambda d, r, e: d.clear_cache(r)),
         _on(ListNotifications, lambda d, r, e: d.notifications(r)),
         _on(Watch, lambda d, r, e: d.watch(r.team, e)),

@@ -154,6 +154,31 @@ class TranscriptEntry(msgspec.Struct, kw_only=True):
     raw: str
 
 
+StepKind = Literal["start", "text", "thinking", "tool", "result", "approval", "notice", "end", "other"]
+
+
+class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One thing claude did during a tell, read from its lines by ``protocol.transcript``
+    (the one reading of them: the CLI, the MCP tools and the dashboard render steps).
+    ``text`` says it in words (a tool: its name and input in a line; a result: the tool's
+    whole output; end: outcome, time and cost)."""
+
+    kind: StepKind
+    at: float = 0.0
+    text: str = ""
+    tool: str = ""  # tool, approval: the tool's name
+    tool_id: str = ""  # tool, result, approval: the tool call's id (a result and an approval name theirs)
+    input: Any = None  # tool, approval: the tool's input
+    is_error: bool = False  # result: the tool failed; end: the turn failed
+    answer: str = ""  # end: claude's result text
+    subtype: str = ""  # end: claude's own word for the outcome (success, error_max_turns, ...)
+    duration_s: float | None = None  # end: how long the turn took
+    turns: int | None = None  # end: the model turns it took
+    cost_usd: float | None = None  # end: what claude reported
+    input_tokens: int | None = None  # end
+    output_tokens: int | None = None  # end
+
+
 class NotificationInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A persisted fire-and-forget tell."""
 
@@ -392,6 +417,7 @@ class Report(_Message, tag="report"):
 
 class ReadTranscript(_Message, tag="read_transcript"):
     tell_id: str
+    steps: bool = False  # the steps (``TranscriptReply.steps``) instead of the raw lines
 
 
 class ClearCache(_Message, tag="clear_cache"):
@@ -614,7 +640,8 @@ class ReportReply(_Message, tag="report_reply"):
 
 class TranscriptReply(_Message, tag="transcript_reply"):
     tell: TellInfo
-    entries: list[TranscriptEntry]
+    entries: list[TranscriptEntry]  # the lines claude printed (none when the steps were asked for)
+    steps: list[Step] = []  # with ``ReadTranscript(steps=True)``: what claude did, read from the lines
 
 
 class ReloadReply(_Message, tag="reload_reply"):

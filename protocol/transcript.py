@@ -1,43 +1,33 @@
 """A tell's transcript as steps: what claude did, read once from its stored stream-json lines.
 
 ``steps`` is the one reading of the lines (pure, no I/O); each front end only renders the
-steps its own way: ``iris cache read`` for people (iris_cli/render.py), ``team_cache_read``
-for a model (iris_mcp/tools.py). A line that is not JSON, or of a type Iris does not know,
-becomes an ``other`` step; token deltas and claude's answers to Iris's own requests are
-left out (the assistant line after the deltas holds the text).
+``Step``s its own way: ``iris cache read`` for people (iris_cli/render.py), ``team_cache_read``
+for a model (iris_mcp/tools.py), the dashboard's conversation (irisd/dashboard/static/
+transcript.js, which asks irisd for the steps: ``ReadTranscript(steps=True)``). A line that
+is not JSON, or of a type Iris does not know, becomes an ``other`` step; token deltas and
+claude's answers to Iris's own requests are left out, unread (the assistant line after the
+deltas holds the text).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
 
-import msgspec
-
-from protocol.messages import TranscriptEntry
+from protocol.messages import Step, StepKind, TranscriptEntry
 from protocol.phases import tool_summary
 
-StepKind = Literal["start", "text", "tool", "result", "approval", "notice", "end", "other"]
+__all__ = ["TOOL_SUMMARY_CHARS", "Step", "StepKind", "steps"]
+
 TOOL_SUMMARY_CHARS = 200
-
-
-class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One thing claude did. ``text`` says it in words (a tool: its name and input in a
-    line; a result: the tool's whole output; end: outcome, time and cost)."""
-
-    kind: StepKind
-    at: float = 0.0
-    text: str = ""
-    tool: str = ""  # tool, approval: the tool's name
-    input: Any = None  # tool, approval: the tool's input
-    is_error: bool = False  # result: the tool failed; end: the turn failed
-    answer: str = ""  # end: claude's result text
-    subtype: str = ""  # end: claude's own word for the outcome (success, error_max_turns, ...)
+SKIPPED = frozenset({"stream_event", "control_response", "rate_limit_event"})  # most of the lines: not parsed
 
 
 def steps(entries: list[TranscriptEntry]) -> list[Step]:
     out: list[Step] = []
     for entry in entries:
+        if entry.type in SKIPPED:
+            continue
         try:
             line = json.loads(entry.raw)
         except ValueError:
@@ -52,29 +42,36 @@ def _one(line: dict[str, Any], at: float) -> list[Step]:
     kind = line.get("type")
     if kind == "system":
         if line.get("subtype") == "init":
+            version = line.get("claude_code_version")
+            claude = f"claude {version}" if version else "claude"
             model = line.get("model") or "?"
-            text = f"claude started (model {model}, session {line.get('session_id', '?')})"
+            text = f"{claude} started (model {model}, session {line.get('session_id', '?')})"
             return [Step(kind="start", at=at, text=text)]
         if line.get("subtype") == "api_retry":
-            status = line.get("error_status") or line.get("error") or "an error"
-            return [Step(kind="notice", at=at, text=f"API retry after {status} (attempt {line.get('attempt', '?')})")]
+            cause = f"HTTP {line['error_status']}" if line.get("error_status") else str(line.get("error") or "an error")
+            text = f"claude retries the Anthropic API after {cause} (attempt {line.get('attempt', '?')})"
+            return [Step(kind="notice", at=at, text=text)]
         return []
     if kind == "assistant":
         out: list[Step] = []
         for block in _content(line):
             if block.get("type") == "text" and block.get("text"):
                 out.append(Step(kind="text", at=at, text=str(block["text"])))
+            elif block.get("type") == "thinking" and block.get("thinking"):
+                out.append(Step(kind="thinking", at=at, text=str(block["thinking"])))
             elif block.get("type") == "tool_use":
                 name = str(block.get("name", "?"))
                 summary = tool_summary(name, block.get("input"), TOOL_SUMMARY_CHARS)
-                out.append(Step(kind="tool", at=at, text=f"{name} {summary}", tool=name, input=block.get("input")))
+                out.append(Step(kind="tool", at=at, text=f"{name} {summary}", tool=name,
+                                tool_id=str(block.get("id", "")), input=block.get("input")))
         return out
     if kind == "user":
         out = []
         for block in _content(line):
             if block.get("type") == "tool_result":
                 text = _result_text(block.get("content"))
-                out.append(Step(kind="result", at=at, text=text, is_error=bool(block.get("is_error"))))
+                out.append(Step(kind="result", at=at, text=text, is_error=bool(block.get("is_error")),
+                                tool_id=str(block.get("tool_use_id", ""))))
             elif block.get("type") == "text" and block.get("text"):
                 out.append(Step(kind="text", at=at, text=str(block["text"])))
         return out
@@ -84,16 +81,22 @@ def _one(line: dict[str, Any], at: float) -> list[Step]:
             name = str(request.get("tool_name", "?"))
             summary = tool_summary(name, request.get("input"), TOOL_SUMMARY_CHARS)
             return [Step(kind="approval", at=at, text=f"asked to use {name} {summary}", tool=name,
-                         input=request.get("input"))]
+                         tool_id=str(request.get("tool_use_id", "")), input=request.get("input"))]
         return []
     if kind == "result":
-        seconds = f", {line['duration_ms'] / 1000:.1f} s" if isinstance(line.get("duration_ms"), int | float) else ""
-        cost = f", ${line['total_cost_usd']:.4f}" if isinstance(line.get("total_cost_usd"), int | float) else ""
+        ms, cost = _number(line.get("duration_ms")), _number(line.get("total_cost_usd"))
+        usage: dict[str, Any] = line["usage"] if isinstance(line.get("usage"), dict) else {}
+        seconds = f", {ms / 1000:.1f} s" if ms is not None else ""
+        spent = f", ${cost:.4f}" if cost is not None else ""
         failed = bool(line.get("is_error"))
         subtype = str(line.get("subtype", "?"))
-        return [Step(kind="end", at=at, text=f"{'failed' if failed else 'done'} ({subtype}{seconds}{cost})",
-                     is_error=failed, answer=str(line.get("result", "")), subtype=subtype)]
-    if kind in ("stream_event", "control_response", "rate_limit_event"):
+        turns, tokens_in, tokens_out = (_whole(v) for v in (line.get("num_turns"), usage.get("input_tokens"),
+                                                             usage.get("output_tokens")))
+        return [Step(kind="end", at=at, text=f"{'failed' if failed else 'done'} ({subtype}{seconds}{spent})",
+                     is_error=failed, answer=str(line.get("result", "")), subtype=subtype,
+                     duration_s=ms / 1000 if ms is not None else None, turns=turns, cost_usd=cost,
+                     input_tokens=tokens_in, output_tokens=tokens_out)]
+    if kind in SKIPPED:
         return []  # deltas repeat the assistant messages; answers to our own requests
     return [Step(kind="other", at=at, text=f"({kind} line)")]
 
@@ -109,6 +112,15 @@ def _content(line: dict[str, Any]) -> list[dict[str, Any]]:
 def _result_text(content: Any) -> str:
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    if isinstance(content, list):  # text parts as they are; an image or another part by its kind
+        parts = [b for b in content if isinstance(b, dict)]
+        return "\n".join(str(b.get("text", "")) if b.get("type") == "text" else f"[{b.get('type')}]" for b in parts)
     return "" if content is None else json.dumps(content)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

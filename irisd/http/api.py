@@ -183,6 +183,10 @@ class TeamAllQuery(_In):
     all: Annotated[bool, msgspec.Meta(description="Include decided / delivered ones.")] = False
 
 
+class TranscriptQuery(_In):
+    steps: Annotated[bool, msgspec.Meta(description="The steps (what claude did) instead of the raw lines.")] = False
+
+
 class TeamQuery(_In):
     team: str | None = None
 
@@ -298,9 +302,10 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "GET",
         "/api/tells/{id}/transcript",
-        lambda p, q, b: ReadTranscript(tell_id=p["id"]),
+        lambda p, q, b: ReadTranscript(tell_id=p["id"], steps=q.steps),
         (TranscriptReply,),
-        "Every line claude printed during a tell",
+        "Every line claude printed during a tell, or (steps=true) what claude did, read from them",
+        query=TranscriptQuery,
     ),
     ApiRoute(
         "GET",

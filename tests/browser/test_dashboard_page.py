@@ -47,6 +47,7 @@ from protocol.messages import (
     TranscriptEntry,
     TranscriptReply,
 )
+from protocol.transcript import steps
 
 BASE = "http://iris.test"
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
@@ -118,6 +119,8 @@ class FakeIris:
         if request.method == "POST":
             self.posts.append((path, request.post_data_json))
         reply = self.replies.get(f"{request.method} {path}")
+        if isinstance(reply, TranscriptReply) and parse_qs(urlsplit(request.url).query).get("steps") == ["true"]:
+            reply = TranscriptReply(tell=reply.tell, entries=[], steps=steps(reply.entries))  # as irisd answers
         if reply is None:
             body, status = {"type": "error", "code": "not_found", "message": f"no {path} here"}, 404
             route.fulfill(status=status, json=body)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 from trio_websocket import open_websocket_url
@@ -21,7 +22,8 @@ from irisd.http import api
 from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES
 from irisd.http.security import MAX_AUTH_FAILURES
-from protocol.messages import GetStatus, StatusReply
+from protocol.messages import GetStatus, StatusReply, TranscriptEntry
+from protocol.transcript import steps
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -148,6 +150,11 @@ def test_the_owners_api_tell_returns_the_answer_and_the_api_shows_it(shared: Iri
     assert listed["type"] == "report_reply" and listed["tells"][0]["id"] == tell["id"]
     transcript = http.json("GET", f"/api/tells/{tell['id']}/transcript")[1]
     assert transcript["type"] == "transcript_reply" and any(e["type"] == "result" for e in transcript["entries"])
+    # The dashboard's reading of the same lines: the steps, as iris cache read and the MCP tool read them.
+    stepped = http.json("GET", f"/api/tells/{tell['id']}/transcript?steps=true")[1]
+    lines = msgspec.convert(transcript["entries"], list[TranscriptEntry])
+    assert stepped["entries"] == [] and stepped["steps"] == msgspec.to_builtins(steps(lines))
+    assert stepped["steps"][-1]["kind"] == "end" and stepped["steps"][-1]["answer"] == "echo #1: over http"
     pair = http.json("GET", "/api/teams/alpha/status?from_team=beta")[1]
     assert pair["type"] == "pair_reply" and pair["process"]["state"] == "idle"
     sessions = http.json("GET", "/api/sessions?team=alpha")[1]

@@ -40,7 +40,7 @@ def test_the_lines_become_a_conversation() -> None:
         Shown("text", "Let me look."),
         Shown("tool", "Bash ls -la /srv"),
         Shown("approval", "asked to use Bash ls -la /srv"),
-        Shown("notice", "API retry after 529 (attempt 2)"),
+        Shown("notice", "claude retries the Anthropic API after HTTP 529 (attempt 2)"),
         Shown("result", "result: " + "\n".join(f"file{n}" for n in range(6)) + "\n… (4 more lines)"),
         Shown("text", "Ten files."),
         Shown("end", "done (success, 2.5 s, $0.0100)"),
@@ -71,3 +71,30 @@ def test_one_reading_of_the_lines_two_renderings() -> None:
     assert step_line(result) == "tool result: " + " ".join(f"file{n}" for n in range(10))  # the model: one line
     end = steps(entries())[-2]
     assert (end.kind, end.subtype, end.is_error) == ("end", "success", False)
+
+
+def test_the_steps_keep_what_the_dashboard_draws() -> None:
+    """The dashboard reads the same steps (irisd: ReadTranscript(steps=True)): a tool call's id
+    ties its result and its approval to it; the end keeps its figures; thinking is a step."""
+    from protocol.transcript import steps
+
+    lines: list[dict[str, Any]] = [
+        {"type": "system", "subtype": "init", "claude_code_version": "2.1.330", "model": "m", "session_id": "s"},
+        {"type": "assistant", "message": {"content": [
+            {"type": "thinking", "thinking": "hmm"}, {"type": "tool_use", "id": "u1", "name": "Read", "input": {}}]}},
+        {"type": "control_request", "request": {"subtype": "can_use_tool", "tool_name": "Read", "tool_use_id": "u1"}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "u1", "content": [
+            {"type": "text", "text": "a picture:"}, {"type": "image", "source": {}}]}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 3500, "num_turns": 3,
+         "total_cost_usd": 0.0123, "usage": {"input_tokens": 100, "output_tokens": 20}, "result": "ok"},
+    ]
+    found = steps([TranscriptEntry(at=float(n), type=str(line["type"]), raw=json.dumps(line))
+                   for n, line in enumerate(lines)]
+                  + [TranscriptEntry(at=9.0, type="stream_event", raw="a delta is never read")])
+    start, thinking, tool, approval, result, end = found
+    assert start.text == "claude 2.1.330 started (model m, session s)"
+    assert (thinking.kind, thinking.text) == ("thinking", "hmm")
+    assert (tool.tool_id, approval.tool_id, result.tool_id) == ("u1", "u1", "u1")
+    assert result.text == "a picture:\n[image]"
+    assert (end.duration_s, end.turns, end.cost_usd, end.input_tokens, end.output_tokens) == (3.5, 3, 0.0123, 100, 20)
+    assert end.text == "done (success, 3.5 s, $0.0123)" and end.answer == "ok"

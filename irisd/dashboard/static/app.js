@@ -7,7 +7,7 @@
 // again, since events may have been missed meanwhile. Nothing polls.
 
 import { ago, clear, clock, bytes, duration, firstLine, h, money, pairLabel, pill, seconds, shortId, teamColor, who } from "./dom.js";
-import { renderEntries, toolInput } from "./transcript.js";
+import { renderSteps, toolInput } from "./transcript.js";
 
 const FINAL = new Set(["completed", "timed_out", "interrupted", "failed"]);
 const STATUSES = ["queued", "running", "awaiting_approval", "completed", "timed_out", "interrupted", "failed"];
@@ -30,7 +30,7 @@ const state = {
   everConnected: false,
   loggedOut: false,
   filter: { team: "", status: "" },
-  open: null, // { id, tell, entries, text, loading }
+  open: null, // { id, tell, steps, text, loading }
   notices: new Map(), // tell id -> [notice text]
   touched: new Set(), // ids of tells events changed since the last listing
 };
@@ -163,11 +163,11 @@ async function loadOpen() {
   open.loading = true;
   open.pending = "";
   try {
-    const reply = await api("GET", `/api/tells/${encodeURIComponent(open.id)}/transcript`);
+    const reply = await api("GET", `/api/tells/${encodeURIComponent(open.id)}/transcript${q({ steps: "true" })}`);
     if (state.open !== open) return;
     const tell = tellInfo(reply.tell);
     open.tell = tell;
-    open.entries = reply.entries;
+    open.steps = reply.steps || [];
     // Text that arrived while we were asking may already be in the reply's text.
     open.text = tell.text + (tell.text.endsWith(open.pending) ? "" : open.pending);
     open.error = "";
@@ -690,7 +690,7 @@ function sendForm(teams, to) {
 
 function conversationView(id) {
   if (!state.open || state.open.id !== id) {
-    state.open = { id, tell: state.tells.get(id) || null, entries: [], text: "", pending: "", loading: true, error: "" };
+    state.open = { id, tell: state.tells.get(id) || null, steps: [], text: "", pending: "", loading: true, error: "" };
     loadOpen().then(renderView);
   }
   const open = state.open;
@@ -710,7 +710,7 @@ function conversationView(id) {
     tell.kind && tell.kind !== "tell" ? ["kind", tell.kind] : null,
   ].filter(Boolean);
   const notices = state.notices.get(id) || [];
-  const steps = renderEntries(tell, open.entries, { withText: !running, approvalFor: approvalFor });
+  const steps = renderSteps(tell, open.steps, { withText: !running, approvalFor: approvalFor });
   return h("div", { class: "conversation", "data-tell": tell.id, "data-status": tell.status },
     back,
     h("div", { class: "view-head" },
@@ -726,7 +726,7 @@ function conversationView(id) {
         ? h("span", { class: "waiting-approval", "data-waiting-approval": "" }, "waiting for your approval")
         : h("span", { class: "typing", "aria-hidden": "true" })),
       h("div", { class: "text", "data-live-answer": "", "aria-live": "polite" }, open.text || "")) : null,
-    !running && !open.entries.length && tell.text ? h("div", { class: "msg answer" }, h("div", { class: "who" }, tell.to_team), h("div", { class: "text" }, tell.text)) : null,
+    !running && !open.steps.length && tell.text ? h("div", { class: "msg answer" }, h("div", { class: "who" }, tell.to_team), h("div", { class: "text" }, tell.text)) : null,
     tell.error ? h("div", { class: "note warn" }, tell.error) : null,
     open.error ? h("p", { class: "error" }, open.error) : null);
 }

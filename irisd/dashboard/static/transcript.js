@@ -1,5 +1,7 @@
-// A tell's transcript (the raw stream-json lines claude printed) rendered for people:
-// the answer, tool calls with their inputs and results, approvals, notices, timings, cost.
+// A tell's steps rendered for people: the answer, tool calls with their inputs and results,
+// approvals, notices, timings, cost. irisd reads claude's stream-json lines into steps
+// (protocol/transcript.py, GET /api/tells/{id}/transcript?steps=true): the same steps that
+// `iris cache read` and the MCP tool team_cache_read render, so this file never parses a line.
 
 import { h, money, seconds } from "./dom.js";
 
@@ -46,22 +48,6 @@ export function diff(before, after) {
   return h("pre", { class: "diff" }, lines);
 }
 
-function parse(raw) {
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return null;
-  }
-}
-
-function resultText(content) {
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    return content.map((part) => (part && part.type === "text" ? part.text : part && part.type ? `[${part.type}]` : "")).join("\n");
-  }
-  return content === undefined ? "" : JSON.stringify(content);
-}
-
 function stamp(at, start) {
   return start && at ? h("span", { class: "at", title: new Date(at * 1000).toLocaleString() }, `+${seconds(Math.max(0, at - start))}`) : null;
 }
@@ -72,74 +58,59 @@ function stamp(at, start) {
  * ``approvalFor(tellId, toolName, input)`` may return an element to show with a
  * permission request (the inbox card, with its buttons, while it waits).
  */
-export function renderEntries(tell, entries, { withText = true, approvalFor = () => null } = {}) {
+export function renderSteps(tell, steps, { withText = true, approvalFor = () => null } = {}) {
   const out = [];
   const tools = new Map();
   const start = tell.started_at || tell.created_at;
-  for (const entry of entries) {
-    const line = parse(entry.raw);
-    if (!line || typeof line !== "object") continue;
-    const type = line.type;
-    if (type === "assistant") {
-      for (const block of (line.message && line.message.content) || []) {
-        if (block.type === "text" && withText && block.text) {
-          out.push(h("div", { class: "msg answer" }, h("div", { class: "who" }, tell.to_team, stamp(entry.at, start)), h("div", { class: "text" }, block.text)));
-        } else if (block.type === "thinking" && block.thinking) {
-          out.push(h("details", { class: "step thinking" }, h("summary", {}, "thinking", stamp(entry.at, start)), h("div", { class: "text" }, block.thinking)));
-        } else if (block.type === "tool_use") {
-          const result = h("div", { class: "tool-result pending" }, "running…");
-          const card = h("div", { class: "step tool", "data-tool": block.name || "" },
-            h("div", { class: "step-head" }, h("span", { class: "tool-name" }, block.name || "tool"), stamp(entry.at, start)),
-            toolInput(block.name, block.input),
-            result);
-          tools.set(block.id, { card, result, name: block.name, at: entry.at, done: false });
-          out.push(card);
-        }
+  for (const step of steps) {
+    const at = stamp(step.at, start);
+    if (step.kind === "text") {
+      if (withText) out.push(h("div", { class: "msg answer" }, h("div", { class: "who" }, tell.to_team, at), h("div", { class: "text" }, step.text)));
+    } else if (step.kind === "thinking") {
+      out.push(h("details", { class: "step thinking" }, h("summary", {}, "thinking", at), h("div", { class: "text" }, step.text)));
+    } else if (step.kind === "tool") {
+      const result = h("div", { class: "tool-result pending" }, "running…");
+      const card = h("div", { class: "step tool", "data-tool": step.tool || "" },
+        h("div", { class: "step-head" }, h("span", { class: "tool-name" }, step.tool || "tool"), at),
+        toolInput(step.tool, step.input),
+        result);
+      tools.set(step.tool_id || `#${tools.size}`, { card, result, name: step.tool, at: step.at, done: false });
+      out.push(card);
+    } else if (step.kind === "result") {
+      const tool = tools.get(step.tool_id);
+      const took = tool && tool.at ? ` after ${seconds(step.at - tool.at)}` : "";
+      const text = step.text || "";
+      const body = h("details", { class: `tool-result${step.is_error ? " error" : ""}`, open: text.length < 400 },
+        h("summary", {}, `${step.is_error ? "failed" : "result"}${took}`), h("pre", {}, text || "(no output)"));
+      if (tool) {
+        tool.result.replaceWith(body);
+        tool.done = true;
+      } else {
+        out.push(h("div", { class: "step tool" }, body));
       }
-    } else if (type === "user") {
-      const content = line.message && line.message.content;
-      for (const block of Array.isArray(content) ? content : []) {
-        if (block.type !== "tool_result") continue;
-        const text = resultText(block.content);
-        const tool = tools.get(block.tool_use_id);
-        const took = tool && tool.at ? ` after ${seconds(entry.at - tool.at)}` : "";
-        const body = h("details", { class: `tool-result${block.is_error ? " error" : ""}`, open: text.length < 400 },
-          h("summary", {}, `${block.is_error ? "failed" : "result"}${took}`), h("pre", {}, text || "(no output)"));
-        if (tool) {
-          tool.result.replaceWith(body);
-          tool.done = true;
-        } else {
-          out.push(h("div", { class: "step tool" }, body));
-        }
-      }
-    } else if (type === "control_request" && line.request && line.request.subtype === "can_use_tool") {
+    } else if (step.kind === "approval") {
       // Shown in the card of the tool call it is about, before the call's result.
-      const req = line.request;
-      const waiting = [...tools.values()].filter((t) => !t.done && t.name === req.tool_name);
-      const tool = tools.get(req.tool_use_id) || waiting[waiting.length - 1];
-      const step = h("div", { class: "approval-step" },
-        h("div", { class: "step-head" }, h("span", {}, `asked permission to use ${req.tool_name || "a tool"}`), stamp(entry.at, start)),
-        approvalFor(tell.id, req.tool_name, req.input));
-      if (tool) tool.card.insertBefore(step, tool.result);
-      else out.push(h("div", { class: "step approval" }, step));
-    } else if (type === "system") {
-      if (line.subtype === "init") {
-        out.push(h("div", { class: "note" }, `claude ${line.claude_code_version || ""} started`.replace("  ", " "),
-          line.model ? ` · model ${line.model}` : "", stamp(entry.at, start)));
-      } else if (line.subtype === "api_retry") {
-        const cause = line.error_status ? `HTTP ${line.error_status}` : String(line.error || "an error");
-        out.push(h("div", { class: "note warn" }, `claude retries the Anthropic API after ${cause} (attempt ${line.attempt ?? "?"})`, stamp(entry.at, start)));
-      }
-    } else if (type === "result") {
+      const waiting = [...tools.values()].filter((t) => !t.done && t.name === step.tool);
+      const tool = tools.get(step.tool_id) || waiting[waiting.length - 1];
+      const asked = h("div", { class: "approval-step" },
+        h("div", { class: "step-head" }, h("span", {}, `asked permission to use ${step.tool || "a tool"}`), at),
+        approvalFor(tell.id, step.tool, step.input));
+      if (tool) tool.card.insertBefore(asked, tool.result);
+      else out.push(h("div", { class: "step approval" }, asked));
+    } else if (step.kind === "start") {
+      out.push(h("div", { class: "note" }, step.text, at));
+    } else if (step.kind === "notice") {
+      out.push(h("div", { class: "note warn" }, step.text, at));
+    } else if (step.kind === "end") {
       const parts = [];
-      if (line.duration_ms !== undefined) parts.push(seconds(line.duration_ms / 1000));
-      if (line.num_turns !== undefined) parts.push(`${line.num_turns} turn${line.num_turns === 1 ? "" : "s"}`);
-      if (line.total_cost_usd !== undefined) parts.push(money(line.total_cost_usd));
-      const usage = line.usage || {};
-      if (usage.input_tokens !== undefined) parts.push(`${usage.input_tokens} in / ${usage.output_tokens ?? 0} out tokens`);
-      out.push(h("div", { class: `note result${line.is_error ? " warn" : ""}` },
-        line.is_error ? `ended with an error: ${line.result || line.subtype}` : "done", parts.length ? ` · ${parts.join(" · ")}` : "", stamp(entry.at, start)));
+      if (step.duration_s !== undefined) parts.push(seconds(step.duration_s));
+      if (step.turns !== undefined) parts.push(`${step.turns} turn${step.turns === 1 ? "" : "s"}`);
+      if (step.cost_usd !== undefined) parts.push(money(step.cost_usd));
+      if (step.input_tokens !== undefined) parts.push(`${step.input_tokens} in / ${step.output_tokens ?? 0} out tokens`);
+      out.push(h("div", { class: `note result${step.is_error ? " warn" : ""}` },
+        step.is_error ? `ended with an error: ${step.answer || step.subtype}` : "done", parts.length ? ` · ${parts.join(" · ")}` : "", at));
     }
+    // "other" steps (a line Iris does not know) are for `iris cache read`, not this page.
   }
   return out;
 }
