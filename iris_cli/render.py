@@ -195,6 +195,16 @@ def _short(text: str) -> str:
     return short(text, 50)
 
 
+def answer(status: str, tell: TellInfo, *, id_if_empty: bool = False) -> None:
+    """A tell's answer on stdout as it is (its id instead, with ``id_if_empty``, while the
+    answer is to come), and on stderr what did not simply complete."""
+    if tell.text:
+        print(tell.text)
+    elif id_if_empty and status == "in_progress":
+        print(tell.id)
+    tell_outcome(status, tell)
+
+
 def tell_outcome(status: str, tell: TellInfo) -> None:
     """Explain on stderr a tell that did not simply complete."""
     if status == "in_progress":

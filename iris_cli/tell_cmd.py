@@ -13,7 +13,7 @@ def run_tell(
     """Send the tell, stream its answer, print the outcome; exits non-zero unless it completed
     (or is still running by the caller's choice)."""
     from iris_cli.calls import print_json, send
-    from iris_cli.text import tell_data
+    from iris_cli.text import ANSWERED, tell_data
     from iris_cli.watcher import TellWatcher
     from protocol.errors import DaemonNotRunningError, IrisError
     from protocol.messages import Tell, TellReply
@@ -72,5 +72,5 @@ def run_tell(
             from iris_cli import render
 
             render.tell_outcome(reply.status, info)
-    if reply.status not in ("completed", "in_progress"):
+    if reply.status not in ANSWERED:
         raise SystemExit(1)

@@ -11,6 +11,8 @@ from iris_common.text import short as short
 from iris_common.text import tail as tail
 from iris_common.text import tell_data as tell_data
 
+ANSWERED = frozenset({"completed", "in_progress"})  # a tell's reply status; the others exit 1
+
 
 def decide_line(approval_id: str) -> str:
     """How to decide an approval, in 80 columns: its id's first characters are enough

@@ -6,7 +6,7 @@ import typer
 
 from iris_cli import render
 from iris_cli.commands.common import print_json, send
-from iris_cli.text import tell_data
+from iris_cli.text import ANSWERED, tell_data
 from protocol.messages import Event, FanOutEvent, FanOutResult, TellMany, TellReply, TellsReply
 
 
@@ -53,5 +53,5 @@ def tell_many(
     assert isinstance(reply, TellsReply)
     if as_json:
         print_json([result_data(r) for r in reply.results])
-    if any(r.status not in ("completed", "in_progress") for r in reply.results):
+    if any(r.status not in ANSWERED for r in reply.results):
         raise typer.Exit(1)

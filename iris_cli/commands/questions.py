@@ -56,7 +56,7 @@ def answer(
 ) -> None:
     """Answer a pending question: TEXT becomes the next tell of the same pair."""
     from iris_cli import render
-    from iris_cli.text import pair_name, tell_data
+    from iris_cli.text import ANSWERED, pair_name, tell_data
     from protocol.messages import AnswerQuestion, AnswerReply, TellReply
 
     if text == "-":
@@ -69,12 +69,8 @@ def answer(
         return
     q = reply.question
     render.err.print(f"answered {q.id}; sent to {pair_name(q.from_team, q.to_team)} as tell {info.id}", style="dim")
-    if reply.status == "in_progress" and not info.text:
-        print(info.id)
-    elif info.text:
-        print(info.text)
-    render.tell_outcome(reply.status, info)
-    if reply.status not in ("completed", "in_progress"):
+    render.answer(reply.status, info, id_if_empty=True)
+    if reply.status not in ANSWERED:
         raise typer.Exit(1)
 
 

@@ -93,7 +93,7 @@ def result(
 
     Exits 1 if the tell ended other than completed, as 'iris tell' does."""
     from iris_cli import render
-    from iris_cli.text import pair_name, tell_data
+    from iris_cli.text import ANSWERED, pair_name, tell_data
     from iris_cli.watcher import approval_hint
     from protocol.messages import GetTell, TellReply
     from protocol.phases import describe
@@ -109,10 +109,8 @@ def result(
         render.err.print(f"{pair} · {info.status}{phase} · {render.ago(info.created_at)}", style="dim")
         if info.phase is not None and info.phase.name == "awaiting_approval":
             render.err.print(approval_hint(info.phase))
-        if info.text:
-            print(info.text)
-        render.tell_outcome(reply.status, info)
-    if reply.status not in ("completed", "in_progress"):
+        render.answer(reply.status, info)
+    if reply.status not in ANSWERED:
         raise typer.Exit(1)
 
 
@@ -151,7 +149,7 @@ def command(
 ) -> None:
     """Send a slash command (such as /compact) to a pair's session, through its queue."""
     from iris_cli import render
-    from iris_cli.text import tell_data
+    from iris_cli.text import ANSWERED, tell_data
     from protocol.messages import Command, TellReply
 
     request = Command(to_team=team, command=name, args=args, from_team=caller(from_team), timeout_ms=timeout)
@@ -160,8 +158,6 @@ def command(
     if as_json:
         print_json(tell_data(reply))
     else:
-        if reply.tell.text:
-            print(reply.tell.text)
-        render.tell_outcome(reply.status, reply.tell)
-    if reply.status not in ("completed", "in_progress"):
+        render.answer(reply.status, reply.tell)
+    if reply.status not in ANSWERED:
         raise typer.Exit(1)
