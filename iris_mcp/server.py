@@ -1,7 +1,7 @@
 """The Iris MCP tools on a transport: the stdio ``iris mcp`` (iris_cli/mcp_stdio.py, a thin
 client of irisd's socket) and, in irisd itself, ``/mcp`` for irisd's own claude children
 (irisd/http/mcp.py). Both run the same ``Shim``: its tools build the protocol Requests; a
-``Link`` carries them (the CLI's ``DaemonLink``: the socket; irisd's ``DispatcherLink``: the
+``Link`` carries them (the CLI's ``DaemonLink``: the socket; irisd's ``ServingLink``: the
 dispatcher, in process) and the replies render the same way (``iris_mcp.tools``).
 
 Start-up is on every Claude Code session's path, so this module imports only the MCP SDK

@@ -28,13 +28,13 @@ from iris_common.paths import IrisPaths
 from irisd.claude.containment import Containment
 from irisd.claude.launcher import marked_claude_child
 from irisd.core import run_core
-from irisd.dashboard import Dashboard
 from irisd.dispatch import Dispatcher
 from irisd.home_lock import hold_home_lock
 from irisd.http.app import HttpFace
 from irisd.http.security import Allowlist, host_names
 from irisd.http.server import HttpServer, open_http_socket, socket_url
 from irisd.server import Server, SocketError, open_unix_listener, prepare_socket_dir
+from irisd.serving import Serving
 from irisd.store.facade import Store
 from irisd.systemd import (
     Notifier,
@@ -158,11 +158,11 @@ class Daemon:
             core_scope, core_done = trio.CancelScope(), trio.Event()
             dispatcher = await nursery.start(self._run_core, store, access, containment, core_scope, core_done)
             self._dispatcher = dispatcher
-            server = Server(listener, dispatcher, allowed_uid=self.allowed_uid)
+            serving = Serving(dispatcher)  # one serve path for the socket and HTTP
+            server = Server(listener, serving, allowed_uid=self.allowed_uid)
             await nursery.start(server.run)
             port = socket_url(http_socket)[1]
-            face = HttpFace(dispatcher, access, Allowlist(host_names(self.config.settings.http_host), port))
-            face.index = Dashboard()
+            face = HttpFace(serving, access, Allowlist(host_names(self.config.settings.http_host), port))
             http = HttpServer(face, http_socket)
             await nursery.start(http.run)
             self.notifier.ready(f"serving {len(self.config.teams)} teams")
@@ -174,7 +174,7 @@ class Daemon:
             )
             task_status.started()
             await self._stop_requested.wait()
-            await self._drain(server, http, core_scope, core_done)
+            await self._drain(serving, server, http, core_scope, core_done)
             nursery.cancel_scope.cancel()
 
     async def _run_core(
@@ -197,15 +197,14 @@ class Daemon:
             done.set()
 
     async def _drain(
-        self, server: Server, http: HttpServer, core_scope: trio.CancelScope, core_done: trio.Event
+        self, serving: Serving, server: Server, http: HttpServer, core_scope: trio.CancelScope, core_done: trio.Event
     ) -> None:
-        log.info("draining", extra={"requests_in_flight": server.in_flight + http.face.in_flight})
+        log.info("draining", extra={"requests_in_flight": serving.in_flight})
         self.notifier.stopping("draining: interrupting tells, stopping claude processes")
         server.stop_accepting()
         http.stop_accepting()
         core_scope.cancel()
         await core_done.wait()
         with trio.move_on_after(REPLY_GRACE_S):
-            await server.wait_idle()
-            await http.wait_idle()
-        log.info("drained", extra={"requests_unanswered": server.in_flight + http.face.in_flight})
+            await serving.wait_idle()
+        log.info("drained", extra={"requests_unanswered": serving.in_flight})

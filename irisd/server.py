@@ -40,7 +40,7 @@ import trio
 
 from iris_common.paths import socket_dir_problem
 from irisd.caller import OWNER
-from irisd.dispatch import Dispatcher
+from irisd.serving import Serving
 from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_request, encode
@@ -50,10 +50,9 @@ from protocol.errors import (
     IrisError,
     PermissionDeniedError,
     ProtocolError,
-    ShuttingDownError,
 )
 from protocol.framing import LengthPrefixedFramer
-from protocol.messages import ErrorReply, Event, GetStatus, Hello, Request
+from protocol.messages import ErrorReply, GetStatus, Hello, Request
 
 log = logging.getLogger("irisd.server")
 
@@ -161,27 +160,25 @@ class Connection:
 class Server:
     """Accepts clients on ``listener`` and serves each in its own task.
 
-    Draining (``stop_accepting``): the listener closes, requests already being served
-    run on, new ones get ShuttingDownError, and ``wait_idle`` tells when no request is
-    left in flight, so a waiting caller still gets its (interrupted) reply.
+    Requests go through ``serving`` (irisd/serving.py), shared with the HTTP face: it
+    refuses new ones while draining, counts each one until its reply is sent, and turns a
+    bug into an ``internal`` error. ``stop_accepting`` closes the listener; the daemon's
+    drain then waits on ``serving.wait_idle``, so a waiting caller still gets its
+    (interrupted) reply.
     """
 
     def __init__(
         self,
         listener: trio.SocketListener,
-        dispatcher: Dispatcher,
+        serving: Serving,
         *,
         allowed_uid: int | None = None,
         limits: ConnectionLimits | None = None,
     ) -> None:
         self.listener = listener
-        self.dispatcher = dispatcher
+        self.serving = serving
         self.allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
         self.limits = limits or ConnectionLimits.for_this_process()
-        self.draining = False
-        self.in_flight = 0
-        self._idle = trio.Event()
-        self._idle.set()
         self._accept_scope = trio.CancelScope()
         self._connections: set[Connection] = set()
         self._budget = FrameBudget(self.limits.max_partial_bytes)
@@ -220,13 +217,8 @@ class Server:
 
     def stop_accepting(self) -> None:
         """Close the listener; refuse new requests from connected clients."""
-        self.draining = True
+        self.serving.stop_accepting()
         self._accept_scope.cancel()
-
-    async def wait_idle(self) -> None:
-        """Until no request is being served."""
-        while self.in_flight:
-            await self._idle.wait()
 
     async def handle(self, stream: trio.SocketStream) -> None:
         """Serve one client until it leaves. Never raises (except Cancelled)."""
@@ -311,37 +303,16 @@ class Server:
                 continue
             # (A watch too: the core ends every watch when it stops, before the drain
             # waits for the last replies, so that watchers hear why.)
-            self._begin()
-            try:
+            with self.serving.counted():
                 await connection.send(await self._reply(request, connection))
-            finally:
-                self._end()
 
     async def _reply(self, request: Request, connection: Connection) -> msgspec.Struct:
-        async def send_event(event: Event) -> None:
-            await connection.send(event)
-
+        """The reply, or the error as an ErrorReply. A client that left (a watcher's
+        Ctrl-C) raises out: nothing failed."""
         try:
-            if self.draining and not isinstance(request, Hello):
-                raise ShuttingDownError("irisd is stopping; send this again once it is back")
-            return await self.dispatcher.dispatch(request, OWNER, send_event)
+            return await self.serving.dispatch(request, OWNER, connection.send)
         except IrisError as exc:
             return ErrorReply(code=exc.code, message=exc.message)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise  # the client left (a watcher's Ctrl-C): nothing failed
-        except Exception as exc:
-            log.exception("request failed", extra={"request": type(request).__name__})
-            message = f"irisd failed on this request ({type(exc).__name__}: {exc}); see the irisd log"
-            return ErrorReply(code="internal", message=message)
-
-    def _begin(self) -> None:
-        self.in_flight += 1
-        self._idle = trio.Event()
-
-    def _end(self) -> None:
-        self.in_flight -= 1
-        if not self.in_flight:
-            self._idle.set()
 
 
 async def _check_hello(connection: Connection, request: Request, greeted: bool) -> None:

@@ -25,13 +25,13 @@ from typing import Any, cast
 
 import msgspec
 import trio
+from starlette.types import Receive, Scope, Send
 
 from irisd import __version__
 from irisd.a2a.inbound import mapping
 from irisd.a2a.inbound.mapping import A2AError
 from irisd.a2a.inbound.service import A2AService
 from irisd.caller import OWNER, Caller
-from irisd.http.asgi import Receive, Scope, Send
 from irisd.http.security import bearer_token
 from irisd.tokens import Access
 from protocol import a2a

@@ -3,7 +3,7 @@
 Each row is one route: its method and path, the Structs of its query string and body
 (validated by msgspec, described in ``/api/openapi.json``), how to build the protocol
 ``Request`` from them, and the ``Reply`` types it answers with. The request then goes
-through the same ``Dispatcher.dispatch`` as on the socket, and the reply is the same
+through the same ``Serving.dispatch`` (irisd/serving.py) as on the socket, and the reply is the same
 Struct, encoded as JSON (``type`` names it). To add a route, add a row.
 
 Errors are ``{"type": "error", "code": ..., "message": ...}``: the socket's codes and
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, get_args
 
 import msgspec
+from starlette.routing import compile_path
 
 from irisd import __version__
 from protocol.limits import DEFAULT_TTL_DAYS, BudgetUsd, MessageText, TimeoutMs, TtlDays
@@ -212,17 +213,14 @@ class ApiRoute:
     max_body: int | None = None  # bytes; None: the HTTP face's own limit (irisd.http.app.MAX_BODY_BYTES)
 
     @property
-    def pattern(self) -> re.Pattern[str]:
-        return _compile(self.path)
+    def params(self) -> list[str]:
+        """The names of the path's parameters."""
+        return list(compile_path(self.path)[2])
 
     @property
     def operation_id(self) -> str:
         words = re.sub(r"[{}]", "", self.path).strip("/").split("/")[1:]
         return self.method.lower() + "".join(w.capitalize() for w in re.split(r"[^A-Za-z0-9]", "_".join(words)) if w)
-
-
-def _compile(path: str) -> re.Pattern[str]:
-    return re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$")
 
 
 ROUTES: tuple[ApiRoute, ...] = (
@@ -407,35 +405,12 @@ ROUTES: tuple[ApiRoute, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Match:
-    route: ApiRoute
-    params: dict[str, str]
-
-
-class MethodNotAllowed(Exception):
-    def __init__(self, allowed: list[str]) -> None:
-        super().__init__(", ".join(allowed))
-        self.allowed = allowed
-
-
-_COMPILED = [(route, route.pattern) for route in ROUTES]
-
-
-def find(method: str, path: str) -> Match | None:
-    """The route for ``method path``; None if no path matches; MethodNotAllowed if only
-    the method is wrong."""
-    allowed = []
-    for route, pattern in _COMPILED:
-        found = pattern.match(path)
-        if found is None:
-            continue
-        if route.method == method:
-            return Match(route, found.groupdict())
-        allowed.append(route.method)
-    if allowed:
-        raise MethodNotAllowed(allowed)
-    return None
+def by_path() -> dict[str, list[ApiRoute]]:
+    """The table's rows grouped by path (a path may take several methods), in table order."""
+    grouped: dict[str, list[ApiRoute]] = {}
+    for route in ROUTES:
+        grouped.setdefault(route.path, []).append(route)
+    return grouped
 
 
 # --- OpenAPI ----------------------------------------------------------------------------
@@ -456,7 +431,7 @@ def openapi() -> dict[str, Any]:
     for route in ROUTES:
         parameters: list[dict[str, Any]] = [
             {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-            for name in route.pattern.groupindex
+            for name in route.params
         ]
         if route.query is not None:
             component = components[route.query.__name__]

@@ -1,7 +1,7 @@
 """``/api/events``: the live events ``iris watch`` gets, one JSON Event per WebSocket
 message, for the dashboard and scripts.
 
-Events come through the dispatcher's ``Watch``, as the socket's ``iris watch`` gets them
+Events come through ``Serving`` as the socket's ``iris watch`` gets them, a ``Watch``
 (the first one, ``watching``, says the subscription is in place). The core's EventHub
 never waits for anyone: each watcher has a bounded buffer, and a client whose buffer fills (it reads too
 slowly) is dropped by the hub and closed here with code 1013 (try again later). A send
@@ -13,19 +13,18 @@ Messages FROM the client are read and ignored (hypercorn caps their size).
 from __future__ import annotations
 
 import logging
-import urllib.parse
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import msgspec
 import trio
+from starlette.websockets import WebSocket
 
-from irisd.http.asgi import Receive, Scope, Send
 from protocol.errors import BusyError, ShuttingDownError
 from protocol.messages import Event, Watch
 
 if TYPE_CHECKING:
     from irisd.caller import Caller
-    from irisd.dispatch import Dispatcher
+    from irisd.serving import Serving
 
 log = logging.getLogger("irisd.http")
 
@@ -36,42 +35,31 @@ CLOSE_TOO_SLOW = 1013
 _encoder = msgspec.json.Encoder()
 
 
-class Face(Protocol):
-    """What events need of the HTTP face (irisd/http/app.py): its dispatcher."""
-
-    @property
-    def dispatcher(self) -> Dispatcher: ...
+class _TooSlowToRead(trio.BrokenResourceError):
+    """The client took no event for SEND_TIMEOUT_S: as good as gone."""
 
 
-class _TooSlowToRead(Exception):
-    """The client took no event for SEND_TIMEOUT_S."""
-
-
-async def serve_events(face: Face, scope: Scope, receive: Receive, send: Send, caller: Caller) -> None:
-    """Forward the events of a ``Watch`` (the dispatcher's, as the socket's ``iris watch``
-    gets them) until the client leaves, falls behind, or irisd stops. Raises IrisError
-    (an unknown team) before the upgrade is accepted."""
-    query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    team = (query.get("team") or [None])[0] or None
+async def serve_events(serving: Serving, websocket: WebSocket, caller: Caller) -> None:
+    """Forward the events of a ``Watch`` (served like the socket's ``iris watch``, and
+    counted in flight like it) until the client leaves, falls behind, or irisd stops.
+    Raises IrisError (an unknown team) before the upgrade is accepted."""
+    team = websocket.query_params.get("team") or None
     if team is not None:
-        face.dispatcher.config.team(team)  # UnknownTeamError: refused with 404
-    message = await receive()
-    if message["type"] != "websocket.connect":
-        return
-    await send({"type": "websocket.accept"})
-    scope["iris.accepted"] = True
+        serving.dispatcher.config.team(team)  # UnknownTeamError: refused with 404
+    await websocket.accept()
 
     async def send_event(event: Event) -> None:
         with trio.move_on_after(SEND_TIMEOUT_S) as sending:
-            await send({"type": "websocket.send", "text": _encoder.encode(event).decode()})
+            await websocket.send_text(_encoder.encode(event).decode())
         if sending.cancelled_caught:
             raise _TooSlowToRead
 
     code: int | None = None
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(_until_disconnect, receive, nursery.cancel_scope)
+        nursery.start_soon(_until_disconnect, websocket, nursery.cancel_scope)
         try:
-            await face.dispatcher.dispatch(Watch(team=team), caller, send_event)
+            with serving.counted():
+                await serving.dispatch(Watch(team=team), caller, send_event)
         except ShuttingDownError:
             code = CLOSE_GOING_AWAY
         except BusyError:  # the hub dropped it: it fell behind
@@ -82,10 +70,10 @@ async def serve_events(face: Face, scope: Scope, receive: Receive, send: Send, c
     if code is not None:
         reason = "irisd is stopping" if code == CLOSE_GOING_AWAY else "too slow: events were lost; connect again"
         with trio.move_on_after(SEND_TIMEOUT_S):
-            await send({"type": "websocket.close", "code": code, "reason": reason})
+            await websocket.close(code, reason)
 
 
-async def _until_disconnect(receive: Receive, scope: trio.CancelScope) -> None:
-    while (await receive())["type"] != "websocket.disconnect":
+async def _until_disconnect(websocket: WebSocket, scope: trio.CancelScope) -> None:
+    while (await websocket.receive())["type"] != "websocket.disconnect":
         pass  # the client has nothing to say; its messages are dropped
     scope.cancel()

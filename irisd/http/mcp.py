@@ -2,9 +2,9 @@
 
 A child gets ``{"type": "http", "url": ".../mcp", "headers": {"Authorization": "Bearer
 <its token>"}}`` in a 0600 ``--mcp-config`` file (irisd/tokens.py). The gate
-(app.py) turns the token into the child's ``Caller``; each tool call then runs the
-same ``Shim`` as the stdio ``iris mcp`` (iris_mcp/server.py), with a ``DispatcherLink``
-that hands its requests to the dispatcher in process, with that caller. So the child
+(gate.py) turns the token into the child's ``Caller``; each tool call then runs the
+same ``Shim`` as the stdio ``iris mcp`` (iris_mcp/server.py), with a ``ServingLink``
+that hands its requests to ``Serving`` (irisd/serving.py) in process, with that caller. So the child
 speaks as its own team, its tells are linked to the tell it is answering, and its
 token dies with it. The owner's token works here too (as the external caller, free to
 name any team).
@@ -30,15 +30,16 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from irisd.caller import Caller
+from irisd.http.gate import CALLER_KEY
 from protocol.errors import BusyError
 from protocol.messages import Event, Reply, Request
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
+    from starlette.types import Receive, Scope, Send
 
     from iris_mcp.server import Shim
-    from irisd.http.app import HttpFace
-    from irisd.http.asgi import Receive, Scope, Send
+    from irisd.serving import Serving
 
 log = logging.getLogger("irisd.http.mcp")
 
@@ -46,11 +47,11 @@ LOAD_TIMEOUT_S = 60.0  # a loaded machine may take long to import the SDK
 MAX_MCP_BODY_BYTES = 4 * 1024 * 1024
 
 
-class DispatcherLink:
-    """The Shim's requests, served by the dispatcher in process, as ``caller``."""
+class ServingLink:
+    """The Shim's requests, served in process as ``caller``."""
 
-    def __init__(self, face: HttpFace, caller: Caller) -> None:
-        self.face = face
+    def __init__(self, serving: Serving, caller: Caller) -> None:
+        self.serving = serving
         self.caller = caller
 
     async def call(
@@ -61,12 +62,12 @@ class DispatcherLink:
         on_event: Callable[[Event], Awaitable[None]] | None = None,
         start_daemon: bool = True,
     ) -> Reply:
-        return await self.face.dispatch(request, self.caller, on_event)
+        return await self.serving.serve(request, self.caller, on_event)
 
 
 class McpEndpoint:
-    def __init__(self, face: HttpFace) -> None:
-        self.face = face
+    def __init__(self, serving: Serving) -> None:
+        self.serving = serving
         self.ready = trio.Event()
         self._wanted = trio.Event()
         self._manager: Any = None
@@ -104,11 +105,10 @@ class McpEndpoint:
     def _shim_for(self, ctx: ServerRequestContext[Any]) -> Shim:
         from iris_mcp.server import Shim
         from iris_mcp.tools import Identity
-        from irisd.http.app import CALLER_KEY
 
         request = ctx.request
         caller: Caller = request.scope[CALLER_KEY]  # type: ignore[union-attr]  # set by the gate
-        link = DispatcherLink(self.face, caller)
+        link = ServingLink(self.serving, caller)
         if caller.kind == "reader":  # iris-agent: the read-only tools (irisd refuses the rest anyway)
             return Shim(link, identity=Identity(None, "owner"), read_only=True)
         owner = Identity(None, "owner")

@@ -1,27 +1,32 @@
-"""irisd's HTTP server: hypercorn's trio worker serving the HttpFace, inside irisd's
-own nursery and ``trio.run``.
+"""irisd's HTTP server: hypercorn's public ``hypercorn.trio.serve`` running the HttpFace
+inside irisd's own nursery and ``trio.run``.
 
 The socket is bound before the core starts (``open_http_socket``), so a port already
 taken stops irisd at once with an error naming ``settings.httpPort``, and the children
-the core spawns already know the URL. ``HttpServer.run`` serves until cancelled;
-``stop_accepting`` begins the drain: the listener closes, new requests get
-``shutting_down``, and requests in flight are answered (``HttpFace.wait_idle``).
+the core spawns already know the URL. hypercorn serves it through an ``fd://`` bind of a
+duplicate of that socket: hypercorn owns (and closes) the duplicate, the daemon its own.
+hypercorn marks a socket it was given that way inheritable (for its reloader's
+workers); it is made non-inheritable again at once, so no claude child holds the port.
+
+``HttpServer.run`` serves until cancelled; ``stop_accepting`` begins the drain: the
+listener closes, new requests get ``shutting_down`` (``Serving``, shared with the
+socket), and the daemon waits for those in flight (``Serving.wait_idle``).
 """
 
 from __future__ import annotations
 
 import errno
+import functools
 import logging
+import os
 import socket
 from typing import Any, cast
 
 import trio
-from hypercorn.config import Config, Sockets
-from hypercorn.trio.run import worker_serve
-from hypercorn.utils import wrap_app
+from hypercorn.config import Config
+from hypercorn.trio import serve
 
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
-from irisd.http.mcp import McpEndpoint
 from irisd.http.security import url_host
 from protocol.errors import IrisError
 
@@ -72,25 +77,18 @@ def socket_url(sock: socket.socket) -> tuple[str, int]:
 
 
 class HttpServer:
-    def __init__(self, face: HttpFace, sock: socket.socket, *, mcp: bool = True) -> None:
+    def __init__(self, face: HttpFace, sock: socket.socket) -> None:
         self.face = face
         self.sock = sock
-        self.mcp = McpEndpoint(face) if mcp else None
-        face.mcp = self.mcp
-        if self.mcp is not None:
-            face.access.on_grant = self.mcp.want
         self._stop = trio.Event()
 
     def stop_accepting(self) -> None:
-        self.face.draining = True
+        self.face.serving.stop_accepting()
         self._stop.set()
 
-    async def wait_idle(self) -> None:
-        await self.face.wait_idle()
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Serve until cancelled (or drained by ``stop_accepting``)."""
+    def config(self) -> Config:
         config = Config()
+        config.backlog = BACKLOG
         config.accesslog = None
         config.errorlog = logging.getLogger("irisd.http.hypercorn")
         config.include_server_header = False
@@ -99,19 +97,18 @@ class HttpServer:
         config.graceful_timeout = GRACEFUL_TIMEOUT_S
         config.keep_alive_timeout = 30.0
         config.wsgi_max_body_size = MAX_BODY_BYTES
-        sockets = Sockets(secure_sockets=[], insecure_sockets=[self.sock], quic_sockets=[])
+        return config
 
-        async def started(*, task_status: trio.TaskStatus[Any] = trio.TASK_STATUS_IGNORED) -> None:
-            await worker_serve(
-                wrap_app(cast(Any, self.face), MAX_BODY_BYTES, "asgi"),  # our ASGI types are plain dicts
-                config,
-                sockets=sockets,
-                shutdown_trigger=self._stop.wait,
-                task_status=task_status,
-            )
-
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled (or drained by ``stop_accepting``)."""
+        config = self.config()
+        fd = os.dup(self.sock.fileno())
+        config.bind = [f"fd://{fd}"]
         async with trio.open_nursery() as nursery:
-            if self.mcp is not None:
-                await nursery.start(self.mcp.run)
-            await nursery.start(started)
+            await nursery.start(self.face.mcp.run)
+            await nursery.start(
+                functools.partial(serve, cast(Any, self.face), config,  # its ASGI types are starlette's plain dicts
+                                  shutdown_trigger=self._stop.wait, mode="asgi")
+            )
+            os.set_inheritable(fd, False)
             task_status.started()

@@ -8,6 +8,7 @@ does with hostile text, a transcript, and events, in about a second, without cla
 from __future__ import annotations
 
 import json
+import mimetypes
 import os
 import time
 from collections.abc import Iterator
@@ -19,7 +20,8 @@ import pytest
 from playwright.sync_api import Browser, Page, Route, WebSocketRoute, expect
 
 from browser.chromium import PageProblems
-from irisd.dashboard import SECURITY_HEADERS, STATIC_DIR, content_type
+from irisd.dashboard import STATIC_DIR
+from irisd.http.gate import SECURITY_HEADERS
 from protocol.messages import (
     AnswerReply,
     ApprovalEvent,
@@ -113,7 +115,7 @@ class FakeIris:
             path = "/static/index.html"
         if path.startswith("/static/"):
             file = STATIC_DIR / path.removeprefix("/static/")
-            kind = content_type(file.name)
+            kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"  # as StaticFiles does
             route.fulfill(status=200, body=file.read_bytes(), headers={**SECURITY_HEADERS, "Content-Type": kind})
             return
         if request.method == "POST":

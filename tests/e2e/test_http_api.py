@@ -254,7 +254,7 @@ def test_iris_status_shows_the_url_and_dashboard_print_logs_in(shared: Iris) -> 
     status, headers, _ = http.request("GET", f"/login?{login.query}", auth=False)
     assert status == 303 and headers["location"] == "/"
     cookie = headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and http.token not in cookie
+    assert "HttpOnly" in cookie and "samesite=strict" in cookie.lower() and http.token not in cookie
     session = cookie.split(";")[0]
     assert http.request("GET", "/", headers={"Cookie": session}, auth=False)[0] == 200
     assert http.json("GET", "/api/teams", headers={"Cookie": session}, auth=False)[0] == 200

@@ -25,6 +25,7 @@ from harness import Iris, claude_processes_under
 from iris_cli.client import Client
 from irisd.dispatch import Dispatcher
 from irisd.server import Server, SocketError, open_unix_listener, peer_allowed, prepare_socket_dir
+from irisd.serving import Serving
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.messages import ErrorReply, GetStatus, Hello, StatusReply, Watch, Welcome
@@ -379,7 +380,7 @@ async def test_clients_of_another_user_are_refused(tmp_path: Path, same_user: bo
     listener = await open_unix_listener(path)
     # Tests run as one user: make the daemon belong to another one instead.
     allowed = os.getuid() if same_user else os.getuid() + 1
-    server = Server(listener, cast(Dispatcher, _FakeDispatcher()), allowed_uid=allowed)
+    server = Server(listener, Serving(cast(Dispatcher, _FakeDispatcher())), allowed_uid=allowed)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
@@ -400,7 +401,7 @@ def test_the_cli_shows_a_refusal_as_an_error(tmp_path: Path) -> None:
 
     async def serve_once() -> None:
         listener = await open_unix_listener(path)
-        server = Server(listener, cast(Dispatcher, _FakeDispatcher()), allowed_uid=os.getuid() + 1)
+        server = Server(listener, Serving(cast(Dispatcher, _FakeDispatcher())), allowed_uid=os.getuid() + 1)
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             await trio.to_thread.run_sync(_connect_and_expect_refusal, path)

@@ -1,25 +1,30 @@
 """The HTTP face's pure parts (Host/Origin allowlist, tokens, the rate limiter, the
-caller rules, the route table) and the events WebSocket on trio's virtual clock."""
+caller rules), the whole starlette app in process (the gate, the route table, the
+serve path shared with the socket), hypercorn serving it on a real socket, and the
+events WebSocket on trio's virtual clock."""
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import MutableMapping
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 import pytest
 import trio
 import trio.lowlevel
+from starlette.websockets import WebSocket
 
 import irisd.events
 from irisd.caller import OWNER, Caller
+from irisd.dispatch import Dispatcher
 from irisd.events import EventHub, serve_watch
 from irisd.http import api, events
-from irisd.http.app import build_request
-from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token, cookie, host_names, is_loopback
+from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token, host_names, is_loopback
+from irisd.serving import Serving
 from irisd.tokens import Access
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
@@ -34,7 +39,6 @@ from protocol.messages import (
     ListApprovals,
     ListQuestions,
     ListSessions,
-    ListTells,
     ReadTranscript,
     Report,
     Sleep,
@@ -71,8 +75,6 @@ def test_tokens_come_from_a_bearer_header_or_the_cookie() -> None:
     assert bearer_token("Bearer abc") == "abc"
     assert bearer_token("bearer  abc ") == "abc"
     assert bearer_token("Basic abc") is None and bearer_token(None) is None
-    assert cookie("a=1; iris_session=xyz; b=2", "iris_session") == "xyz"
-    assert cookie("iris_sessionx=1", "iris_session") is None
 
 
 def test_failed_authentications_are_limited_per_address_within_a_window() -> None:
@@ -187,33 +189,7 @@ def test_iris_agent_s_token_reads_everything_and_changes_nothing(tmp_path: Path)
     assert access.caller_for_token(grant.token) is None
 
 
-# --- the route table -----------------------------------------------------------------------
-
-
-def scope(query: str = "") -> dict[str, Any]:
-    return {"query_string": query.encode()}
-
-
-def test_routes_build_the_socket_protocols_requests() -> None:
-    found = api.find("POST", "/api/teams/beta/tell")
-    assert found is not None and found.params == {"team": "beta"}
-    built = build_request(found, scope(), b'{"message": "hi", "from_team": "alpha", "timeout_ms": -1}')
-    assert built == Tell(to_team="beta", message="hi", from_team="alpha", timeout_ms=-1)
-
-    found = api.find("GET", "/api/tells")
-    assert found is not None
-    built = build_request(found, scope("team=beta&from_team=external&status=running&limit=5"), b"")
-    assert built == ListTells(to_team="beta", from_team="external", status="running", limit=5)
-    assert build_request(found, scope("team="), b"") == ListTells()
-
-    found = api.find("POST", "/api/approvals/abc/deny")
-    assert found is not None
-    assert build_request(found, scope(), b"") == Decide(approval_id="abc", allow=False, by="owner (HTTP API)")
-
-    assert api.find("GET", "/api/elsewhere") is None
-    with pytest.raises(api.MethodNotAllowed) as wrong:
-        api.find("PUT", "/api/tells/abc")
-    assert wrong.value.allowed == ["GET"]
+# --- the route table (the app in process: tests/subsystem/test_http_app.py) -------------------
 
 
 def test_every_route_is_in_the_openapi_document() -> None:
@@ -235,7 +211,7 @@ class FakeClient:
 
     def __init__(self, delay: float = 0.0) -> None:
         self.delay = delay
-        self.sent: list[dict[str, Any]] = []
+        self.sent: list[MutableMapping[str, Any]] = []
         self.connected = False
         self.leave = trio.Event()
 
@@ -246,7 +222,7 @@ class FakeClient:
         await self.leave.wait()
         return {"type": "websocket.disconnect", "code": 1000}
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: MutableMapping[str, Any]) -> None:
         if message["type"] == "websocket.send":
             await trio.sleep(self.delay)
         self.sent.append(message)
@@ -260,20 +236,19 @@ class FakeClient:
         return next((m["code"] for m in self.sent if m["type"] == "websocket.close"), None)
 
 
-def face(hub: EventHub) -> Any:
-    """A face whose dispatcher answers Watch as irisd's does (irisd.events.serve_watch)."""
+def serving(hub: EventHub) -> Serving:
+    """Serving with a dispatcher that answers Watch as irisd's does (irisd.events.serve_watch)."""
     config = SimpleNamespace(team=lambda name: name)
 
     async def dispatch(request: Watch, caller: Caller, send_event: Any) -> None:
         await serve_watch(hub, request.team, send_event)
 
-    return SimpleNamespace(dispatcher=SimpleNamespace(config=config, hub=hub, dispatch=dispatch))
+    return Serving(cast(Dispatcher, SimpleNamespace(config=config, hub=hub, dispatch=dispatch)))
 
 
 async def serve(hub: EventHub, client: FakeClient, nursery: trio.Nursery) -> None:
-    scope = {"type": "websocket", "query_string": b""}
-    serve_events: Any = events.serve_events
-    nursery.start_soon(serve_events, face(hub), scope, client.receive, client.send, OWNER)
+    websocket = WebSocket({"type": "websocket", "query_string": b"", "headers": []}, client.receive, client.send)
+    nursery.start_soon(events.serve_events, serving(hub), websocket, OWNER)
     await trio.sleep(0.001)  # it runs until it waits for events: subscribed
 
 

@@ -18,6 +18,7 @@ import trio.testing
 
 from irisd.dispatch import Dispatcher
 from irisd.server import ConnectionLimits, Server
+from irisd.serving import Serving
 from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
@@ -89,7 +90,7 @@ async def connect(server: Server, nursery: trio.Nursery) -> Client:
 
 def make_server(limits: ConnectionLimits, dispatcher: FakeDispatcher | None = None) -> Server:
     listener = cast(trio.SocketListener, None)  # handle() is driven directly
-    return Server(listener, cast(Dispatcher, dispatcher or FakeDispatcher()), limits=limits)
+    return Server(listener, Serving(cast(Dispatcher, dispatcher or FakeDispatcher())), limits=limits)
 
 
 HELLO = Hello(protocol_version=PROTOCOL_VERSION)
@@ -288,7 +289,7 @@ async def test_out_of_file_descriptors_frees_an_idle_connection_and_backs_off_qu
     autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     listener = FlakyListener(failures=30)
-    server = Server(cast(trio.SocketListener, listener), cast(Dispatcher, FakeDispatcher()))
+    server = Server(cast(trio.SocketListener, listener), Serving(cast(Dispatcher, FakeDispatcher())))
     caplog.set_level(logging.WARNING, logger="irisd.server")
     async with trio.open_nursery() as nursery:
         idle = await connect(server, nursery)

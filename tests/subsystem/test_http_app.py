@@ -1,0 +1,377 @@
+"""The HTTP face's starlette app in process, with a recording dispatcher: the gate in its
+order, the route table building the socket protocol's requests, errors as JSON, the
+serve path it shares with the socket (draining, counting, the catch-all); then hypercorn
+serving it on a real socket through its public ``serve`` and an ``fd://`` bind."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+import trio
+
+from irisd.caller import OWNER, Caller
+from irisd.dispatch import Dispatcher
+from irisd.http.api import MAX_ASK_BODY_BYTES
+from irisd.http.app import MAX_BODY_BYTES, HttpFace
+from irisd.http.gate import SECURITY_HEADERS
+from irisd.http.security import Allowlist, host_names
+from irisd.http.server import HttpServer, open_http_socket
+from irisd.serving import Serving
+from irisd.tokens import COOKIE_NAME, Access
+from protocol.messages import (
+    CountReply,
+    Decide,
+    Event,
+    GetStatus,
+    ListTeams,
+    ListTells,
+    Reply,
+    Request,
+    Tell,
+    Wake,
+)
+
+PORT = 4242
+HOST = f"127.0.0.1:{PORT}"
+
+
+class Recorder:
+    """A dispatcher that records what it is asked and answers ``CountReply``; a request
+    waits while ``hold`` is set; ``GetStatus`` fails like a bug."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[Request, Caller]] = []
+        self.config = SimpleNamespace(team=lambda name: name)
+        self.hold: trio.Event | None = None
+        self.entered = 0
+
+    async def dispatch(self, request: Request, caller: Caller, send_event: Callable[[Event], Awaitable[None]]) -> Reply:
+        self.seen.append((request, caller))
+        self.entered += 1
+        if self.hold is not None:
+            await self.hold.wait()
+        if isinstance(request, GetStatus):
+            raise KeyError("a bug")
+        return CountReply(count=len(self.seen))
+
+
+class Answer:
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        start = messages[0]
+        self.status: int = start["status"]
+        self.headers = {k.decode().lower(): v.decode() for k, v in start["headers"]}
+        self.body = b"".join(m.get("body", b"") for m in messages[1:])
+        self.websocket = start["type"].startswith("websocket.")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def code(self) -> str:
+        answer = self.json()
+        assert answer["type"] == "error" and answer["message"], answer
+        return str(answer["code"])
+
+
+@pytest.fixture
+def access(tmp_path: Path) -> Access:
+    return Access.open(tmp_path)
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+def serving(recorder: Recorder) -> Serving:
+    return Serving(cast(Dispatcher, recorder))
+
+
+@pytest.fixture
+def face(serving: Serving, access: Access) -> HttpFace:
+    return HttpFace(serving, access, Allowlist(host_names("127.0.0.1"), PORT))
+
+
+async def call(
+    face: HttpFace,
+    method: str,
+    target: str,
+    body: bytes | dict[str, Any] = b"",
+    *,
+    headers: dict[str, str] | None = None,
+    token: str | None = "owner",
+    websocket: bool = False,
+) -> Answer:
+    """One request through the whole app, as hypercorn would pass it (``token="owner"``:
+    the owner's token; None: no Authorization header)."""
+    path, _, query = target.partition("?")
+    data = json.dumps(body).encode() if isinstance(body, dict) else body
+    sent_headers = {"host": HOST}
+    if token is not None:
+        sent_headers["authorization"] = f"Bearer {face.access.owner_token if token == 'owner' else token}"
+    if data:
+        sent_headers["content-length"] = str(len(data))
+    sent_headers.update({k.lower(): v for k, v in (headers or {}).items()})
+    scope: dict[str, Any] = {
+        "type": "websocket" if websocket else "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "ws" if websocket else "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(k.encode(), v.encode()) for k, v in sent_headers.items()],
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", PORT),
+        "extensions": {"websocket.http.response": {}} if websocket else {},
+    }
+    incoming: list[dict[str, Any]] = (
+        [{"type": "websocket.connect"}] if websocket else [{"type": "http.request", "body": data, "more_body": False}]
+    )
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if incoming:
+            return incoming.pop(0)
+        await trio.sleep_forever()
+        raise AssertionError
+
+    async def send(message: Any) -> None:
+        sent.append(dict(message))
+
+    with trio.fail_after(10):
+        await face(scope, receive, send)
+    return Answer(sent)
+
+
+# --- the route table ------------------------------------------------------------------------
+
+
+async def test_routes_build_the_socket_protocols_requests(face: HttpFace, recorder: Recorder) -> None:
+    answer = await call(face, "POST", "/api/teams/beta/tell", {"message": "hi", "from_team": "alpha", "timeout_ms": -1})
+    assert answer.status == 200 and answer.json() == {"type": "count_reply", "count": 1}
+    assert answer.headers["content-type"] == "application/json"
+    assert recorder.seen == [(Tell(to_team="beta", message="hi", from_team="alpha", timeout_ms=-1), OWNER)]
+
+    await call(face, "GET", "/api/tells?team=beta&from_team=external&status=running&limit=5")
+    await call(face, "GET", "/api/tells?team=")
+    await call(face, "POST", "/api/approvals/abc/deny")
+    assert [request for request, _ in recorder.seen[1:]] == [
+        ListTells(to_team="beta", from_team="external", status="running", limit=5),
+        ListTells(),
+        Decide(approval_id="abc", allow=False, by="owner (HTTP API)"),
+    ]
+
+
+async def test_no_route_and_a_wrong_method_are_json_errors(face: HttpFace, recorder: Recorder) -> None:
+    missing = await call(face, "GET", "/api/elsewhere")
+    assert (missing.status, missing.code) == (404, "not_found")
+    assert missing.json()["message"] == "no route GET /api/elsewhere; see /api/openapi.json"
+    assert (await call(face, "GET", "/api/teams/")).status == 404  # no redirect to /api/teams
+    wrong = await call(face, "PUT", "/api/tells/abc")
+    assert (wrong.status, wrong.code, wrong.headers["allow"]) == (405, "method_not_allowed", "GET")
+    assert wrong.json()["message"] == "PUT is not allowed on /api/tells/abc; use GET"
+    assert (await call(face, "HEAD", "/api/teams")).status == 405  # the API has no HEAD
+    bad = await call(face, "POST", "/api/teams/beta/tell", b"{not json")
+    assert (bad.status, bad.code) == (400, "invalid_request") and "not JSON" in bad.json()["message"]
+    assert (await call(face, "POST", "/api/teams/beta/wake")).status == 200  # no body: the defaults
+    body = await call(face, "GET", "/api/teams", b'{"a": 1}')
+    assert (body.status, body.json()["message"]) == (400, "GET /api/teams takes no body")
+    assert [type(request) for request, _ in recorder.seen] == [Wake]
+
+
+async def test_bodies_are_capped_with_a_json_413_naming_the_routes_limit(face: HttpFace, recorder: Recorder) -> None:
+    huge = await call(face, "POST", "/api/teams/beta/tell", b"x" * (MAX_BODY_BYTES + 1))
+    assert (huge.status, huge.code) == (413, "too_large") and str(MAX_BODY_BYTES) in huge.json()["message"]
+    ask = await call(face, "POST", "/api/ask", b"x" * (MAX_ASK_BODY_BYTES + 1))
+    assert (ask.status, ask.code) == (413, "too_large") and str(MAX_ASK_BODY_BYTES) in ask.json()["message"]
+    assert recorder.seen == []
+
+
+# --- the gate -------------------------------------------------------------------------------
+
+
+async def test_the_gate_checks_host_then_origin_then_the_caller(face: HttpFace, recorder: Recorder) -> None:
+    for path in ("/health", "/api/teams", "/mcp", "/login"):
+        foreign = await call(face, "GET", path, headers={"host": "evil.example"})
+        assert (foreign.status, foreign.code) == (403, "permission_denied"), path
+    origin = await call(face, "GET", "/api/teams", headers={"origin": "http://evil.example"})
+    assert (origin.status, origin.code) == (403, "permission_denied")
+    assert "access-control-allow-origin" not in origin.headers
+
+    health = await call(face, "GET", "/health", token=None)
+    assert (health.status, health.json()) == (200, {"status": "ok"})
+    for token in (None, "wrong"):
+        for path in ("/api/teams", "/", "/static/app.js", "/api/openapi.json", "/mcp"):
+            refused = await call(face, "GET", path, token=token)
+            assert (refused.status, refused.code) == (401, "unauthorized"), (path, token)
+            assert refused.headers["www-authenticate"].startswith("Bearer")
+    assert recorder.seen == []
+
+
+async def test_every_answer_carries_the_security_headers(face: HttpFace) -> None:
+    answers = [
+        await call(face, "GET", "/health", token=None),
+        await call(face, "GET", "/api/teams"),
+        await call(face, "GET", "/api/teams", token=None),
+        await call(face, "GET", "/"),
+        await call(face, "GET", "/static/app.js"),
+        await call(face, "GET", "/static/nothing.js"),
+        await call(face, "GET", "/api/events", token=None, websocket=True),
+    ]
+    for answer in answers:
+        for name, value in SECURITY_HEADERS.items():
+            assert answer.headers[name.lower()] == value, (answer.status, name)
+
+
+async def test_the_dashboard_is_served_from_its_folder(face: HttpFace) -> None:
+    page = await call(face, "GET", "/")
+    assert page.status == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
+    assert b'src="/static/app.js"' in page.body
+    script = await call(face, "GET", "/static/app.js")
+    assert script.status == 200 and script.headers["content-type"].startswith("text/javascript")
+    for path in ("/static/../__init__.py", "/static/", "/static/nothing.js"):
+        assert (await call(face, "GET", path)).status == 404, path
+    assert (await call(face, "POST", "/static/app.js")).status == 405
+
+
+async def test_login_sets_the_cookie_that_then_names_the_owner(face: HttpFace, recorder: Recorder) -> None:
+    login = await call(face, "GET", f"/login?token={face.access.owner_token}", token=None)
+    assert login.status == 303 and login.headers["location"] == "/"
+    cookie = login.headers["set-cookie"]
+    assert "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
+    assert face.access.owner_token not in cookie
+    session = cookie.split(";")[0]
+    assert session == f"{COOKIE_NAME}={face.access.cookie}"
+    answer = await call(face, "GET", "/api/teams", token=None, headers={"cookie": f"a=1; {session}"})
+    assert answer.status == 200 and recorder.seen == [(ListTeams(), OWNER)]
+    forged = await call(face, "GET", "/api/teams", token=None, headers={"cookie": f"{COOKIE_NAME}=forged"})
+    assert (forged.status, forged.code) == (401, "unauthorized")
+    assert (await call(face, "GET", "/login?token=wrong", token=None)).status == 401
+
+
+async def test_too_many_failures_from_one_address_get_429_but_a_valid_token_gets_in(face: HttpFace) -> None:
+    statuses = [(await call(face, "GET", "/api/teams", token=f"guess{i}")).status for i in range(25)]
+    assert statuses[:20] == [401] * 20 and set(statuses[20:]) == {429}
+    limited = await call(face, "GET", "/login?token=again", token=None)
+    assert limited.status == 429 and limited.headers["retry-after"] == "60"
+    assert (await call(face, "GET", "/api/teams")).status == 200
+
+
+async def test_websocket_upgrades_are_refused_with_an_http_answer(face: HttpFace) -> None:
+    for target, token, status in [
+        ("/api/events", None, 401),
+        ("/api/elsewhere", "owner", 404),
+    ]:
+        answer = await call(face, "GET", target, token=token, websocket=True)
+        assert answer.websocket and answer.status == status and answer.json()["type"] == "error", target
+
+
+async def test_no_more_than_max_active_requests_at_once(face: HttpFace, recorder: Recorder) -> None:
+    face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), PORT), max_active=2)
+    recorder.hold = trio.Event()
+    async with trio.open_nursery() as nursery:
+        for _ in range(2):
+            nursery.start_soon(call, face, "GET", "/api/teams")
+        while recorder.entered < 2:
+            await trio.sleep(0.001)
+        busy = await call(face, "GET", "/health", token=None)
+        assert (busy.status, busy.code) == (503, "busy")
+        recorder.hold.set()
+    assert (await call(face, "GET", "/health", token=None)).status == 200
+
+
+# --- the serve path shared with the socket -----------------------------------------------------
+
+
+async def test_a_bug_is_a_500_with_a_message_never_a_traceback(
+    face: HttpFace, caplog: pytest.LogCaptureFixture
+) -> None:
+    answer = await call(face, "GET", "/api/status")
+    assert (answer.status, answer.code) == (500, "internal")
+    assert answer.json()["message"] == "irisd failed on this request (KeyError: 'a bug'); see the irisd log"
+    assert "Traceback" not in answer.body.decode()
+    assert [r.message for r in caplog.records if r.exc_info] == ["request failed"]
+
+
+async def test_draining_refuses_new_requests_and_waits_for_answers_in_flight(
+    face: HttpFace, serving: Serving, recorder: Recorder
+) -> None:
+    recorder.hold = trio.Event()
+    answers: list[Answer] = []
+
+    async def in_flight() -> None:
+        answers.append(await call(face, "GET", "/api/teams"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(in_flight)
+        while not recorder.entered:
+            await trio.sleep(0.001)
+        serving.stop_accepting()
+        refused = await call(face, "GET", "/api/teams")
+        assert (refused.status, refused.code) == (503, "shutting_down")
+        assert serving.in_flight == 1
+        idle = False
+
+        async def wait() -> None:
+            nonlocal idle
+            await serving.wait_idle()
+            idle = True
+
+        nursery.start_soon(wait)
+        await trio.sleep(0.01)
+        assert not idle
+        recorder.hold.set()
+    assert idle and serving.in_flight == 0
+    assert answers[0].status == 200  # its answer was sent before the drain saw it idle
+
+
+# --- hypercorn on a real socket ----------------------------------------------------------------
+
+
+async def test_hypercorn_serves_the_face_on_a_duplicate_that_no_child_inherits(face: HttpFace) -> None:
+    with open_http_socket("127.0.0.1", 0) as sock:
+        port = sock.getsockname()[1]
+        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
+        server = HttpServer(face, sock)
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                await nursery.start(server.run)
+                assert [fd for fd in _sockets() if os.get_inheritable(fd)] == []
+                answer = await trio.to_thread.run_sync(_get, port, "/health")
+                assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b'{"status":"ok"}')
+                server.stop_accepting()
+                nursery.cancel_scope.cancel()  # as the daemon does once drained
+        assert face.serving.draining
+    with pytest.raises(ConnectionRefusedError):  # hypercorn closed its duplicate, the daemon its own
+        _get(port, "/health")
+
+
+def _sockets() -> list[int]:
+    found = []
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{name}").startswith("socket:"):
+                found.append(int(name))
+        except FileNotFoundError:
+            pass  # the listing's own descriptor
+    return found
+
+
+def _get(port: int, path: str) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := client.recv(65536):
+            data += chunk
+        return data
