@@ -79,7 +79,7 @@ class HttpFace:
         self.mcp = McpEndpoint(serving)
         access.on_grant = self.mcp.want  # a child is being spawned: load the MCP SDK
         self.a2a = a2a_face.A2AFace(
-            A2AService(serving.serve, lambda: serving.dispatcher.config),
+            A2AService(serving.serve, lambda: serving.dispatcher.config, watch=serving.dispatcher.dispatch),
             access,
             a2a_face.owner_teams(serving.serve),
             lambda scope: count_failure(self.limiter, scope),

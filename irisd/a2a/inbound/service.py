@@ -97,8 +97,11 @@ def translate(exc: IrisError) -> A2AError:
 
 
 class A2AService:
-    def __init__(self, dispatch: Dispatch, config: Callable[[], IrisConfig]) -> None:
+    def __init__(self, dispatch: Dispatch, config: Callable[[], IrisConfig], *, watch: Dispatch | None = None) -> None:
         self._dispatch = dispatch
+        # The Watch under a call is no request of its own: irisd's drain must not wait for it
+        # (the HTTP face passes the dispatcher itself, as its events WebSocket does).
+        self._watch = watch or dispatch
         self._config = config
         self._detector: tuple[object, Detector] | None = None
 
@@ -352,7 +355,7 @@ class A2AService:
         async def watch() -> None:
             async with send:
                 try:
-                    await self._dispatch(Watch(team=team), OWNER, push)
+                    await self._watch(Watch(team=team), OWNER, push)
                 except IrisError:
                     ready.set()  # dropped (irisd stops, or we fell behind): the reader polls instead
 
