@@ -102,7 +102,7 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
 
 
 # What an A2A team may say besides 'a2a' and 'headers': the rest is about a claude.
-A2A_KEYS = frozenset({"a2a", "headers", "description", "color", "budget"})
+A2A_KEYS = frozenset({"a2a", "headers", "description", "color", "budget", "responseTimeout"})
 A2A_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP token (RFC 9110)
 ENV_REFERENCE = re.compile(r"\$\{([^}]*)\}")
 
@@ -133,6 +133,7 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     claude_path: str = ""
     a2a: str = ""  # an A2A agent's card URL: the team is that agent (path is "")
     headers: dict[str, str] = {}  # for the agent's requests, ${VAR} not yet expanded (irisd does)
+    silence_ms: int | None = None  # an A2A agent saying nothing this long fails the tell (None: no limit)
 
     @property
     def skip_permissions(self) -> bool:
@@ -415,9 +416,15 @@ def _validate_a2a_team(name: str, team: TeamConfig, settings: Settings, where: s
         raise ConfigError(f"{where}: key 'teams.{name}.budget.dailyUsd' is {daily_usd:g}; use 0 or more")
     if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
         raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
+    if team.response_timeout is not None and team.response_timeout < 1000:
+        raise ConfigError(
+            f"{where}: key 'teams.{name}.responseTimeout' is {team.response_timeout}; it must be at least 1000"
+        )
     return Team(
         name=name,
         path="",
+        # An agent may work long without a word: only a timeout given for it applies.
+        silence_ms=team.response_timeout,
         a2a=url,
         headers={str(header): value for header, value in team.headers.items()},
         description=team.description,

@@ -97,11 +97,12 @@ class A2AExecutor:
             to_team=tell.to_team, chain_id=tell.chain_id, hops=tell.hops, context_id=saved.context_id,
             open_task=saved.open_task, tenant=card.tenant, streaming=card.streaming,
         )
-        progress = _Progress(report, card)
+        silence = self._team.silence_ms
+        progress = _Progress(report, card, silence_s=silence / 1000 if silence is not None else None)
         if card.streaming:
             async def on_event(event: a2a.StreamResponse) -> bool:
                 follower.stream(event)
-                await progress.update(follower)
+                await progress.update(follower, heard=True)
                 return follower.ending is not None
 
             await client.stream_message(card, params, on_event)
@@ -119,7 +120,7 @@ class A2AExecutor:
             before = (follower.state, follower.text)
             follower.task(await client.get_task(card, follower.task_id))
             changed = (follower.state, follower.text) != before
-            await progress.update(follower)
+            await progress.update(follower, heard=changed)
         return ending
 
     async def _wind_up(
@@ -151,14 +152,17 @@ class A2AExecutor:
 class _Progress:
     """What the tell has been told so far, so each change is reported once."""
 
-    def __init__(self, report: TellReport, card: CardFacts) -> None:
+    def __init__(self, report: TellReport, card: CardFacts, *, silence_s: float | None) -> None:
         self.report = report
         self.card = card
+        self.silence_s = silence_s
         self._started = False
         self._text = ""
         self._state: a2a.TaskState | None = None
 
-    async def update(self, follower: TaskFollower) -> None:
+    async def update(self, follower: TaskFollower, *, heard: bool = True) -> None:
+        """Report what changed; ``heard``: the agent said something (an event, a change),
+        which restarts the tell's silence limit (the team's responseTimeout, if given)."""
         if follower.state != self._state:
             self._state = follower.state
             if follower.state == a2a.TaskState.SUBMITTED:
@@ -169,7 +173,7 @@ class _Progress:
             return  # reported whole by finished()
         if follower.started and not self._started:
             self._started = True
-            await self.report.started()
-        if self._started and follower.text != self._text:
+            await self.report.started(silence_s=self.silence_s)
+        elif self._started and (follower.text != self._text or (heard and self.silence_s is not None)):
             self._text = follower.text
             await self.report.text(self._text)

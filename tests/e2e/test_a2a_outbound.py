@@ -60,7 +60,8 @@ def start_agent(*args: str) -> Agent:
 def agent() -> Iterator[Agent]:
     started = start_agent()
     yield started
-    started.stop()
+    if started.process.poll() is None:
+        started.stop()
 
 
 def tell(iris: Iris, team: str, message: str, *extra: str) -> dict[str, Any]:
@@ -125,6 +126,25 @@ def test_a_question_of_the_agent_is_answered_in_the_same_task(iris: Iris, agent:
     assert agent.log()["received"][-1]["taskId"] != asked["taskId"]
 
 
+def test_a_reply_to_a_task_the_agent_lost_goes_out_anew_in_the_context(iris: Iris, agent: Agent) -> None:
+    iris.teams["helper"] = {"a2a": agent.card}
+    iris.start()
+    asked = iris.cli_json("tell", "helper", "@ask paint it")
+    assert asked["text"] == "Which colour?"
+    context = agent.log()["received"][0]["contextId"]
+    agent.stop()  # the agent restarts and forgets its tasks
+    port = agent.url.rsplit(":", 1)[1]
+    again = start_agent("--port", port)
+    try:
+        reply = iris.cli_json("tell", "helper", "blue")
+        assert reply["status"] == "completed" and reply["text"] == "echo #1: blue", reply
+        (sent,) = again.log()["received"]  # the one that reached the agent: no taskId, same context
+        assert sent["contextId"] == context
+        assert "asking anew in its context" in iris.log()
+    finally:
+        again.stop()
+
+
 @pytest.mark.parametrize(
     ("message", "status", "error"),
     [
@@ -152,6 +172,16 @@ def test_cancelling_the_tell_cancels_the_task_at_the_agent(iris: Iris, agent: Ag
     wait_for(lambda: agent.log()["received"], what="the agent got the message")
     cancelled = iris.cli("cancel", started["id"], "--json")
     assert json.loads(cancelled.stdout)["tell_status"] == "interrupted", cancelled.stdout
+    (task_id,) = wait_for(lambda: agent.log()["cancelled"], what="CancelTask at the agent")
+    assert task_id == agent.log()["received"][0]["taskId"]
+
+
+def test_an_agent_silent_past_its_response_timeout_times_out_and_is_cancelled(iris: Iris, agent: Agent) -> None:
+    iris.teams["helper"] = {"a2a": agent.card, "responseTimeout": 1500}
+    iris.start()
+    result = iris.cli_json("tell", "helper", "@hang", ok=False)
+    assert result["status"] == "timed_out", result
+    assert result["error"] == "no word from the remote team for 1.5 s (responseTimeout)"
     (task_id,) = wait_for(lambda: agent.log()["cancelled"], what="CancelTask at the agent")
     assert task_id == agent.log()["received"][0]["taskId"]
 

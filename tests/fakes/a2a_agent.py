@@ -1,7 +1,7 @@
 """A foreign A2A 1.0 agent for the tests: the official ``a2a-sdk`` server (asyncio,
 uvicorn) in its own process, standing in for an agent of another framework.
 
-    python tests/fakes/a2a_agent.py [--no-streaming] [--token T] [--bad-card]
+    python tests/fakes/a2a_agent.py [--no-streaming] [--token T] [--bad-card] [--port P]
 
 prints ``listening on http://127.0.0.1:PORT`` once its socket accepts connections.
 Its card is at ``/.well-known/agent-card.json``, JSON-RPC at ``/rpc``. What it does
@@ -147,9 +147,11 @@ def main() -> None:
     parser.add_argument("--no-streaming", action="store_true")
     parser.add_argument("--token", default="")
     parser.add_argument("--bad-card", action="store_true")
+    parser.add_argument("--port", type=int, default=0)  # 0: any free one
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restarted agent takes its port again
+    sock.bind(("127.0.0.1", args.port))
     sock.listen(64)  # connections wait in the backlog until uvicorn serves
     port = sock.getsockname()[1]
     app = build_app(port, streaming=not args.no_streaming, token=args.token, bad_card=args.bad_card)

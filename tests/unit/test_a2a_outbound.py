@@ -37,6 +37,9 @@ teams:
     assert team.a2a == "https://agent.example/.well-known/agent-card.json" and team.path == ""
     assert team.description == "a foreign agent" and team.daily_usd == 2
     assert team_unavailable(team) == ""  # no folder to miss
+    assert team.silence_ms is None  # an agent may work long without a word, unless told otherwise
+    timed = parse("teams:\n  h: {a2a: 'http://agent', responseTimeout: 5000}\n").team("h")
+    assert timed.silence_ms == 5000
     assert expand_headers(team, {"HELPER_TOKEN": "s3cret"}) == {"Authorization": "Bearer s3cret", "X-Team": "iris"}
     with pytest.raises(ConfigError, match=r"uses \$\{HELPER_TOKEN\}, which is not set in irisd's environment"):
         expand_headers(team, {})
@@ -54,6 +57,7 @@ teams:
         ("{a2a: http://agent, headers: {'A B': c}}", "header name 'teams.h.headers.A B' is not a valid HTTP header"),
         ("{a2a: http://agent, headers: {A: '${1X}'}}", "'1X' is not a variable name"),
         ("{a2a: http://agent, headers: {A: \"x\\ny\"}}", "holds a line break"),
+        ("{a2a: http://agent, responseTimeout: 10}", "'teams.h.responseTimeout' is 10; it must be at least 1000"),
     ],
 )
 def test_a2a_team_mistakes_name_the_key_and_the_fix(team: str, expected: str) -> None:
