@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Sequence
 
-from iris_cli.table import Cell, Column, Table, draw, paint, use_color
+from iris_cli.table import Cell, Column, Table, clean, draw, paint, use_color
 from iris_cli.text import ago, pair_name, short, usd
 from protocol.messages import ProcessInfo, StatusReply, TeamInfo
 
@@ -25,7 +25,7 @@ def team_lines(teams: list[TeamInfo], *, width: int, color: bool) -> list[str]:
     rows = [(Cell(t.name + ("*" if t.unavailable else ""), t.color), team_place(t), t.description) for t in teams]
     columns = (Column("team"), Column("path"), Column("description", free=True))
     drawn = draw(Table(columns, rows), width=width, color=color)
-    return drawn + [paint(f"* {t.unavailable}", "red", color) for t in teams if t.unavailable]
+    return drawn + [paint(f"* {clean(t.unavailable)}", "red", color) for t in teams if t.unavailable]
 
 
 def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[str]:
@@ -54,7 +54,8 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
     drawn = draw(Table([Column(h) for h in headers], rows), width=width, color=color)
     if any(p.reason for p in items):
         drawn.append(paint("* why:", "dim", color))
-        drawn += [paint(f"  {pair_name(p.from_team, p.to_team)}: {p.reason}", "dim", color) for p in items if p.reason]
+        drawn += [paint(f"  {pair_name(p.from_team, p.to_team)}: {clean(p.reason)}", "dim", color)
+                  for p in items if p.reason]
     return drawn
 
 
@@ -82,11 +83,11 @@ def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
         why = " (turns no tell asked for: see README, 'What children accept')"
         lines += ["", paint("unsolicited", "red", color) + why]
         for turn in reply.unsolicited:
-            error = f" ({turn.error})" if turn.error else ""
+            error = f" ({clean(turn.error)})" if turn.error else ""
             pair = pair_name(turn.from_team, turn.to_team)
             lines.append(f"{turn.id} {pair} unsolicited {turn.status}{error} {ago(turn.started_at)}")
             if turn.text:
-                lines.append("  " + short(turn.text, 200))  # its start: 'iris cache read ID' has it all
+                lines.append("  " + short(clean(turn.text), 200))  # its start: 'iris cache read ID' has it all
     return lines
 
 

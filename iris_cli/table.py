@@ -56,9 +56,14 @@ def width_of(text: str) -> int:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # an escape in a team's text must not restyle the terminal
 
 
+def clean(text: str) -> str:
+    """``text`` without control characters, but for its line breaks and tabs."""
+    return _CONTROL.sub("", text)
+
+
 def one_line(text: str) -> str:
     """``text`` on one line, without control characters."""
-    return _CONTROL.sub("", " ".join(text.split()))
+    return clean(" ".join(text.split()))
 
 
 def fit(text: str, width: int) -> str:
@@ -123,6 +128,6 @@ def draw(table: Table, *, width: int, color: bool) -> list[str]:
     for row, row_notes in zip(rows, notes, strict=True):
         out.append(line(row))
         for index, note in enumerate(row_notes):  # the first (a message) is cut; reasons stay whole
-            shown = fit(one_line(note), max(10, width - 3)) if index == 0 else _CONTROL.sub("", note)
+            shown = fit(one_line(note), max(10, width - 3)) if index == 0 else clean(note)
             out.append(paint("  " + shown, "dim", color))
     return out

@@ -49,6 +49,22 @@ def test_a_cell_keeps_to_one_line_and_cannot_restyle_the_terminal() -> None:
     assert row == "two lines[31m red"
 
 
+def test_iris_status_prints_no_control_character_of_a_team_or_a_model() -> None:
+    from iris_cli.plain import status_lines
+    from protocol.messages import ProcessInfo, StatusReply, TeamInfo, UnsolicitedInfo
+
+    evil = "\x1b]0;owned\x07\x1b[2J"
+    reply = StatusReply(
+        pid=7, daemon_version="0", started_at=0.0, socket_path="/s", config_path="/c", max_processes=4,
+        teams=[TeamInfo(name="web", path="/w", description=evil, unavailable=evil)],
+        processes=[ProcessInfo(from_team=None, to_team="web", state="failed", reason=evil)],
+        unsolicited=[UnsolicitedInfo(id="u-1", from_team=None, to_team="web", status="failed", started_at=0.0,
+                                     text=evil, error=evil)],
+    )
+    shown = "\n".join(status_lines(reply, width=80, color=False))
+    assert "\x1b" not in shown and "\x07" not in shown and "]0;owned[2J" in shown
+
+
 def test_styles_are_ansi_only_on_a_colour_terminal() -> None:
     table = Table([Column("team"), Column("state")], [(Cell("web", "#E91E63"), Cell("failed", "red"))])
     header, row = draw(table, width=80, color=True)
