@@ -278,3 +278,21 @@ def test_a_message_that_closes_a_loop_across_irises_is_rejected(shared: Iris) ->
     task = rpc(shared, "SendMessage", {"message": msg})[1]["result"]["task"]
     assert task["status"]["state"] == "TASK_STATE_REJECTED"
     assert task["status"]["message"]["parts"][0]["text"].startswith("loop: alpha is already waiting")
+
+
+def test_a_tool_awaiting_approval_is_input_required_and_only_the_owner_decides_it(shared: Iris) -> None:
+    write = '@tool:Bash {"command": "echo hi > made.txt"}'
+    agent = agent_token(shared, "approver")
+    msg = {"role": "ROLE_USER", "messageId": "w", "parts": [{"text": write}]}
+    task = rpc(shared, "SendMessage", {"message": msg}, token=agent)[1]["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    said = task["status"]["message"]["parts"][0]["text"]
+    assert said.startswith("The team asks to use Bash") and "iris approve" in said
+    answer = {"role": "ROLE_USER", "messageId": "w2", "taskId": task["id"], "parts": [{"text": "allow"}]}
+    refused = rpc(shared, "SendMessage", {"message": answer}, token=agent)[1]
+    assert refused["error"]["code"] == -32004 and "only the owner" in refused["error"]["message"]
+    done = rpc(shared, "SendMessage", {"message": answer})[1]["result"]["task"]  # the owner's token
+    assert done["id"] == task["id"] and done["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert done["artifacts"][0]["parts"][0]["text"].startswith("tool Bash said:")
+    (approval,) = shared.cli_json("approvals", "--all")
+    assert approval["status"] == "allowed" and approval["decided_by"] == "the owner, over A2A"

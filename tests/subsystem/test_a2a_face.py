@@ -367,3 +367,19 @@ async def test_a_message_to_a_finished_task_or_another_context_is_refused(
     elsewhere = {**MESSAGE, "contextId": "a2a:someone->alpha"}
     assert (await client.rpc("SendMessage", {"message": elsewhere}))[1]["error"]["code"] == -32602
     assert (await client.rpc("SendMessage", {"message": {**MESSAGE, "taskId": "t404"}}))[1]["error"]["code"] == -32001
+
+
+async def test_an_agent_cannot_decide_an_approval_and_says_who_can(
+    face: A2AFace, core: FakeCore, tmp_path: Path
+) -> None:
+    client = Client(face, a2a_tokens.issue(a2a_tokens.tokens_file(tmp_path), "crm"))
+    params = {"message": MESSAGE, "configuration": {"returnImmediately": True}}
+    task_id = (await client.rpc("SendMessage", params))[1]["result"]["task"]["id"]
+    core.tells[task_id] = msgspec.structs.replace(core.tells[task_id], approval_id="ap1")
+    await core.move(task_id, "awaiting_approval")
+    got = (await client.rpc("GetTask", {"id": task_id}))[1]["result"]
+    assert got["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    answer = {**MESSAGE, "messageId": "m2", "taskId": task_id, "parts": [{"text": "allow"}]}
+    status, refused = await client.rpc("SendMessage", {"message": answer})
+    assert status == 200 and refused["error"]["code"] == -32004
+    assert "only the owner of this Iris decides" in refused["error"]["message"]

@@ -359,13 +359,18 @@ class A2AService:
                 except IrisError:
                     ready.set()  # dropped (irisd stops, or we fell behind): the reader polls instead
 
+        failure: Exception | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch)
             await ready.wait()
             try:
                 yield receive
+            except Exception as exc:  # the caller's error, not the nursery's: raised as it is, ungrouped
+                failure = exc
             finally:
                 nursery.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
 
     async def _follow(
         self,
