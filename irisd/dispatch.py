@@ -38,7 +38,6 @@ from irisd.tell.admission import check_message, check_wait
 from irisd.tell.service import SendEvent, TellService
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ConfigError, InvalidRequestError, IrisError, NotFoundError
-from protocol.limits import range_problem
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -481,25 +480,8 @@ class Dispatcher:
         return InvalidRequestError(f"question {known.id} is already {known.status}{who}; nothing to do")
 
     async def notify(self, request: Tell) -> NotificationReply:
-        """A persisted tell: committed to the database before the sender is answered."""
-        self.config.team(request.to_team)
-        self._check_from(request.from_team)
-        message = check_message(request.message)
-        if request.max_budget_usd is not None:
-            raise InvalidRequestError(
-                "a stored tell (persist) cannot carry a max budget yet; send it without persist to give it "
-                "one, or rely on settings.budget and the team's budget.dailyUsd"
-            )
-        if problem := range_problem(Tell, "ttl_days", request.ttl_days):
-            raise InvalidRequestError(f"a time to live of {request.ttl_days:g} days (ttl_days) is {problem}")
-        created = await self.store.call(
-            notifications.create,
-            request.from_team,
-            request.to_team,
-            message,
-            time.time(),
-            request.ttl_days * 86400,
-        )
+        """A persisted tell: stored by the tell service, then the courier looks for it."""
+        created = await self.tells.persist(request)
         self.on_notification()
         return NotificationReply(notification=created)
 

@@ -29,7 +29,8 @@ from protocol.errors import (
     RateLimitedError,
     TeamUnavailableError,
 )
-from protocol.limits import MAX_MESSAGE_CHARS, MAX_TELL_BUDGET_USD, MAX_WAIT_MS, MIN_WAIT_MS
+from protocol.limits import MAX_MESSAGE_CHARS, MAX_TELL_BUDGET_USD, MAX_WAIT_MS, MIN_WAIT_MS, range_problem
+from protocol.messages import Tell
 
 PairKey = tuple[str | None, str]
 
@@ -227,6 +228,20 @@ def max_budget_problem(max_budget_usd: float | None) -> str:
         f"max budget {max_budget_usd!r} USD is not a budget; give a positive number of "
         f"dollars up to {MAX_TELL_BUDGET_USD:g} (e.g. 0.5), or leave it out"
     )
+
+
+def persist_problem(request: Tell) -> str:
+    """Why a persisted tell (a notification) cannot be stored as asked; "" if it can."""
+    if problem := message_problem(request.message):
+        return problem
+    if request.max_budget_usd is not None:
+        return (
+            "a stored tell (persist) cannot carry a max budget yet; send it without persist to give it "
+            "one, or rely on settings.budget and the team's budget.dailyUsd"
+        )
+    if out_of_range := range_problem(Tell, "ttl_days", request.ttl_days):
+        return f"a time to live of {request.ttl_days:g} days (ttl_days) is {out_of_range}"
+    return ""
 
 
 def seconds_hint(ms: int) -> str:

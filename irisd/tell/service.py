@@ -30,7 +30,7 @@ from iris_common.money import day_start
 from iris_common.paths import IrisPaths
 from irisd.budget import RateWindow, Spending
 from irisd.events import EventHub
-from irisd.store import ledger, tells
+from irisd.store import ledger, notifications, tells
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, OnEnd, end_tell
 from irisd.tell.admission import (
@@ -44,6 +44,7 @@ from irisd.tell.admission import (
     budgets,
     check_message,
     parent_tell,
+    persist_problem,
     result_wait_problem,
 )
 from irisd.tell.answer import answer_so_far
@@ -54,6 +55,7 @@ from protocol.messages import (
     Event,
     FanOutEvent,
     FanOutResult,
+    NotificationInfo,
     ReplyStatus,
     Tell,
     TellInfo,
@@ -243,6 +245,24 @@ class TellService:
         )
         await self.store.call(tells.insert, refused.info())
         await end_tell(self.store, refused, refusal.recorded)
+
+    async def persist(self, request: Tell) -> NotificationInfo:
+        """A persisted tell (a notification): admitted (``persist_problem``) and committed
+        to the database before the sender is answered; the courier delivers it later
+        through ``submit``."""
+        self.config.team(request.to_team)
+        if request.from_team is not None:
+            self.config.team(request.from_team)
+        if problem := persist_problem(request):
+            raise InvalidRequestError(problem)
+        return await self.store.call(
+            notifications.create,
+            request.from_team,
+            request.to_team,
+            request.message,
+            time.time(),
+            request.ttl_days * 86400,
+        )
 
     # --- the caller's reply ----------------------------------------------------------------
 

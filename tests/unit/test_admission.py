@@ -18,6 +18,7 @@ from irisd.tell.admission import (
     admit,
     check_message,
     check_wait,
+    persist_problem,
     result_wait_problem,
 )
 from protocol.errors import (
@@ -29,6 +30,7 @@ from protocol.errors import (
     TeamUnavailableError,
 )
 from protocol.limits import MAX_MESSAGE_CHARS
+from protocol.messages import Tell
 
 
 @dataclass(frozen=True)
@@ -196,3 +198,17 @@ def test_checks_come_in_order_the_team_first() -> None:
     assert refused(admit(tell("alpha", message="", parent_pair="alpha->beta"), everything_wrong)).message == "gone"
     wrong_message_and_loop = refused(admit(tell("alpha", message="", parent_pair="alpha->beta"), facts(pairs=CHAIN)))
     assert wrong_message_and_loop.error is InvalidRequestError
+
+
+def test_a_persisted_tell_is_refused_a_max_budget_and_a_ttl_out_of_range() -> None:
+    assert persist_problem(Tell(to_team="beta", message="hi", persist=True)) == ""
+    assert persist_problem(Tell(to_team="beta", message=" ", persist=True)) == (
+        "the message is empty; say what the team should do"
+    )
+    assert persist_problem(Tell(to_team="beta", message="hi", persist=True, max_budget_usd=1.0)) == (
+        "a stored tell (persist) cannot carry a max budget yet; send it without persist to give it one, "
+        "or rely on settings.budget and the team's budget.dailyUsd"
+    )
+    assert persist_problem(Tell(to_team="beta", message="hi", persist=True, ttl_days=0)).startswith(
+        "a time to live of 0 days (ttl_days) is out of range"
+    )
