@@ -188,7 +188,7 @@ class A2AFace:
             case a2a.GetTaskRequest():
                 return await self.service.get(caller, team, params)
             case a2a.ListTasksRequest():
-                return await self.service.list(caller, team, params)
+                return await self.service.list_tasks(caller, team, params)
             case a2a.CancelTaskRequest():
                 return await self.service.cancel(caller, team, params)
         raise A2AError(a2a.METHOD_NOT_FOUND, f"{method} is not served here")  # pragma: no cover

@@ -162,7 +162,7 @@ class A2AService:
     async def get(self, caller: Caller, team: str, params: a2a.GetTaskRequest) -> a2a.Task:
         return mapping.to_task(await self.view(caller, team, params.id), history_length=params.history_length)
 
-    async def list(self, caller: Caller, team: str, params: a2a.ListTasksRequest) -> a2a.ListTasksResponse:
+    async def list_tasks(self, caller: Caller, team: str, params: a2a.ListTasksRequest) -> a2a.ListTasksResponse:
         size = DEFAULT_PAGE_SIZE if params.page_size is None else params.page_size
         if not 1 <= size <= 100:
             raise A2AError(a2a.INVALID_PARAMS, f"pageSize must be 1 to 100, not {size}")
