@@ -182,7 +182,7 @@ def load_config(path: Path) -> IrisConfig:
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
     config = parse_config(raw, source=str(path))
-    if not config.teams:
+    if not config.teams and config.mesh is None:  # on a mesh, the teams may all be elsewhere
         raise ConfigError(
             f"{path}: no teams are configured, so there is nobody to tell; add one under 'teams:' "
             "(e.g. 'iris init --force --team backend=~/src/api' writes one)"

@@ -120,3 +120,8 @@ def check_mesh(mesh: MeshConfig, teams: Collection[str], source: str) -> Mesh:
         offer=tuple(mesh.offer) if mesh.offer is not None else None,
         allow=tuple(mesh.allow) if mesh.allow is not None else None,
     )
+
+
+def is_mesh_sender(name: str) -> bool:
+    """A sender ``team@irisd``: a team of another irisd of the mesh (no local team has '@')."""
+    return "@" in name

@@ -14,6 +14,9 @@ request:
   ``permission_denied``; one that names none is sent as the child's team. Its tells
   are linked to the tell its pair is serving (chain, hops, loop guard), and it may not
   decide approvals (a team must not approve its own tool use).
+* a **remote** caller: a team of another irisd of the mesh (irisd/mesh/home.py), named
+  by the NATS credentials of its irisd. It speaks as ``team@irisd`` only (a name no
+  local team can have), and may only tell, read and cancel tells.
 * a **reader**: iris-agent (irisd/agent/runner.py), the person's assistant, known by a
   token minted for each of its runs. It sees what the owner sees and may only read:
   every request that would change something is refused here, whatever its MCP server
@@ -85,8 +88,8 @@ _AGENT = (Tell, GetTell, CancelTell, ListTells, ListQuestions, AnswerQuestion, D
 
 @dataclass(frozen=True)
 class Caller:
-    kind: Literal["owner", "child", "reader", "agent"] = "owner"
-    team: str | None = None  # a child: the team whose claude it is; an agent: "a2a:NAME"
+    kind: Literal["owner", "child", "reader", "agent", "remote"] = "owner"
+    team: str | None = None  # a child: the team whose claude it is; an agent: "a2a:NAME"; remote: "team@irisd"
     pair: str = ""  # a child: the pair it serves, "from->to" ("external->to" for no team)
 
     @classmethod
@@ -101,6 +104,10 @@ class Caller:
     def agent(cls, name: str) -> Caller:
         return cls(kind="agent", team=sender_of(name))
 
+    @classmethod
+    def remote(cls, irisd: str, team: str | None) -> Caller:
+        return cls(kind="remote", team=f"{team or 'external'}@{irisd}")
+
     @property
     def is_owner(self) -> bool:
         return self.kind == "owner"
@@ -112,6 +119,8 @@ class Caller:
             return "iris-agent (it only reads)"
         if self.kind == "agent":
             return f"the A2A agent {self.team!r}"
+        if self.kind == "remote":
+            return f"{self.team} (a team of another irisd of the mesh)"
         return f"team {self.team!r} (its claude serving {self.pair})"
 
     def apply(self, request: Request) -> Request:
@@ -127,6 +136,13 @@ class Caller:
             return request
         if self.kind == "agent":
             return self._as_agent(request)
+
+        if self.kind == "remote":
+            if not isinstance(request, Tell | GetTell | CancelTell):
+                raise PermissionDeniedError(f"{self.describe()} may only tell, read and cancel tells")
+            if isinstance(request, Tell):
+                request = msgspec.structs.replace(request, from_team=self.team, parent_pair="")
+            return request
         if isinstance(request, _OWNER_ONLY):
             raise PermissionDeniedError(
                 f"{self.describe()} may not send {type(request).__name__}: only the person who owns "

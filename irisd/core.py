@@ -15,6 +15,7 @@ from irisd.a2a.teams import sync_a2a_teams
 from irisd.agent.runner import Agent
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
+from irisd.mesh.service import MeshService
 from irisd.notifications import Courier
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.supervisor import Supervisor
@@ -83,6 +84,11 @@ class Services:
             config=config, paths=paths, store=store, pool=self.supervisor, hub=hub, on_end=self.questions.on_tell_end
         )
         self.courier = Courier(store=store, tells=self.tells)
+        # The mesh's home side runs remote tells through the dispatcher, like any front end.
+        self.mesh = MeshService(
+            config=config, store=store, remote_teams=self.supervisor.remote_teams,
+            dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),
+        )
         self.dispatcher = Dispatcher(
             config=config,
             paths=paths,
@@ -91,6 +97,7 @@ class Services:
             tells=self.tells,
             questions=self.questions,
             agent=Agent(config=config, paths=paths, access=access),
+            mesh=self.mesh,
             on_notification=self.courier.wake_up,
             http=access,
             claude_version=claude_version,
@@ -103,6 +110,7 @@ class Services:
             await nursery.start(self.supervisor.run)
             await nursery.start(self.courier.run)
             await nursery.start(self.questions.run)
+            await nursery.start(self.mesh.run)
             nursery.start_soon(_retention, self.config, self.store)
             task_status.started(self.dispatcher)
 

@@ -19,6 +19,7 @@ from iris_common import locate
 from iris_common.a2a_tokens import is_agent_sender
 from iris_common.config import IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment
+from iris_common.mesh import is_mesh_sender
 from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd import __version__
 from irisd.a2a.teams import sync_a2a_teams
@@ -110,6 +111,7 @@ COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
 if TYPE_CHECKING:
     from irisd.agent.runner import Agent
+    from irisd.mesh.service import MeshService
 
 log = logging.getLogger("irisd.dispatch")
 
@@ -140,6 +142,7 @@ class Dispatcher:
         tells: TellService,
         questions: QuestionDesk | None = None,
         agent: Agent | None = None,
+        mesh: MeshService | None = None,
         on_notification: Callable[[], None] = lambda: None,
         http: HttpAccess | None = None,
         claude_version: str = "",
@@ -154,6 +157,7 @@ class Dispatcher:
         self.tells = tells
         self.questions = questions
         self.agent = agent
+        self.mesh = mesh  # teams on many hosts (irisd/mesh), when settings.mesh is set
         self.hub = supervisor.hub  # one hub: the pairs publish to it, watchers read it
         self.on_notification = on_notification
         self.http = http
@@ -275,6 +279,8 @@ class Dispatcher:
             self.config, self.claude_version, self.config_problem = new, claude, ""
             self.tells.reconfigure(new)
             sync_a2a_teams(self.supervisor.remote_teams, new, self.store)
+            if self.mesh is not None:
+                self.mesh.reconfigure(new)
             self.supervisor.reconfigure(new, retire=set(plan.removed), restart=set(plan.restart))
             if self.questions is not None:
                 self.questions.reconfigure(new)
@@ -529,8 +535,9 @@ class Dispatcher:
         await serve_watch(self.hub, team, send_event)
 
     def _check_from(self, from_team: str | None) -> None:
-        # An outside A2A agent ("a2a:NAME") is a sender, not a team: its token named it.
-        if from_team is not None and not is_agent_sender(from_team):
+        # An outside A2A agent ("a2a:NAME") is a sender, not a team: its token named it;
+        # so is a team of another irisd of the mesh ("team@irisd").
+        if from_team is not None and not is_agent_sender(from_team) and not is_mesh_sender(from_team):
             self.config.team(from_team)
 
 

@@ -1,11 +1,12 @@
 """The connection to NATS and what this irisd keeps there (README "Teams on many hosts").
 
-* stream ``IRIS_TELLS`` (``iris.tell.<home>``): tells and cancels for a home irisd, one
-  durable consumer per home; work-queue retention, so a message is gone once its home
-  acked it (after recording it in its database);
-* stream ``IRIS_REPLIES`` (``iris.reply.<caller>``): final results back to the caller's
-  irisd, one durable consumer per caller, so a caller that was down still gets them;
-* ``iris.live.<caller>`` (plain NATS, not stored): phases and text as they stream;
+* stream ``IRIS_TELLS`` (``iris.tell.<home>.<caller>``): tells and cancels for a home
+  irisd, one durable consumer per home; work-queue retention, so a message is gone once
+  its home acked it (after recording it in its database);
+* stream ``IRIS_REPLIES`` (``iris.reply.<caller>.<home>``): final results back to the
+  caller's irisd, one durable consumer per caller, so a caller that was down still gets
+  them;
+* ``iris.live.<caller>.<home>`` (plain NATS, not stored): phases and text as they stream;
 * key-value buckets ``iris-teams`` (team -> home) and ``iris-homes`` (irisd -> heartbeat).
 
 Streams and buckets are made by the first irisd that needs them; their replicas follow
@@ -54,18 +55,6 @@ class MeshError(IrisError):
     """The mesh cannot be reached or refused us; the message names the server and the fix."""
 
     code = "mesh"
-
-
-def tell_subject(home: str) -> str:
-    return f"iris.tell.{home}"
-
-
-def reply_subject(caller: str) -> str:
-    return f"iris.reply.{caller}"
-
-
-def live_subject(caller: str) -> str:
-    return f"iris.live.{caller}"
 
 
 @dataclass
@@ -155,8 +144,8 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
     js = client.jetstream(timeout=5)
     replicas = min(3, len({uri.netloc for uri in client.servers}))
     try:
-        await _ensure_stream(bridge, js, TELLS, "iris.tell.*", replicas)
-        await _ensure_stream(bridge, js, REPLIES, "iris.reply.*", replicas)
+        await _ensure_stream(bridge, js, TELLS, "iris.tell.>", replicas)
+        await _ensure_stream(bridge, js, REPLIES, "iris.reply.>", replicas)
         teams = await _ensure_bucket(bridge, js, TEAMS_BUCKET, replicas)
         homes = await _ensure_bucket(bridge, js, HOMES_BUCKET, replicas)
     except nats.js.errors.ServiceUnavailableError:

@@ -122,6 +122,12 @@ class TellReport:
     def ended(self) -> bool:
         return self._tell.machine.is_final
 
+    @property
+    def cancelled(self) -> bool:
+        """The caller cancelled the tell (as against irisd stopping, which also cancels
+        the executor): a far side that runs on by itself is told to stop."""
+        return self._tell.machine.cancelled
+
     async def started(self, *, silence_s: float | None = None) -> None:
         """The far side took the tell (running). ``silence_s``: fail it ``timed_out`` if
         the far side then says nothing for that long; None when the far side keeps its

@@ -102,6 +102,7 @@ class TellMachine:
         self._response_deadline = math.inf
         self._interrupt_deadline = math.inf
         self._interrupting = False
+        self._cancelled = False
         self.caller_replied = False
         self.caller_got_end = False  # the caller's one reply carried the final answer
         self._approvals_pending = 0
@@ -114,6 +115,11 @@ class TellMachine:
     @property
     def is_final(self) -> bool:
         return self.status in FINAL_TELL_STATUSES
+
+    @property
+    def cancelled(self) -> bool:
+        """Someone cancelled the tell (it may still be winding down)."""
+        return self._cancelled
 
     @property
     def text(self) -> str:
@@ -202,6 +208,8 @@ class TellMachine:
 
     def cancel(self, now: float) -> list[Action]:
         """Interrupt the tell: at once if queued, through the child if running."""
+        if not self.is_final:
+            self._cancelled = True
         if self.status == "queued":
             return self._finish("interrupted", now, "cancelled before it started")
         self._require("cancel", "running", "awaiting_approval")

@@ -26,6 +26,7 @@ import trio
 from iris_common.a2a_tokens import is_agent_sender
 from iris_common.config import IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment, root_skip_problem
+from iris_common.mesh import is_mesh_sender
 from iris_common.money import day_start
 from iris_common.paths import IrisPaths
 from irisd.budget import RateWindow, Spending
@@ -154,7 +155,8 @@ class TellService:
         its rate limit, a full queue."""
         remote = self.pool.remote_teams.get(to_team)
         team = remote.team if remote is not None else self.config.team(to_team)
-        if from_team is not None and not is_agent_sender(from_team):  # "a2a:NAME": a sender, not a team
+        # "a2a:NAME" (an outside A2A agent) and "team@irisd" (the mesh) are senders, not teams.
+        if from_team is not None and not is_agent_sender(from_team) and not is_mesh_sender(from_team):
             self.config.team(from_team)
         candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair)
         pairs = self.pool.snapshots()

@@ -12,7 +12,8 @@ import trio
 
 from iris_common.mesh import Mesh
 from irisd.mesh.bridge import open_bridge
-from irisd.mesh.engine import REPLIES, TELLS, MeshError, open_link, tell_subject
+from irisd.mesh.engine import REPLIES, TELLS, MeshError, open_link
+from irisd.mesh.wire import tell_subject
 from mesh.nats import NatsCluster, NatsServer, free_port
 
 
@@ -24,8 +25,9 @@ async def test_a_publish_is_acked_by_jetstream_and_dedup_by_message_id(nats_serv
     async with open_bridge() as bridge:
         link = await open_link(bridge, mesh_of(nats_server.url))
         try:
-            first = await bridge.call(link.js.publish, tell_subject("ws-9"), b"hi", headers={"Nats-Msg-Id": "t-1"})
-            again = await bridge.call(link.js.publish, tell_subject("ws-9"), b"hi", headers={"Nats-Msg-Id": "t-1"})
+            subject, once = tell_subject("ws-9", "ws-1"), {"Nats-Msg-Id": "t-1"}
+            first = await bridge.call(link.js.publish, subject, b"hi", headers=once)
+            again = await bridge.call(link.js.publish, subject, b"hi", headers=once)
             assert first.stream == TELLS
             assert again.duplicate and again.seq == first.seq  # stored once
             info = await bridge.call(link.js.stream_info, REPLIES)

@@ -1,0 +1,138 @@
+"""The caller's side of a remote tell: a ``RemoteExecutor`` for a team homed on another
+irisd of the mesh.
+
+For each tell: publish it to the home's subject of ``IRIS_TELLS`` with its tell id as
+the message id (a resend is stored once) and wait for JetStream's ack, trying again
+while the mesh is unreachable; then follow what the home sends back (``LiveMsg`` as it
+happens, ``FinalMsg`` durably) until the final result. While the home has not taken it,
+the tell is ``queued`` and its phase says where it waits ("home irisd `ws-2` unreachable
+since 14:02:11"). Cancelling the tell sends a ``CancelMsg`` the same way, shielded and
+bounded; irisd stopping does not: the home runs the tell on and this irisd reads its
+result from ``IRIS_REPLIES`` when it is back.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import trio
+
+from iris_common.config import Team
+from irisd.mesh.directory import HEARTBEAT_S
+from irisd.mesh.wire import CancelMsg, FinalMsg, LiveMsg, RemoteTellMsg
+from irisd.pool.remote import RemoteTell, TellReport
+
+log = logging.getLogger("irisd.mesh")
+
+KIND = "mesh"
+CANCEL_GRACE_S = 5.0
+
+
+@dataclass
+class Delivery:
+    """A message for a running remote tell; ``handled`` is set once it is saved (the
+    reply consumer acks a final result only then)."""
+
+    message: LiveMsg | FinalMsg
+    handled: trio.Event
+
+
+class Mesh(Protocol):
+    """What an executor needs of the mesh face (irisd/mesh/service.py)."""
+
+    routes: dict[str, trio.MemorySendChannel[Delivery]]
+
+    def unreachable_words(self, home: str) -> str: ...
+    def chain_path(self, tell: RemoteTell) -> list[str]: ...
+    async def publish_tell(
+        self, home: str, message: RemoteTellMsg | CancelMsg, report: TellReport | None
+    ) -> None: ...
+
+
+class MeshExecutor:
+    """Runs the tells of one team homed on another irisd."""
+
+    def __init__(self, team: Team, home: str, service: Mesh) -> None:
+        self._team = team
+        self.home = home
+        self.service = service
+
+    @property
+    def team(self) -> Team:
+        return self._team
+
+    @property
+    def kind(self) -> str:
+        return KIND
+
+    @property
+    def where(self) -> str:
+        words = self.service.unreachable_words(self.home)
+        return f"irisd {self.home}" + (f" ({words})" if words else "")
+
+    async def run(self, tell: RemoteTell, report: TellReport) -> None:
+        send, receive = trio.open_memory_channel[Delivery](math.inf)
+        self.service.routes[tell.id] = send
+        answered = False
+        try:
+            message = RemoteTellMsg(
+                id=tell.id, from_team=tell.from_team, to_team=tell.to_team, message=tell.message, kind=tell.kind,
+                chain_id=tell.chain_id, hops=tell.hops, max_budget_usd=tell.max_budget_usd, sent_at=time.time(),
+                path=self.service.chain_path(tell),
+            )
+            await self.service.publish_tell(self.home, message, report)
+            answered = await self._follow(receive, report)
+        finally:
+            if self.service.routes.get(tell.id) is send:
+                del self.service.routes[tell.id]
+            if report.cancelled and not answered:  # cancelled here, not irisd stopping: tell the home
+                with trio.move_on_after(CANCEL_GRACE_S) as scope:
+                    scope.shield = True
+                    await self.service.publish_tell(self.home, CancelMsg(id=tell.id), None)
+
+    async def _follow(self, receive: trio.MemoryReceiveChannel[Delivery], report: TellReport) -> bool:
+        """Report what the home sends until its final result (True)."""
+        text = ""
+        taken = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._say_where_it_waits, report, taken)
+            async for delivery in receive:
+                match delivery.message:
+                    case FinalMsg(status=status, text=final, error=error, cost_usd=cost):
+                        await report.finished(status, final, error, cost_usd=cost)
+                        delivery.handled.set()
+                        nursery.cancel_scope.cancel()
+                        return True
+                    case LiveMsg(status=status, text=delta, detail=detail):
+                        if status in ("running", "awaiting_approval") and not taken.is_set():
+                            taken.set()
+                            await report.started(silence_s=None)  # the home keeps the timeouts
+                        if status == "awaiting_approval":
+                            await report.awaiting_input(f"approval on home irisd `{self.home}`: {detail}".rstrip(": "))
+                        elif status == "running":
+                            await report.resumed()
+                        elif status == "queued":
+                            report.phase(f"queued on home irisd `{self.home}`" + (f": {detail}" if detail else ""),
+                                         queued=True)
+                        if delta:
+                            text += delta
+                            await report.text(text)
+                        if detail and not status and taken.is_set():
+                            report.phase(f"on `{self.home}`: {detail}")
+                delivery.handled.set()
+        return False
+
+    async def _say_where_it_waits(self, report: TellReport, taken: trio.Event) -> None:
+        """Until the home takes the tell: whether it is reachable, in the tell's phase."""
+        said = ""
+        while not taken.is_set():
+            words = self.service.unreachable_words(self.home) or f"stored for home irisd `{self.home}`"
+            if words != said:
+                report.phase(words, queued=True)
+                said = words
+            with trio.move_on_after(HEARTBEAT_S):
+                await taken.wait()

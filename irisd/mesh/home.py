@@ -1,0 +1,256 @@
+"""The home's side of remote tells: take them from ``IRIS_TELLS``, run them like local
+tells through the dispatcher, send what happens back to the caller's irisd.
+
+A message is acked only once it is recorded (``records``), so killing irisd at any
+moment loses no tell, and a redelivered one is answered from its record, never run
+again. The tell goes through ``Dispatcher.dispatch`` as a ``Caller.remote`` (the caller
+irisd named by the message's subject, i.e. by its NATS credentials), exactly like a
+local tell: same admission (budgets, rate limit), same pair ``team@irisd->team``, same
+approvals, decided here by this irisd's owner. Its events go to the caller as
+``LiveMsg``; its final result as a ``FinalMsg`` stored in ``IRIS_REPLIES`` (and sent again
+after a restart until JetStream has stored it).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import msgspec
+import nats.errors
+import trio
+from nats.aio.msg import Msg
+
+from iris_common.config import IrisConfig
+from irisd.caller import OWNER, Caller
+from irisd.mesh import records
+from irisd.mesh.engine import TELLS, Link, durable_consumer
+from irisd.mesh.wire import (
+    ENCODER,
+    INBOUND,
+    CancelMsg,
+    FinalMsg,
+    LiveMsg,
+    RemoteTellMsg,
+    live_subject,
+    reply_subject,
+    speaker,
+)
+from irisd.store.facade import Store
+from protocol.errors import IrisError
+from protocol.messages import (
+    UNFINISHED_TELL_STATUSES,
+    CancelTell,
+    Event,
+    GetTell,
+    Reply,
+    Request,
+    Tell,
+    TellInfo,
+    TellPhaseEvent,
+    TellReply,
+    TellState,
+    TellText,
+    Watch,
+)
+
+log = logging.getLogger("irisd.mesh")
+
+Dispatch = Callable[[Request, Caller, Callable[[Event], Awaitable[None]]], Awaitable[Reply]]
+FOLLOW_WAIT_MS = 600_000
+RETRY_S = 1.0
+
+
+async def _no_events(event: Event) -> None:
+    return None
+
+
+class Home:
+    """Serves this irisd's offered teams to the mesh until cancelled."""
+
+    def __init__(self, link: Link, store: Store, dispatch: Dispatch, config: Callable[[], IrisConfig]) -> None:
+        self.link = link
+        self.name = link.mesh.name
+        self.store = store
+        self.dispatch = dispatch
+        self.config = config
+        self.following: dict[str, tuple[str, str]] = {}  # local tell id -> (remote id, caller)
+        self.taken = 0  # remote tells run here since start
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        bridge = self.link.bridge
+        await self.store.call(records.ensure)
+        consumer = durable_consumer(f"home-{self.name}", f"iris.tell.{self.name}.>")
+        subscription = await bridge.call(
+            self.link.js.pull_subscribe, f"iris.tell.{self.name}.>", durable=consumer.durable_name,
+            stream=TELLS, config=consumer,
+        )
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await nursery.start(self._forward_events)
+            await self._resume(nursery)
+            task_status.started()
+            while True:
+                try:
+                    batch = await bridge.call(subscription.fetch, 1, 30)
+                except (nats.errors.TimeoutError, TimeoutError):
+                    continue
+                except nats.errors.Error as exc:  # the server is away: the client reconnects
+                    log.warning("mesh: cannot read tells", extra={"error": str(exc) or type(exc).__name__})
+                    await trio.sleep(RETRY_S)
+                    continue
+                for message in batch:
+                    await self._take(message)
+
+    async def _take(self, message: Msg) -> None:
+        caller = speaker(message.subject)
+        try:
+            inbound = INBOUND.decode(message.data)
+        except msgspec.DecodeError:
+            log.warning("mesh: dropped a message that is not an Iris tell", extra={"from": caller})
+            await self.link.bridge.call(message.term)
+            return
+        match inbound:
+            case RemoteTellMsg():
+                await self._tell(inbound, caller)
+            case CancelMsg(id=remote_id):
+                await self._cancel(remote_id)
+        await self.link.bridge.call(message.ack)
+
+    async def _tell(self, tell: RemoteTellMsg, caller: str) -> None:
+        known = await self.store.call(records.get, tell.id)
+        if known is not None:  # redelivered: answered from the record, never run again
+            if not known.replied:
+                self._nursery.start_soon(self._answer, known)
+            return
+        await self.store.call(records.receive, tell.id, caller, time.time())
+        refusal = self._refusal(tell, caller)
+        if refusal:
+            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=refusal))
+            return
+        request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=-1,
+                       max_budget_usd=tell.max_budget_usd)
+        try:
+            reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), _no_events)
+        except IrisError as exc:
+            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=exc.message))
+            return
+        assert isinstance(reply, TellReply)
+        local = reply.tell.id
+        self.following[local] = (tell.id, caller)  # before any await: its first events are near
+        await self.store.call(records.submitted, tell.id, local)
+        self.taken += 1
+        await self._live(caller, LiveMsg(id=tell.id, status=reply.tell.status,
+                                         detail=reply.tell.phase.detail if reply.tell.phase else ""))
+        self._nursery.start_soon(self._follow, local, tell.id, caller)
+
+    def _refusal(self, tell: RemoteTellMsg, caller: str) -> str:
+        config = self.config()
+        mesh = config.mesh
+        if mesh is None or not mesh.allows(caller):
+            return f"irisd `{self.name}` does not take tells from irisd `{caller}` (its settings.mesh.allow)"
+        if tell.to_team not in config.teams or not mesh.offers(tell.to_team):
+            return f"irisd `{self.name}` does not offer team {tell.to_team!r} to the mesh"
+        hops, limit = tell.hops, config.settings.hop_limit
+        if hops > limit:
+            return f"this tell would be hop {hops} of a chain of nested tells; the limit is {limit}"
+        here = f"{tell.to_team}@{self.name}"
+        if here in tell.path:
+            return f"loop: {tell.to_team} is already waiting in this chain ({' -> '.join([*tell.path, here])})"
+        return ""
+
+    async def _cancel(self, remote_id: str) -> None:
+        known = await self.store.call(records.get, remote_id)
+        if known is None or known.local_id is None:
+            return
+        try:
+            await self.dispatch(CancelTell(tell_id=known.local_id), Caller.remote(known.caller, None), _no_events)
+        except IrisError as exc:
+            log.info("mesh: cancel of a remote tell", extra={"tell": known.local_id, "error": exc.message})
+
+    async def _resume(self, nursery: trio.Nursery) -> None:
+        """After a restart: every remote tell whose caller has no final result yet."""
+        for known in await self.store.call(records.unreplied):
+            nursery.start_soon(self._answer, known)
+
+    async def _answer(self, known: records.Inbound) -> None:
+        if known.local_id is None:  # irisd died between recording and submitting it
+            final = FinalMsg(id=known.remote_id, status="interrupted",
+                             error=f"home irisd `{self.name}` stopped while taking this tell; send it again")
+            await self._send_final(known.caller, final)
+            return
+        self.following[known.local_id] = (known.remote_id, known.caller)
+        await self._follow(known.local_id, known.remote_id, known.caller)
+
+    async def _follow(self, local: str, remote_id: str, caller: str) -> None:
+        """Wait for the local tell's end, then send its final result durably."""
+        try:
+            while True:
+                reply = await self.dispatch(GetTell(tell_id=local, wait_ms=FOLLOW_WAIT_MS), OWNER, _no_events)
+                assert isinstance(reply, TellReply)
+                if reply.tell.status not in UNFINISHED_TELL_STATUSES:
+                    break
+            await self._send_final(caller, final_of(remote_id, reply.tell))
+        finally:
+            self.following.pop(local, None)
+
+    async def _send_final(self, caller: str, final: FinalMsg) -> None:
+        """Store the final result in IRIS_REPLIES (trying until it is), then note it."""
+        headers = {"Nats-Msg-Id": f"{final.id}.final"}
+        while True:
+            try:
+                await self.link.bridge.call(
+                    self.link.js.publish, reply_subject(caller, self.name), ENCODER.encode(final), headers=headers
+                )
+                break
+            except (nats.errors.Error, TimeoutError) as exc:
+                log.warning("mesh: final result not stored yet", extra={"error": str(exc) or type(exc).__name__})
+                await trio.sleep(RETRY_S)
+        await self.store.call(records.replied, final.id, time.time())
+
+    async def _forward_events(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The live view: events of followed tells, to their callers (best effort)."""
+        started = False
+
+        async def forward(event: Event) -> None:
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+            match event:
+                case TellText(tell_id=local, text=delta) if local in self.following:
+                    remote_id, caller = self.following[local]
+                    await self._live(caller, LiveMsg(id=remote_id, text=delta))
+                case TellState(tell_id=local, status=status) if local in self.following:
+                    remote_id, caller = self.following[local]
+                    if status in UNFINISHED_TELL_STATUSES:
+                        await self._live(caller, LiveMsg(id=remote_id, status=status))
+                case TellPhaseEvent(tell_id=local, phase=phase) if local in self.following:
+                    remote_id, caller = self.following[local]
+                    await self._live(caller, LiveMsg(id=remote_id, detail=phase_words(phase.name, phase.detail,
+                                                                                       phase.tool)))
+
+        await self.dispatch(Watch(team=None), OWNER, forward)
+
+    async def _live(self, caller: str, live: LiveMsg) -> None:
+        try:
+            await self.link.bridge.call(self.link.client.publish, live_subject(caller, self.name),
+                                        ENCODER.encode(live))
+        except (nats.errors.Error, TimeoutError):
+            pass  # the live view is best effort; the final result is durable
+
+
+def phase_words(name: str, detail: str, tool: str) -> str:
+    parts = [name.replace("_", " ")]
+    if tool:
+        parts.append(tool)
+    if detail:
+        parts.append(detail)
+    return ": ".join(parts)
+
+
+def final_of(remote_id: str, info: TellInfo) -> FinalMsg:
+    status = info.status
+    assert status not in UNFINISHED_TELL_STATUSES
+    return FinalMsg(id=remote_id, status=status, text=info.text, error=info.error, cost_usd=info.cost_usd)

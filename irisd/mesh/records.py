@@ -1,0 +1,81 @@
+"""The home irisd's record of the remote tells it took (SQL next to its one user).
+
+A row is written before the message is acked, and before the tell is handed to the
+dispatcher, so a redelivered message is recognised whatever moment irisd died at:
+
+* no row: never seen; take it;
+* a row with no local tell: irisd died between writing it and submitting the tell, so
+  whether it ran is unknown: it is answered ``interrupted``, never run a second time;
+* a row with its local tell: answered from that tell (its final result is sent again
+  if the caller never got it).
+
+The table is the mesh's own (``CREATE TABLE IF NOT EXISTS``), in irisd's database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS mesh_inbox (
+    remote_id    TEXT PRIMARY KEY,   -- the caller's tell id (the JetStream message id)
+    caller       TEXT NOT NULL,      -- the caller's irisd
+    local_id     TEXT,               -- this irisd's tell, once submitted
+    received_at  REAL NOT NULL,
+    replied_at   REAL                -- the final result was stored in JetStream
+) WITHOUT ROWID;
+"""
+
+
+@dataclass(frozen=True)
+class Inbound:
+    remote_id: str
+    caller: str
+    local_id: str | None
+    replied: bool
+
+
+def ensure(db: apsw.Connection) -> None:
+    db.execute(SCHEMA)
+
+
+def get(db: apsw.Connection, remote_id: str) -> Inbound | None:
+    row = db.execute(
+        "SELECT remote_id, caller, local_id, replied_at FROM mesh_inbox WHERE remote_id = ?", (remote_id,)
+    ).fetchone()
+    return _inbound(row) if row else None
+
+
+def receive(db: apsw.Connection, remote_id: str, caller: str, now: float) -> None:
+    db.execute(
+        "INSERT OR IGNORE INTO mesh_inbox (remote_id, caller, received_at) VALUES (?, ?, ?)",
+        (remote_id, caller, now),
+    )
+
+
+def submitted(db: apsw.Connection, remote_id: str, local_id: str) -> None:
+    db.execute("UPDATE mesh_inbox SET local_id = ? WHERE remote_id = ?", (local_id, remote_id))
+
+
+def replied(db: apsw.Connection, remote_id: str, now: float) -> None:
+    db.execute("UPDATE mesh_inbox SET replied_at = ? WHERE remote_id = ?", (now, remote_id))
+
+
+def unreplied(db: apsw.Connection) -> list[Inbound]:
+    rows = db.execute(
+        "SELECT remote_id, caller, local_id FROM mesh_inbox WHERE replied_at IS NULL ORDER BY received_at"
+    ).fetchall()
+    return [Inbound(str(r[0]), str(r[1]), str(r[2]) if r[2] is not None else None, False) for r in rows]
+
+
+def by_local(db: apsw.Connection, local_id: str) -> Inbound | None:
+    row = db.execute(
+        "SELECT remote_id, caller, local_id, replied_at FROM mesh_inbox WHERE local_id = ?", (local_id,)
+    ).fetchone()
+    return _inbound(row) if row else None
+
+
+def _inbound(row: tuple[object, ...]) -> Inbound:
+    return Inbound(str(row[0]), str(row[1]), str(row[2]) if row[2] is not None else None, row[3] is not None)

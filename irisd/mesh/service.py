@@ -1,0 +1,269 @@
+"""The mesh face of irisd: one connection to NATS, the directory, the home side and the
+caller side of remote tells (README "Teams on many hosts").
+
+``MeshService.run`` keeps a connection while ``settings.mesh`` is set: it announces the
+offered teams, beats its heartbeat, watches the directory and registers a
+``MeshExecutor`` in the pool for every team homed elsewhere, serves its own teams to the
+mesh (``Home``), and reads the final results of its remote tells from ``IRIS_REPLIES``
+(also those that came while it was down). A connection that cannot be made is tried
+again every few seconds (``iris status`` and ``iris doctor`` say why); a reload that
+changes ``settings.mesh`` reconnects with the new settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import apsw
+import msgspec
+import nats.errors
+import trio
+import trio.lowlevel
+from nats.aio.msg import Msg
+
+from iris_common.config import IrisConfig, Team
+from iris_common.mesh import Mesh
+from irisd import __version__
+from irisd.mesh.bridge import Bridge, open_bridge
+from irisd.mesh.directory import Directory
+from irisd.mesh.engine import REPLIES, Link, MeshError, durable_consumer, open_link
+from irisd.mesh.executor import KIND, Delivery, MeshExecutor
+from irisd.mesh.home import Dispatch, Home
+from irisd.mesh.wire import ENCODER, FINAL, LIVE, CancelMsg, FinalMsg, LiveMsg, RemoteTellMsg, tell_subject
+from irisd.pool.remote import RemoteTeams, RemoteTell, TellReport
+from irisd.store import tells
+from irisd.store.facade import Store
+from protocol.messages import UNFINISHED_TELL_STATUSES
+
+log = logging.getLogger("irisd.mesh")
+
+RECONNECT_S = 3.0
+RETRY_S = 1.0
+HANDLED_WAIT_S = 10.0  # a running tell saves a final result in this time, or it is saved here
+
+
+class MeshService:
+    def __init__(self, *, config: IrisConfig, store: Store, remote_teams: RemoteTeams, dispatch: Dispatch) -> None:
+        self.config = config
+        self.store = store
+        self.remote_teams = remote_teams
+        self.dispatch = dispatch
+        self.routes: dict[str, trio.MemorySendChannel[Delivery]] = {}
+        self.link: Link | None = None
+        self.directory: Directory | None = None
+        self.home: Home | None = None
+        self.problem = ""  # why there is no connection now
+        self._changed = trio.Event()
+        self._scope: trio.CancelScope | None = None
+        self._connected = trio.Event()
+
+    # --- lifetime ------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with open_bridge() as bridge:
+            task_status.started()
+            while True:
+                mesh = self.config.mesh
+                if mesh is None:
+                    self._forget_teams()
+                    await self._wait_for_change()
+                    continue
+                with trio.CancelScope() as self._scope:
+                    try:
+                        await self._serve(bridge, mesh)
+                    except Exception as exc:  # a bug here must not take irisd down: start over
+                        log.exception("mesh: the connection's tasks failed; starting over")
+                        self.problem = f"the mesh face failed ({type(exc).__name__}); it starts over"
+                        await trio.sleep(RECONNECT_S)
+                self._scope = None
+
+    def reconfigure(self, config: IrisConfig) -> None:
+        """A reloaded config: a changed mesh reconnects; changed teams are announced again."""
+        old = self.config
+        self.config = config
+        if old.mesh != config.mesh and self._scope is not None:
+            self._scope.cancel()
+        self._changed.set()
+
+    async def _wait_for_change(self) -> None:
+        await self._changed.wait()
+        self._changed = trio.Event()
+
+    async def _serve(self, bridge: Bridge, mesh: Mesh) -> None:
+        try:
+            link = await open_link(bridge, mesh)
+        except MeshError as exc:
+            self.problem = exc.message
+            log.error("mesh: not connected", extra={"error": exc.message})
+            with trio.move_on_after(RECONNECT_S):
+                await self._wait_for_change()
+            return
+        self.problem = ""
+        self.link = link
+        directory = Directory(link, version=__version__, on_change=self._sync_teams)
+        self.directory = directory
+        try:
+            async with trio.open_nursery() as nursery:
+                await directory.announce(self._offered())
+                nursery.start_soon(directory.serve_watch)
+                nursery.start_soon(directory.serve_heartbeat)
+                nursery.start_soon(self._announce_on_change, directory)
+                self.home = Home(link, self.store, self.dispatch, lambda: self.config)
+                await nursery.start(self.home.run)
+                nursery.start_soon(self._serve_replies, link)
+                await bridge.call(link.client.subscribe, f"iris.live.{mesh.name}.*", cb=self._on_live)
+                log.info("mesh: connected", extra={"irisd": mesh.name, "server": link.state.server})
+                self._connected.set()
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(3):
+                try:
+                    await directory.heartbeat(up=False)  # a clean stop: down at once, not stale later
+                except (nats.errors.Error, TimeoutError):
+                    pass
+                await link.close()
+            self.link = self.directory = self.home = None
+            self._connected = trio.Event()
+
+    async def _announce_on_change(self, directory: Directory) -> None:
+        while True:
+            await self._wait_for_change()
+            await directory.announce(self._offered())
+
+    def _offered(self) -> list[Team]:
+        mesh = self.config.mesh
+        return [t for t in self.config.teams.values() if mesh is not None and mesh.offers(t.name)]
+
+    # --- the caller's side -----------------------------------------------------------------
+
+    def _sync_teams(self) -> None:
+        """Register an executor for every team homed elsewhere (a local team's name wins)."""
+        directory = self.directory
+        if directory is None:
+            return
+        settings = self.config.settings
+        wanted: dict[str, Team] = {}
+        homes: dict[str, str] = {}
+        for name, entry in directory.teams.items():
+            if entry.home == directory.name or name in self.config.teams:
+                continue
+            wanted[name] = Team(
+                name=name, path="", description=entry.description, color=entry.color,
+                idle_timeout_ms=settings.idle_timeout, response_timeout_ms=settings.response_timeout,
+            )
+            homes[name] = entry.home
+        for executor in self.remote_teams.all():
+            if executor.kind == KIND and executor.team.name not in wanted:
+                self.remote_teams.unregister(executor.team.name)
+        for name, team in wanted.items():
+            current = self.remote_teams.get(name)
+            if isinstance(current, MeshExecutor) and current.team == team and current.home == homes[name]:
+                continue
+            if current is not None and current.kind != KIND:
+                continue  # an A2A team of this irisd's config keeps its name
+            self.remote_teams.register(MeshExecutor(team, homes[name], self))
+
+    def _forget_teams(self) -> None:
+        for executor in self.remote_teams.all():
+            if executor.kind == KIND:
+                self.remote_teams.unregister(executor.team.name)
+
+    def unreachable_words(self, home: str) -> str:
+        if self.link is None or not self.link.state.connected:
+            return f"the mesh is unreachable ({self.problem or 'reconnecting to NATS'})"
+        return self.directory.unreachable_words(home) if self.directory is not None else ""
+
+    def chain_path(self, tell: RemoteTell) -> list[str]:
+        mesh = self.config.mesh
+        name = mesh.name if mesh is not None else ""
+        return [f"{tell.from_team or 'external'}@{name}"]
+
+    async def publish_tell(self, home: str, message: RemoteTellMsg | CancelMsg, report: TellReport | None) -> None:
+        """Store ``message`` in IRIS_TELLS for ``home``; tries again until JetStream acks
+        it (the tell's phase says why it waits). Cancellation stops trying."""
+        suffix = "" if isinstance(message, RemoteTellMsg) else ".cancel"
+        headers = {"Nats-Msg-Id": message.id + suffix}
+        payload = ENCODER.encode(message)
+        while True:
+            link = self.link
+            if link is not None:
+                try:
+                    await link.bridge.call(
+                        link.js.publish, tell_subject(home, link.mesh.name), payload, headers=headers
+                    )
+                    return
+                except (nats.errors.Error, TimeoutError) as exc:
+                    log.warning("mesh: tell not stored yet", extra={"error": str(exc) or type(exc).__name__})
+            if report is not None:
+                report.phase(f"waiting for the mesh to store it: {self.unreachable_words(home)}", queued=True)
+            with trio.move_on_after(RETRY_S):
+                await self._connected.wait()
+                await trio.lowlevel.checkpoint()
+
+    async def _on_live(self, message: Msg) -> None:
+        """(asyncio thread) a live change of one of our remote tells."""
+        try:
+            live = LIVE.decode(message.data)
+        except msgspec.DecodeError:
+            return
+        link = self.link
+        if link is not None:
+            link.bridge.to_trio(self._deliver_live, live)
+
+    def _deliver_live(self, live: LiveMsg) -> None:
+        route = self.routes.get(live.id)
+        if route is not None:
+            route.send_nowait(Delivery(live, trio.Event()))
+
+    async def _serve_replies(self, link: Link) -> None:
+        """Final results of this irisd's remote tells, durably: also after a restart."""
+        name = link.mesh.name
+        consumer = durable_consumer(f"caller-{name}", f"iris.reply.{name}.>")
+        subscription = await link.bridge.call(
+            link.js.pull_subscribe, f"iris.reply.{name}.>", durable=consumer.durable_name, stream=REPLIES,
+            config=consumer,
+        )
+        while True:
+            try:
+                batch = await link.bridge.call(subscription.fetch, 1, 30)
+            except (nats.errors.TimeoutError, TimeoutError):
+                continue
+            except nats.errors.Error as exc:
+                log.warning("mesh: cannot read results", extra={"error": str(exc) or type(exc).__name__})
+                await trio.sleep(RETRY_S)
+                continue
+            for message in batch:
+                try:
+                    final = FINAL.decode(message.data)
+                except msgspec.DecodeError:
+                    await link.bridge.call(message.term)
+                    continue
+                await self._take_final(final)
+                await link.bridge.call(message.ack)
+
+    async def _take_final(self, final: FinalMsg) -> None:
+        route = self.routes.get(final.id)
+        if route is not None:
+            delivery = Delivery(final, trio.Event())
+            route.send_nowait(delivery)
+            with trio.move_on_after(HANDLED_WAIT_S):
+                await delivery.handled.wait()
+            if delivery.handled.is_set():
+                return
+        await self.store.call(save_late_final, final, time.time())
+
+
+def save_late_final(db: apsw.Connection, final: FinalMsg, now: float) -> None:
+    """A result for a tell no executor follows any more (this irisd restarted in
+    between, so it was recorded ``interrupted``): the home's answer replaces that."""
+    info = tells.get(db, final.id)
+    if info is None:
+        return
+    if info.status not in UNFINISHED_TELL_STATUSES and info.status != "interrupted":
+        return
+    info.status, info.text, info.error = final.status, final.text, final.error
+    info.cost_usd = final.cost_usd
+    info.finished_at = info.finished_at or now
+    info.phase = None
+    tells.update(db, info)
+

@@ -1,0 +1,114 @@
+"""Two isolated irisds (own homes, sockets, databases, CLAUDE_CONFIG_DIR) on one NATS
+server, the real claude and the scripted model: a team homed on one is told from the
+other through the CLI, with its answer streaming, its cancel crossing the mesh, and a
+home that is down getting its tells when it is back."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import Iris, wait_for
+from mesh.nats import NatsServer
+from scripted_model import ScriptedModel
+
+pytestmark = pytest.mark.claude
+
+
+def on_mesh(root: Path, name: str, url: str, model: ScriptedModel, claude: Path, **mesh: Any) -> Iris:
+    iris = Iris(root / name, model_url=model.base_url, claude=claude)
+    iris.settings["mesh"] = {"url": url, "name": name, **mesh}
+    return iris
+
+
+@pytest.fixture
+def pair_of_irisds(
+    tmp_path: Path, nats_server: NatsServer, model: ScriptedModel, claude_bin: Path
+) -> Iterator[tuple[Iris, Iris]]:
+    caller = on_mesh(tmp_path, "ws-1", nats_server.url, model, claude_bin)
+    home = on_mesh(tmp_path, "ws-2", nats_server.url, model, claude_bin)
+    yield caller, home
+    for iris in (caller, home):
+        if iris.process is not None and iris.process.poll() is None:
+            iris.stop(timeout=30)
+
+
+def teams_of(iris: Iris) -> dict[str, dict[str, Any]]:
+    return {team["name"]: team for team in iris.cli_json("teams")}
+
+
+def test_a_tell_to_a_team_of_another_irisd_streams_its_answer(pair_of_irisds: tuple[Iris, Iris]) -> None:
+    caller, home = pair_of_irisds
+    suffix = str(time.time_ns())[-6:]  # the module's server is shared: names of this test's own
+    backend, frontend = f"backend{suffix}", f"frontend{suffix}"
+    home.add_team(backend, description="The API")
+    caller.add_team(frontend)
+    home.start()
+    caller.start()
+    listed = wait_for(lambda: teams_of(caller).get(backend), timeout=30, what="the remote team listed")
+    assert listed["kind"] == "mesh" and listed["remote"] == "irisd ws-2"
+    assert listed["description"] == "The API"
+
+    with caller.watch() as watcher:
+        answer = caller.cli_json("tell", backend, "@chunks:3 hello over there", "--from", frontend)
+        assert answer["status"] == "completed", answer
+        assert answer["text"] == "echo #1: hello over there"
+        texts: list[str] = []
+        while "".join(texts) != answer["text"]:
+            event = watcher.until(lambda e: e.get("type") == "tell_text" and e["tell_id"] == answer["id"])
+            texts.append(event["text"])
+        assert len(texts) >= 2  # it streamed, not one block at the end
+
+    # The home ran it in the pair frontend@ws-1 -> backend, as a tell of its own.
+    run_there = home.cli_json("report", backend, "--all-callers")
+    assert [t["from_team"] for t in run_there] == [f"{frontend}@ws-1"]
+    # The same conversation goes on with the next tell of that pair.
+    again = caller.cli_json("tell", backend, "and again", "--from", frontend)
+    assert again["text"] == "echo #2: and again"
+
+
+def test_a_home_that_is_down_gets_its_tells_when_it_is_back(pair_of_irisds: tuple[Iris, Iris]) -> None:
+    caller, home = pair_of_irisds
+    suffix = str(time.time_ns())[-6:]
+    team = f"api{suffix}"
+    home.add_team(team)
+    home.start()
+    caller.start()
+    wait_for(lambda: teams_of(caller).get(team), timeout=30, what="the remote team listed")
+    home.stop(timeout=30)
+    queued = caller.cli_json("tell", team, "while you were away", "--timeout", "-1")
+    assert queued["status"] == "in_progress"
+    info = wait_for(
+        lambda: (t := caller.cli_json("result", queued["id"]))["phase"]["detail"].startswith(
+            "home irisd `ws-2` stopped since") and t,
+        timeout=30, what="the phase saying the home is down",
+    )
+    assert info["status"] == "in_progress"
+    home.start()
+    done = caller.cli_json("result", queued["id"], "--wait", "60000")
+    assert done["status"] == "completed" and done["text"] == "echo #1: while you were away"
+
+
+def test_cancel_crosses_the_mesh(pair_of_irisds: tuple[Iris, Iris]) -> None:
+    caller, home = pair_of_irisds
+    team = f"slow{str(time.time_ns())[-6:]}"
+    home.add_team(team)
+    home.start()
+    caller.start()
+    wait_for(lambda: teams_of(caller).get(team), timeout=30, what="the remote team listed")
+    started = caller.cli_json("tell", team, "@hang never answers", "--timeout", "-1")
+    wait_for(lambda: home.cli_json("report", team, "--all-callers"), timeout=30,
+             what="the home to take the tell")
+    cancelled = caller.cli_json("cancel", started["id"])
+    assert cancelled["status"] == "interrupted"
+    there = wait_for(
+        lambda: (t := home.cli_json("report", team, "--all-callers")[0])["status"] == "interrupted" and t,
+        timeout=30, what="the home's tell interrupted",
+    )
+    assert there["from_team"] == "external@ws-1"
+    assert json.dumps(there)  # the home's own record says so

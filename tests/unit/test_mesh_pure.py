@@ -1,0 +1,58 @@
+"""The mesh's pure parts: reachability of a home, the remote caller's rights, a
+cancelled tell told apart from one that irisd's stop interrupts, the wire's shapes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from irisd.caller import Caller
+from irisd.mesh.directory import STALE_S, HomeEntry, reachable, unreachable_words
+from irisd.mesh.wire import ENCODER, INBOUND, CancelMsg, RemoteTellMsg, speaker, tell_subject
+from irisd.tell.machine import TellMachine
+from protocol.errors import PermissionDeniedError
+from protocol.messages import CancelTell, Decide, GetTell, ListTeams, Tell
+
+
+def test_a_home_is_reachable_while_its_heartbeat_is_fresh() -> None:
+    seen = time.mktime((2026, 11, 25, 14, 2, 11, 0, 0, -1))
+    home = HomeEntry(name="ws-2", seen_at=seen)
+    assert reachable(home, seen + STALE_S - 0.1)
+    assert not reachable(home, seen + STALE_S)
+    assert unreachable_words("ws-2", home, seen + 60) == "home irisd `ws-2` unreachable since 14:02:11"
+    stopped = HomeEntry(name="ws-2", seen_at=seen, up=False)
+    assert unreachable_words("ws-2", stopped, seen + 1) == "home irisd `ws-2` stopped since 14:02:11"
+    assert unreachable_words("ws-3", None, seen) == "home irisd `ws-3` unreachable (it never joined the mesh)"
+
+
+def test_a_remote_caller_speaks_as_team_at_irisd_and_only_tells_reads_and_cancels() -> None:
+    caller = Caller.remote("ws-1", "frontend")
+    told = caller.apply(Tell(to_team="backend", message="hi", from_team="backend", parent_pair="x->y"))
+    assert isinstance(told, Tell) and told.from_team == "frontend@ws-1" and told.parent_pair == ""
+    assert Caller.remote("ws-1", None).team == "external@ws-1"
+    assert caller.apply(GetTell(tell_id="t")) == GetTell(tell_id="t")
+    assert caller.apply(CancelTell(tell_id="t")) == CancelTell(tell_id="t")
+    for request in (ListTeams(), Decide(approval_id="a", allow=True)):
+        with pytest.raises(PermissionDeniedError, match="may only tell, read and cancel tells"):
+            caller.apply(request)
+
+
+def test_a_cancelled_tell_is_told_apart_from_an_interrupted_one() -> None:
+    queued = TellMachine(response_timeout_s=10, caller_timeout_ms=0, now=0.0)
+    queued.cancel(1.0)
+    assert queued.cancelled and queued.is_final
+    running = TellMachine(response_timeout_s=10, caller_timeout_ms=0, now=0.0)
+    running.remote_started(1.0)
+    running.cancel(2.0)
+    assert running.cancelled and not running.is_final  # still winding down
+    stopped = TellMachine(response_timeout_s=10, caller_timeout_ms=0, now=0.0)
+    stopped.interrupt(1.0, "irisd stopped")
+    assert not stopped.cancelled
+
+
+def test_the_wire_round_trips_and_the_subject_names_the_speaker() -> None:
+    tell = RemoteTellMsg(id="t-1", from_team=None, to_team="api", message="hi", hops=1, path=["web@ws-1"])
+    assert INBOUND.decode(ENCODER.encode(tell)) == tell
+    assert INBOUND.decode(ENCODER.encode(CancelMsg(id="t-1"))) == CancelMsg(id="t-1")
+    assert speaker(tell_subject("ws-2", "ws-1")) == "ws-1"
