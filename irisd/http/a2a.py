@@ -36,7 +36,7 @@ from irisd.http.security import bearer_token
 from irisd.tokens import Access
 from protocol import a2a
 from protocol.errors import IrisError, RateLimitedError
-from protocol.messages import TeamInfo, TeamsReply
+from protocol.messages import ListTeams, TeamInfo, TeamsReply
 
 log = logging.getLogger("irisd.http.a2a")
 
@@ -183,8 +183,7 @@ class A2AFace:
     async def _unary(self, caller: Caller, team: str, method: str, params: msgspec.Struct) -> msgspec.Struct:
         match params:
             case a2a.SendMessageRequest():
-                reply = await self.service.send(caller, team, params)
-                return reply
+                return await self.service.send(caller, team, params)
             case a2a.GetTaskRequest():
                 return await self.service.get(caller, team, params)
             case a2a.ListTasksRequest():
@@ -313,7 +312,6 @@ async def _rpc_error(send: Send, request_id: a2a.RequestId, error: A2AError, sta
 
 def owner_teams(face_dispatch: Callable[..., Awaitable[object]]) -> Callable[[], Awaitable[list[TeamInfo]]]:
     """The team list, asked of the dispatcher as the owner (a card is public; so are team names)."""
-    from protocol.messages import ListTeams
 
     async def teams() -> list[TeamInfo]:
         reply = await face_dispatch(ListTeams(), OWNER)

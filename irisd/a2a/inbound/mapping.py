@@ -19,7 +19,7 @@ import base64
 import binascii
 import datetime
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -173,7 +173,6 @@ class TaskView:
     question: QuestionInfo | None = None  # of the latest tell
     asks: bool = False  # the latest tell's answer asks its caller something
     context_id: str = ""
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def id(self) -> str:

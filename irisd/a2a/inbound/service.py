@@ -417,7 +417,9 @@ class A2AService:
         return view
 
     async def _wait_settled(self, caller: Caller, tell_id: str) -> None:
-        """Without events: wait until the tell ends or waits for approval."""
+        """Without events (irisd dropped the watch): wait until the tell ends or waits for
+        approval. A waiter reads the answer, so an answer that asks makes no pending question
+        then: the task still reads INPUT_REQUIRED, and a reply goes on as a new tell."""
         while True:
             reply = await self.call(GetTell(tell_id=tell_id, wait_ms=MAX_WAIT_MS), caller)
             if cast(TellReply, reply).tell.status not in ("queued", "running"):
