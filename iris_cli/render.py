@@ -1,4 +1,6 @@
-"""Human output with rich: tables and short status lines. Scripts use ``--json``."""
+"""Human output with rich; scripts use ``--json``. Tables are drawn by ``iris_cli.table`` (the
+one renderer, plain lines that ``iris status`` prints without rich) and printed here through
+rich, which knows the terminal; team and model text is never read as markup (see ``out``)."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from protocol.messages import (
     AnswerReply,
     ApprovalEvent,
     ApprovalInfo,
+    ApprovalReply,
     ApprovalsReply,
     AskReply,
     CostRow,
@@ -37,6 +38,7 @@ from protocol.messages import (
     QuestionEvent,
     QuestionInfo,
     QuestionsReply,
+    ReloadReply,
     ReportReply,
     RuleInfo,
     RulesReply,
@@ -168,6 +170,13 @@ CASES: list[tuple[tuple[str, ...], dict[str, msgspec.Struct], list[Any], int]] =
     (("ask", HOSTILE), {"Ask": AskReply(text=HOSTILE, tools=[HOSTILE])}, [], 0),
     (("wake", "alpha"), {"Wake": PairReply(process=ProcessInfo(from_team=None, to_team="alpha", state="idle"),
                                           message=HOSTILE)}, [], 0),
+    (("sleep", "alpha"), {"Sleep": PairReply(process=ProcessInfo(from_team=None, to_team="alpha", state="idle"),
+                                            message=HOSTILE)}, [], 0),
+    (("command", "alpha", "compact"), {"Command": TellReply(status="completed", tell=msgspec.structs.replace(
+        TELL, status="completed", error=""))}, [], 0),
+    (("deny", APPROVAL.id, "--reason", HOSTILE), {"Decide": ApprovalReply(approval=msgspec.structs.replace(
+        APPROVAL, tool_name=HOSTILE))}, [], 0),
+    (("reload",), {"Reload": ReloadReply(changes=[HOSTILE])}, [], 0),
     (("costs", "--by", "chain"), {"Costs": CostsReply(by="chain", since=0.0, rows=[CostRow(key=HOSTILE)],
                                                      total=CostRow(key="total"))}, [], 0),
 ]
