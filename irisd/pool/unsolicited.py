@@ -17,9 +17,9 @@ nothing holds it, the record ends after ``QUIET_S`` without a line, or at once w
 the pair starts a tell.
 
 A message claude queued itself runs framed by ``command_lifecycle`` ``started`` ...
-``completed`` (2.1.330; turns written to its stdin have no such frame). ``route``
-uses that to keep such a turn out of a tell that was written at the same moment and
-runs after it.
+``completed`` (2.1.330; turns written to its stdin have no such frame). The pair's router
+(``child_router.py``) uses that to keep such a turn out of a tell that was written at
+the same moment and runs after it.
 
 No trio, no I/O: the pair feeds lines and times in and stores what ``info()`` says.
 """
@@ -27,14 +27,12 @@ No trio, no I/O: the pair feeds lines and times in and stores what ``info()`` sa
 from __future__ import annotations
 
 import secrets
-from typing import Literal
 
 from irisd.claude.wire import (
     AnyLine,
     AssistantLine,
     CommandLifecycleLine,
     ControlRequestLine,
-    ControlResponseLine,
     StreamEventLine,
     SystemLine,
     UserLine,
@@ -59,21 +57,6 @@ def opens_turn(line: AnyLine) -> bool:
     if isinstance(line, CommandLifecycleLine):
         return line.state == "started"
     return isinstance(line, AssistantLine | StreamEventLine | UserLine | ControlRequestLine)
-
-
-Route = Literal["tell", "unsolicited", "ignore"]
-
-
-def route(line: AnyLine, *, tell_running: bool, record: UnsolicitedTurn | None) -> Route:
-    """Where a line of the child belongs: the running tell, the unsolicited record, or
-    nowhere (an answer to Iris's own control request)."""
-    if not tell_running:
-        return "ignore" if isinstance(line, ControlResponseLine) else "unsolicited"
-    if record is not None and (record.holding or isinstance(line, CommandLifecycleLine)):
-        return "unsolicited"  # a turn claude queued itself, ahead of the tell's
-    if isinstance(line, CommandLifecycleLine) and line.state == "started":
-        return "unsolicited"
-    return "tell"
 
 
 class UnsolicitedTurn:

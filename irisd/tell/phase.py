@@ -1,10 +1,11 @@
-"""What a running tell waits for, read from claude's lines. Pure: lines in, a phase out.
+"""What a tell waits for. Pure: facts in, a phase out.
 
-The pair knows the phases before claude speaks (queued, waiting for a slot, starting
-claude) and the approval desk knows ``awaiting_approval``; this module knows what
-claude's own lines say: it sent the turn to the model (``init``), the model writes
-(text deltas), it runs a tool (an assistant message with a ``tool_use``), it sent the
-tool's result back (a ``user`` line), it retries the API (``api_retry``).
+Before claude speaks (``before_start``): the tells ahead of it, a process slot, claude's
+start, from the pair's process state. The approval desk knows ``awaiting_approval``.
+Then (``after_line``) what claude's own lines say: it sent the turn to the model
+(``init``), the model writes (text deltas), it runs a tool (an assistant message with a
+``tool_use``), it sent the tool's result back (a ``user`` line), it retries the API
+(``api_retry``).
 """
 
 from __future__ import annotations
@@ -35,4 +36,18 @@ def after_line(line: AnyLine, current: TellPhase | None) -> TellPhase | None:
             if current is not None and current.name == "api_retry" and line.event.type == "message_start":
                 return TellPhase(name="waiting_for_model")  # the retry got through
             return None
+    return None
+
+
+def before_start(position: int, *, state: str, waiting_for_slot: int) -> TellPhase | None:
+    """What a queued tell waits for: ``position`` tells ahead of it (the running one
+    counts), or, for the first, a process slot (``waiting_for_slot`` busy processes fill
+    the pool) or claude's (re)start, by the pair's process ``state``. ``None``: nothing
+    to say (it is about to be handed to the idle child)."""
+    if position > 0:
+        return TellPhase(name="queued", ahead=position)
+    if state == "spawning" and waiting_for_slot > 0:
+        return TellPhase(name="waiting_for_slot", ahead=waiting_for_slot)
+    if state in ("spawning", "stopped", "terminating"):  # a (re)start is due
+        return TellPhase(name="starting_claude")
     return None

@@ -296,7 +296,8 @@ async def test_notifications_of_one_pair_never_wait_for_another_and_failures_ret
 async def test_requests_to_a_pair_whose_actor_ended_are_answered_never_left_waiting(
     core: Dispatcher, autojump_clock: trio.testing.MockClock
 ) -> None:
-    from irisd.pool.pair import Pair, WakeRequest
+    from irisd.pool.pair import Pair
+    from irisd.pool.pair_events import WakeRequest
 
     supervisor = core.supervisor
     pair = Pair(from_team=None, team=core.config.team("alpha"), config=core.config, paths=supervisor.paths,
@@ -304,7 +305,7 @@ async def test_requests_to_a_pair_whose_actor_ended_are_answered_never_left_wait
     left_in_inbox = WakeRequest()
     async with trio.open_nursery() as nursery:
         await nursery.start(pair.run)
-        pair._post(left_in_inbox)  # posted, but the actor ends before it reads it
+        pair.inbox.post(left_in_inbox)  # posted, but the actor ends before it reads it
         nursery.cancel_scope.cancel()
     assert left_in_inbox.done.is_set() and left_in_inbox.error is not None  # answered, not left waiting
     started = trio.current_time()

@@ -1,0 +1,146 @@
+"""What goes into a pair's inbox, and what others see of a pair.
+
+Other tasks post requests (``WakeRequest`` ...) and tells; the pair's spawn steps
+report back (``SlotGranted`` ... ``SpawnFailed``); its child sends its lines and its exit.
+Others read a pair only through the frozen ``PairSnapshot``; the pair reaches the pool
+only through the narrow ``SlotPool``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import trio
+
+from irisd.claude.launcher import Child
+from irisd.claude.process import ChildEvent
+from irisd.pool.policy import PairKey
+from irisd.pool.process_machine import SessionProbe
+from irisd.tell.active import ActiveTell
+from protocol.errors import IrisError
+from protocol.messages import ApprovalInfo, ProcessInfo
+
+
+class SlotPool(Protocol):
+    """What a pair needs of the pool: slots under maxProcesses, and a word when its
+    state changed (so that whoever waits for a slot looks again)."""
+
+    async def acquire_slot(self, key: PairKey) -> None:
+        """Wait for a slot; it counts as held from the moment this returns."""
+        ...
+
+    def release_slot(self, key: PairKey) -> None: ...
+    def waiting_for_slot(self, key: PairKey) -> int:
+        """How many busy processes fill the pool while this pair waits (0: it does not)."""
+        ...
+
+    def pair_changed(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TellLink:
+    """Where a running tell sits in a chain of nested tells."""
+
+    id: str
+    from_team: str | None
+    to_team: str
+    chain_id: str
+    hops: int
+
+    @staticmethod
+    def of(tell: ActiveTell) -> TellLink:
+        return TellLink(tell.id, tell.from_team, tell.to_team, tell.chain_id, tell.hops)
+
+
+@dataclass(frozen=True)
+class PairSnapshot:
+    """A pair as other actors may see it: frozen, taken in one go."""
+
+    key: PairKey
+    process: ProcessInfo
+    current: TellLink | None
+    pending_approvals: frozenset[str]
+
+
+# --- requests from other tasks (answered by the actor) -----------------------------------
+
+
+@dataclass(eq=False)
+class Request:
+    """A request from another task; ``done`` is set once the actor has handled it."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    message: str = ""
+    error: IrisError | None = None
+
+    def finish(self, message: str = "", error: IrisError | None = None) -> None:
+        self.message, self.error = message, error
+        self.done.set()
+
+
+@dataclass(eq=False)
+class WakeRequest(Request):
+    pass
+
+
+@dataclass(eq=False)
+class StopRequest(Request):
+    force: bool = False
+    reason: str = ""
+
+
+@dataclass(eq=False)
+class ResetRequest(Request):
+    pass
+
+
+@dataclass(eq=False)
+class DecideRequest(Request):
+    approval_id: str = ""
+    allow: bool = False
+    remember: bool = False
+    reason: str = ""
+    by: str = ""
+    approval: ApprovalInfo | None = None
+
+
+@dataclass(frozen=True)
+class Submitted:
+    tell: ActiveTell
+
+
+@dataclass(frozen=True)
+class CancelTell:
+    tell_id: str
+
+
+# --- what the steps of a spawn report ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlotGranted:
+    pass
+
+
+@dataclass(frozen=True)
+class SessionProbed:
+    probe: SessionProbe
+
+
+@dataclass(frozen=True)
+class Spawned:
+    process: Child
+    session_id: str
+
+
+@dataclass(frozen=True)
+class SpawnFailed:
+    reason: str
+
+
+Reporting = SlotGranted | SessionProbed | Spawned | SpawnFailed
+PairEvent = (
+    Submitted | CancelTell | WakeRequest | StopRequest | ResetRequest | DecideRequest | Reporting | ChildEvent
+)
+

@@ -1,0 +1,189 @@
+"""The tells of one pair: the unfinished ones in arrival order, and the async code that
+drives their machines (``irisd/tell/machine.py``). Owned by the pair's actor, which
+calls it from its one task.
+
+How it works
+------------
+A tell is counted here from the moment it is submitted (before the actor has seen it),
+so that the queue limit holds between events, and until it ends. The actor hands it
+what concerns tells: a turn to start (the process machine's ``SendTurn``), a line of the
+child routed to the running tell (a permission request goes to the approval desk, and
+a person's decision comes back), a timer, a failure or an interruption. The
+tell's machine decides; ``apply`` carries out its actions (reply to the caller, stop the
+child, interrupt it) and saves the tell (``save_tell`` ends it once final); once it ended,
+its approvals expire and the process machine hears of it (through the actor's ``run``),
+which hands the child the next tell.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request, line_type, user_turn
+from irisd.pool.approvals import ApprovalDesk
+from irisd.pool.child_router import Routed, is_permission_request
+from irisd.pool.pair_events import DecideRequest
+from irisd.pool.process_machine import Action, ProcessMachine, SendTurn
+from irisd.store import sessions, tells
+from irisd.store.facade import Store
+from irisd.store.retry import PendingWrites
+from irisd.tell import machine as tell_machine
+from irisd.tell.active import ActiveTell, end_tell, save_tell
+from irisd.tell.phase import after_line, before_start
+from protocol.errors import BusyError, IrisError
+from protocol.messages import TellNotice, TellPhase
+
+log = logging.getLogger("irisd.pair")
+
+Run = Callable[[list[Action]], Awaitable[None]]  # carries out the process machine's actions
+Send = Callable[[bytes], Awaitable[None]]  # writes to the child's stdin (if there is one)
+
+
+class PairTells:
+    def __init__(
+        self,
+        *,
+        key: tuple[str | None, str],
+        label: str,
+        store: Store,
+        writes: PendingWrites,
+        desk: ApprovalDesk,
+        machine: ProcessMachine,
+        run: Run,
+        send: Send,
+    ) -> None:
+        self.from_team, self.to_team = key
+        self.label = label
+        self.store, self.writes, self.desk, self.machine = store, writes, desk, machine
+        self._run, self._send = run, send
+        self.by_id: dict[str, ActiveTell] = {}  # in arrival order
+        self.spent_usd = 0.0  # what the pair's tells have cost, all time (the actor reads the ledger)
+        self.last_used_at: float | None = None  # wall clock, for people: when a tell last ended
+
+    # --- the registry ------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def get(self, tell_id: str | None) -> ActiveTell | None:
+        return self.by_id.get(tell_id or "")
+
+    def queued(self) -> list[ActiveTell]:
+        return [tell for tell in self.by_id.values() if tell.machine.status == "queued"]
+
+    def check_room(self, limit: int) -> None:
+        """Raises BusyError when ``limit`` tells wait already."""
+        if len(self.queued()) >= limit:
+            raise BusyError(
+                f"the queue of {self.label} is full ({limit} tells waiting); wait for some "
+                "to finish, cancel some ('iris cancel ID'), or raise settings.queueLimit"
+            )
+
+    def add(self, tell: ActiveTell) -> None:
+        self.by_id[tell.id] = tell
+
+    def next_deadline(self) -> float:
+        return min((tell.deadline for tell in self.by_id.values()), default=math.inf)
+
+    def refresh_phases(self, *, state: str, waiting_for_slot: int) -> None:
+        """Tell the queued tells what they wait for (the running tell is ahead of them all)."""
+        ahead = 1 if self.machine.current is not None else 0
+        for index, tell in enumerate(self.queued()):
+            if (phase := before_start(index + ahead, state=state, waiting_for_slot=waiting_for_slot)) is not None:
+                tell.set_phase(phase)
+
+    # --- events ------------------------------------------------------------------------
+
+    async def on_timer(self, now: float) -> None:
+        for tell in list(self.by_id.values()):
+            if not tell.machine.is_final:
+                await self.apply(tell, tell.machine.handle_timer(now))
+
+    async def fail(self, ids: tuple[str, ...], reason: str, *, interrupted: bool = False) -> None:
+        """The process machine let these tells go: ``failed`` (or ``interrupted``)."""
+        for tell in [tell for tell_id in ids if (tell := self.by_id.get(tell_id)) is not None]:
+            end = tell.machine.interrupt if interrupted else tell.machine.fail
+            await self.apply(tell, end(trio.current_time(), reason))
+
+    async def start_turn(self, turn: SendTurn, now: float, *, session_id: str, startup_s: float) -> None:
+        """Hand the tell to the child (again, to a new one, if ``turn.restarted``)."""
+        tell = self.by_id[turn.tell_id]
+        tell.session_id = session_id
+        tell.new_session = tell.new_session or turn.new_session
+        if turn.restarted:
+            await self.apply(tell, tell.machine.child_restarted(now, startup_s=startup_s))
+        else:
+            await self.apply(tell, tell.machine.start(now, startup_s=startup_s))
+        starting = turn.restarted or turn.fresh_child
+        tell.set_phase(TellPhase(name="starting_claude" if starting else "waiting_for_model"))
+        if not tell.machine.is_final:  # if the child cannot read it, its exit ends or retries the tell
+            await self._send(user_turn(tell.message))
+
+    async def child_line(self, tell: ActiveTell, line: AnyLine, raw: bytes, now: float, routed: Routed) -> None:
+        """A line the router gave the running tell: a result's cost share is the tell's; a
+        permission request goes to the approval desk; any other line its machine reads,
+        its transcript keeps, its listeners see (the text, the phase, claude's retries)."""
+        if routed.cost_share is not None:
+            tell.cost_usd = routed.cost_share
+            self.spent_usd += routed.cost_share
+        if is_permission_request(line):  # routed.to == "permission"
+            await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
+            await self.desk.on_request(line, tell, self._send, self.apply)
+            return
+        before = tell.machine.text
+        actions = tell.machine.child_line(line, now)
+        await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
+        tell.publish_text(before)
+        if (phase := after_line(line, tell.phase)) is not None:
+            tell.set_phase(phase)
+        if isinstance(line, SystemLine) and (notice := line.retry_notice()):
+            log.warning("claude retries the API", extra={"pair": self.label, "tell": tell.id, "notice": notice})
+            tell.publish(TellNotice(tell_id=tell.id, text=notice))
+        if isinstance(line, ResultLine) and tell.machine.is_final:
+            await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time())
+        await self.apply(tell, actions)
+
+    async def decide(self, request: DecideRequest) -> None:
+        """A person's decision on a tell's pending approval; answers ``request``."""
+        try:
+            request.approval = await self.desk.decide(
+                request.approval_id, allow=request.allow, remember=request.remember, reason=request.reason,
+                by=request.by, send=self._send, apply=self.apply,
+            )
+            request.finish()
+        except IrisError as exc:
+            request.finish(error=exc)
+
+    # --- carrying out a tell machine's actions, and the end -----------------------------------
+
+    async def apply(self, tell: ActiveTell, actions: list[tell_machine.Action]) -> None:
+        """Carry out a tell machine's actions, then save the tell (and end it, if final)."""
+        for action in actions:
+            match action:
+                case tell_machine.ReplyToCaller():
+                    tell.replied.set()
+                case tell_machine.StopChild(reason):
+                    await self._run(self.machine.stop_child(reason))
+                case tell_machine.SendInterrupt():
+                    if tell.id == self.machine.current:
+                        await self._send(interrupt_request(f"interrupt-{tell.id}"))
+        await save_tell(self.store, tell, self.writes)  # where a final tell ends
+        if tell.machine.is_final and self.by_id.pop(tell.id, None) is not None:
+            await self.desk.expire(f"the tell ended ({tell.machine.status}) before a decision", tell)
+            if tell.id == self.machine.current:
+                self.last_used_at = time.time()
+            await self._run(self.machine.tell_ended(tell.id, trio.current_time()))
+
+    async def abandon(self, reason: str) -> None:
+        """irisd stops: those the process machine never saw end interrupted, saved directly."""
+        for tell in list(self.by_id.values()):
+            try:
+                await end_tell(self.store, tell, reason, interrupted=True)
+            except Exception:
+                log.exception("could not record an interrupted tell")
+        self.by_id.clear()
