@@ -107,7 +107,7 @@ class Directory:
                 f"(`{self.name}`) does not offer it: rename one of them, or take it out of "
                 f"settings.mesh.offer on `{current.home}` first"
             )
-            log.error("mesh: team name taken", extra={"team": team.name, "home": current.home, "us": self.name})
+            log.error(refused[team.name], extra={"team": team.name, "home": current.home})
         for name in self.offered:
             if name not in offered and name not in refused:
                 current = await _get(bridge, kv, name)

@@ -38,7 +38,8 @@ from protocol.messages import UNFINISHED_TELL_STATUSES
 
 log = logging.getLogger("irisd.mesh")
 
-RECONNECT_S = 3.0
+RECONNECT_S = 3.0  # the first wait before connecting again; doubled up to MAX_RECONNECT_S
+MAX_RECONNECT_S = 60.0
 RETRY_S = 1.0
 HANDLED_WAIT_S = 10.0  # a running tell saves a final result in this time, or it is saved here
 
@@ -57,6 +58,7 @@ class MeshService:
         self._changed = trio.Event()
         self._scope: trio.CancelScope | None = None
         self._connected = trio.Event()
+        self._failures = 0  # connections refused in a row
 
     # --- lifetime ------------------------------------------------------------------------
 
@@ -95,11 +97,12 @@ class MeshService:
             link = await open_link(bridge, mesh)
         except MeshError as exc:
             self.problem = exc.message
-            log.error("mesh: not connected", extra={"error": exc.message})
-            with trio.move_on_after(RECONNECT_S):
-                await self._wait_for_change()
+            log.error(f"mesh: not connected: {exc.message}")
+            self._failures += 1
+            with trio.move_on_after(min(MAX_RECONNECT_S, RECONNECT_S * 2 ** (self._failures - 1))):
+                await self._wait_for_change()  # a reload tries again at once
             return
-        self.problem = ""
+        self.problem, self._failures = "", 0
         self.link = link
         directory = Directory(link, version=__version__, on_change=self._sync_teams)
         self.directory = directory
