@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness import Iris, wait_for
+from scripted_model import ScriptedModel
 
 AGENT = Path(__file__).parent.parent / "fakes" / "a2a_agent.py"
 
@@ -257,3 +258,38 @@ def test_a_claude_team_asks_the_agent_with_team_tell(iris: Iris, agent: Agent) -
     (received,) = agent.log()["received"]
     chain = received["metadata"]["iris"]
     assert chain == {"chainId": answer["id"], "hops": 1.0, "path": ["alpha", "helper"]}
+
+
+@pytest.mark.claude
+def test_a_team_of_another_iris_is_a_team_here_through_a2a(
+    iris: Iris, tmp_path: Path, model: ScriptedModel, claude_bin: Path
+) -> None:
+    far = Iris(tmp_path / "far", model_url=model.base_url, claude=claude_bin)
+    try:
+        far.add_team("backend", description="the far API")
+        far.start()
+        token = far.cli("a2a", "token", "--name", "near")
+        assert token.returncode == 0, token.stderr
+        iris.teams["farback"] = {
+            "a2a": f"{far.http_url}/a2a/backend/.well-known/agent-card.json",
+            "headers": {"Authorization": "Bearer ${FAR_TOKEN}"},
+        }
+        iris.env["FAR_TOKEN"] = token.stdout.strip().split()[-1]
+        iris.start()
+        first = iris.cli_json("tell", "farback", "hello")
+        assert first["status"] == "completed" and first["text"] == "echo #1: hello", first
+        second = iris.cli_json("tell", "farback", "again")
+        assert second["text"] == "echo #2: again"  # the same claude session over there
+        asked = far.cli_json("report", "backend", "--from", "a2a:near")
+        assert [t["message"] for t in asked][:2] == ["again", "hello"], asked
+        # Its claude asks back: INPUT_REQUIRED there, the question as the answer here; the
+        # next tell is the reply to that task, answering the question over there.
+        question = iris.cli_json("tell", "farback", "@ask deploy")
+        assert question["text"] == "Do you want me to go ahead? (echo #3: deploy)", question
+        reply = iris.cli_json("tell", "farback", "yes")
+        assert reply["text"] == "echo #4: yes", reply
+        (answered,) = far.cli_json("questions", "--all")
+        assert answered["status"] == "answered" and answered["answer"] == "yes"
+    finally:
+        if far.process is not None:
+            far.stop(timeout=30)
