@@ -55,7 +55,8 @@ def test_a_second_home_claiming_a_name_is_refused_loudly(
                     what="ws-2 refusing the name")
     assert f"team '{team}' is already homed on irisd `ws-1`; this irisd (`ws-2`) does not offer it" in said
     # Never silently shadowed: the others still see ws-1 as its home.
-    assert team_of(third, team)["remote"] == "irisd ws-1"
+    listed = team_of(third, team)
+    assert listed is not None and listed["remote"] == "irisd ws-1"
     answer = third.cli_json("tell", team, "who are you")
     assert answer["text"] == "echo #1: who are you"
     assert first.cli_json("report", team, "--all-callers")[0]["from_team"] == "external@ws-3"
