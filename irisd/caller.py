@@ -151,7 +151,9 @@ class Caller:
         if isinstance(request, _SENDERS):
             team = sender(self.team, request.from_team, f"you are {self.describe()}")
             request = msgspec.structs.replace(request, from_team=team)
-        if isinstance(request, Tell | TellMany):
+        if isinstance(request, Tell):
+            request = msgspec.structs.replace(request, parent_pair=self.pair, across=None)
+        elif isinstance(request, TellMany):
             request = msgspec.structs.replace(request, parent_pair=self.pair)
         if isinstance(request, AnswerQuestion):  # a team answers only what was asked of it
             request = msgspec.structs.replace(request, as_team=self.team or "external")

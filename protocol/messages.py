@@ -310,6 +310,15 @@ class Hello(_Message, tag="hello"):
 
 
 
+class ChainRef(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Where a tell that comes from another Iris sits in that Iris's relay chain (an A2A
+    message's ``metadata["iris"]``): the tell here is hop ``hops + 1`` of chain ``chain_id``,
+    so the hop limit holds across the boundary."""
+
+    chain_id: str
+    hops: int = 0
+
+
 class Tell(_Message, tag="tell"):
     """Send ``message`` to ``to_team`` in the conversation of the pair (from_team, to_team).
 
@@ -329,6 +338,9 @@ class Tell(_Message, tag="tell"):
     # team). The daemon links the new tell to the tell that pair is serving (chain, hops).
     parent_pair: str = ""
     max_budget_usd: BudgetUsd | None = None  # passed to claude (--max-budget-usd) for this tell
+    # The relay chain of another Iris this tell continues (set by irisd's A2A face from the
+    # message's metadata; a claude child's tells are chained by parent_pair instead).
+    across: ChainRef | None = None
 
 
 class TellMany(_Message, tag="tell_many"):

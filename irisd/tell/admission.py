@@ -30,7 +30,7 @@ from protocol.errors import (
     TeamUnavailableError,
 )
 from protocol.limits import MAX_MESSAGE_CHARS, MAX_TELL_BUDGET_USD, MAX_WAIT_MS, MIN_WAIT_MS, range_problem
-from protocol.messages import Tell
+from protocol.messages import ChainRef, Tell
 
 PairKey = tuple[str | None, str]
 
@@ -69,6 +69,7 @@ class Candidate:
     timeout_ms: int
     max_budget_usd: float | None = None
     parent_pair: str = ""  # "from->to" of the tell whose claude sends this one (nested)
+    across: ChainRef | None = None  # another Iris's relay chain this tell continues (A2A)
 
 
 @dataclass(frozen=True)
@@ -115,8 +116,14 @@ def admit(candidate: Candidate, facts: Facts) -> Decision:
         if problem:
             return Refuse(InvalidRequestError, problem)
     parent = parent_tell(c.parent_pair, facts.pairs)
-    chain_id, hops = (parent.chain_id, parent.hops + 1) if parent is not None else ("", 0)
+    chain_id, hops = chain_of(parent, c.across)
     if parent is not None and (problem := chain_problem(parent, c.to_team, facts.pairs, facts.settings.hop_limit)):
+        return Refuse(LoopError, f"{problem}; answer from what you know instead of asking {c.to_team}", problem)
+    if parent is None and c.across is not None and hops > facts.settings.hop_limit:
+        problem = (
+            f"this tell would be hop {hops} of a chain of nested tells that came from another Iris; "
+            f"the limit is {facts.settings.hop_limit}"
+        )
         return Refuse(LoopError, f"{problem}; answer from what you know instead of asking {c.to_team}", problem)
     if spent := refusal(c.to_team, facts.spending, budgets(facts.settings, facts.team_daily_usd, chain_id)):
         return Refuse(BudgetError, f"not sent: {spent}")
@@ -141,6 +148,16 @@ def budgets(settings: Settings, team_daily_usd: float | None, chain_id: str) -> 
 
 
 # --- chains of nested tells ------------------------------------------------------------
+
+
+def chain_of(parent: ChainLink | None, across: ChainRef | None) -> tuple[str, int]:
+    """A new tell's chain and hop: one further than the tell whose claude sends it, or than
+    the other Iris's tell it came from; a chain of its own ("", 0) otherwise."""
+    if parent is not None:
+        return parent.chain_id, parent.hops + 1
+    if across is not None:
+        return across.chain_id, across.hops + 1
+    return "", 0
 
 
 def parent_tell(parent_pair: str, pairs: Sequence[PairFacts]) -> ChainLink | None:

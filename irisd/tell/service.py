@@ -43,6 +43,7 @@ from irisd.tell.admission import (
     Refuse,
     admit,
     budgets,
+    chain_of,
     check_message,
     parent_tell,
     persist_problem,
@@ -53,6 +54,7 @@ from irisd.tell.machine import TellMachine
 from protocol.errors import BudgetError, InvalidRequestError, IrisError, NotFoundError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
+    ChainRef,
     Event,
     FanOutEvent,
     FanOutResult,
@@ -148,6 +150,7 @@ class TellService:
         listen: bool = False,
         kind: TellKind = "tell",
         max_budget_usd: float | None = None,
+        across: ChainRef | None = None,
     ) -> ActiveTell:
         """Admit and queue a tell on its pair; returns it at once (it runs on). Refused
         before any claude turn (an IrisError saying why): an unknown or unavailable team,
@@ -158,10 +161,10 @@ class TellService:
         # "a2a:NAME" (an outside A2A agent) and "team@irisd" (the mesh) are senders, not teams.
         if from_team is not None and not is_agent_sender(from_team) and not is_mesh_sender(from_team):
             self.config.team(from_team)
-        candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair)
+        candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair, across)
         pairs = self.pool.snapshots()
         parent = parent_tell(parent_pair, pairs)
-        spending = await self._spending(team, parent.chain_id if parent is not None else "")
+        spending = await self._spending(team, chain_of(parent, across)[0])
         now = trio.current_time()
         decision = admit(
             candidate,
@@ -242,8 +245,8 @@ class TellService:
             to_team=candidate.to_team,
             message=candidate.message,
             machine=TellMachine(response_timeout_s=1, caller_timeout_ms=0, now=trio.current_time()),
-            chain_id=parent.chain_id if parent is not None else "",
-            hops=parent.hops + 1 if parent is not None else 0,
+            chain_id=chain_of(parent, candidate.across)[0],
+            hops=chain_of(parent, candidate.across)[1],
         )
         await self.store.call(tells.insert, refused.info())
         await end_tell(self.store, refused, refusal.recorded)
@@ -278,6 +281,7 @@ class TellService:
             parent_pair=request.parent_pair,
             listen=request.stream,
             max_budget_usd=request.max_budget_usd,
+            across=request.across,
         )
         return await self.reply(tell, send_event if request.stream else None)
 

@@ -272,7 +272,12 @@ def test_a2a_errors_carry_their_codes(shared: Iris) -> None:
     assert status == 200 and json.loads(body)["error"]["code"] == -32700
 
 
-def test_a_message_that_closes_a_loop_across_irises_is_rejected(shared: Iris) -> None:
+def test_a_message_from_another_iris_continues_its_chain_and_one_closing_a_loop_is_rejected(shared: Iris) -> None:
+    came = {"chainId": "far-1", "hops": 1, "path": ["web", "remote-alpha"]}
+    msg = {"role": "ROLE_USER", "messageId": "c", "parts": [{"text": "hi"}], "metadata": {"iris": came}}
+    task = rpc(shared, "SendMessage", {"message": msg})[1]["result"]["task"]
+    told = shared.request(GetTell(tell_id=task["id"]))
+    assert isinstance(told, TellReply) and (told.tell.chain_id, told.tell.hops) == ("far-1", 2)
     chain = {"chainId": "c-1", "hops": 1, "path": ["web", "alpha"]}
     msg = {"role": "ROLE_USER", "messageId": "l", "parts": [{"text": "hi"}], "metadata": {"iris": chain}}
     task = rpc(shared, "SendMessage", {"message": msg})[1]["result"]["task"]

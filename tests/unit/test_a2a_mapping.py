@@ -18,6 +18,7 @@ from protocol.errors import InvalidRequestError, NotFoundError, PermissionDenied
 from protocol.messages import (
     AnswerQuestion,
     CancelTell,
+    ChainRef,
     Decide,
     GetStatus,
     ListQuestions,
@@ -195,18 +196,21 @@ def test_only_version_1_0_is_spoken_and_no_header_means_0_3(header: str | None, 
     assert raised.value.code == a2a.VERSION_NOT_SUPPORTED and "A2A-Version: 1.0" in raised.value.message
 
 
+def chain(**fields: object) -> a2a.IrisChain | None:
+    return mapping.incoming_chain({"iris": {"chainId": "c", **fields}})
+
+
 def test_an_iris_chain_in_the_metadata_is_checked_for_loops_and_hops() -> None:
+    assert mapping.incoming_chain(None, {"other": 1}) is None
+    assert mapping.incoming_chain(None, {"iris": {"chainId": "r"}}) == a2a.IrisChain(chain_id="r")
     assert mapping.chain_problem(None, "alpha", 4) == ""
-    assert mapping.chain_problem({"other": 1}, "alpha", 4) == ""
-    assert mapping.chain_problem({"iris": {"chainId": "c", "hops": 1, "path": ["web"]}}, "alpha", 4) == ""
-    assert mapping.chain_problem({"iris": {"chainId": "c", "hops": 4, "path": ["web"]}}, "alpha", 4).startswith(
-        "this message would be hop 5"
-    )
-    assert mapping.chain_problem({"iris": {"chainId": "c", "hops": 1, "path": ["alpha", "web"]}}, "alpha", 4) == (
+    assert mapping.chain_problem(chain(hops=1, path=["web"]), "alpha", 4) == ""
+    assert mapping.chain_problem(chain(hops=4, path=["web"]), "alpha", 4).startswith("this message would be hop 5")
+    assert mapping.chain_problem(chain(hops=1, path=["alpha", "web"]), "alpha", 4) == (
         "loop: alpha is already waiting in this chain (alpha -> web -> alpha)"
     )
     with pytest.raises(A2AError):
-        mapping.chain_problem({"iris": {"hops": "x"}}, "alpha", 4)
+        mapping.incoming_chain({"iris": {"hops": "x"}})
 
 
 def test_page_tokens_are_cursors_over_the_sorted_tasks() -> None:
@@ -262,6 +266,12 @@ def test_an_agent_speaks_as_itself_and_sends_only_what_a2a_needs() -> None:
     answered = agent.apply(AnswerQuestion(question_id="q", text="x", as_team="external"))
     assert isinstance(answered, AnswerQuestion) and answered.as_team == "a2a:crm"
     assert agent.apply(CancelTell(tell_id="t")) == CancelTell(tell_id="t")
+    # Another Iris's chain is the A2A face's to pass on; a team's claude cannot claim one.
+    came = ChainRef(chain_id="far", hops=1)
+    assert isinstance(sent := agent.apply(Tell(to_team="alpha", message="hi", across=came)), Tell)
+    assert sent.across == came
+    child = Caller.child(team="beta", pair="alpha->beta").apply(Tell(to_team="gamma", message="hi", across=came))
+    assert isinstance(child, Tell) and child.across is None and child.parent_pair == "alpha->beta"
     for refused in (Decide(approval_id="a", allow=True), GetStatus(), Watch()):
         with pytest.raises(PermissionDeniedError, match="A2A agent 'a2a:crm' may not send"):
             agent.apply(refused)

@@ -30,7 +30,7 @@ from protocol.errors import (
     TeamUnavailableError,
 )
 from protocol.limits import MAX_MESSAGE_CHARS
-from protocol.messages import Tell
+from protocol.messages import ChainRef, Tell
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,17 @@ def test_a_chain_past_the_hop_limit_is_refused_and_recorded() -> None:
     problem = "this tell would be hop 2 of a chain of nested tells; the limit is 1"
     assert (refusal.error, refusal.recorded) == (LoopError, problem)
     assert refusal.message == f"{problem}; answer from what you know instead of asking gamma"
+
+
+def test_a_tell_from_another_iris_continues_its_chain_and_its_hop_limit_holds() -> None:
+    came = ChainRef(chain_id="far-1", hops=2)
+    assert admit(tell(from_team="a2a:crm", across=came), facts()) == Admit(chain_id="far-1", hops=3)
+    refusal = refused(admit(tell(from_team="a2a:crm", across=came), facts(settings=Settings(hop_limit=2))))
+    problem = "this tell would be hop 3 of a chain of nested tells that came from another Iris; the limit is 2"
+    assert (refusal.error, refusal.recorded) == (LoopError, problem)
+    # Inside this Iris, the parent's chain is the one that counts.
+    nested = admit(tell("gamma", parent_pair="alpha->beta", across=came), facts(pairs=CHAIN))
+    assert nested == Admit(chain_id="c1", hops=2)
 
 
 def test_a_spent_budget_refuses_with_what_was_spent() -> None:

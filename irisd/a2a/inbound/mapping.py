@@ -131,16 +131,26 @@ def _part_text(part: a2a.Part, index: int) -> str:
     raise A2AError(a2a.INVALID_PARAMS, f"part {index} has no content; set one of text, data, url or raw")
 
 
-def chain_problem(metadata: dict[str, Any] | None, team: str, hop_limit: int) -> str:
-    """Why a message that carries another Iris's relay chain (``metadata["iris"]``) must be
-    refused here: a loop back to ``team``, or a chain past the hop limit; "" if none."""
-    raw = (metadata or {}).get(a2a.IRIS_METADATA_KEY)
-    if raw is None:
+def incoming_chain(*metadata: dict[str, Any] | None) -> a2a.IrisChain | None:
+    """The relay chain another Iris sent along (``metadata["iris"]`` of the message, else of
+    the request), or None."""
+    for found in metadata:
+        raw = (found or {}).get(a2a.IRIS_METADATA_KEY)
+        if raw is None:
+            continue
+        try:
+            return msgspec.convert(raw, a2a.IrisChain)
+        except msgspec.ValidationError as exc:
+            raise A2AError(a2a.INVALID_PARAMS, f"metadata.iris is not an Iris chain: {exc}") from None
+    return None
+
+
+def chain_problem(chain: a2a.IrisChain | None, team: str, hop_limit: int) -> str:
+    """Why a message in another Iris's relay chain must be refused here: a loop back to
+    ``team``, or a chain past the hop limit; "" if none. (Admitted, its tell continues that
+    chain: see ``ChainRef``.)"""
+    if chain is None:
         return ""
-    try:
-        chain = msgspec.convert(raw, a2a.IrisChain)
-    except msgspec.ValidationError as exc:
-        raise A2AError(a2a.INVALID_PARAMS, f"metadata.iris is not an Iris chain: {exc}") from None
     hops = chain.hops + 1
     if hops > hop_limit:
         return f"this message would be hop {hops} of a chain of nested tells; the limit is {hop_limit}"

@@ -42,6 +42,7 @@ from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
     CancelTell,
+    ChainRef,
     Decide,
     DismissQuestion,
     Event,
@@ -226,12 +227,14 @@ class A2AService:
                 f"{context!r}; send it, or leave contextId out",
                 contextId=message.context_id,
             )
-        for metadata in (message.metadata, params.metadata):
-            if problem := mapping.chain_problem(metadata, team, self._config().settings.hop_limit):
-                return await self._rejected(context, f"{problem}; answer from what you know instead", emit)
+        chain = mapping.incoming_chain(message.metadata, params.metadata)
+        if problem := mapping.chain_problem(chain, team, self._config().settings.hop_limit):
+            return await self._rejected(context, f"{problem}; answer from what you know instead", emit)
+        across = ChainRef(chain_id=chain.chain_id, hops=chain.hops) if chain is not None else None
         async with self._watching(team) as events:
             try:
-                reply = await self._dispatch(Tell(to_team=team, message=text, timeout_ms=-1), caller, _drop)
+                tell = Tell(to_team=team, message=text, timeout_ms=-1, across=across)
+                reply = await self._dispatch(tell, caller, _drop)
             except (BudgetError, RateLimitedError, LoopError) as exc:  # Iris refuses: the task is REJECTED
                 return await self._rejected(context, exc.message, emit)
             except IrisError as exc:
