@@ -66,6 +66,7 @@ def public(path: str) -> bool:
     face, which authenticates its own callers (A2A tokens)."""
     return path in PUBLIC_PATHS or a2a_face.handles(path)
 
+
 _encoder = msgspec.json.Encoder()
 
 
@@ -104,13 +105,13 @@ class HttpFace:
             Route("/login", self.login),
             Route("/api/openapi.json", openapi),
             WebSocketRoute("/api/events", self.events),
+            WebSocketRoute("/{path:path}", no_websocket),  # before the mounts below, which take any type
             *(Route(path, ApiPath(self.serving, routes)) for path, routes in api.by_path().items()),
             Route("/mcp", self.mcp),
             Route("/mcp/", self.mcp),
             Route(a2a.AGENT_CARD_PATH, self.a2a),  # the A2A face: the root card, each team's agent
             Mount(a2a_face.PREFIX.rstrip("/"), self.a2a),
             *dashboard.routes(),
-            WebSocketRoute("/{path:path}", no_websocket),
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -1,5 +1,6 @@
 """The HTTP face's checks, without I/O: Host and Origin allowlists (DNS rebinding,
-cross-site requests), where a token comes from, and the limiter of failed logins.
+cross-site requests), where a token comes from, and the limiter of failed logins. The
+middleware that applies them is gate.py.
 
 Why each check (the MCP spec's security notes, CVE-2025-66416 and the like):
 
@@ -89,17 +90,6 @@ def bearer_token(authorization: str | None) -> str | None:
     if scheme.lower() != "bearer":
         return None
     return token.strip()
-
-
-def cookie(header: str | None, name: str) -> str | None:
-    """One cookie's value from a ``Cookie`` header."""
-    if not header:
-        return None
-    for part in header.split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return value
-    return None
 
 
 @dataclass

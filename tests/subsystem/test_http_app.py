@@ -272,6 +272,9 @@ async def test_websocket_upgrades_are_refused_with_an_http_answer(face: HttpFace
     for target, token, status in [
         ("/api/events", None, 401),
         ("/api/elsewhere", "owner", 404),
+        ("/static/app.js", "owner", 404),
+        ("/a2a/beta", "owner", 404),
+        ("/mcp", "owner", 404),
     ]:
         answer = await call(face, "GET", target, token=token, websocket=True)
         assert answer.websocket and answer.status == status and answer.json()["type"] == "error", target
