@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 import msgspec
 import trio
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import Response
@@ -67,6 +67,7 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 
+_RAW_SECURITY_HEADERS = [(name.lower().encode(), value.encode()) for name, value in SECURITY_HEADERS.items()]
 _encoder = msgspec.json.Encoder()
 
 
@@ -113,9 +114,9 @@ class SecurityHeaders:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def send_with_headers(message: Message) -> None:
             if message["type"] in ("http.response.start", "websocket.http.response.start"):
-                headers = MutableHeaders(scope=message)
-                for name, value in SECURITY_HEADERS.items():
-                    headers.setdefault(name, value)
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}  # a response's own value wins
+                message["headers"] = headers + [h for h in _RAW_SECURITY_HEADERS if h[0] not in present]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

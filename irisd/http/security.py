@@ -22,6 +22,7 @@ Why each check (the MCP spec's security notes, CVE-2025-66416 and the like):
 from __future__ import annotations
 
 import collections
+import functools
 import ipaddress
 from dataclasses import dataclass, field
 
@@ -66,11 +67,11 @@ class Allowlist:
     names: tuple[str, ...]
     port: int
 
-    @property
+    @functools.cached_property
     def hosts(self) -> frozenset[str]:
         return frozenset(f"{name}:{self.port}" for name in self.names)
 
-    @property
+    @functools.cached_property
     def origins(self) -> frozenset[str]:
         return frozenset(f"http://{host}" for host in self.hosts)
 
