@@ -4,7 +4,6 @@ also while irisd is down; irisd sees a change at the next request."""
 
 from __future__ import annotations
 
-import datetime
 import json
 from pathlib import Path
 from typing import Annotated
@@ -60,12 +59,14 @@ def tokens(as_json: JsonOption = False) -> None:
     if as_json:
         print(json.dumps([{"name": a.name, "created_at": a.created_at} for a in agents]))
         return
-    if not agents:
-        print("no A2A tokens; issue one with 'iris a2a token --name NAME'")
-    for agent in agents:
-        issued = datetime.datetime.fromtimestamp(agent.created_at).strftime("%Y-%m-%d %H:%M")
-        print(f"{agent.name}\tissued {issued}\tsends as {a2a_tokens.sender_of(agent.name)}")
+    from iris_cli import render
+    from iris_cli.table import Column, Table
 
+    if not agents:
+        render.out.print("no A2A tokens; issue one with 'iris a2a token --name NAME'")
+        return
+    rows = [(a.name, a2a_tokens.sender_of(a.name), render.ago(a.created_at)) for a in agents]
+    render.show(Table([Column(h) for h in ("agent", "sends as", "issued")], rows))
 
 @a2a_app.command("revoke")
 def revoke(

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
 from typer.testing import CliRunner
 
 from iris_cli.app import app
@@ -90,3 +94,22 @@ def test_a_command_imports_only_what_it_needs() -> None:
     plain_tell = loaded_all("tell", "alpha", "hi", "--json")  # the plain form needs no Typer and no rich
     assert "typer" not in plain_tell and "rich" not in plain_tell
     assert "typer" in loaded_all("tell", "alpha", "hi", "--timeout", "5000")  # options: Typer parses them
+
+
+def test_a2a_tokens_are_issued_listed_and_revoked_without_a_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("IRIS_HOME", str(tmp_path))
+    runner = CliRunner()
+    issued = runner.invoke(app, ["a2a", "token", "--name", "crm-bot", "--json"])
+    assert issued.exit_code == 0, issued.output
+    answer = json.loads(issued.output)
+    assert answer["sender"] == "a2a:crm-bot" and len(answer["token"]) >= 40
+    listed = runner.invoke(app, ["a2a", "tokens"])
+    assert listed.exit_code == 0 and "crm-bot" in listed.output and "a2a:crm-bot" in listed.output
+    assert answer["token"] not in (tmp_path / "a2a-tokens.json").read_text()
+    assert runner.invoke(app, ["a2a", "revoke", "crm-bot"]).exit_code == 0
+    again = runner.invoke(app, ["a2a", "revoke", "crm-bot"])
+    assert again.exit_code == 1 and "no A2A token named 'crm-bot'" in again.output
+    bad = runner.invoke(app, ["a2a", "token", "--name", "a b"])
+    assert bad.exit_code == 1 and "is not an agent name" in bad.output
