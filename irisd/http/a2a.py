@@ -173,6 +173,9 @@ class A2AFace:
         except IrisError as exc:
             await _rpc_error(send, request_id, A2AError(a2a.INTERNAL_ERROR, exc.message))
             return
+        except Exception as exc:  # a bug of ours: the client gets a JSON-RPC error, the log the traceback
+            await _rpc_error(send, request_id, _internal(exc))
+            return
         await _respond(send, 200, a2a.encoder.encode(a2a.JsonRpcResponse[Any](id=request_id, result=result)))
 
     async def _known_team(self, team: str) -> None:
@@ -234,6 +237,10 @@ class A2AFace:
                     await self.service.subscribe(caller, team, params, emit)
             except A2AError as exc:
                 failure = exc
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                gone = True  # the client went away while we wrote to it
+            except Exception as exc:
+                failure = _internal(exc)
             nursery.cancel_scope.cancel()
         if gone:
             return
@@ -255,6 +262,13 @@ _CHILD_REFUSED = (
     "a team's own token does not open the A2A face: a team asks another team with team_tell, where "
     "Iris guards loops and budgets"
 )
+
+
+def _internal(exc: Exception) -> A2AError:
+    log.exception("an A2A call failed")
+    return A2AError(
+        a2a.INTERNAL_ERROR, f"irisd failed on this call ({type(exc).__name__}: {exc}); see the irisd log"
+    )
 
 
 def _unknown_method(method: str) -> A2AError:

@@ -81,6 +81,8 @@ class FakeCore:
                 self.submitted.set()
                 return TellReply(status="in_progress", tell=info)
             case GetTell(tell_id=tell_id):
+                if tell_id == "bug":
+                    raise RuntimeError("a bug")
                 if tell_id not in self.tells:
                     raise NotFoundError(f"no tell with id {tell_id!r}")
                 return TellReply(status="in_progress", tell=self.tells[tell_id])
@@ -383,3 +385,9 @@ async def test_an_agent_cannot_decide_an_approval_and_says_who_can(
     status, refused = await client.rpc("SendMessage", {"message": answer})
     assert status == 200 and refused["error"]["code"] == -32004
     assert "only the owner of this Iris decides" in refused["error"]["message"]
+
+
+async def test_a_bug_answers_a_json_rpc_internal_error_not_a_traceback(face: A2AFace, access: Access) -> None:
+    status, answer = await Client(face, access.owner_token).rpc("GetTask", {"id": "bug"})
+    assert status == 200 and answer["error"]["code"] == -32603
+    assert "RuntimeError: a bug" in answer["error"]["message"] and "see the irisd log" in answer["error"]["message"]
