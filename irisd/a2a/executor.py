@@ -10,6 +10,7 @@ next tell. Cancelling the tell sends CancelTask, shielded and bounded.
 from __future__ import annotations
 
 import logging
+import ssl
 import time
 from collections.abc import Mapping
 
@@ -31,6 +32,7 @@ from protocol.errors import A2AAgentError
 log = logging.getLogger("irisd.a2a")
 
 CANCEL_GRACE_S = 5.0  # CancelTask, on the way out of a cancelled tell
+CARD_TTL_S = 300.0  # a card is fetched again after this long, or after a tell to the agent failed
 # The agent no longer has the task it asked input for (it restarted, or the task ended):
 # the reply goes out as a new message of the same context instead.
 STALE_TASK_CODES = frozenset({a2a.TASK_NOT_FOUND, a2a.INVALID_PARAMS, a2a.UNSUPPORTED_OPERATION})
@@ -44,6 +46,10 @@ class A2AExecutor:
         self.store = store
         self.environ = dict(environ)  # for the ${VAR}s of its headers
         self.card_url = card_url(team.a2a)
+        # Both cost more than a tell to a fast agent (a TLS context 70 ms, the card a round
+        # trip), so they are kept: the context for the executor's life, the card a while.
+        self._tls: ssl.SSLContext | None = None
+        self._card: tuple[CardFacts, float] | None = None
 
     @property
     def team(self) -> Team:
@@ -61,26 +67,42 @@ class A2AExecutor:
         """Carry ``tell`` to the agent until the task ends; A2AAgentError (or ConfigError for
         a header whose variable is unset) fails the tell with the fix."""
         headers = expand_headers(self._team, self.environ)
+        if self._tls is None:
+            self._tls = await trio.to_thread.run_sync(ssl.create_default_context)
         timeout = httpx2.Timeout(CONNECT_TIMEOUT_S)
-        async with httpx2.AsyncClient(timeout=timeout, follow_redirects=True) as http:
+        async with httpx2.AsyncClient(timeout=timeout, follow_redirects=True, verify=self._tls) as http:
             client = AgentClient(http, team=self._team.name, card_url=self.card_url, headers=headers)
-            card = await client.fetch_card()
-            saved = await self.store.call(a2a_contexts.get, tell.from_team, self._team.name, self._team.a2a)
-            follower = TaskFollower(client.agent)
             try:
-                try:
-                    ending = await self._exchange(client, card, tell, saved, follower, report, tell.id)
-                except AgentRpcError as exc:
-                    if not saved.open_task or follower.task_id or exc.rpc_code not in STALE_TASK_CODES:
-                        raise
-                    log.info("the task that asked for input is gone; asking anew in its context",
-                             extra={"team": self._team.name, "task": saved.open_task, "error": exc.message})
-                    saved = A2AContext(context_id=saved.context_id)
-                    ending = await self._exchange(client, card, tell, saved, follower, report, tell.id + "-1")
-            finally:
-                with trio.CancelScope(shield=True):
-                    await self._wind_up(client, card, tell, saved, follower)
-            await report.finished(ending.status, ending.text, ending.error)
+                await self._run(client, tell, report)
+            except A2AAgentError:
+                self._card = None  # the agent may have changed: read its card again next time
+                raise
+
+    async def _card_of(self, client: AgentClient) -> CardFacts:
+        now = trio.current_time()
+        if self._card is None or now - self._card[1] > CARD_TTL_S:
+            self._card = (await client.fetch_card(), now)
+        return self._card[0]
+
+    async def _run(self, client: AgentClient, tell: RemoteTell, report: TellReport) -> None:
+        """One tell: the card, the pair's context, the exchange, and its wind-up."""
+        card = await self._card_of(client)
+        saved = await self.store.call(a2a_contexts.get, tell.from_team, self._team.name, self._team.a2a)
+        follower = TaskFollower(client.agent)
+        try:
+            try:
+                ending = await self._exchange(client, card, tell, saved, follower, report, tell.id)
+            except AgentRpcError as exc:
+                if not saved.open_task or follower.task_id or exc.rpc_code not in STALE_TASK_CODES:
+                    raise
+                log.info("the task that asked for input is gone; asking anew in its context",
+                         extra={"team": self._team.name, "task": saved.open_task, "error": exc.message})
+                saved = A2AContext(context_id=saved.context_id)
+                ending = await self._exchange(client, card, tell, saved, follower, report, tell.id + "-1")
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._wind_up(client, card, tell, saved, follower)
+        await report.finished(ending.status, ending.text, ending.error)
 
     async def _exchange(
         self,
