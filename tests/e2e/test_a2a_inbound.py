@@ -301,3 +301,15 @@ def test_a_tool_awaiting_approval_is_input_required_and_only_the_owner_decides_i
     assert done["artifacts"][0]["parts"][0]["text"].startswith("tool Bash said:")
     (approval,) = shared.cli_json("approvals", "--all")
     assert approval["status"] == "allowed" and approval["decided_by"] == "the owner, over A2A"
+
+
+def test_cancelling_a_task_that_waits_on_its_question_dismisses_the_question(shared: Iris) -> None:
+    agent = agent_token(shared, "dismisser")
+    msg = {"role": "ROLE_USER", "messageId": "d", "parts": [{"text": "@ask drop the table"}]}
+    task = rpc(shared, "SendMessage", {"message": msg}, token=agent)[1]["result"]["task"]
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    cancelled = rpc(shared, "CancelTask", {"id": task["id"]}, token=agent)[1]["result"]
+    assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
+    (question,) = [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == task["id"]]
+    assert question["status"] == "dismissed" and question["from_team"] == "a2a:dismisser"
+    assert rpc(shared, "CancelTask", {"id": task["id"]}, token=agent)[1]["error"]["code"] == -32002
