@@ -102,7 +102,8 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
 
 
 # What an A2A team may say besides 'a2a' and 'headers': the rest is about a claude.
-A2A_KEYS = frozenset({"a2a", "headers", "description", "color", "budget", "responseTimeout"})
+# (No 'budget': A2A carries no cost, so there is nothing for one to count.)
+A2A_KEYS = frozenset({"a2a", "headers", "description", "color", "responseTimeout"})
 A2A_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP token (RFC 9110)
 ENV_REFERENCE = re.compile(r"\$\{([^}]*)\}")
 
@@ -242,7 +243,8 @@ def _decode_team(name: str, value: Any, source: str) -> TeamConfig:
         if extra:
             raise ConfigError(
                 f"{source}: team {name!r} is an A2A agent ('a2a'), so {', '.join(repr(k) for k in extra)} "
-                f"cannot apply (they are about a claude in a folder); an A2A team takes only "
+                f"cannot apply (they are about a claude in a folder, or a budget, and A2A reports no cost); "
+                f"an A2A team takes only "
                 f"{', '.join(sorted(A2A_KEYS))}"
             )
     try:
@@ -411,9 +413,6 @@ def _validate_a2a_team(name: str, team: TeamConfig, settings: Settings, where: s
             raise ConfigError(f"{where}: key {key} holds a line break; a header value is one line")
         for variable in ENV_REFERENCE.findall(value):
             check_syntax(variable, f"{where}, key {key} (in ${{{variable}}})")
-    daily_usd = team.budget.daily_usd if team.budget is not None else None
-    if daily_usd is not None and daily_usd < 0:
-        raise ConfigError(f"{where}: key 'teams.{name}.budget.dailyUsd' is {daily_usd:g}; use 0 or more")
     if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
         raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
     if team.response_timeout is not None and team.response_timeout < 1000:
@@ -431,7 +430,6 @@ def _validate_a2a_team(name: str, team: TeamConfig, settings: Settings, where: s
         color=team.color,
         idle_timeout_ms=settings.idle_timeout,
         response_timeout_ms=settings.response_timeout,
-        daily_usd=daily_usd,
     )
 
 

@@ -102,7 +102,8 @@ class A2AExecutor:
         finally:
             with trio.CancelScope(shield=True):
                 await self._wind_up(client, card, tell, saved, follower)
-        await report.finished(ending.status, ending.text, ending.error)
+        # A2A carries no cost: what Iris paid for the tell is nothing, and the ledger counts it so.
+        await report.finished(ending.status, ending.text, ending.error, cost_usd=0.0)
 
     async def _exchange(
         self,

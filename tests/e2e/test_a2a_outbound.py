@@ -242,8 +242,9 @@ def test_fan_out_reaches_an_agent_and_a_claude_team_alike(iris: Iris, agent: Age
         ("alpha", "completed", "echo #1: hello all"),
         ("helper", "completed", "echo #1: hello all"),
     ]
-    spent = iris.cli_json("costs")
-    assert spent is not None  # the ledger has the agent's tell too (its cost unknown: none)
+    rows = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
+    assert rows["external->helper"]["tells"] == 1  # in the ledger, at no cost to Iris (A2A carries none)
+    assert rows["external->helper"]["cost_usd"] == 0
 
 
 @pytest.mark.claude

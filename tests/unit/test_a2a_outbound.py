@@ -31,11 +31,10 @@ teams:
     a2a: https://agent.example/.well-known/agent-card.json
     headers: {Authorization: "Bearer ${HELPER_TOKEN}", X-Team: iris}
     description: a foreign agent
-    budget: {dailyUsd: 2}
 """)
     team = config.team("helper")
     assert team.a2a == "https://agent.example/.well-known/agent-card.json" and team.path == ""
-    assert team.description == "a foreign agent" and team.daily_usd == 2
+    assert team.description == "a foreign agent"
     assert team_unavailable(team) == ""  # no folder to miss
     assert team.silence_ms is None  # an agent may work long without a word, unless told otherwise
     timed = parse("teams:\n  h: {a2a: 'http://agent', responseTimeout: 5000}\n").team("h")
@@ -51,8 +50,9 @@ teams:
         ("{a2a: ''}", "key 'teams.h.a2a' must be the URL of the agent's card"),
         ("{a2a: ftp://agent}", r"a2a 'ftp://agent' is not an http\(s\) URL"),
         ("{a2a: 'http:///x'}", r"is not an http\(s\) URL"),
-        ("{a2a: http://agent, path: /tmp}", "'path' cannot apply .* an A2A team takes only a2a, budget, color"),
+        ("{a2a: http://agent, path: /tmp}", "'path' cannot apply .* an A2A team takes only a2a, color, description"),
         ("{a2a: http://agent, permissions: skip, env: {A: b}}", "'env', 'permissions' cannot apply"),
+        ("{a2a: http://agent, budget: {dailyUsd: 1}}", "'budget' cannot apply"),
         ("{path: /tmp, headers: {A: b}}", "'headers' is only for an A2A agent; add 'a2a: URL'"),
         ("{a2a: http://agent, headers: {'A B': c}}", "header name 'teams.h.headers.A B' is not a valid HTTP header"),
         ("{a2a: http://agent, headers: {A: '${1X}'}}", "'1X' is not a variable name"),
