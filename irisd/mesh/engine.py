@@ -46,7 +46,7 @@ REPLIES = "IRIS_REPLIES"
 TEAMS_BUCKET = "iris-teams"
 HOMES_BUCKET = "iris-homes"
 DEDUP_WINDOW_S = 24 * 3600.0  # a caller that resends a tell within a day is not heard twice
-ACK_WAIT_S = 30.0  # a message not acked in this time goes to the consumer again
+ACK_WAIT_S = 10.0  # a message not acked in this time goes to the consumer again (acks come in ms)
 CONNECT_TIMEOUT_S = 2
 FIRST_CONNECT_S = 5.0
 

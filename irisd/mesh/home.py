@@ -121,7 +121,7 @@ class Home:
     async def _tell(self, tell: RemoteTellMsg, caller: str) -> None:
         known = await self.store.call(records.get, tell.id)
         if known is not None:  # redelivered: answered from the record, never run again
-            if not known.replied:
+            if not known.replied and known.local_id not in self.following:
                 self._nursery.start_soon(self._answer, known)
             return
         await self.store.call(records.receive, tell.id, caller, time.time())
@@ -180,8 +180,29 @@ class Home:
                              error=f"home irisd `{self.name}` stopped while taking this tell; send it again")
             await self._send_final(known.caller, final)
             return
-        self.following[known.local_id] = (known.remote_id, known.caller)
-        await self._follow(known.local_id, known.remote_id, known.caller)
+        local = known.local_id
+        reply = await self.dispatch(GetTell(tell_id=local), OWNER, _no_events)
+        assert isinstance(reply, TellReply)
+        if reply.tell.status == "interrupted" and reply.tell.started_at is None:
+            # It waited in its pair's queue when irisd stopped: it never ran, so it runs now.
+            again = await self._resubmit(known, reply.tell)
+            if again is None:
+                return
+            local = again
+        self.following[local] = (known.remote_id, known.caller)
+        await self._follow(local, known.remote_id, known.caller)
+
+    async def _resubmit(self, known: records.Inbound, info: TellInfo) -> str | None:
+        team, _, _ = (info.from_team or "").rpartition("@")
+        request = Tell(to_team=info.to_team, message=info.message, timeout_ms=-1, max_budget_usd=info.max_budget_usd)
+        try:
+            reply = await self.dispatch(request, Caller.remote(known.caller, team or None), _no_events)
+        except IrisError as exc:
+            await self._send_final(known.caller, FinalMsg(id=known.remote_id, status="failed", error=exc.message))
+            return None
+        assert isinstance(reply, TellReply)
+        await self.store.call(records.submitted, known.remote_id, reply.tell.id)
+        return reply.tell.id
 
     async def _follow(self, local: str, remote_id: str, caller: str) -> None:
         """Wait for the local tell's end, then send its final result durably."""
