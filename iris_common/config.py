@@ -99,6 +99,7 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
     claude_path: str = ""  # the team's claude (on its host): default settings.claudePath, or "claude"
     a2a: str = ""  # an A2A agent as the team: the URL of its agent card (no path, no claude)
     headers: dict[str, str] = {}  # sent with every request to the A2A agent (its auth); ${VAR} from irisd's env
+    a2a_prompt: str = ""  # how an A2A message reaches the team's claude (A2A_PROMPT_FIELDS); "": as sent
 
 
 # What an A2A team may say besides 'a2a' and 'headers': the rest is about a claude.
@@ -135,6 +136,7 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     a2a: str = ""  # an A2A agent's card URL: the team is that agent (path is "")
     headers: dict[str, str] = {}  # for the agent's requests, ${VAR} not yet expanded (irisd does)
     silence_ms: int | None = None  # an A2A agent saying nothing this long fails the tell (None: no limit)
+    a2a_prompt: str = ""  # checked: holds {text}, no other field than A2A_PROMPT_FIELDS
 
     @property
     def skip_permissions(self) -> bool:
@@ -366,6 +368,7 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         raise ConfigError(f"{where}: key 'teams.{name}.budget.dailyUsd' is {daily_usd:g}; use 0 or more")
     if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
         raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
+    _check_a2a_prompt(team.a2a_prompt, f"{where}, key 'teams.{name}.a2aPrompt'")
     env_where = f"{where}, key 'teams.{name}.env'"
     for variable, value in team.env.items():
         check_name(str(variable), env_where)
@@ -389,6 +392,7 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         ),
         env={str(variable): value for variable, value in team.env.items()},
         daily_usd=daily_usd,
+        a2a_prompt=team.a2a_prompt,
     )
 
 
@@ -446,6 +450,30 @@ def expand_headers(team: Team, environ: dict[str, str]) -> dict[str, str]:
             )
         expanded[header] = ENV_REFERENCE.sub(lambda m: environ[m.group(1)], value)
     return expanded
+
+
+# What a team's a2aPrompt may name: the message's text, the A2A client's messageId, and who
+# sent it (the agent's name, or "owner"). E.g. "From the A2A agent {sender}:\n\n{text}".
+A2A_PROMPT_FIELDS = ("{text}", "{messageId}", "{sender}")
+
+
+def _check_a2a_prompt(template: str, where: str) -> None:
+    if not template:
+        return
+    if "{text}" not in template:
+        raise ConfigError(f"{where}: it must hold {{text}}, where the message goes, e.g. 'From {{sender}}: {{text}}'")
+    unknown = sorted(set(re.findall(r"\{\w+\}", template)) - set(A2A_PROMPT_FIELDS))
+    if unknown:
+        raise ConfigError(f"{where}: {', '.join(unknown)} is no field; it may hold {', '.join(A2A_PROMPT_FIELDS)}")
+
+
+def a2a_prompt(template: str, text: str, *, message_id: str, sender: str) -> str:
+    """The tell an A2A message becomes for a team with ``template`` (its a2aPrompt)."""
+    if not template:
+        return text
+    fields = {"{messageId}": message_id, "{sender}": sender, "{text}": text}
+    # One pass, so a message that itself holds "{sender}" is left as it is.
+    return re.sub(r"\{(?:text|messageId|sender)\}", lambda m: fields[m.group(0)], template)
 
 
 def _check_remote(name: str, team: TeamConfig, where: str) -> bool:

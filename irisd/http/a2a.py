@@ -142,6 +142,7 @@ class A2AFace:
     async def _rpc(self, scope: Scope, receive: Receive, send: Send, caller: Caller, team: str, body: bytes) -> None:
         request_id: a2a.RequestId = None
         try:
+            _check_content_type(scope)
             try:
                 call = a2a.request_decoder.decode(body)
             except msgspec.ValidationError as exc:
@@ -157,7 +158,7 @@ class A2AFace:
                 raise _unknown_method(call.method)
             raw = call.params if isinstance(call.params, msgspec.Raw) else msgspec.Raw(b"{}")
             try:
-                params = msgspec.json.decode(raw, type=kind)
+                params = msgspec.convert(proto_names_accepted(msgspec.json.decode(raw)), type=kind)
             except msgspec.ValidationError as exc:
                 raise A2AError(a2a.INVALID_PARAMS, f"invalid params for {call.method}: {exc}") from None
             await self._known_team(team)
@@ -281,6 +282,39 @@ def _unknown_method(method: str) -> A2AError:
         return A2AError(a2a.UNSUPPORTED_OPERATION, "this agent has no extended card; its card is all there is")
     known = ", ".join(_PARAMS)
     return A2AError(a2a.METHOD_NOT_FOUND, f"no method {method!r}; the methods are: {known}", method=method)
+
+
+# google.protobuf.Struct and Value fields: their keys are the client's own, never renamed.
+_FREE_FORM = frozenset({"metadata", "data"})
+
+
+def proto_names_accepted(value: Any) -> Any:
+    """ProtoJSON (A2A 1.0's JSON): a parser accepts a field's proto name as well as its JSON
+    name, so ``history_length`` is read as ``historyLength`` (the TCK sends the former)."""
+    if isinstance(value, dict):
+        return {_json_name(k): v if k in _FREE_FORM else proto_names_accepted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [proto_names_accepted(v) for v in value]
+    return value
+
+
+def _json_name(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest) if rest and head else key
+
+
+def _check_content_type(scope: Scope) -> None:
+    """A JSON-RPC body is JSON: another declared Content-Type is ContentTypeNotSupportedError
+    (none at all is read as JSON)."""
+    for key, value in scope.get("headers", []):
+        if key.decode("latin-1").lower() == "content-type":
+            kind = value.decode("latin-1").split(";")[0].strip().lower()
+            if kind != "application/json" and not kind.endswith("+json"):
+                raise A2AError(
+                    a2a.CONTENT_TYPE_NOT_SUPPORTED,
+                    f"the body is {kind or 'of no type'}; A2A JSON-RPC takes 'Content-Type: application/json'",
+                    mediaType=kind,
+                )
 
 
 def _version(scope: Scope) -> str | None:

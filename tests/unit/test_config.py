@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from iris_common.config import IrisConfig, load_config, parse_config
+from iris_common.config import IrisConfig, a2a_prompt, load_config, parse_config
 from protocol.errors import ConfigError, UnknownTeamError
 
 
@@ -74,6 +74,11 @@ def test_empty_file_is_an_empty_config() -> None:
         ("teams: [\n", "not valid YAML"),
         ("teams:\n  a:\n    path: /tmp\n  a:\n    path: /var\n", "key 'a' is given twice (lines 2 and 4)"),
         ("settings:\n  maxProcesses: 2\n  maxProcesses: 3\n", "key 'maxProcesses' is given twice"),
+        ("teams:\n  a:\n    path: /tmp\n    a2aPrompt: 'hi {sender}'\n", "'teams.a.a2aPrompt': it must hold {text}"),
+        (
+            "teams:\n  a:\n    path: /tmp\n    a2aPrompt: '{text} {taskId}'\n",
+            "{taskId} is no field; it may hold {text}, {messageId}, {sender}",
+        ),
     ],
 )
 def test_every_mistake_names_the_file_the_key_and_the_fix(text: str, expected: str) -> None:
@@ -144,3 +149,11 @@ def test_a_missing_team_folder_makes_that_team_unavailable_not_the_config_invali
     assert team_unavailable(config.team("c")) == ""
     (tmp_path / "later").mkdir()
     assert team_unavailable(config.team("a")) == ""  # checked when asked: no restart needed
+
+
+def test_an_a2a_prompt_frames_the_message_once_and_no_prompt_passes_it_as_sent() -> None:
+    team = parse("teams:\n  a:\n    path: /tmp\n    a2aPrompt: '[A2A {messageId} from {sender}] {text}'\n").teams["a"]
+    framed = a2a_prompt(team.a2a_prompt, "say {sender}", message_id="m-1", sender="a2a:bot")
+    assert framed == "[A2A m-1 from a2a:bot] say {sender}"
+    plain = parse("teams:\n  a:\n    path: /tmp\n").teams["a"]
+    assert a2a_prompt(plain.a2a_prompt, "hi", message_id="m", sender="s") == "hi"

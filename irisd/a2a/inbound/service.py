@@ -22,7 +22,7 @@ from typing import cast
 
 import trio
 
-from iris_common.config import IrisConfig
+from iris_common.config import IrisConfig, a2a_prompt
 from irisd.a2a.inbound import mapping
 from irisd.a2a.inbound.mapping import A2AError, TaskView
 from irisd.caller import OWNER, Caller
@@ -215,9 +215,10 @@ class A2AService:
         if not message.message_id:
             raise A2AError(a2a.INVALID_PARAMS, "message.messageId is empty; give each message a unique id")
         text = mapping.message_text(message)
+        prompt = self._prompt(caller, team, message, text)
         config = params.configuration or a2a.SendMessageConfiguration()
         if message.task_id:
-            view = await self._continue(caller, team, message, text, emit)
+            view = await self._continue(caller, team, message, text, prompt, emit)
             return a2a.SendMessageResponse(task=mapping.to_task(view, history_length=config.history_length))
         context = mapping.context_of(sender_of(caller), team)
         if message.context_id and message.context_id != context:
@@ -233,7 +234,7 @@ class A2AService:
         across = ChainRef(chain_id=chain.chain_id, hops=chain.hops) if chain is not None else None
         async with self._watching(team) as events:
             try:
-                tell = Tell(to_team=team, message=text, timeout_ms=-1, across=across)
+                tell = Tell(to_team=team, message=prompt, timeout_ms=-1, across=across)
                 reply = await self._dispatch(tell, caller, _drop)
             except (BudgetError, RateLimitedError, LoopError) as exc:  # Iris refuses: the task is REJECTED
                 return await self._rejected(context, exc.message, emit)
@@ -253,10 +254,17 @@ class A2AService:
             await emit(a2a.StreamResponse(task=task))
         return a2a.SendMessageResponse(task=task)
 
+    def _prompt(self, caller: Caller, team: str, message: a2a.Message, text: str) -> str:
+        """The tell's text: the message as the team's a2aPrompt frames it (as sent without one)."""
+        found = self._config().teams.get(team)
+        template = found.a2a_prompt if found is not None else ""
+        return a2a_prompt(template, text, message_id=message.message_id, sender=sender_of(caller) or "owner")
+
     async def _continue(
-        self, caller: Caller, team: str, message: a2a.Message, text: str, emit: Emit | None
+        self, caller: Caller, team: str, message: a2a.Message, text: str, prompt: str, emit: Emit | None
     ) -> TaskView:
-        """A message to an existing task: the answer it waits for (an approval, or its question)."""
+        """A message to an existing task: the answer it waits for (an approval, or its question).
+        An approval is read from ``text`` as sent; an answer goes on as ``prompt``."""
         view = await self.view(caller, team, message.task_id)
         if message.context_id and message.context_id != view.context_id:
             raise A2AError(
@@ -299,11 +307,11 @@ class A2AService:
                 tells = view.tells
             elif view.question is not None and view.question.status == "pending":
                 reply = await self.call(
-                    AnswerQuestion(question_id=view.question.id, text=text, timeout_ms=-1, by="A2A"), caller
+                    AnswerQuestion(question_id=view.question.id, text=prompt, timeout_ms=-1, by="A2A"), caller
                 )
                 tells = [*view.tells, cast(AnswerReply, reply).tell]
             else:  # asked, but no question is pending (it expired): the same conversation goes on
-                reply = await self.call(Tell(to_team=team, message=text, timeout_ms=-1), caller)
+                reply = await self.call(Tell(to_team=team, message=prompt, timeout_ms=-1), caller)
                 tells = [cast(TellReply, reply).tell]
             view = self._view(tells, None)
             if emit is not None:
@@ -321,8 +329,31 @@ class A2AService:
                     taskId=view.id,
                 )
             await emit(a2a.StreamResponse(task=mapping.to_task(view)))
-            if view.state not in a2a.INTERRUPTED_STATES:
-                await self._follow(events, caller, team, view, emit)
+            # Unlike SendStreamingMessage, a subscription lasts while the task waits for its
+            # client (INPUT_REQUIRED): the answer, sent with SendMessage, carries it on.
+            while view.state not in a2a.TERMINAL_STATES:
+                if view.state in a2a.INTERRUPTED_STATES:
+                    moved = await self._until_moved(events, caller, team, view)
+                    if moved is None:
+                        return  # irisd dropped the watch; the client subscribes again
+                    if moved.latest.id == view.latest.id and moved.state in a2a.TERMINAL_STATES:
+                        await emit(self._status(moved, moved.state, mapping.status_message(moved)))
+                        return  # cancelled, or its question dismissed or expired
+                    view = moved
+                view = await self._follow(events, caller, team, view, emit)
+
+    async def _until_moved(
+        self, events: trio.MemoryReceiveChannel[Event], caller: Caller, team: str, view: TaskView
+    ) -> TaskView | None:
+        """While the task waits for its client: the task once it moves on (answered, decided,
+        cancelled, expired), or None if the watch ends first."""
+        async for event in events:
+            if isinstance(event, TellText):
+                continue  # a tell's text moves no task on
+            now = await self.view(caller, team, view.id)
+            if now.state != view.state or now.latest.id != view.latest.id:
+                return now
+        return None
 
     async def cancel(self, caller: Caller, team: str, params: a2a.CancelTaskRequest) -> a2a.Task:
         view = await self.view(caller, team, params.id)
@@ -389,21 +420,23 @@ class A2AService:
         held: str | None = None
         chunks = 0
         stop = False
-        async for event in events:
-            match event:
-                case TellState(tell_id=tid, status=status) if tid == tell_id:
-                    if status == "running" and emit is not None:
-                        await emit(self._status(view, a2a.TaskState.WORKING, None))
-                    stop = status == "awaiting_approval" or status in FINAL_TELL_STATUSES
-                case TellText(tell_id=tid, text=text) if tid == tell_id and emit is not None:
-                    if held is not None:
-                        await emit(self._chunk(view, held, append=chunks > 0, last=False))
-                        chunks += 1
-                    held = text
-            if stop:
-                break
-        else:
-            await self._wait_settled(caller, tell_id)
+        settled = view.latest.status == "awaiting_approval" or view.latest.status in FINAL_TELL_STATUSES
+        if not settled:  # (a subscription can find the tell it follows on already settled)
+            async for event in events:
+                match event:
+                    case TellState(tell_id=tid, status=status) if tid == tell_id:
+                        if status == "running" and emit is not None:
+                            await emit(self._status(view, a2a.TaskState.WORKING, None))
+                        stop = status == "awaiting_approval" or status in FINAL_TELL_STATUSES
+                    case TellText(tell_id=tid, text=text) if tid == tell_id and emit is not None:
+                        if held is not None:
+                            await emit(self._chunk(view, held, append=chunks > 0, last=False))
+                            chunks += 1
+                        held = text
+                if stop:
+                    break
+            else:
+                await self._wait_settled(caller, tell_id)
         view = await self.view(caller, team, root)
         if view.latest.id == tell_id and view.asks:
             with trio.move_on_after(QUESTION_GRACE_S):
