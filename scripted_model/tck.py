@@ -4,9 +4,9 @@ The official A2A conformance suite (``third_party/a2a-tck``) tells the agent und
 what to do through the ``messageId`` of each message it sends: ``tck-complete-task-…``,
 ``tck-input-required-…``, ... (its ``scenarios/*.feature``). A team answers with the
 real ``claude`` talking to this model, and the model sees only the text of the tell, so
-the test team's Iris config frames each inbound A2A message with its ``messageId`` (the
-team's A2A prompt template; README "A2A") and, in ``tck`` mode, the model finds that id
-anywhere in the prompt and answers as the scenario says.
+the test team's ``a2aPrompt`` (README "A2A") puts each A2A message's ``messageId`` in the
+text, and in ``tck`` mode the model finds that id anywhere in the prompt and answers as the
+scenario says.
 
 Only what the model can truthfully do is scripted here: the text of the answer, how
 long it takes, and whether it ends by asking the caller something. Whatever A2A state
