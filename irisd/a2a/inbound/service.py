@@ -420,8 +420,9 @@ class A2AService:
         held: str | None = None
         chunks = 0
         stop = False
-        settled = view.latest.status == "awaiting_approval" or view.latest.status in FINAL_TELL_STATUSES
-        if not settled:  # (a subscription can find the tell it follows on already settled)
+        # A subscription can find the tell it follows already ended (its events gone by). Not
+        # so an approval: a caller that just decided one holds the tell as it was before.
+        if view.latest.status not in FINAL_TELL_STATUSES:
             async for event in events:
                 match event:
                     case TellState(tell_id=tid, status=status) if tid == tell_id:
