@@ -49,6 +49,7 @@ COMMANDS: dict[str, str] = {
     "dashboard": "iris_cli.commands.web:app",
     "http": "iris_cli.http_cmd:http_app",
     "a2a": "iris_cli.a2a_cmd:a2a_app",
+    "mesh": "iris_cli.mesh_cmd:mesh_app",
     "daemon": "iris_cli.daemon_cmd:daemon_app",
     "mcp": "iris_cli.mcp_cmd:mcp_app",
 }

@@ -322,12 +322,51 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def check_mesh(ctx: Context) -> Check:
+    """settings.mesh: the server reachable with JetStream, this irisd's name not taken by
+    another running irisd, its clock close to the server's."""
+    config = ctx.valid_config
+    if config is None:
+        return Check("mesh", "skip", "needs a valid config")
+    if config.mesh is None:
+        return Check("mesh", "skip", "no settings.mesh (this irisd is on no mesh)")
+    from iris_common.mesh_probe import look
+
+    status = ctx.status
+    return judge_mesh(config.mesh.name, look(config.mesh), getattr(status, "pid", None))
+
+
+def judge_mesh(name: str, view: Any, running_pid: int | None) -> Check:
+    """The verdict on a ``MeshView`` (pure, for the tests)."""
+    from iris_common.mesh import reachable
+    from iris_common.mesh_probe import SKEW_LIMIT_S
+
+    if view.problem:
+        fix = ("start it with JetStream (nats-server -js -sd DIR)" if "JetStream" in view.problem
+               else "start the NATS server, or fix settings.mesh.url and the credentials in config.yaml")
+        return Check("mesh", "fail", view.problem, fix)
+    mine = view.homes.get(name)
+    if mine is not None and reachable(mine, view.read_at) and running_pid is not None and mine.pid != running_pid:
+        return Check("mesh", "fail", f"another irisd ({mine.host}, pid {mine.pid}) is on the mesh as `{name}`",
+                     "give this irisd another settings.mesh.name: each irisd's name must be unique")
+    skewed = [(home.name, home.skew_s) for home in view.homes.values()
+              if home.skew_s is not None and abs(home.skew_s) > SKEW_LIMIT_S and reachable(home, view.read_at)]
+    if skewed:
+        words = ", ".join(f"{who} {skew:+.1f} s" for who, skew in skewed)
+        return Check("mesh", "warn", f"clocks off the NATS server's: {words}",
+                     "run NTP (e.g. systemd-timesyncd) on those hosts; 'since' and 'last seen' use their clocks")
+    up = sum(1 for home in view.homes.values() if reachable(home, view.read_at))
+    return Check("mesh", "ok", f"NATS at {view.server} with JetStream; {up} irisd(s) up, {len(view.teams)} team(s); "
+                               f"this irisd is `{name}`")
+
+
 CHECKS: list[Callable[[Context], Check]] = [
     check_claude,
     check_credentials,
     check_config,
     check_team_folders,
     check_remote_teams,
+    check_mesh,
     check_root_skip,
     check_socket_folder,
     check_daemon,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import time
 from collections.abc import Collection
 from urllib.parse import urlsplit
 
@@ -28,6 +29,9 @@ import msgspec
 
 from protocol.errors import ConfigError
 
+TEAMS_BUCKET = "iris-teams"
+HOMES_BUCKET = "iris-homes"
+STALE_S = 8.0  # a home whose heartbeat (every 2 s) is this old is taken as unreachable
 # A name is one token of a NATS subject and a KV key: no dots, no spaces, no wildcards.
 IRISD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 SCHEMES = ("nats", "tls", "ws", "wss")
@@ -125,3 +129,49 @@ def check_mesh(mesh: MeshConfig, teams: Collection[str], source: str) -> Mesh:
 def is_mesh_sender(name: str) -> bool:
     """A sender ``team@irisd``: a team of another irisd of the mesh (no local team has '@')."""
     return "@" in name
+
+
+# --- the directory's entries (written by irisd, read by irisd and the CLI) -------------
+
+
+class HomeEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """An irisd's heartbeat in ``iris-homes``."""
+
+    name: str
+    teams: list[str] = []
+    up: bool = True
+    seen_at: float = 0.0  # the home's wall clock at its last heartbeat
+    started_at: float = 0.0
+    version: str = ""
+    host: str = ""
+    pid: int = 0
+    server_at: float = 0.0  # the NATS server's clock for that heartbeat (set on reading)
+
+    @property
+    def skew_s(self) -> float | None:
+        """How far the home's clock is ahead of the server's (None: unknown)."""
+        return self.seen_at - self.server_at if self.server_at and self.seen_at else None
+
+
+class TeamEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A team's claim in ``iris-teams``: its one home."""
+
+    name: str
+    home: str
+    description: str = ""
+    color: str = ""
+
+
+def reachable(home: HomeEntry | None, now: float) -> bool:
+    return home is not None and home.up and now - home.seen_at < STALE_S
+
+
+def unreachable_words(name: str, home: HomeEntry | None, now: float) -> str:
+    """'home irisd `ws-2` unreachable since 14:02:11' ("" when it is reachable)."""
+    if reachable(home, now):
+        return ""
+    if home is None or not home.seen_at:
+        return f"home irisd `{name}` unreachable (it never joined the mesh)"
+    since = time.strftime("%H:%M:%S", time.localtime(home.seen_at))
+    how = "stopped" if not home.up else "unreachable"
+    return f"home irisd `{name}` {how} since {since}"

@@ -14,6 +14,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable
 
@@ -24,45 +26,13 @@ import trio
 from nats.js.kv import KeyValue
 
 from iris_common.config import Team
+from iris_common.mesh import HomeEntry, TeamEntry, reachable, unreachable_words
 from irisd.mesh.bridge import Bridge
 from irisd.mesh.engine import Link
 
 log = logging.getLogger("irisd.mesh")
 
 HEARTBEAT_S = 2.0
-STALE_S = 8.0  # four heartbeats missed: the home is taken as unreachable
-
-
-class HomeEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
-    name: str
-    teams: list[str] = []
-    up: bool = True
-    seen_at: float = 0.0  # the home's wall clock at its last heartbeat
-    started_at: float = 0.0
-    version: str = ""
-    server_at: float = 0.0  # the NATS server's clock for that heartbeat (set on reading)
-
-
-class TeamEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
-    name: str
-    home: str
-    description: str = ""
-    color: str = ""
-
-
-def reachable(home: HomeEntry | None, now: float) -> bool:
-    return home is not None and home.up and now - home.seen_at < STALE_S
-
-
-def unreachable_words(name: str, home: HomeEntry | None, now: float) -> str:
-    """'home irisd `ws-2` unreachable since 14:02:11' ("" when it is reachable)."""
-    if reachable(home, now):
-        return ""
-    if home is None or not home.seen_at:
-        return f"home irisd `{name}` unreachable (it never joined the mesh)"
-    since = time.strftime("%H:%M:%S", time.localtime(home.seen_at))
-    how = "stopped" if not home.up else "unreachable"
-    return f"home irisd `{name}` {how} since {since}"
 
 
 class Directory:
@@ -119,7 +89,7 @@ class Directory:
     async def heartbeat(self, *, up: bool = True) -> None:
         entry = HomeEntry(
             name=self.name, teams=self.offered, up=up, seen_at=time.time(), started_at=self.started_at,
-            version=self.version,
+            version=self.version, host=socket.gethostname(), pid=os.getpid(),
         )
         await self.link.bridge.call(self.link.homes.put, self.name, msgspec.json.encode(entry))
 

@@ -35,7 +35,7 @@ from nats.js.api import (
 )
 from nats.js.kv import KeyValue
 
-from iris_common.mesh import Mesh
+from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh
 from irisd.mesh.bridge import Bridge
 from protocol.errors import IrisError
 
@@ -43,8 +43,6 @@ log = logging.getLogger("irisd.mesh")
 
 TELLS = "IRIS_TELLS"
 REPLIES = "IRIS_REPLIES"
-TEAMS_BUCKET = "iris-teams"
-HOMES_BUCKET = "iris-homes"
 DEDUP_WINDOW_S = 24 * 3600.0  # a caller that resends a tell within a day is not heard twice
 ACK_WAIT_S = 10.0  # a message not acked in this time goes to the consumer again (acks come in ms)
 CONNECT_TIMEOUT_S = 2

@@ -57,6 +57,12 @@ def test_a_second_home_claiming_a_name_is_refused_loudly(
     # Never silently shadowed: the others still see ws-1 as its home.
     listed = team_of(third, team)
     assert listed is not None and listed["remote"] == "irisd ws-1"
+    seen = third.cli_json("mesh", "status")
+    assert {h["name"]: h["teams"] for h in seen["irisds"]}["ws-1"] == [team]
+    assert {t["name"]: t["home"] for t in seen["teams"]}[team] == "ws-1"
+    assert all(h["reachable"] for h in seen["irisds"] if h["name"] in ("ws-1", "ws-2", "ws-3"))
+    doctor = third.cli("doctor")
+    assert "mesh" in doctor.stdout and "this irisd is `ws-3`" in doctor.stdout, doctor.stdout
     answer = third.cli_json("tell", team, "who are you")
     assert answer["text"] == "echo #1: who are you"
     assert first.cli_json("report", team, "--all-callers")[0]["from_team"] == "external@ws-3"

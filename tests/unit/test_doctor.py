@@ -36,10 +36,10 @@ def test_a_sound_setup_fails_nothing(tmp_path: Path) -> None:
     ctx = setup(tmp_path, config, ANTHROPIC_API_KEY="k")
     checks = by_name(ctx)
     assert [c.name for c in run_checks(ctx)] == [
-        "claude", "credentials", "config", "team folders", "remote teams", "root + skip", "socket folder",
+        "claude", "credentials", "config", "team folders", "remote teams", "mesh", "root + skip", "socket folder",
         "irisd", "HTTP face", "systemd unit", "Claude Code",
     ]
-    assert len(CHECKS) == 11
+    assert len(CHECKS) == 12
     tested = f"claude {locate.CLAUDE_VERSION} at {claude} (the version Iris is tested with)"
     assert checks["claude"] == Check("claude", "ok", tested)
     assert all(c.verdict != "fail" for c in checks.values()), checks

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from iris_common.mesh import STALE_S, HomeEntry, reachable, unreachable_words
 from irisd.caller import Caller
-from irisd.mesh.directory import STALE_S, HomeEntry, reachable, unreachable_words
 from irisd.mesh.wire import ENCODER, INBOUND, CancelMsg, RemoteTellMsg, speaker, tell_subject
 from irisd.tell.machine import TellMachine
 from protocol.errors import PermissionDeniedError
@@ -56,3 +56,25 @@ def test_the_wire_round_trips_and_the_subject_names_the_speaker() -> None:
     assert INBOUND.decode(ENCODER.encode(tell)) == tell
     assert INBOUND.decode(ENCODER.encode(CancelMsg(id="t-1"))) == CancelMsg(id="t-1")
     assert speaker(tell_subject("ws-2", "ws-1")) == "ws-1"
+
+
+def test_doctor_judges_the_mesh() -> None:
+    from iris_cli.doctor import judge_mesh
+    from iris_common.mesh import TeamEntry
+    from iris_common.mesh_probe import MeshView
+
+    now = 1_000_000.0
+    fine = MeshView(server="127.0.0.1:4222", jetstream=True, read_at=now,
+                    homes={"ws-1": HomeEntry(name="ws-1", seen_at=now - 1, server_at=now - 1, pid=7, host="a")},
+                    teams={"api": TeamEntry(name="api", home="ws-1")})
+    check = judge_mesh("ws-1", fine, 7)
+    assert check.verdict == "ok" and "1 irisd(s) up, 1 team(s)" in check.detail
+    taken = judge_mesh("ws-1", fine, 8)
+    assert taken.verdict == "fail" and "another irisd (a, pid 7) is on the mesh as `ws-1`" in taken.detail
+    fine.homes["ws-2"] = HomeEntry(name="ws-2", seen_at=now + 4, server_at=now - 1)
+    skewed = judge_mesh("ws-1", fine, 7)
+    assert skewed.verdict == "warn" and "ws-2 +5.0 s" in skewed.detail
+    down = judge_mesh("ws-1", MeshView(problem="cannot reach the NATS server at nats://x:4222: refused"), None)
+    assert down.verdict == "fail" and "start the NATS server" in down.fix
+    no_js = judge_mesh("ws-1", MeshView(problem="the NATS server at x has no JetStream; start it with -js"), None)
+    assert "nats-server -js" in no_js.fix

@@ -1,0 +1,126 @@
+"""Benchmark 10: a tell to a team of another irisd through NATS JetStream vs the same tell
+to a local team.
+
+Two isolated irisds on one nats-server (JetStream, file store) on this machine, the real
+claude and the scripted model; ws-1 has the local team ``near``, ws-2 is the home of
+``far``. Side by side, round by round (each side first in turn):
+
+* one warm tell (its pair's claude already running), local vs remote: the mesh's
+  overhead is the difference (target: at most +5 ms);
+* 10 tells at once from 10 teams (10 pairs), local vs remote: the wall time of the lot;
+* tells per second through one home: 20 remote tells sent at once to one pair;
+* memory: irisd's RSS on a mesh vs an irisd with no mesh that did the same local work
+  (the difference is nats-py, its thread and loop, the mesh's tasks).
+
+Run: .venv/bin/python bench/bench_mesh.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from _common import describe, header, median, ms, request, status, timed
+
+from harness import Iris, claude_binary, wait_for
+from mesh.nats import NatsServer  # tests/ is on the path (_common)
+from protocol.messages import GetTell, ListTeams, TeamsReply, Tell, TellReply
+from scripted_model import ScriptedModel
+
+CALLERS = [f"c{index}" for index in range(10)]
+
+
+def tell(iris: Iris, team: str, text: str, from_team: str | None = None) -> None:
+    reply = request(iris, Tell(to_team=team, message=text, from_team=from_team, timeout_ms=0))
+    assert isinstance(reply, TellReply) and reply.status == "completed", reply
+
+
+def at_once(iris: Iris, team: str) -> None:
+    with concurrent.futures.ThreadPoolExecutor(len(CALLERS)) as pool:
+        for future in [pool.submit(tell, iris, team, "hi", caller) for caller in CALLERS]:
+            future.result()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="iris-bench-mesh-"))
+    server = NatsServer(root).start()
+    made: list[Iris] = []
+    try:
+        with ScriptedModel() as model:
+            def irisd(name: str, mesh: bool) -> Iris:
+                iris = Iris(root / name, model_url=model.base_url, claude=claude_binary())
+                if mesh:
+                    iris.settings["mesh"] = {"url": server.url, "name": name}
+                made.append(iris)
+                return iris
+
+            caller, home, plain = irisd("ws-1", True), irisd("ws-2", True), irisd("plain", False)
+            caller.add_team("near")
+            for name in CALLERS:
+                caller.add_team(name)
+                plain.add_team(name)
+            home.add_team("far")
+            plain.add_team("near")
+            for iris in (home, caller, plain):
+                iris.start()
+
+            def far_listed() -> bool:
+                teams = request(caller, ListTeams())
+                return isinstance(teams, TeamsReply) and any(t.name == "far" for t in teams.teams)
+
+            wait_for(far_listed, timeout=30, what="far listed on ws-1")
+            tell(caller, "near", "warm up")
+            tell(caller, "far", "warm up")
+            tell(plain, "near", "warm up")  # the same work as ws-1's, less the mesh: memory to compare
+            at_once(plain, "near")
+            at_once(caller, "near")
+            at_once(caller, "far")
+            samples: dict[str, list[float]] = {"local": [], "remote": [], "10 local": [], "10 remote": []}
+            for round_ in range(args.rounds):
+                sides = [("local", lambda: tell(caller, "near", "hello")),
+                         ("remote", lambda: tell(caller, "far", "hello"))]
+                for name, action in sides if round_ % 2 == 0 else reversed(sides):
+                    samples[name].append(timed(action))
+            for round_ in range(max(3, args.rounds // 4)):
+                sides = [("10 local", lambda: at_once(caller, "near")), ("10 remote", lambda: at_once(caller, "far"))]
+                for name, action in sides if round_ % 2 == 0 else reversed(sides):
+                    samples[name].append(timed(action))
+
+            started = time.perf_counter()
+            ids = []
+            for index in range(20):
+                reply = request(caller, Tell(to_team="far", message=f"n{index}", timeout_ms=-1))
+                ids.append(reply.tell.id)
+            for tell_id in ids:
+                request(caller, GetTell(tell_id=tell_id, wait_ms=120_000))
+            per_second = 20 / (time.perf_counter() - started)
+            mesh_rss, plain_rss = status(caller).memory_rss, status(plain).memory_rss
+
+        header("Teams on many hosts: a tell to a team of another irisd vs a local one")
+        extra = median(samples["remote"]) - median(samples["local"])
+        verdict = "met" if extra <= 0.005 else "NOT met"
+        print(f"  warm tell, remote - local: +{ms(extra)} (target <= +5 ms: {verdict})")
+        print(f"  10 at once, remote / local: {median(samples['10 remote']) / median(samples['10 local']):.2f}x")
+        print(f"  through one home: {per_second:.1f} tells/s (20 sent at once to one pair)")
+        print(f"  irisd RSS on a mesh: {mesh_rss / 2**20:.1f} MiB, without: {plain_rss / 2**20:.1f} MiB "
+              f"(+{(mesh_rss - plain_rss) / 2**20:.1f} MiB: nats-py, its thread and loop)")
+        for name, values in samples.items():
+            print(describe(name, values))
+    finally:
+        for iris in made:
+            if iris.process is not None:
+                iris.stop(timeout=60)
+            shutil.rmtree(iris.socket.parent, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""A look at the mesh from outside irisd, for ``iris mesh status`` and ``iris doctor``:
+connect with this irisd's settings, read the directory, disconnect. Plain asyncio (the
+CLI runs no trio loop); it writes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import msgspec
+
+from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, HomeEntry, Mesh, TeamEntry
+
+TIMEOUT_S = 5.0
+SKEW_LIMIT_S = 2.0  # clocks further apart than this make "since" and "last seen" misleading
+
+
+@dataclass
+class MeshView:
+    server: str = ""
+    problem: str = ""  # why the mesh could not be read ("" when it could)
+    jetstream: bool = False
+    homes: dict[str, HomeEntry] = field(default_factory=dict)
+    teams: dict[str, TeamEntry] = field(default_factory=dict)
+    read_at: float = 0.0
+
+
+def look(mesh: Mesh) -> MeshView:
+    """The mesh as the servers have it now (``problem`` says what failed)."""
+    try:
+        return asyncio.run(asyncio.wait_for(_look(mesh), TIMEOUT_S * 2))
+    except TimeoutError:
+        return MeshView(problem=f"the NATS server at {', '.join(mesh.servers)} did not answer in time")
+
+
+async def _look(mesh: Mesh) -> MeshView:
+    import nats
+    import nats.errors
+    import nats.js.errors
+
+    view = MeshView(read_at=time.time())
+    try:
+        client = await nats.connect(
+            servers=list(mesh.servers), user=mesh.user or None, password=mesh.password or None,
+            token=mesh.token or None, user_credentials=mesh.creds or None, connect_timeout=2,
+            allow_reconnect=False, max_reconnect_attempts=1, name=f"iris doctor ({mesh.name})",
+        )
+    except Exception as exc:
+        words = str(exc) or type(exc).__name__
+        view.problem = f"cannot reach the NATS server at {', '.join(mesh.servers)}: {words}"
+        return view
+    try:
+        url = client.connected_url
+        view.server = url.netloc if url else ""
+        js = client.jetstream(timeout=TIMEOUT_S)
+        try:
+            await js.account_info()
+            view.jetstream = True
+        except (nats.js.errors.ServiceUnavailableError, nats.errors.NoRespondersError, nats.errors.TimeoutError):
+            view.problem = f"the NATS server at {view.server} has no JetStream; start it with -js"
+            return view
+        for bucket, into, kind in ((HOMES_BUCKET, view.homes, HomeEntry), (TEAMS_BUCKET, view.teams, TeamEntry)):
+            try:
+                kv = await js.key_value(bucket)
+            except nats.js.errors.BucketNotFoundError:
+                continue  # no irisd has joined yet
+            watcher = await kv.watchall()
+            async for entry in watcher:
+                if entry is None:
+                    break
+                if entry.value is None or entry.operation in ("DEL", "PURGE"):
+                    continue
+                try:
+                    decoded = msgspec.json.decode(entry.value, type=kind)
+                except msgspec.ValidationError:
+                    continue
+                if isinstance(decoded, HomeEntry) and entry.created is not None:
+                    created: object = entry.created
+                    decoded.server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
+                into[entry.key] = decoded  # type: ignore[assignment]
+            await watcher.stop()  # type: ignore[no-untyped-call]
+    finally:
+        await client.close()
+    return view
