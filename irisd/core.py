@@ -18,6 +18,7 @@ from irisd.events import EventHub
 from irisd.mesh.service import MeshService
 from irisd.notifications import Courier
 from irisd.pool.pair import ChildFactory, claude_child
+from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
 from irisd.reload import check_claude
@@ -76,17 +77,22 @@ class Services:
         self.config = config
         self.store = store
         self.questions = QuestionDesk(config=config, store=store, hub=hub)
+        # Teams that are not a local claude (A2A agents, other irisds' teams): one registry,
+        # filled from config.yaml (A2A) and by the mesh, read by the pool and the tell service.
+        self.remote_teams = RemoteTeams()
+        sync_a2a_teams(self.remote_teams, config, store)
         self.supervisor = Supervisor(
-            config=config, paths=paths, store=store, hub=hub, child_factory=child_factory, access=access
+            config=config, paths=paths, store=store, hub=hub, child_factory=child_factory, access=access,
+            remote_teams=self.remote_teams,
         )
-        sync_a2a_teams(self.supervisor.remote_teams, config, store)
         self.tells = TellService(
-            config=config, paths=paths, store=store, pool=self.supervisor, hub=hub, on_end=self.questions.on_tell_end
+            config=config, paths=paths, store=store, pool=self.supervisor, remote_teams=self.remote_teams, hub=hub,
+            on_end=self.questions.on_tell_end,
         )
         self.courier = Courier(store=store, tells=self.tells)
         # The mesh's home side runs remote tells through the dispatcher, like any front end.
         self.mesh = MeshService(
-            config=config, store=store, remote_teams=self.supervisor.remote_teams,
+            config=config, store=store, remote_teams=self.remote_teams,
             dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),
         )
         self.dispatcher = Dispatcher(
@@ -94,6 +100,7 @@ class Services:
             paths=paths,
             store=store,
             supervisor=self.supervisor,
+            remote_teams=self.remote_teams,
             tells=self.tells,
             questions=self.questions,
             agent=Agent(config=config, paths=paths, access=access),

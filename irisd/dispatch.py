@@ -30,6 +30,7 @@ from irisd.health import rss_bytes, total_rss
 from irisd.ids import with_whole_ids
 from irisd.logs import recent_problems
 from irisd.pool.pair import Pair
+from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
 from irisd.reload import check_claude, plan_reload, read_config
@@ -139,6 +140,7 @@ class Dispatcher:
         paths: IrisPaths,
         store: Store,
         supervisor: Supervisor,
+        remote_teams: RemoteTeams,
         tells: TellService,
         questions: QuestionDesk | None = None,
         agent: Agent | None = None,
@@ -154,6 +156,7 @@ class Dispatcher:
         self.paths = paths
         self.store = store
         self.supervisor = supervisor
+        self.remote_teams = remote_teams  # A2A agents, other irisds' teams (irisd/pool/remote.py)
         self.tells = tells
         self.questions = questions
         self.agent = agent
@@ -278,7 +281,7 @@ class Dispatcher:
             plan = plan_reload(self.config, new)
             self.config, self.claude_version, self.config_problem = new, claude, ""
             self.tells.reconfigure(new)
-            sync_a2a_teams(self.supervisor.remote_teams, new, self.store)
+            sync_a2a_teams(self.remote_teams, new, self.store)
             if self.mesh is not None:
                 self.mesh.reconfigure(new)
             self.supervisor.reconfigure(new, retire=set(plan.removed), restart=set(plan.restart))
@@ -294,7 +297,7 @@ class Dispatcher:
         return await self.store.call(ids.starting_with, kind, prefix)
 
     def team_infos(self) -> list[TeamInfo]:
-        remote = {executor.team.name: executor for executor in self.supervisor.remote_teams.all()}
+        remote = {executor.team.name: executor for executor in self.remote_teams.all()}
         local = [
             TeamInfo(name=t.name, path=t.path, description=t.description, color=t.color, host=t.host,
                      unavailable=team_unavailable(t))
@@ -515,7 +518,7 @@ class Dispatcher:
     # --- pairs and sessions ----------------------------------------------------------------
 
     async def pair(self, from_team: str | None, to_team: str) -> Pair:
-        if self.supervisor.remote_teams.get(to_team) is None:
+        if self.remote_teams.get(to_team) is None:
             self.config.team(to_team)  # UnknownTeamError, with the known teams
         self._check_from(from_team)
         return await self.supervisor.pair(from_team, to_team)  # refuses a remote team

@@ -91,14 +91,14 @@ class RemoteTeam(Protocol):
 
 
 class RemoteTeams(Protocol):
+    """The registry of remote teams (``irisd.pool.remote.RemoteTeams``)."""
+
     def get(self, team: str) -> RemoteTeam | None: ...
 
 
 class Pool(Protocol):
     """The pool of pairs as the service sees it (``irisd.pool.supervisor.Supervisor``)."""
 
-    @property
-    def remote_teams(self) -> RemoteTeams: ...
     async def runner(self, from_team: str | None, to_team: str) -> TellQueue:
         """Whoever runs the pair's tells (its claude's actor, or a remote team's pair)."""
         ...
@@ -120,6 +120,7 @@ class TellService:
         paths: IrisPaths,
         store: Store,
         pool: Pool,
+        remote_teams: RemoteTeams,
         hub: EventHub | None = None,
         on_end: OnEnd | None = None,
     ) -> None:
@@ -127,6 +128,7 @@ class TellService:
         self.paths = paths
         self.store = store
         self.pool = pool
+        self.remote_teams = remote_teams
         self.hub = hub
         self.on_end = on_end  # given to every tell: called once when it ends
         self.rate = RateWindow(config.settings.rate_limit)
@@ -156,7 +158,7 @@ class TellService:
         before any claude turn (an IrisError saying why): an unknown or unavailable team,
         a request out of range, a loop or a chain too long, a budget spent, a pair over
         its rate limit, a full queue."""
-        remote = self.pool.remote_teams.get(to_team)
+        remote = self.remote_teams.get(to_team)
         team = remote.team if remote is not None else self.config.team(to_team)
         # "a2a:NAME" (an outside A2A agent) and "team@irisd" (the mesh) are senders, not teams.
         if from_team is not None and not is_agent_sender(from_team) and not is_mesh_sender(from_team):
