@@ -12,9 +12,10 @@ Only what the model can truthfully do is scripted here: the text of the answer, 
 long it takes, and whether it ends by asking the caller something. Whatever A2A state
 follows is Iris's own doing: an answer that asks is a question for the caller, which
 Iris's A2A face reports as ``TASK_STATE_INPUT_REQUIRED``; any other answer completes
-the task with that text as its artifact. Scenarios that need more than text (a file or
-data artifact, a bare Message instead of a Task, a rejection) get a text answer that
-says what was asked, and the TCK's check for them fails: README "A2A" lists them.
+the task with that text as its artifact, read as a file or data when it is only a fenced
+block naming a file, a JSON block or a file reference (the face's ``answer_parts``).
+Scenarios that need more (a bare Message instead of a Task, a rejection) get a text answer
+that says what was asked, and the TCK's check for them fails: README "A2A" lists them.
 A prompt without a TCK id, or with one of no scenario (``tck-infer-ctx-…``), is
 answered as usual.
 """
@@ -42,16 +43,18 @@ INPUT_REQUIRED_TEXT = "Do you want me to go ahead with the TCK task?"
 RESUBSCRIBE_DELTAS = 5
 RESUBSCRIBE_DELAY_S = 1.0
 
-_FILE_ASKED = "A file artifact was asked for (output.txt, text/plain); this answer is text."
+# A file, a file by URL and data, in the forms Iris's A2A face reads an answer as those parts
+# (an answer that is only such a block or reference; README "A2A").
+_FILE = "```output.txt\nGenerated file content\n```"
 
 # Prefix -> answer; the longest matching prefix wins (tck-artifact-file-url over tck-artifact-file).
 SCENARIOS: dict[str, Scenario] = {
     # scenarios/core_operations.feature
     "tck-complete-task": Scenario("Hello from TCK"),
     "tck-artifact-text": Scenario("Generated text content"),
-    "tck-artifact-file": Scenario(_FILE_ASKED),
-    "tck-artifact-file-url": Scenario("A file artifact was asked for: https://example.com/output.txt"),
-    "tck-artifact-data": Scenario('A data artifact was asked for: {"key": "value", "count": 42}'),
+    "tck-artifact-file": Scenario(_FILE),
+    "tck-artifact-file-url": Scenario("(file output.txt at https://example.com/output.txt)"),
+    "tck-artifact-data": Scenario('```json\n{"key": "value", "count": 42}\n```'),
     "tck-message-response": Scenario("Direct message response"),
     "tck-input-required": Scenario(INPUT_REQUIRED_TEXT),
     "tck-reject-task": Scenario("A rejection was asked for; the model cannot refuse on Iris's behalf."),
@@ -61,7 +64,7 @@ SCENARIOS: dict[str, Scenario] = {
     "tck-stream-003": Scenario("Stream task lifecycle"),
     "tck-stream-ordering-001": Scenario("Ordered output"),
     "tck-stream-artifact-text": Scenario("Streamed text content"),
-    "tck-stream-artifact-file": Scenario(_FILE_ASKED),
+    "tck-stream-artifact-file": Scenario(_FILE),
     "tck-stream-artifact-chunked": Scenario("chunk-1 chunk-2", chunks=2),
     "test-resubscribe-message-id": Scenario(
         "Long-running TCK task done", chunks=RESUBSCRIBE_DELTAS, delay_s=RESUBSCRIBE_DELAY_S

@@ -35,10 +35,6 @@ PROMPT = "[A2A message {messageId} from {sender}]\n\n{text}"
 
 # The MUST requirements the TCK fails, and why (README "A2A").
 KNOWN_FAILURES: dict[str, str] = {
-    "DM-ART-001": (
-        "file, file-URL and data artifacts: a team answers in text (its claude's words), so a task's "
-        "artifact is always one text part; the text artifact check passes"
-    ),
     "DM-MSG-001": (
         "a bare Message instead of a Task: every message to a team is a tell, so the answer is a Task "
         "that GetTask and 'iris result' find later"
@@ -53,7 +49,7 @@ KNOWN_FAILURES: dict[str, str] = {
         "the caller's one conversation with the team"
     ),
 }
-MUST_PASSED = 63  # of the 67 MUST requirements the TCK tests over JSON-RPC: 94.0%
+MUST_PASSED = 64  # of the 67 MUST requirements the TCK tests over JSON-RPC: 95.5%
 
 
 def tck_python() -> Path:
@@ -120,4 +116,4 @@ async def test_the_a2a_tck_passes_at_level_must_but_for_the_known_failures(tmp_p
     passed = must_results(report, "PASS")
     assert len(passed) == MUST_PASSED, sorted(passed)
     expected = f"{100 * MUST_PASSED / (MUST_PASSED + len(KNOWN_FAILURES)):.1f}%"
-    assert report["summary"]["must_compatibility"] == expected == "94.0%"
+    assert report["summary"]["must_compatibility"] == expected == "95.5%"

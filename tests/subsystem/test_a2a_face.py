@@ -391,3 +391,29 @@ async def test_a_bug_answers_a_json_rpc_internal_error_not_a_traceback(face: A2A
     status, answer = await Client(face, access.owner_token).rpc("GetTask", {"id": "bug"})
     assert status == 200 and answer["error"]["code"] == -32603
     assert "RuntimeError: a bug" in answer["error"]["message"] and "see the irisd log" in answer["error"]["message"]
+
+
+async def test_a_streamed_answer_that_is_data_ends_with_the_data_replacing_the_text(
+    face: A2AFace, core: FakeCore, access: Access
+) -> None:
+    client = Client(face, access.owner_token)
+    body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "SendStreamingMessage", "params": {"message": MESSAGE}})
+    result: list[Any] = []
+
+    async def stream() -> None:
+        result.append(await client.request("POST", "/a2a/alpha", body.encode()))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stream)
+        await core.submitted.wait()
+        await core.move("t1", "running", "```json\n")
+        await core.move("t1", "running", '{"count": 42}\n```')
+        await core.move("t1", "completed")
+    frames = [json.loads(line.removeprefix("data: ")) for line in result[0][2].decode().split("\n\n") if line]
+    updates = [f["result"]["artifactUpdate"] for f in frames if "artifactUpdate" in f["result"]]
+    assert updates[0]["artifact"]["parts"] == [{"text": "```json\n"}]
+    assert updates[-1]["artifact"]["parts"] == [{"data": {"count": 42}, "mediaType": "application/json"}]
+    assert "append" not in updates[-1] and updates[-1]["lastChunk"] is True
+    task = (await client.rpc("GetTask", {"id": "t1"}))[1]["result"]
+    assert task["artifacts"][0]["parts"] == [{"data": {"count": 42}, "mediaType": "application/json"}]
+    assert task["status"]["message"]["parts"] == [{"text": '```json\n{"count": 42}\n```'}]

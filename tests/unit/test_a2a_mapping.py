@@ -275,3 +275,40 @@ def test_an_agent_speaks_as_itself_and_sends_only_what_a2a_needs() -> None:
     for refused in (Decide(approval_id="a", allow=True), GetStatus(), Watch()):
         with pytest.raises(PermissionDeniedError, match="A2A agent 'a2a:crm' may not send"):
             agent.apply(refused)
+
+
+@pytest.mark.parametrize(
+    ("answer", "part"),
+    [
+        ("plain words", a2a.Part(text="plain words")),
+        (
+            '```json\n{"key": "value", "count": 42}\n```',
+            a2a.Part(data={"key": "value", "count": 42}, media_type="application/json"),
+        ),
+        ("```json out.json\n[1, 2]\n```", a2a.Part(data=[1, 2], filename="out.json", media_type="application/json")),
+        (
+            "```output.txt\nline one\nline two\n```",
+            a2a.Part(raw=b"line one\nline two", filename="output.txt", media_type="text/plain"),
+        ),
+        (
+            "(file output.txt at https://example.com/output.txt)",
+            a2a.Part(url="https://example.com/output.txt", filename="output.txt", media_type="text/plain"),
+        ),
+        ("```json\nnot json\n```", a2a.Part(text="```json\nnot json\n```")),
+        ("```python\nx = 1\n```", a2a.Part(text="```python\nx = 1\n```")),
+        ("Here it is:\n```json\n{}\n```", a2a.Part(text="Here it is:\n```json\n{}\n```")),
+        ("```a.txt\nx\n```\nand\n```b.txt\ny\n```", a2a.Part(text="```a.txt\nx\n```\nand\n```b.txt\ny\n```")),
+    ],
+)
+def test_an_answer_that_is_only_data_or_a_file_is_that_part(answer: str, part: a2a.Part) -> None:
+    assert mapping.answer_parts(answer) == [part]
+
+
+def test_answer_parts_read_back_what_message_text_wrote() -> None:
+    sent = [
+        a2a.Part(data={"k": [1, 2]}, media_type="application/json"),
+        a2a.Part(raw=b"some text", filename="notes.txt", media_type="text/plain"),
+        a2a.Part(url="https://x.example/report.md", filename="report.md", media_type="text/markdown"),
+    ]
+    for part in sent:
+        assert mapping.answer_parts(mapping.message_text(message(part))) == [part]

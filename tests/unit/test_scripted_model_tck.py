@@ -39,7 +39,7 @@ def test_every_prefix_of_the_tck_scenarios_has_an_answer() -> None:
     [
         ("tck-complete-task-1a2b3c4d\n\nHello from TCK", "Hello from TCK"),
         ("[A2A message tck-artifact-text-1a2b3c4d]\nTCK artifact test", "Generated text content"),
-        ("[A2A message tck-artifact-file-url-1a2b3c4d] x", "A file artifact was asked for: https://example.com/output.txt"),
+        ("[A2A message tck-artifact-file-url-1a2b3c4d] x", "(file output.txt at https://example.com/output.txt)"),
         ("tck-stream-artifact-text-9 x", "Streamed text content"),
         ("tck-input-required-1a2b3c4d TCK prerequisite task creation", INPUT_REQUIRED_TEXT),
     ],

@@ -19,6 +19,8 @@ import base64
 import binascii
 import datetime
 import json
+import mimetypes
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -263,11 +265,44 @@ def status_message(view: TaskView) -> a2a.Message | None:
 
 
 def answer_artifact(view: TaskView, text: str | None = None) -> a2a.Artifact:
-    return a2a.Artifact(
-        artifact_id=f"{view.latest.id}-answer",
-        name="answer",
-        parts=[a2a.Part(text=view.latest.text if text is None else text)],
-    )
+    """The answer as the task's artifact: the whole answer's parts (``answer_parts``), or
+    one text part of ``text`` (a streamed chunk)."""
+    parts = answer_parts(view.latest.text) if text is None else [a2a.Part(text=text)]
+    return a2a.Artifact(artifact_id=f"{view.latest.id}-answer", name="answer", parts=parts)
+
+
+# An answer that is only a fenced block (its info string: a language and/or a file name),
+# or only a file reference: the forms ``message_text`` writes a message's parts in.
+_FENCE = re.compile(r"\A```([^`\n]*)\n((?:(?!\n```).)*)\n```\Z", re.S)
+_FILE_AT = re.compile(r"\A\(file (\S+) at (\S+)\)\Z")
+
+
+def answer_parts(text: str) -> list[a2a.Part]:
+    """An answer as A2A parts: the inverse of ``message_text``. An answer that is only a
+    ```json block is that data; only a block whose info string names a file
+    (```output.txt) is that file; only "(file NAME at URL)" is a file by reference; any
+    other answer is its text."""
+    whole = text.strip()
+    if found := _FILE_AT.match(whole):
+        name, url = found.groups()
+        return [a2a.Part(url=url, filename=name, media_type=_media_type(name))]
+    if found := _FENCE.match(whole):
+        info, body = found.group(1).split(), found.group(2)
+        name = next((word for word in info if "." in word), "")
+        if info[:1] == ["json"]:
+            try:
+                data = json.loads(body)
+            except ValueError:
+                data = msgspec.UNSET
+            if data is not msgspec.UNSET:
+                return [a2a.Part(data=data, filename=name, media_type="application/json")]
+        if name:
+            return [a2a.Part(raw=body.encode(), filename=name, media_type=_media_type(name))]
+    return [a2a.Part(text=text)]
+
+
+def _media_type(name: str) -> str:
+    return mimetypes.guess_type(name)[0] or "application/octet-stream"
 
 
 def history(view: TaskView) -> list[a2a.Message]:

@@ -448,8 +448,12 @@ class A2AService:
         if emit is not None:
             state = view.state
             if state == a2a.TaskState.COMPLETED:
-                rest = held if chunks else view.latest.text
-                await emit(self._chunk(view, rest or "", append=chunks > 0, last=True))
+                whole = mapping.answer_artifact(view)
+                if whole.parts[0].text is None:  # data or a file: it replaces the text streamed so far
+                    await emit(self._update(view, whole, append=False, last=True))
+                else:
+                    rest = held if chunks else view.latest.text
+                    await emit(self._chunk(view, rest or "", append=chunks > 0, last=True))
             await emit(self._status(view, state, mapping.status_message(view)))
         return view
 
@@ -472,14 +476,14 @@ class A2AService:
             )
         )
 
+    @classmethod
+    def _chunk(cls, view: TaskView, text: str, *, append: bool, last: bool) -> a2a.StreamResponse:
+        return cls._update(view, mapping.answer_artifact(view, text), append=append, last=last)
+
     @staticmethod
-    def _chunk(view: TaskView, text: str, *, append: bool, last: bool) -> a2a.StreamResponse:
+    def _update(view: TaskView, artifact: a2a.Artifact, *, append: bool, last: bool) -> a2a.StreamResponse:
         return a2a.StreamResponse(
             artifact_update=a2a.TaskArtifactUpdateEvent(
-                task_id=view.id,
-                context_id=view.context_id,
-                artifact=mapping.answer_artifact(view, text),
-                append=append,
-                last_chunk=last,
+                task_id=view.id, context_id=view.context_id, artifact=artifact, append=append, last_chunk=last
             )
         )
