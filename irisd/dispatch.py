@@ -131,7 +131,8 @@ class HttpAccess(Protocol):
 class Dispatcher:
     """Serves requests: ``HANDLERS`` maps each request type to its handler, which calls
     the service that owns it (tells: ``TellService``; pairs: ``Supervisor``; questions,
-    approvals, notifications, the store). It keeps no state of its own but the config."""
+    approvals, notifications, the store). Its own state is the config and what the last
+    reload said; it changes other services only through their methods."""
 
     def __init__(
         self,
