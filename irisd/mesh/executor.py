@@ -107,7 +107,7 @@ class MeshExecutor:
                         delivery.handled.set()
                         nursery.cancel_scope.cancel()
                         return True
-                    case LiveMsg(status=status, text=delta, detail=detail):
+                    case LiveMsg(status=status, text=delta, phase=phase, detail=detail):
                         if status in ("running", "awaiting_approval") and not taken.is_set():
                             taken.set()
                             await report.started(silence_s=None)  # the home keeps the timeouts
@@ -121,8 +121,11 @@ class MeshExecutor:
                         if delta:
                             text += delta
                             await report.text(text)
-                        if detail and not status and taken.is_set():
-                            report.phase(f"on `{self.home}`: {detail}")
+                        if phase == "awaiting_approval":
+                            await report.awaiting_input(f"approval on home irisd `{self.home}`: {detail}".rstrip(": "))
+                        elif phase and not status and taken.is_set():
+                            words = phase.replace("_", " ") + (f": {detail}" if detail else "")
+                            report.phase(f"on `{self.home}`: {words}")
                 delivery.handled.set()
         return False
 

@@ -249,8 +249,8 @@ class Home:
                         await self._live(caller, LiveMsg(id=remote_id, status=status))
                 case TellPhaseEvent(tell_id=local, phase=phase) if local in self.following:
                     remote_id, caller = self.following[local]
-                    await self._live(caller, LiveMsg(id=remote_id, detail=phase_words(phase.name, phase.detail,
-                                                                                       phase.tool)))
+                    words = phase_words(phase.detail, phase.tool)
+                    await self._live(caller, LiveMsg(id=remote_id, phase=phase.name, detail=words))
 
         await self.dispatch(Watch(team=None), OWNER, forward)
 
@@ -262,8 +262,8 @@ class Home:
             pass  # the live view is best effort; the final result is durable
 
 
-def phase_words(name: str, detail: str, tool: str) -> str:
-    parts = [name.replace("_", " ")]
+def phase_words(detail: str, tool: str) -> str:
+    parts = []
     if tool:
         parts.append(tool)
     if detail:

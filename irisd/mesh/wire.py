@@ -42,7 +42,8 @@ class LiveMsg(msgspec.Struct, tag="live", kw_only=True, omit_defaults=True):
     id: str
     status: TellStatus | Literal[""] = ""
     text: str = ""  # a delta: what the answer grew by
-    detail: str = ""  # what it waits for, in words
+    phase: str = ""  # what it waits for (a TellPhase name) ...
+    detail: str = ""  # ... in words
 
 
 class FinalMsg(msgspec.Struct, tag="final", kw_only=True, omit_defaults=True):

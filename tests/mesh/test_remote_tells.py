@@ -112,3 +112,40 @@ def test_cancel_crosses_the_mesh(pair_of_irisds: tuple[Iris, Iris]) -> None:
     )
     assert there["from_team"] == "external@ws-1"
     assert json.dumps(there)  # the home's own record says so
+
+
+def test_approvals_are_decided_on_the_home_and_the_caller_sees_where(pair_of_irisds: tuple[Iris, Iris]) -> None:
+    caller, home = pair_of_irisds
+    team = f"ops{str(time.time_ns())[-6:]}"
+    folder = home.add_team(team, permissions="ask")
+    home.start()
+    caller.start()
+    wait_for(lambda: teams_of(caller).get(team), timeout=30, what="the remote team listed")
+    started = caller.cli_json("tell", team, '@tool:Bash {"command": "echo hi > made.txt"}', "--timeout", "-1")
+    approval = wait_for(lambda: (a := home.cli_json("approvals")) and a[0], timeout=60, what="an approval on the home")
+    assert caller.cli_json("approvals") == []  # decided where the team lives, not here
+    waiting = wait_for(
+        lambda: (t := caller.cli_json("result", started["id"]))["tell_status"] == "awaiting_approval" and t,
+        timeout=30, what="the caller to see the approval awaited",
+    )
+    assert waiting["phase"]["detail"].startswith("approval on home irisd `ws-2`")
+    home.cli_json("approve", approval["id"])
+    done = caller.cli_json("result", started["id"], "--wait", "60000")
+    assert done["status"] == "completed" and done["text"].startswith("tool Bash said:")
+    assert (folder / "made.txt").read_text() == "hi\n"
+
+
+def test_a_persisted_tell_to_a_remote_team_is_delivered(pair_of_irisds: tuple[Iris, Iris]) -> None:
+    caller, home = pair_of_irisds
+    team = f"inbox{str(time.time_ns())[-6:]}"
+    home.add_team(team)
+    home.start()
+    caller.start()
+    wait_for(lambda: teams_of(caller).get(team), timeout=30, what="the remote team listed")
+    caller.cli_json("tell", team, "remember this", "--persist")
+    delivered = wait_for(
+        lambda: [t for t in home.cli_json("report", team, "--all-callers") if t["status"] == "completed"],
+        timeout=60, what="the notification delivered on the home",
+    )
+    assert delivered[0]["message"].endswith("remember this")
+    assert delivered[0]["from_team"] == "external@ws-1"
