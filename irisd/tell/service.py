@@ -257,7 +257,7 @@ class TellService:
         """A persisted tell (a notification): admitted (``persist_problem``) and committed
         to the database before the sender is answered; the courier delivers it later
         through ``submit``."""
-        if self.pool.remote_teams.get(request.to_team) is None:  # a remote team is delivered to through its pair
+        if self.remote_teams.get(request.to_team) is None:  # a remote team is delivered to through its pair
             self.config.team(request.to_team)
         if request.from_team is not None:
             self.config.team(request.from_team)
