@@ -149,3 +149,21 @@ def test_a_persisted_tell_to_a_remote_team_is_delivered(pair_of_irisds: tuple[Ir
     )
     assert delivered[0]["message"].endswith("remember this")
     assert delivered[0]["from_team"] == "external@ws-1"
+
+
+def test_a_nested_tell_hops_back_to_the_callers_irisd(pair_of_irisds: tuple[Iris, Iris]) -> None:
+    caller, home = pair_of_irisds
+    suffix = str(time.time_ns())[-6:]
+    backend, docs = f"backend{suffix}", f"docs{suffix}"
+    home.add_team(backend)
+    caller.add_team(docs)
+    home.start()
+    caller.start()
+    wait_for(lambda: teams_of(caller).get(backend), timeout=30, what="backend listed on ws-1")
+    wait_for(lambda: teams_of(home).get(docs), timeout=30, what="docs listed on ws-2")
+    prompt = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": docs, "message": "from backend"})
+    answer = caller.cli_json("tell", backend, prompt)
+    assert answer["status"] == "completed", answer
+    assert "echo #1: from backend" in answer["text"]  # backend's claude got docs' answer, from ws-1
+    (nested,) = caller.cli_json("report", docs, "--all-callers")
+    assert nested["from_team"] == f"{backend}@ws-2" and nested["status"] == "completed"
