@@ -9,6 +9,12 @@ sends SIGKILL to both, and reaps the child, so neither claude nor anything it st
 what it left running is stopped the same way. The child gets only stdin/stdout/stderr
 (subprocess closes every other fd).
 
+The process is trio's ``run_process`` started in the child's nursery (``stdin``,
+``stdout`` and ``stderr`` piped): trio reaps it, and when the task is cancelled it calls
+our ``deliver_cancel`` (the group and marker signals above) and still waits for the exit.
+What trio does not do is ours: the marked processes that outlive claude, and the exit
+reported once, after the reaping.
+
 Decoded stdout lines and the final exit go to ``on_event`` (a memory channel owned by
 the pair), tagged with this process, so events of a replaced child are recognisable.
 """
@@ -88,6 +94,7 @@ class ClaudeProcess:
         self._send_lock = trio.Lock()
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_closed = trio.Event()
+        self._stopping = False  # stop() (or the owner's cancel) reached the child
 
     async def run(self, *, task_status: trio.TaskStatus[ClaudeProcess] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the child, pump its output until it exits or ``stop()`` is called.
@@ -97,53 +104,26 @@ class ClaudeProcess:
         owner's scope) terminates the group and reaps the child under a shielded scope.
         Once started, it always ends by sending one ChildExited.
         """
-        try:
-            process = await trio.lowlevel.open_process(
-                self.argv,
-                cwd=self.cwd,
-                env=self.env,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-            )
-        except OSError as exc:
-            if not os.path.isdir(self.cwd):  # noqa: ASYNC240 - only on this error path
-                raise ClaudeError(
-                    f"the team folder {self.cwd} does not exist any more; restore it, or fix the "
-                    "team's path in config.yaml and run 'iris reload'"
-                ) from None
-            raise ClaudeError(
-                f"cannot start {self.argv[0]!r} in {self.cwd}: {exc.strerror}; {not_found_fix()}"
-            ) from None
-        self.pid = process.pid
-        self._stdin = process.stdin
-        task_status.started(self)
+        process: trio.Process | None = None
+        failed: OSError | None = None
         try:
             with self._cancel_scope:
                 async with trio.open_nursery() as nursery:
-                    assert process.stdout is not None and process.stderr is not None
-                    nursery.start_soon(self._pump_stderr, process.stderr)
-                    await self._pump_stdout(process.stdout)
-                    # stdout is closed: the child is exiting. Wait for it, and for its last
-                    # words on stderr (bounded: a grandchild may hold stderr open).
-                    await process.wait()
-                    with trio.move_on_after(STDERR_DRAIN_S):
-                        await self._stderr_closed.wait()
-                    nursery.cancel_scope.cancel()
+                    try:
+                        process = await nursery.start(self._run_process)
+                    except OSError as exc:  # raised here, it would leave the nursery in a group
+                        failed = exc
+                    else:
+                        self.pid = process.pid
+                        self._stdin = process.stdin
+                        task_status.started(self)
+                        await self._pump(process, nursery)
         finally:
-            with trio.CancelScope(shield=True):
-                await self._terminate(process)
-                self.returncode = process.returncode
-                self.exited.set()
-                exit_event = ChildExited(self, self.returncode, "\n".join(self._stderr_tail))
-                try:
-                    await self._events.send(exit_event)
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-                for stream in (process.stdin, process.stdout, process.stderr):
-                    if stream is not None:
-                        await stream.aclose()
+            if process is not None:
+                with trio.CancelScope(shield=True):
+                    await self._exited(process)
+        if failed is not None:
+            raise self._start_error(failed)
 
     def stop(self) -> None:
         """Terminate the child (group SIGTERM, grace, SIGKILL); ``run`` returns once reaped."""
@@ -163,6 +143,69 @@ class ClaudeProcess:
             self.stop()
             raise ClaudeError(f"claude read none of its input for {STDIN_TIMEOUT_S:g} s; stopped it")
 
+    async def _run_process(self, *, task_status: trio.TaskStatus[trio.Process]) -> None:
+        """trio reaps the child; cancelled, it runs ``_deliver_cancel`` and still reaps it."""
+        await trio.run_process(
+            self.argv,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            check=False,
+            deliver_cancel=self._deliver_cancel,
+            task_status=task_status,
+        )
+
+    async def _deliver_cancel(self, process: trio.Process) -> None:
+        """SIGTERM the group and the marked processes, ``grace``, SIGKILL them. trio stops
+        this the moment claude exits (``_exited`` then SIGKILLs what is left)."""
+        self._stopping = True
+        await self._signal_all(signal.SIGTERM)
+        await trio.sleep(self.grace)
+        await self._signal_all(signal.SIGKILL)
+
+    async def _pump(self, process: trio.Process, nursery: trio.Nursery) -> None:
+        """Until stdout closes: the child is exiting. Then wait for it, and for its last
+        words on stderr (bounded: a grandchild may hold stderr open)."""
+        assert process.stdout is not None and process.stderr is not None
+        stderr_scope = trio.CancelScope()
+        nursery.start_soon(self._pump_stderr, process.stderr, stderr_scope)
+        await self._pump_stdout(process.stdout)
+        await process.wait()
+        with trio.move_on_after(STDERR_DRAIN_S):
+            await self._stderr_closed.wait()
+        stderr_scope.cancel()
+
+    async def _exited(self, process: trio.Process) -> None:
+        """Reaped: stop what claude left running (in its group, or anywhere by its marker:
+        SIGTERM, ``grace``, SIGKILL), then report the exit, once."""
+        if self._stopping:
+            await self._signal_all(signal.SIGKILL)
+        else:
+            self._kill_group(signal.SIGKILL)
+        await process.wait()
+        if self.marker:  # /proc is read in a thread: it must not stall the event loop
+            await trio.to_thread.run_sync(stop_marked, self.marker, self.grace)
+        self.returncode = process.returncode
+        self.exited.set()
+        try:
+            await self._events.send(ChildExited(self, self.returncode, "\n".join(self._stderr_tail)))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        for stream in (process.stdin, process.stdout, process.stderr):
+            if stream is not None:
+                await stream.aclose()
+
+    def _start_error(self, exc: OSError) -> ClaudeError:
+        if not os.path.isdir(self.cwd):
+            return ClaudeError(
+                f"the team folder {self.cwd} does not exist any more; restore it, or fix the "
+                "team's path in config.yaml and run 'iris reload'"
+            )
+        return ClaudeError(f"cannot start {self.argv[0]!r} in {self.cwd}: {exc.strerror}; {not_found_fix()}")
+
     async def _pump_stdout(self, stdout: trio.abc.ReceiveStream) -> None:
         framer = LineFramer(MAX_LINE)
         async for chunk in stdout:
@@ -181,33 +224,19 @@ class ClaudeProcess:
         if tail.strip():
             await self._events.send(ChildLine(self, decode_line(tail), tail))
 
-    async def _pump_stderr(self, stderr: trio.abc.ReceiveStream) -> None:
+    async def _pump_stderr(self, stderr: trio.abc.ReceiveStream, scope: trio.CancelScope) -> None:
         framer = LineFramer(MAX_LINE)
-        async for chunk in stderr:
-            framer.receive_data(chunk)
-            try:
-                while (line := framer.next_frame()) is not None:
-                    self._stderr_tail.append(line.decode(errors="replace")[:2000])
-            except FrameTooLargeError:
-                framer = LineFramer(MAX_LINE)
-        if framer.tail().strip():
-            self._stderr_tail.append(framer.tail().decode(errors="replace")[:2000])
-        self._stderr_closed.set()
-
-    async def _terminate(self, process: trio.Process) -> None:
-        """SIGTERM the group and the marked processes, wait up to ``grace``, SIGKILL them,
-        reap. Also clears what claude left running (in its group or anywhere else, by the
-        marker: SIGTERM, ``grace``, SIGKILL) after it exited by itself."""
-        if process.returncode is None:
-            await self._signal_all(signal.SIGTERM)
-            with trio.move_on_after(self.grace):
-                await process.wait()
-            await self._signal_all(signal.SIGKILL)
-        else:
-            self._kill_group(signal.SIGKILL)
-        await process.wait()
-        if self.marker:  # /proc is read in a thread: it must not stall the event loop
-            await trio.to_thread.run_sync(stop_marked, self.marker, self.grace)
+        with scope:
+            async for chunk in stderr:
+                framer.receive_data(chunk)
+                try:
+                    while (line := framer.next_frame()) is not None:
+                        self._stderr_tail.append(line.decode(errors="replace")[:2000])
+                except FrameTooLargeError:
+                    framer = LineFramer(MAX_LINE)
+            if framer.tail().strip():
+                self._stderr_tail.append(framer.tail().decode(errors="replace")[:2000])
+            self._stderr_closed.set()
 
     async def _signal_all(self, sig: signal.Signals) -> None:
         self._kill_group(sig)

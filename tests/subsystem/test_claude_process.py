@@ -1,12 +1,16 @@
-"""A real child process that never reads its input, on trio's virtual clock."""
+"""Real child processes: one that never reads its input (on trio's virtual clock), and
+how a child is stopped, reaped and reported (on the real clock)."""
 
 from __future__ import annotations
+
+import signal
+from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
-from irisd.claude.process import STDIN_TIMEOUT_S, ChildEvent, ChildExited, ClaudeProcess
+from irisd.claude.process import STDIN_TIMEOUT_S, ChildEvent, ChildExited, ChildLine, ClaudeProcess
 from protocol.errors import ClaudeError
 
 
@@ -25,3 +29,90 @@ async def test_a_child_that_reads_no_input_is_stopped_after_the_stdin_timeout(
     send.close()
     exits = [event async for event in receive if isinstance(event, ChildExited)]
     assert len(exits) == 1 and child.exited.is_set()  # stopped and reaped
+
+
+async def started(command: str, *, grace: float = 0.5) -> tuple[ClaudeProcess, trio.MemoryReceiveChannel[ChildEvent]]:
+    send, receive = trio.open_memory_channel[ChildEvent](100)
+    child = ClaudeProcess(["sh", "-c", command], cwd="/", env={"PATH": "/usr/bin:/bin"}, events=send, grace=grace)
+    return child, receive
+
+
+async def first_line(receive: trio.MemoryReceiveChannel[ChildEvent]) -> bytes:
+    event = await receive.receive()
+    assert isinstance(event, ChildLine), event
+    return event.raw
+
+
+async def exit_of(receive: trio.MemoryReceiveChannel[ChildEvent]) -> ChildExited:
+    async for event in receive:
+        if isinstance(event, ChildExited):
+            return event
+    raise AssertionError("no ChildExited")
+
+
+async def gone(pid: int) -> bool:
+    """The process no longer runs (it may stay a zombie of whoever adopted it a moment)."""
+    with trio.move_on_after(5):
+        while True:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as stat:  # noqa: ASYNC230 - a tiny read of /proc
+                    state = stat.read().rsplit(b")", 1)[1].split()[0]
+            except (FileNotFoundError, ProcessLookupError):
+                return True
+            if state in (b"Z", b"X"):
+                return True
+            await trio.sleep(0.05)
+    return False
+
+
+async def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_and_reaped() -> None:
+    child, receive = await started("trap '' TERM; echo ready; while :; do sleep 0.1; done", grace=0.5)
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(child.run)
+            assert await first_line(receive) == b"ready"
+            stopped_at = trio.current_time()
+            child.stop()
+            ended = await exit_of(receive)
+        assert ended.returncode == -signal.SIGKILL and child.exited.is_set()
+        assert trio.current_time() - stopped_at >= 0.5  # SIGTERM first, SIGKILL only after the grace
+
+
+async def test_stopping_a_child_stops_what_it_started_in_its_group() -> None:
+    child, receive = await started("sleep 600 >/dev/null 2>&1 & echo $!; wait")
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(child.run)
+            background = int(await first_line(receive))
+            child.stop()
+            ended = await exit_of(receive)
+        assert ended.returncode == -signal.SIGTERM
+        assert await gone(background)
+
+
+async def test_a_child_that_exits_by_itself_reports_once_with_its_stderr_and_leaves_nothing_running() -> None:
+    child, receive = await started("sleep 600 >/dev/null 2>&1 & echo $!; echo oops >&2; exit 3")
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(child.run)
+            background = int(await first_line(receive))
+            ended = await exit_of(receive)
+        assert (ended.returncode, ended.stderr_tail) == (3, "oops")
+        assert ended.describe() == f"claude (pid {child.pid}) exited with code 3: oops"
+        assert await gone(background)  # its group is killed once claude is gone
+        with pytest.raises(ClaudeError, match="not running"):
+            await child.send(b"more\n")
+    with trio.move_on_after(0.1):
+        assert await receive.receive() is None, "a second event"
+
+
+async def test_a_child_that_cannot_start_says_why_as_a_plain_claude_error(tmp_path: Path) -> None:
+    send, _ = trio.open_memory_channel[ChildEvent](10)
+    missing = ClaudeProcess([str(tmp_path / "no-claude")], cwd=str(tmp_path), env={}, events=send)
+    gone_folder = ClaudeProcess(["sh"], cwd=str(tmp_path / "gone"), env={}, events=send)
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(ClaudeError, match=r"cannot start '.*no-claude' in .*: No such file or directory"):
+            await nursery.start(missing.run)
+        with pytest.raises(ClaudeError, match=r"the team folder .*gone does not exist any more"):
+            await nursery.start(gone_folder.run)
+    assert missing.pid is None and not missing.exited.is_set()
