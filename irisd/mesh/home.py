@@ -252,7 +252,12 @@ class Home:
                     words = phase_words(phase.detail, phase.tool)
                     await self._live(caller, LiveMsg(id=remote_id, phase=phase.name, detail=words))
 
-        await self.dispatch(Watch(team=None), OWNER, forward)
+        while True:
+            try:
+                await self.dispatch(Watch(team=None), OWNER, forward)
+            except IrisError as exc:  # dropped for falling behind: the live view resumes; finals are durable
+                log.warning("mesh: the live view of remote tells watches again", extra={"error": exc.message})
+                await trio.sleep(RETRY_S)
 
     async def _live(self, caller: str, live: LiveMsg) -> None:
         try:
