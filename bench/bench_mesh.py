@@ -133,7 +133,7 @@ def main() -> None:
         header("Teams on many hosts: a tell to a team of another irisd vs a local one")
         extra = median(samples["remote"]) - median(samples["local"])
         verdict = "met" if extra <= 0.005 else "NOT met"
-        print(f"  warm tell, remote - local: +{ms(extra)} (target <= +5 ms: {verdict}); the mesh's own legs "
+        print(f"  warm tell, remote - local: {extra * 1000:+.1f} ms (target <= +5 ms: {verdict}); the mesh's own legs "
               f"(recorded -> taken on the home, finished there -> finished here): "
               f"{ms(median(samples['mesh legs of a remote tell']))}")
         print(f"  10 at once, remote / local: {median(samples['10 remote']) / median(samples['10 local']):.2f}x")
