@@ -98,6 +98,14 @@ def test_a_home_refuses_an_irisd_it_does_not_allow(
     assert refused["status"] == "failed"
     assert refused["error"] == "irisd `ws-5` does not take tells from irisd `ws-6` (its settings.mesh.allow)"
     assert home.cli_json("report", team, "--all-callers") == []  # nothing ran there
+    # iris reload applies a changed settings.mesh at once (it reconnects with it).
+    home.settings["mesh"]["allow"] = ["ws-6", "ws-7"]
+    home.write_config()
+    reloaded = home.cli_json("reload")
+    assert "settings.mesh changed: in effect now" in reloaded["changes"]
+    wait_for(lambda: team_of(caller, team), timeout=30, what="the team listed again after the reconnect")
+    allowed = caller.cli_json("tell", team, "now?")
+    assert allowed["status"] == "completed" and allowed["text"] == "echo #1: now?"
 
 
 def team_of(iris: Iris, name: str) -> dict[str, Any] | None:
