@@ -294,3 +294,21 @@ def test_a_team_of_another_iris_is_a_team_here_through_a2a(
     finally:
         if far.process is not None:
             far.stop(timeout=30)
+
+
+def test_reload_adds_changes_and_removes_an_agent_team(iris: Iris, agent: Agent) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    iris.teams["helper"] = {"a2a": "http://127.0.0.1:9/.well-known/agent-card.json"}
+    iris.write_config()
+    assert iris.cli("reload").returncode == 0
+    assert "cannot reach" in iris.cli_json("tell", "helper", "hi", ok=False)["error"]
+    iris.teams["helper"] = {"a2a": agent.card}  # moved: the new URL from the next tell on
+    iris.write_config()
+    assert iris.cli("reload").returncode == 0
+    assert iris.cli_json("tell", "helper", "hi")["text"] == "echo #1: hi"
+    del iris.teams["helper"]
+    iris.write_config()
+    assert iris.cli("reload").returncode == 0
+    gone = iris.cli_json("tell", "helper", "still there?", ok=False)
+    assert gone["error"]["code"] == "unknown_team", gone
