@@ -478,3 +478,13 @@ def test_health_reloads_the_config_and_shows_a_refused_one(page: Page, fake: Fak
     with page.expect_request(lambda r: r.url.endswith("/api/reload") and r.method == "POST"):
         page.locator('[data-action="reload"]').click()
     expect(page.locator("#flash")).to_have_text("team web added; settings.maxProcesses changed: in effect now")
+
+
+def test_an_a2a_team_shows_its_agent_and_no_wake(page: Page, fake: FakeIris) -> None:
+    agent = TeamInfo(name="researcher", path="", description="far", kind="a2a", remote="https://agents.example/card.json")
+    fake.replies["GET /api/status"] = status(teams=[agent], processes=[])
+    page.goto(f"{BASE}/#/teams")
+    card = page.locator('[data-team="researcher"]')
+    expect(card.locator('[data-kind="a2a"]')).to_have_text("A2A agent: https://agents.example/card.json")
+    expect(card.get_by_role("button", name="Wake")).to_have_count(0)  # no claude here to wake
+    expect(card.get_by_role("link", name="Tell…")).to_have_count(1)
