@@ -1,5 +1,5 @@
 """The tell service in process (fake children, trio's autojump clock): who reads an answer,
-where a refused nested tell is recorded, a reloaded question desk."""
+where a refused nested tell is recorded, that a tell ends once, a reloaded question desk."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from irisd.questions.desk import QuestionDesk
 from irisd.store import questions, tells
 from irisd.store.db import open_database
 from irisd.store.facade import Store
+from irisd.tell.active import ActiveTell, end_tell, save_tell
+from irisd.tell.machine import TellMachine
 from protocol.errors import LoopError
 from protocol.messages import Event, Tell
 
@@ -112,4 +114,25 @@ async def test_a_reloaded_question_desk_reads_the_new_patterns(tmp_path: Path) -
     desk.reconfigure(parse_config(config_text(tmp_path, "  questions:\n    patterns: ['zzz']\n"), source="test"))
     found = desk.detector.detect("zzz now")
     assert found is not None and found.pattern == "zzz"
+    store.close()
+
+
+async def test_a_tell_ends_once_however_often_it_is_saved_or_ended(tmp_path: Path) -> None:
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    ended: list[tuple[str, bool, bool]] = []
+
+    async def on_end(tell: ActiveTell) -> None:  # sees who waited: the waiters have not run yet
+        ended.append((tell.machine.status, tell.replied.is_set(), tell.finished.is_set()))
+
+    machine = TellMachine(response_timeout_s=1, caller_timeout_ms=0, now=trio.current_time())
+    tell = ActiveTell(from_team=None, to_team="alpha", message="hi", machine=machine, on_end=on_end)
+    await store.call(tells.insert, tell.info())
+    await save_tell(store, tell)  # not final: saved, not ended
+    assert ended == [] and not tell.finished.is_set()
+    await end_tell(store, tell, "the pair stopped", interrupted=True)
+    await end_tell(store, tell, "again")  # already ended: only saved
+    await save_tell(store, tell)
+    assert ended == [("interrupted", True, True)]
+    stored = await store.call(tells.get, tell.id)
+    assert stored is not None and (stored.status, stored.error) == ("interrupted", "the pair stopped")
     store.close()
