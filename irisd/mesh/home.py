@@ -76,7 +76,6 @@ class Home:
         self.dispatch = dispatch
         self.config = config
         self.following: dict[str, tuple[str, str]] = {}  # local tell id -> (remote id, caller)
-        self.taken = 0  # remote tells run here since start
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         bridge = self.link.bridge
@@ -140,7 +139,6 @@ class Home:
         local = reply.tell.id
         self.following[local] = (tell.id, caller)  # before any await: its first events are near
         await self.store.call(records.submitted, tell.id, local)
-        self.taken += 1
         await self._live(caller, LiveMsg(id=tell.id, status=reply.tell.status,
                                          detail=reply.tell.phase.detail if reply.tell.phase else ""))
         self._nursery.start_soon(self._follow, local, tell.id, caller)
@@ -208,7 +206,12 @@ class Home:
         """Wait for the local tell's end, then send its final result durably."""
         try:
             while True:
-                reply = await self.dispatch(GetTell(tell_id=local, wait_ms=FOLLOW_WAIT_MS), OWNER, _no_events)
+                try:
+                    reply = await self.dispatch(GetTell(tell_id=local, wait_ms=FOLLOW_WAIT_MS), OWNER, _no_events)
+                except IrisError as exc:  # e.g. the tell was pruned: the caller still gets an end
+                    final = FinalMsg(id=remote_id, status="failed", error=f"home irisd `{self.name}`: {exc.message}")
+                    await self._send_final(caller, final)
+                    return
                 assert isinstance(reply, TellReply)
                 if reply.tell.status not in UNFINISHED_TELL_STATUSES:
                     break
