@@ -111,6 +111,17 @@ def test_ids_are_found_by_prefix_and_a_wildcard_is_only_a_character(db: apsw.Con
     assert ids.starting_with(db, "tell", "%") == [] and ids.starting_with(db, "tell", "abc_") == []
 
 
+def test_an_id_longer_than_any_id_is_looked_up_whole_not_as_a_pattern(db: apsw.Connection) -> None:
+    # SQLite refuses a LIKE pattern over 50,000 bytes ("pattern too complex"): a pasted
+    # blob given as a task id (A2A GetTask, iris result) must be "no such id", not a
+    # database error.
+    from irisd.store import ids
+
+    tells.insert(db, tell("abcd1234", created=1, finished=2))
+    assert ids.starting_with(db, "tell", "a" * 100_000) == []
+    assert ids.starting_with(db, "tell", "abcd1234") == ["abcd1234"]
+
+
 def test_a_transcript_is_read_as_text_and_a_line_that_is_not_utf8_is_kept(db: apsw.Connection) -> None:
     from irisd.store import rows
 
