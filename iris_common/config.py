@@ -232,6 +232,9 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+_TEAM_KEYS = frozenset(field.encode_name for field in msgspec.structs.fields(TeamConfig))
+
+
 def _decode_team(name: str, value: Any, source: str) -> TeamConfig:
     if value is None:
         value = {}
@@ -241,13 +244,20 @@ def _decode_team(name: str, value: Any, source: str) -> TeamConfig:
                 f"{source}: key 'teams.{name}.a2a' must be the URL of the agent's card, "
                 "e.g. 'https://agent.example.com/.well-known/agent-card.json'"
             )
+        takes = f"an A2A team takes only {', '.join(sorted(A2A_KEYS))}"
+        # A key no team has is a typo ('header'): say that, rather than "cannot apply".
+        typos = sorted(str(key) for key in value if key not in A2A_KEYS and key not in _TEAM_KEYS)
+        if typos:
+            raise ConfigError(
+                f"{source}: unknown key 'teams.{name}.{typos[0]}'; check its spelling "
+                f"(keys are camelCase, e.g. responseTimeout); {takes}"
+            )
         extra = sorted(str(key) for key in value if key not in A2A_KEYS)
         if extra:
             raise ConfigError(
                 f"{source}: team {name!r} is an A2A agent ('a2a'), so {', '.join(repr(k) for k in extra)} "
                 f"cannot apply (they are about a claude in a folder, or a budget, and A2A reports no cost); "
-                f"an A2A team takes only "
-                f"{', '.join(sorted(A2A_KEYS))}"
+                f"{takes}"
             )
     try:
         return msgspec.convert(value, TeamConfig)

@@ -53,6 +53,8 @@ teams:
         ("{a2a: http://agent, path: /tmp}", "'path' cannot apply .* an A2A team takes only a2a, color, description"),
         ("{a2a: http://agent, permissions: skip, env: {A: b}}", "'env', 'permissions' cannot apply"),
         ("{a2a: http://agent, budget: {dailyUsd: 1}}", "'budget' cannot apply"),
+        # A misspelt key is a typo, not a claude team's key: say so, as for any team.
+        ("{a2a: http://agent, header: {A: b}}", r"unknown key 'teams.h.header'; check its spelling .* takes only"),
         ("{path: /tmp, headers: {A: b}}", "'headers' is only for an A2A agent; add 'a2a: URL'"),
         ("{a2a: http://agent, headers: {'A B': c}}", "header name 'teams.h.headers.A B' is not a valid HTTP header"),
         ("{a2a: http://agent, headers: {A: '${1X}'}}", "'1X' is not a variable name"),
