@@ -41,8 +41,16 @@ STALE_TASK_CODES = frozenset({a2a.TASK_NOT_FOUND, a2a.INVALID_PARAMS, a2a.UNSUPP
 class A2AExecutor:
     """Runs the tells of one team that is an A2A agent."""
 
-    def __init__(self, team: Team, *, store: Store, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        team: Team,
+        *,
+        store: Store,
+        environ: Mapping[str, str],
+        transport: httpx2.AsyncBaseTransport | None = None,  # tests: an agent in process
+    ) -> None:
         self._team = team
+        self._transport = transport
         self.store = store
         self.environ = dict(environ)  # for the ${VAR}s of its headers
         self.card_url = card_url(team.a2a)
@@ -67,10 +75,13 @@ class A2AExecutor:
         """Carry ``tell`` to the agent until the task ends; A2AAgentError (or ConfigError for
         a header whose variable is unset) fails the tell with the fix."""
         headers = expand_headers(self._team, self.environ)
-        if self._tls is None:
+        if self._tls is None and self._transport is None:
             self._tls = await trio.to_thread.run_sync(ssl.create_default_context)
         timeout = httpx2.Timeout(CONNECT_TIMEOUT_S)
-        async with httpx2.AsyncClient(timeout=timeout, follow_redirects=True, verify=self._tls) as http:
+        verify: ssl.SSLContext | bool = self._tls or True
+        async with httpx2.AsyncClient(
+            timeout=timeout, follow_redirects=True, verify=verify, transport=self._transport
+        ) as http:
             client = AgentClient(http, team=self._team.name, card_url=self.card_url, headers=headers)
             try:
                 await self._run(client, tell, report)
