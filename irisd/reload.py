@@ -38,6 +38,7 @@ class ReloadPlan:
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     restart: tuple[str, ...] = ()  # changed teams: their claude restarts once idle
+    agents: tuple[str, ...] = ()  # those of them that are A2A agents: no claude, only new settings
     settings: tuple[str, ...] = ()  # changed settings that apply now
     at_restart: tuple[str, ...] = ()  # changed settings that wait for irisd's restart
     notes: list[str] = field(default_factory=list)
@@ -46,7 +47,11 @@ class ReloadPlan:
         """What the reload did, in words for people."""
         said = [f"team {name} added" for name in self.added]
         said += [f"team {name} removed: its pairs finish what they hold, then stop" for name in self.removed]
-        said += [f"team {name} changed: its claude restarts with the new settings once idle" for name in self.restart]
+        said += [
+            f"team {name} changed: its next tell goes to the agent with the new settings" if name in self.agents
+            else f"team {name} changed: its claude restarts with the new settings once idle"
+            for name in self.restart
+        ]
         said += [f"settings.{_camel(name)} changed: in effect now" for name in self.settings]
         said += [f"settings.{_camel(name)} changed: takes effect when irisd restarts" for name in self.at_restart]
         return said or ["nothing changed"]
@@ -67,6 +72,7 @@ def plan_reload(old: IrisConfig, new: IrisConfig) -> ReloadPlan:
         added=added,
         removed=removed,
         restart=restart,
+        agents=tuple(name for name in restart if new.teams[name].a2a),
         settings=tuple(n for n in changed if n not in AT_RESTART),
         at_restart=tuple(n for n in changed if n in AT_RESTART),
     )

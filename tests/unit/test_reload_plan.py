@@ -37,3 +37,11 @@ def test_settings_apply_now_or_at_restart_and_shared_changes_restart_every_team(
                                       daemon_env={"ANTHROPIC_API_KEY": "new"}))
     assert env.restart == ("a",) and env.settings == ()
     assert plan_reload(old, old).summary() == ["nothing changed"]
+
+
+def test_a_changed_a2a_team_is_said_to_use_its_new_settings_not_to_restart_a_claude(tmp_path: Path) -> None:
+    old = config(tmp_path, "teams:\n  a:\n    path: DIR\n  agent:\n    a2a: http://127.0.0.1:1/\n")
+    new = config(tmp_path, "teams:\n  a:\n    path: DIR\n  agent:\n    a2a: http://127.0.0.1:2/\n")
+    plan = plan_reload(old, new)
+    assert plan.restart == ("agent",)  # the supervisor still drops what it holds for the agent
+    assert plan.summary() == ["team agent changed: its next tell goes to the agent with the new settings"]
