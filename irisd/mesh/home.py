@@ -13,6 +13,7 @@ after a restart until JetStream has stored it).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -119,6 +120,20 @@ class Home:
 
     async def _tell(self, tell: RemoteTellMsg, caller: str) -> None:
         known = await self.store.call(records.get, tell.id)
+        if known is not None and known.local_id is None and not known.replied:
+            # irisd died between recording it and recording its local tell: was it submitted?
+            sender = f"{tell.from_team or 'external'}@{caller}"
+            found = await self.store.call(
+                records.find_submitted, sender, tell.to_team, tell.message, known.received_at
+            )
+            if found is None:  # it was not: it runs now, once
+                if refusal := self._refusal(tell, caller):
+                    await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=refusal))
+                else:
+                    await self._submit(tell, caller)
+                return
+            await self.store.call(records.submitted, tell.id, found)
+            known = dataclasses.replace(known, local_id=found)
         if known is not None:  # redelivered: answered from the record, never run again
             if not known.replied and known.local_id not in self.following:
                 self._nursery.start_soon(self._answer, known)
@@ -128,6 +143,10 @@ class Home:
         if refusal:
             await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=refusal))
             return
+        await self._submit(tell, caller)
+
+    async def _submit(self, tell: RemoteTellMsg, caller: str) -> None:
+        """Hand the tell to the dispatcher, as from ``team@caller``, and follow it."""
         request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=-1,
                        max_budget_usd=tell.max_budget_usd)
         try:
@@ -168,17 +187,16 @@ class Home:
             log.info("mesh: cancel of a remote tell", extra={"tell": known.local_id, "error": exc.message})
 
     async def _resume(self, nursery: trio.Nursery) -> None:
-        """After a restart: every remote tell whose caller has no final result yet."""
+        """After a restart: every remote tell whose caller has no final result yet (one
+        with no local tell recorded was never acked: its message comes again)."""
         for known in await self.store.call(records.unreplied):
-            nursery.start_soon(self._answer, known)
+            if known.local_id is not None:
+                nursery.start_soon(self._answer, known)
 
     async def _answer(self, known: records.Inbound) -> None:
-        if known.local_id is None:  # irisd died between recording and submitting it
-            final = FinalMsg(id=known.remote_id, status="interrupted",
-                             error=f"home irisd `{self.name}` stopped while taking this tell; send it again")
-            await self._send_final(known.caller, final)
-            return
         local = known.local_id
+        if local is None:
+            return
         reply = await self.dispatch(GetTell(tell_id=local), OWNER, _no_events)
         assert isinstance(reply, TellReply)
         if reply.tell.status == "interrupted" and reply.tell.started_at is None:

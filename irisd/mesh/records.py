@@ -4,8 +4,10 @@ A row is written before the message is acked, and before the tell is handed to t
 dispatcher, so a redelivered message is recognised whatever moment irisd died at:
 
 * no row: never seen; take it;
-* a row with no local tell: irisd died between writing it and submitting the tell, so
-  whether it ran is unknown: it is answered ``interrupted``, never run a second time;
+* a row with no local tell: irisd died between writing it and recording its local tell
+  (so the message was never acked, and comes again): the tell is looked for among the
+  tells from that caller made since (``find_submitted``): adopted if it is there,
+  submitted now if not;
 * a row with its local tell: answered from that tell (its final result is sent again
   if the caller never got it).
 
@@ -35,6 +37,7 @@ class Inbound:
     caller: str
     local_id: str | None
     replied: bool
+    received_at: float = 0.0
 
 
 def ensure(db: apsw.Connection) -> None:
@@ -43,7 +46,8 @@ def ensure(db: apsw.Connection) -> None:
 
 def get(db: apsw.Connection, remote_id: str) -> Inbound | None:
     row = db.execute(
-        "SELECT remote_id, caller, local_id, replied_at FROM mesh_inbox WHERE remote_id = ?", (remote_id,)
+        "SELECT remote_id, caller, local_id, replied_at, received_at FROM mesh_inbox WHERE remote_id = ?",
+        (remote_id,),
     ).fetchone()
     return _inbound(row) if row else None
 
@@ -72,10 +76,27 @@ def unreplied(db: apsw.Connection) -> list[Inbound]:
 
 def by_local(db: apsw.Connection, local_id: str) -> Inbound | None:
     row = db.execute(
-        "SELECT remote_id, caller, local_id, replied_at FROM mesh_inbox WHERE local_id = ?", (local_id,)
+        "SELECT remote_id, caller, local_id, replied_at, received_at FROM mesh_inbox WHERE local_id = ?",
+        (local_id,),
     ).fetchone()
     return _inbound(row) if row else None
 
 
 def _inbound(row: tuple[object, ...]) -> Inbound:
-    return Inbound(str(row[0]), str(row[1]), str(row[2]) if row[2] is not None else None, row[3] is not None)
+    received = row[4]
+    return Inbound(
+        str(row[0]), str(row[1]), str(row[2]) if row[2] is not None else None, row[3] is not None,
+        float(received) if isinstance(received, int | float) else 0.0,
+    )
+
+
+def find_submitted(db: apsw.Connection, from_team: str, to_team: str, message: str, since: float) -> str | None:
+    """The local tell made for a remote tell whose record has none yet (irisd died in
+    between): the first of that sender, team and message made since it was received."""
+    row = db.execute(
+        "SELECT id FROM tells WHERE from_team = ? AND to_team = ? AND message = ? AND created_at >= ? "
+        "AND id NOT IN (SELECT local_id FROM mesh_inbox WHERE local_id IS NOT NULL) "
+        "ORDER BY created_at LIMIT 1",
+        (from_team, to_team, message, since - 1.0),
+    ).fetchone()
+    return str(row[0]) if row else None

@@ -4,6 +4,7 @@ cancelled tell told apart from one that irisd's stop interrupts, the wire's shap
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,24 @@ def test_doctor_judges_the_mesh() -> None:
     assert down.verdict == "fail" and "start the NATS server" in down.fix
     no_js = judge_mesh("ws-1", MeshView(problem="the NATS server at x has no JetStream; start it with -js"), None)
     assert "nats-server -js" in no_js.fix
+
+
+def test_a_home_finds_the_local_tell_it_made_before_it_died(tmp_path: Path) -> None:
+    from irisd.mesh import records
+    from irisd.store import tells
+    from irisd.store.db import open_database
+    from protocol.messages import TellInfo
+
+    db = open_database(tmp_path / "iris.db")
+    records.ensure(db)
+    records.receive(db, "r-1", "ws-1", 100.0)
+    assert records.get(db, "r-1") == records.Inbound("r-1", "ws-1", None, False, 100.0)
+    assert records.find_submitted(db, "web@ws-1", "api", "hi", 100.0) is None  # never submitted: run it
+    tells.insert(db, TellInfo(id="old", from_team="web@ws-1", to_team="api", message="hi", status="completed",
+                              created_at=50.0))
+    tells.insert(db, TellInfo(id="new", from_team="web@ws-1", to_team="api", message="hi", status="queued",
+                              created_at=100.2))
+    assert records.find_submitted(db, "web@ws-1", "api", "hi", 100.0) == "new"  # adopted, not run again
+    records.submitted(db, "r-1", "new")
+    assert records.find_submitted(db, "web@ws-1", "api", "hi", 100.0) is None  # one local tell per remote one
+    assert records.unreplied(db)[0].local_id == "new"
