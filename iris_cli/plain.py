@@ -7,9 +7,10 @@ and ``iris wake --all``."""
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Sequence
 
-from iris_cli.table import Cell, Column, Table, clean, draw, paint, use_color
+from iris_cli.table import Cell, Column, Table, clean, draw, one_line, paint, use_color
 from iris_cli.text import ago, pair_name, short, usd
 from protocol.messages import ProcessInfo, StatusReply, TeamInfo
 
@@ -68,6 +69,7 @@ def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
         f"claude: {reply.claude_version or 'none found'}"
         + ("" if reply.claude_version == reply.claude_tested else f" (Iris is tested with {reply.claude_tested})"),
         *([f"http:   {reply.http_url} (API: /api/openapi.json; 'iris dashboard' opens it)"] if reply.http_url else []),
+        *config_problem_lines(reply.config_problem, color=color),
         "",
         paint("teams", "bold", color) + f" ({len(reply.teams)})",
         *(team_lines(reply.teams, width=width, color=color) if reply.teams else ["  none configured"]),
@@ -88,6 +90,30 @@ def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
             lines.append(f"{turn.id} {pair} unsolicited {turn.status}{error} {ago(turn.started_at)}")
             if turn.text:
                 lines.append("  " + short(clean(turn.text), 200))  # its start: 'iris cache read ID' has it all
+    return lines + error_lines(reply, color=color)
+
+
+SHOWN_ERRORS = 3
+
+
+def config_problem_lines(problem: str, *, color: bool) -> list[str]:
+    """Why the last reload was refused, whole (a YAML error points at its line over several)."""
+    if not problem:
+        return []
+    head = paint("config.yaml was not reloaded:", "red", color)  # the problem says the rest
+    return ["", head, *(f"  {line}" for line in clean(problem).splitlines())]
+
+
+def error_lines(reply: StatusReply, *, color: bool) -> list[str]:
+    """The log's newest warnings and errors: some (a team the mesh refused) are said nowhere else."""
+    if not reply.recent_errors:
+        return []
+    count = len(reply.recent_errors)
+    more = f" (the {SHOWN_ERRORS} newest of {count}; all: the dashboard's Health)" if count > SHOWN_ERRORS else ""
+    lines = ["", paint("recent errors in the log", "red", color) + more]
+    for entry in reply.recent_errors[:SHOWN_ERRORS]:
+        at = time.strftime("%H:%M:%S", time.localtime(entry.at))
+        lines.append(f"  {at} {entry.level}: {one_line(entry.message)}")
     return lines
 
 

@@ -124,6 +124,27 @@ def test_status_is_plain_lines_that_fit_80_columns() -> None:
     assert paint("x", "#E91E63", True) == "\x1b[38;2;233;30;99mx\x1b[0m" and paint("x", "red", False) == "x"
 
 
+def test_status_says_why_a_reload_was_refused_and_the_newest_errors_of_the_log() -> None:
+    # README: a refused reload is said by 'iris status'; a team the mesh refused (a name homed
+    # elsewhere) is only in the log, so the plain status must show the log's newest errors too.
+    from iris_cli.plain import status_lines
+    from protocol.messages import LogEntry, StatusReply
+
+    errors = [LogEntry(at=time.time() - i, level="error", logger="irisd.mesh", message=f"problem {i}\nmore")
+              for i in range(5)]
+    reply = StatusReply(
+        pid=7, daemon_version="0.1.0", started_at=time.time(), socket_path="/s", config_path="/c", teams=[],
+        processes=[], max_processes=10, config_problem="/c: not valid YAML\n  line 3", recent_errors=errors,
+    )
+    lines = status_lines(reply, width=80, color=False)
+    assert "config.yaml was not reloaded:" in lines
+    assert "  /c: not valid YAML" in lines and "    line 3" in lines
+    shown = lines[lines.index("recent errors in the log (the 3 newest of 5; all: the dashboard's Health)") + 1:]
+    assert [line.split(" ", 3)[3:] for line in shown] == [[f"error: problem {i} more"] for i in range(3)]
+    quiet = status_lines(msgspec.structs.replace(reply, config_problem="", recent_errors=[]), width=80, color=False)
+    assert not any("reloaded" in line or "recent errors" in line for line in quiet)
+
+
 def test_status_shows_a_cost_column_once_a_pair_spent_something() -> None:
     from iris_cli.plain import process_lines
 
