@@ -6,7 +6,8 @@ taken stops irisd at once with an error naming ``settings.httpPort``, and the ch
 the core spawns already know the URL. hypercorn serves it through an ``fd://`` bind of a
 duplicate of that socket: hypercorn owns (and closes) the duplicate, the daemon its own.
 hypercorn marks a socket it was given that way inheritable (for its reloader's
-workers); it is made non-inheritable again at once, so no claude child holds the port.
+workers); it is made non-inheritable again once hypercorn listens, so that nothing irisd
+starts could hold the port (its children are spawned with ``close_fds`` anyway).
 
 ``HttpServer.run`` serves until cancelled; ``stop_accepting`` begins the drain: the
 listener closes, new requests get ``shutting_down`` (``Serving``, shared with the
@@ -106,9 +107,8 @@ class HttpServer:
         config.bind = [f"fd://{fd}"]
         async with trio.open_nursery() as nursery:
             await nursery.start(self.face.mcp.run)
-            await nursery.start(
-                functools.partial(serve, cast(Any, self.face), config,  # its ASGI types are starlette's plain dicts
-                                  shutdown_trigger=self._stop.wait, mode="asgi")
-            )
+            # (cast: hypercorn types ASGI scopes as TypedDicts, starlette as plain mappings)
+            app = cast(Any, self.face)
+            await nursery.start(functools.partial(serve, app, config, shutdown_trigger=self._stop.wait, mode="asgi"))
             os.set_inheritable(fd, False)
             task_status.started()
