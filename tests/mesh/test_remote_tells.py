@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness import Iris, wait_for
+from harness import Http, Iris, wait_for
 from mesh.nats import NatsServer
 from scripted_model import ScriptedModel
 
@@ -70,6 +70,10 @@ def test_a_tell_to_a_team_of_another_irisd_streams_its_answer(pair_of_irisds: tu
     # The same conversation goes on with the next tell of that pair.
     again = caller.cli_json("tell", backend, "and again", "--from", frontend)
     assert again["text"] == "echo #2: and again"
+    # The HTTP API tells a remote team as it tells a local one.
+    status, answer = Http(caller).json("POST", f"/api/teams/{backend}/tell",
+                                       {"message": "over http", "from_team": frontend})
+    assert status == 200 and "echo #3: over http" in json.dumps(answer), answer
 
 
 def test_a_home_that_is_down_gets_its_tells_when_it_is_back(pair_of_irisds: tuple[Iris, Iris]) -> None:
