@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from iris_cli.calls import fail
+
+if TYPE_CHECKING:
+    from iris_common.mesh import HomeEntry
 
 mesh_app = typer.Typer(help="Teams on many hosts: the irisds of the mesh (README 'Teams on many hosts').")
 
@@ -47,11 +50,18 @@ def status(as_json: JsonOption = False) -> None:
         return
     print(f"mesh on {view.server}; this irisd is {config.mesh.name}")
     for home in sorted(view.homes.values(), key=lambda h: h.name):
-        state = "up" if reachable(home, now) else ("stopped" if not home.up else "unreachable")
-        seen = time.strftime("%H:%M:%S", time.localtime(home.seen_at)) if home.seen_at else "never"
-        skew = f", clock {home.skew_s:+.1f} s" if home.skew_s is not None else ""
-        print(f"  irisd {home.name:<16} {state:<11} last seen {seen} ({home.host}{skew}): "
-              f"{', '.join(home.teams) or 'no teams'}")
+        print(home_line(home, now))
     for team in sorted(view.teams.values(), key=lambda t: t.name):
         mark = "" if reachable(view.homes.get(team.home), now) else "  (home unreachable)"
         print(f"  team  {team.name:<16} home {team.home}{mark}")
+
+
+def home_line(home: HomeEntry, now: float) -> str:
+    """One irisd of the mesh: up or not, last seen, its clock against the server's, its teams."""
+    from iris_common.mesh import reachable
+
+    state = "up" if reachable(home, now) else ("stopped" if not home.up else "unreachable")
+    seen = time.strftime("%H:%M:%S", time.localtime(home.seen_at)) if home.seen_at else "never"
+    # round first and add 0.0: a skew of -0.01 s reads "+0.0 s", not "-0.0 s"
+    skew = f", clock {round(home.skew_s, 1) + 0.0:+.1f} s" if home.skew_s is not None else ""
+    return f"  irisd {home.name:<16} {state:<11} last seen {seen} ({home.host}{skew}): {', '.join(home.teams) or 'no teams'}"

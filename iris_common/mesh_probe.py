@@ -40,14 +40,22 @@ async def _look(mesh: Mesh) -> MeshView:
     import nats.js.errors
 
     view = MeshView(read_at=time.time())
+    errors: list[Exception] = []
+
+    async def on_error(exc: Exception) -> None:
+        # Kept for the problem's words; nats-py's default logs each one with a traceback.
+        errors.append(exc)
+
     try:
         client = await nats.connect(
             servers=list(mesh.servers), user=mesh.user or None, password=mesh.password or None,
             token=mesh.token or None, user_credentials=mesh.creds or None, connect_timeout=2,
             allow_reconnect=False, max_reconnect_attempts=1, name=f"iris doctor ({mesh.name})",
+            error_cb=on_error,
         )
     except Exception as exc:
-        words = str(exc) or type(exc).__name__
+        cause = errors[-1] if errors else exc  # "no servers available" hides why
+        words = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
         view.problem = f"cannot reach the NATS server at {', '.join(mesh.servers)}: {words}"
         return view
     try:

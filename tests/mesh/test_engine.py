@@ -52,6 +52,20 @@ async def test_no_server_is_a_clear_error() -> None:
             await open_link(bridge, mesh_of(url))
 
 
+def test_iris_mesh_status_and_doctor_with_no_server_say_why_without_a_traceback(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # nats-py's default error callback logs each failed attempt with its traceback.
+    from iris_common.mesh_probe import look
+
+    url = f"nats://127.0.0.1:{free_port()}"
+    view = look(mesh_of(url))
+    assert view.problem.startswith(f"cannot reach the NATS server at {url}: ")
+    assert "Connect call failed" in view.problem  # the cause, not only "no servers available"
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err + out.out and not caplog.records, (out.err, caplog.records)
+
+
 async def test_refused_credentials_say_so(tmp_path: Path) -> None:
     server = NatsServer(tmp_path, config='authorization { user: ws-1, password: right }\n').start()
     try:

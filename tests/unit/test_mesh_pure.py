@@ -100,3 +100,14 @@ def test_a_home_finds_the_local_tell_it_made_before_it_died(tmp_path: Path) -> N
     records.submitted(db, "r-1", "new")
     assert records.find_submitted(db, "web@ws-1", "api", "hi", 100.0) is None  # one local tell per remote one
     assert records.unreplied(db)[0].local_id == "new"
+
+
+def test_iris_mesh_status_shows_a_clock_a_hair_behind_as_plus_zero() -> None:
+    from iris_cli.mesh_cmd import home_line
+
+    now = 1_000_000.0
+    home = HomeEntry(name="ws-1", seen_at=now - 1.01, server_at=now - 1.0, host="vm", teams=["api"])
+    line = home_line(home, now)
+    assert "(vm, clock +0.0 s): api" in line and line.split()[:3] == ["irisd", "ws-1", "up"], line
+    ahead = HomeEntry(name="ws-1", seen_at=now + 4.0, server_at=now - 1.0, host="vm")
+    assert "clock +5.0 s" in home_line(ahead, now)
