@@ -64,4 +64,5 @@ def home_line(home: HomeEntry, now: float) -> str:
     seen = time.strftime("%H:%M:%S", time.localtime(home.seen_at)) if home.seen_at else "never"
     # round first and add 0.0: a skew of -0.01 s reads "+0.0 s", not "-0.0 s"
     skew = f", clock {round(home.skew_s, 1) + 0.0:+.1f} s" if home.skew_s is not None else ""
-    return f"  irisd {home.name:<16} {state:<11} last seen {seen} ({home.host}{skew}): {', '.join(home.teams) or 'no teams'}"
+    teams = ", ".join(home.teams) or "no teams"
+    return f"  irisd {home.name:<16} {state:<11} last seen {seen} ({home.host}{skew}): {teams}"
