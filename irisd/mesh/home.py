@@ -119,7 +119,7 @@ class Home:
         await self.link.bridge.call(message.ack)
 
     async def _tell(self, tell: RemoteTellMsg, caller: str) -> None:
-        known = await self.store.call(records.get, tell.id)
+        known = await self.store.call(records.receive, tell.id, caller, time.time())
         if known is not None and known.local_id is None and not known.replied:
             # irisd died between recording it and recording its local tell: was it submitted?
             sender = f"{tell.from_team or 'external'}@{caller}"
@@ -138,7 +138,6 @@ class Home:
             if not known.replied and known.local_id not in self.following:
                 self._nursery.start_soon(self._answer, known)
             return
-        await self.store.call(records.receive, tell.id, caller, time.time())
         refusal = self._refusal(tell, caller)
         if refusal:
             await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=refusal))

@@ -52,11 +52,15 @@ def get(db: apsw.Connection, remote_id: str) -> Inbound | None:
     return _inbound(row) if row else None
 
 
-def receive(db: apsw.Connection, remote_id: str, caller: str, now: float) -> None:
-    db.execute(
-        "INSERT OR IGNORE INTO mesh_inbox (remote_id, caller, received_at) VALUES (?, ?, ?)",
-        (remote_id, caller, now),
-    )
+def receive(db: apsw.Connection, remote_id: str, caller: str, now: float) -> Inbound | None:
+    """Record a remote tell as received; its earlier record instead, if it has one (one
+    trip to the database thread for both: this is on every remote tell's way)."""
+    known = get(db, remote_id)
+    if known is None:
+        db.execute(
+            "INSERT INTO mesh_inbox (remote_id, caller, received_at) VALUES (?, ?, ?)", (remote_id, caller, now)
+        )
+    return known
 
 
 def submitted(db: apsw.Connection, remote_id: str, local_id: str) -> None:
