@@ -86,6 +86,19 @@ class Directory:
         self.offered, self.refused = offered, refused
         await self.heartbeat()
 
+    async def name_taken(self) -> str:
+        """Why this irisd may not join as its name ("" when it may): another irisd holds it."""
+        bridge, kv = self.link.bridge, self.link.homes
+        try:
+            entry = await bridge.call(kv.get, self.name)
+        except nats.js.errors.KeyNotFoundError:
+            return ""
+        try:
+            current = msgspec.json.decode(entry.value or b"", type=HomeEntry)
+        except msgspec.ValidationError:
+            return ""
+        return name_taken(current, host=socket.gethostname(), pid=os.getpid(), now=time.time(), alive=_alive)
+
     async def heartbeat(self, *, up: bool = True) -> None:
         entry = HomeEntry(
             name=self.name, teams=self.offered, up=up, seen_at=time.time(), started_at=self.started_at,
@@ -159,6 +172,33 @@ class Directory:
 
     def unreachable_words(self, home: str) -> str:
         return unreachable_words(home, self.homes.get(home), time.time())
+
+
+def name_taken(current: HomeEntry, *, host: str, pid: int, now: float, alive: Callable[[int], bool]) -> str:
+    """Why an irisd (``host``, ``pid``) may not join under ``current``'s name ("" when it may).
+
+    Two irisds of one name would share its tells' consumer, each taking tells for the
+    other's teams: a name held by an irisd that is up refuses the second. A clean stop
+    frees it at once, a killed irisd after ``STALE_S`` (or at once on its own host)."""
+    if not reachable(current, now):
+        return ""
+    if current.host == host and (current.pid == pid or not alive(current.pid)):
+        return ""  # this irisd again, or one of this host that died without saying so
+    return (
+        f"irisd name `{current.name}` is taken by another irisd (host {current.host}, pid {current.pid}, "
+        f"last seen {max(0.0, now - current.seen_at):.0f} s ago); this irisd stays off the mesh: give it "
+        f"its own settings.mesh.name in config.yaml (the default is the host name), then 'iris reload'"
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 async def _get(bridge: Bridge, kv: KeyValue, key: str) -> TeamEntry | None:

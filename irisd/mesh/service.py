@@ -96,15 +96,22 @@ class MeshService:
         try:
             link = await open_link(bridge, mesh)
         except MeshError as exc:
-            self.problem = exc.message
-            log.error(f"mesh: not connected: {exc.message}")
-            self._failures += 1
-            with trio.move_on_after(min(MAX_RECONNECT_S, RECONNECT_S * 2 ** (self._failures - 1))):
-                await self._wait_for_change()  # a reload tries again at once
+            await self._wait_after_failure(f"mesh: not connected: {exc.message}", exc.message)
+            return
+        directory = Directory(link, version=__version__, on_change=self._sync_teams)
+        try:
+            taken = await directory.name_taken()
+        except BaseException:
+            with trio.CancelScope(shield=True), trio.move_on_after(3):
+                await link.close()
+            raise
+        if taken:  # never beat over the holder's heartbeat, nor read its tells
+            with trio.CancelScope(shield=True), trio.move_on_after(3):
+                await link.close()
+            await self._wait_after_failure(f"mesh: not joined: {taken}", taken)
             return
         self.problem, self._failures = "", 0
         self.link = link
-        directory = Directory(link, version=__version__, on_change=self._sync_teams)
         self.directory = directory
         try:
             async with trio.open_nursery() as nursery:
@@ -127,6 +134,13 @@ class MeshService:
                 await link.close()
             self.link = self.directory = self.home = None
             self._connected = trio.Event()
+
+    async def _wait_after_failure(self, logged: str, problem: str) -> None:
+        self.problem = problem
+        log.error(logged)
+        self._failures += 1
+        with trio.move_on_after(min(MAX_RECONNECT_S, RECONNECT_S * 2 ** (self._failures - 1))):
+            await self._wait_for_change()  # a reload tries again at once
 
     async def _announce_on_change(self, directory: Directory) -> None:
         while True:

@@ -68,6 +68,31 @@ def test_a_second_home_claiming_a_name_is_refused_loudly(
     assert first.cli_json("report", team, "--all-callers")[0]["from_team"] == "external@ws-3"
 
 
+def test_a_second_irisd_of_the_same_name_stays_off_the_mesh(
+    irisds: list[Iris], tmp_path: Path, nats_server: NatsServer, model: ScriptedModel, claude_bin: Path
+) -> None:
+    # Two irisds of one name would share its tells' consumer: each would take tells for the
+    # other's teams and answer them "does not offer team".
+    team = f"own{str(time.time_ns())[-6:]}"
+    first = irisd(irisds, tmp_path, "ws-8", nats_server.url, model, claude_bin)
+    second = irisd(irisds, tmp_path / "again", "ws-8", nats_server.url, model, claude_bin)
+    caller = irisd(irisds, tmp_path, "ws-9", nats_server.url, model, claude_bin)
+    first.add_team(team)
+    second.add_team("other")
+    first.start()
+    caller.start()
+    wait_for(lambda: team_of(caller, team), timeout=30, what="the team listed")
+    second.start()
+    said = wait_for(lambda: "is taken by another irisd" in (p := problems(second)) and p, timeout=30,
+                    what="the second ws-8 refused")
+    assert "irisd name `ws-8` is taken by another irisd" in said and "settings.mesh.name" in said
+    for i in range(3):  # every tell reaches the first ws-8
+        answer = caller.cli_json("tell", team, f"hi {i}")
+        assert answer["status"] == "completed", answer
+    homes = {h["name"]: h for h in caller.cli_json("mesh", "status")["irisds"]}
+    assert homes["ws-8"]["teams"] == [team] and homes["ws-8"]["pid"] == first.process.pid  # type: ignore[union-attr]
+
+
 def test_credentials_the_server_refuses_are_named(
     irisds: list[Iris], tmp_path: Path, model: ScriptedModel, claude_bin: Path
 ) -> None:

@@ -111,3 +111,20 @@ def test_iris_mesh_status_shows_a_clock_a_hair_behind_as_plus_zero() -> None:
     assert "(vm, clock +0.0 s): api" in line and line.split()[:3] == ["irisd", "ws-1", "up"], line
     ahead = HomeEntry(name="ws-1", seen_at=now + 4.0, server_at=now - 1.0, host="vm")
     assert "clock +5.0 s" in home_line(ahead, now)
+
+
+def test_an_irisd_name_held_by_another_irisd_that_is_up_is_refused() -> None:
+    from irisd.mesh.directory import name_taken
+
+    now = 1_000_000.0
+    holder = HomeEntry(name="ws-1", seen_at=now - 1, host="a", pid=7)
+    said = name_taken(holder, host="b", pid=9, now=now, alive=lambda pid: True)
+    assert said.startswith("irisd name `ws-1` is taken by another irisd (host a, pid 7, last seen 1 s ago)")
+    assert "give it its own settings.mesh.name" in said
+    assert name_taken(holder, host="a", pid=9, now=now, alive=lambda pid: True)  # same host, holder alive
+    assert name_taken(holder, host="a", pid=9, now=now, alive=lambda pid: False) == ""  # it died: free
+    assert name_taken(holder, host="a", pid=7, now=now, alive=lambda pid: True) == ""  # this irisd again
+    stopped = HomeEntry(name="ws-1", seen_at=now - 1, host="a", pid=7, up=False)
+    assert name_taken(stopped, host="b", pid=9, now=now, alive=lambda pid: True) == ""  # a clean stop
+    stale = HomeEntry(name="ws-1", seen_at=now - STALE_S - 1, host="a", pid=7)
+    assert name_taken(stale, host="b", pid=9, now=now, alive=lambda pid: True) == ""  # killed, gone stale
