@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import os
 import re
 import secrets
@@ -25,6 +26,8 @@ import msgspec
 
 from iris_common.owner_token import TOKEN_BYTES
 from protocol.errors import ConfigError, InvalidRequestError, NotFoundError
+
+log = logging.getLogger("irisd.a2a")
 
 SENDER_PREFIX = "a2a:"
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -129,6 +132,9 @@ class AgentTokens:
         self._seen = seen
         try:
             agents = read(self.path) if seen is not None else []
-        except ConfigError:
-            agents = []  # a broken file grants nothing; the CLI says what is wrong with it
+        except ConfigError as exc:
+            # A broken file grants nothing: agents get 401, and the owner reads why here
+            # (the log, iris status, the dashboard), once per version of the file.
+            log.error(f"A2A agents' tokens refused: {exc.message}")
+            agents = []
         self._by_digest = {a.digest: a.name for a in agents}

@@ -251,6 +251,20 @@ def test_agent_tokens_are_kept_as_digests_in_a_private_file_and_revocable(tmp_pa
         a2a_tokens.issue(path, "a b")
 
 
+def test_a_broken_token_file_grants_nothing_and_says_so_in_irisd_log_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Agents get 401 "this needs a token": the owner must learn why somewhere (iris status
+    # shows the log's recent errors).
+    path = a2a_tokens.tokens_file(tmp_path)
+    seen = a2a_tokens.AgentTokens(path)
+    token = a2a_tokens.issue(path, "crm-bot", now=T0)
+    path.write_text("{broken")
+    assert seen.name_for(token) is None and seen.name_for(token) is None
+    said = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(said) == 1 and f"{path} is not a valid A2A token file" in said[0], said
+
+
 def test_an_agent_speaks_as_itself_and_sends_only_what_a2a_needs() -> None:
     agent = Caller.agent("crm")
     sent = agent.apply(Tell(to_team="alpha", message="hi", parent_pair="x->y"))
