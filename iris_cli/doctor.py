@@ -213,6 +213,32 @@ def check_remote_teams(ctx: Context) -> Check:
     return Check("remote teams", "ok", ", ".join(found))
 
 
+def check_a2a_teams(ctx: Context) -> Check:
+    """Each A2A team's headers: every ${VAR} is set (in this shell or irisd.env), else its
+    tells fail. The agent itself is not asked: a tell says what it answers."""
+    from iris_common.config import expand_headers
+    from iris_common.environment import ENV_FILE, load_env_file
+
+    config = ctx.valid_config
+    if config is None:
+        return Check("A2A teams", "skip", "needs a valid config")
+    agents = [t for t in config.teams.values() if t.a2a]
+    if not agents:
+        return Check("A2A teams", "skip", "no team is an A2A agent")
+    env_file = ctx.paths.home / ENV_FILE
+    try:
+        environ = {**ctx.env, **load_env_file(env_file)}
+    except ConfigError as exc:
+        return Check("A2A teams", "fail", exc.message)
+    for team in agents:
+        try:
+            expand_headers(team, environ)
+        except ConfigError as exc:
+            return Check("A2A teams", "fail", exc.message.split("; ")[0],
+                         f"set it in {env_file} (irisd reads it), then 'iris reload'")
+    return Check("A2A teams", "ok", ", ".join(f"{t.name} ({t.a2a})" for t in agents))
+
+
 def check_socket_folder(ctx: Context) -> Check:
     folder = ctx.paths.socket.parent
     problem = socket_dir_problem(folder)
@@ -366,6 +392,7 @@ CHECKS: list[Callable[[Context], Check]] = [
     check_config,
     check_team_folders,
     check_remote_teams,
+    check_a2a_teams,
     check_mesh,
     check_root_skip,
     check_socket_folder,

@@ -36,15 +36,26 @@ def test_a_sound_setup_fails_nothing(tmp_path: Path) -> None:
     ctx = setup(tmp_path, config, ANTHROPIC_API_KEY="k")
     checks = by_name(ctx)
     assert [c.name for c in run_checks(ctx)] == [
-        "claude", "credentials", "config", "team folders", "remote teams", "mesh", "root + skip", "socket folder",
-        "irisd", "HTTP face", "systemd unit", "Claude Code",
+        "claude", "credentials", "config", "team folders", "remote teams", "A2A teams", "mesh", "root + skip",
+        "socket folder", "irisd", "HTTP face", "systemd unit", "Claude Code",
     ]
-    assert len(CHECKS) == 12
+    assert len(CHECKS) == 13
     tested = f"claude {locate.CLAUDE_VERSION} at {claude} (the version Iris is tested with)"
     assert checks["claude"] == Check("claude", "ok", tested)
     assert all(c.verdict != "fail" for c in checks.values()), checks
     assert checks["irisd"].verdict == "warn" and "iris daemon start" in checks["irisd"].fix
     assert checks["HTTP face"] == Check("HTTP face", "skip", "needs a running irisd")
+
+
+def test_an_a2a_teams_header_variable_set_nowhere_is_named_before_a_tell_fails(tmp_path: Path) -> None:
+    config = "teams:\n  agent:\n    a2a: http://127.0.0.1:1/\n    headers: {Authorization: 'Bearer ${AGENT_TOKEN}'}\n"
+    ctx = setup(tmp_path, config)
+    check = by_name(ctx)["A2A teams"]
+    assert check.verdict == "fail" and "uses ${AGENT_TOKEN}, which is not set" in check.detail, check
+    assert "irisd.env" in check.fix and "iris reload" in check.fix
+    (tmp_path / "home" / "irisd.env").write_text("AGENT_TOKEN=s3cret\n")
+    assert by_name(setup(tmp_path, config))["A2A teams"] == Check("A2A teams", "ok", "agent (http://127.0.0.1:1/)")
+    assert by_name(setup(tmp_path, config.replace("AGENT_TOKEN", "HOME")))["A2A teams"].verdict == "ok"
 
 
 def test_each_problem_is_named_with_its_fix(tmp_path: Path) -> None:
