@@ -147,7 +147,7 @@ class A2AFace:
                 call = a2a.request_decoder.decode(body)
             except msgspec.ValidationError as exc:
                 raise A2AError(a2a.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {exc}") from None
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deep
                 raise A2AError(a2a.PARSE_ERROR, f"the body is not JSON: {exc}") from None
             request_id = None if isinstance(call.id, msgspec.UnsetType) else call.id
             if call.jsonrpc != a2a.JSONRPC_VERSION:

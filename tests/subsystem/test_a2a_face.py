@@ -239,6 +239,9 @@ async def _no_teams() -> list[TeamInfo]:
     ("body", "headers", "code"),
     [
         (b"{nope", {}, -32700),
+        # JSON nested past msgspec's depth is a parse error, not irisd failing (-32603).
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"x": ' + b"[" * 100_000 + b"]" * 100_000
+         + b"}}", {}, -32700),
         (b'{"id": 1, "method": "GetTask"}', {}, -32600),
         (b'{"jsonrpc": "1.0", "id": 1, "method": "GetTask"}', {}, -32600),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}', {"a2a-version": "0.3"}, -32009),
