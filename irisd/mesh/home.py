@@ -18,7 +18,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-import msgspec
 import nats.errors
 import trio
 from nats.aio.msg import Msg
@@ -35,6 +34,7 @@ from irisd.mesh.wire import (
     LiveMsg,
     RemoteTellMsg,
     live_subject,
+    read,
     reply_subject,
     speaker,
 )
@@ -105,9 +105,8 @@ class Home:
 
     async def _take(self, message: Msg) -> None:
         caller = speaker(message.subject)
-        try:
-            inbound = INBOUND.decode(message.data)
-        except msgspec.DecodeError:
+        inbound = read(INBOUND, message.data)
+        if inbound is None:
             log.warning("mesh: dropped a message that is not an Iris tell", extra={"from": caller})
             await self.link.bridge.call(message.term)
             return

@@ -16,7 +16,6 @@ import logging
 import time
 
 import apsw
-import msgspec
 import nats.errors
 import trio
 import trio.lowlevel
@@ -30,7 +29,7 @@ from irisd.mesh.directory import Directory
 from irisd.mesh.engine import REPLIES, Link, MeshError, durable_consumer, open_link
 from irisd.mesh.executor import KIND, Delivery, MeshExecutor
 from irisd.mesh.home import Dispatch, Home
-from irisd.mesh.wire import ENCODER, FINAL, LIVE, CancelMsg, FinalMsg, LiveMsg, RemoteTellMsg, tell_subject
+from irisd.mesh.wire import ENCODER, FINAL, LIVE, CancelMsg, FinalMsg, LiveMsg, RemoteTellMsg, read, tell_subject
 from irisd.pool.remote import RemoteTeams, RemoteTell, TellReport
 from irisd.store import tells
 from irisd.store.facade import Store
@@ -219,9 +218,8 @@ class MeshService:
 
     async def _on_live(self, message: Msg) -> None:
         """(asyncio thread) a live change of one of our remote tells."""
-        try:
-            live = LIVE.decode(message.data)
-        except msgspec.DecodeError:
+        live = read(LIVE, message.data)
+        if live is None:
             return
         link = self.link
         if link is not None:
@@ -250,9 +248,8 @@ class MeshService:
                 await trio.sleep(RETRY_S)
                 continue
             for message in batch:
-                try:
-                    final = FINAL.decode(message.data)
-                except msgspec.DecodeError:
+                final = read(FINAL, message.data)
+                if final is None:
                     await link.bridge.call(message.term)
                     continue
                 await self._take_final(final)

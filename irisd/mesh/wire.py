@@ -8,7 +8,7 @@ caller's name a home reads from the subject is the one its credentials carry.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypeVar
 
 import msgspec
 
@@ -59,6 +59,18 @@ Inbound = RemoteTellMsg | CancelMsg
 INBOUND = msgspec.json.Decoder(Inbound)
 LIVE = msgspec.json.Decoder(LiveMsg)
 FINAL = msgspec.json.Decoder(FinalMsg)
+
+T = TypeVar("T")
+
+
+def read(decoder: msgspec.json.Decoder[T], data: bytes) -> T | None:
+    """The message, or None for one that is not Iris's: not JSON, the wrong shape, or
+    nested past the decoder's depth (RecursionError), which would otherwise end the
+    consumer's task and be redelivered forever."""
+    try:
+        return decoder.decode(data)
+    except (msgspec.DecodeError, RecursionError):
+        return None
 ENCODER = msgspec.json.Encoder()
 
 

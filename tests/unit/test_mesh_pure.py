@@ -128,3 +128,13 @@ def test_an_irisd_name_held_by_another_irisd_that_is_up_is_refused() -> None:
     assert name_taken(stopped, host="b", pid=9, now=now, alive=lambda pid: True) == ""  # a clean stop
     stale = HomeEntry(name="ws-1", seen_at=now - STALE_S - 1, host="a", pid=7)
     assert name_taken(stale, host="b", pid=9, now=now, alive=lambda pid: True) == ""  # killed, gone stale
+
+
+def test_a_mesh_message_nested_too_deep_is_not_irises_not_a_crash() -> None:
+    # A RecursionError would end the home's consumer and the message come back forever.
+    from irisd.mesh.wire import FINAL, LIVE, read
+
+    deep = b'{"id": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    assert read(INBOUND, deep) is None and read(LIVE, deep) is None and read(FINAL, deep) is None
+    assert read(INBOUND, b"{nope") is None and read(INBOUND, b'{"kind": "nope"}') is None
+    assert read(INBOUND, ENCODER.encode(CancelMsg(id="t-1"))) == CancelMsg(id="t-1")
