@@ -377,7 +377,7 @@ class Dispatcher:
     async def report(
         self, to_team: str, from_team: str | None, all_callers: bool, limit: int
     ) -> ReportReply:
-        self.config.team(to_team)
+        self.check_team(to_team)
         self._check_from(from_team)
         if not 1 <= limit <= 1000:
             raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
@@ -388,7 +388,7 @@ class Dispatcher:
         self, to_team: str | None, from_team: str | None, status: str | None, limit: int
     ) -> ReportReply:
         if to_team is not None:
-            self.config.team(to_team)
+            self.check_team(to_team)
         if from_team not in (None, "external"):
             self._check_from(from_team)
         if not 1 <= limit <= 1000:
@@ -535,8 +535,13 @@ class Dispatcher:
     async def watch(self, team: str | None, send_event: SendEvent) -> Reply:
         """Push events until the client disconnects (which ends this request)."""
         if team is not None:
-            self.config.team(team)
+            self.check_team(team)
         await serve_watch(self.hub, team, send_event)
+
+    def check_team(self, team: str) -> None:
+        """A team of this config, or a remote one (of the mesh): UnknownTeamError otherwise."""
+        if self.remote_teams.get(team) is None:
+            self.config.team(team)
 
     def _check_from(self, from_team: str | None) -> None:
         # An outside A2A agent ("a2a:NAME") is a sender, not a team: its token named it;

@@ -45,7 +45,7 @@ async def serve_events(serving: Serving, websocket: WebSocket, caller: Caller) -
     Raises IrisError (an unknown team) before the upgrade is accepted."""
     team = websocket.query_params.get("team") or None
     if team is not None:
-        serving.dispatcher.config.team(team)  # UnknownTeamError: refused with 404
+        serving.dispatcher.check_team(team)  # UnknownTeamError: refused with 404
     await websocket.accept()
 
     async def send_event(event: Event) -> None:

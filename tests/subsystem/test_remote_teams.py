@@ -156,3 +156,18 @@ async def test_a_far_side_that_cannot_be_reached_fails_the_tell_with_its_reason(
     assert reply.status == "failed" and "no JSON-RPC interface" in reply.tell.error
     with pytest.raises(InvalidRequestError, match="remote team"):
         await dispatcher.dispatch(Wake(to_team="far"), OWNER, ignore)
+
+
+async def test_a_remote_teams_tells_are_reported_and_watched_like_a_local_teams(
+    core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
+) -> None:
+    # 'iris report TEAM' and 'iris watch TEAM' on a team of the mesh (or an A2A agent not in
+    # this config) said "team ... is not configured; add it under 'teams:'".
+    dispatcher, _ = core
+    reply = await dispatcher.tells.tell(Tell(to_team="far", message="answer"), ignore)
+    report = await dispatcher.report("far", None, False, 10)
+    assert [t.id for t in report.tells] == [reply.tell.id]
+    listed = await dispatcher.list_tells("far", None, None, 10)
+    assert [t.id for t in listed.tells] == [reply.tell.id]
+    with trio.move_on_after(1):
+        await dispatcher.watch("far", ignore)  # follows the team until the client leaves
