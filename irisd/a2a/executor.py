@@ -197,6 +197,8 @@ class _Progress:
     async def update(self, follower: TaskFollower, *, heard: bool = True) -> None:
         """Report what changed; ``heard``: the agent said something (an event, a change),
         which restarts the tell's silence limit (the team's responseTimeout, if given)."""
+        if follower.task_id:
+            await self.report.accepted()  # the agent holds a task for it (once is enough)
         if follower.state != self._state:
             self._state = follower.state
             if follower.state == a2a.TaskState.SUBMITTED:

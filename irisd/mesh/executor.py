@@ -85,6 +85,7 @@ class MeshExecutor:
                 path=self.service.chain_path(tell),
             )
             await self.service.publish_tell(self.home, message, report)
+            await report.accepted()  # stored in JetStream: now its caller may hear of it
             answered = await self._follow(receive, report)
         finally:
             if self.service.routes.get(tell.id) is send:

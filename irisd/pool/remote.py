@@ -11,6 +11,8 @@ The executor's contract:
 
 * ``run(tell, report)`` carries one tell to the far side and reports what happens
   there through ``report`` until the far side's final state (``report.finished``).
+  ``report.accepted()`` (or ``started``) says the far side, or a durable queue on the
+  way, holds the tell: no caller is answered before that (``HANDOFF_TIMEOUT_S``).
 * It is cancelled (trio cancellation) when the caller cancels the tell, when the far
   side is silent for longer than the executor asked for, or when irisd stops. It then
   tells the far side (e.g. A2A ``CancelTask``) in a shielded, bounded block and returns.
@@ -39,6 +41,11 @@ from protocol.errors import IrisError, NotFoundError
 from protocol.messages import ProcessInfo, TellPhase, TellStatus
 
 log = logging.getLogger("irisd.remote")
+
+# How long a remote tell may take to be held on the far side (an agent's task, a stored
+# stream message) before it fails: until then its caller hears nothing, so that a tell
+# it was told about is never one that exists only in this irisd's memory.
+HANDOFF_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +134,11 @@ class TellReport:
         """The caller cancelled the tell (as against irisd stopping, which also cancels
         the executor): a far side that runs on by itself is told to stop."""
         return self._tell.machine.cancelled
+
+    async def accepted(self) -> None:
+        """The far side, or a durable queue on the way to it, holds the tell now: its caller
+        may be answered from here on (never before)."""
+        await self._pair.apply(self._tell, self._tell.machine.remote_accepted(trio.current_time()))
 
     async def started(self, *, silence_s: float | None = None) -> None:
         """The far side took the tell (running). ``silence_s``: fail it ``timed_out`` if
@@ -279,6 +291,7 @@ class RemotePair:
         report = TellReport(self, tell)
         try:
             async with trio.open_nursery() as nursery:
+                tell.machine.await_handoff(trio.current_time(), HANDOFF_TIMEOUT_S)
                 nursery.start_soon(self._keep_time, tell)
                 await self.apply(tell, tell.machine.caller_attached(trio.current_time()))
                 with run_scope:

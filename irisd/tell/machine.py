@@ -109,6 +109,10 @@ class TellMachine:
         self._answer = AnswerText()
         self._remote_text: str | None = None  # a remote team's answer so far
         self._remote_silence_s: float | None = None
+        # A remote team's tell that the far side (or a durable queue on the way) does not
+        # hold yet: the caller hears nothing before it does, and it fails at this time.
+        self._handoff_deadline: float | None = None
+        self._handoff_s = 0.0
 
     # --- queries ------------------------------------------------------------------
 
@@ -139,7 +143,9 @@ class TellMachine:
     def next_deadline(self) -> float:
         """The earliest time ``handle_timer`` has something to do (``inf`` if none)."""
         deadlines = [self._response_deadline, self._interrupt_deadline]
-        if not self.caller_replied:
+        if self._handoff_deadline is not None:
+            deadlines.append(self._handoff_deadline)
+        elif not self.caller_replied:
             deadlines.append(self._caller_deadline)
         return min(deadlines)
 
@@ -222,10 +228,25 @@ class TellMachine:
 
     # --- a remote team's tell (no child: its executor reports) -------------------------
 
+    def await_handoff(self, now: float, within_s: float) -> None:
+        """A remote team's tell: no reply to the caller (not even to one that does not
+        wait) before ``remote_accepted``; not accepted within ``within_s``, it fails."""
+        self._require("await_handoff", "queued")
+        self._handoff_deadline = now + within_s
+        self._handoff_s = within_s
+
+    def remote_accepted(self, now: float) -> list[Action]:
+        """The far side, or a durable queue on the way to it, holds the tell now."""
+        if self._handoff_deadline is None or self.is_final:
+            return []
+        self._handoff_deadline = None
+        return self.handle_timer(now)
+
     def remote_started(self, now: float, *, silence_s: float | None = None) -> list[Action]:
         """The far side took the tell. ``silence_s``: end it ``timed_out`` when the far
         side says nothing for that long (None: the far side keeps its own timeouts)."""
         self._require("remote_started", "queued")
+        self._handoff_deadline = None  # what runs there is held there
         self.status = "running"
         self._remote_silence_s = silence_s
         self._response_deadline = math.inf if silence_s is None else now + silence_s
@@ -265,6 +286,14 @@ class TellMachine:
         return self._finish("interrupted", now, reason)
 
     def handle_timer(self, now: float) -> list[Action]:
+        if self._handoff_deadline is not None and not self.is_final:
+            if now < self._handoff_deadline:
+                return []  # the caller hears nothing before the tell is held on the far side
+            why = (
+                f"not sent: the remote team did not take it within {self._handoff_s:g} s; send it again once "
+                "'iris status' shows the team reachable"
+            )
+            return [StopChild("not taken in time"), *self._finish("failed", now, why)]
         actions: list[Action] = []
         live = self.status in ("running", "awaiting_approval")
         if live and now >= self._interrupt_deadline:
@@ -286,6 +315,7 @@ class TellMachine:
 
     def _finish(self, status: TellStatus, now: float, error: str = "") -> list[Action]:
         self.status = status
+        self._handoff_deadline = None
         self._approvals_pending = 0
         self.error = error
         self.finished_at = now

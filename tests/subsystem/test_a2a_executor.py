@@ -31,6 +31,11 @@ class Report:
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
+        self.accepted_at: float | None = None  # when the agent first held a task for it
+
+    async def accepted(self) -> None:
+        if self.accepted_at is None:
+            self.accepted_at = trio.current_time()
 
     async def started(self, *, silence_s: float | None = None) -> None:
         self.calls.append(("started", trio.current_time()))
@@ -115,5 +120,6 @@ async def test_a_cancelled_tell_cancels_the_task_at_the_agent(
     with trio.move_on_after(30):
         await run.run(tell(), cast(TellReport, report))
     assert agent.requests[-1] == ("CancelTask", t0 + 30)  # at once, shielded from the cancellation
+    assert report.accepted_at == t0  # the agent named its task at once: the caller may hear of it
     assert not any(call[0] == "finished" for call in report.calls)  # the pair records the end
     assert (await store.call(a2a_contexts.get, "web", "far", URL)).context_id == "ctx-1"

@@ -16,7 +16,7 @@ from iris_common.paths import IrisPaths
 from irisd.caller import OWNER
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
-from irisd.pool.remote import RemoteTell, TellReport
+from irisd.pool.remote import HANDOFF_TIMEOUT_S, RemoteTell, TellReport
 from irisd.store.db import open_database
 from irisd.store.facade import Store
 from protocol.errors import InvalidRequestError
@@ -57,6 +57,14 @@ class ScriptedExecutor:
                     await trio.sleep(10)
                     await report.resumed()
                     await report.finished("completed", "main")
+                case "stored late":  # a durable queue on the way takes it after 4 s
+                    report.phase("waiting for the mesh to store it", queued=True)
+                    await trio.sleep(4)
+                    await report.accepted()
+                    await trio.sleep_forever()
+                case "never stored":
+                    report.phase("waiting for the mesh to store it", queued=True)
+                    await trio.sleep_forever()
                 case "broken":
                     raise InvalidRequestError("the agent's card has no JSON-RPC interface; fix teams.far.a2a")
                 case _:
@@ -171,3 +179,19 @@ async def test_a_remote_teams_tells_are_reported_and_watched_like_a_local_teams(
     assert [t.id for t in listed.tells] == [reply.tell.id]
     with trio.move_on_after(1):
         await dispatcher.watch("far", ignore)  # follows the team until the client leaves
+
+
+async def test_a_caller_that_does_not_wait_hears_of_the_tell_only_once_the_far_side_holds_it(
+    core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
+) -> None:
+    dispatcher, executor = core
+    start = trio.current_time()
+    late = await dispatcher.tells.tell(Tell(to_team="far", message="stored late", timeout_ms=-1), ignore)
+    assert trio.current_time() - start == 4  # not at once: only when it was stored
+    assert late.status == "in_progress" and late.tell.status == "queued"
+    start = trio.current_time()
+    lost = await dispatcher.tells.tell(Tell(to_team="far", message="never stored", timeout_ms=-1), ignore)
+    assert trio.current_time() - start == HANDOFF_TIMEOUT_S
+    assert lost.status == "failed" and "not sent: the remote team did not take it within 30 s" in lost.tell.error
+    await trio.testing.wait_all_tasks_blocked()
+    assert lost.tell.id in executor.cancelled  # it stopped trying

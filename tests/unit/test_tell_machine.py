@@ -241,3 +241,16 @@ def test_a_silent_remote_times_out_and_a_cancelled_one_ends_interrupted() -> Non
     assert cancelled.status == "interrupted" and cancelled.text == "too late"
     with pytest.raises(IllegalTransition, match="not final"):
         TellMachine(response_timeout_s=1, caller_timeout_ms=0, now=0).remote_finished(0.0, "running", "")
+
+
+def test_a_remote_tell_answers_no_caller_before_the_far_side_holds_it() -> None:
+    m = TellMachine(response_timeout_s=10, caller_timeout_ms=-1, now=0)
+    m.await_handoff(0.0, 30)
+    assert m.caller_attached(0.0) == [] and m.next_deadline() == 30.0
+    assert m.remote_accepted(2.0) == [ReplyToCaller()]  # the caller's -1 was due long ago
+    assert m.remote_accepted(3.0) == []
+    never = TellMachine(response_timeout_s=10, caller_timeout_ms=5000, now=0)
+    never.await_handoff(0.0, 30)
+    assert never.handle_timer(6.0) == []  # the caller's 5 s passed: still nothing to say
+    assert never.handle_timer(30.0) == [StopChild("not taken in time"), ReplyToCaller()]
+    assert never.status == "failed" and "did not take it within 30 s" in never.error
