@@ -30,6 +30,7 @@ def token(
     as_json: JsonOption = False,
 ) -> None:
     """Issue a token for one outside A2A agent (again: a new token; the old one stops working).
+
     It is shown once; the agent sends it as 'Authorization: Bearer TOKEN'."""
     from iris_common import a2a_tokens
     from protocol.errors import IrisError

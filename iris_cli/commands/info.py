@@ -111,8 +111,9 @@ def watch(
 
 @app.command()
 def reload(as_json: JsonOption = False) -> None:
-    """Read config.yaml again and apply it without a restart (warm claudes of unchanged
-    teams are kept). An invalid file is refused (exit 1) and irisd keeps the config it had."""
+    """Read config.yaml again and apply it without a restart.
+
+    Warm claudes of unchanged teams are kept. An invalid file is refused (exit 1), and irisd keeps its config."""
     from protocol.messages import Reload, ReloadReply
 
     reply = send(Reload(), as_json)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import time
+from typing import Any
 
 import msgspec
 import pytest
@@ -175,3 +176,26 @@ def test_tells_streaming_at_once_are_labelled_runs_not_interleaved_words() -> No
         "[aaaaaaaa external->alpha] word4",
     ]
     assert streams.interrupt() == "\n" and streams.interrupt() == ""
+
+
+def test_every_commands_summary_in_iris_help_is_one_line() -> None:
+    # 'iris --help' prints a command's first paragraph as written: a line break inside it
+    # leaves a ragged fragment ("teams are kept)...") in the listing.
+    import typer.main
+
+    from iris_cli.app import app
+
+    root = typer.main.get_command(app)
+    ctx = root.context_class(root)
+    ragged, seen = [], 0
+    groups: list[tuple[str, Any]] = [("", root)]
+    while groups:
+        prefix, group = groups.pop()
+        for name in group.list_commands(ctx):
+            command = group.get_command(ctx, name)
+            seen += 1
+            if "\n" in (command.help or "").strip().split("\n\n")[0]:
+                ragged.append(prefix + name)
+            if hasattr(command, "list_commands"):  # a group (iris a2a, iris mesh, ...)
+                groups.append((f"{prefix}{name} ", command))
+    assert seen > 40 and ragged == []
