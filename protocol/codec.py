@@ -7,7 +7,7 @@ from typing import cast, get_args
 import msgspec
 
 from protocol.errors import InvalidRequestError, ProtocolError
-from protocol.framing import DEFAULT_MAX_FRAME, encode_frame
+from protocol.framing import DEFAULT_MAX_FRAME, HEADER, check_body_size
 from protocol.limits import explain
 from protocol.messages import Request, ServerMessage
 
@@ -16,12 +16,17 @@ _request_decoder = msgspec.msgpack.Decoder(Request)
 _server_decoder = msgspec.msgpack.Decoder(ServerMessage)
 
 
-def encode(message: msgspec.Struct, max_size: int = DEFAULT_MAX_FRAME) -> bytes:
-    """One framed message, ready to send."""
-    return encode_frame(_encoder.encode(message), max_size)
+def encode(message: msgspec.Struct, max_size: int = DEFAULT_MAX_FRAME) -> bytearray:
+    """One framed message, ready to send: encoded after room for its header, so a long
+    transcript is not copied again to put the header in front."""
+    frame = bytearray(HEADER.size)
+    _encoder.encode_into(message, frame, HEADER.size)
+    check_body_size(len(frame) - HEADER.size, max_size)
+    HEADER.pack_into(frame, 0, len(frame) - HEADER.size)
+    return frame
 
 
-def decode_request(body: bytes) -> Request:
+def decode_request(body: bytes | bytearray) -> Request:
     """Decode a client's frame body. A value out of a field's declared range (protocol/limits.py)
     raises InvalidRequestError naming the field, its range and what to do (the connection is
     fine); anything else that is not a valid request raises ProtocolError."""

@@ -27,11 +27,14 @@ class FrameTooLargeError(ProtocolError):
 
 def encode_frame(body: bytes, max_size: int = DEFAULT_MAX_FRAME) -> bytes:
     """Prefix ``body`` with its length; refuses bodies over ``max_size``."""
-    if len(body) > max_size:
-        raise FrameTooLargeError(
-            f"message of {len(body)} bytes is over the {max_size}-byte limit; send less text at once"
-        )
+    check_body_size(len(body), max_size)
     return HEADER.pack(len(body)) + body
+
+
+def check_body_size(size: int, max_size: int = DEFAULT_MAX_FRAME) -> None:
+    """FrameTooLargeError for a message to send of more than ``max_size`` bytes."""
+    if size > max_size:
+        raise FrameTooLargeError(f"message of {size} bytes is over the {max_size}-byte limit; send less text at once")
 
 
 def check_frame_size(size: int, max_size: int = DEFAULT_MAX_FRAME) -> None:
