@@ -209,6 +209,11 @@ class Dispatcher:
         return PairsReply(processes=wanted, errors=errors)
 
     async def clear_cache(self, request: ClearCache) -> CountReply:
+        if (remote := self.remote_teams.get(request.to_team)) is not None:
+            raise InvalidRequestError(
+                f"{request.to_team} is a remote team ({remote.kind}: {remote.where}): its conversations are "
+                "kept where it lives, not here"
+            )
         self.config.team(request.to_team)
         self._check_from(request.from_team)
         count = await self.store.call(tells.clear_finished, request.to_team, request.from_team)
@@ -217,13 +222,13 @@ class Dispatcher:
 
     async def notifications(self, request: ListNotifications) -> NotificationsReply:
         if request.to_team is not None:
-            self.config.team(request.to_team)
+            self.check_team(request.to_team)
         found = await self.store.call(notifications.listing, request.to_team, request.include_done)
         return NotificationsReply(notifications=found)
 
     async def approvals(self, request: ListApprovals) -> ApprovalsReply:
         if request.team is not None:
-            self.config.team(request.team)
+            self.check_team(request.team)
         listed = await self.store.call(approvals.listing, request.team, request.include_decided)
         return ApprovalsReply(approvals=listed)
 
@@ -236,7 +241,7 @@ class Dispatcher:
 
     async def rules(self, request: ListRules) -> RulesReply:
         if request.team is not None:
-            self.config.team(request.team)
+            self.check_team(request.team)
         return RulesReply(rules=await self.store.call(approvals.rules, request.team))
 
     async def forget_rule(self, request: ForgetRule) -> RuleReply:
@@ -349,7 +354,7 @@ class Dispatcher:
 
     async def sessions(self, to_team: str | None) -> list[SessionInfo]:
         if to_team is not None:
-            self.config.team(to_team)
+            self.check_team(to_team)
         rows = [r for r in await self.store.call(sessions.list_all) if to_team in (None, r.to_team)]
         costs = await self.store.call(ledger.by_pair)
         files = [transcript_path(self.paths, self.config.teams, r.to_team, r.session_id) for r in rows]

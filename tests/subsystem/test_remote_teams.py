@@ -20,7 +20,21 @@ from irisd.pool.remote import HANDOFF_TIMEOUT_S, RemoteTell, TellReport
 from irisd.store.db import open_database
 from irisd.store.facade import Store
 from protocol.errors import InvalidRequestError
-from protocol.messages import CancelTell, Event, GetTell, Tell, TellPhaseEvent, TellReply, TellText, Wake
+from protocol.messages import (
+    CancelTell,
+    ClearCache,
+    Event,
+    GetTell,
+    ListApprovals,
+    ListNotifications,
+    ListRules,
+    ListSessions,
+    Tell,
+    TellPhaseEvent,
+    TellReply,
+    TellText,
+    Wake,
+)
 
 
 class ScriptedExecutor:
@@ -179,6 +193,12 @@ async def test_a_remote_teams_tells_are_reported_and_watched_like_a_local_teams(
     assert [t.id for t in listed.tells] == [reply.tell.id]
     with trio.move_on_after(1):
         await dispatcher.watch("far", ignore)  # follows the team until the client leaves
+    # the lists that name a team take a remote one too (empty here: it lives elsewhere)
+    for request in (ListNotifications(to_team="far"), ListApprovals(team="far"), ListRules(team="far"),
+                    ListSessions(to_team="far")):
+        await dispatcher.dispatch(request, OWNER, ignore)
+    with pytest.raises(InvalidRequestError, match=r"far is a remote team .* kept where it lives"):
+        await dispatcher.dispatch(ClearCache(to_team="far"), OWNER, ignore)
 
 
 async def test_a_caller_that_does_not_wait_hears_of_the_tell_only_once_the_far_side_holds_it(
