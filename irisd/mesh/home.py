@@ -43,6 +43,7 @@ from protocol.errors import IrisError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
     CancelTell,
+    ChainRef,
     Event,
     GetTell,
     Reply,
@@ -145,8 +146,11 @@ class Home:
 
     async def _submit(self, tell: RemoteTellMsg, caller: str) -> None:
         """Hand the tell to the dispatcher, as from ``team@caller``, and follow it."""
+        # The chain goes on here, one hop further (as across A2A): the tells this team's
+        # claude sends while answering count on from it, so the hop limit and the chain's
+        # budget hold for the whole chain, not per irisd.
         request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=-1,
-                       max_budget_usd=tell.max_budget_usd)
+                       max_budget_usd=tell.max_budget_usd, across=ChainRef(chain_id=tell.chain_id, hops=tell.hops))
         try:
             reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), _no_events)
         except IrisError as exc:
@@ -208,7 +212,9 @@ class Home:
 
     async def _resubmit(self, known: records.Inbound, info: TellInfo) -> str | None:
         team, _, _ = (info.from_team or "").rpartition("@")
-        request = Tell(to_team=info.to_team, message=info.message, timeout_ms=-1, max_budget_usd=info.max_budget_usd)
+        across = ChainRef(chain_id=info.chain_id, hops=max(info.hops - 1, 0)) if info.chain_id else None
+        request = Tell(to_team=info.to_team, message=info.message, timeout_ms=-1, max_budget_usd=info.max_budget_usd,
+                       across=across)
         try:
             reply = await self.dispatch(request, Caller.remote(known.caller, team or None), _no_events)
         except IrisError as exc:

@@ -171,3 +171,6 @@ def test_a_nested_tell_hops_back_to_the_callers_irisd(pair_of_irisds: tuple[Iris
     assert "echo #1: from backend" in answer["text"]  # backend's claude got docs' answer, from ws-1
     (nested,) = caller.cli_json("report", docs, "--all-callers")
     assert nested["from_team"] == f"{backend}@ws-2" and nested["status"] == "completed"
+    # one chain across both irisds: ws-1's tell (hop 0), backend's on ws-2 (1), its nested tell (2),
+    # docs' on ws-1 (3); the hop limit counts the whole chain, not each irisd's part of it
+    assert nested["chain_id"] == answer["chain_id"] and nested["hops"] == 3
