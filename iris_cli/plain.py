@@ -24,7 +24,7 @@ def team_place(team: TeamInfo) -> str:
 
 def team_lines(teams: list[TeamInfo], *, width: int, color: bool) -> list[str]:
     rows = [(Cell(t.name + ("*" if t.unavailable else ""), t.color), team_place(t), t.description) for t in teams]
-    columns = (Column("team"), Column("path"), Column("description", free=True))
+    columns = (Column("team"), Column("path"), Column("description", free=True, fold=24))  # a long URL: under it
     drawn = draw(Table(columns, rows), width=width, color=color)
     return drawn + [paint(f"* {clean(t.unavailable)}", "red", color) for t in teams if t.unavailable]
 

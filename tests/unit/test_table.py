@@ -3,7 +3,9 @@ what a cell may never do to the terminal."""
 
 from __future__ import annotations
 
+from iris_cli.plain import team_lines
 from iris_cli.table import Cell, Column, Table, draw, fit, width_of
+from protocol.messages import TeamInfo
 
 ID = "0123456789abcdef"
 
@@ -71,3 +73,11 @@ def test_styles_are_ansi_only_on_a_colour_terminal() -> None:
     assert header == "\x1b[1mteam\x1b[0m  \x1b[1mstate\x1b[0m"
     assert row == "\x1b[38;2;233;30;99mweb\x1b[0m   \x1b[31mfailed\x1b[0m"
     assert draw(table, width=80, color=False) == ["team  state", "web   failed"]
+
+
+def test_a_team_with_a_long_address_keeps_its_description_readable() -> None:
+    agent = TeamInfo(name="billing", path="", kind="a2a", remote="https://agents.example.com/a2a/v1/billing-service",
+                     description="answers questions about invoices")
+    _header, row, description = team_lines([agent], width=80, color=False)
+    assert "https://agents.example.com/a2a/v1/billing-service" in row
+    assert description.strip() == "answers questions about invoices"  # under its row, not cut to "descrip…"
