@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import pytest
 import trio
+import trio.testing
 
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
@@ -202,12 +203,13 @@ async def test_bodies_are_capped_with_a_json_413_naming_the_routes_limit(face: H
 
 
 async def test_the_gate_checks_host_then_origin_then_the_caller(face: HttpFace, recorder: Recorder) -> None:
-    for path in ("/health", "/api/teams", "/mcp", "/login"):
+    for path in ("/health", "/api/teams", "/mcp", "/login", "/.well-known/agent-card.json", "/a2a/alpha"):
         foreign = await call(face, "GET", path, headers={"host": "evil.example"})
         assert (foreign.status, foreign.code) == (403, "permission_denied"), path
-    origin = await call(face, "GET", "/api/teams", headers={"origin": "http://evil.example"})
-    assert (origin.status, origin.code) == (403, "permission_denied")
-    assert "access-control-allow-origin" not in origin.headers
+    for method, path in (("GET", "/api/teams"), ("POST", "/a2a/alpha")):  # the A2A face too
+        origin = await call(face, method, path, headers={"origin": "http://evil.example"})
+        assert (origin.status, origin.code) == (403, "permission_denied"), path
+        assert "access-control-allow-origin" not in origin.headers
 
     health = await call(face, "GET", "/health", token=None)
     assert (health.status, health.json()) == (200, {"status": "ok"})
@@ -332,7 +334,7 @@ async def test_draining_refuses_new_requests_and_waits_for_answers_in_flight(
             idle = True
 
         nursery.start_soon(wait)
-        await trio.sleep(0.01)
+        await trio.testing.wait_all_tasks_blocked()  # everything that could finish has
         assert not idle
         recorder.hold.set()
     assert idle and serving.in_flight == 0
