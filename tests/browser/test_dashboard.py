@@ -250,6 +250,7 @@ def test_a_question_appears_live_and_the_page_answers_it_in_the_same_pair(page: 
     link = page.locator(f'[data-closed-question="{question["id"]}"] [data-answer-tell]')
     expect(link).to_be_visible()
     expect(page).to_have_title("Iris")
+    expect(card).to_have_count(0)  # the inbox has settled: nothing moves under the click below
     answer_tell = link.get_attribute("data-answer-tell")
     link.click()
     conversation = page.locator(f'.conversation[data-tell="{answer_tell}"]')

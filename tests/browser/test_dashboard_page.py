@@ -488,3 +488,24 @@ def test_an_a2a_team_shows_its_agent_and_no_wake(page: Page, fake: FakeIris) -> 
     expect(card.locator('[data-kind="a2a"]')).to_have_text("A2A agent: https://agents.example/card.json")
     expect(card.get_by_role("button", name="Wake")).to_have_count(0)  # no claude here to wake
     expect(card.get_by_role("link", name="Tell…")).to_have_count(1)
+
+
+def test_an_event_during_a_click_does_not_eat_the_click(page: Page, fake: FakeIris) -> None:
+    # Every event rebuilds the view; rebuilt between press and release, the link pressed
+    # would be gone and the click lost (seen under CI on a busy dashboard).
+    page.goto(f"{BASE}/#/tells")
+    expect(page.locator("#conn")).to_have_text("live")
+    link = page.locator('[data-tell="t1"] a')
+    box = link.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    approval = ApprovalInfo(
+        id="a1", from_team=None, to_team="backend", tell_id="t1", tool_name="Bash",
+        input={"command": "ls"}, status="pending", created_at=NOW, expires_at=NOW + 600,
+    )
+    fake.push(ApprovalEvent(approval=approval))
+    expect(page).to_have_title("(1) Iris")  # the event is in, and the page has rendered it
+    page.mouse.up()
+    expect(page).to_have_url(f"{BASE}/#/tells/t1")
+    expect(page.locator('.conversation[data-tell="t1"]')).to_be_visible()

@@ -462,8 +462,26 @@ function render() {
   renderView();
 }
 
+// A view is rebuilt on every event; rebuilt between a press and its release, the element
+// pressed is gone and the click never happens. So a press holds renders until it ends.
+const pointer = { down: false, held: false };
+document.getElementById("main").addEventListener("pointerdown", () => { pointer.down = true; }, true);
+for (const type of ["pointerup", "pointercancel"]) {
+  window.addEventListener(type, () => {
+    if (!pointer.down) return;
+    pointer.down = false;
+    // After the click this release makes (dispatched in the same task), not before it.
+    if (pointer.held) setTimeout(() => { if (pointer.held && !pointer.down) renderView(); }, 0);
+  }, true);
+}
+
 let lastView = "";
 function renderView() {
+  if (pointer.down) {
+    pointer.held = true;
+    return;
+  }
+  pointer.held = false;
   const main = document.getElementById("main");
   const { view, arg } = route();
   for (const link of document.querySelectorAll("nav.side a")) {
