@@ -13,7 +13,9 @@ own name, description and skill, and A2A clients find an agent by its card's URL
 Every method needs a token (401 without): the owner's, or one ``iris a2a token --name
 NAME`` issued for an outside agent. A token of irisd's own claude children is refused
 (403): a team reaches another team through Iris's tells, where loops are guarded.
-``A2A-Version`` must be 1.0 (none means 0.3: VersionNotSupportedError).
+``A2A-Version`` must be 1.0 (none means 0.3: VersionNotSupportedError). The gate
+(gate.py) checks Host and Origin, caps the body and adds the headers every answer
+carries; what it refuses, it answers a POST here in JSON-RPC's form.
 """
 
 from __future__ import annotations
@@ -41,8 +43,6 @@ from protocol.messages import ListTeams, TeamInfo, TeamsReply
 log = logging.getLogger("irisd.http.a2a")
 
 PREFIX = "/a2a/"
-MAX_BODY_BYTES = 4 * 1024 * 1024
-_HEADERS = [(b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]
 _PUSH_METHODS = frozenset(
     {
         "CreateTaskPushNotificationConfig",
@@ -106,9 +106,6 @@ class A2AFace:
             await _rpc_error(send, None, A2AError(a2a.INVALID_REQUEST, _CHILD_REFUSED), status=403)
             return
         body = await _read_body(receive)
-        if body is None:
-            await _plain(send, 413, f"the request body is over the {MAX_BODY_BYTES} byte limit".encode())
-            return
         await self._rpc(scope, receive, send, caller, urllib.parse.unquote(team), body)
 
     # --- cards ----------------------------------------------------------------------------
@@ -215,7 +212,7 @@ class A2AFace:
         async def emit(event: a2a.StreamResponse) -> None:
             nonlocal started
             if not started:
-                headers = [(b"content-type", b"text/event-stream"), *_HEADERS]
+                headers = [(b"content-type", b"text/event-stream")]
                 await send({"type": "http.response.start", "status": 200, "headers": headers})
                 started = True
             frame = a2a.encoder.encode(a2a.JsonRpcResponse[a2a.StreamResponse](id=request_id, result=event))
@@ -326,15 +323,14 @@ def _version(scope: Scope) -> str | None:
     return found[0] if found else None
 
 
-async def _read_body(receive: Receive) -> bytes | None:
+async def _read_body(receive: Receive) -> bytes:
+    """The whole body (the gate has capped it)."""
     body = bytearray()
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise trio.BrokenResourceError("the client left")
         body += message.get("body", b"")
-        if len(body) > MAX_BODY_BYTES:
-            return None
         if not message.get("more_body"):
             return bytes(body)
 
@@ -343,8 +339,7 @@ async def _respond(
     send: Send, status: int, body: bytes, *, content_type: bytes = b"application/json", extra: list[Any] | None = None
 ) -> None:
     headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
-    fixed = [h for h in _HEADERS if not any(h[0] == e[0] for e in extra or [])]
-    await send({"type": "http.response.start", "status": status, "headers": headers + fixed + (extra or [])})
+    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
     await send({"type": "http.response.body", "body": body})
 
 

@@ -89,7 +89,7 @@ class HttpFace:
             routes=self.routes(),
             middleware=[
                 Middleware(SecurityHeaders),
-                Middleware(Refusals),
+                Middleware(Refusals, jsonrpc=a2a_face.handles),
                 Middleware(LimitActive, limit=max_active),
                 Middleware(CheckHost, allowlist=allowlist),
                 Middleware(Authenticate, access=access, limiter=self.limiter, public=public),

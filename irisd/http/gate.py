@@ -4,9 +4,10 @@ before it reaches a route, outermost first (security.py says why each check):
 1. ``SecurityHeaders``: every response carries the same headers (no caching, no
    sniffing, no referrer, never framed, a content security policy);
 2. ``Refusals``: an ``IrisError`` raised anywhere below is answered as JSON (``{"type":
-   "error", "code", "message"}``, the socket's codes, an HTTP status per code); on a
-   WebSocket upgrade, as the HTTP answer refusing it. A client that left is dropped
-   quietly; any other error is a bug, logged once and answered 500;
+   "error", "code", "message"}``, the socket's codes, an HTTP status per code), or as a
+   JSON-RPC error to a JSON-RPC caller (the A2A face's POSTs), whose client reads no
+   other form; on a WebSocket upgrade, as the HTTP answer refusing it. A client that left
+   is dropped quietly; any other error is a bug, logged once and answered 500;
 3. ``LimitActive``: at most ``MAX_ACTIVE`` requests and WebSockets at once (503 beyond);
 4. ``CheckHost``: ``Host`` must be irisd's own name and port, ``Origin`` (if any) irisd
    itself (403);
@@ -37,6 +38,7 @@ from irisd.http.api import http_status
 from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token
 from irisd.serving import CLIENT_LEFT, internal_error
 from irisd.tokens import COOKIE_NAME, Access
+from protocol import a2a
 from protocol.errors import (
     BusyError,
     IrisError,
@@ -79,8 +81,9 @@ class MethodNotAllowedError(IrisError):
         self.allowed = allowed
 
 
-def refusal(error: IrisError) -> Response:
-    """The JSON answer to ``error``, with the status and headers its code calls for."""
+def refusal(error: IrisError, *, jsonrpc: bool = False) -> Response:
+    """The JSON answer to ``error``, with the status and headers its code calls for; in
+    JSON-RPC's form (``id`` null: the request was not read) if ``jsonrpc``."""
     status = http_status(error.code)
     headers = {}
     if isinstance(error, UnauthorizedError):
@@ -89,7 +92,11 @@ def refusal(error: IrisError) -> Response:
         headers["Retry-After"] = "60"
     if isinstance(error, MethodNotAllowedError):
         headers["Allow"] = error.allowed
-    body = _encoder.encode(ErrorReply(code=error.code, message=error.message))
+    if jsonrpc:
+        code = a2a.INTERNAL_ERROR if status >= 500 else a2a.INVALID_REQUEST
+        body = a2a.encoder.encode(a2a.JsonRpcResponse[None](id=None, error=a2a.error(code, error.message)))
+    else:
+        body = _encoder.encode(ErrorReply(code=error.code, message=error.message))
     return Response(body, status, headers, media_type="application/json")
 
 
@@ -123,8 +130,11 @@ class SecurityHeaders:
 
 
 class Refusals:
-    def __init__(self, app: ASGIApp) -> None:
+    """``jsonrpc(path)``: whether a POST to ``path`` is a JSON-RPC call."""
+
+    def __init__(self, app: ASGIApp, jsonrpc: Callable[[str], bool] = lambda path: False) -> None:
         self.app = app
+        self.jsonrpc = jsonrpc
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -148,8 +158,9 @@ class Refusals:
             error = internal_error(exc, "HTTP request", path=scope["path"])
         if started:
             return  # nothing more to say
+        jsonrpc = scope["type"] == "http" and scope["method"] == "POST" and self.jsonrpc(scope["path"])
         try:
-            await refusal(error)(scope, receive, send)
+            await refusal(error, jsonrpc=jsonrpc)(scope, receive, send)
         except (*CLIENT_LEFT, OSError):
             pass  # the client is gone
 

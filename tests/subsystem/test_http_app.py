@@ -196,6 +196,9 @@ async def test_bodies_are_capped_with_a_json_413_naming_the_routes_limit(face: H
     assert (huge.status, huge.code) == (413, "too_large") and str(MAX_BODY_BYTES) in huge.json()["message"]
     ask = await call(face, "POST", "/api/ask", b"x" * (MAX_ASK_BODY_BYTES + 1))
     assert (ask.status, ask.code) == (413, "too_large") and str(MAX_ASK_BODY_BYTES) in ask.json()["message"]
+    a2a_call = await call(face, "POST", "/a2a/alpha", b"x" * (MAX_BODY_BYTES + 1))
+    assert a2a_call.status == 413 and a2a_call.json()["error"]["code"] == -32600
+    assert str(MAX_BODY_BYTES) in a2a_call.json()["error"]["message"]
     assert recorder.seen == []
 
 
@@ -206,10 +209,15 @@ async def test_the_gate_checks_host_then_origin_then_the_caller(face: HttpFace, 
     for path in ("/health", "/api/teams", "/mcp", "/login", "/.well-known/agent-card.json", "/a2a/alpha"):
         foreign = await call(face, "GET", path, headers={"host": "evil.example"})
         assert (foreign.status, foreign.code) == (403, "permission_denied"), path
-    for method, path in (("GET", "/api/teams"), ("POST", "/a2a/alpha")):  # the A2A face too
-        origin = await call(face, method, path, headers={"origin": "http://evil.example"})
-        assert (origin.status, origin.code) == (403, "permission_denied"), path
-        assert "access-control-allow-origin" not in origin.headers
+    origin = await call(face, "GET", "/api/teams", headers={"origin": "http://evil.example"})
+    assert (origin.status, origin.code) == (403, "permission_denied")
+    assert "access-control-allow-origin" not in origin.headers
+    # The A2A face too, answered as JSON-RPC: an A2A client reads no other form.
+    for headers in ({"origin": "http://evil.example"}, {"host": "evil.example"}):
+        refused = await call(face, "POST", "/a2a/alpha", headers=headers)
+        assert refused.status == 403 and "access-control-allow-origin" not in refused.headers
+        assert refused.json()["jsonrpc"] == "2.0" and refused.json()["id"] is None
+        assert refused.json()["error"]["code"] == -32600 and "evil.example" in refused.json()["error"]["message"]
 
     health = await call(face, "GET", "/health", token=None)
     assert (health.status, health.json()) == (200, {"status": "ok"})

@@ -184,7 +184,9 @@ def test_what_claude_cannot_read_is_refused_never_dropped(msg: a2a.Message, code
         ("", False),
         ("0.3", False),
         ("2.0", False),
-        ("1", False),
+        ("1", True),  # a missing minor is 0
+        ("10", False),
+        ("1.1", False),
     ],
 )
 def test_only_version_1_0_is_spoken_and_no_header_means_0_3(header: str | None, ok: bool) -> None:

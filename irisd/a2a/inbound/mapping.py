@@ -80,10 +80,11 @@ def sees(caller_sender: str | None, is_owner: bool, info: TellInfo, team: str) -
 
 
 def check_version(header: str | None) -> None:
-    """VersionNotSupportedError unless the client speaks 1.0 (a patch number is ignored;
-    no header means 0.3, spec 3.6.2)."""
+    """VersionNotSupportedError unless the client speaks 1.0 (a patch number is ignored,
+    a missing minor is 0: "1" is 1.0; no header means 0.3, spec 3.6.2)."""
     version = (header or "").strip() or a2a.DEFAULT_VERSION
-    if ".".join(version.split(".")[:2]) != a2a.PROTOCOL_VERSION:
+    major, _, minor = version.partition(".")
+    if f"{major}.{minor.split('.')[0] or '0'}" != a2a.PROTOCOL_VERSION:
         raise A2AError(
             a2a.VERSION_NOT_SUPPORTED,
             f"A2A version {version} is not supported; this agent speaks {a2a.PROTOCOL_VERSION}: "
