@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from fakes.core import no_events
 from iris_common.config import parse_config
 from iris_common.paths import IrisPaths
 from irisd.claude.launcher import Child, IrisEndpoint, LaunchSpec, SshLauncher, claude_child
@@ -29,7 +30,7 @@ from irisd.store.db import open_database
 from irisd.store.facade import Store
 from irisd.tokens import Access
 from protocol.errors import ClaudeError
-from protocol.messages import Event, Tell
+from protocol.messages import Tell
 from scripted_model import ScriptedModel
 from ssh.sshd import SshServer, command_lines
 
@@ -260,6 +261,3 @@ def forward_refused(destination: str, port: int) -> str:
         "each start picks another random port"
     )
 
-
-async def no_events(event: Event) -> None:
-    pass

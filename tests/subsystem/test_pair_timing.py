@@ -12,44 +12,24 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
-from iris_common.config import IrisConfig, parse_config
-from iris_common.paths import IrisPaths
+from fakes.core import no_events, running_core, teams_config
+from iris_common.config import IrisConfig
 from irisd.caller import OWNER
-from irisd.core import run_core
 from irisd.dispatch import Dispatcher
-from irisd.store.db import open_database
-from irisd.store.facade import Store
 from protocol.errors import BusyError
-from protocol.messages import Event, Tell, TellReply
-
-
-async def no_events(event: Event) -> None:
-    pass
+from protocol.messages import Tell, TellReply
 
 
 def config_for(tmp_path: Path, extra: str = "") -> IrisConfig:
-    (tmp_path / "alpha").mkdir(exist_ok=True)
-    return parse_config(
-        f"settings:\n  responseTimeout: 120000\n  queueLimit: 2\n{extra}"
-        f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n    idleTimeout: 60000\n"
-        f"  beta:\n    path: {tmp_path / 'alpha'}\n".encode(),
-        source="test",
-    )
+    settings = f"  responseTimeout: 120000\n  queueLimit: 2\n{extra}"
+    return teams_config(tmp_path, settings, alpha="    idleTimeout: 60000\n")
 
 
 @pytest.fixture
 async def core(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Dispatcher]:
-    FakeChild.instances.clear()
     marker = request.node.get_closest_marker("settings")
-    config = config_for(tmp_path, marker.args[0] if marker else "")
-    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
-    store = Store(open_database(tmp_path / "iris.db"), inline=True)
-    async with trio.open_nursery() as nursery:
-        dispatcher = await nursery.start(lambda task_status: run_core(
-            config, paths, store, child_factory=FakeChild, task_status=task_status))
+    async with running_core(tmp_path, config_for(tmp_path, marker.args[0] if marker else "")) as dispatcher:
         yield dispatcher
-        nursery.cancel_scope.cancel()
-    store.close()
 
 
 class Caller:

@@ -11,14 +11,11 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from iris_common.config import Team, parse_config
-from iris_common.paths import IrisPaths
+from fakes.core import running_core, teams_config
+from iris_common.config import Team
 from irisd.caller import OWNER
-from irisd.core import run_core
 from irisd.dispatch import Dispatcher
 from irisd.pool.remote import HANDOFF_TIMEOUT_S, RemoteTell, TellReport
-from irisd.store.db import open_database
-from irisd.store.facade import Store
 from protocol.errors import InvalidRequestError
 from protocol.messages import (
     CancelTell,
@@ -95,19 +92,10 @@ async def ignore(event: Event) -> None:
 
 @pytest.fixture
 async def core(tmp_path: Path) -> AsyncIterator[tuple[Dispatcher, ScriptedExecutor]]:
-    (tmp_path / "alpha").mkdir()
-    config = parse_config(f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n".encode(), source="test")
-    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
-    store = Store(open_database(tmp_path / "iris.db"), inline=True)
     executor = ScriptedExecutor()
-    async with trio.open_nursery() as nursery:
-        dispatcher: Dispatcher = await nursery.start(
-            lambda task_status: run_core(config, paths, store, task_status=task_status)
-        )
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha")) as dispatcher:
         dispatcher.supervisor.remote_teams.register(executor)
         yield dispatcher, executor
-        nursery.cancel_scope.cancel()
-    store.close()
 
 
 async def test_a_remote_tell_runs_through_the_executor_like_a_local_one(

@@ -13,39 +13,22 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
+from fakes.core import no_events, running_core, teams_config
 from fakes.faults import WriteFaults
-from iris_common.config import parse_config
-from iris_common.paths import IrisPaths
 from irisd.caller import OWNER
-from irisd.core import run_core
 from irisd.dispatch import Dispatcher
 from irisd.store import notifications, tells
 from irisd.store.db import StoreError, open_database, store_error
-from irisd.store.facade import Store
-from protocol.messages import Event, GetStatus, StatusReply, Tell, TellReply
-
-
-async def no_events(event: Event) -> None:
-    pass
+from protocol.messages import GetStatus, StatusReply, Tell, TellReply
 
 
 @asynccontextmanager
 async def core_with_faults(tmp_path: Path) -> AsyncIterator[tuple[Dispatcher, WriteFaults]]:
-    FakeChild.instances.clear()
-    (tmp_path / "alpha").mkdir(parents=True, exist_ok=True)
-    config = parse_config(f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n".encode(), source="test")
-    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
     connection = open_database(tmp_path / "iris.db")
     faults = WriteFaults().install(connection)
-    store = Store(connection, inline=True)
-    async with trio.open_nursery() as nursery:
-        dispatcher = await nursery.start(
-            lambda task_status: run_core(config, paths, store, child_factory=FakeChild, task_status=task_status)
-        )
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha"), connection=connection) as dispatcher:
         faults.writes = 0  # count from here: start-up is another test
         yield dispatcher, faults
-        nursery.cancel_scope.cancel()
-    store.close()
 
 
 async def answer_every_turn(stop: trio.Event) -> None:

@@ -11,13 +11,9 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
-from iris_common.config import parse_config
-from iris_common.paths import IrisPaths
+from fakes.core import running_core, teams_config
 from irisd.claude.wire import decode_line
-from irisd.core import run_core
 from irisd.dispatch import Dispatcher
-from irisd.store.db import open_database
-from irisd.store.facade import Store
 from irisd.tell.phase import after_line
 from protocol.messages import Event, Tell, TellPhase, TellPhaseEvent, TellReply
 from protocol.phases import describe, tool_summary
@@ -63,27 +59,10 @@ def test_phases_and_tool_inputs_in_words() -> None:
     assert tool_summary("Bash", {"command": "x" * 200}, limit=10) == "x" * 9 + "…"
 
 
-def config_text(tmp_path: Path) -> bytes:
-    (tmp_path / "alpha").mkdir(exist_ok=True)
-    return (
-        f"settings:\n  maxProcesses: 1\n"
-        f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n  beta:\n    path: {tmp_path / 'alpha'}\n"
-    ).encode()
-
-
 @pytest.fixture
 async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
-    FakeChild.instances.clear()
-    config = parse_config(config_text(tmp_path), source="test")
-    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
-    store = Store(open_database(tmp_path / "iris.db"), inline=True)
-    async with trio.open_nursery() as nursery:
-        dispatcher = await nursery.start(
-            lambda task_status: run_core(config, paths, store, child_factory=FakeChild, task_status=task_status)
-        )
+    async with running_core(tmp_path, teams_config(tmp_path, "  maxProcesses: 1\n")) as dispatcher:
         yield dispatcher
-        nursery.cancel_scope.cancel()
-    store.close()
 
 
 class Watched:

@@ -11,9 +11,7 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
-from iris_common.config import parse_config
-from iris_common.paths import IrisPaths
-from irisd.core import run_core
+from fakes.core import no_events, running_core, teams_config
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.questions.desk import QuestionDesk
@@ -23,34 +21,13 @@ from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, end_tell, save_tell
 from irisd.tell.machine import TellMachine
 from protocol.errors import LoopError
-from protocol.messages import Event, Tell
-
-
-def config_text(tmp_path: Path, extra: str = "") -> bytes:
-    (tmp_path / "alpha").mkdir(exist_ok=True)
-    return (
-        f"settings:\n  maxProcesses: 2\n{extra}"
-        f"teams:\n  alpha:\n    path: {tmp_path / 'alpha'}\n  beta:\n    path: {tmp_path / 'alpha'}\n"
-    ).encode()
+from protocol.messages import Tell
 
 
 @pytest.fixture
 async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
-    FakeChild.instances.clear()
-    config = parse_config(config_text(tmp_path), source="test")
-    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
-    store = Store(open_database(tmp_path / "iris.db"), inline=True)
-    async with trio.open_nursery() as nursery:
-        dispatcher = await nursery.start(
-            lambda task_status: run_core(config, paths, store, child_factory=FakeChild, task_status=task_status)
-        )
+    async with running_core(tmp_path, teams_config(tmp_path, "  maxProcesses: 2\n")) as dispatcher:
         yield dispatcher
-        nursery.cancel_scope.cancel()
-    store.close()
-
-
-async def no_events(event: Event) -> None:
-    pass
 
 
 async def child_got_turn(index: int) -> FakeChild:
@@ -109,9 +86,9 @@ async def test_a_refused_loop_is_recorded_failed_in_its_chain(
 
 async def test_a_reloaded_question_desk_reads_the_new_patterns(tmp_path: Path) -> None:
     store = Store(open_database(tmp_path / "iris.db"), inline=True)
-    desk = QuestionDesk(config=parse_config(config_text(tmp_path), source="test"), store=store, hub=EventHub())
+    desk = QuestionDesk(config=teams_config(tmp_path, "  maxProcesses: 2\n"), store=store, hub=EventHub())
     assert desk.detector.detect("zzz now") is None
-    desk.reconfigure(parse_config(config_text(tmp_path, "  questions:\n    patterns: ['zzz']\n"), source="test"))
+    desk.reconfigure(teams_config(tmp_path, "  maxProcesses: 2\n  questions:\n    patterns: ['zzz']\n"))
     found = desk.detector.detect("zzz now")
     assert found is not None and found.pattern == "zzz"
     store.close()

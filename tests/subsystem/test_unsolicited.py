@@ -12,16 +12,13 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
-from iris_common.paths import IrisPaths
+from fakes.core import no_events, running_core
 from irisd.caller import OWNER
 from irisd.claude.command import CROSS_SESSION_TOOLS, claude_argv
 from irisd.claude.wire import decode_line
-from irisd.core import run_core
 from irisd.dispatch import Dispatcher
 from irisd.pool.unsolicited import opens_turn
 from irisd.store import unsolicited
-from irisd.store.db import open_database
-from irisd.store.facade import Store
 from protocol.errors import NotFoundError
 from protocol.messages import (
     ClearCache,
@@ -33,20 +30,13 @@ from protocol.messages import (
     UnsolicitedEvent,
     UnsolicitedReply,
 )
-from subsystem.test_pair_timing import Caller, child_got_turn, config_for, no_events, start_tell
+from subsystem.test_pair_timing import Caller, child_got_turn, config_for, start_tell
 
 
 @pytest.fixture
 async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
-    FakeChild.instances.clear()
-    paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
-    store = Store(open_database(tmp_path / "iris.db"), inline=True)
-    async with trio.open_nursery() as nursery:
-        dispatcher = await nursery.start(lambda task_status: run_core(
-            config_for(tmp_path), paths, store, child_factory=FakeChild, task_status=task_status))
+    async with running_core(tmp_path, config_for(tmp_path)) as dispatcher:
         yield dispatcher
-        nursery.cancel_scope.cancel()
-    store.close()
 
 
 async def idle_child(core: Dispatcher, nursery: trio.Nursery) -> FakeChild:
