@@ -114,6 +114,7 @@ class MeshService:
         self.directory = directory
         try:
             async with trio.open_nursery() as nursery:
+                self._changed = trio.Event()  # a change made while away is in this announcement
                 await directory.announce(self._offered())
                 nursery.start_soon(directory.serve_watch)
                 nursery.start_soon(directory.serve_heartbeat)

@@ -54,6 +54,7 @@ def test_a_second_home_claiming_a_name_is_refused_loudly(
     said = wait_for(lambda: "already homed on irisd `ws-1`" in (p := problems(second)) and p, timeout=30,
                     what="ws-2 refusing the name")
     assert f"team '{team}' is already homed on irisd `ws-1`; this irisd (`ws-2`) does not offer it" in said
+    assert said.count("already homed") == 1, said  # said once, not again at each announcement
     # Never silently shadowed: the others still see ws-1 as its home.
     listed = team_of(third, team)
     assert listed is not None and listed["remote"] == "irisd ws-1"
