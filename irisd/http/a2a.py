@@ -98,9 +98,11 @@ class A2AFace:
         if method != "POST":
             await _plain(send, 405, b"A2A JSON-RPC calls are POSTed", [(b"allow", b"POST")])
             return
-        caller = self._authenticate(scope)
+        token = _bearer(scope)
+        caller = self._authenticate(scope, token)
         if caller is None:
-            await _rpc_error(send, None, A2AError(a2a.INVALID_REQUEST, _UNAUTHORIZED), status=401)
+            refusal = _UNAUTHORIZED if token is None else _TOKEN_NOT_VALID
+            await _rpc_error(send, None, A2AError(a2a.INVALID_REQUEST, refusal), status=401)
             return
         if not (caller.is_owner or caller.kind == "agent"):
             await _rpc_error(send, None, A2AError(a2a.INVALID_REQUEST, _CHILD_REFUSED), status=403)
@@ -124,9 +126,7 @@ class A2AFace:
         body = a2a.encoder.encode(mapping.card(found, url, __version__))
         await _respond(send, 200, body, extra=[(b"cache-control", b"max-age=60")])
 
-    def _authenticate(self, scope: Scope) -> Caller | None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        token = bearer_token(headers.get("authorization"))
+    def _authenticate(self, scope: Scope, token: str | None) -> Caller | None:
         caller = None
         if token:
             caller = self.access.caller_for_token(token) or self.access.agent_for_token(token)
@@ -256,6 +256,10 @@ _UNAUTHORIZED = (
     "this needs a token: send 'Authorization: Bearer TOKEN' with one 'iris a2a token --name NAME' issued "
     "(or the owner's, 'iris http token')"
 )
+_TOKEN_NOT_VALID = (
+    "the token is not valid: revoked ('iris a2a revoke'), replaced by a newer one for the same name, or "
+    "mistyped; ask irisd's owner for a new one ('iris a2a token --name NAME')"
+)
 _CHILD_REFUSED = (
     "a team's own token does not open the A2A face: a team asks another team with team_tell, where "
     "Iris guards loops and budgets"
@@ -312,6 +316,13 @@ def _check_content_type(scope: Scope) -> None:
                     f"the body is {kind or 'of no type'}; A2A JSON-RPC takes 'Content-Type: application/json'",
                     mediaType=kind,
                 )
+
+
+def _bearer(scope: Scope) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.decode("latin-1").lower() == "authorization":
+            return bearer_token(value.decode("latin-1"))
+    return None
 
 
 def _version(scope: Scope) -> str | None:

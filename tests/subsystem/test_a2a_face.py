@@ -213,12 +213,16 @@ async def test_the_cards_are_public_and_name_each_teams_endpoint(face: A2AFace) 
 async def test_methods_need_a_token_and_a_childs_is_refused(face: A2AFace, access: Access, tmp_path: Path) -> None:
     status, answer = await Client(face).rpc("ListTasks", {})
     assert status == 401 and "iris a2a token" in answer["error"]["message"]
-    assert (await Client(face, "wrong").rpc("ListTasks", {}))[0] == 401
+    status, answer = await Client(face, "wrong").rpc("ListTasks", {})
+    assert status == 401 and "not valid" in answer["error"]["message"]
     child = access.mint(Caller.child(team="beta", pair="beta->alpha"))
     status, answer = await Client(face, child).rpc("ListTasks", {})
     assert status == 403 and "team_tell" in answer["error"]["message"]
     agent = a2a_tokens.issue(a2a_tokens.tokens_file(tmp_path), "crm")
     assert (await Client(face, agent).rpc("ListTasks", {}))[0] == 200
+    a2a_tokens.revoke(a2a_tokens.tokens_file(tmp_path), "crm")
+    status, answer = await Client(face, agent).rpc("ListTasks", {})
+    assert status == 401 and "revoked" in answer["error"]["message"] and "iris a2a token" in answer["error"]["message"]
     assert (await Client(face, access.owner_token).rpc("ListTasks", {}))[0] == 200
 
 
