@@ -145,6 +145,7 @@ class HomeEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     version: str = ""
     host: str = ""
     pid: int = 0
+    pid_namespace: str = ""  # "pid:[N]" on Linux: a pid means a process only within its namespace
     server_at: float = 0.0  # the NATS server's clock for that heartbeat (set on reading)
 
     @property

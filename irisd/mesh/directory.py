@@ -97,12 +97,12 @@ class Directory:
             current = msgspec.json.decode(entry.value or b"", type=HomeEntry)
         except msgspec.ValidationError:
             return ""
-        return name_taken(current, host=socket.gethostname(), pid=os.getpid(), now=time.time(), alive=_alive)
+        return name_taken(current, here=_here(), now=time.time(), alive=_alive)
 
     async def heartbeat(self, *, up: bool = True) -> None:
         entry = HomeEntry(
             name=self.name, teams=self.offered, up=up, seen_at=time.time(), started_at=self.started_at,
-            version=self.version, host=socket.gethostname(), pid=os.getpid(),
+            version=self.version, **msgspec.structs.asdict(_here()),
         )
         await self.link.bridge.call(self.link.homes.put, self.name, msgspec.json.encode(entry))
 
@@ -174,16 +174,37 @@ class Directory:
         return unreachable_words(home, self.homes.get(home), time.time())
 
 
-def name_taken(current: HomeEntry, *, host: str, pid: int, now: float, alive: Callable[[int], bool]) -> str:
-    """Why an irisd (``host``, ``pid``) may not join under ``current``'s name ("" when it may).
+class Process(msgspec.Struct, frozen=True, kw_only=True):
+    """Where an irisd runs, as far as its pid means anything."""
+
+    host: str
+    pid: int
+    pid_namespace: str = ""
+
+
+def _here() -> Process:
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:  # not Linux: one PID space per host
+        namespace = ""
+    return Process(host=socket.gethostname(), pid=os.getpid(), pid_namespace=namespace)
+
+
+def name_taken(current: HomeEntry, *, here: Process, now: float, alive: Callable[[int], bool]) -> str:
+    """Why an irisd (the process ``here``) may not join under ``current``'s name ("" when
+    it may).
 
     Two irisds of one name would share its tells' consumer, each taking tells for the
     other's teams: a name held by an irisd that is up refuses the second. A clean stop
-    frees it at once, a killed irisd after ``STALE_S`` (or at once on its own host)."""
+    frees it at once, a killed irisd after ``STALE_S`` (or at once where its pid can be
+    checked: the same host and PID namespace; containers of one hostname each have their
+    own)."""
     if not reachable(current, now):
         return ""
-    if current.host == host and (current.pid == pid or not alive(current.pid)):
-        return ""  # this irisd again, or one of this host that died without saying so
+    if (current.host, current.pid_namespace) == (here.host, here.pid_namespace) and (
+        current.pid == here.pid or not alive(current.pid)
+    ):
+        return ""  # this irisd again, or one beside it that died without saying so
     return (
         f"irisd name `{current.name}` is taken by another irisd (host {current.host}, pid {current.pid}, "
         f"last seen {max(0.0, now - current.seen_at):.0f} s ago); this irisd stays off the mesh: give it "

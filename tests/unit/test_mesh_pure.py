@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from iris_common.mesh import STALE_S, HomeEntry, reachable, unreachable_words
@@ -114,20 +115,25 @@ def test_iris_mesh_status_shows_a_clock_a_hair_behind_as_plus_zero() -> None:
 
 
 def test_an_irisd_name_held_by_another_irisd_that_is_up_is_refused() -> None:
-    from irisd.mesh.directory import name_taken
+    from irisd.mesh.directory import Process, name_taken
 
     now = 1_000_000.0
-    holder = HomeEntry(name="ws-1", seen_at=now - 1, host="a", pid=7)
-    said = name_taken(holder, host="b", pid=9, now=now, alive=lambda pid: True)
+    holder = HomeEntry(name="ws-1", seen_at=now - 1, host="a", pid=7, pid_namespace="pid:[1]")
+    b9, a9, a7 = Process(host="b", pid=9), Process(host="a", pid=9), Process(host="a", pid=7)
+    a9, a7 = (msgspec.structs.replace(p, pid_namespace="pid:[1]") for p in (a9, a7))
+    said = name_taken(holder, here=b9, now=now, alive=lambda pid: True)
     assert said.startswith("irisd name `ws-1` is taken by another irisd (host a, pid 7, last seen 1 s ago)")
     assert "give it its own settings.mesh.name" in said
-    assert name_taken(holder, host="a", pid=9, now=now, alive=lambda pid: True)  # same host, holder alive
-    assert name_taken(holder, host="a", pid=9, now=now, alive=lambda pid: False) == ""  # it died: free
-    assert name_taken(holder, host="a", pid=7, now=now, alive=lambda pid: True) == ""  # this irisd again
+    assert name_taken(holder, here=a9, now=now, alive=lambda pid: True)  # same host, holder alive
+    assert name_taken(holder, here=a9, now=now, alive=lambda pid: False) == ""  # it died: free
+    assert name_taken(holder, here=a7, now=now, alive=lambda pid: True) == ""  # this irisd again
+    # A container of the same hostname: pid 7 is not looked up in another PID namespace.
+    other_namespace = msgspec.structs.replace(a9, pid_namespace="pid:[2]")
+    assert name_taken(holder, here=other_namespace, now=now, alive=lambda pid: False)
     stopped = HomeEntry(name="ws-1", seen_at=now - 1, host="a", pid=7, up=False)
-    assert name_taken(stopped, host="b", pid=9, now=now, alive=lambda pid: True) == ""  # a clean stop
+    assert name_taken(stopped, here=b9, now=now, alive=lambda pid: True) == ""  # a clean stop
     stale = HomeEntry(name="ws-1", seen_at=now - STALE_S - 1, host="a", pid=7)
-    assert name_taken(stale, host="b", pid=9, now=now, alive=lambda pid: True) == ""  # killed, gone stale
+    assert name_taken(stale, here=b9, now=now, alive=lambda pid: True) == ""  # killed, gone stale
 
 
 def test_a_mesh_message_nested_too_deep_is_not_irises_not_a_crash() -> None:
