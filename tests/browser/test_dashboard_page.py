@@ -509,3 +509,25 @@ def test_an_event_during_a_click_does_not_eat_the_click(page: Page, fake: FakeIr
     page.mouse.up()
     expect(page).to_have_url(f"{BASE}/#/tells/t1")
     expect(page.locator('.conversation[data-tell="t1"]')).to_be_visible()
+
+
+def test_a_press_holds_the_view_for_three_seconds_at_most(page: Page, fake: FakeIris) -> None:
+    page.clock.install()  # the page's timers on a clock this test moves
+    page.goto(f"{BASE}/#/tells")
+    expect(page.locator("#conn")).to_have_text("live")
+    link = page.locator('[data-tell="t1"] a')
+    box = link.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    pressed = link.element_handle()  # after the press: the page may render its first data before
+    approval = ApprovalInfo(
+        id="a1", from_team=None, to_team="backend", tell_id="t1", tool_name="Bash",
+        input={"command": "ls"}, status="pending", created_at=NOW, expires_at=NOW + 600,
+    )
+    fake.push(ApprovalEvent(approval=approval))
+    expect(page).to_have_title("(1) Iris")  # the event is in; the view waits for the release
+    page.clock.run_for(2900)
+    assert pressed.evaluate("e => e.isConnected")  # held while pressed
+    page.clock.run_for(200)  # a release the page never saw: it renders anyway
+    page.wait_for_function("e => !e.isConnected", arg=pressed)

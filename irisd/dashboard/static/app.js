@@ -463,22 +463,27 @@ function render() {
 }
 
 // A view is rebuilt on every event; rebuilt between a press and its release, the element
-// pressed is gone and the click never happens. So a press holds renders until it ends.
-const pointer = { down: false, held: false };
+// pressed is gone and the click never happens. So a press holds renders until it ends
+// (or for HOLD_MS at most: a release the page never sees must not freeze it).
+const HOLD_MS = 3000;
+const pointer = { down: false, held: false, timer: null };
 document.getElementById("main").addEventListener("pointerdown", () => { pointer.down = true; }, true);
-for (const type of ["pointerup", "pointercancel"]) {
-  window.addEventListener(type, () => {
-    if (!pointer.down) return;
-    pointer.down = false;
-    // After the click this release makes (dispatched in the same task), not before it.
-    if (pointer.held) setTimeout(() => { if (pointer.held && !pointer.down) renderView(); }, 0);
-  }, true);
+function releasePointer() {
+  if (!pointer.down) return;
+  pointer.down = false;
+  clearTimeout(pointer.timer);
+  pointer.timer = null;
+  // After the click this release makes (dispatched in the same task), not before it.
+  if (pointer.held) setTimeout(() => { if (pointer.held && !pointer.down) renderView(); }, 0);
 }
+for (const type of ["pointerup", "pointercancel"]) window.addEventListener(type, releasePointer, true);
+window.addEventListener("blur", releasePointer); // the window's own (an element's blur does not bubble)
 
 let lastView = "";
 function renderView() {
   if (pointer.down) {
     pointer.held = true;
+    pointer.timer ??= setTimeout(releasePointer, HOLD_MS);
     return;
   }
   pointer.held = false;
