@@ -10,14 +10,15 @@
 * key-value buckets ``iris-teams`` (team -> home) and ``iris-homes`` (irisd -> heartbeat).
 
 Streams and buckets are made by the first irisd that needs them; their replicas follow
-the cluster: 3 on a cluster of three or more servers, else 1.
+the cluster: 3 on a cluster of three or more servers, else 1. One made with fewer (on a
+cluster still forming, or before it grew) is scaled up when an irisd next connects.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import nats.errors
 import nats.js.errors
@@ -160,7 +161,7 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
 
 async def _ensure_stream(bridge: Bridge, js: JetStreamContext, name: str, subjects: str, replicas: int) -> None:
     try:
-        await bridge.call(js.stream_info, name)
+        await _scale_up(bridge, js, name, replicas)
         return
     except nats.js.errors.NotFoundError:
         pass
@@ -181,14 +182,35 @@ async def _ensure_stream(bridge: Bridge, js: JetStreamContext, name: str, subjec
 
 async def _ensure_bucket(bridge: Bridge, js: JetStreamContext, bucket: str, replicas: int) -> KeyValue:
     try:
-        return await bridge.call(js.key_value, bucket)
+        kv = await bridge.call(js.key_value, bucket)
     except nats.js.errors.BucketNotFoundError:
         pass
+    else:
+        await _scale_up(bridge, js, f"KV_{bucket}", replicas)  # a bucket is the stream KV_<bucket>
+        return kv
     config = KeyValueConfig(bucket=bucket, history=1, replicas=replicas, storage=StorageType.FILE)
     try:
         return await bridge.call(js.create_key_value, config)
     except nats.js.errors.BadRequestError:
         return await bridge.call(js.key_value, bucket)
+
+
+async def _scale_up(bridge: Bridge, js: JetStreamContext, stream: str, replicas: int) -> None:
+    """Give an existing ``stream`` ``replicas`` if it has fewer (never fewer: a server that
+    is away for now does not shrink what the others keep). Raises NotFoundError."""
+    info = await bridge.call(js.stream_info, stream)
+    have = info.config.num_replicas or 1
+    if have >= replicas:
+        return
+    try:
+        await bridge.call(js.update_stream, replace(info.config, num_replicas=replicas))
+    except (nats.errors.Error, TimeoutError) as exc:  # it keeps working with fewer
+        log.warning(
+            "mesh stream has fewer replicas than the cluster offers; not scaled up",
+            extra={"stream": stream, "replicas": have, "wanted": replicas, "error": _words(exc)},
+        )
+        return
+    log.info("mesh stream scaled up", extra={"stream": stream, "replicas": replicas, "was": have})
 
 
 def durable_consumer(name: str, subject: str) -> ConsumerConfig:

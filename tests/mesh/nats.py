@@ -69,6 +69,14 @@ class NatsServer:
         except OSError:
             return False
 
+    def knows(self) -> int:
+        """How many servers of its cluster (itself too) it tells clients about."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.monitor_port}/varz", timeout=2) as answer:
+                return len(json.load(answer).get("connect_urls") or [])
+        except OSError:
+            return 0
+
     def wait_ready(self, timeout: float = 30.0) -> None:
         wait_for(self.healthy, timeout=timeout, what=f"nats-server {self.name} ready")
 
@@ -111,6 +119,10 @@ class NatsCluster:
             server.start(wait=False)
         for server in self.servers:
             server.wait_ready(timeout=60)
+        # A meta leader needs two of three; a client must learn of all three (its INFO's
+        # connect_urls), or irisd would make its streams with fewer replicas.
+        size = len(self.servers)
+        wait_for(lambda: all(s.knows() == size for s in self.servers), timeout=60, what="the cluster fully routed")
         return self
 
     def stop(self) -> None:

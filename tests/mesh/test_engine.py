@@ -5,12 +5,13 @@ that is not there and for credentials it refuses."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 
 import pytest
 import trio
 
-from iris_common.mesh import Mesh
+from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh
 from irisd.mesh.bridge import open_bridge
 from irisd.mesh.engine import REPLIES, TELLS, MeshError, open_link
 from irisd.mesh.wire import tell_subject
@@ -101,10 +102,19 @@ async def test_a_server_without_jetstream_is_named(tmp_path: Path) -> None:
 
 async def test_on_a_cluster_the_streams_are_replicated_three_times(nats_cluster: NatsCluster) -> None:
     async with open_bridge() as bridge:
+        # As made on a cluster still forming: one replica. The next irisd to connect scales it up.
+        early = await open_link(bridge, mesh_of(nats_cluster.urls[1]))
+        try:
+            config = (await bridge.call(early.js.stream_info, TELLS)).config
+            await bridge.call(early.js.update_stream, dataclasses.replace(config, num_replicas=1))
+            assert (await bridge.call(early.js.stream_info, TELLS)).config.num_replicas == 1
+        finally:
+            await early.close()
         link = await open_link(bridge, mesh_of(nats_cluster.urls[0]))
         try:
             assert link.replicas == 3
-            info = await bridge.call(link.js.stream_info, TELLS)
-            assert info.config.num_replicas == 3
+            for stream in (TELLS, REPLIES, f"KV_{TEAMS_BUCKET}", f"KV_{HOMES_BUCKET}"):
+                info = await bridge.call(link.js.stream_info, stream)
+                assert info.config.num_replicas == 3, stream
         finally:
             await link.close()
