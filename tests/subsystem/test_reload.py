@@ -1,0 +1,27 @@
+"""Reloading config.yaml in process (fake children): a reload after a team's removal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fakes.core import running_core
+from iris_common.config import IrisConfig, load_config
+
+
+def write_config(tmp_path: Path, teams: str, settings: str = "") -> IrisConfig:
+    (tmp_path / "alpha").mkdir(exist_ok=True)
+    entries = "".join(f"  {name}:\n    path: {tmp_path / 'alpha'}\n" for name in teams.split())
+    # no claude to find: the reload checks none, and the fake children need none
+    settings = f"  claudePath: {tmp_path / 'no-claude'}\n{settings}"
+    (tmp_path / "config.yaml").write_text(f"settings:\n{settings}teams:\n{entries}")
+    return load_config(tmp_path / "config.yaml")
+
+
+async def test_a_reload_after_a_team_was_removed_still_applies(tmp_path: Path) -> None:
+    async with running_core(tmp_path, write_config(tmp_path, "alpha beta")) as core:
+        await core.supervisor.pair(None, "beta")  # a pair of beta, kept after beta goes
+        write_config(tmp_path, "alpha")
+        assert await core.reload() == ["team beta removed: its pairs finish what they hold, then stop"]
+        write_config(tmp_path, "alpha", "  maxProcesses: 3\n")  # the next edit, beta long gone
+        assert await core.reload() == ["settings.maxProcesses changed: in effect now"]
+        assert core.config.settings.max_processes == 3 and core.config_problem == ""
