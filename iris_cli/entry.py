@@ -4,13 +4,28 @@ starts, so it runs the ``mcp`` Typer app alone (the same app the full CLI mounts
 
 from __future__ import annotations
 
+import os
 import sys
 
 _CLI_ONLY = {"install", "uninstall", "--help", "-h"}
 
 
 def main() -> None:
-    args = sys.argv[1:]
+    try:
+        try:
+            _main(sys.argv[1:])
+        finally:
+            if sys.stdout is not None:  # None: started with stdout closed
+                sys.stdout.flush()  # here, where a reader gone away is caught (also on sys.exit)
+    except BrokenPipeError:
+        # The reader went away ('iris status | head -1'): end quietly, as Typer's commands
+        # do; stdout goes to /dev/null so that Python's last flush has nowhere to fail.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(1)
+
+
+def _main(args: list[str]) -> None:
     from iris_cli.utf8 import bad_argument
 
     if problem := bad_argument(args):

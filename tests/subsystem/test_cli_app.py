@@ -113,3 +113,22 @@ def test_a2a_tokens_are_issued_listed_and_revoked_without_a_daemon(
     assert again.exit_code == 1 and "no A2A token named 'crm-bot'" in again.output
     bad = runner.invoke(app, ["a2a", "token", "--name", "a b"])
     assert bad.exit_code == 1 and "is not an agent name" in bad.output
+
+
+def test_a_reader_that_goes_away_ends_the_hot_paths_without_a_traceback() -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "IRIS_SOCKET": "/nonexistent/irisd.sock"}
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # as 'iris status --json | head -1' once head has its line
+    try:
+        ran = subprocess.run(
+            [sys.executable, "-c", "from iris_cli.entry import main; import sys; sys.argv[0] = 'iris'; main()",
+             "status", "--json"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, env=env, timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert ran.stderr == "" and ran.returncode == 1
