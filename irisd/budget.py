@@ -59,8 +59,8 @@ def refusal(team: str, spending: Spending, budgets: Budgets) -> str | None:
     if budgets.daily_usd is not None and spending.today_all >= budgets.daily_usd:
         return (
             f"all teams together have spent {usd(spending.today_all)} today, reaching the daily budget "
-            f"(settings.budget.dailyUsd: {usd(budgets.daily_usd)}); raise it in config.yaml and restart "
-            "irisd, or wait until midnight"
+            f"(settings.budget.dailyUsd: {usd(budgets.daily_usd)}); raise it in config.yaml and "
+            "run 'iris reload', or wait until midnight"
         )
     return None
 

@@ -18,7 +18,8 @@ def test_the_daily_budget_refuses_once_reached_and_says_how_to_raise_it() -> Non
     assert refusal("alpha", Spending(today_all=4.99), budgets) is None
     problem = refusal("alpha", Spending(today_all=5.0), budgets)
     assert problem is not None
-    assert "$5.00" in problem and "settings.budget.dailyUsd" in problem and "raise it in config.yaml" in problem
+    assert "$5.00" in problem and "settings.budget.dailyUsd" in problem
+    assert "raise it in config.yaml and run 'iris reload'" in problem  # no restart needed
 
 
 def test_a_team_budget_counts_only_that_team() -> None:
