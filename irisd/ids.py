@@ -1,7 +1,8 @@
 """Any unique prefix of an id stands for the id, on every front end: a request naming a
 tell, an approval, a rule, a question or an unsolicited turn by the start of its id is
-served as if it named the whole id. An ambiguous prefix is refused with the matches; a
-prefix that matches nothing goes on unchanged, so its handler says "no ... with id"."""
+served as if it named the whole id. An ambiguous prefix is refused with the matches, and
+so is one shorter than MIN_PREFIX that some id starts with; a prefix that matches nothing
+goes on unchanged, so its handler says "no ... with id"."""
 
 from __future__ import annotations
 
@@ -45,13 +46,13 @@ async def with_whole_ids(request: Request, lookup: Lookup) -> Request:
         return request
     name, kind = field
     prefix: str = getattr(request, name)
-    if len(prefix) < MIN_PREFIX:
-        return request
     if kind == "tell" and prefix.startswith("u-"):
         kind = "turn"  # ``iris cache read`` takes an unsolicited turn's id too
     found = await lookup(kind, prefix)
     if prefix in found or not found:
         return request
+    if len(prefix) < MIN_PREFIX:  # an id starts so, but this is too little to name one
+        raise InvalidRequestError(f"{kind} id {prefix!r} is too short: give at least {MIN_PREFIX} characters of it")
     if len(found) > 1:
         listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
         raise InvalidRequestError(f"{kind} id {prefix!r} is ambiguous: it starts {listed}; give more of the id")

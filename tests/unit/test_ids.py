@@ -31,7 +31,15 @@ async def test_a_unique_prefix_is_the_whole_id() -> None:
 async def test_an_ambiguous_prefix_lists_the_matches_and_the_rest_goes_on_unchanged() -> None:
     with pytest.raises(InvalidRequestError, match=r"tell id '0123' is ambiguous: it starts 0123456789abcdef, 0123f"):
         await with_whole_ids(GetTell(tell_id="0123"), lookup)
-    for unchanged in (GetTell(tell_id="fffff"), GetTell(tell_id="89a"), ListTeams()):  # unknown, short, no id
+    for unchanged in (GetTell(tell_id="fffff"), GetTell(tell_id="zz"), ListTeams()):  # unknown, no id
         assert await with_whole_ids(unchanged, lookup) == unchanged
     whole = GetTell(tell_id="0123456789abcdef")
     assert await with_whole_ids(whole, lookup) == whole
+
+
+async def test_a_prefix_too_short_to_stand_for_an_id_says_how_long_one_must_be() -> None:
+    # 'iris result 89a' was answered "no tell with id '89a'", though a tell starts so
+    with pytest.raises(InvalidRequestError, match=r"tell id '89a' is too short: give at least 4 characters of it"):
+        await with_whole_ids(GetTell(tell_id="89a"), lookup)
+    with pytest.raises(InvalidRequestError, match=r"approval id 'a-d' is too short"):
+        await with_whole_ids(Decide(approval_id="a-d", allow=True), lookup)
