@@ -251,11 +251,15 @@ class Dispatcher:
         return RuleReply(rule=rule)
 
     async def list_questions(self, request: ListQuestions) -> QuestionsReply:
+        if request.team is not None and self.remote_teams.get(request.team) is None:
+            self._check_from(request.team)  # asked by or of it: a sender ('a2a:NAME') is one too
         asked = await self.store.call(questions.listing, request.team, request.include_closed, request.for_team)
         return QuestionsReply(questions=asked)
 
     async def costs(self, request: Costs) -> CostsReply:
         rows, total = await self.store.call(ledger.summary, request.by, request.since, request.team)
+        if request.team is not None and not rows:  # a removed team's costs still count
+            self.check_team(request.team)
         return CostsReply(by=request.by, since=request.since, rows=rows, total=total)
 
     async def ask(self, request: Ask) -> AskReply:
