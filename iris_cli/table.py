@@ -128,6 +128,8 @@ def draw(table: Table, *, width: int, color: bool) -> list[str]:
     for row, row_notes in zip(rows, notes, strict=True):
         out.append(line(row))
         for index, note in enumerate(row_notes):  # the first (a message) is cut; reasons stay whole
+            if not note.strip():
+                continue  # an empty cell folded under its row: no blank line
             shown = fit(one_line(note), max(10, width - 3)) if index == 0 else clean(note)
             out.append(paint("  " + shown, "dim", color))
     return out

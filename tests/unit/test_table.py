@@ -40,6 +40,14 @@ def test_a_column_with_too_little_room_folds_under_its_row_with_the_notes() -> N
     assert reason == "  " + why  # a note after the first stays whole
 
 
+def test_an_empty_folded_cell_leaves_no_blank_line() -> None:
+    # 'iris teams' with a remote team's long place and no descriptions printed "  " under each row
+    place = "mesh: irisd ws-2 (home irisd `ws-2` stopped since 20:07:46)"
+    table = Table([Column("team"), Column("path"), Column("description", free=True, fold=30)],
+                  [("billing", place, "")])
+    assert draw(table, width=80, color=False)[1:] == [f"billing  {place}"]
+
+
 def test_wide_characters_take_two_columns() -> None:
     lines = draw(Table([Column("team"), Column("note")], [("東京", "x"), ("web", "y")]), width=80, color=False)
     assert [width_of(line[: line.index(note)]) for line, note in zip(lines[1:], "xy", strict=True)] == [6, 6]
