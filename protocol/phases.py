@@ -32,9 +32,10 @@ def describe(phase: TellPhase) -> str:
     """The phase for people: "queued behind 2 tells", "running a tool: Bash `ls`", ..."""
     match phase.name:
         case "queued":
-            if phase.ahead <= 0:
-                return "queued"
-            return f"queued behind {phase.ahead} tell{'s' if phase.ahead != 1 else ''}"
+            queued = "queued"
+            if phase.ahead > 0:
+                queued += f" behind {phase.ahead} tell{'s' if phase.ahead != 1 else ''}"
+            return f"{queued}: {phase.detail}" if phase.detail else queued  # detail: a mesh home that is away
         case "waiting_for_slot":
             busy = f" ({phase.ahead} busy; settings.maxProcesses)" if phase.ahead else ""
             return f"waiting for a process slot{busy}"

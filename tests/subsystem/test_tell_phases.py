@@ -46,6 +46,9 @@ def test_claude_lines_name_the_phase() -> None:
 def test_phases_and_tool_inputs_in_words() -> None:
     assert describe(TellPhase(name="queued", ahead=2)) == "queued behind 2 tells"
     assert describe(TellPhase(name="queued", ahead=1)) == "queued behind 1 tell"
+    # a tell to a mesh team whose home is down: what it waits for is the detail
+    away = TellPhase(name="queued", detail="home irisd `ws-2` stopped since 20:08:30")
+    assert describe(away) == "queued: home irisd `ws-2` stopped since 20:08:30"
     assert describe(TellPhase(name="waiting_for_slot", ahead=3)) == (
         "waiting for a process slot (3 busy; settings.maxProcesses)"
     )
