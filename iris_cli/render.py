@@ -210,10 +210,8 @@ def answer(status: str, tell: TellInfo, *, id_if_empty: bool = False) -> None:
 def tell_outcome(status: str, tell: TellInfo) -> None:
     """Explain on stderr a tell that did not simply complete."""
     if status == "in_progress":
-        err.print(Text.assemble(
-            (f"still {tell.status}", "yellow"),
-            f": this is the answer so far. Fetch the rest with: iris result {tell.id}",
-        ))
+        so_far = "this is the answer so far. Fetch the rest" if tell.text else "no answer yet. Fetch it"
+        err.print(Text.assemble((f"still {tell.status}", "yellow"), f": {so_far} with: iris result {tell.id}"))
     elif status != "completed":
         reason = f": {tell.error}" if tell.error else ""
         err.print(Text.assemble((f"tell {tell.id} {status}", "red"), reason))

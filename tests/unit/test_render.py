@@ -103,6 +103,17 @@ def test_watch_names_a_tells_phase(screen: io.StringIO) -> None:
     assert screen.getvalue() == "\nabc queued behind 1 tell\n"
 
 
+def test_a_tell_still_waiting_with_nothing_written_says_no_answer_yet(monkeypatch: pytest.MonkeyPatch) -> None:
+    said = io.StringIO()
+    monkeypatch.setattr(render, "err", Console(file=said, width=200, highlight=False, soft_wrap=True))
+    tell = TellInfo(id="39570f6fc3bfd712", from_team=None, to_team="billing", message="hi", status="queued",
+                    created_at=time.time())
+    render.tell_outcome("in_progress", tell)  # was: "this is the answer so far", over no answer
+    assert said.getvalue() == "still queued: no answer yet. Fetch it with: iris result 39570f6fc3bfd712\n"
+    render.tell_outcome("in_progress", msgspec.structs.replace(tell, status="running", text="half"))
+    assert "still running: this is the answer so far. Fetch the rest with" in said.getvalue()
+
+
 def test_status_is_plain_lines_that_fit_80_columns() -> None:
     from iris_cli.plain import status_lines
     from iris_cli.table import paint
