@@ -129,6 +129,8 @@ def load_env_file(path: Path) -> dict[str, str]:
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
+        elif value[:1] in ("'", '"'):
+            raise ConfigError(f"{where}: the value of {name} opens a quote ({value[0]}) it does not close; close it")
         found[name] = check_value(name, value, where)
     return found
 

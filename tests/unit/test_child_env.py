@@ -70,6 +70,10 @@ def test_the_env_file_is_read_like_systemd_reads_it(tmp_path: Path) -> None:
     path.write_bytes(b"A=\xff\n")
     with pytest.raises(ConfigError, match="it is not UTF-8 text"):
         load_env_file(path)
+    for unclosed in ('TOKEN="abc def\n', "TOKEN='\n"):  # was: the quote kept as part of the value
+        path.write_text(unclosed)
+        with pytest.raises(ConfigError, match=r"line 1: the value of TOKEN opens a quote \(.\) it does not close"):
+            load_env_file(path)
 
 
 def team_config(tmp_path: Path, env: str) -> bytes:
