@@ -45,7 +45,7 @@ class ReloadPlan:
 
     def summary(self) -> list[str]:
         """What the reload did, in words for people."""
-        said = [f"team {name} added" for name in self.added]
+        said = [*self.notes, *(f"team {name} added" for name in self.added)]
         said += [f"team {name} removed: its pairs finish what they hold, then stop" for name in self.removed]
         said += [
             f"team {name} changed: its next tell goes to the agent with the new settings" if name in self.agents
@@ -68,6 +68,9 @@ def plan_reload(old: IrisConfig, new: IrisConfig) -> ReloadPlan:
         name for name in old.settings.__struct_fields__
         if getattr(old.settings, name) != getattr(new.settings, name)
     ]
+    notes = []  # why every team restarts, which their own lines do not say
+    if old.daemon_env != new.daemon_env:
+        notes.append("irisd.env changed: every team's claude takes it when it restarts")
     return ReloadPlan(
         added=added,
         removed=removed,
@@ -75,6 +78,7 @@ def plan_reload(old: IrisConfig, new: IrisConfig) -> ReloadPlan:
         agents=tuple(name for name in restart if new.teams[name].a2a),
         settings=tuple(n for n in changed if n not in AT_RESTART),
         at_restart=tuple(n for n in changed if n in AT_RESTART),
+        notes=notes,
     )
 
 

@@ -36,6 +36,7 @@ def test_settings_apply_now_or_at_restart_and_shared_changes_restart_every_team(
     env = plan_reload(old, IrisConfig(source=old.source, settings=old.settings, teams=old.teams,
                                       daemon_env={"ANTHROPIC_API_KEY": "new"}))
     assert env.restart == ("a",) and env.settings == ()
+    assert env.summary()[0] == "irisd.env changed: every team's claude takes it when it restarts"  # the why
     assert plan_reload(old, old).summary() == ["nothing changed"]
 
 
