@@ -131,9 +131,9 @@ def cancel(
     else:
         status = reply.tell.status
         if status in ("completed", "failed", "timed_out"):
-            render.out.print(f"tell {tell_id} had already ended ({status}); nothing to cancel")
+            render.out.print(f"tell {reply.tell.id} had already ended ({status}); nothing to cancel")
             return
-        render.out.print(f"tell {tell_id} is {status}")
+        render.out.print(f"tell {reply.tell.id} is {status}")  # the whole id, not the prefix typed
         if reply.tell.text:
             print(reply.tell.text)
 

@@ -201,3 +201,10 @@ def test_an_error_message_with_markup_is_printed_as_written(
 
     monkeypatch.setattr(iris_cli.client, "Client", Refusing)
     shows_it_all(iris("report", HOSTILE, replies={}, code=1), ("report",))
+
+
+def test_cancel_by_a_prefix_names_the_whole_id(iris: Callable[..., str]) -> None:
+    for status in ("interrupted", "completed"):  # cancelled now, or ended before
+        tell = msgspec.structs.replace(TELL, status=status, text="")
+        shown = iris("cancel", "tttt", replies={"CancelTell": TellReply(status=status, tell=tell)})
+        assert f"tell {TELL.id} " in shown and "tell tttt " not in shown, shown
