@@ -205,7 +205,10 @@ class Dispatcher:
     async def wake_all(self, request: WakeAll) -> PairsReply:
         self._check_from(request.from_team)
         errors = await self.supervisor.wake_all(request.from_team, parallel=request.parallel)
-        wanted = [p for p in self.supervisor.statistics() if p.from_team == request.from_team]
+        wanted = [  # not the stopped pairs of a team a reload removed
+            p for p in self.supervisor.statistics()
+            if p.from_team == request.from_team and (p.to_team in self.config.teams or self.remote_teams.get(p.to_team))
+        ]
         return PairsReply(processes=wanted, errors=errors)
 
     async def clear_cache(self, request: ClearCache) -> CountReply:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from fakes.core import running_core
 from iris_common.config import IrisConfig, load_config
+from protocol.messages import WakeAll
 
 
 def write_config(tmp_path: Path, teams: str, settings: str = "") -> IrisConfig:
@@ -25,3 +26,12 @@ async def test_a_reload_after_a_team_was_removed_still_applies(tmp_path: Path) -
         write_config(tmp_path, "alpha", "  maxProcesses: 3\n")  # the next edit, beta long gone
         assert await core.reload() == ["settings.maxProcesses changed: in effect now"]
         assert core.config.settings.max_processes == 3 and core.config_problem == ""
+
+
+async def test_wake_all_lists_no_pair_of_a_removed_team(tmp_path: Path) -> None:
+    async with running_core(tmp_path, write_config(tmp_path, "alpha beta")) as core:
+        await core.supervisor.pair("alpha", "beta")
+        write_config(tmp_path, "alpha")
+        await core.reload()
+        woken = await core.wake_all(WakeAll(from_team="alpha"))  # alpha has no other team to wake now
+        assert woken.processes == [] and woken.errors == {}  # was: alpha->beta, stopped
