@@ -56,6 +56,8 @@ def tell(
         fail(InvalidRequestError("--ttl-days only applies to a stored tell: add --persist, or leave it out"), as_json)
     if ttl_days is not None and (problem := range_problem(Tell, "ttl_days", ttl_days)):
         fail(InvalidRequestError(f"--ttl-days {ttl_days:g} is {problem}"), as_json)
+    if max_budget_usd is not None and (problem := range_problem(Tell, "max_budget_usd", max_budget_usd)):
+        fail(InvalidRequestError(f"--max-budget-usd {max_budget_usd:g} is {problem}"), as_json)
     if message == "-":
         message = read_stdin()
     from_team = caller(from_team)

@@ -39,6 +39,13 @@ def test_ttl_days_without_persist_is_an_error_in_cli_terms() -> None:
     assert "ttlDays" not in result.output
 
 
+def test_a_max_budget_out_of_range_is_an_error_in_cli_terms() -> None:
+    result = CliRunner().invoke(app, ["tell", "alpha", "hi", "--max-budget-usd", "-1"])
+    assert result.exit_code == 1
+    assert "--max-budget-usd -1 is out of range; use more than 0, up to 10000" in result.output
+    assert "$.max_budget_usd" not in result.output  # was: msgspec's words, from irisd
+
+
 def test_every_command_is_listed_and_has_help() -> None:
     from iris_cli.app import COMMANDS
 
