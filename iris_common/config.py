@@ -202,6 +202,8 @@ def parse_config(raw: bytes, *, source: str) -> IrisConfig:
             data = yaml.load(raw, Loader=_UniqueKeyLoader)
         except _DuplicateKey as exc:
             raise ConfigError(f"{source}: {exc}") from None
+        except yaml.MarkedYAMLError as exc:
+            raise ConfigError(f"{source}{_yaml_problem(exc)}") from None
         except (yaml.YAMLError, ValueError) as exc:
             raise ConfigError(f"{source}: not valid YAML: {exc}") from None
         try:
@@ -213,6 +215,20 @@ def parse_config(raw: bytes, *, source: str) -> IrisConfig:
 
 class _DuplicateKey(yaml.YAMLError):
     pass
+
+
+def _yaml_problem(exc: yaml.MarkedYAMLError) -> str:
+    """', line L, column C: not valid YAML: what': PyYAML's own text names the file
+    '<byte string>' and spreads over five lines."""
+    mark = exc.problem_mark or exc.context_mark
+    where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    what = exc.problem or exc.context or "it cannot be read"
+    if "'\\t'" in what:
+        what += " (indent with spaces, not tabs)"
+    elif exc.problem and exc.context and exc.context_mark and exc.context_mark is not mark:
+        at = exc.context_mark  # where what it complains about began: an open quote, a bracket
+        what += f" ({exc.context} at line {at.line + 1}, column {at.column + 1})"
+    return f"{where}: not valid YAML: {what}"
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

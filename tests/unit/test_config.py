@@ -72,6 +72,10 @@ def test_empty_file_is_an_empty_config() -> None:
         ("settings:\n  maxProcesses: 0\n", "'settings.maxProcesses' is 0; it must be at least 1"),
         ("- just\n- a list\n", "must be a mapping"),
         ("teams: [\n", "not valid YAML"),
+        # where, in the file's own terms (was: 'in "<byte string>", line 3, column 1' over 5 lines)
+        ("settings:\n  maxProcesses: 2\n\tidleTimeout: 5000\n",
+         "config.yaml, line 3, column 1: not valid YAML: found character '\\t' that cannot start any token "
+         "(indent with spaces, not tabs)"),
         ("teams:\n  a:\n    path: /tmp\n  a:\n    path: /var\n", "key 'a' is given twice (lines 2 and 4)"),
         ("settings:\n  maxProcesses: 2\n  maxProcesses: 3\n", "key 'maxProcesses' is given twice"),
         ("teams:\n  a:\n    path: /tmp\n    a2aPrompt: 'hi {sender}'\n", "'teams.a.a2aPrompt': it must hold {text}"),
@@ -86,6 +90,7 @@ def test_every_mistake_names_the_file_the_key_and_the_fix(text: str, expected: s
         parse(text)
     assert caught.value.message.startswith("/etc/iris/config.yaml")
     assert expected in caught.value.message
+    assert "<byte string>" not in caught.value.message
 
 
 def test_missing_file_says_how_to_create_it(tmp_path: Path) -> None:
