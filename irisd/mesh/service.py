@@ -187,7 +187,7 @@ class MeshService:
 
     def unreachable_words(self, home: str) -> str:
         if self.link is None or not self.link.state.connected:
-            return f"the mesh is unreachable ({self.problem or 'reconnecting to NATS'})"
+            return f"the mesh is unreachable: {self.problem or 'reconnecting to NATS'}"
         return self.directory.unreachable_words(home) if self.directory is not None else ""
 
     def chain_path(self, tell: RemoteTell) -> list[str]:

@@ -375,7 +375,9 @@ class TellService:
         active = self.pool.find_tell(tell_id)
         info = active.info() if active else await self.store.call(tells.get, tell_id)
         if info is None:
-            raise NotFoundError(f"no tell with id {tell_id!r}; 'iris report TEAM' lists recent tells")
+            raise NotFoundError(
+                f"no tell with id {tell_id!r}; a team's report lists its recent tells ('iris report TEAM', team_report)"
+            )
         return info
 
     def live(self, info: TellInfo) -> TellInfo:
