@@ -16,10 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import trio
 
 from iris_common import locate
-from iris_common.a2a_tokens import is_agent_sender
 from iris_common.config import IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment
-from iris_common.mesh import is_mesh_sender
 from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd import __version__
 from irisd.a2a.teams import sync_a2a_teams
@@ -37,7 +35,7 @@ from irisd.reload import check_claude, plan_reload, read_config
 from irisd.store import approvals, ids, ledger, notifications, questions, rows, sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.admission import check_message, check_wait
-from irisd.tell.service import SendEvent, TellService
+from irisd.tell.service import SendEvent, TellService, check_sender
 from protocol import PROTOCOL_VERSION
 from protocol.errors import ConfigError, InvalidRequestError, IrisError, NotFoundError
 from protocol.messages import (
@@ -556,10 +554,7 @@ class Dispatcher:
             self.config.team(team)
 
     def _check_from(self, from_team: str | None) -> None:
-        # An outside A2A agent ("a2a:NAME") is a sender, not a team: its token named it;
-        # so is a team of another irisd of the mesh ("team@irisd").
-        if from_team is not None and not is_agent_sender(from_team) and not is_mesh_sender(from_team):
-            self.config.team(from_team)
+        check_sender(self.config, from_team, sending=False)  # a filter, or a pair's other end
 
 
 Handler = Callable[[Dispatcher, Any, SendEvent], Awaitable[Reply]]

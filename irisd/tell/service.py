@@ -112,6 +112,21 @@ class Pool(Protocol):
     def waiting_for_slot(self, key: PairKey) -> int: ...
 
 
+def check_sender(config: IrisConfig, from_team: str | None, *, sending: bool = True) -> None:
+    """Refuse a sender that is no team here. An outside A2A agent ("a2a:NAME", its token
+    named it) and a team of another irisd of the mesh ("team@irisd") are senders too; the
+    latter only on a mesh when ``sending`` (a filter may name one from a past mesh)."""
+    if from_team is None or is_agent_sender(from_team):
+        return
+    if not is_mesh_sender(from_team):
+        config.team(from_team)
+    elif sending and config.mesh is None:
+        raise InvalidRequestError(
+            f"sender {from_team!r} names a team of another irisd (team@irisd), but this irisd is on no mesh "
+            "(settings.mesh); send as one of its teams, or leave the sender out"
+        )
+
+
 class TellService:
     def __init__(
         self,
@@ -160,9 +175,7 @@ class TellService:
         its rate limit, a full queue."""
         remote = self.remote_teams.get(to_team)
         team = remote.team if remote is not None else self.config.team(to_team)
-        # "a2a:NAME" (an outside A2A agent) and "team@irisd" (the mesh) are senders, not teams.
-        if from_team is not None and not is_agent_sender(from_team) and not is_mesh_sender(from_team):
-            self.config.team(from_team)
+        check_sender(self.config, from_team)
         candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair, across)
         pairs = self.pool.snapshots()
         parent = parent_tell(parent_pair, pairs)

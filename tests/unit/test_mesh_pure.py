@@ -144,3 +144,24 @@ def test_a_mesh_message_nested_too_deep_is_not_irises_not_a_crash() -> None:
     assert read(INBOUND, deep) is None and read(LIVE, deep) is None and read(FINAL, deep) is None
     assert read(INBOUND, b"{nope") is None and read(INBOUND, b'{"kind": "nope"}') is None
     assert read(INBOUND, ENCODER.encode(CancelMsg(id="t-1"))) == CancelMsg(id="t-1")
+
+
+def test_a_mesh_sender_is_refused_by_an_irisd_on_no_mesh(tmp_path: Path) -> None:
+    from iris_common.config import parse_config
+    from irisd.tell.service import check_sender
+    from protocol.errors import InvalidRequestError, UnknownTeamError
+
+    teams = f"teams:\n  alpha:\n    path: {tmp_path}\n"
+    alone = parse_config(teams.encode(), source="test")
+    mesh = "settings:\n  mesh:\n    url: nats://127.0.0.1:4222\n    name: ws-1\n"
+    meshed = parse_config(f"{mesh}{teams}".encode(), source="test")
+    for config in (alone, meshed):
+        check_sender(config, None)
+        check_sender(config, "alpha")
+        check_sender(config, "a2a:crm")
+        with pytest.raises(UnknownTeamError):
+            check_sender(config, "alpah")
+    check_sender(meshed, "backend@ws-2")
+    with pytest.raises(InvalidRequestError, match="this irisd is on no mesh"):
+        check_sender(alone, "backend@typo")
+    check_sender(alone, "backend@ws-2", sending=False)  # a filter over tells of a past mesh
