@@ -529,8 +529,7 @@ class Dispatcher:
     # --- pairs and sessions ----------------------------------------------------------------
 
     async def pair(self, from_team: str | None, to_team: str) -> Pair:
-        if self.remote_teams.get(to_team) is None:
-            self.config.team(to_team)  # UnknownTeamError, with the known teams
+        self.check_team(to_team)  # UnknownTeamError, with the known teams
         self._check_from(from_team)
         return await self.supervisor.pair(from_team, to_team)  # refuses a remote team
 
@@ -550,8 +549,7 @@ class Dispatcher:
 
     def check_team(self, team: str) -> None:
         """A team of this config, or a remote one (of the mesh): UnknownTeamError otherwise."""
-        if self.remote_teams.get(team) is None:
-            self.config.team(team)
+        self.remote_teams.team(self.config, team)
 
     def _check_from(self, from_team: str | None) -> None:
         check_sender(self.config, from_team, sending=False)  # a filter, or a pair's other end

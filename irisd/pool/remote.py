@@ -31,13 +31,13 @@ from typing import Protocol
 
 import trio
 
-from iris_common.config import Team
+from iris_common.config import IrisConfig, Team
 from irisd.pool.pair import PairSnapshot, TellLink
 from irisd.pool.policy import PairKey
 from irisd.store.facade import Store
 from irisd.tell import machine as tell_machine
 from irisd.tell.active import ActiveTell, save_tell
-from protocol.errors import IrisError, NotFoundError
+from protocol.errors import IrisError, NotFoundError, UnknownTeamError
 from protocol.messages import ProcessInfo, TellPhase, TellStatus
 
 log = logging.getLogger("irisd.remote")
@@ -115,6 +115,16 @@ class RemoteTeams:
 
     def all(self) -> list[RemoteExecutor]:
         return [self._executors[name] for name in sorted(self._executors)]
+
+    def team(self, config: IrisConfig, name: str) -> Team:
+        """The team ``name``: a remote one, or one of ``config``; else UnknownTeamError
+        naming both kinds (a misspelt team of another irisd gets its "did you mean")."""
+        remote = self._executors.get(name)
+        if remote is not None:
+            return remote.team
+        if name in config.teams:
+            return config.teams[name]
+        raise UnknownTeamError.for_name(name, sorted({*config.teams, *self._executors}))
 
 
 class TellReport:

@@ -95,6 +95,8 @@ class RemoteTeams(Protocol):
 
     def get(self, team: str) -> RemoteTeam | None: ...
 
+    def team(self, config: IrisConfig, name: str) -> Team: ...
+
 
 class Pool(Protocol):
     """The pool of pairs as the service sees it (``irisd.pool.supervisor.Supervisor``)."""
@@ -174,7 +176,7 @@ class TellService:
         a request out of range, a loop or a chain too long, a budget spent, a pair over
         its rate limit, a full queue."""
         remote = self.remote_teams.get(to_team)
-        team = remote.team if remote is not None else self.config.team(to_team)
+        team = self.remote_teams.team(self.config, to_team)
         check_sender(self.config, from_team)
         candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair, across)
         pairs = self.pool.snapshots()
@@ -270,8 +272,7 @@ class TellService:
         """A persisted tell (a notification): admitted (``persist_problem``) and committed
         to the database before the sender is answered; the courier delivers it later
         through ``submit``."""
-        if self.remote_teams.get(request.to_team) is None:  # a remote team is delivered to through its pair
-            self.config.team(request.to_team)
+        self.remote_teams.team(self.config, request.to_team)  # a remote team is delivered to through its pair
         if request.from_team is not None:
             self.config.team(request.from_team)
         if problem := persist_problem(request):

@@ -16,7 +16,7 @@ from iris_common.config import Team
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
 from irisd.pool.remote import HANDOFF_TIMEOUT_S, RemoteTell, TellReport
-from protocol.errors import InvalidRequestError
+from protocol.errors import InvalidRequestError, UnknownTeamError
 from protocol.messages import (
     CancelTell,
     ClearCache,
@@ -26,6 +26,7 @@ from protocol.messages import (
     ListNotifications,
     ListRules,
     ListSessions,
+    Report,
     Tell,
     TellPhaseEvent,
     TellReply,
@@ -203,3 +204,10 @@ async def test_a_caller_that_does_not_wait_hears_of_the_tell_only_once_the_far_s
     assert lost.status == "failed" and "not sent: the remote team did not take it within 30 s" in lost.tell.error
     await trio.testing.wait_all_tasks_blocked()
     assert lost.tell.id in executor.cancelled  # it stopped trying
+
+
+async def test_a_misspelt_remote_team_gets_its_did_you_mean(core: tuple[Dispatcher, ScriptedExecutor]) -> None:
+    dispatcher, _ = core
+    for request in (Tell(to_team="fra", message="hi"), Report(to_team="fra")):
+        with pytest.raises(UnknownTeamError, match="did you mean 'far'\\? known teams: alpha, far"):
+            await dispatcher.dispatch(request, OWNER, ignore)
