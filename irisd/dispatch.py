@@ -387,11 +387,14 @@ class Dispatcher:
     async def report(
         self, to_team: str, from_team: str | None, all_callers: bool, limit: int
     ) -> ReportReply:
-        self.check_team(to_team)
         self._check_from(from_team)
         if not 1 <= limit <= 1000:
             raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
         found = await self.store.call(tells.recent, to_team, from_team, all_callers=all_callers, limit=limit)
+        # A team removed from config.yaml keeps its history: refuse only a name never told.
+        known = self.remote_teams.get(to_team) is not None or to_team in self.config.teams
+        if not (found or known or await self.store.call(tells.recent, to_team, None, all_callers=True, limit=1)):
+            self.check_team(to_team)
         return ReportReply(tells=[self.tells.live(info) for info in found])
 
     async def list_tells(

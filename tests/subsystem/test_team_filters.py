@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from fakes.core import running_core, teams_config
+from irisd.store import tells
 from protocol.errors import UnknownTeamError
-from protocol.messages import Costs, ListQuestions
+from protocol.messages import Costs, ListQuestions, TellInfo
 
 
 async def test_a_misspelt_team_in_questions_and_costs_is_refused_with_the_known_teams(tmp_path: Path) -> None:
@@ -21,3 +22,15 @@ async def test_a_misspelt_team_in_questions_and_costs_is_refused_with_the_known_
         assert (await core.list_questions(ListQuestions(team="alpha"))).questions == []
         assert (await core.list_questions(ListQuestions(team="a2a:crm-bot"))).questions == []  # a sender
         assert (await core.costs(Costs(team="alpha"))).rows == []  # a team with nothing spent yet
+
+
+async def test_a_removed_teams_report_keeps_its_history(tmp_path: Path) -> None:
+    async with running_core(tmp_path, teams_config(tmp_path)) as core:
+        told = TellInfo(id="t-docs", from_team="alpha", to_team="docs", message="hi", status="completed",
+                        created_at=1.0)
+        await core.store.call(tells.insert, told)  # as before a reload took 'docs' out of config.yaml
+        assert [t.id for t in (await core.report("docs", "alpha", False, 10)).tells] == ["t-docs"]
+        assert [t.id for t in (await core.report("docs", None, True, 10)).tells] == ["t-docs"]
+        assert (await core.report("docs", None, False, 10)).tells == []  # told by alpha, not from outside
+        with pytest.raises(UnknownTeamError, match="team 'dosc' is not configured"):
+            await core.report("dosc", None, False, 10)
