@@ -20,6 +20,7 @@ carries; what it refuses, it answers a POST here in JSON-RPC's form.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import urllib.parse
 from collections.abc import Awaitable, Callable
@@ -119,8 +120,7 @@ class A2AFace:
             return
         found = teams[0] if name is None else next((t for t in teams if t.name == urllib.parse.unquote(name)), None)
         if found is None:
-            known = ", ".join(t.name for t in teams)
-            await _plain(send, 404, f"no team {name!r}; the agents here are: {known}".encode())
+            await _plain(send, 404, _no_team(urllib.parse.unquote(name or ""), [t.name for t in teams]).encode())
             return
         url = f"{self.access.url}{PREFIX}{urllib.parse.quote(found.name)}"
         body = a2a.encoder.encode(mapping.card(found, url, __version__))
@@ -179,7 +179,7 @@ class A2AFace:
     async def _known_team(self, team: str) -> None:
         names = [t.name for t in await self.teams()]
         if team not in names:
-            raise A2AError(a2a.INVALID_PARAMS, f"no team {team!r} here; the agents are: {', '.join(names)}")
+            raise A2AError(a2a.INVALID_PARAMS, _no_team(team, names))
 
     async def _unary(self, caller: Caller, team: str, method: str, params: msgspec.Struct) -> msgspec.Struct:
         match params:
@@ -264,6 +264,12 @@ _CHILD_REFUSED = (
     "a team's own token does not open the A2A face: a team asks another team with team_tell, where "
     "Iris guards loops and budgets"
 )
+
+
+def _no_team(asked: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(asked, names, n=1, cutoff=0.6)
+    hint = f"did you mean {PREFIX}{close[0]}? " if close else ""
+    return f"no team {asked!r} here; {hint}the agents here are: {', '.join(names)}"
 
 
 def _internal(exc: Exception) -> A2AError:

@@ -205,6 +205,8 @@ async def test_the_cards_are_public_and_name_each_teams_endpoint(face: A2AFace) 
     root = json.loads((await anyone.request("GET", "/.well-known/agent-card.json"))[2])
     assert root["name"] == "alpha"
     assert (await anyone.request("GET", "/a2a/gamma/.well-known/agent-card.json"))[0] == 404
+    status, _, body = await anyone.request("GET", "/a2a/bta/.well-known/agent-card.json")
+    assert status == 404 and b"no team 'bta' here; did you mean /a2a/beta? the agents here are: alpha, beta" in body
     assert (await anyone.request("POST", "/.well-known/agent-card.json"))[0] == 405
     assert (await anyone.request("GET", "/a2a/alpha"))[0] == 405
     assert (await anyone.request("GET", "/a2a/alpha/else"))[0] == 404
