@@ -542,7 +542,7 @@ def render_tell(reply: TellReply) -> ToolOutput:
 def render_cancelled(reply: TellReply) -> ToolOutput:
     """What a cancel did: the tell is interrupted now, or had already ended."""
     info = reply.tell
-    if info.status == "interrupted":
+    if reply.cancelled:
         text = f"Cancelled tell {info.id} to {info.to_team}."
     else:
         text = f"Tell {info.id} to {info.to_team} had already ended ({info.status}); nothing to cancel."

@@ -601,6 +601,7 @@ class ErrorReply(_Message, tag="error"):
 class TellReply(_Message, tag="tell_reply"):
     status: ReplyStatus
     tell: TellInfo
+    cancelled: bool = False  # to CancelTell: this request ended it (else it had ended before)
 
 
 class TeamsReply(_Message, tag="teams_reply"):

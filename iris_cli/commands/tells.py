@@ -132,7 +132,7 @@ def cancel(
         print_json(tell_data(reply))
     else:
         status = reply.tell.status
-        if status in ("completed", "failed", "timed_out"):
+        if not reply.cancelled and status in ("completed", "failed", "timed_out", "interrupted"):
             render.out.print(f"tell {reply.tell.id} had already ended ({status}); nothing to cancel")
             return
         render.out.print(f"tell {reply.tell.id} is {status}")  # the whole id, not the prefix typed

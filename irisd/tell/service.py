@@ -382,7 +382,8 @@ class TellService:
             info = await self.find(tell_id)  # NotFoundError for an unknown id
             return TellReply(status=reply_status(info), tell=info)
         await active.finished.wait()
-        return TellReply(status=active.machine.reply_status(), tell=active.info())
+        info = active.info()  # it may have ended otherwise as the cancel came
+        return TellReply(status=active.machine.reply_status(), tell=info, cancelled=info.status == "interrupted")
 
     async def find(self, tell_id: str) -> TellInfo:
         """A tell by id: live if it runs, else as stored (NotFoundError if unknown)."""

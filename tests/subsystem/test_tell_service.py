@@ -113,3 +113,21 @@ async def test_a_tell_ends_once_however_often_it_is_saved_or_ended(tmp_path: Pat
     stored = await store.call(tells.get, tell.id)
     assert stored is not None and (stored.status, stored.error) == ("interrupted", "the pair stopped")
     store.close()
+
+
+async def test_a_cancel_says_whether_it_ended_the_tell(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    running = await core.tells.tell(Tell(to_team="alpha", message="long", timeout_ms=-1), no_events)
+    await child_got_turn(0)
+    first = await core.tells.cancel(running.tell.id)
+    assert (first.cancelled, first.tell.status) == (True, "interrupted")
+    again = await core.tells.cancel(running.tell.id)
+    assert (again.cancelled, again.tell.status) == (False, "interrupted")  # it had ended before this one
+    done = await core.tells.tell(Tell(to_team="alpha", message="short", timeout_ms=-1), no_events)
+    while not (told := [c for c in FakeChild.instances if "short" in str(c.sent)]):  # a new claude: it
+        await trio.sleep(0.001)  # ignored the interrupt, so it was stopped
+    await told[0].result("done")
+    assert (await core.tells.get(done.tell.id, 60_000)).status == "completed"
+    late = await core.tells.cancel(done.tell.id)
+    assert (late.cancelled, late.tell.status) == (False, "completed")
