@@ -28,6 +28,7 @@ from typing import Any, cast
 
 import msgspec
 import trio
+from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
 from irisd import __version__
@@ -313,28 +314,27 @@ def _json_name(key: str) -> str:
 def _check_content_type(scope: Scope) -> None:
     """A JSON-RPC body is JSON: another declared Content-Type is ContentTypeNotSupportedError
     (none at all is read as JSON)."""
-    for key, value in scope.get("headers", []):
-        if key.decode("latin-1").lower() == "content-type":
-            kind = value.decode("latin-1").split(";")[0].strip().lower()
-            if kind != "application/json" and not kind.endswith("+json"):
-                raise A2AError(
-                    a2a.CONTENT_TYPE_NOT_SUPPORTED,
-                    f"the body is {kind or 'of no type'}; A2A JSON-RPC takes 'Content-Type: application/json'",
-                    mediaType=kind,
-                )
+    declared = Headers(scope=scope).get("content-type")
+    if declared is None:
+        return
+    kind = declared.split(";")[0].strip().lower()
+    if kind != "application/json" and not kind.endswith("+json"):
+        raise A2AError(
+            a2a.CONTENT_TYPE_NOT_SUPPORTED,
+            f"the body is {kind or 'of no type'}; A2A JSON-RPC takes 'Content-Type: application/json'",
+            mediaType=kind,
+        )
 
 
 def _bearer(scope: Scope) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.decode("latin-1").lower() == "authorization":
-            return bearer_token(value.decode("latin-1"))
-    return None
+    return bearer_token(Headers(scope=scope).get("authorization"))
 
 
 def _version(scope: Scope) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key.decode("latin-1").lower() == a2a.VERSION_HEADER.lower():
-            return cast(str, value.decode("latin-1"))
+    """The A2A-Version header, or the query parameter of that name (spec 3.6.2)."""
+    header = Headers(scope=scope).get(a2a.VERSION_HEADER)
+    if header is not None:
+        return header
     query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
     found = query.get(a2a.VERSION_HEADER)
     return found[0] if found else None
