@@ -151,8 +151,8 @@ class Supervisor:
                 remote.close()  # its running tells finish; the next tell gets a new pair
         for pair in list(self.pairs.values()):
             from_team, to_team = pair.key
-            # a team removed by an earlier reload keeps its stopped pairs: not in config either
-            if to_team in retire or to_team not in config.teams or (from_team is not None and from_team in retire):
+            # not in config: removed by this reload, or by an earlier one (its stopped pairs stay)
+            if to_team not in config.teams or (from_team is not None and from_team in retire):
                 self._stop_once_idle(pair, "its team was removed from config.yaml")
                 continue
             pair.reconfigure(config.team(to_team), config)
