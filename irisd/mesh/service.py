@@ -101,12 +101,10 @@ class MeshService:
         try:
             taken = await directory.name_taken()
         except BaseException:
-            with trio.CancelScope(shield=True), trio.move_on_after(3):
-                await link.close()
+            await _close(link)
             raise
         if taken:  # never beat over the holder's heartbeat, nor read its tells
-            with trio.CancelScope(shield=True), trio.move_on_after(3):
-                await link.close()
+            await _close(link)
             await self._wait_after_failure(f"mesh: not joined: {taken}", taken)
             return
         self.problem, self._failures = "", 0
@@ -282,3 +280,9 @@ def save_late_final(db: apsw.Connection, final: FinalMsg, now: float) -> None:
     info.phase = None
     tells.update(db, info)
 
+
+
+async def _close(link: Link) -> None:
+    """Close ``link`` even while cancelled, within 3 s."""
+    with trio.CancelScope(shield=True), trio.move_on_after(3):
+        await link.close()
