@@ -38,15 +38,21 @@ class UnknownTeamError(IrisError):
 
     @classmethod
     def for_name(cls, name: str, known: list[str]) -> UnknownTeamError:
-        import difflib
-
         listed = ", ".join(sorted(known)) or "(none configured)"
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        close = closest_team(name, known)
+        hint = f"did you mean {close!r}? " if close else ""
         return cls(
             f"team {name!r} is not configured; {hint}known teams: {listed}. "
             "Add it under 'teams:' in config.yaml."
         )
+
+
+def closest_team(name: str, known: list[str]) -> str | None:
+    """The known team ``name`` is most likely a misspelling of, if any."""
+    import difflib
+
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 class TeamUnavailableError(IrisError):

@@ -20,7 +20,6 @@ carries; what it refuses, it answers a POST here in JSON-RPC's form.
 
 from __future__ import annotations
 
-import difflib
 import logging
 import urllib.parse
 from collections.abc import Awaitable, Callable
@@ -39,7 +38,7 @@ from irisd.caller import OWNER, Caller
 from irisd.http.security import bearer_token
 from irisd.tokens import Access
 from protocol import a2a
-from protocol.errors import IrisError, RateLimitedError
+from protocol.errors import IrisError, RateLimitedError, closest_team
 from protocol.messages import ListTeams, TeamInfo, TeamsReply
 
 log = logging.getLogger("irisd.http.a2a")
@@ -268,8 +267,8 @@ _CHILD_REFUSED = (
 
 
 def _no_team(asked: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(asked, names, n=1, cutoff=0.6)
-    hint = f"did you mean {PREFIX}{close[0]}? " if close else ""
+    close = closest_team(asked, names)
+    hint = f"did you mean {PREFIX}{close}? " if close else ""
     return f"no team {asked!r} here; {hint}the agents here are: {', '.join(names)}"
 
 
