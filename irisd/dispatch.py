@@ -37,7 +37,7 @@ from irisd.store.facade import Store
 from irisd.tell.admission import check_message, check_wait
 from irisd.tell.service import SendEvent, TellService, check_sender
 from protocol import PROTOCOL_VERSION
-from protocol.errors import ConfigError, InvalidRequestError, IrisError, NotFoundError
+from protocol.errors import ConfigError, InvalidRequestError, IrisError, NotFoundError, UnknownTeamError
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -391,10 +391,12 @@ class Dispatcher:
         if not 1 <= limit <= 1000:
             raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
         found = await self.store.call(tells.recent, to_team, from_team, all_callers=all_callers, limit=limit)
-        # A team removed from config.yaml keeps its history: refuse only a name never told.
-        known = self.remote_teams.get(to_team) is not None or to_team in self.config.teams
-        if not (found or known or await self.store.call(tells.recent, to_team, None, all_callers=True, limit=1)):
-            self.check_team(to_team)
+        if not found:
+            try:
+                self.check_team(to_team)
+            except UnknownTeamError:  # a team removed from config.yaml keeps its history
+                if not await self.store.call(tells.recent, to_team, None, all_callers=True, limit=1):
+                    raise
         return ReportReply(tells=[self.tells.live(info) for info in found])
 
     async def list_tells(
