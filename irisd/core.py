@@ -119,6 +119,7 @@ class Services:
             await nursery.start(self.questions.run)
             await nursery.start(self.mesh.run)
             nursery.start_soon(_retention, self.config, self.store)
+            nursery.start_soon(self.store.serve_checkpoints)
             task_status.started(self.dispatcher)
 
 

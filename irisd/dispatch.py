@@ -258,7 +258,7 @@ class Dispatcher:
         return QuestionsReply(questions=asked)
 
     async def costs(self, request: Costs) -> CostsReply:
-        rows, total = await self.store.call(ledger.summary, request.by, request.since, request.team)
+        rows, total = await self.store.read(ledger.summary, request.by, request.since, request.team)
         if request.team is not None and not rows:  # a removed team's costs still count
             self.check_team(request.team)
         return CostsReply(by=request.by, since=request.since, rows=rows, total=total)
@@ -361,7 +361,7 @@ class Dispatcher:
         if to_team is not None:
             self.check_team(to_team)
         rows = [r for r in await self.store.call(sessions.list_all) if to_team in (None, r.to_team)]
-        costs = await self.store.call(ledger.by_pair)
+        costs = await self.store.read(ledger.by_pair)
         files = [transcript_path(self.paths, self.config.teams, r.to_team, r.session_id) for r in rows]
         remote = {name for name, team in self.config.teams.items() if team.host}
         found = []
@@ -390,7 +390,7 @@ class Dispatcher:
         self._check_from(from_team)
         if not 1 <= limit <= 1000:
             raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
-        found = await self.store.call(tells.recent, to_team, from_team, all_callers=all_callers, limit=limit)
+        found = await self.store.read(tells.recent, to_team, from_team, all_callers=all_callers, limit=limit)
         if not found:
             try:
                 self.check_team(to_team)
@@ -408,12 +408,12 @@ class Dispatcher:
             self._check_from(from_team)
         if not 1 <= limit <= 1000:
             raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
-        found = await self.store.call(tells.recent_all, to_team, from_team, status, limit)
+        found = await self.store.read(tells.recent_all, to_team, from_team, status, limit)
         return ReportReply(tells=[self.tells.live(info) for info in found])
 
     async def transcript(self, tell_id: str, as_steps: bool = False) -> TranscriptReply:
         info = await self.tells.find(tell_id)
-        entries = await self.store.call(rows.transcript, "tell_messages", "tell_id", tell_id)
+        entries = await self.store.read(rows.transcript, "tell_messages", "tell_id", tell_id)
         if as_steps:  # the dashboard: the one reading of the lines, not the lines
             return TranscriptReply(tell=info, entries=[], steps=steps(entries))
         return TranscriptReply(tell=info, entries=entries)
@@ -422,7 +422,7 @@ class Dispatcher:
         turn = await self.store.call(unsolicited.get, turn_id)
         if turn is None:
             raise NotFoundError(f"no unsolicited turn with id {turn_id!r}; 'iris status' lists recent ones")
-        entries = await self.store.call(rows.transcript, "unsolicited_messages", "turn_id", turn_id)
+        entries = await self.store.read(rows.transcript, "unsolicited_messages", "turn_id", turn_id)
         return UnsolicitedReply(turn=turn, entries=entries)
 
     # --- tells and questions ----------------------------------------------------------------

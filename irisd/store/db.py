@@ -266,6 +266,18 @@ def open_database(path: Path) -> apsw.Connection:
     return connection
 
 
+def open_reader(path: Path) -> apsw.Connection:
+    """A second connection to the (already opened and migrated) database, for the large
+    reads and the WAL checkpoints that run in the worker thread (irisd/store/facade.py)."""
+    try:
+        connection = apsw.Connection(str(path))
+        connection.setbusytimeout(5000)
+        connection.execute("PRAGMA synchronous = NORMAL")
+    except apsw.Error as exc:
+        raise store_error(exc, path, fix="then start irisd again") from None
+    return connection
+
+
 def migrate(connection: apsw.Connection) -> None:
     version = _user_version(connection)
     if version > len(MIGRATIONS):
