@@ -22,7 +22,6 @@ so a tell's progress notifications reach the child while it runs.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -117,5 +116,6 @@ class McpEndpoint:
 
 
 def _import_sdk() -> None:
-    for module in ("iris_mcp.server", "mcp.server.streamable_http_manager"):  # iris_mcp.server first: lean
-        importlib.import_module(module)
+    import mcp.server.streamable_http_manager  # noqa: F401
+
+    import iris_mcp.server  # noqa: F401
