@@ -1,4 +1,4 @@
-"""A trio client of irisd, for the MCP shim: one connection per call, events as they arrive.
+"""A trio client of irisd, for the MCP shim: kept connections, events as they arrive.
 
 Why not the blocking ``Client`` in a worker thread: a streaming tell pushes ``TellText``
 events that the shim forwards as MCP progress notifications while the call runs, and an
@@ -21,6 +21,7 @@ does not care about the difference.
 from __future__ import annotations
 
 import os
+import select
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -92,6 +93,76 @@ class AsyncConnection:
 
     def _lost(self) -> ConnectionLost:
         return ConnectionLost(f"irisd closed the connection on {self._socket_path} (did it stop or restart?)")
+
+    def still_open(self) -> bool:
+        """Whether an idle connection can take a request: irisd closed it (it restarted, or it
+        closes connections idle too long) if anything is readable on it."""
+        poller = select.poll()
+        poller.register(self._stream.socket.fileno(), select.POLLIN | select.POLLRDHUP)
+        return not poller.poll(0)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class ConnectionPool:
+    """Connections to irisd kept between calls, for a client that makes many (the MCP shim):
+    a call takes an idle connection that is still open, or opens and greets a new one (about
+    0.5 ms), and gives it back once its reply came. Calls at once use connections of their own.
+
+    A kept connection is given up well before irisd would close it as idle (``MAX_IDLE_S``),
+    and one irisd closed meanwhile (a restart) is seen before it is used, so a request is not
+    sent into a connection the daemon already left. Errors as for ``AsyncConnection.request``;
+    opening raises ``DaemonUnreachable``. A call that fails or is cancelled closes its connection.
+    """
+
+    MAX_IDLE_S = 30.0  # irisd closes a connection idle for 120 s (irisd/server.py)
+
+    def __init__(self, socket_path: Path, client: str, *, keep: int = 4) -> None:
+        self.socket_path = socket_path
+        self.client = client
+        self.keep = keep
+        self._idle: list[tuple[float, AsyncConnection]] = []
+
+    async def request(self, request: Request, on_event: AsyncEventHandler | None = None) -> Reply:
+        connection = await self._take()
+        reusable = False
+        try:
+            reply = await connection.request(request, on_event)
+            reusable = True
+            return reply
+        except ConnectionLost:
+            raise
+        except IrisError:  # an error reply: the connection is as good as before
+            reusable = True
+            raise
+        finally:
+            if reusable and len(self._idle) < self.keep:
+                self._idle.append((trio.current_time(), connection))
+            else:
+                with trio.CancelScope(shield=True):
+                    await connection.aclose()
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, []
+        for _, connection in idle:
+            await connection.aclose()
+
+    async def _take(self) -> AsyncConnection:
+        now = trio.current_time()
+        while self._idle:
+            since, connection = self._idle.pop()
+            if now - since < self.MAX_IDLE_S and connection.still_open():
+                return connection
+            await connection.aclose()
+        stream = await _connect(self.socket_path)
+        connection = AsyncConnection(stream, self.socket_path)
+        try:
+            await connection.hello(self.client)
+        except BaseException:
+            await stream.aclose()
+            raise
+        return connection
 
 
 @asynccontextmanager
