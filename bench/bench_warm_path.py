@@ -64,12 +64,12 @@ def main() -> None:
         claude = DirectClaude(new.claude, str(new.teams_dir / "alpha"), new.env)
         try:
             claude.turn("warm up")
-            for iris in (old, new):
-                tell(iris, "warm up")
-                tell(iris, "warm up again")
+            for started in (old, new):
+                tell(started, "warm up")
+                tell(started, "warm up again")
             walls: dict[str, list[float]] = {"direct": [], "old": [], "new": []}
             cpu = {"old": 0.0, "new": 0.0}
-            sides = [("direct", None), ("old", old), ("new", new)]
+            sides: list[tuple[str, Iris | None]] = [("direct", None), ("old", old), ("new", new)]
             for round_ in range(args.rounds):
                 shift = round_ % len(sides)
                 for name, iris in sides[shift:] + sides[:shift]:
