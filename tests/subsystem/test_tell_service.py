@@ -17,13 +17,13 @@ from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.questions.desk import QuestionDesk
-from irisd.store import notifications, questions, tells
+from irisd.store import ledger, notifications, questions, tells
 from irisd.store.db import open_database
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, end_tell, save_tell
 from irisd.tell.machine import TellMachine
 from protocol.errors import LoopError
-from protocol.messages import ChainRef, NotificationReply, Tell
+from protocol.messages import ChainRef, NotificationReply, Tell, TellInfo
 
 
 @pytest.fixture
@@ -187,3 +187,22 @@ async def test_a_stored_tell_whose_chain_went_too_far_is_refused_at_delivery_for
     )
     await trio.sleep(3600)  # never tried again
     assert FakeChild.instances == [] and (await core.store.call(notifications.get, stored.id)) == found
+
+
+async def test_a_stored_tell_waits_while_its_chain_has_spent_its_budget(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    settings = "  maxProcesses: 2\n  budget:\n    chainUsd: 0.5\n"
+    async with running_core(tmp_path, teams_config(tmp_path, settings)) as core:
+        spent = TellInfo(id="t-1", from_team=None, to_team="alpha", message="x", status="completed",
+                         chain_id="c-1", finished_at=time.time(), cost_usd=0.5)
+        await core.store.call(ledger.record, spent)
+        chain = ChainRef(chain_id="c-1", hops=1, path=["alpha"])
+        stored = await core.store.call(notifications.create, "alpha", "beta", "ping", time.time(), 3600.0, chain)
+        core.on_notification()
+        with trio.fail_after(60):
+            while not (found := await core.store.call(notifications.get, stored.id)) or not found.error:
+                await trio.sleep(0.01)
+        assert found.status == "pending"
+        assert found.error.startswith("not sent: this chain of nested tells has spent $0.5, reaching its budget")
+        assert FakeChild.instances == []  # not delivered: raising chainUsd (and 'iris reload') lets it go

@@ -177,16 +177,18 @@ def test_a_tell_from_another_iris_continues_its_chain_and_its_hop_limit_holds() 
     assert nested == Admit(chain_id="c1", hops=2, path=("external", "alpha", "beta", "gamma"))
 
 
-LAST = "epsilon"
+def link(from_team: str, to_team: str, hops: int, *path: str) -> Snapshot:
+    """A running tell of chain c1, with the teams waiting in it."""
+    return Snapshot((from_team, to_team), TellLink(f"t-{to_team}", from_team, to_team, "c1", hops, path))
 
 
 def test_the_loop_refusal_prints_the_chain_as_it_went_and_a_sibling_is_not_waiting() -> None:
     # alpha -> beta, which asked gamma and delta at once (a fan-out); gamma asked epsilon.
     fan = [
-        Snapshot(("beta", "delta"), TellLink("t3", "beta", "delta", "c1", 1, ("alpha", "beta", "delta"))),
-        Snapshot(("beta", "gamma"), TellLink("t2", "beta", "gamma", "c1", 1, ("alpha", "beta", "gamma"))),
-        Snapshot(("alpha", "beta"), TellLink("t1", "alpha", "beta", "c1", 0, ("alpha", "beta"))),
-        Snapshot(("gamma", "epsilon"), TellLink("t4", "gamma", "epsilon", "c1", 2, ("alpha", "beta", "gamma", LAST))),
+        link("beta", "delta", 1, "alpha", "beta", "delta"),
+        link("beta", "gamma", 1, "alpha", "beta", "gamma"),
+        link("alpha", "beta", 0, "alpha", "beta"),
+        link("gamma", "epsilon", 2, "alpha", "beta", "gamma", "epsilon"),
     ]
     loop = refused(admit(tell("alpha", from_team="epsilon", parent_pair="gamma->epsilon"), facts(pairs=fan)))
     assert loop.recorded == "loop: alpha is already waiting in this chain (alpha -> beta -> gamma -> epsilon -> alpha)"
