@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from protocol import a2a
+from protocol.limits import MAX_CHAIN_PATH
 
 
 def outbound_request(
@@ -31,7 +32,7 @@ def outbound_request(
     chain = a2a.IrisChain(
         chain_id=chain_id or tell_id,
         hops=hops,
-        path=list(path) or [from_team or "external", to_team],
+        path=list(path[-MAX_CHAIN_PATH:]) or [from_team or "external", to_team],
     )
     message = a2a.Message(
         message_id=message_id,

@@ -13,7 +13,7 @@ from typing import Literal, TypeVar
 
 import msgspec
 
-from protocol.limits import ChainHops, ChainPath
+from protocol.limits import MAX_CHAIN_PATH, ChainHops, ChainPath
 from protocol.messages import ChainRef, TellStatus
 
 
@@ -105,9 +105,10 @@ ENCODER = msgspec.json.Encoder()
 def path_out(path: Sequence[str], sender: str | None, here: str) -> list[str]:
     """The teams waiting in a tell's chain as a mesh tell carries them: each "team@irisd"
     (a team of this irisd named after ``here``). ``path`` is the tell's own (its team last,
-    left out: the home names it); a tell with none starts at ``sender``."""
+    left out: the home names it); a tell with none starts at ``sender``. At most the last
+    ``MAX_CHAIN_PATH`` (a hop limit set past it: the earliest teams are left out)."""
     waiting = list(path[:-1]) or [sender or "external"]
-    return [team if "@" in team else f"{team}@{here}" for team in waiting]
+    return [team if "@" in team else f"{team}@{here}" for team in waiting[-MAX_CHAIN_PATH:]]
 
 
 def chain_in(tell: RemoteTellMsg, here: str) -> ChainRef:

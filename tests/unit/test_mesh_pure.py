@@ -86,6 +86,7 @@ def test_a_mesh_tell_carries_the_teams_waiting_in_its_chain_each_named_by_its_ir
     assert path_out(("external", "web", "api"), "web", "ws-1") == ["external@ws-1", "web@ws-1"]
     assert path_out(("docs@ws-2", "web", "api"), "web", "ws-1") == ["docs@ws-2", "web@ws-1"]
     assert path_out((), None, "ws-1") == ["external@ws-1"]
+    assert path_out([f"t{i}" for i in range(70)], "t68", "ws-1") == [f"t{i}@ws-1" for i in range(5, 69)]  # the last 64
     tell = RemoteTellMsg(id="t-1", from_team="web", to_team="api", message="hi", chain_id="c", hops=2,
                          path=["api@ws-2", "web@ws-1"])
     # On its home ws-2, its own teams go by their names there: api is found waiting (a loop).
