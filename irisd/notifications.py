@@ -5,6 +5,11 @@ Delivery is at-least-once: a notification stays ``pending`` until its tell is qu
 is ``delivering`` while the tell runs and ``delivered`` once it completes; if irisd dies
 before that, the next start puts it back to ``pending`` and delivers it again. Only a
 ``pending`` one expires: a delivery under way decides its own outcome.
+
+A notification keeps the chain it was sent in (``NotificationInfo.chain``): its delivery
+is a tell that continues it, admitted like any (the hop limit, the loop guard, the chain's
+budget). One its chain refuses is ``refused`` for good (the refused tell is recorded in
+the chain's history); a budget or a full queue only delays it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from irisd.store import notifications
 from irisd.store.db import StoreError
 from irisd.store.facade import Store
 from irisd.tell.service import TellService
-from protocol.errors import IrisError
+from protocol.errors import IrisError, LoopError
 from protocol.messages import NotificationInfo
 
 log = logging.getLogger("irisd.notifications")
@@ -81,7 +86,7 @@ class Courier:
         try:
             for item in items:
                 outcome = await self._deliver(item)
-                if outcome == "delivered":
+                if outcome in ("delivered", "refused"):  # done with, either way: the next one
                     self._store_delay.pop(pair, None)
                     continue
                 delay = RETRY_AFTER_S
@@ -97,17 +102,21 @@ class Courier:
             self._delivering.discard(pair)
             self.wake_up()  # look again: a retry, or more that arrived for this pair meanwhile
 
-    async def _deliver(self, item: NotificationInfo) -> Literal["delivered", "failed", "store"]:
+    async def _deliver(self, item: NotificationInfo) -> Literal["delivered", "refused", "failed", "store"]:
         if item.expires_at <= time.time():
             return "delivered"  # past its TTL while earlier ones were delivered: the sweep expires it
         try:
             tell = await self.tells.submit(
-                item.to_team, item.message, item.from_team, 0, kind="notification"
+                item.to_team, item.message, item.from_team, 0, kind="notification", across=item.chain
             )
         except StoreError as exc:  # nothing was queued; the notification stays pending
             log.warning("notification not delivered yet: the database refuses writes",
                         extra={"id": item.id, "error": exc.message})
             return "store"
+        except LoopError as exc:  # its chain went too far: never delivered, whenever tried
+            await self._mark_until_stored(item.id, "refused", error=exc.message)
+            log.warning("notification refused", extra={"id": item.id, "error": exc.message})
+            return "refused"
         except IrisError as exc:  # the team was removed from the config, the queue is full...
             await self._mark(item.id, "pending", error=exc.message)
             log.warning("notification not delivered", extra={"id": item.id, "error": exc.message})

@@ -25,6 +25,8 @@ from typing import Any, Final, Generic, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from protocol.limits import ChainHops, ChainPath
+
 PROTOCOL_VERSION: Final = "1.0"
 VERSION_HEADER: Final = "A2A-Version"
 # A request without the header speaks 0.3 (spec 3.6.2), which Iris does not serve.
@@ -353,8 +355,8 @@ class IrisChain(_Wire):
     Iris checks it against its loop guard and hop limit."""
 
     chain_id: str
-    hops: int = 0
-    path: list[str] = []
+    hops: ChainHops = 0
+    path: ChainPath = []
 
 
 # --- JSON-RPC 2.0 envelopes ----------------------------------------------------------------

@@ -62,6 +62,25 @@ BudgetUsd = Annotated[
     ),
 ]
 
+# A chain of nested tells, as it is carried between tells and between Irises (``ChainRef``,
+# the mesh's and A2A's chain): a hop count that cannot go below zero, and a path of team
+# names of bounded length (far past any hop limit: a longer one is not a chain but a flood).
+MAX_CHAIN_PATH = 64
+MAX_CHAIN_NAME_CHARS = 256
+ChainHops = Annotated[
+    int,
+    msgspec.Meta(ge=0, description="How many tells led to this one.", extra={"fix": "give 0 or more hops"}),
+]
+ChainName = Annotated[str, msgspec.Meta(max_length=MAX_CHAIN_NAME_CHARS)]
+ChainPath = Annotated[
+    list[ChainName],
+    msgspec.Meta(
+        max_length=MAX_CHAIN_PATH,
+        description="The teams waiting in the chain, first to last.",
+        extra={"fix": f"a chain holds at most {MAX_CHAIN_PATH} teams of up to {MAX_CHAIN_NAME_CHARS} characters"},
+    ),
+]
+
 
 def explain(error: msgspec.ValidationError, structs: typing.Iterable[type[msgspec.Struct]]) -> str | None:
     """msgspec's words for a value that breaks a declared limit (they name the field and the

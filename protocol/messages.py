@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeGuard, get_args
 
 import msgspec
 
-from protocol.limits import DEFAULT_TTL_DAYS, BudgetUsd, MessageText, TimeoutMs, TtlDays
+from protocol.limits import DEFAULT_TTL_DAYS, BudgetUsd, ChainHops, ChainPath, MessageText, TimeoutMs, TtlDays
 
 # A tell's own state. Final states never change again.
 TellStatus = Literal[
@@ -186,12 +186,14 @@ class NotificationInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     from_team: str | None
     to_team: str
     message: str
-    status: Literal["pending", "delivering", "delivered", "expired"]
+    # refused: its chain refused it at delivery (the hop limit, a loop), for good
+    status: Literal["pending", "delivering", "delivered", "expired", "refused"]
     created_at: float
     expires_at: float
     attempts: int = 0
     tell_id: str = ""
     error: str = ""
+    chain: ChainRef | None = None  # the chain it was sent in; None: it starts one when delivered
 
 
 class UnsolicitedInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -311,12 +313,16 @@ class Hello(_Message, tag="hello"):
 
 
 class ChainRef(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Where a tell that comes from another Iris sits in that Iris's relay chain (an A2A
-    message's ``metadata["iris"]``): the tell here is hop ``hops + 1`` of chain ``chain_id``,
-    so the hop limit holds across the boundary."""
+    """The chain of nested tells a new tell continues: the tell that sends it is hop ``hops``
+    of chain ``chain_id``, and ``path`` names the teams that wait in the chain, first to
+    last (the sender's team last). The new tell is hop ``hops + 1``; its team may not be one
+    of ``path`` (a loop). Carried by a stored tell (a notification), by another Iris's
+    message (A2A ``metadata["iris"]``, the mesh's tell), so one check (``irisd.tell.admission``)
+    holds the hop limit and the loop guard for every kind of tell."""
 
     chain_id: str
-    hops: int = 0
+    hops: ChainHops = 0
+    path: ChainPath = []
 
 
 class Tell(_Message, tag="tell"):

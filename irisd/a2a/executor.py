@@ -128,7 +128,7 @@ class A2AExecutor:
     ) -> Ending:
         params = outbound_request(
             tell_id=tell.id, message_id=message_id, text=tell.message, from_team=tell.from_team,
-            to_team=tell.to_team, chain_id=tell.chain_id, hops=tell.hops, context_id=saved.context_id,
+            to_team=tell.to_team, chain_id=tell.chain_id, hops=tell.hops, path=tell.path, context_id=saved.context_id,
             open_task=saved.open_task, tenant=card.tenant, streaming=card.streaming,
         )
         silence = self._team.silence_ms

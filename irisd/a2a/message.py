@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from protocol import a2a
+from protocol.limits import MAX_CHAIN_PATH
 
 
 def outbound_request(
@@ -18,6 +19,7 @@ def outbound_request(
     open_task: str,
     tenant: str,
     streaming: bool,
+    path: tuple[str, ...] = (),
 ) -> a2a.SendMessageRequest:
     """SendMessage's params for a tell. The pair's ``context_id`` (once the agent gave one)
     continues its conversation; ``open_task`` (an INPUT_REQUIRED task of the pair) makes
@@ -25,11 +27,12 @@ def outbound_request(
     message's metadata, so an Iris on the far side checks its loop guard and hop limit
     (a tell that starts no chain starts one, named after itself): ``hops`` is this tell's
     own hop (0 when nobody's tell waits on it), so the far side's nested tells are one
-    further."""
+    further; ``path`` the teams waiting in it (the tell's own ``path``, ending with the
+    agent's name here)."""
     chain = a2a.IrisChain(
         chain_id=chain_id or tell_id,
         hops=hops,
-        path=[from_team or "external", to_team],
+        path=list(path[-MAX_CHAIN_PATH:]) or [from_team or "external", to_team],
     )
     message = a2a.Message(
         message_id=message_id,

@@ -33,6 +33,8 @@ from irisd.mesh.wire import (
     FinalMsg,
     LiveMsg,
     RemoteTellMsg,
+    chain_in,
+    invalid_tell,
     live_subject,
     read,
     reply_subject,
@@ -108,7 +110,13 @@ class Home:
         caller = speaker(message.subject)
         inbound = read(INBOUND, message.data)
         if inbound is None:
-            log.warning("mesh: dropped a message that is not an Iris tell", extra={"from": caller})
+            if refused := invalid_tell(message.data):  # its caller waits for an answer: it gets one
+                remote_id, why = refused
+                log.warning("mesh: refused a tell out of range", extra={"from": caller, "error": why})
+                await self._send_final(caller, FinalMsg(id=remote_id, status="failed",
+                                                        error=f"irisd `{self.name}` refuses this tell: {why}"))
+            else:
+                log.warning("mesh: dropped a message that is not an Iris tell", extra={"from": caller})
             await self.link.bridge.call(message.term)
             return
         match inbound:
@@ -146,11 +154,12 @@ class Home:
 
     async def _submit(self, tell: RemoteTellMsg, caller: str) -> None:
         """Hand the tell to the dispatcher, as from ``team@caller``, and follow it."""
-        # The chain goes on here, one hop further (as across A2A): the tells this team's
-        # claude sends while answering count on from it, so the hop limit and the chain's
-        # budget hold for the whole chain, not per irisd.
+        # The chain goes on here, one hop further (as across A2A): admission checks its hop
+        # limit and loop guard, and the tells this team's claude sends while answering count
+        # on from it, so the hop limit and the chain's budget hold for the whole chain, not
+        # per irisd.
         request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=-1,
-                       max_budget_usd=tell.max_budget_usd, across=ChainRef(chain_id=tell.chain_id, hops=tell.hops))
+                       max_budget_usd=tell.max_budget_usd, across=chain_in(tell, self.name))
         try:
             reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), _no_events)
         except IrisError as exc:
@@ -171,13 +180,7 @@ class Home:
             return f"irisd `{self.name}` does not take tells from irisd `{caller}` (its settings.mesh.allow)"
         if tell.to_team not in config.teams or not mesh.offers(tell.to_team):
             return f"irisd `{self.name}` does not offer team {tell.to_team!r} to the mesh"
-        hops, limit = tell.hops, config.settings.hop_limit
-        if hops > limit:
-            return f"this tell would be hop {hops} of a chain of nested tells; the limit is {limit}"
-        here = f"{tell.to_team}@{self.name}"
-        if here in tell.path:
-            return f"loop: {tell.to_team} is already waiting in this chain ({' -> '.join([*tell.path, here])})"
-        return ""
+        return ""  # the chain (hop limit, loop) is admission's, as for every tell
 
     async def _cancel(self, remote_id: str) -> None:
         known = await self.store.call(records.get, remote_id)

@@ -29,7 +29,18 @@ from irisd.mesh.directory import Directory
 from irisd.mesh.engine import REPLIES, Link, MeshError, durable_consumer, open_link
 from irisd.mesh.executor import KIND, Delivery, MeshExecutor
 from irisd.mesh.home import Dispatch, Home
-from irisd.mesh.wire import ENCODER, FINAL, LIVE, CancelMsg, FinalMsg, LiveMsg, RemoteTellMsg, read, tell_subject
+from irisd.mesh.wire import (
+    ENCODER,
+    FINAL,
+    LIVE,
+    CancelMsg,
+    FinalMsg,
+    LiveMsg,
+    RemoteTellMsg,
+    path_out,
+    read,
+    tell_subject,
+)
 from irisd.pool.remote import RemoteTeams, RemoteTell, TellReport
 from irisd.store import tells
 from irisd.store.facade import Store
@@ -190,8 +201,7 @@ class MeshService:
 
     def chain_path(self, tell: RemoteTell) -> list[str]:
         mesh = self.config.mesh
-        name = mesh.name if mesh is not None else ""
-        return [f"{tell.from_team or 'external'}@{name}"]
+        return path_out(tell.path, tell.from_team, mesh.name if mesh is not None else "")
 
     async def publish_tell(self, home: str, message: RemoteTellMsg | CancelMsg, report: TellReport | None) -> None:
         """Store ``message`` in IRIS_TELLS for ``home``; tries again until JetStream acks

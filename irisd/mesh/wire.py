@@ -8,11 +8,13 @@ caller's name a home reads from the subject is the one its credentials carry.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, TypeVar
 
 import msgspec
 
-from protocol.messages import TellStatus
+from protocol.limits import MAX_CHAIN_PATH, ChainHops, ChainPath
+from protocol.messages import ChainRef, TellStatus
 
 
 class RemoteTellMsg(msgspec.Struct, tag="tell", kw_only=True, omit_defaults=True):
@@ -25,8 +27,8 @@ class RemoteTellMsg(msgspec.Struct, tag="tell", kw_only=True, omit_defaults=True
     message: str
     kind: str = "tell"
     chain_id: str = ""
-    hops: int = 0  # how many tells led to this one, on the caller's side
-    path: list[str] = []  # the chain so far, "team@irisd" each: the loop guard across irisds
+    hops: ChainHops = 0  # how many tells led to this one, on the caller's side
+    path: ChainPath = []  # the teams waiting in the chain, "team@irisd" each: the loop guard across irisds
     max_budget_usd: float | None = None
     sent_at: float = 0.0
 
@@ -71,7 +73,50 @@ def read(decoder: msgspec.json.Decoder[T], data: bytes) -> T | None:
         return decoder.decode(data)
     except (msgspec.DecodeError, RecursionError):
         return None
+
+
+class _Named(msgspec.Struct):
+    id: str = ""
+
+
+_NAMED = msgspec.json.Decoder(_Named)
+
+
+def invalid_tell(data: bytes) -> tuple[str, str] | None:
+    """(id, why) for a tell whose shape is Iris's but whose values break a limit (negative
+    hops, a path too long...): its caller is answered that it was refused, not left waiting;
+    None for a message that is fine, or not Iris's at all."""
+    try:
+        INBOUND.decode(data)
+        return None
+    except msgspec.ValidationError as exc:
+        try:
+            named = _NAMED.decode(data)
+        except (msgspec.DecodeError, RecursionError):
+            return None
+        return (named.id, str(exc)) if named.id else None
+    except (msgspec.DecodeError, RecursionError):
+        return None
+
+
 ENCODER = msgspec.json.Encoder()
+
+
+def path_out(path: Sequence[str], sender: str | None, here: str) -> list[str]:
+    """The teams waiting in a tell's chain as a mesh tell carries them: each "team@irisd"
+    (a team of this irisd named after ``here``). ``path`` is the tell's own (its team last,
+    left out: the home names it); a tell with none starts at ``sender``. At most the last
+    ``MAX_CHAIN_PATH`` (a hop limit set past it: the earliest teams are left out)."""
+    waiting = list(path[:-1]) or [sender or "external"]
+    return [team if "@" in team else f"{team}@{here}" for team in waiting[-MAX_CHAIN_PATH:]]
+
+
+def chain_in(tell: RemoteTellMsg, here: str) -> ChainRef:
+    """The chain a mesh tell continues on its home ``here``: its teams of this irisd by
+    their names here, so admission's loop guard finds them."""
+    suffix = f"@{here}"
+    path = [team.removesuffix(suffix) for team in tell.path]
+    return ChainRef(chain_id=tell.chain_id, hops=tell.hops, path=path)
 
 
 def tell_subject(home: str, caller: str) -> str:

@@ -47,10 +47,11 @@ class TellLink:
     to_team: str
     chain_id: str
     hops: int
+    path: tuple[str, ...] = ()  # the teams waiting in its chain, its own last
 
     @staticmethod
     def of(tell: ActiveTell) -> TellLink:
-        return TellLink(tell.id, tell.from_team, tell.to_team, tell.chain_id, tell.hops)
+        return TellLink(tell.id, tell.from_team, tell.to_team, tell.chain_id, tell.hops, tell.path)
 
 
 @dataclass(frozen=True)

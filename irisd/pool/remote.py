@@ -61,6 +61,7 @@ class RemoteTell:
     kind: str
     max_budget_usd: float | None
     created_at: float  # wall clock
+    path: tuple[str, ...] = ()  # the teams waiting in its chain, its own last
 
     @classmethod
     def of(cls, tell: ActiveTell) -> RemoteTell:
@@ -74,6 +75,7 @@ class RemoteTell:
             kind=tell.kind,
             max_budget_usd=tell.max_budget_usd,
             created_at=tell.created_wall,
+            path=tell.path,
         )
 
 
@@ -257,9 +259,7 @@ class RemotePair:
 
     def snapshot(self) -> PairSnapshot:
         current = next(iter(self.tells.values()), None)
-        link = None
-        if current is not None:
-            link = TellLink(current.id, current.from_team, current.to_team, current.chain_id, current.hops)
+        link = TellLink.of(current) if current is not None else None
         return PairSnapshot(key=self.key, process=self.statistics(), current=link, pending_approvals=frozenset())
 
     def find(self, tell_id: str) -> ActiveTell | None:

@@ -210,6 +210,15 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (from_team, to_team)
     );
     """,
+    # 9: the chain a notification was sent in (its sender's chain id and hop, and the teams
+    # waiting, as JSON), so its delivery continues the chain: the hop limit, the loop guard
+    # and the chain's budget hold for stored tells too. '' / 0 / '[]': sent outside any
+    # chain (every row stored before this), delivered as the start of a chain of its own.
+    """
+    ALTER TABLE notifications ADD COLUMN chain_id TEXT NOT NULL DEFAULT '';
+    ALTER TABLE notifications ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE notifications ADD COLUMN path TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 
 

@@ -63,6 +63,7 @@ class ActiveTell:
         kind: Literal["tell", "command", "notification"] = "tell",
         chain_id: str = "",
         hops: int = 0,
+        path: tuple[str, ...] = (),
         max_budget_usd: float | None = None,
         on_end: OnEnd | None = None,
     ) -> None:
@@ -71,6 +72,7 @@ class ActiveTell:
         self.kind = kind
         self.chain_id = chain_id or self.id
         self.hops = hops
+        self.path = path or (from_team or "external", to_team)  # the teams waiting in its chain, its own last
         self.hub = hub
         self.from_team = from_team
         self.to_team = to_team

@@ -5,18 +5,26 @@ How it works
 The tell service (``service.py``) gathers the facts: what the team's folder and claude
 say (``Facts.unavailable``, ``Facts.launch_problem``), the pairs' frozen snapshots
 (where the caller's own tell sits in its chain), what the ledger says was spent, and
-the pairs' rate window. ``admit`` answers ``Admit(chain_id, hops)`` or
+the pairs' rate window. ``admit`` answers ``Admit(chain_id, hops, path)`` or
 ``Refuse(error, message)``, checking in this order: the team can answer, the request's
 ranges (message, wait, max budget), the chain (hop limit, loop), the budgets, the rate.
 A refused nested tell is recorded as failed (``Refuse.recorded``: the reason stored),
 so the chain's history shows where it stopped. Time is an argument.
+
+A chain is a ``ChainRef`` (id, the sender's hop, the teams waiting in it, first to last),
+whoever carries it: the running tell whose claude sends the new one (its pair's
+snapshot), a stored tell being delivered (a notification keeps the chain it was sent
+in), another Iris's message (A2A, the mesh). ``chain_problem`` is the one check of the
+hop limit and the loop guard for all of them. A stored tell's sender does not wait for
+it, so the chain it carries names the sender only (``stored_chain``): two teams that
+store tells for each other go on until the hop limit, not for ever.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 from iris_common.config import Settings
 from irisd.budget import Budgets, RateWindow, Spending, refusal
@@ -48,6 +56,8 @@ class ChainLink(Protocol):
     def chain_id(self) -> str: ...
     @property
     def hops(self) -> int: ...
+    @property
+    def path(self) -> tuple[str, ...]: ...
 
 
 class PairFacts(Protocol):
@@ -69,7 +79,8 @@ class Candidate:
     timeout_ms: int
     max_budget_usd: float | None = None
     parent_pair: str = ""  # "from->to" of the tell whose claude sends this one (nested)
-    across: ChainRef | None = None  # another Iris's relay chain this tell continues (A2A)
+    across: ChainRef | None = None  # the chain this tell continues if no parent: another Iris's, a stored tell's
+    kind: Literal["tell", "command", "notification"] = "tell"  # recorded so when refused
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,7 @@ class Facts:
 class Admit:
     chain_id: str  # "" starts a chain (the tell's own id becomes its chain id)
     hops: int
+    path: tuple[str, ...] = ()  # the teams waiting in the chain, this tell's own team last
 
 
 @dataclass(frozen=True)
@@ -115,16 +127,10 @@ def admit(candidate: Candidate, facts: Facts) -> Decision:
     for problem in (message_problem(c.message), wait_problem(c.timeout_ms), max_budget_problem(c.max_budget_usd)):
         if problem:
             return Refuse(InvalidRequestError, problem)
-    parent = parent_tell(c.parent_pair, facts.pairs)
-    chain_id, hops = chain_of(parent, c.across)
-    if parent is not None and (problem := chain_problem(parent, c.to_team, facts.pairs, facts.settings.hop_limit)):
-        return Refuse(LoopError, f"{problem}; answer from what you know instead of asking {c.to_team}", problem)
-    if parent is None and c.across is not None and hops > facts.settings.hop_limit:
-        problem = (
-            f"this tell would be hop {hops} of a chain of nested tells that came from another Iris; "
-            f"the limit is {facts.settings.hop_limit}"
-        )
-        return Refuse(LoopError, f"{problem}; answer from what you know instead of asking {c.to_team}", problem)
+    chain = continued(parent_tell(c.parent_pair, facts.pairs), c.across)
+    if chain is not None and (problem := chain_problem(chain, c.to_team, facts.settings.hop_limit)):
+        return chain_refusal(problem, c.to_team)
+    chain_id, hops = (chain.chain_id, chain.hops + 1) if chain is not None else ("", 0)
     if spent := refusal(c.to_team, facts.spending, budgets(facts.settings, facts.team_daily_usd, chain_id)):
         return Refuse(BudgetError, f"not sent: {spent}")
     wait_s = facts.rate.wait_s((c.from_team, c.to_team), facts.now)
@@ -135,7 +141,7 @@ def admit(candidate: Candidate, facts: Facts) -> Decision:
             f"(settings.rateLimit); send this one in {wait_s:.0f} s, or raise settings.rateLimit in "
             "config.yaml and run 'iris reload'",
         )
-    return Admit(chain_id, hops)
+    return Admit(chain_id, hops, path_of(chain, c.from_team, c.to_team))
 
 
 def budgets(settings: Settings, team_daily_usd: float | None, chain_id: str) -> Budgets:
@@ -150,14 +156,64 @@ def budgets(settings: Settings, team_daily_usd: float | None, chain_id: str) -> 
 # --- chains of nested tells ------------------------------------------------------------
 
 
-def chain_of(parent: ChainLink | None, across: ChainRef | None) -> tuple[str, int]:
-    """A new tell's chain and hop: one further than the tell whose claude sends it, or than
-    the other Iris's tell it came from; a chain of its own ("", 0) otherwise."""
+def continued(parent: ChainLink | None, across: ChainRef | None) -> ChainRef | None:
+    """The chain a new tell continues: that of the running tell whose claude sends it, else
+    the one it came with (another Iris's, a stored tell's); None: it starts a chain."""
     if parent is not None:
-        return parent.chain_id, parent.hops + 1
-    if across is not None:
-        return across.chain_id, across.hops + 1
-    return "", 0
+        return ChainRef(chain_id=parent.chain_id, hops=parent.hops, path=list(parent.path))
+    return across
+
+
+def chain_of(parent: ChainLink | None, across: ChainRef | None) -> tuple[str, int]:
+    """A new tell's chain and hop: one further than the chain it continues; a chain of its
+    own ("", 0) otherwise."""
+    chain = continued(parent, across)
+    return (chain.chain_id, chain.hops + 1) if chain is not None else ("", 0)
+
+
+def path_of(chain: ChainRef | None, from_team: str | None, to_team: str) -> tuple[str, ...]:
+    """The teams waiting in a new tell's chain, its own team last: the chain's, or (a chain
+    of its own) its sender's."""
+    if chain is None:
+        return (from_team or "external", to_team)
+    return (*chain.path, to_team)
+
+
+def chain_problem(chain: ChainRef, to_team: str, hop_limit: int) -> str:
+    """Why a tell that continues ``chain`` must not go to ``to_team``: a chain too long, or
+    a loop back to a team that waits in it; "" if it may. The one check of both, for every
+    kind of tell and every door (a nested tell, a stored one, A2A, the mesh)."""
+    hops = chain.hops + 1
+    if hops > hop_limit:
+        return f"this tell would be hop {hops} of a chain of nested tells; the limit is {hop_limit}"
+    if to_team in chain.path:
+        return f"loop: {to_team} is already waiting in this chain ({' -> '.join([*chain.path, to_team])})"
+    return ""
+
+
+def chain_refusal(problem: str, to_team: str) -> Refuse:
+    """A chain's refusal (``chain_problem``): a LoopError, recorded in the chain's history."""
+    return Refuse(LoopError, f"{problem}; answer from what you know instead of asking {to_team}", problem)
+
+
+def stored_chain(chain: ChainRef | None, from_team: str | None) -> ChainRef | None:
+    """The chain a stored tell (a notification) keeps until it is delivered: the hop of the
+    tell that sent it, and only its sender as waiting (it does not wait for the answer, and
+    the teams before it will have moved on); None if it was sent outside any chain."""
+    if chain is None:
+        return None
+    sender = chain.path[-1:] if chain.path else [from_team or "external"]
+    return ChainRef(chain_id=chain.chain_id, hops=chain.hops, path=sender)
+
+
+def self_tell_problem(from_team: str | None, to_team: str) -> str:
+    """Why a stored tell (persist) cannot go to its own sender; "" if it may."""
+    if from_team != to_team:
+        return ""
+    return (
+        f"{to_team} cannot store a tell for itself (persist): it would be delivered to {to_team} "
+        "as a new tell, which may store another; keep the note in a file, or tell another team"
+    )
 
 
 def parent_tell(parent_pair: str, pairs: Sequence[PairFacts]) -> ChainLink | None:
@@ -169,30 +225,6 @@ def parent_tell(parent_pair: str, pairs: Sequence[PairFacts]) -> ChainLink | Non
     from_name, _, to_name = parent_pair.partition("->")
     key: PairKey = (None if from_name in ("", "external") else from_name, to_name)
     return next((p.current for p in pairs if p.key == key), None)
-
-
-def chain_problem(parent: ChainLink, to_team: str, pairs: Sequence[PairFacts], hop_limit: int) -> str:
-    """Why a tell sent while answering ``parent`` must not go to ``to_team``: a chain
-    too long, or a loop back to a team that waits in it; "" if it may."""
-    ancestors = [parent, *_ancestors(parent, pairs)]
-    hops = parent.hops + 1
-    if hops > hop_limit:
-        return f"this tell would be hop {hops} of a chain of nested tells; the limit is {hop_limit}"
-    waiting = {t.to_team for t in ancestors} | {t.from_team for t in ancestors if t.from_team}
-    if to_team in waiting:
-        root = ancestors[-1].from_team or "external"
-        path = " -> ".join([root, *[t.to_team for t in reversed(ancestors)]])
-        return f"loop: {to_team} is already waiting in this chain ({path} -> {to_team})"
-    return ""
-
-
-def _ancestors(tell: ChainLink, pairs: Sequence[PairFacts]) -> list[ChainLink]:
-    """Running tells of the same chain that wait on ``tell`` (its callers)."""
-    return [
-        t
-        for p in pairs
-        if (t := p.current) is not None and t.chain_id == tell.chain_id and t.id != tell.id and t.hops < tell.hops
-    ]
 
 
 # --- a request's ranges ------------------------------------------------------------------

@@ -44,14 +44,19 @@ from irisd.tell.admission import (
     admit,
     budgets,
     chain_of,
+    chain_problem,
+    chain_refusal,
     check_message,
+    continued,
     parent_tell,
     persist_problem,
     result_wait_problem,
+    self_tell_problem,
+    stored_chain,
 )
 from irisd.tell.answer import answer_so_far
 from irisd.tell.machine import TellMachine
-from protocol.errors import BudgetError, InvalidRequestError, IrisError, NotFoundError
+from protocol.errors import BudgetError, InvalidRequestError, IrisError, LoopError, NotFoundError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
     ChainRef,
@@ -178,7 +183,7 @@ class TellService:
         remote = self.remote_teams.get(to_team)
         team = self.remote_teams.team(self.config, to_team)
         check_sender(self.config, from_team)
-        candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair, across)
+        candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair, across, kind)
         pairs = self.pool.snapshots()
         parent = parent_tell(parent_pair, pairs)
         spending = await self._spending(team, chain_of(parent, across)[0])
@@ -211,6 +216,7 @@ class TellService:
             kind=kind,
             chain_id=decision.chain_id,
             hops=decision.hops,
+            path=decision.path,
             max_budget_usd=max_budget_usd,
             on_end=self.on_end,
         )
@@ -257,33 +263,46 @@ class TellService:
             log.warning("tell refused: budget", extra={"to_team": candidate.to_team, "why": refusal.message})
         if not refusal.recorded:
             return
+        chain_id, hops = chain_of(parent, candidate.across)
         refused = ActiveTell(
             from_team=candidate.from_team,
             to_team=candidate.to_team,
             message=candidate.message,
             machine=TellMachine(response_timeout_s=1, caller_timeout_ms=0, now=trio.current_time()),
-            chain_id=chain_of(parent, candidate.across)[0],
-            hops=chain_of(parent, candidate.across)[1],
+            kind=candidate.kind,
+            chain_id=chain_id,
+            hops=hops,
         )
         await self.store.call(tells.insert, refused.info())
         await end_tell(self.store, refused, refusal.recorded)
 
     async def persist(self, request: Tell) -> NotificationInfo:
-        """A persisted tell (a notification): admitted (``persist_problem``) and committed
-        to the database before the sender is answered; the courier delivers it later
-        through ``submit``."""
-        self.remote_teams.team(self.config, request.to_team)  # a remote team is delivered to through its pair
+        """A persisted tell (a notification): admitted (``persist_problem``; not to its own
+        sender; its chain's hop limit) and committed to the database with its chain before
+        the sender is answered; the courier delivers it later through ``submit``, which
+        checks the chain again (``across``). A chain's refusal is recorded as a failed tell."""
+        team = self.remote_teams.team(self.config, request.to_team)  # a remote team is delivered to through its pair
         if request.from_team is not None:
             self.config.team(request.from_team)
         if problem := persist_problem(request):
             raise InvalidRequestError(problem)
+        if problem := self_tell_problem(request.from_team, team.name):
+            raise LoopError(problem)
+        parent = parent_tell(request.parent_pair, self.pool.snapshots())
+        chain = stored_chain(continued(parent, request.across), request.from_team)
+        if chain is not None and (problem := chain_problem(chain, team.name, self.config.settings.hop_limit)):
+            candidate = Candidate(request.from_team, team.name, request.message, 0, across=chain, kind="notification")
+            refusal = chain_refusal(problem, team.name)
+            await self._refused(candidate, refusal, None)
+            raise refusal.exception()
         return await self.store.call(
             notifications.create,
             request.from_team,
-            request.to_team,
+            team.name,
             request.message,
             time.time(),
             request.ttl_days * 86400,
+            chain,
         )
 
     # --- the caller's reply ----------------------------------------------------------------

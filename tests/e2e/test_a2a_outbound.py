@@ -258,7 +258,8 @@ def test_a_claude_team_asks_the_agent_with_team_tell(iris: Iris, agent: Agent) -
     assert "echo #1: from claude" in answer["text"]
     (received,) = agent.log()["received"]
     chain = received["metadata"]["iris"]
-    assert chain == {"chainId": answer["id"], "hops": 1.0, "path": ["alpha", "helper"]}
+    # the whole chain's teams: the person asked alpha, which asked helper
+    assert chain == {"chainId": answer["id"], "hops": 1.0, "path": ["external", "alpha", "helper"]}
 
 
 @pytest.mark.claude

@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from harness import Iris
+from harness import Iris, wait_for
 from protocol.messages import Report, ReportReply, TellInfo
 
 pytestmark = pytest.mark.claude
@@ -95,3 +95,42 @@ def test_the_loop_guard_refuses_a_tell_back_to_a_waiting_team(iris: Iris) -> Non
     refused = latest(iris, "beta", "alpha")  # the refusal is recorded
     assert refused.status == "failed" and "loop" in refused.error
     assert refused.chain_id == answer["id"]
+
+
+def store_for(to_team: str, message: str) -> str:
+    """A prompt that makes the scripted model store a tell for ``to_team`` (persist)."""
+    return f"@tool:{TOOL} " + json.dumps({"toTeam": to_team, "message": message, "persist": True})
+
+
+def test_two_teams_storing_tells_for_each_other_stop_at_the_hop_limit(iris: Iris) -> None:
+    iris.settings["hopLimit"] = 2
+    iris.add_team("alpha")
+    iris.add_team("beta")
+    iris.start()
+    to_itself = iris.cli("tell", "alpha", "note to self", "--from", "alpha", "--persist")
+    assert to_itself.returncode == 1 and "alpha cannot store a tell for itself (persist)" in to_itself.stderr
+    # A ping-pong five deep: beta stores a tell for alpha, which stores one for beta, ...
+    message = "the last one"
+    for team in reversed(["alpha", "beta", "alpha", "beta", "alpha"]):
+        message = store_for(team, message)
+    iris.cli_json("tell", "beta", message, "--from", "alpha", "--persist")
+    problem = "this tell would be hop 3 of a chain of nested tells; the limit is 2"
+    refused = wait_for(
+        lambda: [t for t in iris.cli_json("report", "alpha", "--all-callers") if t["status"] == "failed"],
+        timeout=240, what="the refusal of hop 3",
+    )
+    assert [(t["from_team"], t["hops"], t["error"], t["kind"]) for t in refused] == [
+        ("beta", 3, problem, "notification")
+    ]
+    stored = wait_for(
+        lambda: (found := iris.cli_json("notifications", "--all"))
+        and all(n["status"] not in ("pending", "delivering") for n in found) and found,
+        timeout=120, what="the last delivery's end",
+    )
+    assert [n["status"] for n in stored] == ["delivered"] * 3, stored  # not one more
+    answers = [iris.cli_json("result", n["tell_id"]) for n in stored]
+    chain = answers[0]["id"]
+    hops = [(a["to_team"], a.get("hops", 0), a["chain_id"]) for a in answers]
+    assert hops == [("beta", 0, chain), ("alpha", 1, chain), ("beta", 2, chain)]
+    assert refused[0]["chain_id"] == chain
+    assert answers[2]["text"].startswith(f"tool {TOOL} failed:") and problem in answers[2]["text"], answers[2]

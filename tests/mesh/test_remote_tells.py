@@ -11,9 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
+import trio
 
 from harness import Http, Iris, wait_for
+from iris_common.mesh import Mesh
+from irisd.mesh.bridge import open_bridge
+from irisd.mesh.engine import open_link
+from irisd.mesh.wire import FINAL, FinalMsg, reply_subject, tell_subject
 from mesh.nats import NatsServer
 from scripted_model import ScriptedModel
 
@@ -174,3 +180,53 @@ def test_a_nested_tell_hops_back_to_the_callers_irisd(pair_of_irisds: tuple[Iris
     # one chain across both irisds: ws-1's tell (hop 0), backend's on ws-2 (1), its nested tell (2),
     # docs' on ws-1 (3); the hop limit counts the whole chain, not each irisd's part of it
     assert nested["chain_id"] == answer["chain_id"] and nested["hops"] == 3
+
+
+async def exchange(url: str, home: str, tells: list[bytes]) -> dict[str, FinalMsg]:
+    """Publish ``tells`` to ``home`` as irisd ws-1 would (raw bytes: values no Iris sends) and
+    collect the final result the home answers each with."""
+    async with open_bridge() as bridge:
+        link = await open_link(bridge, Mesh(servers=(url,), name="ws-1"))
+        try:
+            replies = await bridge.call(link.client.subscribe, reply_subject("ws-1", home))
+            for data in tells:
+                once = {"Nats-Msg-Id": msgspec.json.decode(data)["id"]}
+                await bridge.call(link.js.publish, tell_subject(home, "ws-1"), data, headers=once)
+            finals: dict[str, FinalMsg] = {}
+            with trio.fail_after(90):
+                while len(finals) < len(tells):
+                    final = FINAL.decode((await bridge.call(replies.next_msg, 90)).data)
+                    finals[final.id] = final
+            return finals
+        finally:
+            await link.close()
+
+
+def test_the_home_refuses_negative_hops_an_endless_path_and_a_loop_and_answers_each(
+    pair_of_irisds: tuple[Iris, Iris], nats_server: NatsServer
+) -> None:
+    _, home = pair_of_irisds
+    suffix = str(time.time_ns())[-6:]
+    backend = f"backend{suffix}"
+    home.add_team(backend)
+    home.start()
+
+    def tell(name: str, **fields: Any) -> bytes:
+        sent = {"type": "tell", "id": f"{name}-{suffix}", "from_team": "web", "to_team": backend, "message": "hi"}
+        return msgspec.json.encode({**sent, **fields})
+
+    finals = trio.run(exchange, nats_server.url, "ws-2", [
+        tell("negative", hops=-1),
+        tell("endless", path=["web@ws-1"] * 65),
+        tell("loop", chain_id="c-1", hops=1, path=[f"{backend}@ws-2", "web@ws-1"]),
+    ])
+    refused = {name: finals[f"{name}-{suffix}"] for name in ("negative", "endless", "loop")}
+    assert all(final.status == "failed" for final in refused.values()), refused
+    assert refused["negative"].error == "irisd `ws-2` refuses this tell: Expected `int` >= 0 - at `$.hops`"
+    assert refused["endless"].error == "irisd `ws-2` refuses this tell: Expected `array` of length <= 64 - at `$.path`"
+    # The loop is found by the one check every tell passes (admission), in the home's names.
+    assert refused["loop"].error == (
+        f"loop: {backend} is already waiting in this chain ({backend} -> web@ws-1 -> {backend}); "
+        f"answer from what you know instead of asking {backend}"
+    )
+    assert [t["status"] for t in home.cli_json("report", backend, "--all-callers")] == ["failed"]  # the loop's record

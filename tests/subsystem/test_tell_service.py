@@ -3,6 +3,7 @@ where a refused nested tell is recorded, that a tell ends once, a reloaded quest
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,16 +13,17 @@ import trio.testing
 
 from fakes.child import FakeChild
 from fakes.core import no_events, running_core, teams_config
+from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.questions.desk import QuestionDesk
-from irisd.store import questions, tells
+from irisd.store import ledger, notifications, questions, tells
 from irisd.store.db import open_database
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, end_tell, save_tell
 from irisd.tell.machine import TellMachine
 from protocol.errors import LoopError
-from protocol.messages import Tell
+from protocol.messages import ChainRef, NotificationReply, Tell, TellInfo
 
 
 @pytest.fixture
@@ -131,3 +133,76 @@ async def test_a_cancel_says_whether_it_ended_the_tell(
     assert (await core.tells.get(done.tell.id, 60_000)).status == "completed"
     late = await core.tells.cancel(done.tell.id)
     assert (late.cancelled, late.tell.status) == (False, "completed")
+
+
+async def test_a_stored_tell_keeps_its_chain_and_two_teams_storing_tells_for_each_other_stop_at_the_hop_limit(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with running_core(tmp_path, teams_config(tmp_path, "  maxProcesses: 3\n  hopLimit: 1\n")) as core:
+        root = await core.tells.tell(Tell(to_team="alpha", message="root", timeout_ms=-1), no_events)
+        await child_got_turn(0)
+        ping = Tell(to_team="beta", message="ping", from_team="alpha", parent_pair="external->alpha", persist=True)
+        stored = await core.dispatch(ping, OWNER, no_events)
+        assert isinstance(stored, NotificationReply)
+        assert stored.notification.chain == ChainRef(chain_id=root.tell.chain_id, hops=0, path=["alpha"])
+        await child_got_turn(1)  # delivered to beta: hop 1 of alpha's chain
+        (delivered,) = await core.store.call(tells.recent_all, "beta", "alpha", None, 10)
+        assert (delivered.kind, delivered.chain_id, delivered.hops) == ("notification", root.tell.chain_id, 1)
+        # beta stores a tell back for alpha while answering: hop 2, past the limit.
+        pong = Tell(to_team="alpha", message="pong", from_team="beta", parent_pair="alpha->beta", persist=True)
+        problem = "this tell would be hop 2 of a chain of nested tells; the limit is 1"
+        with pytest.raises(LoopError, match=f"^{problem}; answer from what you know instead of asking alpha$"):
+            await core.dispatch(pong, OWNER, no_events)
+        (refused,) = await core.store.call(tells.recent_all, "alpha", "beta", None, 10)
+        assert (refused.status, refused.kind, refused.chain_id, refused.hops, refused.error) == (
+            "failed", "notification", root.tell.chain_id, 2, problem
+        )
+        assert [n.message for n in await core.store.call(notifications.pending)] == ["ping"]  # pong: not stored
+
+
+async def test_a_stored_tell_to_its_own_sender_is_refused(core: Dispatcher) -> None:
+    to_itself = Tell(to_team="alpha", message="note to self", from_team="alpha", persist=True)
+    with pytest.raises(LoopError, match=r"^alpha cannot store a tell for itself \(persist\)"):
+        await core.dispatch(to_itself, OWNER, no_events)
+    assert await core.store.call(notifications.listing, None, True) == []
+
+
+async def test_a_stored_tell_whose_chain_went_too_far_is_refused_at_delivery_for_good(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Stored at hop 4 of a chain (hop limit 4): delivering it would be hop 5.
+    chain = ChainRef(chain_id="c-far", hops=4, path=["alpha"])
+    stored = await core.store.call(notifications.create, "alpha", "beta", "ping", time.time(), 3600.0, chain)
+    core.on_notification()
+    with trio.fail_after(60):
+        while (found := await core.store.call(notifications.get, stored.id)) is not None and found.status == "pending":
+            await trio.sleep(0.01)
+    problem = "this tell would be hop 5 of a chain of nested tells; the limit is 4"
+    assert found is not None and (found.status, found.error) == (
+        "refused", f"{problem}; answer from what you know instead of asking beta"
+    )
+    (refused,) = await core.store.call(tells.recent_all, "beta", "alpha", None, 10)
+    assert (refused.status, refused.kind, refused.chain_id, refused.hops, refused.error) == (
+        "failed", "notification", "c-far", 5, problem
+    )
+    await trio.sleep(3600)  # never tried again
+    assert FakeChild.instances == [] and (await core.store.call(notifications.get, stored.id)) == found
+
+
+async def test_a_stored_tell_waits_while_its_chain_has_spent_its_budget(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    settings = "  maxProcesses: 2\n  budget:\n    chainUsd: 0.5\n"
+    async with running_core(tmp_path, teams_config(tmp_path, settings)) as core:
+        spent = TellInfo(id="t-1", from_team=None, to_team="alpha", message="x", status="completed",
+                         chain_id="c-1", finished_at=time.time(), cost_usd=0.5)
+        await core.store.call(ledger.record, spent)
+        chain = ChainRef(chain_id="c-1", hops=1, path=["alpha"])
+        stored = await core.store.call(notifications.create, "alpha", "beta", "ping", time.time(), 3600.0, chain)
+        core.on_notification()
+        with trio.fail_after(60):
+            while not (found := await core.store.call(notifications.get, stored.id)) or not found.error:
+                await trio.sleep(0.01)
+        assert found.status == "pending"
+        assert found.error.startswith("not sent: this chain of nested tells has spent $0.5, reaching its budget")
+        assert FakeChild.instances == []  # not delivered: raising chainUsd (and 'iris reload') lets it go

@@ -202,17 +202,15 @@ def chain(**fields: object) -> a2a.IrisChain | None:
     return mapping.incoming_chain({"iris": {"chainId": "c", **fields}})
 
 
-def test_an_iris_chain_in_the_metadata_is_checked_for_loops_and_hops() -> None:
+def test_an_iris_chain_in_the_metadata_is_read_within_its_limits() -> None:
+    # (Its hop limit and loop guard are admission's: tests/unit/test_admission.py.)
     assert mapping.incoming_chain(None, {"other": 1}) is None
     assert mapping.incoming_chain(None, {"iris": {"chainId": "r"}}) == a2a.IrisChain(chain_id="r")
-    assert mapping.chain_problem(None, "alpha", 4) == ""
-    assert mapping.chain_problem(chain(hops=1, path=["web"]), "alpha", 4) == ""
-    assert mapping.chain_problem(chain(hops=4, path=["web"]), "alpha", 4).startswith("this message would be hop 5")
-    assert mapping.chain_problem(chain(hops=1, path=["alpha", "web"]), "alpha", 4) == (
-        "loop: alpha is already waiting in this chain (alpha -> web -> alpha)"
-    )
-    with pytest.raises(A2AError):
-        mapping.incoming_chain({"iris": {"hops": "x"}})
+    assert chain(hops=1, path=["alpha", "web"]) == a2a.IrisChain(chain_id="c", hops=1, path=["alpha", "web"])
+    for broken in ({"hops": "x"}, {"hops": -1}, {"path": ["web"] * 65}):
+        with pytest.raises(A2AError) as raised:
+            chain(**broken)
+        assert raised.value.code == a2a.INVALID_PARAMS and "metadata.iris is not an Iris chain" in raised.value.message
 
 
 def test_page_tokens_are_cursors_over_the_sorted_tasks() -> None:

@@ -244,6 +244,13 @@ def test_the_message_carries_the_chain_the_context_and_the_open_task() -> None:
     )
     wire = msgspec.json.decode(a2a.encoder.encode(nested))
     assert wire["message"]["metadata"]["iris"] == {"chainId": "chain-9", "hops": 2, "path": ["external", "far"]}
+    # A nested tell sends the whole chain's teams, so the far side's loop guard sees them all.
+    deep = outbound_request(
+        tell_id="t-3", message_id="t-3", text="x", from_team="beta", to_team="far", chain_id="chain-9", hops=2,
+        context_id="", open_task="", tenant="", streaming=True, path=("alpha", "beta", "far"),
+    )
+    wire = msgspec.json.decode(a2a.encoder.encode(deep))
+    assert wire["message"]["metadata"]["iris"]["path"] == ["alpha", "beta", "far"]
     assert "contextId" not in wire["message"] and "taskId" not in wire["message"]
     assert "returnImmediately" not in wire["configuration"]  # a stream brings the task at once
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import msgspec
 import pytest
 
 from iris_common.config import BudgetConfig, Settings
@@ -16,10 +17,15 @@ from irisd.tell.admission import (
     PairKey,
     Refuse,
     admit,
+    chain_problem,
     check_message,
     check_wait,
+    continued,
+    parent_tell,
     persist_problem,
     result_wait_problem,
+    self_tell_problem,
+    stored_chain,
 )
 from protocol.errors import (
     BudgetError,
@@ -64,25 +70,25 @@ def refused(decision: object) -> Refuse:
 
 # A chain external -> alpha -> beta: beta's claude is answering; its tells are nested.
 CHAIN = [
-    Snapshot((None, "alpha"), TellLink("t1", None, "alpha", "c1", 0)),
-    Snapshot(("alpha", "beta"), TellLink("t2", "alpha", "beta", "c1", 1)),
-    Snapshot(("gamma", "delta"), TellLink("t9", "gamma", "delta", "c9", 0)),  # another chain
+    Snapshot((None, "alpha"), TellLink("t1", None, "alpha", "c1", 0, ("external", "alpha"))),
+    Snapshot(("alpha", "beta"), TellLink("t2", "alpha", "beta", "c1", 1, ("external", "alpha", "beta"))),
+    Snapshot(("gamma", "delta"), TellLink("t9", "gamma", "delta", "c9", 0, ("gamma", "delta"))),  # another chain
 ]
 
 
 def test_a_first_tell_is_admitted_and_starts_a_chain() -> None:
-    assert admit(tell(), facts()) == Admit(chain_id="", hops=0)
+    assert admit(tell(), facts()) == Admit(chain_id="", hops=0, path=("alpha", "beta"))
 
 
 def test_a_nested_tell_continues_its_callers_chain_one_hop_further() -> None:
     decision = admit(tell("gamma", parent_pair="alpha->beta"), facts(pairs=CHAIN))
-    assert decision == Admit(chain_id="c1", hops=2)
+    assert decision == Admit(chain_id="c1", hops=2, path=("external", "alpha", "beta", "gamma"))
     external = admit(tell("gamma", parent_pair="external->alpha"), facts(pairs=CHAIN))
-    assert external == Admit(chain_id="c1", hops=1)
+    assert external == Admit(chain_id="c1", hops=1, path=("external", "alpha", "gamma"))
 
 
 def test_a_nested_tell_whose_caller_already_ended_starts_a_chain() -> None:
-    assert admit(tell("alpha", parent_pair="beta->gamma"), facts(pairs=CHAIN)) == Admit("", 0)
+    assert admit(tell("alpha", parent_pair="beta->gamma"), facts(pairs=CHAIN)) == Admit("", 0, ("alpha", "alpha"))
 
 
 def test_an_unavailable_team_is_refused_with_the_fix() -> None:
@@ -161,14 +167,81 @@ def test_a_chain_past_the_hop_limit_is_refused_and_recorded() -> None:
 
 
 def test_a_tell_from_another_iris_continues_its_chain_and_its_hop_limit_holds() -> None:
-    came = ChainRef(chain_id="far-1", hops=2)
-    assert admit(tell(from_team="a2a:crm", across=came), facts()) == Admit(chain_id="far-1", hops=3)
+    came = ChainRef(chain_id="far-1", hops=2, path=["web", "crm"])
+    assert admit(tell(from_team="a2a:crm", across=came), facts()) == Admit("far-1", 3, ("web", "crm", "beta"))
     refusal = refused(admit(tell(from_team="a2a:crm", across=came), facts(settings=Settings(hop_limit=2))))
-    problem = "this tell would be hop 3 of a chain of nested tells that came from another Iris; the limit is 2"
+    problem = "this tell would be hop 3 of a chain of nested tells; the limit is 2"  # the same words as inside
     assert (refusal.error, refusal.recorded) == (LoopError, problem)
     # Inside this Iris, the parent's chain is the one that counts.
     nested = admit(tell("gamma", parent_pair="alpha->beta", across=came), facts(pairs=CHAIN))
-    assert nested == Admit(chain_id="c1", hops=2)
+    assert nested == Admit(chain_id="c1", hops=2, path=("external", "alpha", "beta", "gamma"))
+
+
+def link(from_team: str, to_team: str, hops: int, *path: str) -> Snapshot:
+    """A running tell of chain c1, with the teams waiting in it."""
+    return Snapshot((from_team, to_team), TellLink(f"t-{to_team}", from_team, to_team, "c1", hops, path))
+
+
+def test_the_loop_refusal_prints_the_chain_as_it_went_and_a_sibling_is_not_waiting() -> None:
+    # alpha -> beta, which asked gamma and delta at once (a fan-out); gamma asked epsilon.
+    fan = [
+        link("beta", "delta", 1, "alpha", "beta", "delta"),
+        link("beta", "gamma", 1, "alpha", "beta", "gamma"),
+        link("alpha", "beta", 0, "alpha", "beta"),
+        link("gamma", "epsilon", 2, "alpha", "beta", "gamma", "epsilon"),
+    ]
+    loop = refused(admit(tell("alpha", from_team="epsilon", parent_pair="gamma->epsilon"), facts(pairs=fan)))
+    assert loop.recorded == "loop: alpha is already waiting in this chain (alpha -> beta -> gamma -> epsilon -> alpha)"
+    short = refused(admit(tell("alpha", from_team="gamma", parent_pair="beta->gamma"), facts(pairs=fan)))
+    assert short.recorded == "loop: alpha is already waiting in this chain (alpha -> beta -> gamma -> alpha)"
+    # delta answers beta, not epsilon: nobody in epsilon's line waits for it.
+    sibling = admit(tell("delta", from_team="epsilon", parent_pair="gamma->epsilon"), facts(pairs=fan))
+    assert sibling == Admit("c1", 3, ("alpha", "beta", "gamma", "epsilon", "delta"))
+
+
+def test_one_check_holds_the_hop_limit_and_the_loop_guard_for_every_chain() -> None:
+    chain = ChainRef(chain_id="c", hops=1, path=["web", "alpha"])
+    assert chain_problem(chain, "beta", 4) == ""
+    assert chain_problem(ChainRef(chain_id="c", hops=4), "beta", 4) == (
+        "this tell would be hop 5 of a chain of nested tells; the limit is 4"
+    )
+    assert chain_problem(chain, "alpha", 4) == "loop: alpha is already waiting in this chain (web -> alpha -> alpha)"
+    # Another Iris's chain that closes a loop here is refused and recorded like a nested tell.
+    refusal = refused(admit(tell("alpha", from_team="a2a:web", across=chain), facts()))
+    assert (refusal.error, refusal.recorded) == (LoopError, chain_problem(chain, "alpha", 4))
+
+
+def test_a_stored_tell_keeps_its_chain_with_its_sender_as_the_only_one_waiting() -> None:
+    sent_in = continued(parent_tell("alpha->beta", CHAIN), None)
+    assert sent_in == ChainRef(chain_id="c1", hops=1, path=["external", "alpha", "beta"])
+    stored = stored_chain(sent_in, "beta")
+    assert stored == ChainRef(chain_id="c1", hops=1, path=["beta"])
+    # Delivered, it continues the chain one hop further; alpha is not waiting any more.
+    assert admit(tell("alpha", from_team="beta", across=stored), facts()) == Admit("c1", 2, ("beta", "alpha"))
+    # Two teams storing tells for each other stop at the hop limit.
+    at_limit = ChainRef(chain_id="c1", hops=4, path=["alpha"])
+    refusal = refused(admit(tell("beta", from_team="alpha", across=at_limit, kind="notification"), facts()))
+    assert refusal.recorded == "this tell would be hop 5 of a chain of nested tells; the limit is 4"
+    assert stored_chain(None, "alpha") is None  # sent outside a chain: it starts one when delivered
+
+
+def test_a_stored_tell_to_its_own_sender_is_refused_with_what_to_do() -> None:
+    assert self_tell_problem("alpha", "beta") == "" and self_tell_problem(None, "beta") == ""
+    assert self_tell_problem("alpha", "alpha") == (
+        "alpha cannot store a tell for itself (persist): it would be delivered to alpha as a new tell, "
+        "which may store another; keep the note in a file, or tell another team"
+    )
+
+
+def test_a_chain_carries_no_negative_hops_and_no_endless_path() -> None:
+    decode = msgspec.json.Decoder(ChainRef).decode
+    assert decode(b'{"chain_id": "c", "hops": 2, "path": ["a"]}') == ChainRef(chain_id="c", hops=2, path=["a"])
+    with pytest.raises(msgspec.ValidationError, match=r"Expected `int` >= 0 - at `\$.hops`"):
+        decode(b'{"chain_id": "c", "hops": -1}')
+    with pytest.raises(msgspec.ValidationError, match=r"length <= 64 - at `\$.path`"):
+        decode(msgspec.json.encode({"chain_id": "c", "path": ["a"] * 65}))
+    with pytest.raises(msgspec.ValidationError, match=r"length <= 256 - at `\$.path\[0\]`"):
+        decode(msgspec.json.encode({"chain_id": "c", "path": ["a" * 257]}))
 
 
 def test_a_spent_budget_refuses_with_what_was_spent() -> None:
@@ -183,7 +256,7 @@ def test_a_spent_budget_refuses_with_what_was_spent() -> None:
 def test_the_chain_budget_counts_only_for_a_nested_tell() -> None:
     settings = Settings(budget=BudgetConfig(chain_usd=0.5))
     spent = Spending(chain=0.5)
-    assert admit(tell("gamma"), facts(settings=settings, spending=spent)) == Admit("", 0)
+    assert admit(tell("gamma"), facts(settings=settings, spending=spent)) == Admit("", 0, ("alpha", "gamma"))
     refusal = refused(admit(tell("gamma", parent_pair="alpha->beta"), facts(pairs=CHAIN, settings=settings,
                                                                              spending=spent)))
     assert refusal.error is BudgetError and "the chain stops here" in refusal.message
@@ -199,8 +272,8 @@ def test_a_pair_over_its_rate_is_refused_with_when_to_send_and_nothing_is_counte
         "alpha->beta sent 2 tells in the last minute (settings.rateLimit); send this one in 15 s, "
         "or raise settings.rateLimit in config.yaml and run 'iris reload'"
     )
-    assert admit(tell(from_team=None), facts(rate=rate, now=55.0)) == Admit("", 0)  # another pair
-    assert admit(tell(), facts(rate=rate, now=70.0)) == Admit("", 0)  # the first one left the window
+    assert admit(tell(from_team=None), facts(rate=rate, now=55.0)) == Admit("", 0, ("external", "beta"))  # another pair
+    assert admit(tell(), facts(rate=rate, now=70.0)) == Admit("", 0, ("alpha", "beta"))  # the first one left the window
     assert rate.wait_s(("alpha", "beta"), 70.0) is None  # admit only reads the window
 
 

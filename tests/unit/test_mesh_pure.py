@@ -11,10 +11,21 @@ import pytest
 
 from iris_common.mesh import STALE_S, HomeEntry, reachable, unreachable_words
 from irisd.caller import Caller
-from irisd.mesh.wire import ENCODER, INBOUND, CancelMsg, RemoteTellMsg, speaker, tell_subject
+from irisd.mesh.wire import (
+    ENCODER,
+    INBOUND,
+    CancelMsg,
+    RemoteTellMsg,
+    chain_in,
+    invalid_tell,
+    path_out,
+    read,
+    speaker,
+    tell_subject,
+)
 from irisd.tell.machine import TellMachine
 from protocol.errors import PermissionDeniedError
-from protocol.messages import CancelTell, Decide, GetTell, ListTeams, Tell
+from protocol.messages import CancelTell, ChainRef, Decide, GetTell, ListTeams, Tell
 
 
 def test_a_home_is_reachable_while_its_heartbeat_is_fresh() -> None:
@@ -58,6 +69,28 @@ def test_the_wire_round_trips_and_the_subject_names_the_speaker() -> None:
     assert INBOUND.decode(ENCODER.encode(tell)) == tell
     assert INBOUND.decode(ENCODER.encode(CancelMsg(id="t-1"))) == CancelMsg(id="t-1")
     assert speaker(tell_subject("ws-2", "ws-1")) == "ws-1"
+
+
+def test_the_home_refuses_a_tell_with_negative_hops_or_an_endless_path_and_says_so() -> None:
+    fine = ENCODER.encode(RemoteTellMsg(id="t-1", from_team="web", to_team="api", message="hi", hops=1))
+    assert invalid_tell(fine) is None and invalid_tell(b"not json") is None and invalid_tell(b'{"a": 1}') is None
+    negative = fine.replace(b'"hops":1', b'"hops":-1')
+    assert INBOUND.decode(fine) and read(INBOUND, negative) is None
+    assert invalid_tell(negative) == ("t-1", "Expected `int` >= 0 - at `$.hops`")
+    endless = ENCODER.encode(RemoteTellMsg(id="t-2", from_team="web", to_team="api", message="hi"))
+    endless = endless[:-1] + b',"path":' + ENCODER.encode(["web@ws-1"] * 65) + b"}"
+    assert invalid_tell(endless) == ("t-2", "Expected `array` of length <= 64 - at `$.path`")
+
+
+def test_a_mesh_tell_carries_the_teams_waiting_in_its_chain_each_named_by_its_irisd() -> None:
+    assert path_out(("external", "web", "api"), "web", "ws-1") == ["external@ws-1", "web@ws-1"]
+    assert path_out(("docs@ws-2", "web", "api"), "web", "ws-1") == ["docs@ws-2", "web@ws-1"]
+    assert path_out((), None, "ws-1") == ["external@ws-1"]
+    assert path_out([f"t{i}" for i in range(70)], "t68", "ws-1") == [f"t{i}@ws-1" for i in range(5, 69)]  # the last 64
+    tell = RemoteTellMsg(id="t-1", from_team="web", to_team="api", message="hi", chain_id="c", hops=2,
+                         path=["api@ws-2", "web@ws-1"])
+    # On its home ws-2, its own teams go by their names there: api is found waiting (a loop).
+    assert chain_in(tell, "ws-2") == ChainRef(chain_id="c", hops=2, path=["api", "web@ws-1"])
 
 
 def test_doctor_judges_the_mesh() -> None:

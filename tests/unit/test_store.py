@@ -9,9 +9,9 @@ import pytest
 
 from irisd.pool.approvals import new_approval_id
 from irisd.store import approvals, notifications, sessions, tells
-from irisd.store.db import MIGRATIONS, StoreError, open_database
+from irisd.store.db import MIGRATIONS, StoreError, migrate, open_database
 from irisd.tell.answer import answer_so_far
-from protocol.messages import ApprovalInfo, TellInfo
+from protocol.messages import ApprovalInfo, ChainRef, TellInfo
 
 
 @pytest.fixture
@@ -132,3 +132,18 @@ def test_a_transcript_is_read_as_text_and_a_line_that_is_not_utf8_is_kept(db: ap
     tells.append_message(db, "t1", 4.0, "other", b'{"text":"\xff"}')  # not UTF-8: read the slow way
     entries = rows.transcript(db, "tell_messages", "tell_id", "t1")
     assert [e.raw for e in entries] == ['{"text":"héllo"}', '{"text":"\ufffd"}']
+
+
+def test_notifications_stored_before_chains_were_kept_are_delivered_as_the_start_of_one(tmp_path: Path) -> None:
+    old = apsw.Connection(str(tmp_path / "old.db"))
+    for number, script in enumerate(MIGRATIONS[:8], start=1):  # a database of schema 8
+        old.execute(script)
+        old.execute(f"PRAGMA user_version = {number}")
+    old.execute("INSERT INTO notifications (id, from_team, to_team, message, created_at, expires_at) "
+                "VALUES ('n-old', 'alpha', 'beta', 'from before', 1.0, 100.0)")
+    migrate(old)
+    (kept,) = notifications.pending(old)
+    assert (kept.id, kept.message, kept.chain) == ("n-old", "from before", None)
+    chain = ChainRef(chain_id="c1", hops=2, path=["alpha"])
+    assert notifications.create(old, "alpha", "beta", "in a chain", 2.0, 100.0, chain).chain == chain
+    assert [n.chain for n in notifications.listing(old, "beta", True)] == [None, chain]

@@ -148,20 +148,6 @@ def incoming_chain(*metadata: dict[str, Any] | None) -> a2a.IrisChain | None:
     return None
 
 
-def chain_problem(chain: a2a.IrisChain | None, team: str, hop_limit: int) -> str:
-    """Why a message in another Iris's relay chain must be refused here: a loop back to
-    ``team``, or a chain past the hop limit; "" if none. (Admitted, its tell continues that
-    chain: see ``ChainRef``.)"""
-    if chain is None:
-        return ""
-    hops = chain.hops + 1
-    if hops > hop_limit:
-        return f"this message would be hop {hops} of a chain of nested tells; the limit is {hop_limit}"
-    if team in chain.path:
-        return f"loop: {team} is already waiting in this chain ({' -> '.join([*chain.path, team])})"
-    return ""
-
-
 def decision(text: str) -> tuple[bool, str] | None:
     """An answer to an approval: (allow, reason) from "allow"/"yes" or "deny"/"no" (the
     rest is the reason); None if it is neither."""

@@ -229,9 +229,9 @@ class A2AService:
                 contextId=message.context_id,
             )
         chain = mapping.incoming_chain(message.metadata, params.metadata)
-        if problem := mapping.chain_problem(chain, team, self._config().settings.hop_limit):
-            return await self._rejected(context, f"{problem}; answer from what you know instead", emit)
-        across = ChainRef(chain_id=chain.chain_id, hops=chain.hops) if chain is not None else None
+        # The chain's hop limit and loop guard are admission's, as for every tell: a refusal
+        # is a LoopError, which rejects the task below.
+        across = ChainRef(chain_id=chain.chain_id, hops=chain.hops, path=chain.path) if chain is not None else None
         async with self._watching(team) as events:
             try:
                 tell = Tell(to_team=team, message=prompt, timeout_ms=-1, across=across)
