@@ -116,6 +116,6 @@ class McpEndpoint:
 
 
 def _import_sdk() -> None:
+    # iris_mcp.server first: it loads the SDK lean (iris_mcp/sdk.py), without its client parts.
+    import iris_mcp.server  # noqa: F401, I001
     import mcp.server.streamable_http_manager  # noqa: F401
-
-    import iris_mcp.server  # noqa: F401
