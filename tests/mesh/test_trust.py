@@ -41,8 +41,9 @@ def users_of_readme(*names: str) -> str:
     block = re.search(r"```\n(authorization \{ users: \[\n.*?\n\] \})\n```", README.read_text(), re.S)
     assert block is not None, "the NATS permission template is no longer in README.md"
     head, *entry, tail = block.group(1).splitlines()
-    template = "\n".join(entry)
-    users = [template.replace("ws-1", name).replace('"secret"', f'"pw-{name}"') for name in names]
+    template = "\n".join(line for line in entry if line.strip() != "...")  # "and so on for each irisd"
+    template = re.sub(r'password: ("secret"|\.\.\.)', "password: PASSWORD", template)
+    users = [template.replace("ws-1", name).replace("PASSWORD", f'"pw-{name}"') for name in names]
     users.append('  { user: admin, password: "pw-admin" }')
     return "\n".join([head, *users, tail]) + "\n"
 
@@ -233,9 +234,9 @@ def test_no_irisd_can_take_over_another_irisds_team(
     as_irisd(secured, "ws6", leave)
 
 
-def test_not_sent_is_true_and_an_unknown_tell_is_settled_by_its_home(
-    tmp_path: Path, model: ScriptedModel, claude_bin: Path
-) -> None:
+@pytest.fixture
+def on_one_server(tmp_path: Path, model: ScriptedModel, claude_bin: Path) -> Iterator[tuple[NatsServer, Iris, Iris]]:
+    """A NATS server of its own (the test stops it), ``ws-a`` and ``ws-b`` (home of ``ledger``)."""
     server = NatsServer(tmp_path / "nats").start()
     caller = on_mesh(tmp_path, "ws-a", server.url, model, claude_bin)
     home = on_mesh(tmp_path, "ws-b", server.url, model, claude_bin)
@@ -245,32 +246,45 @@ def test_not_sent_is_true_and_an_unknown_tell_is_settled_by_its_home(
         caller.start()
         wait_for(lambda: teams_of(caller).get("ledger", {}).get("remote") == "irisd ws-b", timeout=30,
                  what="the team listed")
-        # NATS is down: the tell is not sent, and stays so once NATS is back
-        server.stop()
-        wait_for(lambda: "unreachable" in teams_of(caller)["ledger"]["remote"], timeout=30,
-                 what="ws-a to see NATS gone")
-        failed = caller.cli_json("tell", "ledger", "sent while NATS was down", ok=False)
-        assert failed["status"] == "failed" and failed["error"].startswith("not sent:"), failed
-        server.start()
-        wait_for(lambda: teams_of(caller)["ledger"]["remote"] == "irisd ws-b", timeout=60,
-                 what="both irisds back on NATS")
-        # NATS stops answering while a tell goes out: unknown, then the home settles it
-        assert server.process is not None
-        server.process.send_signal(signal.SIGSTOP)
-        try:
-            unknown = caller.cli_json("tell", "ledger", "sent as NATS froze", "--timeout", "-1")
-        finally:
-            server.process.send_signal(signal.SIGCONT)
-        assert unknown["status"] == "in_progress", unknown
-        assert unknown["phase"]["detail"].startswith("sent, not confirmed yet"), unknown
-        settled = caller.cli_json("result", unknown["id"], "--wait", "60000")
-        assert settled["status"] == "completed" and settled["text"].endswith(": sent as NATS froze"), settled
-        after = caller.cli_json("tell", "ledger", "after NATS is back")
-        assert after["status"] == "completed", after
-        ran = [t["message"] for t in home.cli_json("report", "ledger", "--all-callers", "--limit", "50")]
-        assert sorted(ran) == ["after NATS is back", "sent as NATS froze"], ran  # each once; the first never
+        yield server, caller, home
     finally:
+        if server.process is not None and server.process.poll() is None:
+            server.process.send_signal(signal.SIGCONT)
         for iris in (caller, home):
             if iris.process is not None and iris.process.poll() is None:
                 iris.stop(timeout=30)
         server.stop()
+
+
+def ran_on(home: Iris) -> list[str]:
+    return sorted(t["message"] for t in home.cli_json("report", "ledger", "--all-callers", "--limit", "50"))
+
+
+def test_a_tell_not_sent_while_nats_is_down_never_runs(on_one_server: tuple[NatsServer, Iris, Iris]) -> None:
+    server, caller, home = on_one_server
+    server.stop()
+    wait_for(lambda: "unreachable" in teams_of(caller)["ledger"]["remote"], timeout=30, what="ws-a to see NATS gone")
+    failed = caller.cli_json("tell", "ledger", "sent while NATS was down", ok=False)
+    assert failed["status"] == "failed" and failed["error"].startswith("not sent:"), failed
+    server.start()
+    wait_for(lambda: teams_of(caller)["ledger"]["remote"] == "irisd ws-b", timeout=60, what="both back on NATS")
+    # the next tell goes after anything ws-a had left to send, in the same stream and pair
+    after = caller.cli_json("tell", "ledger", "after NATS is back")
+    assert after["status"] == "completed", after
+    assert ran_on(home) == ["after NATS is back"]  # "not sent" was true: sending it again runs it once
+
+
+def test_a_tell_whose_fate_is_unknown_is_settled_by_its_home(on_one_server: tuple[NatsServer, Iris, Iris]) -> None:
+    server, caller, home = on_one_server
+    assert server.process is not None
+    server.process.send_signal(signal.SIGSTOP)  # NATS stops answering while the tell goes out
+    try:
+        unknown = caller.cli_json("tell", "ledger", "sent as NATS froze", "--timeout", "-1", ok=False)
+    finally:
+        server.process.send_signal(signal.SIGCONT)
+    assert unknown["status"] == "in_progress", unknown  # not "not sent": it may be stored
+    assert unknown["phase"]["detail"].startswith("sent, not confirmed yet"), unknown
+    assert "do not send it again" in unknown["phase"]["detail"]
+    settled = caller.cli_json("result", unknown["id"], "--wait", "60000")
+    assert settled["status"] == "completed" and settled["text"].endswith(": sent as NATS froze"), settled
+    assert ran_on(home) == ["sent as NATS froze"]  # once
