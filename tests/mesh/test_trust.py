@@ -219,12 +219,14 @@ def test_no_irisd_can_take_over_another_irisds_team(
         return refused
 
     refused = as_irisd(secured, "ws6", take_over)
-    assert refused == [f"ws5.{team}"] or refused == [team, f"ws5.{team}"]
     # ws4 read ws6's claims (the marker is its last one, and the watch keeps their order)
     wait_for(lambda: teams_of(caller).get(marker), timeout=30, what="ws6's claims read on ws4")
     assert teams_of(caller)[team]["remote"] == "irisd ws5"
     answer = caller.cli_json("tell", team, "still yours?", "--timeout", "60000", ok=False)
     assert answer["status"] == "completed" and answer["text"].startswith("echo #"), answer
+    assert refused == [team, f"ws5.{team}"]  # the server let ws6 write neither
+    homes = {t["name"]: t["home"] for t in caller.cli_json("mesh", "status")["teams"]}  # read with ws4's user
+    assert homes[team] == "ws5" and homes[marker] == "ws6"
 
     async def leave(client: Client, errors: list[str]) -> None:
         kv = await client.jetstream(timeout=2).key_value("iris-teams")
