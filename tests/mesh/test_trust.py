@@ -9,6 +9,7 @@ and one whose fate is unknown is settled by the home's result (run once)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 import time
@@ -141,6 +142,12 @@ def test_an_irisd_reads_no_other_irisds_tells(ws4_and_ws5: tuple[Iris, Iris, str
         for subject in ("$JS.API.STREAM.MSG.GET.IRIS_TELLS", "$JS.API.CONSUMER.MSG.NEXT.IRIS_TELLS.home-ws5"):
             await client.publish(subject, b'{"seq": 1}', reply=client.new_inbox())
         await client.flush()
+        # ... nor a consumer of its own name reading ws5's tells (the filter is bound in the subject)
+        config = {"durable_name": "home-ws6", "name": "home-ws6", "filter_subject": "iris.tell.ws5.>",
+                  "ack_policy": "explicit", "deliver_policy": "all"}
+        created = await client.request("$JS.API.CONSUMER.CREATE.IRIS_TELLS.home-ws6.iris.tell.ws6.>",
+                                       json.dumps({"stream_name": "IRIS_TELLS", "config": config}).encode(), timeout=5)
+        assert b'"error"' in created.data and b"filter" in created.data.lower(), created.data
         answer = await asyncio.to_thread(caller.cli_json, "tell", team, "@chunks:3 our secret plans")
         assert answer["status"] == "completed", answer
         await client.flush()  # whatever the server sent it before this round trip is in
