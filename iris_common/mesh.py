@@ -155,12 +155,50 @@ class HomeEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class TeamEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A team's claim in ``iris-teams``: its one home."""
+    """A home's claim of a team in ``iris-teams``, under the key ``<home>.<team>``
+    (``claim_key``): each irisd writes only keys of its own name, which the NATS
+    permissions bind to its credentials (README "Teams on many hosts")."""
 
     name: str
     home: str
     description: str = ""
     color: str = ""
+
+
+def claim_key(home: str, team: str) -> str:
+    """The key of ``home``'s claim of ``team`` in ``iris-teams`` (a home's name has no dots)."""
+    return f"{home}.{team}"
+
+
+def read_claim(key: str, value: bytes) -> TeamEntry | None:
+    """The claim stored under ``key``, or None for one that is not a home's own: not
+    Iris's, or naming another home or team than its key does (the key is what the
+    server's permissions bind to the writer; the value says nothing on its own)."""
+    home, _, team = key.partition(".")
+    try:
+        entry = msgspec.json.decode(value, type=TeamEntry)
+    except msgspec.DecodeError:
+        return None
+    return entry if team and (entry.home, entry.name) == (home, team) else None
+
+
+def team_homes(claims: dict[str, tuple[int, TeamEntry]]) -> dict[str, TeamEntry]:
+    """team -> its one home, from the claims (key -> (revision, claim)) in ``iris-teams``:
+    of several homes claiming a name, the earliest live claim (lowest revision) holds it.
+    A home never rewrites a claim another home contests, so a later claim cannot take
+    a name over."""
+    first: dict[str, tuple[int, TeamEntry]] = {}
+    for revision, entry in claims.values():
+        held = first.get(entry.name)
+        if held is None or revision < held[0]:
+            first[entry.name] = (revision, entry)
+    return {name: entry for name, (_, entry) in first.items()}
+
+
+def inbox_prefix(name: str) -> str:
+    """The inboxes (replies to requests, pulled messages) of irisd ``name``: under its own
+    name, so the permissions let only its credentials subscribe to them."""
+    return f"_INBOX.{name}"
 
 
 def reachable(home: HomeEntry | None, now: float) -> bool:

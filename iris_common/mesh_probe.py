@@ -10,7 +10,16 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, HomeEntry, Mesh, TeamEntry
+from iris_common.mesh import (
+    HOMES_BUCKET,
+    TEAMS_BUCKET,
+    HomeEntry,
+    Mesh,
+    TeamEntry,
+    inbox_prefix,
+    read_claim,
+    team_homes,
+)
 
 TIMEOUT_S = 5.0
 SKEW_LIMIT_S = 2.0  # clocks further apart than this make "since" and "last seen" misleading
@@ -51,7 +60,7 @@ async def _look(mesh: Mesh) -> MeshView:
             servers=list(mesh.servers), user=mesh.user or None, password=mesh.password or None,
             token=mesh.token or None, user_credentials=mesh.creds or None, connect_timeout=2,
             allow_reconnect=False, max_reconnect_attempts=1, name=f"iris doctor ({mesh.name})",
-            error_cb=on_error,
+            error_cb=on_error, inbox_prefix=inbox_prefix(mesh.name),
         )
     except Exception as exc:
         cause = errors[-1] if errors else exc  # "no servers available" hides why
@@ -68,7 +77,8 @@ async def _look(mesh: Mesh) -> MeshView:
         except (nats.js.errors.ServiceUnavailableError, nats.errors.NoRespondersError, nats.errors.TimeoutError):
             view.problem = f"the NATS server at {view.server} has no JetStream; start it with -js"
             return view
-        for bucket, into, kind in ((HOMES_BUCKET, view.homes, HomeEntry), (TEAMS_BUCKET, view.teams, TeamEntry)):
+        claims: dict[str, tuple[int, TeamEntry]] = {}
+        for bucket in (HOMES_BUCKET, TEAMS_BUCKET):
             try:
                 kv = await js.key_value(bucket)
             except nats.js.errors.BucketNotFoundError:
@@ -79,15 +89,20 @@ async def _look(mesh: Mesh) -> MeshView:
                     break
                 if entry.value is None or entry.operation in ("DEL", "PURGE"):
                     continue
+                if bucket == TEAMS_BUCKET:
+                    if (claim := read_claim(entry.key, entry.value)) is not None:
+                        claims[entry.key] = (entry.revision or 0, claim)
+                    continue
                 try:
-                    decoded = msgspec.json.decode(entry.value, type=kind)
+                    home = msgspec.json.decode(entry.value, type=HomeEntry)
                 except msgspec.ValidationError:
                     continue
-                if isinstance(decoded, HomeEntry) and entry.created is not None:
+                if entry.created is not None:
                     created: object = entry.created
-                    decoded.server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
-                into[entry.key] = decoded  # type: ignore[assignment]
+                    home.server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
+                view.homes[entry.key] = home
             await watcher.stop()  # type: ignore[no-untyped-call]
+        view.teams = team_homes(claims)
     finally:
         await client.close()
     return view

@@ -1,8 +1,10 @@
 """One team, one home: the directory of the mesh in two JetStream key-value buckets.
 
-* ``iris-teams``: team -> its home irisd (and its description). A name is claimed with
-  an atomic create; a second home claiming it is refused, loudly, and keeps it off the
-  mesh (never silently shadowed); the first home frees it by no longer offering it.
+* ``iris-teams``: each home's claims, under keys of its own name (``<home>.<team>``,
+  ``claim_key``): the NATS permissions let an irisd write only those, so no irisd can
+  overwrite or delete another's claim. Of several homes claiming a name, the earliest
+  claim holds it (``team_homes``); a later one is refused, loudly, and keeps the team off
+  the mesh (never silently shadowed); the first home frees it by no longer offering it.
 * ``iris-homes``: irisd -> its heartbeat (the teams it offers, up, last seen). A home is
   reachable while it is up and its heartbeat is fresh; a clean stop says down at once,
   a killed one goes stale after ``STALE_S``.
@@ -26,8 +28,15 @@ import trio
 from nats.js.kv import KeyValue
 
 from iris_common.config import Team
-from iris_common.mesh import HomeEntry, TeamEntry, reachable, unreachable_words
-from irisd.mesh.bridge import Bridge
+from iris_common.mesh import (
+    HomeEntry,
+    TeamEntry,
+    claim_key,
+    reachable,
+    read_claim,
+    team_homes,
+    unreachable_words,
+)
 from irisd.mesh.engine import Link
 
 log = logging.getLogger("irisd.mesh")
@@ -43,7 +52,8 @@ class Directory:
         self.name = link.mesh.name
         self.version = version
         self.on_change = on_change
-        self.teams: dict[str, TeamEntry] = {}
+        self.claims: dict[str, tuple[int, TeamEntry]] = {}  # key -> (revision, claim)
+        self.teams: dict[str, TeamEntry] = {}  # team -> its home's claim (``team_homes``)
         self.homes: dict[str, HomeEntry] = {}
         self.refused: dict[str, str] = {}  # team -> why this irisd may not offer it
         self.offered: list[str] = []
@@ -53,38 +63,48 @@ class Directory:
     # --- this irisd's claims --------------------------------------------------------------
 
     async def announce(self, teams: list[Team]) -> None:
-        """Claim the offered teams (refusing names another home holds) and release the
-        ones this irisd no longer offers."""
+        """Claim the offered teams under this irisd's own keys (refusing names another home
+        claimed first) and release the claims of teams it no longer offers. Reads the
+        others' claims from the watch, so only once it has read the bucket."""
+        await self.loaded.wait()
         bridge, kv = self.link.bridge, self.link.teams
         refused: dict[str, str] = {}
         offered: list[str] = []
         for team in teams:
+            key = claim_key(self.name, team.name)
             entry = TeamEntry(name=team.name, home=self.name, description=team.description, color=team.color)
-            value = msgspec.json.encode(entry)
-            try:
-                await bridge.call(kv.create, team.name, value)
-                offered.append(team.name)
+            mine = self.claims.get(key)
+            rival = self._rival(team.name)
+            if rival is not None and (mine is None or rival[0] < mine[0]):
+                if mine is not None:  # claimed at the same moment as the other, which came first
+                    await bridge.call(kv.delete, key)
+                home = rival[1].home
+                refused[team.name] = (
+                    f"team {team.name!r} is already homed on irisd `{home}`; this irisd (`{self.name}`) does not "
+                    f"offer it: rename one of them, or take it out of settings.mesh.offer on `{home}` first"
+                )
+                if self.refused.get(team.name) != refused[team.name]:
+                    log.error(refused[team.name], extra={"team": team.name, "home": home})
                 continue
-            except nats.js.errors.KeyWrongLastSequenceError:
-                pass
-            current = await _get(bridge, kv, team.name)
-            if current is None or current.home == self.name:
-                await bridge.call(kv.put, team.name, value)
-                offered.append(team.name)
-                continue
-            refused[team.name] = (
-                f"team {team.name!r} is already homed on irisd `{current.home}`; this irisd "
-                f"(`{self.name}`) does not offer it: rename one of them, or take it out of "
-                f"settings.mesh.offer on `{current.home}` first"
-            )
-            log.error(refused[team.name], extra={"team": team.name, "home": current.home})
-        for name in self.offered:
-            if name not in offered and name not in refused:
-                current = await _get(bridge, kv, name)
-                if current is not None and current.home == self.name:
-                    await bridge.call(kv.delete, name)
+            offered.append(team.name)
+            if mine is None:
+                try:
+                    await bridge.call(kv.create, key, msgspec.json.encode(entry))
+                except nats.js.errors.KeyWrongLastSequenceError:  # this irisd's, not in the watch yet
+                    await bridge.call(kv.put, key, msgspec.json.encode(entry))
+            elif mine[1] != entry and rival is None:
+                # A rewrite is a later revision: never while another home contests the name.
+                await bridge.call(kv.put, key, msgspec.json.encode(entry))
+        for key, (_, claim) in list(self.claims.items()):
+            if claim.home == self.name and claim.name not in offered:
+                await bridge.call(kv.delete, key)
         self.offered, self.refused = offered, refused
         await self.heartbeat()
+
+    def _rival(self, team: str) -> tuple[int, TeamEntry] | None:
+        """The earliest claim of ``team`` by another home."""
+        rivals = [claim for claim in self.claims.values() if claim[1].name == team and claim[1].home != self.name]
+        return min(rivals, key=lambda claim: claim[0]) if rivals else None
 
     async def name_taken(self) -> str:
         """Why this irisd may not join as its name ("" when it may): another irisd holds it."""
@@ -128,7 +148,7 @@ class Directory:
             self.on_change()
 
     async def _watch(
-        self, kv: KeyValue, apply: Callable[[str, bytes | None, float], None], read: trio.Event
+        self, kv: KeyValue, apply: Callable[[str, bytes | None, float, int], None], read: trio.Event
     ) -> None:
         bridge = self.link.bridge
         watcher = await bridge.call(kv.watchall)
@@ -143,19 +163,20 @@ class Directory:
             deleted = entry.operation in ("DEL", "PURGE")
             created = entry.created
             server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
-            apply(entry.key, None if deleted else entry.value, server_at)
+            apply(entry.key, None if deleted else entry.value, server_at, entry.revision or 0)
             self.on_change()
 
-    def _on_team(self, key: str, value: bytes | None, server_at: float) -> None:
-        if value is None:
-            self.teams.pop(key, None)
-            return
-        try:
-            self.teams[key] = msgspec.json.decode(value, type=TeamEntry)
-        except msgspec.ValidationError:
-            log.warning("mesh: a directory entry that is not Iris's", extra={"key": key})
+    def _on_team(self, key: str, value: bytes | None, server_at: float, revision: int) -> None:
+        claim = read_claim(key, value) if value is not None else None
+        if claim is not None:
+            self.claims[key] = (revision, claim)
+        else:
+            if value is not None:
+                log.warning("mesh: a directory entry that is not a home's own claim", extra={"key": key})
+            self.claims.pop(key, None)
+        self.teams = team_homes(self.claims)
 
-    def _on_home(self, key: str, value: bytes | None, server_at: float) -> None:
+    def _on_home(self, key: str, value: bytes | None, server_at: float, revision: int) -> None:
         if value is None:
             self.homes.pop(key, None)
             return
@@ -220,16 +241,3 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # another user's process
     return True
-
-
-async def _get(bridge: Bridge, kv: KeyValue, key: str) -> TeamEntry | None:
-    try:
-        entry = await bridge.call(kv.get, key)
-    except nats.js.errors.KeyNotFoundError:
-        return None
-    if entry.value is None:
-        return None
-    try:
-        return msgspec.json.decode(entry.value, type=TeamEntry)
-    except msgspec.ValidationError:
-        return None

@@ -36,7 +36,7 @@ from nats.js.api import (
 )
 from nats.js.kv import KeyValue
 
-from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh
+from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh, inbox_prefix
 from irisd.mesh.bridge import Bridge
 from protocol.errors import IrisError
 
@@ -120,6 +120,7 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
                 client.connect,
                 servers=servers,
                 name=f"irisd {mesh.name}",
+                inbox_prefix=inbox_prefix(mesh.name),  # its replies under its name: only it may read them
                 user=mesh.user or None,
                 password=mesh.password or None,
                 token=mesh.token or None,

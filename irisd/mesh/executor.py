@@ -3,7 +3,10 @@ irisd of the mesh.
 
 For each tell: publish it to the home's subject of ``IRIS_TELLS`` with its tell id as
 the message id (a resend is stored once) and wait for JetStream's ack, trying again
-while the mesh is unreachable; then follow what the home sends back (``LiveMsg`` as it
+while the mesh is unreachable (never handing the client a message while it is
+disconnected: it would keep it and send it on reconnecting, after the tell failed "not
+sent"; once a publish was made, the tell is never "not sent" but unknown until the home
+answers, see ``TellReport.sent``); then follow what the home sends back (``LiveMsg`` as it
 happens, ``FinalMsg`` durably) until the final result. While the home has not taken it,
 the tell is ``queued`` and its phase says where it waits ("home irisd `ws-2` unreachable
 since 14:02:11"). Cancelling the tell sends a ``CancelMsg`` the same way, shielded and
@@ -32,6 +35,15 @@ KIND = "mesh"
 CANCEL_GRACE_S = 5.0
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where the messages of one running remote tell go, and the one irisd that may send
+    them: its home."""
+
+    home: str
+    send: trio.MemorySendChannel[Delivery]
+
+
 @dataclass
 class Delivery:
     """A message for a running remote tell; ``handled`` is set once it is saved (the
@@ -44,7 +56,7 @@ class Delivery:
 class Mesh(Protocol):
     """What an executor needs of the mesh face (irisd/mesh/service.py)."""
 
-    routes: dict[str, trio.MemorySendChannel[Delivery]]
+    routes: dict[str, Route]
 
     def unreachable_words(self, home: str) -> str: ...
     def chain_path(self, tell: RemoteTell) -> list[str]: ...
@@ -76,7 +88,7 @@ class MeshExecutor:
 
     async def run(self, tell: RemoteTell, report: TellReport) -> None:
         send, receive = trio.open_memory_channel[Delivery](math.inf)
-        self.service.routes[tell.id] = send
+        route = self.service.routes[tell.id] = Route(self.home, send)
         answered = False
         try:
             message = RemoteTellMsg(
@@ -88,7 +100,7 @@ class MeshExecutor:
             await report.accepted()  # stored in JetStream: now its caller may hear of it
             answered = await self._follow(receive, report)
         finally:
-            if self.service.routes.get(tell.id) is send:
+            if self.service.routes.get(tell.id) is route:
                 del self.service.routes[tell.id]
             if report.cancelled and not answered:  # cancelled here, not irisd stopping: tell the home
                 with trio.move_on_after(CANCEL_GRACE_S) as scope:

@@ -123,11 +123,15 @@ class Home:
             case RemoteTellMsg():
                 await self._tell(inbound, caller)
             case CancelMsg(id=remote_id):
-                await self._cancel(remote_id)
+                await self._cancel(remote_id, caller)
         await self.link.bridge.call(message.ack)
 
     async def _tell(self, tell: RemoteTellMsg, caller: str) -> None:
         known = await self.store.call(records.receive, tell.id, caller, time.time())
+        if known is not None and known.caller != caller:  # another irisd's tell id: not this caller's to resend
+            log.warning("mesh: dropped a tell whose id another irisd's tell has",
+                        extra={"from": caller, "remote_tell": tell.id, "sender": known.caller})
+            return
         if known is not None and known.local_id is None and not known.replied:
             # irisd died between recording it and recording its local tell: was it submitted?
             sender = f"{tell.from_team or 'external'}@{caller}"
@@ -182,9 +186,15 @@ class Home:
             return f"irisd `{self.name}` does not offer team {tell.to_team!r} to the mesh"
         return ""  # the chain (hop limit, loop) is admission's, as for every tell
 
-    async def _cancel(self, remote_id: str) -> None:
+    async def _cancel(self, remote_id: str, caller: str) -> None:
+        """Cancel a remote tell, for the irisd that sent it only (``caller``: the one whose
+        subject, so whose credentials, the cancel came on)."""
         known = await self.store.call(records.get, remote_id)
         if known is None or known.local_id is None:
+            return
+        if known.caller != caller:
+            log.warning("mesh: dropped a cancel from an irisd that did not send the tell",
+                        extra={"from": caller, "remote_tell": remote_id, "sender": known.caller})
             return
         try:
             await self.dispatch(CancelTell(tell_id=known.local_id), Caller.remote(known.caller, None), _no_events)
@@ -245,12 +255,13 @@ class Home:
             self.following.pop(local, None)
 
     async def _send_final(self, caller: str, final: FinalMsg) -> None:
-        """Store the final result in IRIS_REPLIES (trying until it is), then note it."""
-        headers = {"Nats-Msg-Id": f"{final.id}.final"}
+        """Store the final result in IRIS_REPLIES (trying until it is), then note it. No
+        message id: one that another irisd knew could be stored first under it, and this
+        result dropped as its duplicate; a second copy of a result changes nothing."""
         while True:
             try:
                 await self.link.bridge.call(
-                    self.link.js.publish, reply_subject(caller, self.name), ENCODER.encode(final), headers=headers
+                    self.link.js.publish, reply_subject(caller, self.name), ENCODER.encode(final)
                 )
                 break
             except (nats.errors.Error, TimeoutError) as exc:

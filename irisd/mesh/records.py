@@ -11,7 +11,11 @@ dispatcher, so a redelivered message is recognised whatever moment irisd died at
 * a row with its local tell: answered from that tell (its final result is sent again
   if the caller never got it).
 
-The table is the mesh's own (``CREATE TABLE IF NOT EXISTS``), in irisd's database.
+The caller's side keeps which home each of its remote tells was sent to
+(``mesh_outbox``): a result is taken only from that home (the subject it comes on names
+the irisd whose credentials published it), also after a restart.
+
+The tables are the mesh's own (``CREATE TABLE IF NOT EXISTS``), in irisd's database.
 """
 
 from __future__ import annotations
@@ -28,6 +32,10 @@ CREATE TABLE IF NOT EXISTS mesh_inbox (
     received_at  REAL NOT NULL,
     replied_at   REAL                -- the final result was stored in JetStream
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS mesh_outbox (
+    tell_id      TEXT PRIMARY KEY,   -- this irisd's tell to a remote team
+    home         TEXT NOT NULL       -- the irisd it was sent to: the one that may answer it
+) WITHOUT ROWID;
 """
 
 
@@ -42,6 +50,16 @@ class Inbound:
 
 def ensure(db: apsw.Connection) -> None:
     db.execute(SCHEMA)
+
+
+def sending(db: apsw.Connection, tell_id: str, home: str) -> None:
+    """(the caller's side) ``tell_id`` goes to ``home``: only its result counts."""
+    db.execute("INSERT OR REPLACE INTO mesh_outbox (tell_id, home) VALUES (?, ?)", (tell_id, home))
+
+
+def home_of(db: apsw.Connection, tell_id: str) -> str | None:
+    row = db.execute("SELECT home FROM mesh_outbox WHERE tell_id = ?", (tell_id,)).fetchone()
+    return str(row[0]) if row else None
 
 
 def get(db: apsw.Connection, remote_id: str) -> Inbound | None:

@@ -24,10 +24,11 @@ from nats.aio.msg import Msg
 from iris_common.config import IrisConfig, Team
 from iris_common.mesh import Mesh
 from irisd import __version__
+from irisd.mesh import records
 from irisd.mesh.bridge import Bridge, open_bridge
 from irisd.mesh.directory import Directory
 from irisd.mesh.engine import REPLIES, Link, MeshError, durable_consumer, open_link
-from irisd.mesh.executor import KIND, Delivery, MeshExecutor
+from irisd.mesh.executor import KIND, Delivery, MeshExecutor, Route
 from irisd.mesh.home import Dispatch, Home
 from irisd.mesh.wire import (
     ENCODER,
@@ -39,6 +40,7 @@ from irisd.mesh.wire import (
     RemoteTellMsg,
     path_out,
     read,
+    speaker,
     tell_subject,
 )
 from irisd.pool.remote import RemoteTeams, RemoteTell, TellReport
@@ -60,7 +62,7 @@ class MeshService:
         self.store = store
         self.remote_teams = remote_teams
         self.dispatch = dispatch
-        self.routes: dict[str, trio.MemorySendChannel[Delivery]] = {}
+        self.routes: dict[str, Route] = {}
         self.link: Link | None = None
         self.directory: Directory | None = None
         self.home: Home | None = None
@@ -73,6 +75,7 @@ class MeshService:
     # --- lifetime ------------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        await self.store.call(records.ensure)
         async with open_bridge() as bridge:
             task_status.started()
             while True:
@@ -124,8 +127,8 @@ class MeshService:
         try:
             async with trio.open_nursery() as nursery:
                 self._changed = trio.Event()  # a change made while away is in this announcement
-                await directory.announce(self._offered())
                 nursery.start_soon(directory.serve_watch)
+                await directory.announce(self._offered())  # once the watch has read the others' claims
                 nursery.start_soon(directory.serve_heartbeat)
                 nursery.start_soon(self._announce_on_change, directory)
                 self.home = Home(link, self.store, self.dispatch, lambda: self.config)
@@ -205,13 +208,27 @@ class MeshService:
 
     async def publish_tell(self, home: str, message: RemoteTellMsg | CancelMsg, report: TellReport | None) -> None:
         """Store ``message`` in IRIS_TELLS for ``home``; tries again until JetStream acks
-        it (the tell's phase says why it waits). Cancellation stops trying."""
-        suffix = "" if isinstance(message, RemoteTellMsg) else ".cancel"
-        headers = {"Nats-Msg-Id": message.id + suffix}
+        it (the tell's phase says why it waits). Cancellation stops trying.
+
+        Nothing is handed to the NATS client while it is disconnected: it would keep the
+        message and send it on reconnecting, so a tell failed "not sent" would run after
+        all. Once a publish was made, ``report.sent()`` makes the tell's outcome the home's
+        to settle (the same message id again is stored once, so trying on is harmless).
+
+        A cancel has no message id: one that another irisd knew could be stored first
+        under it, and this one dropped as its duplicate; a cancel twice is harmless."""
+        headers: dict[str, str] | None = None
+        if isinstance(message, RemoteTellMsg):
+            headers = {"Nats-Msg-Id": message.id}
+            await self.store.call(records.sending, message.id, home)
         payload = ENCODER.encode(message)
+        sent = False
         while True:
             link = self.link
-            if link is not None:
+            if link is not None and link.client.is_connected:
+                if report is not None and not sent:
+                    sent = True
+                    await report.sent()
                 try:
                     await link.bridge.call(
                         link.js.publish, tell_subject(home, link.mesh.name), payload, headers=headers
@@ -220,7 +237,12 @@ class MeshService:
                 except (nats.errors.Error, TimeoutError) as exc:
                     log.warning("mesh: tell not stored yet", extra={"error": str(exc) or type(exc).__name__})
             if report is not None:
-                report.phase(f"waiting for the mesh to store it: {self.unreachable_words(home)}", queued=True)
+                words = self.unreachable_words(home) or "no answer from the mesh"
+                report.phase(
+                    f"sent, not confirmed yet ({words}); its result comes when the home runs it: do not send it again"
+                    if sent else f"waiting for the mesh to store it: {words}",
+                    queued=True,
+                )
             with trio.move_on_after(RETRY_S):
                 await self._connected.wait()
                 await trio.lowlevel.checkpoint()
@@ -232,12 +254,17 @@ class MeshService:
             return
         link = self.link
         if link is not None:
-            link.bridge.to_trio(self._deliver_live, live)
+            link.bridge.to_trio(self._deliver_live, live, speaker(message.subject))
 
-    def _deliver_live(self, live: LiveMsg) -> None:
+    def _deliver_live(self, live: LiveMsg, sender: str) -> None:
         route = self.routes.get(live.id)
-        if route is not None:
-            route.send_nowait(Delivery(live, trio.Event()))
+        if route is None:
+            return
+        if route.home != sender:
+            log.warning("mesh: dropped a live message from an irisd that is not the tell's home",
+                        extra={"from": sender, "tell": live.id, "home": route.home})
+            return
+        route.send.send_nowait(Delivery(live, trio.Event()))
 
     async def _serve_replies(self, link: Link) -> None:
         """Final results of this irisd's remote tells, durably: also after a restart."""
@@ -261,14 +288,21 @@ class MeshService:
                 if final is None:
                     await link.bridge.call(message.term)
                     continue
-                await self._take_final(final)
+                await self._take_final(final, speaker(message.subject))
                 await link.bridge.call(message.ack)
 
-    async def _take_final(self, final: FinalMsg) -> None:
+    async def _take_final(self, final: FinalMsg, sender: str) -> None:
+        """A final result from irisd ``sender`` (the subject's, so its credentials'): taken
+        only if that is the tell's home."""
         route = self.routes.get(final.id)
+        home = route.home if route is not None else await self.store.call(records.home_of, final.id)
+        if home != sender:
+            log.warning("mesh: dropped a result from an irisd that is not the tell's home",
+                        extra={"from": sender, "tell": final.id, "home": home})
+            return
         if route is not None:
             delivery = Delivery(final, trio.Event())
-            route.send_nowait(delivery)
+            route.send.send_nowait(delivery)
             with trio.move_on_after(HANDLED_WAIT_S):
                 await delivery.handled.wait()
             if delivery.handled.is_set():

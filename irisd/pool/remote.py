@@ -152,6 +152,13 @@ class TellReport:
         may be answered from here on (never before)."""
         await self._pair.apply(self._tell, self._tell.machine.remote_accepted(trio.current_time()))
 
+    async def sent(self) -> None:
+        """The tell left for the far side, not yet held there as far as this side knows
+        (a publish that may or may not have been stored): from now on it may run there,
+        so it is never failed "not sent"; at ``HANDOFF_TIMEOUT_S`` its caller hears it in
+        progress, its phase saying so, and the far side's result settles it."""
+        await self._pair.apply(self._tell, self._tell.machine.remote_sent(trio.current_time()))
+
     async def started(self, *, silence_s: float | None = None) -> None:
         """The far side took the tell (running). ``silence_s``: fail it ``timed_out`` if
         the far side then says nothing for that long; None when the far side keeps its

@@ -113,6 +113,7 @@ class TellMachine:
         # hold yet: the caller hears nothing before it does, and it fails at this time.
         self._handoff_deadline: float | None = None
         self._handoff_s = 0.0
+        self._handoff_sent = False  # it left for the far side: it may be held there
 
     # --- queries ------------------------------------------------------------------
 
@@ -235,6 +236,14 @@ class TellMachine:
         self._handoff_deadline = now + within_s
         self._handoff_s = within_s
 
+    def remote_sent(self, now: float) -> list[Action]:
+        """The tell left for the far side, which may hold it now or later (no word yet):
+        at the handoff deadline it is not failed as "not sent" (it may run there) but
+        its caller hears it in progress, and the far side's result settles it."""
+        if self._handoff_deadline is not None and not self.is_final:
+            self._handoff_sent = True
+        return []
+
     def remote_accepted(self, now: float) -> list[Action]:
         """The far side, or a durable queue on the way to it, holds the tell now."""
         if self._handoff_deadline is None or self.is_final:
@@ -289,6 +298,9 @@ class TellMachine:
         if self._handoff_deadline is not None and not self.is_final:
             if now < self._handoff_deadline:
                 return []  # the caller hears nothing before the tell is held on the far side
+            if self._handoff_sent:  # unknown: failing it "not sent" would have it sent twice
+                self._handoff_deadline = None
+                return self.handle_timer(now)
             why = (
                 f"not sent: the remote team did not take it within {self._handoff_s:g} s; send it again once "
                 "'iris status' shows the team reachable"

@@ -198,3 +198,26 @@ def test_a_mesh_sender_is_refused_by_an_irisd_on_no_mesh(tmp_path: Path) -> None
     with pytest.raises(InvalidRequestError, match="this irisd is on no mesh"):
         check_sender(alone, "backend@typo")
     check_sender(alone, "backend@ws-2", sending=False)  # a filter over tells of a past mesh
+
+
+def test_a_claim_counts_only_under_its_homes_own_key_and_the_earliest_holds_a_name() -> None:
+    from iris_common.mesh import TeamEntry, claim_key, read_claim, team_homes
+
+    def value(name: str, home: str) -> bytes:
+        return msgspec.json.encode(TeamEntry(name=name, home=home, description=f"{name} of {home}"))
+
+    assert claim_key("ws5", "my.team") == "ws5.my.team"
+    assert read_claim("ws5.my.team", value("my.team", "ws5")) == TeamEntry(
+        name="my.team", home="ws5", description="my.team of ws5")
+    # a key of another irisd's name (written with its credentials) cannot claim for ws5, nor
+    # the old one-key-per-team layout, nor something that is not a claim
+    assert read_claim("ws6.books", value("books", "ws5")) is None
+    assert read_claim("ws5.books", value("other", "ws5")) is None
+    assert read_claim("books", value("books", "ws5")) is None
+    assert read_claim("ws5.books", b"not json") is None
+    assert read_claim("ws5.books", b'{"name": "books"}') is None
+    ws5, ws6 = TeamEntry(name="books", home="ws5"), TeamEntry(name="books", home="ws6")
+    ops = TeamEntry(name="ops", home="ws6")
+    homes = team_homes({"ws6.books": (9, ws6), "ws5.books": (4, ws5), "ws6.ops": (10, ops)})
+    assert homes == {"books": ws5, "ops": ops}  # the later claim of books does not take it over
+    assert team_homes({"ws6.books": (9, ws6)}) == {"books": ws6}  # once ws5 let it go

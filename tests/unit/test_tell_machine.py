@@ -254,3 +254,26 @@ def test_a_remote_tell_answers_no_caller_before_the_far_side_holds_it() -> None:
     assert never.handle_timer(6.0) == []  # the caller's 5 s passed: still nothing to say
     assert never.handle_timer(30.0) == [StopChild("not taken in time"), ReplyToCaller()]
     assert never.status == "failed" and "did not take it within 30 s" in never.error
+
+
+def test_a_remote_tell_that_left_is_never_failed_not_sent_but_settled_by_the_far_side() -> None:
+    # Sent, never confirmed (the server stopped answering as it went): it may be held there.
+    waiting = TellMachine(response_timeout_s=10, caller_timeout_ms=-1, now=0)
+    waiting.await_handoff(0.0, 30)
+    assert waiting.remote_sent(1.0) == []
+    assert waiting.handle_timer(29.9) == []  # no caller hears of it before the handoff time
+    assert waiting.handle_timer(30.0) == [ReplyToCaller()]  # in progress: unknown, not "not sent"
+    assert not waiting.is_final and waiting.reply_status() == "in_progress" and not waiting.error
+    assert waiting.remote_accepted(40.0) == []  # confirmed later: goes on as any remote tell
+    waiting.remote_started(41.0)
+    assert waiting.remote_finished(42.0, "completed", "the answer") == []  # its caller was answered
+    assert waiting.status == "completed" and waiting.text == "the answer"
+    patient = TellMachine(response_timeout_s=10, caller_timeout_ms=60_000, now=0)
+    patient.await_handoff(0.0, 30)
+    patient.remote_sent(1.0)
+    assert patient.handle_timer(30.0) == [] and patient.next_deadline() == 60.0  # its caller waits on
+    # Sent after it was accepted, or after it ended: nothing changes.
+    done = TellMachine(response_timeout_s=10, caller_timeout_ms=0, now=0)
+    done.await_handoff(0.0, 30)
+    done.remote_accepted(1.0)
+    assert done.remote_sent(2.0) == [] and done.next_deadline() == math.inf
