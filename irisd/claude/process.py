@@ -127,13 +127,13 @@ class ClaudeProcess:
         Once started, it always ends by sending one ChildExited.
         """
         process: Started | None = None
-        failed: OSError | None = None
+        failed: OSError | ClaudeError | None = None
         try:
             with self._cancel_scope:
                 async with trio.open_nursery() as nursery:
                     try:
                         process = await nursery.start(self._run_process)
-                    except OSError as exc:  # raised here, it would leave the nursery in a group
+                    except (OSError, ClaudeError) as exc:  # raised here, it would leave the nursery in a group
                         failed = exc
                     else:
                         self.pid = process.pid
@@ -144,6 +144,8 @@ class ClaudeProcess:
             if process is not None:
                 with trio.CancelScope(shield=True):
                     await self._exited(process)
+        if isinstance(failed, ClaudeError):  # the reaper's own trouble
+            raise failed
         if failed is not None:
             raise self._start_error(failed)
 

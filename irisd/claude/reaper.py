@@ -35,6 +35,7 @@ import msgspec
 import trio
 
 from irisd.claude import reaper_process
+from protocol.errors import ClaudeError
 from protocol.framing import FrameTooLargeError, LineFramer
 
 log = logging.getLogger("irisd.reaper")
@@ -157,8 +158,8 @@ class Reaper:
 
     async def spawn(self, argv: list[str], *, cwd: str, env: dict[str, str]) -> ReapedProcess:
         """Start ``argv`` below the reaper, in a new session, with three new pipes. Raises
-        OSError as Popen would (no such program or folder), or when the reaper died meanwhile.
-        Cancelled while the reaper starts it: the child is killed once it has a pid."""
+        OSError as Popen would (no such program or folder), ClaudeError when the reaper died
+        or hung meanwhile. Cancelled while the reaper starts it: it is killed once started."""
         await self._ready.wait()
         run = self._run
         assert run is not None
@@ -175,8 +176,15 @@ class Reaper:
             await self._send(run, msgspec.json.encode(SpawnRequest(id=ident, argv=argv, cwd=cwd, env=env)), theirs)
             reply = await receive_reply.receive()
         except BaseException:
-            if not run.lost:
-                run.abandoned.add(ident)
+            run.pending.pop(ident, None)
+            try:
+                arrived = receive_reply.receive_nowait()
+            except trio.WouldBlock:  # not started yet (or never): kill it when it is
+                if not run.lost:
+                    run.abandoned.add(ident)
+            else:
+                if isinstance(arrived, ReapedProcess):
+                    _kill_group(arrived.pid)
             for fd in ours:
                 os.close(fd)
             raise
@@ -187,6 +195,8 @@ class Reaper:
         if isinstance(reply, SpawnFailed):
             for fd in ours:
                 os.close(fd)
+            if reply.errno == errno.ECHILD:
+                raise ClaudeError(f"cannot start claude: {reply.message}; try again")
             raise OSError(reply.errno or errno.EIO, reply.message)
         reply.attach(*(trio.lowlevel.FdStream(fd) for fd in ours))
         return reply
@@ -226,10 +236,11 @@ class Reaper:
                         view = memoryview(body)
                         while view:
                             view = view[await run.socket.send(view) :]
-                    except OSError as exc:
-                        raise OSError(errno.ECHILD, f"the reaper process is gone ({exc.strerror})") from None
+                    except (OSError, trio.ClosedResourceError) as exc:
+                        gone = f"cannot start claude: the reaper process is gone ({exc}); try again"
+                        raise ClaudeError(gone) from None
         if sending.cancelled_caught:
-            raise OSError(errno.ETIMEDOUT, "the reaper process did not take a request")
+            raise ClaudeError(f"cannot start claude: the reaper process took no request for {SEND_TIMEOUT_S:g} s")
 
     async def _read(self, run: _Run, nursery: trio.Nursery) -> None:
         """Replies until the spawner's end closes (it died); then what waited learns it."""
@@ -265,8 +276,7 @@ class Reaper:
                 process = run.children[pid] = ReapedProcess(pid)
                 if ident in run.abandoned:  # its caller was cancelled: nobody will stop it
                     run.abandoned.discard(ident)
-                    with contextlib.suppress(OSError):
-                        os.killpg(pid, signal.SIGKILL)
+                    _kill_group(pid)
                 elif (waiting := run.pending.get(ident)) is not None:
                     waiting.send_nowait(process)
             case SpawnFailed(id=ident):
@@ -294,6 +304,11 @@ class Reaper:
         except subprocess.TimeoutExpired:
             guard.kill()
             guard.wait()
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 async def _wait_gone(process: ReapedProcess) -> None:

@@ -37,6 +37,7 @@ The /proc readers here (``marker_of``, ``marked``, ``alive``) are containment's 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -309,7 +310,8 @@ def serve_guard(sock_fd: int, pattern: str, grace: float) -> None:
     if spawner == 0:
         os.close(wakeup.fd)
         own = _Wakeup()  # the guard's pipe would wake the guard, not us
-        set_subreaper()  # not inherited through fork
+        with contextlib.suppress(OSError):  # (the guard said why)
+            set_subreaper()  # not inherited through fork
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)  # the lifeline is the guard's alone
         os.close(devnull)
