@@ -191,7 +191,8 @@ class Daemon:
             with scope:
                 await run_core(
                     self.config, self.paths, store, access=access,
-                    child_factory=marked_claude_child(containment.new_marker), task_status=task_status,
+                    child_factory=marked_claude_child(containment.new_marker, containment.reaper),
+                    task_status=task_status,
                 )
         finally:
             done.set()

@@ -35,6 +35,7 @@ from iris_common.locate import find_claude
 from iris_common.paths import session_file
 from irisd.claude.command import claude_argv
 from irisd.claude.process import ChildEvent, ClaudeProcess
+from irisd.claude.reaper import Reaper
 from protocol.errors import ClaudeError
 
 PROBE_TIMEOUT_S = 30.0
@@ -63,13 +64,14 @@ def claude_child(
     return ClaudeProcess(argv, cwd=cwd, env=env, events=events)
 
 
-def marked_claude_child(new_marker: Callable[[], str]) -> ChildFactory:
+def marked_claude_child(new_marker: Callable[[], str], reaper: Reaper | None = None) -> ChildFactory:
     """The child factory of a contained irisd: each claude carries a fresh marker
     (``containment.Containment.new_marker``), and stopping it also stops everything that
-    holds the marker."""
+    holds the marker; ``reaper`` (``Containment.reaper``) starts it, as the ancestor of
+    everything it starts."""
 
     def factory(argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]) -> Child:
-        return ClaudeProcess(argv, cwd=cwd, env=env, events=events, marker=new_marker())
+        return ClaudeProcess(argv, cwd=cwd, env=env, events=events, marker=new_marker(), reaper=reaper)
 
     return factory
 

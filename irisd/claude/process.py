@@ -9,11 +9,13 @@ sends SIGKILL to both, and reaps the child, so neither claude nor anything it st
 what it left running is stopped the same way. The child gets only stdin/stdout/stderr
 (subprocess closes every other fd).
 
-The process is trio's ``run_process`` started in the child's nursery (``stdin``,
-``stdout`` and ``stderr`` piped): trio reaps it, and when the task is cancelled it calls
-our ``deliver_cancel`` (the group and marker signals above) and still waits for the exit.
-What trio does not do is ours: the marked processes that outlive claude, and the exit
-reported once, after the reaping.
+Under irisd the child is started by the run's reaper (``reaper.py``: a subreaper that is
+the ancestor of everything claude starts) with ``stdin``, ``stdout`` and ``stderr`` piped;
+the reaper reaps it and reports its exit. Without one (not Linux, tests) it is trio's
+``run_process``, which reaps it itself. Either way, the task started in the child's
+nursery, once cancelled, calls ``_deliver_cancel`` (the group and marker signals above)
+and still waits for the exit. The marked processes that outlive claude, and the exit
+reported once, after the reaping, are ours.
 
 Decoded stdout lines and the final exit go to ``on_event`` (a memory channel owned by
 the pair), tagged with this process, so events of a replaced child are recognisable.
@@ -26,11 +28,13 @@ import os
 import signal
 import subprocess
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
 from iris_common.locate import not_found_fix
 from irisd.claude.containment import MARKER, signal_marked, stop_marked
+from irisd.claude.reaper import Reaper
 from irisd.claude.wire import AnyLine, GarbageLine, decode_line
 from protocol.errors import ClaudeError
 from protocol.framing import FrameTooLargeError, LineFramer
@@ -69,6 +73,22 @@ class ChildExited:
 ChildEvent = ChildLine | ChildExited
 
 
+class Started(Protocol):
+    """What a started child is to us: a ``trio.Process``, or a ``reaper.ReapedProcess``."""
+
+    @property
+    def pid(self) -> int: ...
+    @property
+    def returncode(self) -> int | None: ...
+    @property
+    def stdin(self) -> trio.abc.SendStream | None: ...
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream | None: ...
+    @property
+    def stderr(self) -> trio.abc.ReceiveStream | None: ...
+    async def wait(self) -> int | None: ...
+
+
 class ClaudeProcess:
     def __init__(
         self,
@@ -79,12 +99,14 @@ class ClaudeProcess:
         events: trio.MemorySendChannel[ChildEvent],
         grace: float = 3.0,
         marker: str = "",
+        reaper: Reaper | None = None,
     ) -> None:
         self.argv = argv
         self.cwd = cwd
         self.env = {**env, MARKER: marker} if marker else env
         self.grace = grace
         self.marker = marker
+        self.reaper = reaper
         self.pid: int | None = None
         self.returncode: int | None = None
         self.exited = trio.Event()
@@ -104,14 +126,14 @@ class ClaudeProcess:
         owner's scope) terminates the group and reaps the child under a shielded scope.
         Once started, it always ends by sending one ChildExited.
         """
-        process: trio.Process | None = None
-        failed: OSError | None = None
+        process: Started | None = None
+        failed: OSError | ClaudeError | None = None
         try:
             with self._cancel_scope:
                 async with trio.open_nursery() as nursery:
                     try:
                         process = await nursery.start(self._run_process)
-                    except OSError as exc:  # raised here, it would leave the nursery in a group
+                    except (OSError, ClaudeError) as exc:  # raised here, it would leave the nursery in a group
                         failed = exc
                     else:
                         self.pid = process.pid
@@ -122,6 +144,8 @@ class ClaudeProcess:
             if process is not None:
                 with trio.CancelScope(shield=True):
                     await self._exited(process)
+        if isinstance(failed, ClaudeError):  # the reaper's own trouble
+            raise failed
         if failed is not None:
             raise self._start_error(failed)
 
@@ -143,8 +167,12 @@ class ClaudeProcess:
             self.stop()
             raise ClaudeError(f"claude read none of its input for {STDIN_TIMEOUT_S:g} s; stopped it")
 
-    async def _run_process(self, *, task_status: trio.TaskStatus[trio.Process]) -> None:
-        """trio reaps the child; cancelled, it runs ``_deliver_cancel`` and still reaps it."""
+    async def _run_process(self, *, task_status: trio.TaskStatus[Started]) -> None:
+        """The reaper (or trio) reaps the child; cancelled, this runs ``_deliver_cancel`` and
+        still waits for the exit."""
+        if self.reaper is not None:
+            await self._run_reaped(self.reaper, task_status)
+            return
         await trio.run_process(
             self.argv,
             cwd=self.cwd,
@@ -158,7 +186,21 @@ class ClaudeProcess:
             task_status=task_status,
         )
 
-    async def _deliver_cancel(self, process: trio.Process) -> None:
+    async def _run_reaped(self, reaper: Reaper, task_status: trio.TaskStatus[Started]) -> None:
+        """``trio.run_process``'s contract, for a child the reaper started."""
+        process = await reaper.spawn(self.argv, cwd=self.cwd, env=self.env)
+        task_status.started(process)
+        try:
+            await process.wait()
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._deliver_cancel, process)
+                    await process.wait()
+                    nursery.cancel_scope.cancel()
+            raise
+
+    async def _deliver_cancel(self, process: Started) -> None:
         """SIGTERM the group and the marked processes, ``grace``, SIGKILL them. trio stops
         this the moment claude exits (``_exited`` then SIGKILLs what is left)."""
         self._stopping = True
@@ -166,7 +208,7 @@ class ClaudeProcess:
         await trio.sleep(self.grace)
         await self._signal_all(signal.SIGKILL)
 
-    async def _pump(self, process: trio.Process, nursery: trio.Nursery) -> None:
+    async def _pump(self, process: Started, nursery: trio.Nursery) -> None:
         """Until stdout closes: the child is exiting. Then wait for it, and for its last
         words on stderr (bounded: a grandchild may hold stderr open)."""
         assert process.stdout is not None and process.stderr is not None
@@ -178,7 +220,7 @@ class ClaudeProcess:
             await self._stderr_closed.wait()
         stderr_scope.cancel()
 
-    async def _exited(self, process: trio.Process) -> None:
+    async def _exited(self, process: Started) -> None:
         """Reaped: stop what claude left running (in its group, or anywhere by its marker:
         SIGTERM, ``grace``, SIGKILL), then report the exit, once."""
         if self._stopping:

@@ -1,5 +1,6 @@
-"""Nothing outlives its owner: what a tool starts in the background, claude children
-after a kill -9 of irisd, leftovers of an earlier run. Real irisd, real claude."""
+"""Nothing outlives its owner: what a tool starts in the background (also with its
+environment cleared, in a session of its own), claude children after a kill -9 of irisd or of
+the reaper, leftovers of an earlier run. Real irisd, real claude."""
 
 from __future__ import annotations
 
@@ -12,11 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+import trio
 
 from harness import Iris, claude_processes_under, wait_for
 from irisd.claude.containment import MARKER, Containment, home_id, marked_processes, matches, stop_marked
+from irisd.claude.process import ChildEvent, ClaudeProcess
 
-LIFELINE_WITHIN_S = 10.0  # generous: the machine may be loaded; the lifeline takes about 1 s
+LIFELINE_WITHIN_S = 10.0  # generous: the machine may be loaded; the reaper takes about 1 s
 
 
 def processes_with(token: bytes, *, but: bytes = b"\0no such thing") -> list[int]:
@@ -80,8 +83,9 @@ def test_stop_marked_stops_only_the_marked_ones_wherever_they_are(tmp_path: Path
             process.wait()
 
 
-def test_the_lifeline_stops_a_runs_processes_when_its_owner_is_killed(tmp_path: Path) -> None:
-    """A stand-in irisd: starts the lifeline, then a marked process; kill -9 it."""
+def test_the_reaper_stops_a_runs_marked_processes_when_its_owner_is_killed(tmp_path: Path) -> None:
+    """A stand-in irisd: starts the reaper, then a marked process (not below the reaper);
+    kill -9 it."""
     owner = subprocess.Popen(
         [sys.executable, "-c", (
             "import os, subprocess, sys, trio\n"
@@ -93,7 +97,7 @@ def test_the_lifeline_stops_a_runs_processes_when_its_owner_is_killed(tmp_path: 
             "        await n.start(c.serve)\n"
             "        child = subprocess.Popen([sys.executable, '-c', 'import time; time.sl' + 'eep(601)'],\n"
             "            env={**os.environ, MARKER: c.new_marker()}, start_new_session=True)\n"
-            "        print(child.pid, c.lifeline_pid, flush=True)\n"
+            "        print(child.pid, c.reaper_pid, flush=True)\n"
             "        await trio.sleep_forever()\n"
             "trio.run(main)\n"
         )],
@@ -101,7 +105,7 @@ def test_the_lifeline_stops_a_runs_processes_when_its_owner_is_killed(tmp_path: 
     )
     assert owner.stdout is not None
     try:
-        child_pid, lifeline_pid = map(int, owner.stdout.readline().split())
+        child_pid, reaper_pid = map(int, owner.stdout.readline().split())
         # Popen returns before the child's exec: /proc shows its command line a moment later.
         wait_for(lambda: processes_with(b"time.sleep(601)") == [child_pid], 10, "the child to start")
     finally:
@@ -109,9 +113,9 @@ def test_the_lifeline_stops_a_runs_processes_when_its_owner_is_killed(tmp_path: 
         owner.wait()
         owner.stdout.close()
     started = time.monotonic()
-    wait_for(lambda: not processes_with(b"time.sleep(601)"), LIFELINE_WITHIN_S, "the lifeline to stop the child")
+    wait_for(lambda: not processes_with(b"time.sleep(601)"), LIFELINE_WITHIN_S, "the reaper to stop the child")
     assert time.monotonic() - started < LIFELINE_WITHIN_S
-    wait_for(lambda: _zombie(lifeline_pid), 10, "the lifeline to exit")
+    wait_for(lambda: _zombie(reaper_pid), 10, "the reaper to exit")
 
 
 def _zombie(pid: int) -> bool:
@@ -156,6 +160,161 @@ def test_a_containment_sweeps_its_run_when_it_ends(tmp_path: Path) -> None:
 
     trio.run(main)
     assert holder[0].wait(timeout=10) == -signal.SIGTERM
+
+
+# --- the reaper: ancestry decides, whatever a process does to its environment ----------------
+
+# Two jobs that clear their environment (no marker), one in a session of its own, one in the
+# shell's; each from a subshell that ends at once, so both are orphans at once.
+ESCAPING = (
+    "(env -i setsid python3 -c 'import time; time.sleep({n})' >/dev/null 2>&1 &); "
+    "(env -i nohup python3 -c 'import time; time.sleep({m})' >/dev/null 2>&1 &); "
+    "echo started; read line"
+)
+
+
+def escaped_jobs(*ns: int) -> list[int]:
+    """The jobs' Python processes (not a passing shell whose command line holds the words)."""
+    tokens = [f"time.sleep({n})".encode() for n in ns]
+    return sorted(
+        p for token in tokens for p in processes_with(token, but=b"env") if executable_of(p).startswith("python")
+    )
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def is_reaper(pid: int) -> bool:
+    return b"reaper_process.py" in Path(f"/proc/{pid}/cmdline").read_bytes()
+
+
+def ended(pids: list[int]) -> bool:
+    return all(not Path(f"/proc/{p}").exists() or _zombie(p) for p in pids)
+
+
+def wait_gone(pids: list[int], timeout: float = LIFELINE_WITHIN_S) -> None:
+    wait_for(lambda: ended(pids), timeout, f"{pids} to end")
+
+
+async def _start_escaping(containment: Containment, nursery: trio.Nursery, n: int,
+                          events: trio.MemorySendChannel[ChildEvent]) -> ClaudeProcess:
+    child = ClaudeProcess(["sh", "-c", ESCAPING.format(n=n, m=n + 1)], cwd="/", env=dict(os.environ), events=events,
+                          marker=containment.new_marker(), reaper=containment.reaper)
+    await nursery.start(child.run)
+    return child
+
+
+async def _wait_jobs(n: int) -> list[int]:
+    with trio.fail_after(30):
+        while len(jobs := escaped_jobs(n, n + 1)) < 2:
+            await trio.sleep(0.02)
+    return jobs
+
+
+def test_what_a_child_starts_stays_below_the_reaper_and_stops_with_it(tmp_path: Path) -> None:
+    containment = Containment(tmp_path, run_id="r3")
+    found: list[int] = []
+
+    async def main() -> None:
+        send, _receive = trio.open_memory_channel[ChildEvent](100)  # room for all it says
+        async with trio.open_nursery() as nursery:
+            await nursery.start(containment.serve)
+            child = await _start_escaping(containment, nursery, 620, send)
+            found.extend(await _wait_jobs(620))
+            assert child.pid is not None and parent_of(child.pid) not in (os.getpid(), 1)
+            spawner = parent_of(child.pid)
+            for job in found:
+                assert MARKER not in environ_of(job)  # the marker cannot find them
+                assert parent_of(job) == spawner  # orphans: re-parented to the reaper, not PID 1
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    wait_gone(found, timeout=5)  # stopped before serve returned; a moment to be reaped
+
+
+def test_the_reaper_stops_what_is_below_it_when_its_owner_is_killed(tmp_path: Path) -> None:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import os, sys, trio\n"
+            "from pathlib import Path\n"
+            "from irisd.claude.containment import Containment\n"
+            "from irisd.claude.process import ClaudeProcess\n"
+            f"ESCAPING = {ESCAPING!r}\n"
+            f"c = Containment(Path({str(tmp_path)!r}), run_id='r4')\n"
+            "async def main():\n"
+            "    send, receive = trio.open_memory_channel(100)\n"
+            "    async with trio.open_nursery() as n:\n"
+            "        await n.start(c.serve)\n"
+            "        argv = ['sh', '-c', ESCAPING.format(n=630, m=631)]\n"
+            "        child = ClaudeProcess(argv, cwd='/', env=dict(os.environ), events=send,\n"
+            "                              marker=c.new_marker(), reaper=c.reaper)\n"
+            "        await n.start(child.run)\n"
+            "        print(child.pid, flush=True)\n"
+            "        await trio.sleep_forever()\n"
+            "trio.run(main)\n"
+        )],
+        stdout=subprocess.PIPE,
+    )
+    assert owner.stdout is not None
+    try:
+        child = int(owner.stdout.readline())
+        jobs = wait_for(lambda: (found if len(found := escaped_jobs(630, 631)) == 2 else None), 30, "the jobs")
+    finally:
+        owner.kill()
+        owner.wait()
+        owner.stdout.close()
+    wait_gone([child, *jobs])
+
+
+def test_a_killed_spawner_takes_its_children_with_it_and_a_new_reaper_takes_the_next(tmp_path: Path) -> None:
+    containment = Containment(tmp_path, run_id="r5")
+    found: list[int] = []
+
+    async def main() -> None:
+        send, _receive = trio.open_memory_channel[ChildEvent](100)  # room for all it says
+        async with trio.open_nursery() as nursery:
+            await nursery.start(containment.serve)
+            child = await _start_escaping(containment, nursery, 640, send)
+            found.extend(await _wait_jobs(640))
+            assert child.pid is not None
+            spawner = parent_of(child.pid)
+            os.kill(spawner, signal.SIGKILL)
+            with trio.fail_after(LIFELINE_WITHIN_S):
+                await child.exited.wait()  # the guard stopped it, and irisd learnt it
+                while not ended(found):
+                    await trio.sleep(0.02)
+            again = await _start_escaping(containment, nursery, 650, send)  # the next reaper
+            assert again.pid is not None and parent_of(again.pid) != spawner
+            found.extend(await _wait_jobs(650))
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    wait_gone(found, timeout=5)
+
+
+def test_a_killed_guard_leaves_the_spawner_holding_everything(tmp_path: Path) -> None:
+    containment = Containment(tmp_path, run_id="r6")
+    found: list[int] = []
+
+    async def main() -> None:
+        send, _receive = trio.open_memory_channel[ChildEvent](100)  # room for all it says
+        async with trio.open_nursery() as nursery:
+            await nursery.start(containment.serve)
+            child = await _start_escaping(containment, nursery, 660, send)
+            found.extend(await _wait_jobs(660))
+            assert containment.reaper_pid is not None
+            guard = containment.reaper_pid
+            os.kill(guard, signal.SIGKILL)
+            with trio.fail_after(10):
+                while not _zombie(guard):  # dead: what was its child is re-parented by now
+                    await trio.sleep(0.02)
+            assert child.pid is not None and parent_of(parent_of(child.pid)) != guard
+            assert not any(_zombie(p) for p in found) and not child.exited.is_set()
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    wait_gone(found, timeout=5)
 
 
 # --- with claude --------------------------------------------------------------------------
@@ -221,3 +380,59 @@ def test_kill_9_during_a_hung_request_leaves_no_claude_and_a_restart_runs_one_pe
     per_folder = [len(claude_processes_under([folder])) for folder in folders]
     assert per_folder == [1, 1]  # one claude per pair, none beside an orphan
     assert iris.cli_json("result", hung["id"], ok=False)["tell_status"] == "interrupted"  # exit 1: not completed
+
+
+ENV_CLEARED = (
+    "env -i setsid python3 -c 'import time; time.sleep({n})' > /dev/null 2>&1 & "
+    "env -i nohup python3 -c 'import time; time.sleep({m})' > /dev/null 2>&1 &"
+)
+HOW = ["SIGTERM", "kill -9, start", "spawner kill -9", "guard kill -9, SIGTERM"]
+
+
+@pytest.mark.claude
+@pytest.mark.parametrize("how", HOW)
+def test_a_job_that_clears_its_environment_still_dies_with_irisd(iris: Iris, how: str) -> None:
+    """``env -i`` drops the marker, ``setsid`` leaves the group and the session, ``nohup``
+    ignores SIGHUP: the reaper is still their ancestor."""
+    iris.add_team("alpha", permissions="skip")
+    iris.env["IS_SANDBOX"] = "1"  # claude refuses to skip permissions as root otherwise
+    iris.start()
+    n = 930 + 2 * HOW.index(how)
+    try:
+        command = json.dumps({"command": ENV_CLEARED.format(n=n, m=n + 1)})
+        result = iris.cli("tell", "alpha", f"@tool:Bash {command}")
+        assert result.returncode == 0, result.stderr + iris.log()[-3000:]
+        jobs = wait_for(lambda: found if len(found := escaped_jobs(n, n + 1)) == 2 else None, 30, "the two jobs")
+        (claude,) = claude_processes_under([iris.teams_dir / "alpha"])
+        for job in jobs:  # no marker, not in claude's process group
+            assert MARKER not in environ_of(job) and os.getpgid(job) != os.getpgid(claude)
+        (setsid,) = escaped_jobs(n)
+        assert os.getsid(setsid) == setsid  # nor in its session
+        spawner = parent_of(claude)  # (on old code: irisd)
+        if how == "SIGTERM":
+            assert iris.stop() == 0
+            wait_gone(jobs, timeout=5)  # stopped before irisd exited; a moment to be reaped
+        elif how == "kill -9, start":
+            iris.stop(signal.SIGKILL)
+            wait_gone(jobs)
+            iris.start()
+        elif how == "spawner kill -9":
+            assert is_reaper(spawner)  # (never irisd, nor whoever runs the tests)
+            os.kill(spawner, signal.SIGKILL)
+            wait_gone([claude, *jobs])
+            assert "the reaper ended" in iris.log()
+        else:
+            guard = parent_of(spawner)
+            assert is_reaper(guard)
+            os.kill(guard, signal.SIGKILL)
+            wait_for(lambda: _zombie(guard), 10, "the guard to die")
+            assert iris.stop() == 0
+            wait_gone(jobs, timeout=5)
+        if iris.process is not None:  # irisd goes on: the next tell has a claude, contained
+            again = iris.cli("tell", "alpha", "again")
+            assert again.returncode == 0, again.stderr + iris.log()[-3000:]
+            (claude,) = claude_processes_under([iris.teams_dir / "alpha"])
+            assert parent_of(claude) != spawner and is_reaper(parent_of(claude))
+    finally:
+        for job in escaped_jobs(n, n + 1):  # the old code's leftovers: not for the next test
+            os.kill(job, signal.SIGKILL)

@@ -132,9 +132,10 @@ def test_spawning_and_stopping_leaks_no_fds_or_processes(iris: Iris) -> None:
         iris.request(Sleep(to_team="alpha"))
     # (the fd of the last client connection may close a moment after its reply)
     wait_for(lambda: len(os.listdir(f"/proc/{daemon}/fd")) <= fds_before, timeout=5, what="fds")
-    # Only the containment watcher (one per run of irisd: see irisd/claude/containment.py).
-    (lifeline,) = children_before
-    assert b"IRIS_RUN" in Path(f"/proc/{lifeline}/cmdline").read_bytes()
+    # Only the reaper (one per run of irisd: see irisd/claude/reaper_process.py); the
+    # claude children are its spawner's.
+    (reaper,) = children_before
+    assert b"reaper_process.py" in Path(f"/proc/{reaper}/cmdline").read_bytes()
     assert child_pids(daemon) == children_before
 
 

@@ -1,5 +1,6 @@
 """Real child processes: one that never reads its input (on trio's virtual clock), and
-how a child is stopped, reaped and reported (on the real clock)."""
+how a child is stopped, reaped and reported (on the real clock), started by trio or, as in
+irisd, by the run's reaper (``irisd/claude/reaper.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,18 @@ import trio
 import trio.testing
 
 from irisd.claude.process import STDIN_TIMEOUT_S, ChildEvent, ChildExited, ChildLine, ClaudeProcess
+from irisd.claude.reaper import Reaper
 from protocol.errors import ClaudeError
+
+
+@pytest.fixture(params=["trio", "reaper"])
+async def reaper(request: pytest.FixtureRequest, nursery: trio.Nursery) -> Reaper | None:
+    """Who starts and reaps the child: trio itself, or a reaper served for the test."""
+    if request.param == "trio":
+        return None
+    served = Reaper("000000000000:test:", grace=0.5)
+    await nursery.start(served.serve)
+    return served
 
 
 async def test_a_child_that_reads_no_input_is_stopped_after_the_stdin_timeout(
@@ -31,9 +43,13 @@ async def test_a_child_that_reads_no_input_is_stopped_after_the_stdin_timeout(
     assert len(exits) == 1 and child.exited.is_set()  # stopped and reaped
 
 
-async def started(command: str, *, grace: float = 0.5) -> tuple[ClaudeProcess, trio.MemoryReceiveChannel[ChildEvent]]:
+async def started(
+    command: str, reaper: Reaper | None, *, grace: float = 0.5
+) -> tuple[ClaudeProcess, trio.MemoryReceiveChannel[ChildEvent]]:
     send, receive = trio.open_memory_channel[ChildEvent](100)
-    child = ClaudeProcess(["sh", "-c", command], cwd="/", env={"PATH": "/usr/bin:/bin"}, events=send, grace=grace)
+    child = ClaudeProcess(
+        ["sh", "-c", command], cwd="/", env={"PATH": "/usr/bin:/bin"}, events=send, grace=grace, reaper=reaper
+    )
     return child, receive
 
 
@@ -65,8 +81,8 @@ async def gone(pid: int) -> bool:
     return False
 
 
-async def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_and_reaped() -> None:
-    child, receive = await started("trap '' TERM; echo ready; while :; do sleep 0.1; done", grace=0.5)
+async def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_and_reaped(reaper: Reaper | None) -> None:
+    child, receive = await started("trap '' TERM; echo ready; while :; do sleep 0.1; done", reaper, grace=0.5)
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             await nursery.start(child.run)
@@ -78,8 +94,8 @@ async def test_a_child_that_ignores_sigterm_is_killed_after_the_grace_and_reaped
         assert trio.current_time() - stopped_at >= 0.5  # SIGTERM first, SIGKILL only after the grace
 
 
-async def test_stopping_a_child_stops_what_it_started_in_its_group() -> None:
-    child, receive = await started("sleep 600 >/dev/null 2>&1 & echo $!; wait")
+async def test_stopping_a_child_stops_what_it_started_in_its_group(reaper: Reaper | None) -> None:
+    child, receive = await started("sleep 600 >/dev/null 2>&1 & echo $!; wait", reaper)
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             await nursery.start(child.run)
@@ -90,8 +106,10 @@ async def test_stopping_a_child_stops_what_it_started_in_its_group() -> None:
         assert await gone(background)
 
 
-async def test_a_child_that_exits_by_itself_reports_once_with_its_stderr_and_leaves_nothing_running() -> None:
-    child, receive = await started("sleep 600 >/dev/null 2>&1 & echo $!; echo oops >&2; exit 3")
+async def test_a_child_that_exits_by_itself_reports_once_with_its_stderr_and_leaves_nothing_running(
+    reaper: Reaper | None,
+) -> None:
+    child, receive = await started("sleep 600 >/dev/null 2>&1 & echo $!; echo oops >&2; exit 3", reaper)
     with trio.fail_after(20):
         async with trio.open_nursery() as nursery:
             await nursery.start(child.run)
@@ -106,10 +124,12 @@ async def test_a_child_that_exits_by_itself_reports_once_with_its_stderr_and_lea
         assert await receive.receive() is None, "a second event"
 
 
-async def test_a_child_that_cannot_start_says_why_as_a_plain_claude_error(tmp_path: Path) -> None:
+async def test_a_child_that_cannot_start_says_why_as_a_plain_claude_error(
+    tmp_path: Path, reaper: Reaper | None
+) -> None:
     send, _ = trio.open_memory_channel[ChildEvent](10)
-    missing = ClaudeProcess([str(tmp_path / "no-claude")], cwd=str(tmp_path), env={}, events=send)
-    gone_folder = ClaudeProcess(["sh"], cwd=str(tmp_path / "gone"), env={}, events=send)
+    missing = ClaudeProcess([str(tmp_path / "no-claude")], cwd=str(tmp_path), env={}, events=send, reaper=reaper)
+    gone_folder = ClaudeProcess(["sh"], cwd=str(tmp_path / "gone"), env={}, events=send, reaper=reaper)
     async with trio.open_nursery() as nursery:
         with pytest.raises(ClaudeError, match=r"cannot start '.*no-claude' in .*: No such file or directory"):
             await nursery.start(missing.run)
