@@ -169,7 +169,7 @@ class A2AFace:
         except RateLimitedError:
             raise
         except IrisError as exc:
-            await _rpc_error(send, request_id, A2AError(a2a.INTERNAL_ERROR, exc.message))
+            await _rpc_error(send, request_id, A2AError.of(exc))
             return
         except Exception as exc:  # a bug of ours: the client gets a JSON-RPC error, the log the traceback
             await _rpc_error(send, request_id, _internal(exc))
@@ -363,7 +363,9 @@ async def _plain(send: Send, status: int, text: bytes, extra: list[Any] | None =
     await _respond(send, status, text + b"\n", content_type=b"text/plain; charset=utf-8", extra=extra)
 
 
-async def _rpc_error(send: Send, request_id: a2a.RequestId, error: A2AError, status: int = 200) -> None:
+async def _rpc_error(send: Send, request_id: a2a.RequestId, error: A2AError, status: int | None = None) -> None:
+    """A JSON-RPC error, answered with ``status`` (default: the error's own, 200 for most)."""
+    status = error.status if status is None else status
     extra = [(b"www-authenticate", b'Bearer realm="irisd"')] if status == 401 else []
     body = a2a.encoder.encode(a2a.JsonRpcResponse[None](id=request_id, error=error.to_wire()))
     await _respond(send, status, body, extra=extra)

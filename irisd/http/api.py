@@ -7,7 +7,7 @@ through the same ``Serving.dispatch`` (irisd/serving.py) as on the socket, and t
 Struct, encoded as JSON (``type`` names it). To add a route, add a row.
 
 Errors are ``{"type": "error", "code": ..., "message": ...}``: the socket's codes and
-messages, with an HTTP status per code (``STATUS_BY_CODE``).
+messages, with the HTTP status each error class carries (protocol/errors.py).
 """
 
 from __future__ import annotations
@@ -72,31 +72,6 @@ from protocol.messages import (
     TranscriptReply,
     Wake,
 )
-
-STATUS_BY_CODE: dict[str, int] = {
-    "invalid_request": 400,
-    "protocol": 400,
-    "unauthorized": 401,
-    "permission_denied": 403,
-    "unknown_team": 404,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "loop": 409,
-    "too_large": 413,
-    "rate_limited": 429,
-    "busy": 503,
-    "shutting_down": 503,
-    "team_unavailable": 503,
-    "daemon_not_running": 503,
-    "claude_failed": 502,
-    "config": 500,
-    "internal": 500,
-}
-
-
-def http_status(code: str) -> int:
-    return STATUS_BY_CODE.get(code, 500)
-
 
 # --- bodies and query strings --------------------------------------------------------
 
