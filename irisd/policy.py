@@ -17,8 +17,9 @@ the team that answers it (``to_team``) and its chain. The rules, by kind of call
   team sent (``from_team == T``), the tells of its own pair (F->T: what it is asked),
   and the tells of the chain its pair is serving now (``chains``: the nested tells
   further down); the same for events, questions, approvals, notifications;
-* an **agent** (``a2a:NAME``) and a **remote** caller (``team@irisd``) only what they
-  sent: ``from_team`` is their own name.
+* an **agent** (``a2a:NAME``) only what it sent (``from_team`` is its name); a
+  **remote** caller (another irisd of the mesh, ``team@irisd``) only what that irisd's
+  teams sent (``from_team`` ends with ``@irisd``).
 
 A refusal is ``PermissionDeniedError`` (HTTP 403 on every face), with the reason.
 """
@@ -60,7 +61,14 @@ def sees(caller: Caller, thing: Owned, chains: frozenset[str] = frozenset()) -> 
             or (thing.from_team, thing.to_team) == pair_of(caller)
             or (bool(thing.chain_id) and thing.chain_id in chains)
         )
-    return thing.from_team is not None and thing.from_team == caller.team  # an agent, a remote team
+    if caller.kind == "remote":  # another irisd: what any of its teams sent ("team@irisd")
+        return thing.from_team is not None and _irisd(thing.from_team) == _irisd(caller.team or "")
+    return thing.from_team is not None and thing.from_team == caller.team  # an agent: "a2a:NAME"
+
+
+def _irisd(sender: str) -> str:
+    """The irisd of a remote sender "team@irisd" ("" for any other sender)."""
+    return sender.rpartition("@")[2] if "@" in sender else ""
 
 
 def may_change(caller: Caller, thing: Owned, chains: frozenset[str] = frozenset()) -> bool:

@@ -16,6 +16,7 @@ import trio.testing
 
 from iris_common import a2a_tokens
 from iris_common.config import IrisConfig, parse_config
+from irisd import policy
 from irisd.a2a.inbound.service import A2AService
 from irisd.caller import Caller
 from irisd.http.a2a import A2AFace
@@ -85,13 +86,18 @@ class FakeCore:
                     raise RuntimeError("a bug")
                 if tell_id not in self.tells:
                     raise NotFoundError(f"no tell with id {tell_id!r}")
+                policy.check_sees(caller, _owned(self.tells[tell_id]), f"tell {tell_id}")  # the core's policy
                 return TellReply(status="in_progress", tell=self.tells[tell_id])
             case ListTells():
-                found = [t for t in self.tells.values() if request.from_team in (None, t.from_team)]
+                found = [
+                    t for t in self.tells.values()
+                    if request.from_team in (None, t.from_team) and policy.sees(caller, _owned(t))
+                ]
                 return ReportReply(tells=sorted(found, key=lambda t: -t.created_at))
             case ListQuestions():
                 return QuestionsReply(questions=[])
             case CancelTell(tell_id=tell_id):
+                policy.check_changes(caller, _owned(self.tells[tell_id]), f"tell {tell_id}")
                 await self.move(tell_id, "interrupted")
                 return TellReply(status="interrupted", tell=self.tells[tell_id])
         raise AssertionError(f"unexpected {request!r}")
@@ -108,6 +114,10 @@ class FakeCore:
             if text:
                 await send(TellText(tell_id=tell_id, text=text))
             await send(TellState(tell_id=tell_id, status=status))  # type: ignore[arg-type]
+
+
+def _owned(info: TellInfo) -> policy.Owned:
+    return policy.Owned(info.from_team, info.to_team, info.chain_id)
 
 
 def config() -> IrisConfig:
@@ -343,8 +353,10 @@ async def test_an_agent_sees_only_its_own_tasks(face: A2AFace, core: FakeCore, a
     mine, theirs = Client(face, a2a_tokens.issue(path, "a")), Client(face, a2a_tokens.issue(path, "b"))
     params = {"message": MESSAGE, "configuration": {"returnImmediately": True}}
     task_id = (await mine.rpc("SendMessage", params))[1]["result"]["task"]["id"]
-    assert (await theirs.rpc("GetTask", {"id": task_id}))[1]["error"]["code"] == -32001
-    assert (await theirs.rpc("CancelTask", {"id": task_id}))[1]["error"]["code"] == -32001
+    for method in ("GetTask", "CancelTask"):  # the core's refusal, a 403 as on every face
+        status, refused = await theirs.rpc(method, {"id": task_id})
+        assert status == 403 and refused["error"]["code"] == -32600, refused
+        assert "the A2A agent 'a2a:b' may not read tell" in refused["error"]["message"]
     assert (await theirs.rpc("ListTasks", {}))[1]["result"]["tasks"] == []
     listed = (await mine.rpc("ListTasks", {}))[1]["result"]
     assert [t["id"] for t in listed["tasks"]] == [task_id] and listed["nextPageToken"] == ""
