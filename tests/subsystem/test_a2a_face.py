@@ -21,7 +21,8 @@ from irisd.a2a.inbound.service import A2AService
 from irisd.caller import Caller
 from irisd.http.a2a import A2AFace
 from irisd.tokens import Access
-from protocol.errors import NotFoundError, RateLimitedError
+from protocol import errors
+from protocol.errors import BusyError, NotFoundError, RateLimitedError
 from protocol.messages import (
     CancelTell,
     Event,
@@ -69,6 +70,8 @@ class FakeCore:
                     await trio.sleep_forever()
                 finally:
                     self.watchers.remove(send_event)
+            case Tell(message="full"):
+                raise BusyError("the pair alpha's queue is full (50 tells wait); try again later")
             case Tell():
                 info = TellInfo(
                     id=f"t{len(self.tells) + 1}",
@@ -84,6 +87,8 @@ class FakeCore:
             case GetTell(tell_id=tell_id):
                 if tell_id == "bug":
                     raise RuntimeError("a bug")
+                if (error := errors._BY_CODE.get(tell_id)) is not None:
+                    raise error(f"refused: {tell_id}")
                 if tell_id not in self.tells:
                     raise NotFoundError(f"no tell with id {tell_id!r}")
                 policy.check_sees(caller, _owned(self.tells[tell_id]), f"tell {tell_id}")  # the core's policy
@@ -278,6 +283,26 @@ async def test_json_rpc_and_a2a_errors_have_their_codes(
     assert status == 200 and answer["jsonrpc"] == "2.0" and answer["error"]["code"] == code, answer
     if code == -32001:
         assert answer["error"]["data"][0]["reason"] == "TASK_NOT_FOUND"
+
+
+@pytest.mark.parametrize("code", sorted(errors._BY_CODE))
+async def test_every_iris_error_is_answered_with_the_json_rpc_code_its_class_carries(
+    face: A2AFace, access: Access, code: str
+) -> None:
+    error = errors._BY_CODE[code]
+    status, answer = await Client(face, access.owner_token).rpc("GetTask", {"id": code})
+    assert answer["error"]["code"] == error.jsonrpc_code
+    assert answer["error"]["message"].endswith(f"refused: {code}") or code == "not_found"  # "no task ..."
+    assert status == (error.http_status if error.http_status in (401, 403) else 200)
+
+
+async def test_a_full_queue_rejects_the_message_as_a_task(face: A2AFace, access: Access) -> None:
+    """Iris refusing for now is a REJECTED task with the reason, not -32603 irisd failed."""
+    message = {**MESSAGE, "parts": [{"text": "full"}]}
+    status, answer = await Client(face, access.owner_token).rpc("SendMessage", {"message": message})
+    task = answer["result"]["task"]
+    assert status == 200 and task["status"]["state"] == "TASK_STATE_REJECTED"
+    assert "queue is full" in task["status"]["message"]["parts"][0]["text"]
 
 
 async def test_send_message_waits_for_the_answer_and_returns_the_task(

@@ -26,6 +26,8 @@ from irisd.http.security import Allowlist, host_names
 from irisd.http.server import HttpServer, open_http_socket
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
+from protocol import errors
+from protocol.errors import IrisError
 from protocol.messages import (
     CountReply,
     Decide,
@@ -52,6 +54,7 @@ class Recorder:
         self.config = SimpleNamespace(team=lambda name: name)
         self.hold: trio.Event | None = None
         self.entered = 0
+        self.raises: IrisError | None = None
 
     async def dispatch(self, request: Request, caller: Caller, send_event: Callable[[Event], Awaitable[None]]) -> Reply:
         self.seen.append((request, caller))
@@ -60,6 +63,8 @@ class Recorder:
             await self.hold.wait()
         if isinstance(request, GetStatus):
             raise KeyError("a bug")
+        if self.raises is not None:
+            raise self.raises
         return CountReply(count=len(self.seen))
 
 
@@ -268,6 +273,47 @@ async def test_login_sets_the_cookie_that_then_names_the_owner(face: HttpFace, r
     forged = await call(face, "GET", "/api/teams", token=None, headers={"cookie": f"{COOKIE_NAME}=forged"})
     assert (forged.status, forged.code) == (401, "unauthorized")
     assert (await call(face, "GET", "/login?token=wrong", token=None)).status == 401
+
+
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        (None, 415),
+        ("text/plain", 415),
+        ("application/x-www-form-urlencoded", 415),
+        ("multipart/form-data; boundary=x", 415),
+        ("application/json", 200),
+        ("Application/JSON; charset=utf-8", 200),
+    ],
+)
+async def test_a_post_with_the_cookie_must_be_json(
+    face: HttpFace, recorder: Recorder, content_type: str | None, status: int
+) -> None:
+    """A web page can make the browser POST a form or text/plain with its cookies (no
+    preflight, no Origin from some browsers): only JSON is served."""
+    headers = {"cookie": f"{COOKIE_NAME}={face.access.cookie}"}
+    if content_type is not None:
+        headers["content-type"] = content_type
+    answer = await call(face, "POST", "/api/teams/alpha/wake", b'{"from_team": null}', token=None, headers=headers)
+    assert answer.status == status, answer.body
+    if status == 415:
+        assert answer.code == "unsupported_media_type" and "application/json" in answer.json()["message"]
+        assert recorder.seen == []
+    # The token in Authorization is no browser's: any body type is read as before.
+    scripted = await call(face, "POST", "/api/teams/alpha/wake", b"{}", headers={"content-type": "text/plain"})
+    assert scripted.status == 200
+
+
+@pytest.mark.parametrize("error", sorted(set(errors._BY_CODE.values()), key=lambda c: c.code), ids=lambda c: c.code)
+async def test_every_error_is_answered_with_the_status_its_class_carries(
+    face: HttpFace, recorder: Recorder, error: type[IrisError]
+) -> None:
+    """One mapping: a budget refusal of a tell was a 500 when the API kept its own table."""
+    recorder.raises = error("what went wrong, and the fix")
+    answer = await call(face, "POST", "/api/teams/alpha/tell", {"message": "hi"})
+    assert (answer.status, answer.code) == (error.http_status, error.code)
+    assert answer.json()["message"] == "what went wrong, and the fix"
+    assert errors.BudgetError.http_status == 402 and errors.IrisError.http_status == 500
 
 
 async def test_too_many_failures_from_one_address_get_429_but_a_valid_token_gets_in(face: HttpFace) -> None:
