@@ -304,7 +304,7 @@ async def test_a_post_with_the_cookie_must_be_json(
     assert scripted.status == 200
 
 
-@pytest.mark.parametrize("error", sorted(set(errors._BY_CODE.values()), key=lambda c: c.code), ids=lambda c: c.code)
+@pytest.mark.parametrize("error", [errors._BY_CODE[c] for c in sorted(errors._BY_CODE)], ids=sorted(errors._BY_CODE))
 async def test_every_error_is_answered_with_the_status_its_class_carries(
     face: HttpFace, recorder: Recorder, error: type[IrisError]
 ) -> None:
