@@ -38,6 +38,7 @@ from irisd.caller import OWNER, Caller
 from irisd.http.security import bearer_token
 from irisd.tokens import Access
 from protocol import a2a
+from protocol.codec import UNDECODABLE, undecodable
 from protocol.errors import IrisError, RateLimitedError, closest_team
 from protocol.messages import ListTeams, TeamInfo, TeamsReply
 
@@ -144,8 +145,8 @@ class A2AFace:
                 call = a2a.request_decoder.decode(body)
             except msgspec.ValidationError as exc:
                 raise A2AError(a2a.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {exc}") from None
-            except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deep
-                raise A2AError(a2a.PARSE_ERROR, f"the body is not JSON: {exc}") from None
+            except UNDECODABLE as exc:
+                raise A2AError(a2a.PARSE_ERROR, f"the body is not JSON: {undecodable(exc, body)}") from None
             request_id = None if isinstance(call.id, msgspec.UnsetType) else call.id
             if call.jsonrpc != a2a.JSONRPC_VERSION:
                 raise A2AError(a2a.INVALID_REQUEST, f'jsonrpc must be "2.0", not {call.jsonrpc!r}')
@@ -156,6 +157,8 @@ class A2AFace:
             raw = call.params if isinstance(call.params, msgspec.Raw) else msgspec.Raw(b"{}")
             try:
                 params = msgspec.convert(proto_names_accepted(msgspec.json.decode(raw)), type=kind)
+            except UnicodeDecodeError as exc:  # not caught by the whole body's decoding: params stay raw
+                raise A2AError(a2a.INVALID_REQUEST, f"invalid params: {undecodable(exc, raw)}") from None
             except msgspec.ValidationError as exc:
                 raise A2AError(a2a.INVALID_PARAMS, f"invalid params for {call.method}: {exc}") from None
             await self._known_team(team)

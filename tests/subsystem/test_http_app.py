@@ -6,6 +6,7 @@ serving it on a real socket through its public ``serve`` and an ``fd://`` bind."
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 from collections.abc import Awaitable, Callable
@@ -23,7 +24,7 @@ from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
 from irisd.http.gate import SECURITY_HEADERS
 from irisd.http.security import Allowlist, host_names
-from irisd.http.server import HttpServer, open_http_socket
+from irisd.http.server import ACCEPT_LOG, HttpServer, QuietAcceptErrors, open_http_socket, quiet_accept_errors
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
 from protocol import errors
@@ -316,6 +317,23 @@ async def test_every_error_is_answered_with_the_status_its_class_carries(
     assert errors.BudgetError.http_status == 402 and errors.IrisError.http_status == 500
 
 
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b'{"message": "\xff"}', "not valid UTF-8"),
+        (b'{"message": "\xed\xa0\x80"}', "not valid UTF-8"),  # a surrogate, encoded
+        (rb'{"message": "\ud800"}', "half of a UTF-16 surrogate pair"),  # msgspec: "Input data was truncated"
+        (rb'{"message": "a\ud800\u0041"}', "half of a UTF-16 surrogate pair"),
+    ],
+)
+async def test_a_body_that_is_not_valid_unicode_is_a_400_with_its_reason(
+    face: HttpFace, recorder: Recorder, caplog: pytest.LogCaptureFixture, body: bytes, words: str
+) -> None:
+    answer = await call(face, "POST", "/api/teams/alpha/tell", body)
+    assert (answer.status, answer.code) == (400, "invalid_request") and words in answer.json()["message"]
+    assert recorder.seen == [] and not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
 async def test_too_many_failures_from_one_address_get_429_but_a_valid_token_gets_in(face: HttpFace) -> None:
     statuses = [(await call(face, "GET", "/api/teams", token=f"guess{i}")).status for i in range(25)]
     assert statuses[:20] == [401] * 20 and set(statuses[20:]) == {429}
@@ -434,3 +452,29 @@ def _get(port: int, path: str) -> bytes:
         while chunk := client.recv(65536):
             data += chunk
         return data
+
+
+def test_trios_accept_loop_logs_emfile_once_a_minute_without_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """Out of file descriptors, trio's accept loop logs at ERROR with a traceback every
+    100 ms (trio/_highlevel_serve_listeners.py); a client causes it, so: one line a minute."""
+    now = [0.0]
+    logger = logging.getLogger("test.serve_listeners")
+    quiet = QuietAcceptErrors(clock=lambda: now[0])
+    logger.addFilter(quiet)
+    try:
+        for _ in range(600):  # a minute of trio's retries
+            try:
+                raise OSError(24, "Too many open files")
+            except OSError as exc:
+                logger.error("accept returned %s (%s); retrying in %s seconds", "EMFILE", exc, 0.1, exc_info=True)
+            now[0] += 0.1
+        logger.error("accept returned %s (%s); retrying in %s seconds", "EMFILE", "again", 0.1, exc_info=True)
+    finally:
+        logger.removeFilter(quiet)
+    logged = [r for r in caplog.records if r.name == "test.serve_listeners"]
+    assert [(r.levelno, r.exc_info) for r in logged] == [(logging.WARNING, None)] * 2
+    assert logged[1].__dict__["similar_lines_suppressed"] == 599
+    quiet_accept_errors()
+    quiet_accept_errors()  # once
+    assert [type(f) for f in ACCEPT_LOG.filters].count(QuietAcceptErrors) == 1
+    assert ACCEPT_LOG is trio._highlevel_serve_listeners.LOGGER  # the logger trio's accept loop uses
