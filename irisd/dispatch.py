@@ -453,8 +453,6 @@ class Dispatcher:
         self, to_team: str, from_team: str | None, all_callers: bool, limit: int
     ) -> ReportReply:
         self._check_from(from_team)
-        if not 1 <= limit <= 1000:
-            raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
         found = await self.store.call(tells.recent, to_team, from_team, all_callers=all_callers, limit=limit)
         if not found:
             try:
@@ -471,8 +469,6 @@ class Dispatcher:
             self.check_team(to_team)
         if from_team not in (None, "external"):
             self._check_from(from_team)
-        if not 1 <= limit <= 1000:
-            raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
         found = await self.store.call(tells.recent_all, to_team, from_team, status, limit)
         return ReportReply(tells=[self.tells.live(info) for info in found])
 

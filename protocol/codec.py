@@ -57,6 +57,13 @@ def decode_request(body: bytes | bytearray) -> Request:
     return cast(Request, _decode(_request_decoder, body, get_args(Request)))
 
 
+def validated(request: Request) -> Request:
+    """``request`` checked against its type's declared limits, as a decoder would check it:
+    for the requests a face builds in process (the HTTP API's, /mcp's, A2A's), which no
+    decoder saw. InvalidRequestError names the field, its range and the fix."""
+    return cast(Request, _decode(_request_decoder, _encoder.encode(request), get_args(Request)))
+
+
 def decode_server_message(body: bytes | bytearray) -> ServerMessage:
     """Decode a daemon's frame body (a reply or a pushed event)."""
     return cast(ServerMessage, _decode(_server_decoder, body))

@@ -21,7 +21,15 @@ import msgspec
 from starlette.routing import compile_path
 
 from irisd import __version__
-from protocol.limits import DEFAULT_TTL_DAYS, BudgetUsd, MessageText, TimeoutMs, TtlDays
+from protocol.limits import (
+    DEFAULT_TTL_DAYS,
+    BudgetUsd,
+    ListLimit,
+    MessageText,
+    ResultWaitMs,
+    TimeoutMs,
+    TtlDays,
+)
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -116,8 +124,8 @@ class DenyBody(_In):
 
 
 class AnswerBody(_In):
-    text: str
-    timeout_ms: int = 0
+    text: MessageText
+    timeout_ms: TimeoutMs = 0
 
 
 MAX_ASK_BODY_BYTES = 256 * 1024  # a question is at most 20,000 characters, even escaped
@@ -144,14 +152,14 @@ class FromQuery(_In):
 
 
 class WaitQuery(_In):
-    wait_ms: Annotated[int, msgspec.Meta(description="Wait up to this long for the tell's end (0: not).")] = 0
+    wait_ms: ResultWaitMs = 0
 
 
 class TellsQuery(_In):
     team: Annotated[str | None, msgspec.Meta(description="Only tells to this team.")] = None
     from_team: Annotated[str | None, msgspec.Meta(description="Only tells from this team ('external').")] = None
     status: TellStatus | None = None
-    limit: int = 50
+    limit: ListLimit = 50
 
 
 class TeamAllQuery(_In):

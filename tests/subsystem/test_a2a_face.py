@@ -273,6 +273,8 @@ async def _no_teams() -> list[TeamInfo]:
         (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 3}}', {}, -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t9"}}', {}, -32001),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 0}}', {}, -32602),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 101}}', {}, -32602),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t1", "historyLength": -1}}', {}, -32602),
         # Not Unicode: in the call itself a parse error, in its params an invalid request.
         (b'{"jsonrpc": "2.0", "id": 1, "method": "GetT\xffask"}', {}, -32700),
         (rb'{"jsonrpc": "2.0", "id": 1, "method": "GetTask\ud800"}', {}, -32700),

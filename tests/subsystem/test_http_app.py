@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -28,15 +29,18 @@ from irisd.http.server import ACCEPT_LOG, HttpServer, QuietAcceptErrors, open_ht
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
 from protocol import errors
-from protocol.errors import IrisError
+from protocol.errors import InvalidRequestError, IrisError
 from protocol.messages import (
+    AnswerQuestion,
     CountReply,
     Decide,
     Event,
     GetStatus,
+    GetTell,
     ListTeams,
     ListTells,
     Reply,
+    Report,
     Request,
     Tell,
     Wake,
@@ -315,6 +319,26 @@ async def test_every_error_is_answered_with_the_status_its_class_carries(
     assert (answer.status, answer.code) == (error.http_status, error.code)
     assert answer.json()["message"] == "what went wrong, and the fix"
     assert errors.BudgetError.http_status == 402 and errors.IrisError.http_status == 500
+
+
+@pytest.mark.parametrize(
+    ("request_", "words"),
+    [
+        (Report(to_team="alpha", limit=5000), "`$.limit`; use 1 to 1000"),
+        (ListTells(limit=0), "`$.limit`; use 1 to 1000"),
+        (GetTell(tell_id="t-1", wait_ms=-5), "`$.wait_ms`; use 0 (answer at once)"),
+        (AnswerQuestion(question_id="q-1", text="x" * 1_000_001), "`$.text`; point the team at a file"),
+        (AnswerQuestion(question_id="q-1", text="x", timeout_ms=-2), "`$.timeout_ms`; use -1"),
+    ],
+)
+async def test_the_limits_on_the_types_hold_for_requests_built_in_process(
+    serving: Serving, recorder: Recorder, request_: Request, words: str
+) -> None:
+    """The serve path checks every request against its type once, whichever face built it
+    (the socket's decoder checked only the socket's): the dispatcher never sees it."""
+    with pytest.raises(InvalidRequestError, match=re.escape(words)):
+        await serving.dispatch(request_, OWNER)
+    assert recorder.seen == []
 
 
 @pytest.mark.parametrize(

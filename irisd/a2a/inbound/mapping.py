@@ -347,8 +347,6 @@ def status_time(view: TaskView) -> float:
 
 
 def to_task(view: TaskView, *, history_length: int | None = None, include_artifacts: bool = True) -> a2a.Task:
-    if history_length is not None and history_length < 0:
-        raise A2AError(a2a.INVALID_PARAMS, f"historyLength must be 0 or more, not {history_length}")
     state = view.state
     task = a2a.Task(
         id=view.id,

@@ -149,11 +149,7 @@ class A2AService:
         return mapping.to_task(await self.view(caller, team, params.id), history_length=params.history_length)
 
     async def list_tasks(self, caller: Caller, team: str, params: a2a.ListTasksRequest) -> a2a.ListTasksResponse:
-        size = DEFAULT_PAGE_SIZE if params.page_size is None else params.page_size
-        if not 1 <= size <= 100:
-            raise A2AError(a2a.INVALID_PARAMS, f"pageSize must be 1 to 100, not {size}")
-        if params.history_length is not None and params.history_length < 0:
-            raise A2AError(a2a.INVALID_PARAMS, f"historyLength must be 0 or more, not {params.history_length}")
+        size = DEFAULT_PAGE_SIZE if params.page_size is None else params.page_size  # its range: a2a.PageSize
         after = mapping.parse_iso(params.status_timestamp_after) if params.status_timestamp_after else None
         reply = await self.call(ListTells(to_team=team, from_team=sender_of(caller), limit=LIST_LIMIT), caller)
         infos = [t for t in cast(ReportReply, reply).tells if t.kind == "tell"]
