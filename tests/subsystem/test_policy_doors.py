@@ -32,20 +32,25 @@ from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
 from irisd.server import Server
 from irisd.serving import Serving
-from irisd.store import questions, tells
+from irisd.store import approvals, questions, tells
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.errors import IrisError
 from protocol.messages import (
     AnswerQuestion,
+    ApprovalInfo,
+    ApprovalsReply,
     CancelTell,
     ErrorReply,
     Event,
     GetTell,
     Hello,
+    ListApprovals,
+    ListQuestions,
     ListTells,
     QuestionInfo,
+    QuestionsReply,
     ReadTranscript,
     ReportReply,
     Request,
@@ -59,6 +64,7 @@ from subsystem.test_http_app import PORT, call
 OTHER = "t-bg"  # beta -> gamma
 OWN = {"owner": "t-bg", "reader": "t-bg", "child": "t-ab", "agent": "t-crm", "remote": "t-ws2"}
 ASKED_OF_OTHER, ASKED_OF_CHILD = "q-bg", "q-ag"
+APPROVAL_OF_OTHER, APPROVAL_OF_CHILD = "a-bg", "a-ag"  # beta's (then alpha's) tool use answering gamma
 
 # The table of the README, cell by cell: operation -> kind of caller -> outcome.
 TABLE: dict[str, dict[str, str]] = {
@@ -68,6 +74,8 @@ TABLE: dict[str, dict[str, str]] = {
         "owner": "ok", "reader": "ok", "child": "denied", "agent": "denied", "remote": "denied",
     },
     "list tells": {"owner": "ok", "reader": "ok", "child": "hidden", "agent": "hidden", "remote": "denied"},
+    "list questions": {"owner": "ok", "reader": "ok", "child": "hidden", "remote": "denied"},
+    "list approvals": {"owner": "ok", "reader": "ok", "child": "hidden", "remote": "denied"},
     "cancel another's tell": {
         "owner": "ok", "reader": "denied", "child": "denied", "agent": "denied", "remote": "denied",
     },
@@ -94,8 +102,10 @@ NO_SUCH = {
     ("a2a", "read another's transcript"),
     ("a2a", "answer a question asked of another"),
     ("a2a", "answer a question asked of it"),
-    ("mcp", "list tells"),
+    ("mcp", "list tells"),  # team_report lists one team's tells: "read" covers it
     ("a2a", "events of another's tell"),
+    ("a2a", "list questions"),
+    ("a2a", "list approvals"),
     ("mcp", "events of another's tell"),
 }
 
@@ -130,6 +140,13 @@ def _question(question_id: str, tell: TellInfo) -> QuestionInfo:
     )
 
 
+def _approval(approval_id: str, tell: TellInfo) -> ApprovalInfo:
+    return ApprovalInfo(
+        id=approval_id, from_team=tell.from_team, to_team=tell.to_team, tell_id=tell.id, tool_name="Bash",
+        input={"command": "ls"}, status="pending", created_at=1.0, expires_at=1e12,
+    )
+
+
 @dataclass
 class World:
     dispatcher: Dispatcher
@@ -151,6 +168,8 @@ async def world(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> Async
             await dispatcher.store.call(tells.insert, info)
         await dispatcher.store.call(questions.insert, _question(ASKED_OF_OTHER, seeded[0]))
         await dispatcher.store.call(questions.insert, _question(ASKED_OF_CHILD, seeded[2]))
+        await dispatcher.store.call(approvals.insert, _approval(APPROVAL_OF_OTHER, seeded[0]), "r-1")
+        await dispatcher.store.call(approvals.insert, _approval(APPROVAL_OF_CHILD, seeded[2]), "r-2")
         access = Access.open(tmp_path)
         serving = Serving(dispatcher)
         face = HttpFace(serving, access, Allowlist(host_names("127.0.0.1"), PORT))
@@ -181,6 +200,10 @@ def _request(operation: str, kind: str) -> Request:
             return ReadTranscript(tell_id=OTHER)
         case "list tells":
             return ListTells(to_team="gamma")
+        case "list questions":
+            return ListQuestions()
+        case "list approvals":
+            return ListApprovals()
         case "cancel another's tell":
             return CancelTell(tell_id=OTHER)
         case "cancel its own tell":
@@ -193,8 +216,9 @@ def _request(operation: str, kind: str) -> Request:
 
 
 def _listed(ids: list[str]) -> str:
-    assert ids, "the caller's own tells are listed"
-    return "ok" if OTHER in ids else "hidden"
+    """A list holds the caller's own (it is served), and another's or not."""
+    assert ids, "the caller's own are listed"
+    return "ok" if {OTHER, ASKED_OF_OTHER, APPROVAL_OF_OTHER} & set(ids) else "hidden"
 
 
 async def through_socket(world: World, operation: str, kind: str) -> str:
@@ -233,6 +257,10 @@ def _of_reply(reply: Any) -> str:
         return "denied"
     if isinstance(reply, ReportReply):
         return _listed([t.id for t in reply.tells])
+    if isinstance(reply, QuestionsReply):
+        return _listed([q.id for q in reply.questions])
+    if isinstance(reply, ApprovalsReply):
+        return _listed([a.id for a in reply.approvals])
     return "ok"
 
 
@@ -256,6 +284,10 @@ async def through_http(world: World, operation: str, kind: str) -> str:
             answer = await call(world.face, "GET", f"/api/tells/{tell_id}/transcript", token=token)
         case ListTells():
             answer = await call(world.face, "GET", "/api/tells?team=gamma", token=token)
+        case ListQuestions():
+            answer = await call(world.face, "GET", "/api/questions", token=token)
+        case ListApprovals():
+            answer = await call(world.face, "GET", "/api/approvals", token=token)
         case CancelTell(tell_id=tell_id):
             answer = await call(world.face, "POST", f"/api/tells/{tell_id}/cancel", token=token)
         case AnswerQuestion(question_id=question_id):
@@ -268,7 +300,10 @@ async def through_http(world: World, operation: str, kind: str) -> str:
         return "denied"
     assert answer.status == 200, answer.body
     data = answer.json()
-    return _listed([t["id"] for t in data["tells"]]) if data["type"] == "report_reply" else "ok"
+    for name in ("tells", "questions", "approvals"):
+        if name in data:
+            return _listed([t["id"] for t in data[name]])
+    return "ok"
 
 
 async def _watched(world: World, caller: Caller) -> str:
@@ -307,6 +342,10 @@ async def through_mcp(world: World, operation: str, kind: str) -> str:
         case AnswerQuestion(question_id=question_id):
             arguments = {"questionId": question_id, "text": "that one", "timeout": -1}
             output = await shim.call("team_answer", arguments, _no_progress)
+        case ListQuestions():
+            output = await shim.call("team_questions", {"allCallers": True}, _no_progress)
+        case ListApprovals():
+            output = await shim.call("team_approvals", {}, _no_progress)
         case _:
             raise AssertionError(request)
     if output.is_error:
@@ -314,6 +353,9 @@ async def through_mcp(world: World, operation: str, kind: str) -> str:
             return "denied"  # iris-agent's server has no tool that changes anything
         assert output.data["error"]["code"] == "permission_denied", output.data
         return "denied"
+    for name in ("questions", "approvals"):
+        if name in output.data:
+            return _listed([item["id"] for item in output.data[name]])
     return "ok"
 
 
