@@ -38,11 +38,28 @@ TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MINUTE_MS = 60_000
 
 
+def _at_least(minimum: int, fix: str = "") -> msgspec.Meta:
+    return msgspec.Meta(ge=minimum, extra={"fix": fix} if fix else {})
+
+
+# The numeric settings' limits, on their types: decoding the file checks them, and
+# ``_explain`` words a value out of range ("key 'settings.maxProcesses' is 0; it must be
+# at least 1") with the fix a field declares.
+Milliseconds = typing.Annotated[int, _at_least(1000)]
+Usd = typing.Annotated[float, msgspec.Meta(ge=0, extra={"fix": "use 0 or more (or leave it out)"})]
+Count = typing.Annotated[int, _at_least(1)]
+Port = typing.Annotated[
+    int, msgspec.Meta(ge=0, le=65535, extra={"fix": "use a port from 1 to 65535, or 0 for any free port"})
+]
+PerMinute = typing.Annotated[int, _at_least(1, "use at least 1 tell per minute (or leave it out for no limit)")]
+Days = typing.Annotated[float, msgspec.Meta(gt=0)]
+
+
 class BudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
     """Spending limits in USD, from what claude reports per tell. None: no limit."""
 
-    daily_usd: float | None = None  # all teams together since local midnight (per team: that team)
-    chain_usd: float | None = None  # one chain of nested tells (settings only)
+    daily_usd: Usd | None = None  # all teams together since local midnight (per team: that team)
+    chain_usd: Usd | None = None  # one chain of nested tells (settings only)
 
 
 class QuestionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -51,42 +68,42 @@ class QuestionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, 
     enabled: bool = True
     patterns: list[str] = []  # extra regular expressions (case-insensitive) that mark a question
     builtin: bool = True  # false: only ``patterns`` count
-    ttl: int = 7 * 24 * 60 * MINUTE_MS  # ms until an unanswered question expires
+    ttl: Milliseconds = 7 * 24 * 60 * MINUTE_MS  # ms until an unanswered question expires
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
-    response_timeout: int = 120_000
-    idle_timeout: int = 30 * MINUTE_MS
-    max_processes: int = 10
-    health_check_interval: int = 30_000
-    session_init_timeout: int = 30_000
+    response_timeout: Milliseconds = 120_000
+    idle_timeout: Milliseconds = 30 * MINUTE_MS
+    max_processes: Count = 10
+    health_check_interval: typing.Annotated[int, _at_least(100)] = 30_000
+    session_init_timeout: Milliseconds = 30_000
     claude_path: str = "claude"
-    queue_limit: int = 100
-    hop_limit: int = 4  # nested tells: how deep a chain may go
-    retention_days: float = 30.0  # finished tells (and transcripts) older than this are pruned
-    retention_keep: int = 200  # ... but the newest this many of each pair are always kept
+    queue_limit: Count = 100
+    hop_limit: Count = 4  # nested tells: how deep a chain may go
+    retention_days: Days = 30.0  # finished tells (and transcripts) older than this are pruned
+    retention_keep: typing.Annotated[int, _at_least(0)] = 200  # ... but the newest this many of each pair are kept
     permissions: PermissionMode = "ask"  # default for teams that say nothing
-    approval_timeout: int = 10 * MINUTE_MS  # no decision in time means deny
+    approval_timeout: Milliseconds = 10 * MINUTE_MS  # no decision in time means deny
     allowed_tools: list[str] = []  # Claude Code rule syntax, e.g. "Bash(git status)", "Read"
     disallowed_tools: list[str] = []
-    http_port: int = 1615  # irisd's HTTP face (API, dashboard, MCP for its children); 0: any free port
+    http_port: Port = 1615  # irisd's HTTP face (API, dashboard, MCP for its children); 0: any free port
     http_host: str = "127.0.0.1"  # loopback by default; another address exposes it (token still required)
     budget: BudgetConfig = msgspec.field(default_factory=BudgetConfig)
-    rate_limit: int | None = None  # tells per minute per pair
+    rate_limit: PerMinute | None = None  # tells per minute per pair
     questions: QuestionsConfig = msgspec.field(default_factory=QuestionsConfig)
     mesh: MeshConfig | None = None  # teams on many hosts (iris_common/mesh.py)
 
 
 class TeamBudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
-    daily_usd: float | None = None  # spent on tells to this team since local midnight
+    daily_usd: Usd | None = None  # spent on tells to this team since local midnight
 
 
 class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
     path: str = ""
     project: str = ""  # the seeds' name for path; either may be given
     description: str = ""
-    idle_timeout: int | None = None
-    response_timeout: int | None = None
+    idle_timeout: Milliseconds | None = None
+    response_timeout: Milliseconds | None = None
     skip_permissions: bool | None = None  # the seeds' switch: true is permissions: skip
     permissions: PermissionMode | None = None
     allowed_tools: list[str] | None = None  # replaces the global list when given
@@ -209,7 +226,7 @@ def parse_config(raw: bytes, *, source: str) -> IrisConfig:
         try:
             config = msgspec.convert(data, type=Config)
         except msgspec.ValidationError as exc:
-            raise ConfigError(f"{source}: {_explain(str(exc))}") from None
+            raise ConfigError(f"{source}: {_explain(str(exc), data=data, struct=Config)}") from None
     return _validate(config, source)
 
 
@@ -278,13 +295,25 @@ def _decode_team(name: str, value: Any, source: str) -> TeamConfig:
     try:
         return msgspec.convert(value, TeamConfig)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{source}: {_explain(str(exc), prefix=f'teams.{name}')}") from None
+        why = _explain(str(exc), prefix=f"teams.{name}", data=value, struct=TeamConfig)
+        raise ConfigError(f"{source}: {why}") from None
 
 
-def _explain(msgspec_message: str, prefix: str = "") -> str:
-    """Turn msgspec's "... - at `$.teams.a.path`" into "key 'teams.a.path': ..."."""
+_RANGE = re.compile(r"Expected `(?:int|float|number)` (>=|>|<=|<) (\S+)$")
+_BOUND_WORDS = {">=": "at least", ">": "more than", "<=": "at most", "<": "less than"}
+
+
+def _explain(msgspec_message: str, prefix: str = "", data: Any = None, struct: type | None = None) -> str:
+    """Turn msgspec's "... - at `$.teams.a.path`" into "key 'teams.a.path': ..."; a number
+    out of its declared range into "key 'settings.maxProcesses' is 0; it must be at least
+    1", with the fix its type declares (``data``: what was decoded, ``struct`` its type)."""
     problem, _, where = msgspec_message.partition(" - at `")
-    key = ".".join(p for p in (prefix, where.rstrip("`").removeprefix("$").lstrip(".")) if p)
+    path = [p for p in where.rstrip("`").removeprefix("$").split(".") if p]
+    key = ".".join(p for p in (prefix, ".".join(path)) if p)
+    if (bound := _RANGE.match(problem)) and key:
+        value, fix = _value_at(data, path), _fix_at(struct, path)
+        limit = f"{float(bound[2]):g}"
+        return f"key {key!r} is {value}; it must be {_BOUND_WORDS[bound[1]]} {limit}" + (f"; {fix}" if fix else "")
     unknown = re.match(r"Object contains unknown field `(.+)`", problem)
     if unknown:
         field = unknown.group(1)
@@ -297,41 +326,36 @@ def _explain(msgspec_message: str, prefix: str = "") -> str:
     return f"key {key!r}: {problem[0].lower()}{problem[1:]}"
 
 
+def _value_at(data: Any, path: list[str]) -> Any:
+    for part in path:
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def _fix_at(struct: type | None, path: list[str]) -> str:
+    """The ``fix`` the field at ``path`` (names as in the file) declares in its Meta, if any."""
+    kind: msgspec.inspect.Type | None = msgspec.inspect.type_info(struct) if struct is not None else None
+    for part in path:
+        while isinstance(kind, msgspec.inspect.Metadata | msgspec.inspect.UnionType):
+            kind = kind.type if isinstance(kind, msgspec.inspect.Metadata) else next(
+                (t for t in kind.types if not isinstance(t, msgspec.inspect.NoneType)), None
+            )
+        if not isinstance(kind, msgspec.inspect.StructType):
+            return ""
+        kind = next((f.type for f in kind.fields if f.encode_name == part), None)
+    while isinstance(kind, msgspec.inspect.UnionType):
+        kind = next((t for t in kind.types if not isinstance(t, msgspec.inspect.NoneType)), None)
+    if isinstance(kind, msgspec.inspect.Metadata):
+        return str((kind.extra or {}).get("fix", ""))
+    return ""
+
+
 def _validate(config: Config, source: str) -> IrisConfig:
     s = config.settings or Settings()
-    for key, value, minimum in (
-        ("responseTimeout", s.response_timeout, 1000),
-        ("idleTimeout", s.idle_timeout, 1000),
-        ("healthCheckInterval", s.health_check_interval, 100),
-        ("sessionInitTimeout", s.session_init_timeout, 1000),
-        ("maxProcesses", s.max_processes, 1),
-        ("queueLimit", s.queue_limit, 1),
-        ("hopLimit", s.hop_limit, 1),
-        ("retentionKeep", s.retention_keep, 0),
-        ("approvalTimeout", s.approval_timeout, 1000),
-    ):
-        if value < minimum:
-            raise ConfigError(
-                f"{source}: key 'settings.{key}' is {value}; it must be at least {minimum}"
-            )
-    if not 0 <= s.http_port <= 65535:
-        raise ConfigError(
-            f"{source}: key 'settings.httpPort' is {s.http_port}; use a port from 1 to 65535, or 0 for any free port"
-        )
     if not s.http_host.strip() or any(c in s.http_host for c in "/ "):
         raise ConfigError(
             f"{source}: key 'settings.httpHost' is {s.http_host!r}; use an address such as 127.0.0.1"
         )
-    for key, amount in (("budget.dailyUsd", s.budget.daily_usd), ("budget.chainUsd", s.budget.chain_usd)):
-        if amount is not None and amount < 0:
-            raise ConfigError(f"{source}: key 'settings.{key}' is {amount:g}; use 0 or more (or leave it out)")
-    if s.rate_limit is not None and s.rate_limit < 1:
-        raise ConfigError(
-            f"{source}: key 'settings.rateLimit' is {s.rate_limit}; use at least 1 tell per minute "
-            "(or leave it out for no limit)"
-        )
-    if s.questions.ttl < 1000:
-        raise ConfigError(f"{source}: key 'settings.questions.ttl' is {s.questions.ttl}; it must be at least 1000")
     for index, pattern in enumerate(s.questions.patterns):
         try:
             re.compile(pattern)
@@ -340,8 +364,6 @@ def _validate(config: Config, source: str) -> IrisConfig:
                 f"{source}: key 'settings.questions.patterns[{index}]' ({pattern!r}) is not a valid "
                 f"regular expression: {exc}"
             ) from None
-    if s.retention_days <= 0:
-        raise ConfigError(f"{source}: key 'settings.retentionDays' must be more than 0")
     if not s.claude_path.strip():
         raise ConfigError(f"{source}: key 'settings.claudePath' is empty; use 'claude' or a path")
     teams = {
@@ -375,9 +397,6 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         raise ConfigError(
             f"{where}: path {given!r} is relative; write the absolute path of the project folder{on}"
         )
-    for key, value in (("idleTimeout", team.idle_timeout), ("responseTimeout", team.response_timeout)):
-        if value is not None and value < 1000:
-            raise ConfigError(f"{where}: key 'teams.{name}.{key}' is {value}; it must be at least 1000")
     permissions = team.permissions or settings.permissions
     if team.skip_permissions is not None:
         # false only rules out skipping: the team keeps its own mode, else the global one
@@ -390,8 +409,6 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
             )
         permissions = implied
     daily_usd = team.budget.daily_usd if team.budget is not None else None
-    if daily_usd is not None and daily_usd < 0:
-        raise ConfigError(f"{where}: key 'teams.{name}.budget.dailyUsd' is {daily_usd:g}; use 0 or more")
     if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
         raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
     _check_a2a_prompt(team.a2a_prompt, f"{where}, key 'teams.{name}.a2aPrompt'")
@@ -445,10 +462,6 @@ def _validate_a2a_team(name: str, team: TeamConfig, settings: Settings, where: s
             check_syntax(variable, f"{where}, key {key} (in ${{{variable}}})")
     if team.color and not re.fullmatch(r"#[0-9A-Fa-f]{3}(?:[0-9A-Fa-f]{3})?", team.color):
         raise ConfigError(f"{where}: color {team.color!r} is not a hex color such as '#FF6B9D'")
-    if team.response_timeout is not None and team.response_timeout < 1000:
-        raise ConfigError(
-            f"{where}: key 'teams.{name}.responseTimeout' is {team.response_timeout}; it must be at least 1000"
-        )
     return Team(
         name=name,
         path="",

@@ -23,10 +23,11 @@ request:
   offers it.
 * an **agent**: an outside A2A agent, known by the token ``iris a2a token --name NAME``
   issued for it (iris_common/a2a_tokens.py). It speaks as ``a2a:NAME`` only, and may send
-  only what the A2A face needs (``_AGENT``); the face (irisd/http/a2a.py) also checks
-  that a tell it reads, cancels or answers is its own.
+  only what the A2A face needs (``_AGENT``).
 
 ``Caller.apply`` is pure: it returns the request as the daemon must serve it, or raises.
+It decides what a caller may SEND; which tells (transcripts, events, questions) it may
+TOUCH is irisd/policy.py's, asked by the dispatcher for every face.
 A new request type that carries a sender (``from_team``) belongs in ``_SENDERS``.
 """
 

@@ -19,7 +19,7 @@ from iris_common import locate
 from iris_common.config import IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment
 from iris_common.paths import IrisPaths, existing, transcript_path
-from irisd import __version__
+from irisd import __version__, policy
 from irisd.a2a.teams import sync_a2a_teams
 from irisd.caller import Caller
 from irisd.claude.wire import SystemLine, decode_line
@@ -34,10 +34,17 @@ from irisd.questions.desk import QuestionDesk
 from irisd.reload import check_claude, plan_reload, read_config
 from irisd.store import approvals, ids, ledger, notifications, questions, rows, sessions, tells, unsolicited
 from irisd.store.facade import Store
-from irisd.tell.admission import check_message, check_wait
+from irisd.tell.admission import check_message, check_wait, parent_tell
 from irisd.tell.service import SendEvent, TellService, check_sender
 from protocol import PROTOCOL_VERSION
-from protocol.errors import ConfigError, InvalidRequestError, IrisError, NotFoundError, UnknownTeamError
+from protocol.errors import (
+    ConfigError,
+    InvalidRequestError,
+    IrisError,
+    NotFoundError,
+    PermissionDeniedError,
+    UnknownTeamError,
+)
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -169,7 +176,65 @@ class Dispatcher:
         """Serve one request of ``caller`` (decided by its connection: see irisd/caller.py);
         raises IrisError subclasses for the client to see."""
         request = await with_whole_ids(caller.apply(request), self._ids_starting_with)
-        return await HANDLERS[type(request)](self, request, send_event)
+        if caller.kind in policy.EVERYONE:
+            return await HANDLERS[type(request)](self, request, send_event)
+        await self._check_owned(request, caller)
+        if isinstance(request, Watch):
+            wanted = policy.event_filter(caller, lambda: self._chains(caller))
+            return await self.watch(request.team, send_event, wanted)
+        return self._visible(await HANDLERS[type(request)](self, request, send_event), caller)
+
+    # --- what a caller may touch (irisd/policy.py decides; here are the facts) --------------
+
+    def _chains(self, caller: Caller) -> frozenset[str]:
+        """The chain a child's pair is serving now (none for other callers)."""
+        link = parent_tell(caller.pair, self.supervisor.snapshots()) if caller.kind == "child" else None
+        return frozenset({link.chain_id}) if link is not None and link.chain_id else frozenset()
+
+    async def _check_owned(self, request: Request, caller: Caller) -> None:
+        """PermissionDeniedError if ``request`` names a tell (or what hangs on one) that is
+        not ``caller``'s: before anything is waited for or changed."""
+        match request:
+            case GetTell(tell_id=tell_id) | ReadTranscript(tell_id=tell_id):
+                info = await self.tells.find(tell_id)
+                policy.check_sees(caller, _owned(info), f"tell {info.id}", self._chains(caller))
+            case CancelTell(tell_id=tell_id):
+                info = await self.tells.find(tell_id)
+                policy.check_changes(caller, _owned(info), f"tell {info.id}", self._chains(caller))
+            case DismissQuestion(question_id=question_id):
+                question = await self._question(question_id)
+                policy.check_changes(caller, _owned(question), f"question {question.id}", self._chains(caller))
+            case AnswerQuestion(question_id=question_id):
+                question = await self._question(question_id)
+                policy.check_answers(caller, question.from_team, question.id)
+            case ReadUnsolicited(turn_id=turn_id):
+                turn = await self.store.call(unsolicited.get, turn_id)
+                if turn is not None:
+                    policy.check_sees(caller, _owned(turn), f"turn {turn.id}", self._chains(caller))
+
+    def _visible(self, reply: Reply, caller: Caller) -> Reply:
+        """``reply`` with only what ``caller`` may see of its lists."""
+        chains = self._chains(caller)
+
+        def seen(thing: _HasPair) -> bool:
+            return policy.sees(caller, _owned(thing), chains)
+
+        match reply:
+            case ReportReply():
+                return ReportReply(tells=[t for t in reply.tells if seen(t)])
+            case QuestionsReply():
+                return QuestionsReply(questions=[q for q in reply.questions if seen(q)])
+            case ApprovalsReply():
+                return ApprovalsReply(approvals=[a for a in reply.approvals if seen(a)])
+            case NotificationsReply():
+                return NotificationsReply(notifications=[n for n in reply.notifications if seen(n)])
+        return reply
+
+    async def _question(self, question_id: str) -> QuestionInfo:
+        question = await self.store.call(questions.get, question_id)
+        if question is None:
+            raise NotFoundError(f"no question with id {question_id!r}; 'iris questions' lists the pending ones")
+        return question
 
     # --- small handlers --------------------------------------------------------------------
 
@@ -388,8 +453,6 @@ class Dispatcher:
         self, to_team: str, from_team: str | None, all_callers: bool, limit: int
     ) -> ReportReply:
         self._check_from(from_team)
-        if not 1 <= limit <= 1000:
-            raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
         found = await self.store.read(tells.recent, to_team, from_team, all_callers=all_callers, limit=limit)
         if not found:
             try:
@@ -406,8 +469,6 @@ class Dispatcher:
             self.check_team(to_team)
         if from_team not in (None, "external"):
             self._check_from(from_team)
-        if not 1 <= limit <= 1000:
-            raise InvalidRequestError(f"limit {limit} is out of range; use 1 to 1000")
         found = await self.store.read(tells.recent_all, to_team, from_team, status, limit)
         return ReportReply(tells=[self.tells.live(info) for info in found])
 
@@ -463,7 +524,7 @@ class Dispatcher:
         if request.as_team:
             caller = None if request.as_team == "external" else request.as_team
             if question.from_team != caller:
-                raise InvalidRequestError(
+                raise PermissionDeniedError(
                     f"question {question.id} was asked of {question.from_team or 'external'}, not of "
                     f"{request.as_team}; only that caller (or a person with 'iris answer') can answer it"
                 )
@@ -546,11 +607,12 @@ class Dispatcher:
                 return SessionReply(session=info)
         raise NotFoundError(f"no session for {pair.label}")  # pragma: no cover - reset creates it
 
-    async def watch(self, team: str | None, send_event: SendEvent) -> Reply:
-        """Push events until the client disconnects (which ends this request)."""
+    async def watch(self, team: str | None, send_event: SendEvent, wanted: policy.EventFilter | None = None) -> Reply:
+        """Push events (those ``wanted`` lets through) until the client disconnects (which
+        ends this request)."""
         if team is not None:
             self.check_team(team)
-        await serve_watch(self.hub, team, send_event)
+        await serve_watch(self.hub, team, send_event, wanted)
 
     def check_team(self, team: str) -> None:
         """A team of this config, or a remote one (of the mesh): UnknownTeamError otherwise."""
@@ -558,6 +620,19 @@ class Dispatcher:
 
     def _check_from(self, from_team: str | None) -> None:
         check_sender(self.config, from_team, sending=False)  # a filter, or a pair's other end
+
+
+class _HasPair(Protocol):
+    @property
+    def from_team(self) -> str | None: ...
+    @property
+    def to_team(self) -> str: ...
+
+
+def _owned(thing: _HasPair) -> policy.Owned:
+    """The facts policy decides on: a tell's own chain, or (questions, approvals, turns,
+    notifications) the pair only."""
+    return policy.Owned(thing.from_team, thing.to_team, getattr(thing, "chain_id", ""))
 
 
 Handler = Callable[[Dispatcher, Any, SendEvent], Awaitable[Reply]]

@@ -11,6 +11,9 @@ import trio
 from protocol.errors import BusyError, ShuttingDownError
 from protocol.messages import Event, Watching
 
+# Whether a watcher gets an event of (from_team, to_team, chain_id): irisd/policy.py's.
+Wanted = Callable[[str | None, str, str], bool]
+
 WATCHER_BUFFER = 1000
 
 
@@ -18,6 +21,7 @@ WATCHER_BUFFER = 1000
 class _Watcher:
     team: str | None
     send: trio.MemorySendChannel[Event]
+    wanted: Wanted | None = None
 
 
 class EventHub:
@@ -32,21 +36,24 @@ class EventHub:
             watcher.send.close()
         self._watchers.clear()
 
-    def subscribe(self, team: str | None = None) -> trio.MemoryReceiveChannel[Event]:
-        """Events of tells to or from ``team`` (all tells if None); at most
+    def subscribe(self, team: str | None = None, wanted: Wanted | None = None) -> trio.MemoryReceiveChannel[Event]:
+        """Events of tells to or from ``team`` (all tells if None) that ``wanted`` lets
+        through (what the caller may see: irisd/policy.py); at most
         ``WATCHER_BUFFER`` wait for the subscriber, which is dropped (its channel ends)
         beyond that."""
         send, receive = trio.open_memory_channel[Event](WATCHER_BUFFER)
         if self.closed:
             send.close()
         else:
-            self._watchers.add(_Watcher(team, send))
+            self._watchers.add(_Watcher(team, send, wanted))
         return receive
 
-    def publish(self, event: Event, from_team: str | None, to_team: str) -> None:
+    def publish(self, event: Event, from_team: str | None, to_team: str, chain_id: str = "") -> None:
         """Best effort: a watcher that cannot keep up is disconnected, never waited for."""
         for watcher in list(self._watchers):
             if watcher.team is not None and watcher.team not in (from_team, to_team):
+                continue
+            if watcher.wanted is not None and not watcher.wanted(from_team, to_team, chain_id):
                 continue
             try:
                 watcher.send.send_nowait(event)
@@ -55,11 +62,13 @@ class EventHub:
                 self._watchers.discard(watcher)
 
 
-async def serve_watch(hub: EventHub, team: str | None, send_event: Callable[[Event], Awaitable[None]]) -> NoReturn:
+async def serve_watch(
+    hub: EventHub, team: str | None, send_event: Callable[[Event], Awaitable[None]], wanted: Wanted | None = None
+) -> NoReturn:
     """``Watch``: a ``Watching`` event once subscribed, then every event of ``team`` until
     irisd stops (ShuttingDownError) or the watcher falls behind and is dropped (BusyError).
     Every front end gets its events here: the socket, the WebSocket, the MCP tools."""
-    async with hub.subscribe(team) as events:
+    async with hub.subscribe(team, wanted) as events:
         await send_event(Watching(team=team))
         async for event in events:
             await send_event(event)

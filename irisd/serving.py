@@ -7,6 +7,8 @@ It owns what the front ends must agree on:
   ``ShuttingDownError`` (a ``Hello`` still gets its ``Welcome``, so a client hears why);
 * **in-flight counting**: ``counted`` brackets a request AND the sending of its reply, so
   that ``wait_idle`` (the daemon's drain) returns only once every caller has its answer;
+* **limits**: every request is checked against the limits its type declares
+  (protocol/limits.py), once, whichever face built it (``validated``);
 * **the catch-all**: an error that is not an ``IrisError`` is a bug; it is logged with its
   traceback once and becomes an ``IrisError`` (code ``internal``) the client can read.
   A client that left (``trio.BrokenResourceError`` / ``ClosedResourceError``) is not an
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from protocol.codec import validated
 from protocol.errors import IrisError, ShuttingDownError
 from protocol.messages import Event, Hello, Reply, Request
 
@@ -83,7 +86,7 @@ class Serving:
         if self.draining and not isinstance(request, Hello):
             raise ShuttingDownError("irisd is stopping; send this again once it is back")
         try:
-            return await self.dispatcher.dispatch(request, caller, send_event or _drop)
+            return await self.dispatcher.dispatch(validated(request), caller, send_event or _drop)
         except (IrisError, *CLIENT_LEFT):
             raise
         except Exception as exc:

@@ -20,7 +20,7 @@ How the proto maps onto JSON here (ProtoJSON, spec section 5.5):
 from __future__ import annotations
 
 import enum
-from typing import Any, Final, Generic, Literal, TypeVar
+from typing import Annotated, Any, Final, Generic, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -279,10 +279,16 @@ class TaskPushNotificationConfig(_Wire):
     authentication: AuthenticationInfo | None = None
 
 
+# The limits of a request's numbers, on their types: a call out of range is refused where
+# its params are read (-32602), with msgspec's words naming the field.
+HistoryLength = Annotated[int, msgspec.Meta(ge=0, description="How many messages of the history; 0: none.")]
+PageSize = Annotated[int, msgspec.Meta(ge=1, le=100, description="Tasks per page, 1 to 100 (50 when unset).")]
+
+
 class SendMessageConfiguration(_Wire):
     accepted_output_modes: list[str] = []
     task_push_notification_config: TaskPushNotificationConfig | None = None
-    history_length: int | None = None
+    history_length: HistoryLength | None = None
     # False (the default): wait for a terminal or interrupted state before answering.
     return_immediately: bool = False
 
@@ -297,16 +303,16 @@ class SendMessageRequest(_Wire):
 class GetTaskRequest(_Wire):
     id: str
     tenant: str = ""
-    history_length: int | None = None
+    history_length: HistoryLength | None = None
 
 
 class ListTasksRequest(_Wire):
     tenant: str = ""
     context_id: str = ""
     status: TaskState | None = None
-    page_size: int | None = None  # 1..100; 50 when unset
+    page_size: PageSize | None = None
     page_token: str = ""
-    history_length: int | None = None
+    history_length: HistoryLength | None = None
     status_timestamp_after: str | None = None
     include_artifacts: bool | None = None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import cast, get_args
 
 import msgspec
@@ -10,6 +11,29 @@ from protocol.errors import InvalidRequestError, ProtocolError
 from protocol.framing import DEFAULT_MAX_FRAME, HEADER, check_body_size
 from protocol.limits import explain
 from protocol.messages import Request, ServerMessage
+
+# What a decoder raises for bytes that are no message: msgspec's DecodeError (and its
+# ValidationError), RecursionError for nesting past its depth, and UnicodeDecodeError
+# for a string that is not UTF-8 (msgspec lets that one through as it is: measured).
+UNDECODABLE = (msgspec.DecodeError, RecursionError, UnicodeDecodeError)
+_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def undecodable(exc: BaseException, data: bytes | bytearray) -> str:
+    """Why ``data`` could not be decoded, in words a sender can act on (msgspec says "Input
+    data was truncated" for a JSON string that ends in half a surrogate pair)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"a string is not valid UTF-8 (byte {exc.object[exc.start:exc.start + 1]!r}); send text as UTF-8"
+    if isinstance(exc, RecursionError):
+        return "it is nested too deep"
+    if isinstance(exc, msgspec.DecodeError) and (found := _LONE_SURROGATE.search(data)):
+        escape = found.group().decode()
+        return (
+            f"a JSON string holds {escape}, half of a UTF-16 surrogate pair without its other half: it is no "
+            "character; send the text as UTF-8, or the whole pair"
+        )
+    return str(exc)
+
 
 _encoder = msgspec.msgpack.Encoder()
 _request_decoder = msgspec.msgpack.Decoder(Request)
@@ -33,6 +57,13 @@ def decode_request(body: bytes | bytearray) -> Request:
     return cast(Request, _decode(_request_decoder, body, get_args(Request)))
 
 
+def validated(request: Request) -> Request:
+    """``request`` checked against its type's declared limits, as a decoder would check it:
+    for the requests a face builds in process (the HTTP API's, /mcp's, A2A's), which no
+    decoder saw. InvalidRequestError names the field, its range and the fix."""
+    return cast(Request, _decode(_request_decoder, _encoder.encode(request), get_args(Request)))
+
+
 def decode_server_message(body: bytes | bytearray) -> ServerMessage:
     """Decode a daemon's frame body (a reply or a pushed event)."""
     return cast(ServerMessage, _decode(_server_decoder, body))
@@ -47,6 +78,8 @@ def _decode(
         if why := explain(exc, limited):
             raise InvalidRequestError(f"invalid request: {why}") from None
         raise ProtocolError(f"invalid message: {exc}") from None
+    except UnicodeDecodeError as exc:  # a whole frame, one bad string: the connection is fine
+        raise InvalidRequestError(f"invalid request: {undecodable(exc, body)}") from None
     except (msgspec.DecodeError, RecursionError) as exc:
         # Deep nesting raises RecursionError, not DecodeError (measured).
-        raise ProtocolError(f"undecodable message: {exc}") from None
+        raise ProtocolError(f"undecodable message: {undecodable(exc, body)}") from None

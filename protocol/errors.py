@@ -3,17 +3,32 @@
 Every error carries a wire code, so an error raised inside ``irisd`` reaches the
 CLI (or the MCP shim) as the same class with the same message. Messages are
 written for the person reading them: they name the problem and the fix.
+
+Every class also carries what the other faces answer with, once: its HTTP status (the
+API, the gate) and its JSON-RPC code (the A2A face). The JSON-RPC codes are the spec's
+(-32600 invalid request, -32602 invalid params, -32603 internal), A2A's (-32001 task not
+found, -32005 content type not supported) and, for a refusal of the server's own (busy,
+stopping, a budget, a loop), the implementation-defined ``REFUSED``.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+REFUSED = -32000  # JSON-RPC's implementation-defined server errors: Iris refuses now
+TASK_NOT_FOUND = -32001  # A2A: the only things found by id over A2A are tasks
+CONTENT_TYPE_NOT_SUPPORTED = -32005  # A2A
+
 
 class IrisError(Exception):
     """Base of every error Iris reports to a user."""
 
     code: ClassVar[str] = "internal"
+    http_status: ClassVar[int] = 500
+    jsonrpc_code: ClassVar[int] = INTERNAL_ERROR
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -35,6 +50,8 @@ class UnknownTeamError(IrisError):
     """A request named a team that is not configured."""
 
     code = "unknown_team"
+    http_status = 404
+    jsonrpc_code = INVALID_PARAMS
 
     @classmethod
     def for_name(cls, name: str, known: list[str]) -> UnknownTeamError:
@@ -60,24 +77,32 @@ class TeamUnavailableError(IrisError):
     and how to fix it. The other teams go on."""
 
     code = "team_unavailable"
+    http_status = 503
+    jsonrpc_code = REFUSED
 
 
 class InvalidRequestError(IrisError):
     """A request was well-formed on the wire but its values make no sense."""
 
     code = "invalid_request"
+    http_status = 400
+    jsonrpc_code = INVALID_PARAMS
 
 
 class ProtocolError(IrisError):
     """The bytes on the socket are not the Iris protocol (garbage, too large, wrong version)."""
 
     code = "protocol"
+    http_status = 400
+    jsonrpc_code = INVALID_REQUEST
 
 
 class DaemonNotRunningError(IrisError):
     """A client could not reach irisd."""
 
     code = "daemon_not_running"
+    http_status = 503
+    jsonrpc_code = INTERNAL_ERROR
 
 
 class DaemonUnreachable(DaemonNotRunningError):
@@ -92,42 +117,57 @@ class ClaudeError(IrisError):
     """The claude process failed: it could not start, or exited in the middle of a tell."""
 
     code = "claude_failed"
+    http_status = 502
+    jsonrpc_code = INTERNAL_ERROR
 
 
 class NotFoundError(IrisError):
     """A tell, session or approval id does not exist."""
 
     code = "not_found"
+    http_status = 404
+    jsonrpc_code = TASK_NOT_FOUND
 
 
 class BusyError(IrisError):
     """The request cannot be served now (queue full, every process busy)."""
 
     code = "busy"
+    http_status = 503
+    jsonrpc_code = REFUSED
 
 
 class LoopError(IrisError):
     """A nested tell would loop back to a team already waiting, or exceed the hop limit."""
 
     code = "loop"
+    http_status = 409
+    jsonrpc_code = REFUSED
 
 
 class BudgetError(IrisError):
     """A budget (settings.budget, a team's budget) is spent: the tell was not started."""
 
     code = "budget"
+    http_status = 402
+    jsonrpc_code = REFUSED
 
 
 class PermissionDeniedError(IrisError):
-    """The caller may not use this irisd (another user's process)."""
+    """The caller may not use this irisd (another user's process), or may not send this
+    request, or touch this tell (irisd/caller.py, irisd/policy.py)."""
 
     code = "permission_denied"
+    http_status = 403
+    jsonrpc_code = INVALID_REQUEST
 
 
 class UnauthorizedError(PermissionDeniedError):
     """An HTTP request without a valid token (or login cookie)."""
 
     code = "unauthorized"
+    http_status = 401
+    jsonrpc_code = INVALID_REQUEST
 
 
 class RateLimitedError(BusyError):
@@ -135,18 +175,32 @@ class RateLimitedError(BusyError):
     the last minute than settings.rateLimit allows; wait before trying again."""
 
     code = "rate_limited"
+    http_status = 429
+    jsonrpc_code = REFUSED
 
 
 class TooLargeError(InvalidRequestError):
     """A request body (or WebSocket message) over the size limit."""
 
     code = "too_large"
+    http_status = 413
+    jsonrpc_code = INVALID_REQUEST
+
+
+class UnsupportedMediaTypeError(InvalidRequestError):
+    """A body of a type this door does not read (a POST with the login cookie must be JSON)."""
+
+    code = "unsupported_media_type"
+    http_status = 415
+    jsonrpc_code = CONTENT_TYPE_NOT_SUPPORTED
 
 
 class ShuttingDownError(IrisError):
     """irisd is draining and accepts no new work."""
 
     code = "shutting_down"
+    http_status = 503
+    jsonrpc_code = REFUSED
 
 
 class A2AAgentError(IrisError):
@@ -154,6 +208,8 @@ class A2AAgentError(IrisError):
     Iris needs (its card, its answers); the message names the agent and the fix."""
 
     code = "a2a_agent"
+    http_status = 502
+    jsonrpc_code = INTERNAL_ERROR
 
 
 _BY_CODE: dict[str, type[IrisError]] = {
@@ -176,6 +232,7 @@ _BY_CODE: dict[str, type[IrisError]] = {
         UnauthorizedError,
         RateLimitedError,
         TooLargeError,
+        UnsupportedMediaTypeError,
         A2AAgentError,
     )
 }

@@ -61,6 +61,20 @@ BudgetUsd = Annotated[
         extra={"fix": f"give a positive number of dollars up to {MAX_TELL_BUDGET_USD:g} (e.g. 0.5), or leave it out"},
     ),
 ]
+ListLimit = Annotated[
+    int,
+    msgspec.Meta(ge=1, le=1000, description="How many tells, at most (1 to 1000).", extra={"fix": "use 1 to 1000"}),
+]
+ResultWaitMs = Annotated[
+    int,
+    msgspec.Meta(
+        ge=0,
+        le=MAX_WAIT_MS,
+        description=f"Wait up to this many ms for the tell's end: 0 answers at once, or {MIN_WAIT_MS} to "
+        f"{MAX_WAIT_MS}.",
+        extra={"fix": f"use 0 (answer at once) or {MIN_WAIT_MS} to {MAX_WAIT_MS} ms"},
+    ),
+]
 
 # A chain of nested tells, as it is carried between tells and between Irises (``ChainRef``,
 # the mesh's and A2A's chain): a hop count that cannot go below zero, and a path of team

@@ -18,7 +18,17 @@ from typing import Any, Literal, TypeGuard, get_args
 
 import msgspec
 
-from protocol.limits import DEFAULT_TTL_DAYS, BudgetUsd, ChainHops, ChainPath, MessageText, TimeoutMs, TtlDays
+from protocol.limits import (
+    DEFAULT_TTL_DAYS,
+    BudgetUsd,
+    ChainHops,
+    ChainPath,
+    ListLimit,
+    MessageText,
+    ResultWaitMs,
+    TimeoutMs,
+    TtlDays,
+)
 
 # A tell's own state. Final states never change again.
 TellStatus = Literal[
@@ -366,7 +376,7 @@ class GetTell(_Message, tag="get_tell"):
     """A tell's status and answer; with ``wait_ms`` > 0, wait up to that long for its end."""
 
     tell_id: str
-    wait_ms: int = 0
+    wait_ms: ResultWaitMs = 0
 
 
 class CancelTell(_Message, tag="cancel_tell"):
@@ -430,7 +440,7 @@ class Report(_Message, tag="report"):
     to_team: str
     from_team: str | None = None
     all_callers: bool = False
-    limit: int = 20
+    limit: ListLimit = 20
 
 
 class ReadTranscript(_Message, tag="read_transcript"):
@@ -468,7 +478,7 @@ class ListTells(_Message, tag="list_tells"):
     to_team: str | None = None
     from_team: str | None = None
     status: TellStatus | None = None
-    limit: int = 50
+    limit: ListLimit = 50
 
 
 class HttpInfo(_Message, tag="http_info"):
@@ -523,8 +533,8 @@ class AnswerQuestion(_Message, tag="answer_question"):
     limits the answer to questions asked of that caller."""
 
     question_id: str
-    text: str
-    timeout_ms: int = 0
+    text: MessageText
+    timeout_ms: TimeoutMs = 0
     by: str = ""
     as_team: str = ""
 

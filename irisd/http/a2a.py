@@ -38,6 +38,7 @@ from irisd.caller import OWNER, Caller
 from irisd.http.security import bearer_token
 from irisd.tokens import Access
 from protocol import a2a
+from protocol.codec import UNDECODABLE, undecodable
 from protocol.errors import IrisError, RateLimitedError, closest_team
 from protocol.messages import ListTeams, TeamInfo, TeamsReply
 
@@ -144,8 +145,8 @@ class A2AFace:
                 call = a2a.request_decoder.decode(body)
             except msgspec.ValidationError as exc:
                 raise A2AError(a2a.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {exc}") from None
-            except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deep
-                raise A2AError(a2a.PARSE_ERROR, f"the body is not JSON: {exc}") from None
+            except UNDECODABLE as exc:
+                raise A2AError(a2a.PARSE_ERROR, f"the body is not JSON: {undecodable(exc, body)}") from None
             request_id = None if isinstance(call.id, msgspec.UnsetType) else call.id
             if call.jsonrpc != a2a.JSONRPC_VERSION:
                 raise A2AError(a2a.INVALID_REQUEST, f'jsonrpc must be "2.0", not {call.jsonrpc!r}')
@@ -156,6 +157,8 @@ class A2AFace:
             raw = call.params if isinstance(call.params, msgspec.Raw) else msgspec.Raw(b"{}")
             try:
                 params = msgspec.convert(proto_names_accepted(msgspec.json.decode(raw)), type=kind)
+            except UnicodeDecodeError as exc:  # not caught by the whole body's decoding: params stay raw
+                raise A2AError(a2a.INVALID_REQUEST, f"invalid params: {undecodable(exc, raw)}") from None
             except msgspec.ValidationError as exc:
                 raise A2AError(a2a.INVALID_PARAMS, f"invalid params for {call.method}: {exc}") from None
             await self._known_team(team)
@@ -169,7 +172,7 @@ class A2AFace:
         except RateLimitedError:
             raise
         except IrisError as exc:
-            await _rpc_error(send, request_id, A2AError(a2a.INTERNAL_ERROR, exc.message))
+            await _rpc_error(send, request_id, A2AError.of(exc))
             return
         except Exception as exc:  # a bug of ours: the client gets a JSON-RPC error, the log the traceback
             await _rpc_error(send, request_id, _internal(exc))
@@ -363,7 +366,9 @@ async def _plain(send: Send, status: int, text: bytes, extra: list[Any] | None =
     await _respond(send, status, text + b"\n", content_type=b"text/plain; charset=utf-8", extra=extra)
 
 
-async def _rpc_error(send: Send, request_id: a2a.RequestId, error: A2AError, status: int = 200) -> None:
+async def _rpc_error(send: Send, request_id: a2a.RequestId, error: A2AError, status: int | None = None) -> None:
+    """A JSON-RPC error, answered with ``status`` (default: the error's own, 200 for most)."""
+    status = error.status if status is None else status
     extra = [(b"www-authenticate", b'Bearer realm="irisd"')] if status == 401 else []
     body = a2a.encoder.encode(a2a.JsonRpcResponse[None](id=request_id, error=error.to_wire()))
     await _respond(send, status, body, extra=extra)

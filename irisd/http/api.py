@@ -7,7 +7,7 @@ through the same ``Serving.dispatch`` (irisd/serving.py) as on the socket, and t
 Struct, encoded as JSON (``type`` names it). To add a route, add a row.
 
 Errors are ``{"type": "error", "code": ..., "message": ...}``: the socket's codes and
-messages, with an HTTP status per code (``STATUS_BY_CODE``).
+messages, with the HTTP status each error class carries (protocol/errors.py).
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ import msgspec
 from starlette.routing import compile_path
 
 from irisd import __version__
-from protocol.limits import DEFAULT_TTL_DAYS, BudgetUsd, MessageText, TimeoutMs, TtlDays
+from protocol.limits import (
+    DEFAULT_TTL_DAYS,
+    BudgetUsd,
+    ListLimit,
+    MessageText,
+    ResultWaitMs,
+    TimeoutMs,
+    TtlDays,
+)
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -73,31 +81,6 @@ from protocol.messages import (
     Wake,
 )
 
-STATUS_BY_CODE: dict[str, int] = {
-    "invalid_request": 400,
-    "protocol": 400,
-    "unauthorized": 401,
-    "permission_denied": 403,
-    "unknown_team": 404,
-    "not_found": 404,
-    "method_not_allowed": 405,
-    "loop": 409,
-    "too_large": 413,
-    "rate_limited": 429,
-    "busy": 503,
-    "shutting_down": 503,
-    "team_unavailable": 503,
-    "daemon_not_running": 503,
-    "claude_failed": 502,
-    "config": 500,
-    "internal": 500,
-}
-
-
-def http_status(code: str) -> int:
-    return STATUS_BY_CODE.get(code, 500)
-
-
 # --- bodies and query strings --------------------------------------------------------
 
 
@@ -141,8 +124,8 @@ class DenyBody(_In):
 
 
 class AnswerBody(_In):
-    text: str
-    timeout_ms: int = 0
+    text: MessageText
+    timeout_ms: TimeoutMs = 0
 
 
 MAX_ASK_BODY_BYTES = 256 * 1024  # a question is at most 20,000 characters, even escaped
@@ -169,14 +152,14 @@ class FromQuery(_In):
 
 
 class WaitQuery(_In):
-    wait_ms: Annotated[int, msgspec.Meta(description="Wait up to this long for the tell's end (0: not).")] = 0
+    wait_ms: ResultWaitMs = 0
 
 
 class TellsQuery(_In):
     team: Annotated[str | None, msgspec.Meta(description="Only tells to this team.")] = None
     from_team: Annotated[str | None, msgspec.Meta(description="Only tells from this team ('external').")] = None
     status: TellStatus | None = None
-    limit: int = 50
+    limit: ListLimit = 50
 
 
 class TeamAllQuery(_In):

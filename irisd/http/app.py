@@ -52,6 +52,7 @@ from irisd.http.security import Allowlist, FailedAuthLimiter
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
 from protocol import a2a
+from protocol.codec import UNDECODABLE, undecodable
 from protocol.errors import InvalidRequestError, NotFoundError, UnauthorizedError
 from protocol.limits import explain
 from protocol.messages import Request as IrisRequest
@@ -206,5 +207,5 @@ def _decode(body: bytes, kind: type[Any]) -> Any:
         return msgspec.json.decode(body, type=kind)
     except msgspec.ValidationError as exc:
         raise InvalidRequestError(f"invalid body: {explain(exc, [kind]) or exc}") from None
-    except (msgspec.DecodeError, RecursionError) as exc:
-        raise InvalidRequestError(f"the body is not JSON: {exc}") from None
+    except UNDECODABLE as exc:
+        raise InvalidRequestError(f"the body is not JSON: {undecodable(exc, body)}") from None

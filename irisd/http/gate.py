@@ -13,7 +13,9 @@ before it reaches a route, outermost first (security.py says why each check):
    itself (403);
 5. ``Authenticate``: a token (``Authorization: Bearer``) or the login cookie names the
    ``Caller``, left in the scope under ``CALLER_KEY`` (401; 429 after too many failures
-   from one address). Only the public paths pass without (``/health``, ``/login``, and
+   from one address). A POST with the cookie must be ``application/json`` (415): a web
+   page can make a browser send a form or text/plain with its cookies, never JSON.
+   Only the public paths pass without (``/health``, ``/login``, and
    the A2A face, which authenticates its own callers);
 6. ``CapBody``: bodies are capped (413), by their Content-Length before they are read,
    or as they arrive; a route may cap lower (app.py). (starlette's own body limit
@@ -34,12 +36,12 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from irisd.caller import Caller
-from irisd.http.api import http_status
 from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token
 from irisd.serving import CLIENT_LEFT, internal_error
 from irisd.tokens import COOKIE_NAME, Access
 from protocol import a2a
 from protocol.errors import (
+    INVALID_REQUEST,
     BusyError,
     IrisError,
     NotFoundError,
@@ -47,6 +49,7 @@ from protocol.errors import (
     RateLimitedError,
     TooLargeError,
     UnauthorizedError,
+    UnsupportedMediaTypeError,
 )
 from protocol.messages import ErrorReply
 
@@ -75,6 +78,8 @@ _encoder = msgspec.json.Encoder()
 
 class MethodNotAllowedError(IrisError):
     code = "method_not_allowed"
+    http_status = 405
+    jsonrpc_code = INVALID_REQUEST
 
     def __init__(self, method: str, path: str, allowed: str) -> None:
         super().__init__(f"{method} is not allowed on {path}; use {allowed}")
@@ -84,7 +89,7 @@ class MethodNotAllowedError(IrisError):
 def refusal(error: IrisError, *, jsonrpc: bool = False) -> Response:
     """The JSON answer to ``error``, with the status and headers its code calls for; in
     JSON-RPC's form (``id`` null: the request was not read) if ``jsonrpc``."""
-    status = http_status(error.code)
+    status = error.http_status
     headers = {}
     if isinstance(error, UnauthorizedError):
         headers["WWW-Authenticate"] = 'Bearer realm="irisd"'
@@ -93,8 +98,9 @@ def refusal(error: IrisError, *, jsonrpc: bool = False) -> Response:
     if isinstance(error, MethodNotAllowedError):
         headers["Allow"] = error.allowed
     if jsonrpc:
-        code = a2a.INTERNAL_ERROR if status >= 500 else a2a.INVALID_REQUEST
-        body = a2a.encoder.encode(a2a.JsonRpcResponse[None](id=None, error=a2a.error(code, error.message)))
+        body = a2a.encoder.encode(
+            a2a.JsonRpcResponse[None](id=None, error=a2a.error(error.jsonrpc_code, error.message))
+        )
     else:
         body = _encoder.encode(ErrorReply(code=error.code, message=error.message))
     return Response(body, status, headers, media_type="application/json")
@@ -229,6 +235,8 @@ class Authenticate:
             caller = self.access.caller_for_token(token)
         elif session is not None:
             caller = self.access.caller_for_cookie(session)
+            if caller is not None:
+                check_cookie_body(connection)
         if caller is not None:
             return caller
         count_failure(self.limiter, connection.scope)
@@ -240,6 +248,21 @@ class Authenticate:
         raise UnauthorizedError(
             "the token is not valid (rotated, or of a claude process that has stopped); "
             "'iris http token' prints the current one"
+        )
+
+
+def check_cookie_body(connection: HTTPConnection) -> None:
+    """A request that changes something with the login cookie must be JSON: a web page can
+    make the browser send a form or text/plain body with its cookies and no preflight, never
+    ``application/json`` (UnsupportedMediaTypeError, 415)."""
+    if connection.scope["type"] != "http" or connection.scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        return
+    declared = connection.headers.get("content-type", "")
+    kind = declared.split(";")[0].strip().lower()
+    if kind != "application/json":
+        raise UnsupportedMediaTypeError(
+            f"a {connection.scope['method']} with the login cookie must be 'Content-Type: application/json', "
+            f"not {kind or 'none'}; send JSON (a script sends 'Authorization: Bearer TOKEN' instead of the cookie)"
         )
 
 

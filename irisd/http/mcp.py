@@ -102,17 +102,21 @@ class McpEndpoint:
         await self._manager.handle_request(scope, receive, send)
 
     def _shim_for(self, ctx: ServerRequestContext[Any]) -> Shim:
-        from iris_mcp.server import Shim
-        from iris_mcp.tools import Identity
-
         request = ctx.request
-        caller: Caller = request.scope[CALLER_KEY]  # type: ignore[union-attr]  # set by the gate
-        link = ServingLink(self.serving, caller)
-        if caller.kind == "reader":  # iris-agent: the read-only tools (irisd refuses the rest anyway)
-            return Shim(link, identity=Identity(None, "owner"), read_only=True)
-        owner = Identity(None, "owner")
-        identity = owner if caller.is_owner else Identity(caller.team, "token", pair=caller.pair)
-        return Shim(link, identity=identity)
+        return shim_for(self.serving, request.scope[CALLER_KEY])  # type: ignore[union-attr]  # set by the gate
+
+
+def shim_for(serving: Serving, caller: Caller) -> Shim:
+    """The tools as ``caller`` (named by its token) uses them: its requests served in process."""
+    from iris_mcp.server import Shim
+    from iris_mcp.tools import Identity
+
+    link = ServingLink(serving, caller)
+    if caller.kind == "reader":  # iris-agent: the read-only tools (irisd refuses the rest anyway)
+        return Shim(link, identity=Identity(None, "owner"), read_only=True)
+    owner = Identity(None, "owner")
+    identity = owner if caller.is_owner else Identity(caller.team, "token", pair=caller.pair)
+    return Shim(link, identity=identity)
 
 
 def _import_sdk() -> None:

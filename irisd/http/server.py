@@ -21,6 +21,8 @@ import functools
 import logging
 import os
 import socket
+import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import trio
@@ -29,6 +31,7 @@ from hypercorn.trio import serve
 
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
 from irisd.http.security import url_host
+from irisd.throttle import LogThrottle
 from protocol.errors import IrisError
 
 log = logging.getLogger("irisd.http")
@@ -77,6 +80,38 @@ def socket_url(sock: socket.socket) -> tuple[str, int]:
     return url_host(host), port
 
 
+class QuietAcceptErrors(logging.Filter):
+    """trio's accept loop (``trio.serve_listeners``, under hypercorn) logs a failed accept,
+    EMFILE when irisd is out of file descriptors, at ERROR with its traceback, and tries
+    again every 100 ms: ten tracebacks a second, caused by clients. Here it is one line at
+    WARNING, without the traceback, at most ``burst`` a minute (the next one says how many
+    were left out)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, burst: int = 1) -> None:
+        super().__init__()
+        self.clock = clock
+        self.throttle = LogThrottle(burst=burst, window_s=60.0)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        allowed, suppressed = self.throttle.allow(self.clock())
+        if not allowed:
+            return False
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        if suppressed:
+            record.similar_lines_suppressed = suppressed  # as irisd.server says it
+        return True
+
+
+ACCEPT_LOG = logging.getLogger("trio.serve_listeners")
+
+
+def quiet_accept_errors() -> None:
+    """Install ``QuietAcceptErrors`` on trio's accept loop logger, once."""
+    if not any(isinstance(f, QuietAcceptErrors) for f in ACCEPT_LOG.filters):
+        ACCEPT_LOG.addFilter(QuietAcceptErrors())
+
+
 class HttpServer:
     def __init__(self, face: HttpFace, sock: socket.socket) -> None:
         self.face = face
@@ -103,6 +138,7 @@ class HttpServer:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve until cancelled (or drained by ``stop_accepting``)."""
         config = self.config()
+        quiet_accept_errors()
         fd = os.dup(self.sock.fileno())
         config.bind = [f"fd://{fd}"]
         async with trio.open_nursery() as nursery:

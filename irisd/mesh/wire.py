@@ -13,6 +13,7 @@ from typing import Literal, TypeVar
 
 import msgspec
 
+from protocol.codec import UNDECODABLE
 from protocol.limits import MAX_CHAIN_PATH, ChainHops, ChainPath
 from protocol.messages import ChainRef, TellStatus
 
@@ -71,7 +72,7 @@ def read(decoder: msgspec.json.Decoder[T], data: bytes) -> T | None:
     consumer's task and be redelivered forever."""
     try:
         return decoder.decode(data)
-    except (msgspec.DecodeError, RecursionError):
+    except UNDECODABLE:  # a string that is not UTF-8 too: it would restart the consumer's tasks
         return None
 
 

@@ -215,7 +215,7 @@ class ActiveTell:
     def publish(self, event: Event) -> None:
         """Best effort: a listener that cannot keep up is dropped, never waited for."""
         if self.hub is not None:
-            self.hub.publish(event, self.from_team, self.to_team)
+            self.hub.publish(event, self.from_team, self.to_team, self.chain_id)
         for listener in list(self._listeners):
             try:
                 listener.send_nowait(event)

@@ -243,8 +243,8 @@ def test_an_agent_sees_only_its_own_tasks(shared: Iris) -> None:
         token=mine,
     )
     task_id = sent["result"]["task"]["id"]
-    _, answer = rpc(shared, "GetTask", {"id": task_id}, token=theirs)
-    assert answer["error"]["code"] == -32001
+    status, answer = rpc(shared, "GetTask", {"id": task_id}, token=theirs)  # the core's policy: 403
+    assert status == 403 and answer["error"]["code"] == -32600 and "not one of yours" in answer["error"]["message"]
     assert rpc(shared, "ListTasks", {}, token=theirs)[1]["result"]["tasks"] == []
     # The owner sees every task of the team.
     owned = rpc(shared, "GetTask", {"id": task_id})[1]

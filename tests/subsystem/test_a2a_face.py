@@ -16,11 +16,13 @@ import trio.testing
 
 from iris_common import a2a_tokens
 from iris_common.config import IrisConfig, parse_config
+from irisd import policy
 from irisd.a2a.inbound.service import A2AService
 from irisd.caller import Caller
 from irisd.http.a2a import A2AFace
 from irisd.tokens import Access
-from protocol.errors import NotFoundError, RateLimitedError
+from protocol import errors
+from protocol.errors import BusyError, NotFoundError, RateLimitedError
 from protocol.messages import (
     CancelTell,
     Event,
@@ -68,6 +70,8 @@ class FakeCore:
                     await trio.sleep_forever()
                 finally:
                     self.watchers.remove(send_event)
+            case Tell(message="full"):
+                raise BusyError("the pair alpha's queue is full (50 tells wait); try again later")
             case Tell():
                 info = TellInfo(
                     id=f"t{len(self.tells) + 1}",
@@ -83,15 +87,22 @@ class FakeCore:
             case GetTell(tell_id=tell_id):
                 if tell_id == "bug":
                     raise RuntimeError("a bug")
+                if (error := errors._BY_CODE.get(tell_id)) is not None:
+                    raise error(f"refused: {tell_id}")
                 if tell_id not in self.tells:
                     raise NotFoundError(f"no tell with id {tell_id!r}")
+                policy.check_sees(caller, _owned(self.tells[tell_id]), f"tell {tell_id}")  # the core's policy
                 return TellReply(status="in_progress", tell=self.tells[tell_id])
             case ListTells():
-                found = [t for t in self.tells.values() if request.from_team in (None, t.from_team)]
+                found = [
+                    t for t in self.tells.values()
+                    if request.from_team in (None, t.from_team) and policy.sees(caller, _owned(t))
+                ]
                 return ReportReply(tells=sorted(found, key=lambda t: -t.created_at))
             case ListQuestions():
                 return QuestionsReply(questions=[])
             case CancelTell(tell_id=tell_id):
+                policy.check_changes(caller, _owned(self.tells[tell_id]), f"tell {tell_id}")
                 await self.move(tell_id, "interrupted")
                 return TellReply(status="interrupted", tell=self.tells[tell_id])
         raise AssertionError(f"unexpected {request!r}")
@@ -108,6 +119,10 @@ class FakeCore:
             if text:
                 await send(TellText(tell_id=tell_id, text=text))
             await send(TellState(tell_id=tell_id, status=status))  # type: ignore[arg-type]
+
+
+def _owned(info: TellInfo) -> policy.Owned:
+    return policy.Owned(info.from_team, info.to_team, info.chain_id)
 
 
 def config() -> IrisConfig:
@@ -258,6 +273,12 @@ async def _no_teams() -> list[TeamInfo]:
         (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 3}}', {}, -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t9"}}', {}, -32001),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 0}}', {}, -32602),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 101}}', {}, -32602),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "t1", "historyLength": -1}}', {}, -32602),
+        # Not Unicode: in the call itself a parse error, in its params an invalid request.
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "GetT\xffask"}', {}, -32700),
+        (rb'{"jsonrpc": "2.0", "id": 1, "method": "GetTask\ud800"}', {}, -32700),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "\xff"}}', {}, -32600),
     ],
 )
 async def test_json_rpc_and_a2a_errors_have_their_codes(
@@ -268,6 +289,26 @@ async def test_json_rpc_and_a2a_errors_have_their_codes(
     assert status == 200 and answer["jsonrpc"] == "2.0" and answer["error"]["code"] == code, answer
     if code == -32001:
         assert answer["error"]["data"][0]["reason"] == "TASK_NOT_FOUND"
+
+
+@pytest.mark.parametrize("code", sorted(errors._BY_CODE))
+async def test_every_iris_error_is_answered_with_the_json_rpc_code_its_class_carries(
+    face: A2AFace, access: Access, code: str
+) -> None:
+    error = errors._BY_CODE[code]
+    status, answer = await Client(face, access.owner_token).rpc("GetTask", {"id": code})
+    assert answer["error"]["code"] == error.jsonrpc_code
+    assert answer["error"]["message"].endswith(f"refused: {code}") or code == "not_found"  # "no task ..."
+    assert status == (error.http_status if error.http_status in (401, 403) else 200)
+
+
+async def test_a_full_queue_rejects_the_message_as_a_task(face: A2AFace, access: Access) -> None:
+    """Iris refusing for now is a REJECTED task with the reason, not -32603 irisd failed."""
+    message = {**MESSAGE, "parts": [{"text": "full"}]}
+    status, answer = await Client(face, access.owner_token).rpc("SendMessage", {"message": message})
+    task = answer["result"]["task"]
+    assert status == 200 and task["status"]["state"] == "TASK_STATE_REJECTED"
+    assert "queue is full" in task["status"]["message"]["parts"][0]["text"]
 
 
 async def test_send_message_waits_for_the_answer_and_returns_the_task(
@@ -343,8 +384,10 @@ async def test_an_agent_sees_only_its_own_tasks(face: A2AFace, core: FakeCore, a
     mine, theirs = Client(face, a2a_tokens.issue(path, "a")), Client(face, a2a_tokens.issue(path, "b"))
     params = {"message": MESSAGE, "configuration": {"returnImmediately": True}}
     task_id = (await mine.rpc("SendMessage", params))[1]["result"]["task"]["id"]
-    assert (await theirs.rpc("GetTask", {"id": task_id}))[1]["error"]["code"] == -32001
-    assert (await theirs.rpc("CancelTask", {"id": task_id}))[1]["error"]["code"] == -32001
+    for method in ("GetTask", "CancelTask"):  # the core's refusal, a 403 as on every face
+        status, refused = await theirs.rpc(method, {"id": task_id})
+        assert status == 403 and refused["error"]["code"] == -32600, refused
+        assert "the A2A agent 'a2a:b' may not read tell" in refused["error"]["message"]
     assert (await theirs.rpc("ListTasks", {}))[1]["result"]["tasks"] == []
     listed = (await mine.rpc("ListTasks", {}))[1]["result"]
     assert [t["id"] for t in listed["tasks"]] == [task_id] and listed["nextPageToken"] == ""

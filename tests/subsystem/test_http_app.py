@@ -6,7 +6,9 @@ serving it on a real socket through its public ``serve`` and an ``fd://`` bind."
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -23,17 +25,22 @@ from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
 from irisd.http.gate import SECURITY_HEADERS
 from irisd.http.security import Allowlist, host_names
-from irisd.http.server import HttpServer, open_http_socket
+from irisd.http.server import ACCEPT_LOG, HttpServer, QuietAcceptErrors, open_http_socket, quiet_accept_errors
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
+from protocol import errors
+from protocol.errors import InvalidRequestError, IrisError
 from protocol.messages import (
+    AnswerQuestion,
     CountReply,
     Decide,
     Event,
     GetStatus,
+    GetTell,
     ListTeams,
     ListTells,
     Reply,
+    Report,
     Request,
     Tell,
     Wake,
@@ -52,6 +59,7 @@ class Recorder:
         self.config = SimpleNamespace(team=lambda name: name)
         self.hold: trio.Event | None = None
         self.entered = 0
+        self.raises: IrisError | None = None
 
     async def dispatch(self, request: Request, caller: Caller, send_event: Callable[[Event], Awaitable[None]]) -> Reply:
         self.seen.append((request, caller))
@@ -60,6 +68,8 @@ class Recorder:
             await self.hold.wait()
         if isinstance(request, GetStatus):
             raise KeyError("a bug")
+        if self.raises is not None:
+            raise self.raises
         return CountReply(count=len(self.seen))
 
 
@@ -270,6 +280,84 @@ async def test_login_sets_the_cookie_that_then_names_the_owner(face: HttpFace, r
     assert (await call(face, "GET", "/login?token=wrong", token=None)).status == 401
 
 
+@pytest.mark.parametrize(
+    ("content_type", "status"),
+    [
+        (None, 415),
+        ("text/plain", 415),
+        ("application/x-www-form-urlencoded", 415),
+        ("multipart/form-data; boundary=x", 415),
+        ("application/json", 200),
+        ("Application/JSON; charset=utf-8", 200),
+    ],
+)
+async def test_a_post_with_the_cookie_must_be_json(
+    face: HttpFace, recorder: Recorder, content_type: str | None, status: int
+) -> None:
+    """A web page can make the browser POST a form or text/plain with its cookies (no
+    preflight, no Origin from some browsers): only JSON is served."""
+    headers = {"cookie": f"{COOKIE_NAME}={face.access.cookie}"}
+    if content_type is not None:
+        headers["content-type"] = content_type
+    answer = await call(face, "POST", "/api/teams/alpha/wake", b'{"from_team": null}', token=None, headers=headers)
+    assert answer.status == status, answer.body
+    if status == 415:
+        assert answer.code == "unsupported_media_type" and "application/json" in answer.json()["message"]
+        assert recorder.seen == []
+    # The token in Authorization is no browser's: any body type is read as before.
+    scripted = await call(face, "POST", "/api/teams/alpha/wake", b"{}", headers={"content-type": "text/plain"})
+    assert scripted.status == 200
+
+
+@pytest.mark.parametrize("error", [errors._BY_CODE[c] for c in sorted(errors._BY_CODE)], ids=sorted(errors._BY_CODE))
+async def test_every_error_is_answered_with_the_status_its_class_carries(
+    face: HttpFace, recorder: Recorder, error: type[IrisError]
+) -> None:
+    """One mapping: a budget refusal of a tell was a 500 when the API kept its own table."""
+    recorder.raises = error("what went wrong, and the fix")
+    answer = await call(face, "POST", "/api/teams/alpha/tell", {"message": "hi"})
+    assert (answer.status, answer.code) == (error.http_status, error.code)
+    assert answer.json()["message"] == "what went wrong, and the fix"
+    assert errors.BudgetError.http_status == 402 and errors.IrisError.http_status == 500
+
+
+@pytest.mark.parametrize(
+    ("request_", "words"),
+    [
+        (Report(to_team="alpha", limit=5000), "`$.limit`; use 1 to 1000"),
+        (ListTells(limit=0), "`$.limit`; use 1 to 1000"),
+        (GetTell(tell_id="t-1", wait_ms=-5), "`$.wait_ms`; use 0 (answer at once)"),
+        (AnswerQuestion(question_id="q-1", text="x" * 1_000_001), "`$.text`; point the team at a file"),
+        (AnswerQuestion(question_id="q-1", text="x", timeout_ms=-2), "`$.timeout_ms`; use -1"),
+    ],
+)
+async def test_the_limits_on_the_types_hold_for_requests_built_in_process(
+    serving: Serving, recorder: Recorder, request_: Request, words: str
+) -> None:
+    """The serve path checks every request against its type once, whichever face built it
+    (the socket's decoder checked only the socket's): the dispatcher never sees it."""
+    with pytest.raises(InvalidRequestError, match=re.escape(words)):
+        await serving.dispatch(request_, OWNER)
+    assert recorder.seen == []
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        (b'{"message": "\xff"}', "not valid UTF-8"),
+        (b'{"message": "\xed\xa0\x80"}', "not valid UTF-8"),  # a surrogate, encoded
+        (rb'{"message": "\ud800"}', "half of a UTF-16 surrogate pair"),  # msgspec: "Input data was truncated"
+        (rb'{"message": "a\ud800\u0041"}', "half of a UTF-16 surrogate pair"),
+    ],
+)
+async def test_a_body_that_is_not_valid_unicode_is_a_400_with_its_reason(
+    face: HttpFace, recorder: Recorder, caplog: pytest.LogCaptureFixture, body: bytes, words: str
+) -> None:
+    answer = await call(face, "POST", "/api/teams/alpha/tell", body)
+    assert (answer.status, answer.code) == (400, "invalid_request") and words in answer.json()["message"]
+    assert recorder.seen == [] and not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
 async def test_too_many_failures_from_one_address_get_429_but_a_valid_token_gets_in(face: HttpFace) -> None:
     statuses = [(await call(face, "GET", "/api/teams", token=f"guess{i}")).status for i in range(25)]
     assert statuses[:20] == [401] * 20 and set(statuses[20:]) == {429}
@@ -388,3 +476,29 @@ def _get(port: int, path: str) -> bytes:
         while chunk := client.recv(65536):
             data += chunk
         return data
+
+
+def test_trios_accept_loop_logs_emfile_once_a_minute_without_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    """Out of file descriptors, trio's accept loop logs at ERROR with a traceback every
+    100 ms (trio/_highlevel_serve_listeners.py); a client causes it, so: one line a minute."""
+    now = [0.0]
+    logger = logging.getLogger("test.serve_listeners")
+    quiet = QuietAcceptErrors(clock=lambda: now[0])
+    logger.addFilter(quiet)
+    try:
+        for _ in range(600):  # a minute of trio's retries
+            try:
+                raise OSError(24, "Too many open files")
+            except OSError as exc:
+                logger.error("accept returned %s (%s); retrying in %s seconds", "EMFILE", exc, 0.1, exc_info=True)
+            now[0] += 0.1
+        logger.error("accept returned %s (%s); retrying in %s seconds", "EMFILE", "again", 0.1, exc_info=True)
+    finally:
+        logger.removeFilter(quiet)
+    logged = [r for r in caplog.records if r.name == "test.serve_listeners"]
+    assert [(r.levelno, r.exc_info) for r in logged] == [(logging.WARNING, None)] * 2
+    assert logged[1].__dict__["similar_lines_suppressed"] == 599
+    quiet_accept_errors()
+    quiet_accept_errors()  # once
+    assert [type(f) for f in ACCEPT_LOG.filters].count(QuietAcceptErrors) == 1
+    assert ACCEPT_LOG is trio._highlevel_serve_listeners.LOGGER  # the logger trio's accept loop uses

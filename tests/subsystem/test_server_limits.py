@@ -12,6 +12,7 @@ import struct
 from collections.abc import Iterator
 from typing import Any, cast
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -250,6 +251,31 @@ async def test_malformed_clients_are_logged_ten_times_a_minute_at_most(
         await client.receive()
     assert len(caplog.records) == 11
     assert caplog.records[-1].__dict__["similar_lines_suppressed"] == 40
+
+
+@pytest.mark.parametrize(
+    "bad", [b"\xff", b"\xed\xa0\x80"], ids=["not UTF-8", "a surrogate encoded"]
+)
+async def test_a_string_that_is_not_utf8_gets_an_error_reply_and_the_connection_goes_on(
+    autojump_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture, bad: bytes
+) -> None:
+    """The frame is whole, one string in it is bad: an answer, not a closed connection (nor
+    a traceback in the log)."""
+    server = make_server(ConnectionLimits())
+    body = msgspec.msgpack.encode({"type": "list_teams"})
+    # A Tell whose message is a msgpack string (fixstr) holding ``bad``, written by hand.
+    raw = b"\x83\xa4type\xa4tell\xa7to_team\xa5alpha\xa7message" + bytes([0xA0 | len(bad)]) + bad
+    async with trio.open_nursery() as nursery:
+        client = await connect(server, nursery)
+        assert isinstance(await client.ask(HELLO), Welcome)
+        await client.stream.send_all(len(raw).to_bytes(4, "big") + raw)
+        error = await client.receive()
+        assert isinstance(error, ErrorReply) and error.code == "invalid_request", error
+        assert "not valid UTF-8" in error.message
+        await client.stream.send_all(len(body).to_bytes(4, "big") + body)
+        assert isinstance(await client.receive(), TeamsReply)  # the same connection
+        nursery.cancel_scope.cancel()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
 def test_log_throttle() -> None:

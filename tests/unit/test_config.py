@@ -70,6 +70,13 @@ def test_empty_file_is_an_empty_config() -> None:
         ("teams:\n  a:\n    path: /tmp\n    color: pink\n", "is not a hex color"),
         ("teams:\n  a:\n    path: /tmp\n    idleTimeout: 5\n", "must be at least 1000"),
         ("settings:\n  maxProcesses: 0\n", "'settings.maxProcesses' is 0; it must be at least 1"),
+        # The numeric settings' limits are on their types (one check, the decoder's), with their fix.
+        ("settings:\n  httpPort: 70000\n", "'settings.httpPort' is 70000; it must be at most 65535; use a port from 1"),
+        ("settings:\n  rateLimit: 0\n", "'settings.rateLimit' is 0; it must be at least 1; use at least 1 tell"),
+        ("settings:\n  budget:\n    chainUsd: -1\n", "'settings.budget.chainUsd' is -1; it must be at least 0"),
+        ("settings:\n  retentionDays: 0\n", "'settings.retentionDays' is 0; it must be more than 0"),
+        ("settings:\n  questions:\n    ttl: 5\n", "'settings.questions.ttl' is 5; it must be at least 1000"),
+        ("teams:\n  a:\n    path: /tmp\n    budget:\n      dailyUsd: -2\n", "'teams.a.budget.dailyUsd' is -2;"),
         ("- just\n- a list\n", "must be a mapping"),
         ("teams: [\n", "not valid YAML"),
         # where, in the file's own terms (was: 'in "<byte string>", line 3, column 1' over 5 lines)

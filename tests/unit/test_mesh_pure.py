@@ -177,6 +177,10 @@ def test_a_mesh_message_nested_too_deep_is_not_irises_not_a_crash() -> None:
     assert read(INBOUND, deep) is None and read(LIVE, deep) is None and read(FINAL, deep) is None
     assert read(INBOUND, b"{nope") is None and read(INBOUND, b'{"kind": "nope"}') is None
     assert read(INBOUND, ENCODER.encode(CancelMsg(id="t-1"))) == CancelMsg(id="t-1")
+    # A string that is not UTF-8 raised UnicodeDecodeError, which restarted the consumer.
+    for id_ in (b"\xff", rb"\ud800"):
+        bad = ENCODER.encode(CancelMsg(id="t-1")).replace(b"t-1", id_)
+        assert read(INBOUND, bad) is None
 
 
 def test_a_mesh_sender_is_refused_by_an_irisd_on_no_mesh(tmp_path: Path) -> None:

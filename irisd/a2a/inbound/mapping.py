@@ -27,6 +27,7 @@ from typing import Any
 import msgspec
 
 from protocol import a2a
+from protocol.errors import IrisError
 from protocol.messages import QuestionInfo, TeamInfo, TellInfo
 
 # Media types a message part may carry: claude reads text, so text and JSON are passed
@@ -40,11 +41,19 @@ class A2AError(Exception):
     """An error for the A2A client: a JSON-RPC/A2A code, a message it can act on, and
     ErrorInfo metadata."""
 
-    def __init__(self, code: int, message: str, **metadata: str) -> None:
+    def __init__(self, code: int, message: str, *, status: int = 200, **metadata: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.status = status  # the HTTP status it is answered with (403: refused by the core's policy)
         self.metadata = metadata
+
+    @classmethod
+    def of(cls, exc: IrisError) -> A2AError:
+        """An Iris error in A2A's words: its class's JSON-RPC code (protocol/errors.py); a
+        refusal of who may do what is answered 401/403, as on every other face."""
+        status = exc.http_status if exc.http_status in (401, 403) else 200
+        return cls(exc.jsonrpc_code, exc.message, status=status, irisCode=exc.code)
 
     def to_wire(self) -> a2a.JsonRpcError:
         return a2a.error(self.code, self.message, **self.metadata)
@@ -70,10 +79,10 @@ def context_of(from_team: str | None, to_team: str) -> str:
     return f"{from_team or 'external'}->{to_team}"
 
 
-def sees(caller_sender: str | None, is_owner: bool, info: TellInfo, team: str) -> bool:
-    """Whether a caller may see a tell as one of its tasks on ``team``'s agent: the owner
-    sees every tell to the team, an agent only its own."""
-    return info.to_team == team and (is_owner or info.from_team == caller_sender)
+def on_agent(info: TellInfo, team: str) -> bool:
+    """Whether a tell is a task of ``team``'s agent (whose tells a caller may read at all is
+    the core's decision: irisd/policy.py)."""
+    return info.to_team == team
 
 
 # --- messages in ---------------------------------------------------------------------------
@@ -324,8 +333,6 @@ def status_time(view: TaskView) -> float:
 
 
 def to_task(view: TaskView, *, history_length: int | None = None, include_artifacts: bool = True) -> a2a.Task:
-    if history_length is not None and history_length < 0:
-        raise A2AError(a2a.INVALID_PARAMS, f"historyLength must be 0 or more, not {history_length}")
     state = view.state
     task = a2a.Task(
         id=view.id,

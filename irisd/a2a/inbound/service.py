@@ -28,14 +28,7 @@ from irisd.a2a.inbound.mapping import A2AError, TaskView
 from irisd.caller import OWNER, Caller
 from irisd.questions.detector import Detector
 from protocol import a2a
-from protocol.errors import (
-    BudgetError,
-    IrisError,
-    LoopError,
-    NotFoundError,
-    PermissionDeniedError,
-    RateLimitedError,
-)
+from protocol.errors import BudgetError, BusyError, IrisError, LoopError
 from protocol.limits import MAX_WAIT_MS
 from protocol.messages import (
     FINAL_TELL_STATUSES,
@@ -87,14 +80,8 @@ def sender_of(caller: Caller) -> str | None:
 
 
 def translate(exc: IrisError) -> A2AError:
-    """Iris's errors as A2A codes."""
-    if isinstance(exc, NotFoundError):
-        return A2AError(a2a.TASK_NOT_FOUND, exc.message)
-    if isinstance(exc, PermissionDeniedError):
-        return A2AError(a2a.UNSUPPORTED_OPERATION, exc.message)
-    if exc.code in ("invalid_request", "unknown_team"):
-        return A2AError(a2a.INVALID_PARAMS, exc.message)
-    return A2AError(a2a.INTERNAL_ERROR, exc.message, irisCode=exc.code)
+    """Iris's errors as A2A codes: each class's own (protocol/errors.py)."""
+    return A2AError.of(exc)
 
 
 class A2AService:
@@ -126,8 +113,8 @@ class A2AService:
     async def _tell(self, tell_id: str, caller: Caller, team: str) -> TellInfo:
         reply = await self.call(GetTell(tell_id=tell_id), caller)
         info = cast(TellReply, reply).tell
-        if not mapping.sees(sender_of(caller), caller.is_owner, info, team):
-            raise A2AError(a2a.TASK_NOT_FOUND, f"no task {tell_id!r} of yours on agent {team!r}", taskId=tell_id)
+        if not mapping.on_agent(info, team):
+            raise A2AError(a2a.TASK_NOT_FOUND, f"no task {tell_id!r} on agent {team!r}", taskId=tell_id)
         return info
 
     async def _questions(self, caller: Caller, team: str) -> dict[str, QuestionInfo]:
@@ -142,9 +129,7 @@ class A2AService:
             tells = [await self._tell(task_id, caller, team)]
         except A2AError as exc:
             if exc.code == a2a.TASK_NOT_FOUND:
-                raise A2AError(
-                    a2a.TASK_NOT_FOUND, f"no task {task_id!r} of yours on agent {team!r}", taskId=task_id
-                ) from None
+                raise A2AError(a2a.TASK_NOT_FOUND, f"no task {task_id!r} on agent {team!r}", taskId=task_id) from None
             raise
         questions = await self._questions(caller, team)
         while (q := questions.get(tells[-1].id)) and q.status == "answered" and q.answer_tell_id:
@@ -164,11 +149,7 @@ class A2AService:
         return mapping.to_task(await self.view(caller, team, params.id), history_length=params.history_length)
 
     async def list_tasks(self, caller: Caller, team: str, params: a2a.ListTasksRequest) -> a2a.ListTasksResponse:
-        size = DEFAULT_PAGE_SIZE if params.page_size is None else params.page_size
-        if not 1 <= size <= 100:
-            raise A2AError(a2a.INVALID_PARAMS, f"pageSize must be 1 to 100, not {size}")
-        if params.history_length is not None and params.history_length < 0:
-            raise A2AError(a2a.INVALID_PARAMS, f"historyLength must be 0 or more, not {params.history_length}")
+        size = DEFAULT_PAGE_SIZE if params.page_size is None else params.page_size  # its range: a2a.PageSize
         after = mapping.parse_iso(params.status_timestamp_after) if params.status_timestamp_after else None
         reply = await self.call(ListTells(to_team=team, from_team=sender_of(caller), limit=LIST_LIMIT), caller)
         infos = [t for t in cast(ReportReply, reply).tells if t.kind == "tell"]
@@ -236,7 +217,7 @@ class A2AService:
             try:
                 tell = Tell(to_team=team, message=prompt, timeout_ms=-1, across=across)
                 reply = await self._dispatch(tell, caller, _drop)
-            except (BudgetError, RateLimitedError, LoopError) as exc:  # Iris refuses: the task is REJECTED
+            except (BudgetError, BusyError, LoopError) as exc:  # Iris refuses (a full queue too): REJECTED
                 return await self._rejected(context, exc.message, emit)
             except IrisError as exc:
                 raise translate(exc) from None

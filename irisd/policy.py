@@ -1,0 +1,133 @@
+"""Who may see and change which tell: one decision for every face, pure.
+
+``irisd/caller.py`` decides what a caller may SEND (which requests, as whom); this module
+decides which tells (and what hangs on a tell: its transcript, its events, its question,
+its approval, a persisted tell) a caller may TOUCH. The dispatcher asks it for every
+request of every face (the socket, the HTTP API and its WebSocket, ``/mcp``, A2A, the
+mesh); a face never decides it again, it only words the refusal in its protocol (a 403,
+a JSON-RPC error, an MCP tool error, an ``ErrorReply``).
+
+A thing is known by ``Owned``: who sent its tell (``from_team``: a team, None for the
+person, ``a2a:NAME`` for an outside agent, ``team@irisd`` for a team of another irisd),
+the team that answers it (``to_team``) and its chain. The rules, by kind of caller:
+
+* the **owner** (the person: the socket, the owner's token, the dashboard's cookie) and
+  the **reader** (iris-agent, which changes nothing anyway: caller.py) see everything;
+* a **child** (team T's claude serving the pair F->T) sees and cancels the tells its
+  team sent (``from_team == T``), the tells of its own pair (F->T: what it is asked),
+  and the tells of the chain its pair is serving now (``chains``: the nested tells
+  further down); the same for events, questions, approvals, notifications;
+* an **agent** (``a2a:NAME``) only what it sent (``from_team`` is its name); a
+  **remote** caller (another irisd of the mesh, ``team@irisd``) only what that irisd's
+  teams sent (``from_team`` ends with ``@irisd``).
+
+A refusal is ``PermissionDeniedError`` (HTTP 403 on every face), with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from irisd.caller import Caller
+from protocol.errors import PermissionDeniedError
+
+EVERYONE = frozenset({"owner", "reader"})  # the kinds of caller that see every tell
+
+
+@dataclass(frozen=True)
+class Owned:
+    """The facts of a tell (or of what hangs on one) that decide who may touch it."""
+
+    from_team: str | None  # who sent it (None: the person, "external")
+    to_team: str  # the team that answers it
+    chain_id: str = ""  # the chain of nested tells it is part of ("" unknown)
+
+
+def pair_of(caller: Caller) -> tuple[str | None, str]:
+    """A child's pair as (from_team, to_team); "external" is None."""
+    from_name, _, to_name = caller.pair.partition("->")
+    return (None if from_name in ("", "external") else from_name), to_name
+
+
+def sees(caller: Caller, thing: Owned, chains: frozenset[str] = frozenset()) -> bool:
+    """Whether ``caller`` may read ``thing``. ``chains``: the chains a child's pair is
+    serving now (the dispatcher knows them)."""
+    if caller.kind in EVERYONE:
+        return True
+    if caller.kind == "child":
+        return (
+            thing.from_team == caller.team
+            or (thing.from_team, thing.to_team) == pair_of(caller)
+            or (bool(thing.chain_id) and thing.chain_id in chains)
+        )
+    if caller.kind == "remote":  # another irisd: what any of its teams sent ("team@irisd")
+        return thing.from_team is not None and _irisd(thing.from_team) == _irisd(caller.team or "")
+    return thing.from_team is not None and thing.from_team == caller.team  # an agent: "a2a:NAME"
+
+
+def _irisd(sender: str) -> str:
+    """The irisd of a remote sender "team@irisd" ("" for any other sender)."""
+    return sender.rpartition("@")[2] if "@" in sender else ""
+
+
+def may_change(caller: Caller, thing: Owned, chains: frozenset[str] = frozenset()) -> bool:
+    """Whether ``caller`` may cancel ``thing`` (or dismiss its question): what it sees, but
+    iris-agent changes nothing."""
+    return caller.kind != "reader" and sees(caller, thing, chains)
+
+
+def check_sees(caller: Caller, thing: Owned, what: str, chains: frozenset[str] = frozenset()) -> None:
+    """PermissionDeniedError unless ``caller`` may read ``what`` (e.g. "tell t-1")."""
+    if not sees(caller, thing, chains):
+        raise PermissionDeniedError(f"{caller.describe()} may not read {what}: {_whose(caller, thing)}")
+
+
+def check_changes(caller: Caller, thing: Owned, what: str, chains: frozenset[str] = frozenset()) -> None:
+    """PermissionDeniedError unless ``caller`` may cancel (or dismiss) ``what``."""
+    if caller.kind == "reader":
+        raise PermissionDeniedError(f"{caller.describe()} may not change {what}; give the person the iris command")
+    if not may_change(caller, thing, chains):
+        raise PermissionDeniedError(f"{caller.describe()} may not change {what}: {_whose(caller, thing)}")
+
+
+def check_answers(caller: Caller, asked_of: str | None, question_id: str) -> None:
+    """PermissionDeniedError unless ``caller`` may answer a question asked of ``asked_of``
+    (the asking pair's caller): the person answers any, a team or an agent only its own."""
+    if caller.kind == "owner":
+        return
+    if caller.kind == "reader" or asked_of != caller.team:
+        raise PermissionDeniedError(
+            f"{caller.describe()} may not answer question {question_id}: it was asked of "
+            f"{asked_of or 'the person (external)'}; only that caller, or the person with 'iris answer', answers it"
+        )
+
+
+EventFilter = Callable[[str | None, str, str], bool]
+"""Whether a subscriber gets an event of a tell (or pair): (from_team, to_team, chain_id)."""
+
+
+def event_filter(caller: Caller, chains: Callable[[], frozenset[str]]) -> EventFilter | None:
+    """The predicate a subscription of ``caller`` applies to each event; None: every event.
+    A child's current chains (``chains``) are asked only for an event of a chain that the
+    cheaper rules do not already decide, as its pair moves from tell to tell."""
+    if caller.kind in EVERYONE:
+        return None
+
+    def wanted(from_team: str | None, to_team: str, chain_id: str) -> bool:
+        thing = Owned(from_team, to_team, chain_id)
+        if sees(caller, thing):
+            return True
+        return caller.kind == "child" and bool(chain_id) and sees(caller, thing, chains())
+
+    return wanted
+
+
+def _whose(caller: Caller, thing: Owned) -> str:
+    sender = thing.from_team or "the person (external)"
+    if caller.kind == "child":
+        return (
+            f"it is {sender}'s tell to {thing.to_team}, not one of team {caller.team!r}'s, of its pair "
+            f"{caller.pair} or of the chain it serves"
+        )
+    return f"it is {sender}'s tell to {thing.to_team}, not one of yours"
