@@ -234,7 +234,7 @@ def transcript(reply: TranscriptReply) -> None:
     out.print(Text(f"{tell.id} {pair_name(tell.from_team, tell.to_team)} · {tell.status} · {ago(tell.created_at)}",
                    style="bold"))
     out.print(Text("asked: " + tell.message))
-    for shown in conversation(reply.entries):
+    for shown in conversation(reply.entries, tell):
         style, mark = _SHOWN_STYLE.get(shown.kind, ("", ""))
         first, *rest = shown.text.splitlines() or [""]
         indent = " " * len(mark)

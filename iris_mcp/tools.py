@@ -615,7 +615,7 @@ def render_transcript(reply: TranscriptReply) -> ToolOutput:
     header = f"tell {tell.id} [{tell.status}] {pair}: {short(tell.message)}"
     # One line per step; the raw JSON stays with the daemon ('iris cache read --raw'): the
     # model reads this data, and raw transcripts run to megabytes.
-    lines = [(step, step_line(step)) for step in steps(reply.entries) if step.kind != "thinking"]  # what it did
+    lines = [(step, step_line(step)) for step in steps(reply.entries, tell) if step.kind != "thinking"]  # what it did
     entries = [{"at": step.at, "kind": step.kind, "line": line} for step, line in lines]
     data: dict[str, Any] = {"tell": plain(tell), "entries": entries[-MAX_TRANSCRIPT_ENTRIES:]}
     if len(entries) > MAX_TRANSCRIPT_ENTRIES:

@@ -22,6 +22,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 
+import msgspec
 import trio
 
 from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request, line_type, user_turn
@@ -128,9 +129,11 @@ class PairTells:
         """A line the router gave the running tell: a result's cost share is the tell's; a
         permission request goes to the approval desk; any other line its machine reads,
         its transcript keeps, its listeners see (the text, the phase, claude's retries)."""
-        if routed.cost_share is not None:
-            tell.cost_usd = routed.cost_share
-            self.spent_usd += routed.cost_share
+        if routed.spent is not None and isinstance(line, ResultLine):
+            tell.book(routed.spent)
+            self.spent_usd += routed.spent.cost_usd
+            # The machine words a budget stop with the cost: the tell's, not the session's running total.
+            line = msgspec.structs.replace(line, total_cost_usd=routed.spent.cost_usd)
         if is_permission_request(line):  # routed.to == "permission"
             await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
             await self.desk.on_request(line, tell, self._send, self.apply)
