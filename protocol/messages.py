@@ -78,6 +78,10 @@ class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool: str = ""  # running_tool, awaiting_approval
     detail: str = ""  # the tool's input in short, or the API retry's cause
     approval_id: str = ""  # awaiting_approval
+    # queued: what the tell at the head of the pair's queue (the one running) waits for, so
+    # that a tell stuck behind an undecided approval, a question or a long tool says so.
+    head: TellPhase | None = None
+    head_id: str = ""  # queued: that tell's id
 
 
 class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):

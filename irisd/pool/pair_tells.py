@@ -93,9 +93,12 @@ class PairTells:
 
     def refresh_phases(self, *, state: str, waiting_for_slot: int) -> None:
         """Tell the queued tells what they wait for (the running tell is ahead of them all)."""
+        head = self.by_id.get(self.machine.current) if self.machine.current is not None else None
         ahead = 1 if self.machine.current is not None else 0
         for index, tell in enumerate(self.queued()):
-            if (phase := before_start(index + ahead, state=state, waiting_for_slot=waiting_for_slot)) is not None:
+            phase = before_start(index + ahead, state=state, waiting_for_slot=waiting_for_slot,
+                                 head=head.phase if head is not None else None, head_id=head.id if head else "")
+            if phase is not None:
                 tell.set_phase(phase)
 
     # --- events ------------------------------------------------------------------------

@@ -168,14 +168,11 @@ class ActiveTell:
         if self.machine.is_final:
             return
         old = self.phase
-        if (old.name, old.ahead, old.tool, old.detail, old.approval_id) == (
-            phase.name, phase.ahead, phase.tool, phase.detail, phase.approval_id
-        ):
+        if msgspec.structs.replace(old, since=0.0) == msgspec.structs.replace(phase, since=0.0):
             return
-        self.phase = TellPhase(
-            name=phase.name, since=time.time(), ahead=phase.ahead, tool=phase.tool,
-            detail=phase.detail, approval_id=phase.approval_id,
-        )
+        # Queued behind the same tells, it waits as long as it did, whatever the one ahead does now.
+        same_wait = old.name == phase.name == "queued" and (old.ahead, old.head_id) == (phase.ahead, phase.head_id)
+        self.phase = msgspec.structs.replace(phase, since=old.since if same_wait else time.time())
         self.publish(TellPhaseEvent(tell_id=self.id, phase=self.phase))
 
     def note_status(self) -> bool:
