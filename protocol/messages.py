@@ -82,6 +82,7 @@ class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):
     # that a tell stuck behind an undecided approval, a question or a long tool says so.
     head: TellPhase | None = None
     head_id: str = ""  # queued: that tell's id
+    text: str = ""  # the phase in words (``describe``), for a front end that cannot word it (the dashboard)
 
 
 class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -34,6 +34,7 @@ from protocol.messages import (
     TellStatus,
     TellText,
 )
+from protocol.phases import describe
 
 LISTENER_BUFFER = 1000
 
@@ -87,7 +88,7 @@ class ActiveTell:
         self.created_wall = time.time()
         self.started_wall: float | None = None
         self.finished_wall: float | None = None
-        self.phase = TellPhase(name="queued", since=self.created_wall)  # what it waits for
+        self.phase = TellPhase(name="queued", since=self.created_wall, text="queued")  # what it waits for
         self.replied = trio.Event()  # the submitting caller gets its answer now
         self.finished = trio.Event()
         self._last_status: TellStatus = machine.status
@@ -168,7 +169,8 @@ class ActiveTell:
         if self.machine.is_final:
             return
         old = self.phase
-        if msgspec.structs.replace(old, since=0.0) == msgspec.structs.replace(phase, since=0.0):
+        phase = msgspec.structs.replace(phase, since=0.0, text=describe(phase))
+        if msgspec.structs.replace(old, since=0.0) == phase:
             return
         # Queued behind the same tells, it waits as long as it did, whatever the one ahead does now.
         same_wait = old.name == phase.name == "queued" and (old.ahead, old.head_id) == (phase.ahead, phase.head_id)
