@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from harness import Iris, wait_for
+from iris_common.money import usd
 from protocol.messages import ReadTranscript
 from scripted_model import ScriptedModel
 
@@ -243,3 +244,15 @@ def test_every_way_a_claude_restarts_books_only_the_tells_own_turns(iris: Iris) 
     steps = iris.request(ReadTranscript(tell_id=resumed["id"], steps=True)).steps  # the dashboard's reading
     (end,) = [step for step in steps if step.kind == "end"]
     assert end.cost_usd == pytest.approx(resumed["cost_usd"]) and end.input_tokens == resumed["input_tokens"]
+
+    # The daily budget acts on the true figures: what the sessions cost, not their histories again.
+    spent = iris.cli_json("costs", "--since", "today")["total"]["cost_usd"]
+    iris.settings["budget"] = {"dailyUsd": spent}
+    iris.write_config()
+    assert iris.cli("reload").returncode == 0
+    refused = iris.cli("tell", "beta", "over budget")
+    assert refused.returncode == 1 and f"spent {usd(spent)} today" in refused.stderr, refused.stderr
+    iris.settings["budget"] = {"dailyUsd": spent * 1.5}  # the histories counted again would be about twice
+    iris.write_config()
+    assert iris.cli("reload").returncode == 0
+    assert iris.cli_json("tell", "beta", "within budget")["status"] == "completed"

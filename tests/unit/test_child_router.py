@@ -116,3 +116,12 @@ def test_a_resume_that_finds_no_conversation_is_recognised_on_stdout_and_on_stde
     assert results and not any(ChildLineRouter.says_conversation_lost(line) for line in results)
     assert not ChildLineRouter.says_conversation_lost(recorded("child_interrupted.jsonl")[-1])
     assert not ChildLineRouter.stderr_says_conversation_lost("Error: connect ECONNREFUSED")
+
+
+def test_a_turn_no_tell_asked_for_costs_its_share_not_the_sessions_total() -> None:
+    router = ChildLineRouter(Spent(cost_usd=0.000408))  # a claude resumed from what its session had spent
+    turn = record()
+    for line in recorded("child_resumed.jsonl"):
+        routed = router.route(line, tell_running=False, record=turn, stopping=False)
+        turn.child_line(line, b"", 0.0, routed.spent)
+    assert turn.info().cost_usd == pytest.approx(0.000324 + 0.000404)  # not 0.000732 + 0.001136

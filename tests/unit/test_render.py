@@ -222,3 +222,13 @@ def test_every_commands_summary_in_iris_help_is_one_line() -> None:
             if hasattr(command, "list_commands"):  # a group (iris a2a, iris mesh, ...)
                 groups.append((f"{prefix}{name} ", command))
     assert seen > 40 and ragged == []
+
+
+def test_watch_names_the_approval_a_queued_tell_waits_behind(screen: io.StringIO) -> None:
+    approval = TellPhase(name="awaiting_approval", tool="Bash", detail="touch x", approval_id="a-0123456789ab")
+    render.tell_phase(TellPhaseEvent(tell_id="abc", phase=TellPhase(name="queued", ahead=1, head=approval,
+                                                                    head_id="t-0")))
+    assert screen.getvalue() == (
+        "\nabc queued behind 1 tell; tell t-0 ahead awaits your approval of Bash `touch x`: run 'iris approve "
+        "a-01234567' (or 'iris deny a-01234567')\n"
+    )
