@@ -320,12 +320,14 @@ def _host_port(url: str) -> str:
 
 
 def read_stored_total(transcript: Path, limit: int = COST_STATE_SCAN_BYTES) -> Spent | None:
-    """The last ``cost-state`` in the last ``limit`` bytes of a session's transcript
-    (None when there is none, or the file cannot be read)."""
+    """The last ``cost-state`` in the last ``limit`` bytes of a session's transcript;
+    nothing spent when the whole transcript has none (claude then starts from zero); None
+    when it is not known (none in the part read, or the file cannot be read)."""
     try:
         with transcript.open("rb") as file:
-            size = file.seek(0, os.SEEK_END)
-            file.seek(max(size - limit, 0))
-            return stored_total(file.read(limit))
+            start = max(file.seek(0, os.SEEK_END) - limit, 0)
+            file.seek(start)
+            found = stored_total(file.read(limit))
     except OSError:
         return None
+    return Spent() if found is None and start == 0 else found

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 COST_STATE = "cost-state"  # the type of the line claude appends to a session's transcript on exit
-_MARK = b'"type":"cost-state"'
+_MARK = b'"cost-state"'  # on the line of a cost-state (a line that only mentions it is parsed, then skipped)
 
 _TOKENS = (  # Spent's field <- modelUsage's key, summed over the models
     ("input_tokens", "inputTokens"),

@@ -182,6 +182,8 @@ class Spawner:
             await self.writes.save(
                 None, sessions.record_spawn, self.from_team, team.name, command.argv, msgspec.json.encode(team)
             )
+            # What the resumed session had spent, read before the child can add to it.
+            start = launcher.stored_total(row.session_id) if spawn.resume else Spent()
             process = launcher.child(command, self.inbox.sender())
             await nursery.start(run_child, process, grant)
             if command.preamble:  # what must not be in a command line (a remote child's env and token)
@@ -200,5 +202,4 @@ class Spawner:
             extra={"pair": self.label, "pid": process.pid, "resume": spawn.resume, "host": launcher.host,
                    "session_id": row.session_id, "spawn_s": round(trio.current_time() - started, 3)},
         )
-        start = launcher.stored_total(row.session_id) if spawn.resume else Spent()
         return Spawned(process, row.session_id, start)

@@ -86,5 +86,7 @@ def test_the_transcript_is_read_from_its_end_and_a_missing_one_is_unknown(tmp_pa
     transcript = tmp_path / "s.jsonl"
     transcript.write_bytes((RECORDED / "session_two_exits.jsonl").read_bytes() + b'{"type":"user"}\n' * 50)
     assert fields(read_stored_total(transcript)) == figures(0.001136, 204, 16, 0, 0)
-    assert read_stored_total(transcript, limit=100) is None  # not within the tail read
+    assert read_stored_total(transcript, limit=100) is None  # not within the tail read: not known
     assert read_stored_total(tmp_path / "missing.jsonl") is None
+    transcript.write_bytes(b'{"type":"user"}\n' * 50)  # no process of it exited cleanly: claude starts from 0
+    assert read_stored_total(transcript) == Spent()
