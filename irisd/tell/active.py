@@ -134,7 +134,7 @@ class ActiveTell:
 
     def info(self) -> TellInfo:
         m = self.machine
-        spent = self.spent
+        spent = self.spent if m.result is not None else None  # tokens: known of claude's turns, not a remote team's
         return TellInfo(
             id=self.id,
             from_team=self.from_team,
