@@ -173,7 +173,8 @@ class Pair:
         """Tell the queued tells what they wait for. Called whenever that may change (after
         every event, and by the pool while it holds a spawn back for a slot)."""
         waiting = self.slots.waiting_for_slot(self.key) if self.slots is not None else 0
-        self.tells.refresh_phases(state=self.machine.state, waiting_for_slot=waiting)
+        self.tells.refresh_phases(state=self.machine.state, waiting_for_slot=waiting,
+                                  own_turn=self.unsolicited.holding)
 
     # --- called from other tasks (non-blocking, or waiting for the actor) ----------------
 

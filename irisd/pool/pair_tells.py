@@ -91,13 +91,15 @@ class PairTells:
     def next_deadline(self) -> float:
         return min((tell.deadline for tell in self.by_id.values()), default=math.inf)
 
-    def refresh_phases(self, *, state: str, waiting_for_slot: int) -> None:
-        """Tell the queued tells what they wait for (the running tell is ahead of them all)."""
+    def refresh_phases(self, *, state: str, waiting_for_slot: int, own_turn: bool = False) -> None:
+        """Tell the queued tells what they wait for (the running tell is ahead of them all;
+        ``own_turn``: the child is taking a turn no tell asked for)."""
         head = self.by_id.get(self.machine.current) if self.machine.current is not None else None
         ahead = 1 if self.machine.current is not None else 0
         for index, tell in enumerate(self.queued()):
             phase = before_start(index + ahead, state=state, waiting_for_slot=waiting_for_slot,
-                                 head=head.phase if head is not None else None, head_id=head.id if head else "")
+                                 head=head.phase if head is not None else None, head_id=head.id if head else "",
+                                 own_turn=own_turn)
             if phase is not None:
                 tell.set_phase(phase)
 

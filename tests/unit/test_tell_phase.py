@@ -45,3 +45,11 @@ def test_what_the_head_itself_was_queued_behind_is_not_repeated() -> None:
     inner = TellPhase(name="queued", ahead=1, head=TellPhase(name="answering"), head_id="t-0")
     phase = before_start(1, state="processing", waiting_for_slot=0, head=inner, head_id="t-1")
     assert phase is not None and phase.head == TellPhase(name="queued", ahead=1)
+
+
+def test_the_first_tell_behind_a_turn_claude_took_on_its_own_says_so() -> None:
+    phase = before_start(0, state="processing", waiting_for_slot=0, own_turn=True)
+    assert phase is not None and describe(phase) == (
+        "queued: claude is taking a turn of its own (a message from another Claude session); 'iris status' shows it"
+    )
+    assert before_start(0, state="idle", waiting_for_slot=0) is None  # nothing holds it: it starts now
