@@ -9,9 +9,11 @@ must stay readable (an approval's commands) are printed once, above it.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from typing import TextIO
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -62,6 +64,18 @@ class StatusLine:
                 self._line_open = False
             self._err.write(text + "\n")
             self._err.flush()
+            self._draw()
+
+    @contextlib.contextmanager
+    def above(self) -> Iterator[None]:
+        """Print something else (a fan-out's answer) above the status line meanwhile."""
+        with self._lock:
+            self._erase()
+            if self._line_open:
+                self._out.write("\n")
+                self._line_open = False
+            self._out.flush()
+            yield
             self._draw()
 
     def write(self, text: str) -> None:

@@ -102,11 +102,22 @@ def sessions(items: list[SessionInfo]) -> None:
         note("* claude no longer has this conversation's transcript: the next tell starts a new one")
 
 
-def duration(tell: TellInfo) -> str:
-    if tell.started_at is None:
+def duration(tell: TellInfo, now: float | None = None) -> str:
+    """How long the tell took (or has taken), from its submission: a tell that waited in
+    its pair's queue says how long of it was waiting ("7m40s, 7m39s queued")."""
+    if not tell.created_at:
         return "-"
-    end = tell.finished_at or time.time()
-    return f"{end - tell.started_at:.1f} s"
+    end = tell.finished_at or (time.time() if now is None else now)
+    waited = (tell.started_at or end) - tell.created_at
+    took = _seconds(end - tell.created_at)
+    if tell.started_at is None:
+        return f"{took} queued"
+    return f"{took}, {_seconds(waited)} queued" if waited >= 1.0 else took
+
+
+def _seconds(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
+    return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
 
 
 def report(items: list[TellInfo]) -> None:
@@ -234,7 +245,7 @@ def transcript(reply: TranscriptReply) -> None:
     out.print(Text(f"{tell.id} {pair_name(tell.from_team, tell.to_team)} · {tell.status} · {ago(tell.created_at)}",
                    style="bold"))
     out.print(Text("asked: " + tell.message))
-    for shown in conversation(reply.entries):
+    for shown in conversation(reply.entries, tell):
         style, mark = _SHOWN_STYLE.get(shown.kind, ("", ""))
         first, *rest = shown.text.splitlines() or [""]
         indent = " " * len(mark)

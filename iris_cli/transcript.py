@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.messages import TranscriptEntry
+from protocol.messages import TellInfo, TranscriptEntry
 from protocol.transcript import Step, steps
 
 RESULT_LINES = 6  # of a tool's result
@@ -19,8 +19,9 @@ class Shown:
     text: str
 
 
-def conversation(entries: list[TranscriptEntry]) -> list[Shown]:
-    return [Shown(step.kind, _words(step)) for step in steps(entries)]
+def conversation(entries: list[TranscriptEntry], tell: TellInfo | None = None) -> list[Shown]:
+    """``tell``: the tell the lines are of (its end says what the tell cost, as the ledger)."""
+    return [Shown(step.kind, _words(step)) for step in steps(entries, tell)]
 
 
 def _words(step: Step) -> str:

@@ -9,12 +9,13 @@ from types import TracebackType
 from iris_cli.live import StatusLine
 from iris_cli.text import decide_line
 from protocol.messages import Event, TellNotice, TellPhase, TellPhaseEvent, TellState, TellText
-from protocol.phases import describe
+from protocol.phases import awaited_approval, describe
 
 
-def approval_hint(phase: TellPhase) -> str:
-    """The lines that tell a person how to decide the approval a tell waits for."""
-    return f"{describe(phase)}\n{decide_line(phase.approval_id)}"
+def approval_hint(phase: TellPhase, approval_id: str) -> str:
+    """The lines that tell a person how to decide the approval a tell waits for (its own,
+    or the one of the tell ahead of it in the queue)."""
+    return f"{describe(phase)}\n{decide_line(approval_id)}"
 
 
 class TellWatcher:
@@ -72,9 +73,10 @@ class TellWatcher:
     def _on_phase(self, phase: TellPhase) -> None:
         if self._status is not None:
             self._status.set(describe(phase))
-        if phase.name == "awaiting_approval" and phase.approval_id not in self._shown_approvals:
-            self._shown_approvals.add(phase.approval_id)
-            self._note(approval_hint(phase))
+        approval = awaited_approval(phase)
+        if approval is not None and approval.approval_id not in self._shown_approvals:
+            self._shown_approvals.add(approval.approval_id)
+            self._note(approval_hint(phase, approval.approval_id))
 
     def _note(self, text: str) -> None:
         if self._status is not None:

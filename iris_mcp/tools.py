@@ -67,6 +67,7 @@ from protocol.messages import (
     TeamInfo,
     TeamsReply,
     TellNotice,
+    TellPhase,
     TellPhaseEvent,
     TellReply,
     TellsReply,
@@ -75,7 +76,7 @@ from protocol.messages import (
     TranscriptReply,
     Welcome,
 )
-from protocol.phases import describe
+from protocol.phases import approve_command, awaited_approval, describe
 from protocol.transcript import Step, steps
 
 # Fits common MCP client limits: the TypeScript SDK (and the many clients built on it)
@@ -511,6 +512,20 @@ def short(text: str, limit: int = MAX_LISTED_TEXT) -> str:
     return text_short(text, limit)
 
 
+ASK_PERSON = "ask your person to run"
+
+
+def ask_person(phase: TellPhase) -> str:
+    """For the calling model: a tell that waits for an approval (its own, or the one of
+    the tell ahead of it: ``describe`` then names the command) waits for a person."""
+    approval = awaited_approval(phase)
+    if approval is None:
+        return ""
+    command = "that command" if approval is not phase else (
+        f"'{approve_command(approval.approval_id)}' or 'iris deny {approval.approval_id[:10]}'")
+    return f" ({ASK_PERSON} {command}; team_approve / team_deny decide it if they let you)"
+
+
 def render_tell(reply: TellReply) -> ToolOutput:
     """A tell's answer for the model; anything but a plain answer says what to do next."""
     info, status = reply.tell, reply.status
@@ -522,8 +537,11 @@ def render_tell(reply: TellReply) -> ToolOutput:
         return ToolOutput(info.text or "(the team answered with no text)", data)
     if status == "in_progress":
         if not info.text:
+            waits: str = info.status
+            if info.phase is not None:
+                waits = describe(info.phase) + ask_person(info.phase)
             text = (
-                f"Sent to {info.to_team} (tellId {info.id}); it is {info.status}. "
+                f"Sent to {info.to_team} (tellId {info.id}); it is {waits}. "
                 f"Fetch the answer later with team_result {{\"tellId\": \"{info.id}\"}}."
             )
         else:
@@ -615,7 +633,7 @@ def render_transcript(reply: TranscriptReply) -> ToolOutput:
     header = f"tell {tell.id} [{tell.status}] {pair}: {short(tell.message)}"
     # One line per step; the raw JSON stays with the daemon ('iris cache read --raw'): the
     # model reads this data, and raw transcripts run to megabytes.
-    lines = [(step, step_line(step)) for step in steps(reply.entries) if step.kind != "thinking"]  # what it did
+    lines = [(step, step_line(step)) for step in steps(reply.entries, tell) if step.kind != "thinking"]  # what it did
     entries = [{"at": step.at, "kind": step.kind, "line": line} for step, line in lines]
     data: dict[str, Any] = {"tell": plain(tell), "entries": entries[-MAX_TRANSCRIPT_ENTRIES:]}
     if len(entries) > MAX_TRANSCRIPT_ENTRIES:
@@ -810,9 +828,7 @@ class TellWatch:
                 self.notice = text
             case TellPhaseEvent(tell_id=tell_id, phase=phase):
                 self.tell_id = tell_id
-                said = describe(phase)
-                if phase.name == "awaiting_approval":
-                    said += f" (approval {phase.approval_id}: the user decides, e.g. with team_approve or team_deny)"
+                said = describe(phase) + ask_person(phase)
                 if said == self.phase or (self.parts and phase.name == "answering"):
                     return None
                 self.phase = said
@@ -824,7 +840,7 @@ class TellWatch:
         return self.message()
 
     def message(self) -> str:
-        if self.parts and not self.phase.startswith("awaiting your approval"):
+        if self.parts and ASK_PERSON not in self.phase:
             return tail(self.text, MAX_PROGRESS_CHARS)
         if self.notice:
             return self.notice

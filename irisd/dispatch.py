@@ -476,7 +476,7 @@ class Dispatcher:
         info = await self.tells.find(tell_id)
         entries = await self.store.read(rows.transcript, "tell_messages", "tell_id", tell_id)
         if as_steps:  # the dashboard: the one reading of the lines, not the lines
-            return TranscriptReply(tell=info, entries=[], steps=steps(entries))
+            return TranscriptReply(tell=info, entries=[], steps=steps(entries, info))
         return TranscriptReply(tell=info, entries=entries)
 
     async def unsolicited_transcript(self, turn_id: str) -> UnsolicitedReply:

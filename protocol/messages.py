@@ -88,6 +88,11 @@ class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool: str = ""  # running_tool, awaiting_approval
     detail: str = ""  # the tool's input in short, or the API retry's cause
     approval_id: str = ""  # awaiting_approval
+    # queued: what the tell at the head of the pair's queue (the one running) waits for, so
+    # that a tell stuck behind an undecided approval, a question or a long tool says so.
+    head: TellPhase | None = None
+    head_id: str = ""  # queued: that tell's id
+    text: str = ""  # the phase in words (``describe``), for a front end that cannot word it (the dashboard)
 
 
 class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -111,8 +116,8 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     kind: Literal["tell", "command", "notification"] = "tell"
     approval_id: str = ""  # with status awaiting_approval: the approval it waits for
     phase: TellPhase | None = None  # while unfinished (and known to irisd): what it waits for
-    # What claude's result line reported for this tell's turn (cost_usd above is this
-    # tell's share: claude reports a process's running total, irisd keeps the difference).
+    # What this tell's turns cost, as cost_usd above: claude reports running totals of the
+    # session, irisd books the difference each result made (irisd/claude/spend.py).
     input_tokens: int | None = None
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
@@ -184,7 +189,7 @@ class Step(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     subtype: str = ""  # end: claude's own word for the outcome (success, error_max_turns, ...)
     duration_s: float | None = None  # end: how long the turn took
     turns: int | None = None  # end: the model turns it took
-    cost_usd: float | None = None  # end: what claude reported
+    cost_usd: float | None = None  # end: what the tell cost (claude's running total when the tell is not known)
     input_tokens: int | None = None  # end
     output_tokens: int | None = None  # end
 

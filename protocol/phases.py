@@ -35,6 +35,8 @@ def describe(phase: TellPhase) -> str:
             queued = "queued"
             if phase.ahead > 0:
                 queued += f" behind {phase.ahead} tell{'s' if phase.ahead != 1 else ''}"
+            if phase.head is not None:
+                queued += _head(phase.head, phase.head_id)
             return f"{queued}: {phase.detail}" if phase.detail else queued  # detail: a mesh home that is away
         case "waiting_for_slot":
             busy = f" ({phase.ahead} busy; settings.maxProcesses)" if phase.ahead else ""
@@ -57,6 +59,34 @@ def describe(phase: TellPhase) -> str:
             asks = f": {phase.detail}" if phase.detail else ""
             return f"the remote team waits for input{asks}"
     return phase.name
+
+
+def awaited_approval(phase: TellPhase) -> TellPhase | None:
+    """The approval a tell waits for: its own, or the one the tell ahead of it waits for."""
+    if phase.name == "awaiting_approval":
+        return phase
+    if phase.name == "queued" and phase.head is not None and phase.head.name == "awaiting_approval":
+        return phase.head
+    return None
+
+
+def approve_command(approval_id: str) -> str:
+    """How a person lets the approval through (irisd takes any unique prefix of an id)."""
+    return f"iris approve {approval_id[:10]}"
+
+
+def _head(head: TellPhase, head_id: str) -> str:
+    """What the tell ahead of a queued one waits for, after "queued behind N tells"."""
+    tell = f" {head_id[:10]}" if head_id else ""
+    match head.name:
+        case "awaiting_approval":
+            return (f"; tell{tell} ahead awaits your approval of {_tool(head)}: "
+                    f"run '{approve_command(head.approval_id)}' (or 'iris deny {head.approval_id[:10]}')")
+        case "running_tool":
+            return f"; tell{tell} ahead is running a tool: {_tool(head)}"
+        case "awaiting_input":
+            return f"; tell{tell} ahead: {describe(head)}"
+    return f" ({describe(head)})"
 
 
 def _tool(phase: TellPhase) -> str:

@@ -7,6 +7,10 @@ transcript.js, which asks irisd for the steps: ``ReadTranscript(steps=True)``). 
 is not JSON, or of a type Iris does not know, becomes an ``other`` step; token deltas and
 claude's answers to Iris's own requests are left out, unread (the assistant line after the
 deltas holds the text).
+
+A result line's ``total_cost_usd`` and ``modelUsage`` are claude's running totals of the
+session, not what the tell cost: given the tell (``booked``), its end step says what Iris
+booked for it (the ledger's figure), so every front end shows one figure for one tell.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from protocol.messages import Step, StepKind, TranscriptEntry
+import msgspec
+
+from protocol.messages import Step, StepKind, TellInfo, TranscriptEntry
 from protocol.phases import tool_summary
 
 __all__ = ["TOOL_SUMMARY_CHARS", "Step", "StepKind", "steps"]
@@ -23,7 +29,9 @@ TOOL_SUMMARY_CHARS = 200
 SKIPPED = frozenset({"stream_event", "control_response", "rate_limit_event"})  # most of the lines: not parsed
 
 
-def steps(entries: list[TranscriptEntry]) -> list[Step]:
+def steps(entries: list[TranscriptEntry], booked: TellInfo | None = None) -> list[Step]:
+    """The steps of the lines; with ``booked`` (the tell they are of), its end step
+    carries the tell's own cost and tokens instead of claude's running totals."""
     out: list[Step] = []
     for entry in entries:
         if entry.type in SKIPPED:
@@ -35,7 +43,30 @@ def steps(entries: list[TranscriptEntry]) -> list[Step]:
             continue
         if isinstance(line, dict):
             out.extend(_one(line, entry.at))
+    return out if booked is None else _booked(out, booked)
+
+
+def _booked(out: list[Step], tell: TellInfo) -> list[Step]:
+    """The last end step gets the tell's figures; an earlier one (a claude that exited
+    mid-tell) none of its own: the tell's figures are the sum."""
+    ends = [i for i, step in enumerate(out) if step.kind == "end"]
+    for i in ends:
+        last = i == ends[-1]
+        out[i] = _end(msgspec.structs.replace(
+            out[i],
+            cost_usd=tell.cost_usd if last else None,
+            input_tokens=tell.input_tokens if last else None,
+            output_tokens=tell.output_tokens if last else None,
+        ))
     return out
+
+
+def _end(step: Step) -> Step:
+    """An end step's words, from its figures: outcome, time, cost."""
+    seconds = f", {step.duration_s:.1f} s" if step.duration_s is not None else ""
+    spent = f", ${step.cost_usd:.4f}" if step.cost_usd is not None else ""
+    text = f"{'failed' if step.is_error else 'done'} ({step.subtype}{seconds}{spent})"
+    return msgspec.structs.replace(step, text=text)
 
 
 def _one(line: dict[str, Any], at: float) -> list[Step]:
@@ -86,16 +117,11 @@ def _one(line: dict[str, Any], at: float) -> list[Step]:
     if kind == "result":
         ms, cost = _number(line.get("duration_ms")), _number(line.get("total_cost_usd"))
         usage: dict[str, Any] = line["usage"] if isinstance(line.get("usage"), dict) else {}
-        seconds = f", {ms / 1000:.1f} s" if ms is not None else ""
-        spent = f", ${cost:.4f}" if cost is not None else ""
-        failed = bool(line.get("is_error"))
-        subtype = str(line.get("subtype", "?"))
         turns, tokens_in, tokens_out = (_whole(v) for v in (line.get("num_turns"), usage.get("input_tokens"),
                                                              usage.get("output_tokens")))
-        return [Step(kind="end", at=at, text=f"{'failed' if failed else 'done'} ({subtype}{seconds}{spent})",
-                     is_error=failed, answer=str(line.get("result", "")), subtype=subtype,
-                     duration_s=ms / 1000 if ms is not None else None, turns=turns, cost_usd=cost,
-                     input_tokens=tokens_in, output_tokens=tokens_out)]
+        return [_end(Step(kind="end", at=at, is_error=bool(line.get("is_error")), answer=str(line.get("result", "")),
+                          subtype=str(line.get("subtype", "?")), duration_s=ms / 1000 if ms is not None else None,
+                          turns=turns, cost_usd=cost, input_tokens=tokens_in, output_tokens=tokens_out))]
     if kind in SKIPPED:
         return []  # deltas repeat the assistant messages; answers to our own requests
     return [Step(kind="other", at=at, text=f"({kind} line)")]

@@ -98,7 +98,7 @@ def result(
     from iris_cli.text import ANSWERED, pair_name, tell_data
     from iris_cli.watcher import approval_hint
     from protocol.messages import GetTell, TellReply
-    from protocol.phases import describe
+    from protocol.phases import awaited_approval, describe
 
     reply = send(GetTell(tell_id=tell_id, wait_ms=wait), as_json)
     assert isinstance(reply, TellReply)
@@ -109,8 +109,8 @@ def result(
         pair = pair_name(info.from_team, info.to_team)
         phase = f" · {describe(info.phase)}" if info.phase is not None else ""
         render.err.print(f"{pair} · {info.status}{phase} · {render.ago(info.created_at)}", style="dim")
-        if info.phase is not None and info.phase.name == "awaiting_approval":
-            render.err.print(approval_hint(info.phase))
+        if info.phase is not None and (approval := awaited_approval(info.phase)) is not None:
+            render.err.print(approval_hint(info.phase, approval.approval_id))
         render.answer(reply.status, info)
     if reply.status not in ANSWERED:
         raise typer.Exit(1)

@@ -27,7 +27,9 @@ from iris_common.locate import find_claude
 from iris_common.paths import IrisPaths, session_file
 from iris_mcp.tools import READ_ONLY_TOOLS
 from irisd.claude.command import stream_json_argv
+from irisd.claude.launcher import read_stored_total
 from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
+from irisd.claude.spend import Spent, running_total, turn_share
 from irisd.claude.wire import ResultLine, user_turn
 from irisd.tokens import Access
 from protocol.errors import ClaudeError, InvalidRequestError
@@ -124,6 +126,9 @@ class Agent:
             raise InvalidRequestError(f"the question is over {MAX_QUESTION_CHARS} characters; shorten it")
         async with self._lock:
             session_id, resume = await trio.to_thread.run_sync(self._session, new_session)
+            # claude's total is the session's: the ask costs what it added to what the session had spent.
+            transcript = session_file(self.paths.claude_config_dir, str(self.folder.resolve()), session_id)
+            start = (await trio.to_thread.run_sync(read_stored_total, transcript) if resume else None) or Spent()
             configured = self.config.settings.claude_path
             grant = self.access.grant_reader() if self.access is not None else None
             try:
@@ -139,10 +144,10 @@ class Agent:
                 raise ClaudeError(f"iris-agent ended without an answer: {exit_detail}")
             await trio.to_thread.run_sync(self._session_record.write_text, session_id)
             text = result.result or "; ".join(result.errors) or result.subtype
-            log.info("iris-agent answered", extra={"tools": tools, "cost_usd": result.total_cost_usd})
-            return AskReply(
-                text=text, session_id=session_id, tools=tools, cost_usd=result.total_cost_usd, is_error=result.is_error
-            )
+            total = running_total(result.total_cost_usd, result.model_usage)
+            cost = turn_share(total, start, result.model_usage, result.usage).cost_usd if total is not None else None
+            log.info("iris-agent answered", extra={"tools": tools, "cost_usd": cost})
+            return AskReply(text=text, session_id=session_id, tools=tools, cost_usd=cost, is_error=result.is_error)
 
     def _session(self, new_session: bool) -> tuple[str, bool]:
         """The session to use, and whether claude has it (blocking: run in a thread)."""

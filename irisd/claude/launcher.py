@@ -3,7 +3,8 @@
 A ``Launcher`` owns everything that differs between a local and a remote claude:
 
 * the command line, environment and working folder of the child (``command``);
-* "can this session be resumed?" (``can_resume``: is claude's transcript there?);
+* "can this session be resumed?" (``can_resume``: is claude's transcript there?), and
+  what a resumed claude starts its running cost from (``stored_total``);
 * how the child reaches Iris's MCP endpoint (part of ``command``: a local child gets
   the endpoint as it is; a remote one through a reverse forward of its ssh connection);
 * how the process and everything it started are stopped (``child``: a local child is
@@ -36,9 +37,11 @@ from iris_common.paths import session_file
 from irisd.claude.command import claude_argv
 from irisd.claude.process import ChildEvent, ClaudeProcess
 from irisd.claude.reaper import Reaper
+from irisd.claude.spend import Spent, stored_total
 from protocol.errors import ClaudeError
 
 PROBE_TIMEOUT_S = 30.0
+COST_STATE_SCAN_BYTES = 4 * 1024 * 1024  # how far back a session's transcript is read for its cost-state
 # The reverse forward's port on the remote loopback, new for each start: below Linux's
 # ephemeral range (32768-60999), where the host's own outgoing connections, and their
 # TIME_WAIT, hold ports that a listener cannot take; and below IANA's (49152-65535).
@@ -118,6 +121,10 @@ class Launcher(Protocol):
 
     def command(self, spec: LaunchSpec) -> ChildCommand: ...
     async def can_resume(self, session_id: str) -> bool: ...
+    def stored_total(self, session_id: str) -> Spent | None:
+        """What a claude resuming ``session_id`` starts its running cost from (None: not known here)."""
+        ...
+
     def child(self, command: ChildCommand, events: trio.MemorySendChannel[ChildEvent]) -> Child: ...
     def describe_exit(self, returncode: int | None, stderr_tail: str, default: str) -> str: ...
 
@@ -162,6 +169,11 @@ class LocalLauncher:
         transcript = session_file(Path(self.claude_config_dir), self.folder, session_id)
         # A stat, inline: a worker thread would let trio's autojump clock (tests) skip ahead.
         return os.path.exists(transcript)  # noqa: ASYNC240
+
+    def stored_total(self, session_id: str) -> Spent | None:
+        """Read inline from the end of claude's transcript (at most COST_STATE_SCAN_BYTES):
+        a worker thread would let trio's autojump clock (tests) skip ahead."""
+        return read_stored_total(session_file(Path(self.claude_config_dir), self.folder, session_id))
 
     def child(self, command: ChildCommand, events: trio.MemorySendChannel[ChildEvent]) -> Child:
         return self.child_factory(command.argv, command.cwd, command.env, events)
@@ -249,6 +261,10 @@ class SshLauncher:
                                                  f"the session check on {self.destination} failed"))
         raise ClaudeError(f"{self.destination} did not answer within {PROBE_TIMEOUT_S:g} s (ssh)")
 
+    def stored_total(self, session_id: str) -> Spent | None:
+        """Not read over ssh: the pair then goes on from its last child's total."""
+        return None
+
     def child(self, command: ChildCommand, events: trio.MemorySendChannel[ChildEvent]) -> Child:
         return self.child_factory(command.argv, command.cwd, command.env, events)
 
@@ -303,3 +319,17 @@ def http_mcp_config(url: str, token: str, *, host: str = "") -> str:
 def _host_port(url: str) -> str:
     rest = url.split("//", 1)[-1]
     return rest.split("/", 1)[0]
+
+
+def read_stored_total(transcript: Path, limit: int = COST_STATE_SCAN_BYTES) -> Spent | None:
+    """The last ``cost-state`` in the last ``limit`` bytes of a session's transcript;
+    nothing spent when the whole transcript has none (claude then starts from zero); None
+    when it is not known (none in the part read, or the file cannot be read)."""
+    try:
+        with transcript.open("rb") as file:
+            start = max(file.seek(0, os.SEEK_END) - limit, 0)
+            file.seek(start)
+            found = stored_total(file.read(limit))
+    except OSError:
+        return None
+    return Spent() if found is None and start == 0 else found

@@ -124,7 +124,8 @@ class ResultLine(_Line, tag="result"):
     num_turns: int | None = None
     total_cost_usd: float | None = None
     session_id: str = ""
-    usage: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None  # the last turn's own tokens
+    model_usage: Any = msgspec.field(default=None, name="modelUsage")  # the session's, per model
     errors: list[str] = []
 
 

@@ -11,8 +11,10 @@ Every stdout line of the child goes one of four ways (``ChildLineRouter.route``)
 * ``ignore``: an answer to Iris's own control request, or the last words of a child
   being stopped.
 
-claude's ``total_cost_usd`` is the running total of its process, so the router keeps
-that total for its child (one router per child) and gives every result its *share*.
+claude's ``total_cost_usd`` and ``modelUsage`` are running totals of the SESSION (a
+resumed process starts from what the session had spent: ``irisd/claude/spend.py``), so
+the router keeps that total for its child (one router per child, started from the total
+the child resumed from) and gives every result its *share*: the difference its turn made.
 
 A child whose ``--resume`` found no conversation says so (``No conversation found``)
 on its first line or on stderr: the router recognises it; what it means (retry once with a new
@@ -24,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, TypeGuard
 
+from irisd.claude.spend import Spent, running_total, turn_share
 from irisd.claude.wire import AnyLine, CommandLifecycleLine, ControlRequestLine, ControlResponseLine, ResultLine
 from irisd.pool.unsolicited import UnsolicitedTurn
 
@@ -34,10 +37,10 @@ Destination = Literal["tell", "permission", "unsolicited", "ignore"]
 
 @dataclass(frozen=True)
 class Routed:
-    """Where a line goes, and (for a result) its share of the process's cost."""
+    """Where a line goes, and (for a result) what its turn cost."""
 
     to: Destination
-    cost_share: float | None = None
+    spent: Spent | None = None
 
 
 def is_permission_request(line: AnyLine) -> TypeGuard[ControlRequestLine]:
@@ -54,11 +57,12 @@ def belongs_to_tell(line: AnyLine, *, record: UnsolicitedTurn | None) -> bool:
 
 
 class ChildLineRouter:
-    """Routes the lines of ONE child; a new child gets a new router (its cost total
-    starts again)."""
+    """Routes the lines of ONE child; a new child gets a new router. ``start``: the
+    running total the child began from (what its resumed session had spent; nothing for
+    a new session)."""
 
-    def __init__(self) -> None:
-        self._total_cost = 0.0  # the child's running total_cost_usd, as its last result said
+    def __init__(self, start: Spent | None = None) -> None:
+        self.total = start or Spent()  # the session's running total, as the child's last result said
 
     @staticmethod
     def says_conversation_lost(line: AnyLine) -> bool:
@@ -74,16 +78,16 @@ class ChildLineRouter:
     ) -> Routed:
         """``tell_running``: the pair has a current tell that has not ended; ``record``:
         the unsolicited record being kept; ``stopping``: the child is being stopped."""
-        share = self._cost_share(line)  # every result moves the running total
+        share = self._share(line)  # every result moves the running total
         if tell_running and belongs_to_tell(line, record=record):
             return Routed("permission" if is_permission_request(line) else "tell", share)
         if isinstance(line, ControlResponseLine) or stopping:
             return Routed("ignore", share)
         return Routed("unsolicited", share)
 
-    def _cost_share(self, line: AnyLine) -> float | None:
-        if not isinstance(line, ResultLine) or line.total_cost_usd is None:
+    def _share(self, line: AnyLine) -> Spent | None:
+        if not isinstance(line, ResultLine) or (total := running_total(line.total_cost_usd, line.model_usage)) is None:
             return None
-        share = max(line.total_cost_usd - self._total_cost, 0.0)
-        self._total_cost = line.total_cost_usd
+        share = turn_share(total, self.total, line.model_usage, line.usage)
+        self.total = total
         return share

@@ -33,6 +33,7 @@ from iris_common.config import Team
 from iris_common.paths import IrisPaths
 from irisd.claude.command import child_system_prompt, iris_mcp_config
 from irisd.claude.launcher import Child, IrisEndpoint, Launcher, LaunchSpec
+from irisd.claude.spend import Spent
 from irisd.pool.pair_events import Reporting, SessionProbed, SlotGranted, SlotPool, Spawned, SpawnFailed
 from irisd.pool.pair_inbox import Inbox
 from irisd.pool.policy import PairKey
@@ -181,6 +182,8 @@ class Spawner:
             await self.writes.save(
                 None, sessions.record_spawn, self.from_team, team.name, command.argv, msgspec.json.encode(team)
             )
+            # What the resumed session had spent, read before the child can add to it.
+            start = launcher.stored_total(row.session_id) if spawn.resume else Spent()
             process = launcher.child(command, self.inbox.sender())
             await nursery.start(run_child, process, grant)
             if command.preamble:  # what must not be in a command line (a remote child's env and token)
@@ -199,4 +202,4 @@ class Spawner:
             extra={"pair": self.label, "pid": process.pid, "resume": spawn.resume, "host": launcher.host,
                    "session_id": row.session_id, "spawn_s": round(trio.current_time() - started, 3)},
         )
-        return Spawned(process, row.session_id)
+        return Spawned(process, row.session_id, start)

@@ -173,7 +173,8 @@ class Pair:
         """Tell the queued tells what they wait for. Called whenever that may change (after
         every event, and by the pool while it holds a spawn back for a slot)."""
         waiting = self.slots.waiting_for_slot(self.key) if self.slots is not None else 0
-        self.tells.refresh_phases(state=self.machine.state, waiting_for_slot=waiting)
+        self.tells.refresh_phases(state=self.machine.state, waiting_for_slot=waiting,
+                                  own_turn=self.unsolicited.holding)
 
     # --- called from other tasks (non-blocking, or waiting for the actor) ----------------
 
@@ -275,8 +276,10 @@ class Pair:
                 await self._run(self.machine.slot_granted(now))
             case ev.SessionProbed(probe):
                 await self._run(self.machine.session_probed(now, probe))
-            case ev.Spawned(process, session_id):
-                self.process, self.session_id, self.router = process, session_id, ChildLineRouter()
+            case ev.Spawned(process, session_id, start):
+                if start is None:  # not known (a remote claude): the last child's total, if it had this session
+                    start = self.router.total if session_id == self.session_id else None
+                self.process, self.session_id, self.router = process, session_id, ChildLineRouter(start)
                 await self._run(self.machine.spawned(now, process.pid))
             case ev.SpawnFailed(reason):
                 await self._run(self.machine.spawn_failed(now, reason))
@@ -317,7 +320,8 @@ class Pair:
         routed = self.router.route(line, tell_running=running, record=self.unsolicited.record, stopping=stopping)
         if routed.to == "unsolicited":  # kept in the record; while it holds a turn, the next tell waits
             timeout_s = self.team.response_timeout_ms / 1000
-            await self.unsolicited.line(line, raw, now, session_id=self.session_id, response_timeout_s=timeout_s)
+            await self.unsolicited.line(line, raw, now, session_id=self.session_id, response_timeout_s=timeout_s,
+                                        spent=routed.spent)
             if is_permission_request(line):  # denied: no tell asked for it
                 await self.desk.on_request(line, None, self._send_to_child, self.tells.apply)
             holding = self.unsolicited.holding

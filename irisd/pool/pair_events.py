@@ -15,6 +15,7 @@ import trio
 
 from irisd.claude.launcher import Child
 from irisd.claude.process import ChildEvent
+from irisd.claude.spend import Spent
 from irisd.pool.policy import PairKey
 from irisd.pool.process_machine import SessionProbe
 from irisd.tell.active import ActiveTell
@@ -133,6 +134,7 @@ class SessionProbed:
 class Spawned:
     process: Child
     session_id: str
+    start: Spent | None = None  # the running cost a resumed claude starts from, if known
 
 
 @dataclass(frozen=True)

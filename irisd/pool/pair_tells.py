@@ -22,6 +22,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 
+import msgspec
 import trio
 
 from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request, line_type, user_turn
@@ -90,11 +91,16 @@ class PairTells:
     def next_deadline(self) -> float:
         return min((tell.deadline for tell in self.by_id.values()), default=math.inf)
 
-    def refresh_phases(self, *, state: str, waiting_for_slot: int) -> None:
-        """Tell the queued tells what they wait for (the running tell is ahead of them all)."""
+    def refresh_phases(self, *, state: str, waiting_for_slot: int, own_turn: bool = False) -> None:
+        """Tell the queued tells what they wait for (the running tell is ahead of them all;
+        ``own_turn``: the child is taking a turn no tell asked for)."""
+        head = self.by_id.get(self.machine.current) if self.machine.current is not None else None
         ahead = 1 if self.machine.current is not None else 0
         for index, tell in enumerate(self.queued()):
-            if (phase := before_start(index + ahead, state=state, waiting_for_slot=waiting_for_slot)) is not None:
+            phase = before_start(index + ahead, state=state, waiting_for_slot=waiting_for_slot,
+                                 head=head.phase if head is not None else None, head_id=head.id if head else "",
+                                 own_turn=own_turn)
+            if phase is not None:
                 tell.set_phase(phase)
 
     # --- events ------------------------------------------------------------------------
@@ -128,9 +134,11 @@ class PairTells:
         """A line the router gave the running tell: a result's cost share is the tell's; a
         permission request goes to the approval desk; any other line its machine reads,
         its transcript keeps, its listeners see (the text, the phase, claude's retries)."""
-        if routed.cost_share is not None:
-            tell.cost_usd = routed.cost_share
-            self.spent_usd += routed.cost_share
+        if routed.spent is not None and isinstance(line, ResultLine):
+            tell.book(routed.spent)
+            self.spent_usd += routed.spent.cost_usd
+            # The machine words a budget stop with the cost: the tell's, not the session's running total.
+            line = msgspec.structs.replace(line, total_cost_usd=routed.spent.cost_usd)
         if is_permission_request(line):  # routed.to == "permission"
             await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
             await self.desk.on_request(line, tell, self._send, self.apply)

@@ -32,6 +32,7 @@ from typing import Protocol
 import trio
 
 from iris_common.config import IrisConfig, Team
+from irisd.claude.spend import Spent
 from irisd.pool.pair import PairSnapshot, TellLink
 from irisd.pool.policy import PairKey
 from irisd.store.facade import Store
@@ -204,7 +205,7 @@ class TellReport:
         if tell.machine.is_final:
             return
         if cost_usd is not None:
-            tell.cost_usd = cost_usd
+            tell.book(Spent(cost_usd=cost_usd))
         before = tell.machine.text
         actions = tell.machine.remote_finished(trio.current_time(), status, text, error)
         tell.publish_text(before)

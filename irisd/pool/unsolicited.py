@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import secrets
 
+from irisd.claude.spend import Spent
 from irisd.claude.wire import (
     AnyLine,
     AssistantLine,
@@ -119,8 +120,11 @@ class UnsolicitedTurn:
 
     # --- events -------------------------------------------------------------------
 
-    def child_line(self, line: AnyLine, raw: bytes, now: float) -> None:
+    def child_line(self, line: AnyLine, raw: bytes, now: float, spent: Spent | None = None) -> None:
+        """``spent``: what a result's turn cost (the pair's router says, child_router.py)."""
         self._last_line = now
+        if spent is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + spent.cost_usd
         if self._turn is None and opens_turn(line):
             self._turn = TellMachine(response_timeout_s=self._response_timeout_s, caller_timeout_ms=0, now=now)
             self._turn.start(now)
@@ -170,8 +174,6 @@ class UnsolicitedTurn:
         self._turn = None
         self.turns += 1
         self._texts.append(turn.text)
-        if turn.result is not None and turn.result.total_cost_usd is not None:
-            self.cost_usd = (self.cost_usd or 0.0) + turn.result.total_cost_usd
         if turn.status == "failed":
             self.error = turn.error
 

@@ -9,6 +9,7 @@ import logging
 import math
 import time
 
+from irisd.claude.spend import Spent
 from irisd.claude.wire import AnyLine, line_type
 from irisd.events import EventHub
 from irisd.pool.unsolicited import UnsolicitedTurn
@@ -43,8 +44,12 @@ class UnsolicitedKeeper:
     def next_deadline(self) -> float:
         return self.record.next_deadline() if self.record is not None else math.inf
 
-    async def line(self, line: AnyLine, raw: bytes, now: float, *, session_id: str, response_timeout_s: float) -> None:
-        """Keep a line no tell asked for: never dropped, never given to a tell."""
+    async def line(
+        self, line: AnyLine, raw: bytes, now: float, *, session_id: str, response_timeout_s: float,
+        spent: Spent | None = None,
+    ) -> None:
+        """Keep a line no tell asked for: never dropped, never given to a tell (``spent``:
+        what a result's turn cost)."""
         wall = time.time()
         record = self.record
         if record is None:
@@ -60,7 +65,7 @@ class UnsolicitedKeeper:
             await self.writes.save(None, unsolicited.save, record.info())
             self._announce(record.info())
         await self.writes.save(None, unsolicited.append_message, record.id, wall, line_type(line), raw)
-        record.child_line(line, raw, now)
+        record.child_line(line, raw, now, spent)
 
     @property
     def ended(self) -> bool:

@@ -18,6 +18,7 @@ from typing import Literal
 import msgspec
 import trio
 
+from irisd.claude.spend import Spent
 from irisd.events import EventHub
 from irisd.store import tells
 from irisd.store.facade import Store
@@ -33,17 +34,13 @@ from protocol.messages import (
     TellStatus,
     TellText,
 )
+from protocol.phases import describe
 
 LISTENER_BUFFER = 1000
 
 log = logging.getLogger("irisd.tell")
 
 OnEnd = Callable[["ActiveTell"], Awaitable[object]]
-
-
-def _count(value: object) -> int | None:
-    """A token count from claude's usage (loosely typed there)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def new_tell_id() -> str:
@@ -82,9 +79,9 @@ class ActiveTell:
         self.approval_id = ""  # while awaiting_approval
         self.new_session = False
         self.max_budget_usd = max_budget_usd
-        # This tell's share of what its claude process reported (claude's total_cost_usd
-        # is the process's running total); set by the pair when the result line comes.
-        self.cost_usd: float | None = None
+        # What this tell's turns cost (claude's figures are running totals of the session:
+        # the pair's router gives each result its share, irisd/claude/spend.py).
+        self.spent: Spent | None = None
         # Who waits for the final answer (see irisd.questions.nobody_waiting): the
         # submitter left before it came, and how many 'result --wait' callers wait now.
         self._caller_left = False
@@ -93,7 +90,7 @@ class ActiveTell:
         self.created_wall = time.time()
         self.started_wall: float | None = None
         self.finished_wall: float | None = None
-        self.phase = TellPhase(name="queued", since=self.created_wall)  # what it waits for
+        self.phase = TellPhase(name="queued", since=self.created_wall, text="queued")  # what it waits for
         self.replied = trio.Event()  # the submitting caller gets its answer now
         self.finished = trio.Event()
         self._last_status: TellStatus = machine.status
@@ -128,9 +125,18 @@ class ActiveTell:
         finally:
             self._result_waiters -= 1
 
+    @property
+    def cost_usd(self) -> float | None:
+        return self.spent.cost_usd if self.spent is not None else None
+
+    def book(self, share: Spent) -> None:
+        """A result of the tell's came: what its turn cost is added to the tell's (a tell
+        that went to a second claude, after the first one exited, has two)."""
+        self.spent = share if self.spent is None else self.spent.plus(share)
+
     def info(self) -> TellInfo:
         m = self.machine
-        usage = (m.result.usage if m.result is not None else None) or {}
+        spent = self.spent if m.result is not None else None  # tokens: known of claude's turns, not a remote team's
         return TellInfo(
             id=self.id,
             from_team=self.from_team,
@@ -150,10 +156,10 @@ class ActiveTell:
             kind=self.kind,
             approval_id=self.approval_id if m.status == "awaiting_approval" else "",
             phase=None if m.is_final else self.phase,
-            input_tokens=_count(usage.get("input_tokens")),
-            output_tokens=_count(usage.get("output_tokens")),
-            cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
-            cache_creation_tokens=_count(usage.get("cache_creation_input_tokens")),
+            input_tokens=spent.input_tokens if spent is not None else None,
+            output_tokens=spent.output_tokens if spent is not None else None,
+            cache_read_tokens=spent.cache_read_tokens if spent is not None else None,
+            cache_creation_tokens=spent.cache_creation_tokens if spent is not None else None,
             num_turns=m.result.num_turns if m.result is not None else None,
             duration_ms=m.result.duration_ms if m.result is not None else None,
             max_budget_usd=self.max_budget_usd,
@@ -165,14 +171,12 @@ class ActiveTell:
         if self.machine.is_final:
             return
         old = self.phase
-        if (old.name, old.ahead, old.tool, old.detail, old.approval_id) == (
-            phase.name, phase.ahead, phase.tool, phase.detail, phase.approval_id
-        ):
+        phase = msgspec.structs.replace(phase, since=0.0, text=describe(phase))
+        if msgspec.structs.replace(old, since=0.0) == phase:
             return
-        self.phase = TellPhase(
-            name=phase.name, since=time.time(), ahead=phase.ahead, tool=phase.tool,
-            detail=phase.detail, approval_id=phase.approval_id,
-        )
+        # Queued behind the same tells, it waits as long as it did, whatever the one ahead does now.
+        same_wait = old.name == phase.name == "queued" and (old.ahead, old.head_id) == (phase.ahead, phase.head_id)
+        self.phase = msgspec.structs.replace(phase, since=old.since if same_wait else time.time())
         self.publish(TellPhaseEvent(tell_id=self.id, phase=self.phase))
 
     def note_status(self) -> bool:

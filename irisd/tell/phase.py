@@ -10,6 +10,8 @@ Then (``after_line``) what claude's own lines say: it sent the turn to the model
 
 from __future__ import annotations
 
+import msgspec
+
 from irisd.claude.wire import AnyLine, AssistantLine, StreamEventLine, SystemLine, UserLine
 from protocol.messages import TellPhase
 from protocol.phases import tool_summary
@@ -39,13 +41,24 @@ def after_line(line: AnyLine, current: TellPhase | None) -> TellPhase | None:
     return None
 
 
-def before_start(position: int, *, state: str, waiting_for_slot: int) -> TellPhase | None:
+OWN_TURN = "claude is taking a turn of its own (a message from another Claude session); 'iris status' shows it"
+
+
+def before_start(
+    position: int, *, state: str, waiting_for_slot: int, head: TellPhase | None = None, head_id: str = "",
+    own_turn: bool = False,
+) -> TellPhase | None:
     """What a queued tell waits for: ``position`` tells ahead of it (the running one
-    counts), or, for the first, a process slot (``waiting_for_slot`` busy processes fill
-    the pool) or claude's (re)start, by the pair's process ``state``. ``None``: nothing
-    to say (it is about to be handed to the idle child)."""
+    counts; ``head``: what that one waits for, ``head_id``: its id), or, for the first, a
+    turn the child took on its own (``own_turn``), a process slot (``waiting_for_slot``
+    busy processes fill the pool) or claude's (re)start, by the pair's process ``state``.
+    ``None``: nothing to say (it is about to be handed to the idle child)."""
+    if position == 0 and own_turn:
+        return TellPhase(name="queued", detail=OWN_TURN)
     if position > 0:
-        return TellPhase(name="queued", ahead=position)
+        if head is not None:  # only what the head waits for now, not what IT was queued behind
+            head = msgspec.structs.replace(head, head=None, head_id="")
+        return TellPhase(name="queued", ahead=position, head=head, head_id=head_id if head is not None else "")
     if state == "spawning" and waiting_for_slot > 0:
         return TellPhase(name="waiting_for_slot", ahead=waiting_for_slot)
     if state in ("spawning", "stopped", "terminating"):  # a (re)start is due

@@ -68,8 +68,10 @@ from protocol.messages import (
     Tell,
     TellInfo,
     TellMany,
+    TellPhaseEvent,
     TellReply,
     TellsReply,
+    TellState,
 )
 
 MAX_FAN_OUT = 32
@@ -354,6 +356,16 @@ class TellService:
         results: dict[str, FanOutResult] = {}
         client_gone = False
 
+        async def waits(event: Event) -> None:
+            """While a target waits: its state and phase (its text comes whole, in its FanOutEvent)."""
+            nonlocal client_gone
+            if client_gone or not isinstance(event, TellState | TellPhaseEvent):
+                return
+            try:
+                await send_event(event)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                client_gone = True  # the others run on; their answers stay readable by id
+
         async def one(team: str) -> None:
             nonlocal client_gone
             try:
@@ -363,9 +375,10 @@ class TellService:
                     request.from_team,
                     request.timeout_ms,
                     parent_pair=request.parent_pair,
+                    listen=request.stream,
                     max_budget_usd=request.max_budget_usd,
                 )
-                reply = await self.reply(tell, None)
+                reply = await self.reply(tell, waits if request.stream else None)
                 result = FanOutResult(to_team=team, status=reply.status, tell=reply.tell)
             except IrisError as exc:
                 result = FanOutResult(to_team=team, status="refused", error_code=exc.code, error=exc.message)

@@ -45,6 +45,8 @@ from protocol.messages import (
     StatusReply,
     TeamInfo,
     TellInfo,
+    TellPhase,
+    TellPhaseEvent,
     TellState,
     TellText,
     TranscriptEntry,
@@ -123,7 +125,7 @@ class FakeIris:
             self.posts.append((path, request.post_data_json))
         reply = self.replies.get(f"{request.method} {path}")
         if isinstance(reply, TranscriptReply) and parse_qs(urlsplit(request.url).query).get("steps") == ["true"]:
-            reply = TranscriptReply(tell=reply.tell, entries=[], steps=steps(reply.entries))  # as irisd answers
+            reply = TranscriptReply(tell=reply.tell, entries=[], steps=steps(reply.entries, reply.tell))  # as irisd
         if reply is None:
             body, status = {"type": "error", "code": "not_found", "message": f"no {path} here"}, 404
             route.fulfill(status=status, json=body)
@@ -459,6 +461,39 @@ def test_a_pair_waiting_for_an_approval_says_so_where_it_would_say_processing(pa
     page.goto(f"{BASE}/#/tells/t1")
     expect(page.locator("[data-waiting-approval]")).to_have_text("waiting for your approval")
     expect(page.locator(".typing")).to_have_count(0)
+
+
+def test_a_tell_shows_one_cost_in_its_header_and_footer(page: Page, fake: FakeIris) -> None:
+    # claude's result says the session's running total ($0.0012); the tell cost $0.0007 of it.
+    resumed = tell(cost_usd=0.0007, input_tokens=61, output_tokens=4)
+    entries = [TranscriptEntry(at=NOW - 55, type="result", raw=line(
+        type="result", subtype="success", result="A list of users.", duration_ms=3500, num_turns=1,
+        total_cost_usd=0.0012, usage={"input_tokens": 4433, "output_tokens": 9}))]
+    fake.replies["GET /api/tells/t1/transcript"] = TranscriptReply(tell=resumed, entries=entries)
+    page.goto(f"{BASE}/#/tells/t1")
+    footer = page.locator('.conversation[data-tell="t1"] .note.result')
+    expect(footer).to_contain_text("$0.0007")
+    expect(footer).to_contain_text("61 in / 4 out tokens")
+    expect(page.locator("main")).not_to_contain_text("$0.0012")
+
+
+def test_a_queued_tell_says_what_it_waits_behind_and_it_took_from_submission(page: Page, fake: FakeIris) -> None:
+    approval = TellPhase(name="awaiting_approval", tool="Bash", detail="touch x", approval_id="a-1")
+    words = "queued behind 1 tell; tell t0 ahead awaits your approval of Bash `touch x`: run 'iris approve a-1'"
+    queued = tell(status="queued", text="", started_at=None, finished_at=None, cost_usd=None, created_at=NOW - 460,
+                  phase=TellPhase(name="queued", ahead=1, head=approval, head_id="t0", text=words))
+    done = tell(id="t4", created_at=NOW - 460, started_at=NOW - 0.2, finished_at=NOW - 0.1)
+    fake.replies["GET /api/tells"] = ReportReply(tells=[queued, done])
+    fake.replies["GET /api/tells/t1/transcript"] = TranscriptReply(tell=queued, entries=[])
+    page.goto(f"{BASE}/#/tells")
+    expect(page.locator('[data-tell="t1"] [data-phase="queued"]')).to_have_text(words)
+    expect(page.locator('[data-tell="t4"]')).to_contain_text("queued")  # it took 7 min, not 0.1 s
+    expect(page.locator("#conn")).to_have_text("live")
+    writing = "queued behind 1 tell (the model is writing)"
+    fake.push(TellPhaseEvent(tell_id="t1", phase=TellPhase(name="queued", ahead=1, head_id="t0", text=writing)))
+    expect(page.locator('[data-tell="t1"] [data-phase="queued"]')).to_have_text(writing)
+    page.goto(f"{BASE}/#/tells/t1")
+    expect(page.locator("main")).to_contain_text("waits for")
 
 
 def test_the_health_bar_says_what_it_measures(page: Page, fake: FakeIris) -> None:

@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from harness import Iris
+from harness import Iris, wait_for
+from iris_common.money import usd
+from protocol.messages import ReadTranscript
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -177,3 +179,80 @@ def test_a_max_budget_that_is_no_budget_is_refused_with_what_to_give(iris: Iris)
     stored = iris.cli_json("tell", "alpha", "hi", "--persist", "--max-budget-usd", "1", ok=False)
     assert "persist" in stored["error"]["message"]
     assert iris.cli_json("report", "alpha") == []  # nothing was stored or run
+
+
+def session_total(iris: Iris, tell_id: str) -> float:
+    """claude's running total of the session, as the tell's result line says."""
+    entries = iris.cli_json("cache", "read", tell_id)["entries"]
+    (result,) = [json.loads(e["raw"]) for e in entries if e["type"] == "result"]
+    total: float = result["total_cost_usd"]
+    return total
+
+
+def alpha_pid(iris: Iris) -> int | None:
+    return pair_pid(iris, "alpha")
+
+
+def test_every_way_a_claude_restarts_books_only_the_tells_own_turns(iris: Iris) -> None:
+    """claude's result lines carry the SESSION's running total (a resumed claude starts
+    from what the session had spent): each tell is booked at the difference it made, so
+    the ledger is claude's own total for the session, however often its claude restarted."""
+    iris.add_team("alpha")
+    iris.add_team("beta", idleTimeout=1000)
+    iris.start()
+    told: dict[str, list[dict[str, Any]]] = {"alpha": [], "beta": []}
+
+    def tell(team: str, message: str, *options: str) -> dict[str, Any]:
+        reply: dict[str, Any] = iris.cli_json("tell", team, message, *options)
+        assert reply["status"] == "completed", reply
+        told[team].append(reply)
+        return reply
+
+    tell("alpha", "warm one")
+    tell("alpha", "warm two")
+    assert iris.cli("sleep", "alpha").returncode == 0
+    resumed = tell("alpha", "after sleep")  # a resumed claude: its first result holds the session so far
+    iris.teams["alpha"]["description"] = "changed, so the reload restarts alpha's claude"
+    iris.write_config()
+    assert iris.cli("reload").returncode == 0
+    wait_for(lambda: alpha_pid(iris) is None, 30, "alpha's claude to stop for its new settings")
+    tell("alpha", "after reload")
+    iris.stop()
+    iris.start()
+    compact = tell("alpha", "/compact")  # the first turn of a claude resumed after irisd restarted
+    tell("alpha", "after compact")
+    budgeted = tell("alpha", "on a budget", "--max-budget-usd", "0.01")  # the session spent more than that
+    tell("beta", "one")
+    wait_for(lambda: pair_pid(iris, "beta") is None, 30, "beta's idle claude to be reaped")
+    tell("beta", "after idle")
+
+    for team, tells in told.items():  # the ledger is claude's own total of each session
+        last = session_total(iris, tells[-1]["id"])
+        assert sum(t["cost_usd"] for t in tells) == pytest.approx(last, rel=1e-9), team
+    rows = {row["key"]: row for row in iris.cli_json("costs", "--by", "team")["rows"]}
+    assert rows["alpha"]["cost_usd"] == pytest.approx(session_total(iris, told["alpha"][-1]["id"]), rel=1e-9)
+    assert rows["alpha"]["output_tokens"] == sum(t["output_tokens"] for t in told["alpha"])
+
+    assert resumed["cost_usd"] < session_total(iris, resumed["id"]) / 2  # not the session's history
+    assert compact["cost_usd"] > 0 and compact["output_tokens"] > 0  # its model call, with its tokens
+    assert budgeted["cost_usd"] < 0.01  # recorded at what it cost, within its own budget
+
+    # One figure for one tell: the transcript's end says what the ledger says.
+    shown = iris.cli("cache", "read", resumed["id"])
+    assert f"${resumed['cost_usd']:.4f})" in shown.stdout, shown.stdout
+    assert f"${session_total(iris, resumed['id']):.4f}" not in shown.stdout
+    steps = iris.request(ReadTranscript(tell_id=resumed["id"], steps=True)).steps  # the dashboard's reading
+    (end,) = [step for step in steps if step.kind == "end"]
+    assert end.cost_usd == pytest.approx(resumed["cost_usd"]) and end.input_tokens == resumed["input_tokens"]
+
+    # The daily budget acts on the true figures: what the sessions cost, not their histories again.
+    spent = iris.cli_json("costs", "--since", "today")["total"]["cost_usd"]
+    iris.settings["budget"] = {"dailyUsd": spent}
+    iris.write_config()
+    assert iris.cli("reload").returncode == 0
+    refused = iris.cli("tell", "beta", "over budget")
+    assert refused.returncode == 1 and f"spent {usd(spent)} today" in refused.stderr, refused.stderr
+    iris.settings["budget"] = {"dailyUsd": spent * 1.5}  # the histories counted again would be about twice
+    iris.write_config()
+    assert iris.cli("reload").returncode == 0
+    assert iris.cli_json("tell", "beta", "within budget")["status"] == "completed"

@@ -7,6 +7,8 @@ import shutil
 import pytest
 
 from harness import Iris
+from iris_common.paths import session_file
+from irisd.claude.launcher import read_stored_total
 
 pytestmark = pytest.mark.claude
 
@@ -61,6 +63,10 @@ def test_iris_ask_calls_an_iris_tool_and_answers_from_its_result(iris: Iris) -> 
     by_pair = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
     assert set(by_pair) == {"iris ask"} and by_pair["iris ask"]["tells"] == 2
     assert abs(by_pair["iris ask"]["cost_usd"] - reply["cost_usd"] - again["cost_usd"]) < 1e-9
+    # Each ask resumed the session: it costs what it added, so the two are claude's own total of it.
+    transcript = session_file(iris.claude_config, str((iris.home / "iris-agent").resolve()), reply["session_id"])
+    session = read_stored_total(transcript)
+    assert session is not None and abs(session.cost_usd - reply["cost_usd"] - again["cost_usd"]) < 1e-9
 
     # Its tools only read: a tool that would change something is not there for it.
     tried = iris.cli_json("ask", '@tool:mcp__iris__team_wake {"team": "alpha"}', "--new")

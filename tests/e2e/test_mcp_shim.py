@@ -19,7 +19,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from harness import Iris
+from harness import Iris, wait_for
 from iris_cli.daemon_control import Layout, read_pid_file, stop_pid
 from protocol.messages import GetTell, Report, ReportReply, TellReply
 
@@ -391,3 +391,29 @@ async def test_the_person_at_another_claude_code_decides_approvals(iris: Iris) -
         assert is_error and "already allowed" in text
     done = iris.request(GetTell(tell_id=asked.tell.id, wait_ms=60_000))
     assert done.tell.status == "completed" and (beta / "made.txt").exists()
+
+
+async def test_a_tell_queued_behind_an_approval_asks_the_calling_model_to_get_it_decided(iris: Iris) -> None:
+    _, beta = two_teams(iris)
+    iris.start()
+    from protocol.messages import Tell
+
+    asked = iris.request(Tell(to_team="beta", message='@tool:Bash {"command": "echo hi > made.txt"}', timeout_ms=-1))
+    approval = wait_for(lambda: iris.cli_json("approvals"), 120, "the first tell's approval")[0]["id"]
+    seen: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async with shim(iris) as client:  # not in a team's folder: the same pair as the first tell (external->beta)
+        arguments = {"toTeam": "beta", "message": "status?", "timeout": 5000}
+        result = await client.call_tool("team_tell", arguments, progress_callback=on_progress)
+    (content,) = result.content
+    assert isinstance(content, types.TextContent) and not result.is_error
+    behind = f"queued behind 1 tell; tell {asked.tell.id[:10]} ahead awaits your approval of Bash `echo hi > made.txt`"
+    assert behind in content.text and f"run 'iris approve {approval[:10]}'" in content.text, content.text
+    assert "ask your person to run that command" in content.text
+    assert any(behind in message and "ask your person" in message for message in seen), seen
+    assert iris.cli("approve", approval).returncode == 0
+    assert iris.cli_json("result", result.structured_content["id"], "--wait", "60000")["status"] == "completed"
+    assert (beta / "made.txt").exists()

@@ -74,10 +74,12 @@ class Watched:
     def __init__(self) -> None:
         self.phases: list[TellPhase] = []
         self.reply: TellReply | None = None
+        self.tell_id = ""
 
     async def on_event(self, event: Event) -> None:
         if isinstance(event, TellPhaseEvent):
             self.phases.append(event.phase)
+            self.tell_id = event.tell_id
 
     async def run(self, core: Dispatcher, team: str, message: str) -> None:
         self.reply = await core.tells.tell(Tell(to_team=team, message=message, stream=True), self.on_event)
@@ -103,7 +105,9 @@ async def test_a_tell_announces_each_thing_it_waits_for(
         assert first.names == ["starting_claude"]  # written to a child that has not spoken yet
         nursery.start_soon(second.run, core, "alpha", "two")
         await trio.testing.wait_all_tasks_blocked()
-        assert second.phases[-1] == TellPhase(name="queued", ahead=1, since=second.phases[-1].since)
+        queued = second.phases[-1]
+        assert (queued.name, queued.ahead, queued.head_id) == ("queued", 1, first.tell_id)
+        assert describe(queued) == "queued behind 1 tell (starting claude)"  # what the tell ahead waits for
         # another pair, while the only process slot (maxProcesses: 1) is busy
         nursery.start_soon(other.run, core, "beta", "three")
         await trio.testing.wait_all_tasks_blocked()
@@ -113,6 +117,9 @@ async def test_a_tell_announces_each_thing_it_waits_for(
         await claude.emit({"type": "system", "subtype": "init", "session_id": "s"})
         await claude.emit({"type": "assistant", "message": {"content": [
             {"type": "tool_use", "id": "t", "name": "Read", "input": {"file_path": "/etc/hosts"}}]}})
+        await trio.testing.wait_all_tasks_blocked()
+        assert describe(second.phases[-1]).endswith("ahead is running a tool: Read `/etc/hosts`")
+        assert second.phases[-1].since == queued.since  # queued behind the same tell: the wait goes on
         await claude.emit({"type": "user", "message": {"content": []}})
         await claude.text("done")
         await claude.result("done")
@@ -126,6 +133,32 @@ async def test_a_tell_announces_each_thing_it_waits_for(
         assert other.names[-1] == "starting_claude"  # the slot came free: its claude starts
         await beta.result("three done")
     assert first.reply is not None and first.reply.tell.phase is None  # a finished tell has none
+
+
+async def test_a_tell_queued_behind_an_approval_names_it_and_how_to_decide_it(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    first, second = Watched(), Watched()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(first.run, core, "alpha", "one")
+        claude = await child(0)
+        await claude.emit({"type": "system", "subtype": "init", "session_id": "s"})
+        await claude.emit({"type": "control_request", "request_id": "r1", "request": {
+            "subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "rm -r build"}}})
+        await trio.testing.wait_all_tasks_blocked()
+        assert first.names[-1] == "awaiting_approval"
+        approval_id = first.phases[-1].approval_id
+        nursery.start_soon(second.run, core, "alpha", "two")
+        await trio.testing.wait_all_tasks_blocked()
+        queued = second.phases[-1]
+        assert queued.head is not None and queued.head.approval_id == approval_id
+        assert describe(queued) == (
+            f"queued behind 1 tell; tell {first.tell_id[:10]} ahead awaits your approval of Bash `rm -r build`: "
+            f"run 'iris approve {approval_id[:10]}' (or 'iris deny {approval_id[:10]}')"
+        )
+        info = (await core.tells.get(second.tell_id)).tell
+        assert info.phase == queued  # what 'iris result', 'iris watch' and the dashboard read
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_pair_that_recovers_no_longer_shows_its_old_failure(

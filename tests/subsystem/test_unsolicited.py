@@ -25,11 +25,14 @@ from protocol.messages import (
     Event,
     GetStatus,
     ReadUnsolicited,
+    Report,
+    ReportReply,
     StatusReply,
     Tell,
     UnsolicitedEvent,
     UnsolicitedReply,
 )
+from protocol.phases import describe
 from subsystem.test_pair_timing import Caller, child_got_turn, config_for, start_tell
 
 
@@ -112,6 +115,12 @@ async def test_the_next_tell_waits_for_the_turn_and_its_answer_is_its_own(
         nursery.start_soon(caller.run, core, Tell(to_team="alpha", message="second"))
         await trio.sleep(5)
         assert len(child.sent) == 1  # the tell waits: the child is still in the other turn
+        report = await core.dispatch(Report(to_team="alpha"), OWNER, no_events)
+        assert isinstance(report, ReportReply)
+        (waiting,) = [t for t in report.tells if t.message == "second"]
+        assert waiting.phase is not None and describe(waiting.phase).startswith(
+            "queued: claude is taking a turn of its own"
+        )  # says what it waits for
         await child.text("more injected")
         await child.result("injected more injected")
         await trio.testing.wait_all_tasks_blocked()

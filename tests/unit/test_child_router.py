@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from irisd.claude.spend import Spent
 from irisd.claude.wire import (
     AnyLine,
     CommandLifecycleLine,
@@ -42,22 +43,24 @@ def test_every_line_of_a_running_tell_is_the_tells_and_its_permission_request_th
 def test_each_result_gets_its_share_of_the_process_running_total() -> None:
     router = ChildLineRouter()
     lines = recorded("child_two_turns.jsonl")
-    shares = [router.route(line, tell_running=True, record=None, stopping=False).cost_share for line in lines]
+    shares = [router.route(line, tell_running=True, record=None, stopping=False).spent for line in lines]
     totals = [line.total_cost_usd for line in lines if isinstance(line, ResultLine)]
-    assert totals == [0.000144, 0.000652]  # claude's total_cost_usd: the process's running total
-    assert [share for share in shares if share is not None] == pytest.approx([0.000144, 0.000508])
+    assert totals == [0.000144, 0.000652]  # claude's total_cost_usd: the session's running total
+    assert [share.cost_usd for share in shares if share is not None] == pytest.approx([0.000144, 0.000508])
     assert [i for i, share in enumerate(shares) if share is not None] == [
         i for i, line in enumerate(lines) if isinstance(line, ResultLine)
     ]
 
 
-def test_a_new_child_starts_its_total_again_and_a_total_never_gives_a_negative_share() -> None:
+def test_a_new_child_starts_from_its_sessions_total_and_a_total_never_gives_a_negative_share() -> None:
     def share(router: ChildLineRouter, total: float) -> float | None:
-        return router.route(ResultLine(total_cost_usd=total), tell_running=True, record=None, stopping=False).cost_share
+        spent = router.route(ResultLine(total_cost_usd=total), tell_running=True, record=None, stopping=False).spent
+        return spent.cost_usd if spent is not None else None
 
     first = ChildLineRouter()
-    assert [share(first, 0.5), share(first, 0.2), share(first, 0.7)] == pytest.approx([0.5, 0.0, 0.5])
+    assert [share(first, 0.5), share(first, 0.2), share(first, 0.7)] == pytest.approx([0.5, 0.2, 0.5])
     assert share(ChildLineRouter(), 0.3) == 0.3
+    assert share(ChildLineRouter(Spent(cost_usd=0.25)), 0.3) == pytest.approx(0.05)  # resumed from 0.25
 
 
 def test_with_no_tell_running_the_lines_are_unsolicited_and_still_counted() -> None:
@@ -65,7 +68,7 @@ def test_with_no_tell_running_the_lines_are_unsolicited_and_still_counted() -> N
     lines = recorded("child_two_turns.jsonl")
     routes = [router.route(line, tell_running=False, record=None, stopping=False) for line in lines]
     assert {routed.to for routed in routes} == {"unsolicited"}
-    assert [r.cost_share for r in routes if r.cost_share is not None] == pytest.approx([0.000144, 0.000508])
+    assert [r.spent.cost_usd for r in routes if r.spent is not None] == pytest.approx([0.000144, 0.000508])
 
 
 def test_the_answer_to_irises_interrupt_is_the_tells_while_it_runs_else_ignored() -> None:
@@ -75,7 +78,8 @@ def test_the_answer_to_irises_interrupt_is_the_tells_while_it_runs_else_ignored(
     assert ChildLineRouter().route(answer, tell_running=False, record=None, stopping=False) == Routed("ignore")
     result = lines[-1]
     assert isinstance(result, ResultLine) and result.subtype == "error_during_execution"
-    assert ChildLineRouter().route(result, tell_running=True, record=None, stopping=False) == Routed("tell", 0.0)
+    routed = ChildLineRouter().route(result, tell_running=True, record=None, stopping=False)
+    assert routed.to == "tell" and routed.spent is not None and routed.spent.cost_usd == 0.0
 
 
 def test_the_last_words_of_a_child_being_stopped_go_nowhere_unless_a_tell_runs() -> None:
@@ -112,3 +116,12 @@ def test_a_resume_that_finds_no_conversation_is_recognised_on_stdout_and_on_stde
     assert results and not any(ChildLineRouter.says_conversation_lost(line) for line in results)
     assert not ChildLineRouter.says_conversation_lost(recorded("child_interrupted.jsonl")[-1])
     assert not ChildLineRouter.stderr_says_conversation_lost("Error: connect ECONNREFUSED")
+
+
+def test_a_turn_no_tell_asked_for_costs_its_share_not_the_sessions_total() -> None:
+    router = ChildLineRouter(Spent(cost_usd=0.000408))  # a claude resumed from what its session had spent
+    turn = record()
+    for line in recorded("child_resumed.jsonl"):
+        routed = router.route(line, tell_running=False, record=turn, stopping=False)
+        turn.child_line(line, b"", 0.0, routed.spent)
+    assert turn.info().cost_usd == pytest.approx(0.000324 + 0.000404)  # not 0.000732 + 0.001136

@@ -178,11 +178,26 @@ def test_progress_names_what_the_tell_waits_for() -> None:
     assert watch.feed(TellText(tell_id="t1", text="Let me check."), now=3.0) == "Let me check."
     approval = TellPhase(name="awaiting_approval", tool="Bash", detail="touch x", approval_id="a-9")
     assert watch.feed(TellPhaseEvent(tell_id="t1", phase=approval), now=4.0) == (
-        "beta: awaiting your approval: Bash `touch x` (approval a-9: the user decides, e.g. with "
-        "team_approve or team_deny)"
+        "beta: awaiting your approval: Bash `touch x` (ask your person to run 'iris approve a-9' or "
+        "'iris deny a-9'; team_approve / team_deny decide it if they let you)"
     )
     running = TellPhaseEvent(tell_id="t1", phase=TellPhase(name="running_tool", tool="Bash", detail="touch x"))
     assert watch.feed(running, now=5.0) == "Let me check."  # text so far wins again
+
+
+def test_a_tell_queued_behind_an_approval_asks_the_model_to_ask_its_person() -> None:
+    approval = TellPhase(name="awaiting_approval", tool="Bash", detail="rm x", approval_id="a-0123456789ab")
+    queued = TellPhase(name="queued", ahead=1, head=approval, head_id="t0")
+    said = TellWatch("beta").feed(TellPhaseEvent(tell_id="t1", phase=queued), now=0.0)
+    assert said == (
+        "beta: queued behind 1 tell; tell t0 ahead awaits your approval of Bash `rm x`: run 'iris approve "
+        "a-01234567' (or 'iris deny a-01234567') (ask your person to run that command; team_approve / "
+        "team_deny decide it if they let you)"
+    )
+    info = TellInfo(id="t1", from_team="alpha", to_team="beta", message="hi", status="queued", phase=queued)
+    text = render_tell(TellReply(status="in_progress", tell=info)).text
+    assert "it is queued behind 1 tell; tell t0 ahead awaits your approval" in text
+    assert "run 'iris approve a-01234567'" in text and "ask your person to run that command" in text
 
 
 def test_a_lost_tell_is_not_resent_and_the_model_learns_where_to_look() -> None:

@@ -49,6 +49,18 @@ def test_report_keeps_ids_whole_and_the_message_readable_at_80_columns(screen: i
         assert message.endswith("…") and len(message) <= 80
 
 
+def test_a_tell_took_what_it_took_from_its_submission_queue_included() -> None:
+    def took(started: float | None, finished: float | None) -> str:
+        tell = TellInfo(id="t", from_team=None, to_team="b", status="completed", message="m", created_at=1000.0,
+                        started_at=started, finished_at=finished)
+        return render.duration(tell, now=1500.0)
+
+    assert took(1460.0, 1460.1) == "7m40s, 7m40s queued"  # not "0.1 s": it waited behind an approval
+    assert took(1000.2, 1012.5) == "12.5 s"  # a wait under a second is not worth a word
+    assert took(None, None) == "8m20s queued"  # still queued
+    assert took(None, 1003.0) == "3.0 s queued"  # cancelled before it started
+
+
 def test_a_wide_terminal_keeps_the_message_on_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
     buffer = io.StringIO()
     monkeypatch.setattr(render, "out", Console(file=buffer, width=160, highlight=False, soft_wrap=True))
@@ -210,3 +222,13 @@ def test_every_commands_summary_in_iris_help_is_one_line() -> None:
             if hasattr(command, "list_commands"):  # a group (iris a2a, iris mesh, ...)
                 groups.append((f"{prefix}{name} ", command))
     assert seen > 40 and ragged == []
+
+
+def test_watch_names_the_approval_a_queued_tell_waits_behind(screen: io.StringIO) -> None:
+    approval = TellPhase(name="awaiting_approval", tool="Bash", detail="touch x", approval_id="a-0123456789ab")
+    render.tell_phase(TellPhaseEvent(tell_id="abc", phase=TellPhase(name="queued", ahead=1, head=approval,
+                                                                    head_id="t-0")))
+    assert screen.getvalue() == (
+        "\nabc queued behind 1 tell; tell t-0 ahead awaits your approval of Bash `touch x`: run 'iris approve "
+        "a-01234567' (or 'iris deny a-01234567')\n"
+    )

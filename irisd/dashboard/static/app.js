@@ -286,6 +286,13 @@ function onEvent(event) {
       render();
       return;
     }
+    case "tell_phase": { // what an unfinished tell waits for, in irisd's words
+      const tell = state.tells.get(event.tell_id);
+      if (tell) tell.phase = event.phase;
+      if (state.open && state.open.id === event.tell_id && state.open.tell) state.open.tell.phase = event.phase;
+      render();
+      return;
+    }
     case "tell_notice": {
       const list = state.notices.get(event.tell_id) || [];
       list.push(event.text);
@@ -671,8 +678,14 @@ function tellItem(t) {
       pill(t.status),
       h("span", { class: "pair" }, pairLabel(t.from_team, t.to_team)),
       h("span", { class: "msg-line" }, firstLine(t.message)),
-      h("span", { class: "meta" }, [ago(t.created_at), duration(t), money(t.cost_usd)].filter(Boolean).join(" · "))),
+      h("span", { class: "meta" }, [ago(t.created_at), duration(t), money(t.cost_usd)].filter(Boolean).join(" · ")),
+      waitsFor(t)),
     (state.status.teams.find((x) => x.name === t.to_team) || {}).color));
+}
+
+// An unfinished tell's phase (irisd words it: "queued behind 1 tell; tell … ahead awaits your approval …").
+function waitsFor(t) {
+  return !FINAL.has(t.status) && t.phase && t.phase.text ? h("span", { class: "meta", "data-phase": t.phase.name }, t.phase.text) : null;
 }
 
 function sendForm(teams, to) {
@@ -727,6 +740,7 @@ function conversationView(id) {
     ["id", tell.id],
     ["created", clock(tell.created_at)],
     tell.started_at ? [running ? "running for" : "took", duration(tell)] : null,
+    running && tell.phase && tell.phase.text ? ["waits for", tell.phase.text] : null,
     tell.cost_usd !== undefined && tell.cost_usd !== null ? ["cost", money(tell.cost_usd)] : null,
     tell.session_id ? ["session", tell.session_id] : null,
     tell.hops ? ["hops", String(tell.hops)] : null,

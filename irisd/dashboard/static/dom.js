@@ -105,10 +105,14 @@ export function shortId(id) {
   return (id || "").slice(0, 8);
 }
 
+// How long a tell took (or has taken), from its submission, and how much of it queued.
 export function duration(tell) {
-  if (!tell.started_at) return "";
+  if (!tell.created_at) return "";
   const end = tell.finished_at || Date.now() / 1000;
-  return seconds(end - tell.started_at);
+  const took = seconds(end - tell.created_at);
+  if (!tell.started_at) return `${took} queued`;
+  const waited = tell.started_at - tell.created_at;
+  return waited >= 1 ? `${took}, ${seconds(waited)} queued` : took;
 }
 
 const STATUS_WORDS = {
