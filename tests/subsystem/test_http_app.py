@@ -1,7 +1,7 @@
 """The HTTP face's starlette app in process, with a recording dispatcher: the gate in its
 order, the route table building the socket protocol's requests, errors as JSON, the
 serve path it shares with the socket (draining, counting, the catch-all); then hypercorn
-serving it on a real socket through its public ``serve`` and an ``fd://`` bind."""
+serving it on a real socket under irisd's accept loop (idle connections closed, a cap)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import trio.testing
 
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
+from irisd.http import server as http_server
 from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
 from irisd.http.gate import SECURITY_HEADERS
@@ -356,7 +357,7 @@ async def test_hypercorn_serves_the_face_on_a_duplicate_that_no_child_inherits(f
     with open_http_socket("127.0.0.1", 0) as sock:
         port = sock.getsockname()[1]
         face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
-        server = HttpServer(face, sock)
+        server = HttpServer(face, sock, max_connections=64)
         with trio.fail_after(30):
             async with trio.open_nursery() as nursery:
                 await nursery.start(server.run)
@@ -368,6 +369,51 @@ async def test_hypercorn_serves_the_face_on_a_duplicate_that_no_child_inherits(f
         assert face.serving.draining
     with pytest.raises(ConnectionRefusedError):  # hypercorn closed its duplicate, the daemon its own
         _get(port, "/health")
+
+
+async def test_a_connection_that_sends_no_request_is_closed_after_the_idle_timeout(
+    face: HttpFace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http_server, "IDLE_TIMEOUT_S", 0.5)
+    with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
+        server = HttpServer(face, sock, max_connections=64)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            client = await trio.open_tcp_stream("127.0.0.1", sock.getsockname()[1])
+            started = trio.current_time()
+            assert await client.receive_some(1024) == b""  # closed by irisd: it said nothing
+            assert 0.5 <= trio.current_time() - started < 10
+            await client.aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def test_connections_past_the_limit_wait_in_the_listen_queue_until_one_closes(
+    face: HttpFace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http_server, "IDLE_TIMEOUT_S", 60.0)
+    with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
+        port = sock.getsockname()[1]
+        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
+        server = HttpServer(face, sock, max_connections=2)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            idle = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
+            while server.connections < 2:
+                await trio.sleep(0.01)
+            answer: list[bytes] = []
+
+            async def get_health() -> None:
+                answer.append(await trio.to_thread.run_sync(_get, port, "/health"))
+
+            nursery.start_soon(get_health)
+            await trio.sleep(0.2)  # it is connected (the kernel's queue), not served
+            assert not answer and server.connections == 2
+            await idle[0].aclose()
+            while not answer:
+                await trio.sleep(0.01)
+            assert answer[0].startswith(b"HTTP/1.1 200")
+            await idle[1].aclose()
+            nursery.cancel_scope.cancel()
 
 
 def _sockets() -> list[int]:
