@@ -1,0 +1,133 @@
+"""Clients that read nothing or say nothing, against a real irisd with the real claude and
+the scripted model: stopping never waits on them, and idle connections never take the
+file descriptors the children need."""
+
+from __future__ import annotations
+
+import base64
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+
+from harness import Iris, wait_for
+
+SMALL_BUFFER = 4096  # the client's receive buffer: it fills at once
+
+
+def _limit_open_files() -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))
+
+
+def start_with_1024_files(iris: Iris) -> None:
+    iris.write_config()
+    with iris.log_path.open("ab") as log:
+        iris.process = subprocess.Popen(
+            [sys.executable, "-m", "irisd.main"], env=iris.env, stderr=log, stdout=subprocess.DEVNULL,
+            cwd=iris.root, preexec_fn=_limit_open_files,
+        )
+    iris.wait_ready()
+
+
+def events_client_that_reads_nothing(iris: Iris) -> socket.socket:
+    """A WebSocket on /api/events (the owner's token) that, once upgraded, never reads."""
+    url = urllib.parse.urlsplit(iris.http_url)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SMALL_BUFFER)
+    sock.settimeout(30)
+    sock.connect((url.hostname, url.port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        f"GET /api/events HTTP/1.1\r\nHost: {url.netloc}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+        f"Authorization: Bearer {iris.owner_token}\r\n\r\n".encode()
+    )
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(1)  # byte by byte: nothing past the upgrade is read
+    assert answer.startswith(b"HTTP/1.1 101"), answer
+    return sock
+
+
+def stuck_watchers(iris: Iris, count: int) -> list[socket.socket]:
+    """``count`` watchers that stopped reading while a long answer streamed past them."""
+    clients = [events_client_that_reads_nothing(iris) for _ in range(count)]
+    told = iris.cli("tell", "alpha", "@long:30000 @chunks:300 go", timeout=180)
+    assert told.returncode == 0, told.stderr  # a pair never waits for its watchers
+    return clients
+
+
+def test_sigterm_stops_irisd_within_the_drain_while_websocket_clients_read_nothing(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    clients = stuck_watchers(iris, 3)
+    assert iris.process is not None
+    started = time.monotonic()
+    iris.process.send_signal(signal.SIGTERM)
+    try:
+        code = iris.process.wait(timeout=30)
+    finally:
+        for client in clients:
+            client.close()
+    took = time.monotonic() - started
+    iris.process = None
+    assert code == 0
+    assert took < 15  # the drain's own bound (irisd.main.DRAIN_TIMEOUT_S) and some room; it hung for good
+
+
+def test_a_second_sigterm_stops_irisd_at_once_whatever_its_clients_do(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    clients = stuck_watchers(iris, 3)
+    process = iris.process
+    assert process is not None
+    process.send_signal(signal.SIGTERM)
+    wait_for(lambda: "stopping" in iris.log(), timeout=30, what="the first signal taken")
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    finally:
+        for client in clients:
+            client.close()
+    iris.process = None
+    assert time.monotonic() - started < 8  # children's stop (3 s grace) at most; it hung for good
+
+
+def test_idle_connections_at_a_1024_file_limit_leave_room_for_children_and_are_closed(iris: Iris) -> None:
+    iris.add_team("alpha")
+    start_with_1024_files(iris)
+    assert iris.process is not None
+    url = urllib.parse.urlsplit(iris.http_url)
+    idle: list[socket.socket] = []
+    try:
+        for _ in range(1000):  # no token needed to connect, nothing said
+            sock = socket.socket()
+            idle.append(sock)
+            sock.settimeout(60)
+            sock.connect((url.hostname, url.port))  # one at a time: irisd takes each that it will take
+            sock.setblocking(True)  # (reads below pass MSG_DONTWAIT)
+        told = iris.cli("tell", "alpha", "cold start", timeout=180)  # spawns claude: its pipes need descriptors
+        assert told.returncode == 0, told.stderr
+        assert "echo #1: cold start" in told.stdout
+        health = iris.cli("status", "--json")
+        assert health.returncode == 0, health.stderr
+
+        def closed_by_irisd(sock: socket.socket) -> bool:
+            try:
+                return sock.recv(1, socket.MSG_DONTWAIT) == b""
+            except BlockingIOError:
+                return False  # still open
+            except OSError:
+                return True  # reset
+
+        wait_for(lambda: sum(map(closed_by_irisd, idle[:100])) == 100, timeout=60, what="idle connections closed")
+    finally:
+        for sock in idle:
+            sock.close()
+    assert iris.process is not None and iris.process.poll() is None
+    assert "scripts/install" not in iris.log()
