@@ -5,6 +5,7 @@ file descriptors the children need."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 import resource
 import signal
@@ -13,8 +14,11 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from pathlib import Path
 
-from harness import Iris, wait_for
+from harness import Http, Iris, wait_for
+from irisd.http.gate import MAX_ACTIVE_PER_CALLER
+from protocol.messages import GetPair, PairReply
 
 SMALL_BUFFER = 4096  # the client's receive buffer: it fills at once
 
@@ -33,8 +37,9 @@ def start_with_1024_files(iris: Iris) -> None:
     iris.wait_ready()
 
 
-def events_client_that_reads_nothing(iris: Iris) -> socket.socket:
-    """A WebSocket on /api/events (the owner's token) that, once upgraded, never reads."""
+def open_events(iris: Iris, token: str) -> tuple[socket.socket, bytes]:
+    """A WebSocket upgrade of /api/events with ``token``: the socket and irisd's answer's
+    head (after which nothing is read)."""
     url = urllib.parse.urlsplit(iris.http_url)
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SMALL_BUFFER)
@@ -44,12 +49,18 @@ def events_client_that_reads_nothing(iris: Iris) -> socket.socket:
     sock.sendall(
         f"GET /api/events HTTP/1.1\r\nHost: {url.netloc}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-        f"Authorization: Bearer {iris.owner_token}\r\n\r\n".encode()
+        f"Authorization: Bearer {token}\r\n\r\n".encode()
     )
-    answer = b""
-    while b"\r\n\r\n" not in answer:
-        answer += sock.recv(1)  # byte by byte: nothing past the upgrade is read
-    assert answer.startswith(b"HTTP/1.1 101"), answer
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(1)  # byte by byte: nothing past the head is read
+    return sock, head
+
+
+def events_client_that_reads_nothing(iris: Iris) -> socket.socket:
+    """A WebSocket on /api/events (the owner's token) that, once upgraded, never reads."""
+    sock, head = open_events(iris, iris.owner_token)
+    assert head.startswith(b"HTTP/1.1 101"), head
     return sock
 
 
@@ -131,3 +142,29 @@ def test_idle_connections_at_a_1024_file_limit_leave_room_for_children_and_are_c
             sock.close()
     assert iris.process is not None and iris.process.poll() is None
     assert "scripts/install" not in iris.log()
+
+
+def test_a_childs_token_cannot_take_the_http_face_from_the_owner(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    assert iris.cli("tell", "alpha", "hello", timeout=180).returncode == 0
+    pair = iris.request(GetPair(to_team="alpha"))
+    assert isinstance(pair, PairReply) and pair.process.pid is not None, pair
+    argv = Path(f"/proc/{pair.process.pid}/cmdline").read_bytes().split(b"\0")
+    config = json.loads(Path(argv[argv.index(b"--mcp-config") + 1].decode()).read_text())
+    token = config["mcpServers"]["iris"]["headers"]["Authorization"].removeprefix("Bearer ")
+    opened: list[socket.socket] = []
+    try:
+        heads = []
+        for _ in range(260):
+            sock, head = open_events(iris, token)
+            opened.append(sock)
+            heads.append(head.split(b"\r\n", 1)[0])
+        assert heads.count(b"HTTP/1.1 101 ") == MAX_ACTIVE_PER_CALLER
+        assert heads.count(b"HTTP/1.1 503 ") == 260 - MAX_ACTIVE_PER_CALLER
+        http = Http(iris)
+        assert http.json("GET", "/api/status")[0] == 200
+        assert http.json("GET", "/health", auth=False)[0] == 200
+    finally:
+        for sock in opened:
+            sock.close()

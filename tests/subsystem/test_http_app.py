@@ -5,6 +5,7 @@ serving it on a real socket under irisd's accept loop (idle connections closed, 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -22,7 +23,7 @@ from irisd.dispatch import Dispatcher
 from irisd.http import server as http_server
 from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
-from irisd.http.gate import SECURITY_HEADERS
+from irisd.http.gate import SECURITY_HEADERS, ActiveLimits
 from irisd.http.security import Allowlist, host_names
 from irisd.http.server import HttpServer, open_http_socket
 from irisd.serving import Serving
@@ -291,18 +292,29 @@ async def test_websocket_upgrades_are_refused_with_an_http_answer(face: HttpFace
         assert answer.websocket and answer.status == status and answer.json()["type"] == "error", target
 
 
-async def test_no_more_than_max_active_requests_at_once(face: HttpFace, recorder: Recorder) -> None:
-    face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), PORT), max_active=2)
+async def test_a_childs_requests_at_once_are_limited_and_the_owner_and_health_still_get_in(
+    face: HttpFace, recorder: Recorder
+) -> None:
+    limits = ActiveLimits(total=4, per_caller=2, owner_room=1)
+    face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), PORT), limits=limits)
+    child = face.access.mint(Caller.child("alpha", "alpha->beta"))
     recorder.hold = trio.Event()
     async with trio.open_nursery() as nursery:
         for _ in range(2):
-            nursery.start_soon(call, face, "GET", "/api/teams")
+            nursery.start_soon(functools.partial(call, face, "GET", "/api/teams", token=child))
         while recorder.entered < 2:
             await trio.sleep(0.001)
-        busy = await call(face, "GET", "/health", token=None)
+        busy = await call(face, "GET", "/api/teams", token=child)
         assert (busy.status, busy.code) == (503, "busy")
+        assert "already has 2 HTTP requests or WebSockets open at once" in busy.json()["message"]
+        events = await call(face, "GET", "/api/events", token=child, websocket=True)
+        assert (events.status, events.code) == (503, "busy")  # a WebSocket counts the same
+        nursery.start_soon(call, face, "GET", "/api/teams")  # the owner's: served
+        while recorder.entered < 3:
+            await trio.sleep(0.001)
+        assert (await call(face, "GET", "/health", token=None)).status == 200  # never counted
         recorder.hold.set()
-    assert (await call(face, "GET", "/health", token=None)).status == 200
+    assert (await call(face, "GET", "/api/teams", token=child)).status == 200
 
 
 # --- the serve path shared with the socket -----------------------------------------------------
