@@ -31,7 +31,7 @@ from protocol.messages import Event, TellText, Watching
 LOG_EVENTS = 4096  # events kept for watchers still to read them (up to twice this, briefly)
 LOG_TEXT = 2 * 1024 * 1024  # characters of tell text kept likewise
 FLUSH_INTERVAL_S = 0.25  # after a batch, events gather at least this long before the next
-FRAMES_PER_S = 400  # batches a second of all watchers together, once more than 100 watch
+FRAMES_PER_S = 200  # batches a second of all watchers together, once more than 50 watch
 
 # Which events a subscriber may see (``event, from_team, to_team``): a caller's view.
 EventFilter = Callable[[Event, "str | None", str], bool]
