@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness import Http, Iris, wait_for
 from irisd.http.gate import MAX_ACTIVE_PER_CALLER
-from protocol.messages import GetPair, PairReply
+from protocol.messages import GetPair, ListTells, PairReply
 
 SMALL_BUFFER = 4096  # the client's receive buffer: it fills at once
 
@@ -88,6 +88,36 @@ def test_sigterm_stops_irisd_within_the_drain_while_websocket_clients_read_nothi
     iris.process = None
     assert code == 0
     assert took < 15  # the drain's own bound (irisd.main.DRAIN_TIMEOUT_S) and some room; it hung for good
+
+
+def test_sigterm_stops_irisd_within_the_drain_while_an_a2a_stream_client_reads_nothing(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    token = iris.cli_json("a2a", "token", "--name", "sleeper")["token"]
+    url = urllib.parse.urlsplit(iris.http_url)
+    message = {"role": "ROLE_USER", "messageId": "m1", "parts": [{"text": "@long:30000 @chunks:300 go"}]}
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message}})
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, SMALL_BUFFER)
+    client.connect((url.hostname, url.port))
+    client.sendall(
+        f"POST /a2a/alpha HTTP/1.1\r\nHost: {url.netloc}\r\nAuthorization: Bearer {token}\r\n"
+        f"A2A-Version: 1.0\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}".encode()
+    )
+    # It reads nothing while the answer streams: wait for the tell to finish (the stream is stuck).
+    wait_for(
+        lambda: any(t.status == "completed" for t in iris.request(ListTells(from_team="a2a:sleeper")).tells),
+        timeout=180, what="the streamed tell completed",
+    )
+    assert iris.process is not None
+    started = time.monotonic()
+    iris.process.send_signal(signal.SIGTERM)
+    try:
+        code = iris.process.wait(timeout=30)
+    finally:
+        client.close()
+    iris.process = None
+    assert code == 0 and time.monotonic() - started < 15
 
 
 def test_a_second_sigterm_stops_irisd_at_once_whatever_its_clients_do(iris: Iris) -> None:
