@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import resource
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -426,6 +427,50 @@ async def test_connections_past_the_limit_wait_in_the_listen_queue_until_one_clo
             assert answer[0].startswith(b"HTTP/1.1 200")
             await idle[1].aclose()
             nursery.cancel_scope.cancel()
+
+
+async def test_out_of_file_descriptors_accepting_backs_off_and_says_so_once_without_a_traceback(
+    face: HttpFace, caplog: pytest.LogCaptureFixture
+) -> None:
+    with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
+        port = sock.getsockname()[1]
+        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
+        server = HttpServer(face, sock, max_connections=1000)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+            while server.connections < 20:
+                await trio.sleep(0.01)
+            late = [socket.socket() for _ in range(5)]  # their descriptors (this process's too) first
+            clients += late
+            fillers = []  # every free descriptor below the highest taken, so that none is left
+            highest = max(int(n) for n in os.listdir("/proc/self/fd"))
+            while (fd := os.dup(0)) < highest:
+                fillers.append(fd)
+            os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (fd, hard))  # none left for accept()
+            try:
+                for client in late:
+                    client.setblocking(False)
+                    client.connect_ex(("127.0.0.1", port))
+                while not any("cannot accept HTTP clients" in r.message for r in caplog.records):
+                    await trio.sleep(0.01)
+                await trio.sleep(0.3)  # several more failed accepts, backing off
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+                for fd in fillers:
+                    os.close(fd)
+            for client in clients[:10]:
+                client.close()
+            answer = await trio.to_thread.run_sync(_get, port, "/health")  # served again
+            assert answer.startswith(b"HTTP/1.1 200")
+            for client in clients[10:]:
+                client.close()
+            nursery.cancel_scope.cancel()
+    warnings = [r for r in caplog.records if "cannot accept HTTP clients" in r.message]
+    assert len(warnings) == 1 and warnings[0].exc_info is None  # one a minute, no traceback
+    assert "irisd is out of file descriptors" in warnings[0].message and "LimitNOFILE=" in warnings[0].message
 
 
 def _sockets() -> list[int]:
