@@ -29,6 +29,7 @@ from irisd.claude.containment import Containment
 from irisd.claude.launcher import marked_claude_child
 from irisd.core import run_core
 from irisd.dispatch import Dispatcher
+from irisd.fds import http_connection_limit, open_file_limit
 from irisd.home_lock import hold_home_lock
 from irisd.http.app import HttpFace
 from irisd.http.security import Allowlist, host_names
@@ -163,7 +164,9 @@ class Daemon:
             await nursery.start(server.run)
             port = socket_url(http_socket)[1]
             face = HttpFace(serving, access, Allowlist(host_names(self.config.settings.http_host), port))
-            http = HttpServer(face, http_socket)
+            socket_clients = server.limits.max_clients + server.limits.reserve
+            max_connections = http_connection_limit(open_file_limit(), socket_clients)
+            http = HttpServer(face, http_socket, max_connections=max_connections)
             await nursery.start(http.run)
             self.notifier.ready(f"serving {len(self.config.teams)} teams")
             if self.systemd.watchdog_s is not None:

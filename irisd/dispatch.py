@@ -23,7 +23,7 @@ from irisd import __version__, policy
 from irisd.a2a.teams import sync_a2a_teams
 from irisd.caller import Caller
 from irisd.claude.wire import SystemLine, decode_line
-from irisd.events import serve_watch
+from irisd.events import EventFilter, serve_watch
 from irisd.health import rss_bytes, total_rss
 from irisd.ids import with_whole_ids
 from irisd.logs import recent_problems
@@ -607,7 +607,7 @@ class Dispatcher:
                 return SessionReply(session=info)
         raise NotFoundError(f"no session for {pair.label}")  # pragma: no cover - reset creates it
 
-    async def watch(self, team: str | None, send_event: SendEvent, wanted: policy.EventFilter | None = None) -> Reply:
+    async def watch(self, team: str | None, send_event: SendEvent, wanted: EventFilter | None = None) -> Reply:
         """Push events (those ``wanted`` lets through) until the client disconnects (which
         ends this request)."""
         if team is not None:

@@ -1,77 +1,259 @@
-"""Live events for watchers (``iris watch``, MCP progress): publish never blocks."""
+"""Live events for watchers (``iris watch``, the WebSocket, MCP progress): publishing
+never waits for a watcher, and who watches never decides how fast a pair runs.
+
+How it works. Every event goes once into the hub's ``EventLog`` (plain logic, no trio),
+a bounded window of the latest events, each with a sequence number; publishing costs
+the same whether 0 or 250 watch. Each watcher has a cursor into the log and reads, in
+one batch, what was published since its last read (``EventLog.read``): only the events
+it may see (its team, its ``accepts`` filter), with each tell's text joined into one
+``TellText`` (many deltas, one frame) unless another event came in between (the order
+of a tell's text and its state is kept). A watcher whose cursor fell out of the window
+(it read nothing while ``LOG_EVENTS`` events, or ``LOG_TEXT`` characters of text, were
+published) is dropped, with the reason it sees (``BusyError`` ends its watch: the
+socket's error reply, the WebSocket's close reason).
+
+``serve_watch`` sends a batch, then lets events gather before it reads again: for
+``FLUSH_INTERVAL_S``, longer when many watch, so that all of them together send about
+``FRAMES_PER_S`` batches a second. So a watcher costs a few frames a second whatever the
+rate of a tell's deltas, and all of them together a bounded share of irisd's time.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import trio
 
 from protocol.errors import BusyError, ShuttingDownError
-from protocol.messages import Event, Watching
+from protocol.messages import Event, TellText, Watching
 
-# Whether a watcher gets an event of (from_team, to_team, chain_id): irisd/policy.py's.
-Wanted = Callable[[str | None, str, str], bool]
+LOG_EVENTS = 4096  # events kept for watchers still to read them (up to twice this, briefly)
+LOG_TEXT = 2 * 1024 * 1024  # characters of tell text kept likewise
+FLUSH_INTERVAL_S = 0.25  # after a batch, events gather at least this long before the next
+FRAMES_PER_S = 200  # batches a second of all watchers together, once more than 50 watch
 
-WATCHER_BUFFER = 1000
+# Which events a subscriber may see, by whose they are (``from_team, to_team, chain_id``): a
+# caller's view (irisd/policy.py's ``event_filter``).
+EventFilter = Callable[["str | None", str, str], bool]
 
 
-@dataclass(eq=False)
-class _Watcher:
-    team: str | None
-    send: trio.MemorySendChannel[Event]
-    wanted: Wanted | None = None
+class Published(NamedTuple):
+    event: Event
+    from_team: str | None
+    to_team: str
+    chain_id: str = ""  # the chain of the tell it is about ("" for a pair's own events)
+
+
+class FellBehindError(Exception):
+    """A cursor points before the oldest event kept: what it missed is gone."""
+
+    def __init__(self, missed: int) -> None:
+        super().__init__(
+            f"this watcher fell behind and was disconnected ({missed} events were published while it "
+            "read none: it reads too slowly); events were lost, watch again"
+        )
+
+
+class EventLog:
+    """The latest events, numbered from 0, for cursors to read from."""
+
+    def __init__(self, max_events: int | None = None, max_text: int | None = None) -> None:
+        self.max_events = LOG_EVENTS if max_events is None else max_events
+        self.max_text = LOG_TEXT if max_text is None else max_text
+        self._entries: list[Published] = []
+        self.first = 0  # the number of _entries[0]
+        self._text = 0  # characters of TellText in _entries
+
+    @property
+    def next(self) -> int:
+        """The number the next event gets: a new cursor starts here."""
+        return self.first + len(self._entries)
+
+    def append(self, event: Event, from_team: str | None, to_team: str, chain_id: str = "") -> None:
+        self._entries.append(Published(event, from_team, to_team, chain_id))
+        if isinstance(event, TellText):
+            self._text += len(event.text)
+        if len(self._entries) >= 2 * self.max_events or self._text > 2 * self.max_text:
+            self._forget()
+
+    def _forget(self) -> None:
+        """Keep the latest ``max_events`` (at most ``max_text`` characters of text): in
+        batches, so that appending stays O(1) on average."""
+        keep = min(len(self._entries), self.max_events)
+        text = 0
+        for index in range(len(self._entries) - 1, len(self._entries) - 1 - keep, -1):
+            event = self._entries[index].event
+            if isinstance(event, TellText):
+                if text + len(event.text) > self.max_text and index < len(self._entries) - 1:
+                    keep = len(self._entries) - 1 - index
+                    break
+                text += len(event.text)
+        gone = len(self._entries) - keep
+        del self._entries[:gone]
+        self.first += gone
+        self._text = text
+
+    def read(self, cursor: int, wants: Callable[[Published], bool] = lambda _: True) -> list[Event]:
+        """The events from number ``cursor`` on that ``wants``, oldest first, each tell's
+        text coalesced (see the module's docstring). FellBehindError if some are gone."""
+        if cursor < self.first:
+            raise FellBehindError(self.next - cursor)
+        batch: list[Event] = []
+        runs: list[tuple[int, list[str]]] = []  # each text run: its place in batch, its texts
+        open_runs: dict[str, tuple[int, list[str]]] = {}  # by tell: the runs text may still join
+        for published in self._entries[cursor - self.first :]:
+            if not wants(published):
+                continue
+            event = published.event
+            if not isinstance(event, TellText):
+                open_runs.clear()  # text after this event comes after it
+                batch.append(event)
+            elif (run := open_runs.get(event.tell_id)) is not None:
+                run[1].append(event.text)
+            else:
+                run = open_runs[event.tell_id] = (len(batch), [event.text])
+                runs.append(run)
+                batch.append(event)
+        for place, texts in runs:
+            if len(texts) > 1:
+                joined = batch[place]
+                assert isinstance(joined, TellText)
+                batch[place] = TellText(tell_id=joined.tell_id, text="".join(texts))
+        return batch
+
+
+class Subscription:
+    """One watcher of an ``EventHub``: its cursor into the hub's log and its filter. A
+    context manager: leaving it unsubscribes."""
+
+    def __init__(self, hub: EventHub, team: str | None, accepts: EventFilter | None) -> None:
+        self.hub = hub
+        self.team = team
+        self.accepts = accepts
+        self.cursor = hub.log.next
+        self.closed = False  # irisd is stopping
+        self.dropped = ""  # why it fell behind, once it did
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.hub.unsubscribe(self)
+
+    @property
+    def ended(self) -> bool:
+        return self.closed or bool(self.dropped)
+
+    def wants(self, published: Published) -> bool:
+        if self.team is not None and self.team not in (published.from_team, published.to_team):
+            return False
+        return self.accepts is None or self.accepts(published.from_team, published.to_team, published.chain_id)
+
+    def take_nowait(self) -> list[Event]:
+        """What was published for this watcher since its last read (maybe nothing); []
+        once it ended (``dropped`` says why, if it fell behind)."""
+        if self.ended:
+            return []
+        log = self.hub.log
+        try:
+            batch = log.read(self.cursor, self.wants)
+        except FellBehindError as exc:
+            self.dropped = str(exc)
+            self.hub.unsubscribe(self)
+            return []
+        self.cursor = log.next
+        return batch
+
+    async def wait_batch(self) -> list[Event]:
+        """The events for this watcher, once there are some; [] once the subscription
+        ended (irisd stopping: ``closed``; fallen behind: ``dropped`` says why)."""
+        woken = False
+        while not self.ended:
+            if batch := self.take_nowait():
+                return batch
+            if woken:  # by events for others: look again once more have gathered, not at each
+                woken = False
+                await trio.sleep(self.hub.flush_interval())
+                continue
+            await self.hub.wait_published(self.cursor)
+            woken = True
+        return []
 
 
 class EventHub:
     def __init__(self) -> None:
-        self._watchers: set[_Watcher] = set()
+        self.log = EventLog()
+        self._subscriptions: set[Subscription] = set()
+        self._published: trio.Event | None = None  # set at the next publish, for those waiting
         self.closed = False
 
     def close(self) -> None:
-        """irisd is stopping: end every watch (their iteration stops)."""
+        """irisd is stopping: end every watch."""
         self.closed = True
-        for watcher in self._watchers:
-            watcher.send.close()
-        self._watchers.clear()
+        for subscription in self._subscriptions:
+            subscription.closed = True
+        self._subscriptions.clear()
+        self._wake()
 
-    def subscribe(self, team: str | None = None, wanted: Wanted | None = None) -> trio.MemoryReceiveChannel[Event]:
-        """Events of tells to or from ``team`` (all tells if None) that ``wanted`` lets
-        through (what the caller may see: irisd/policy.py); at most
-        ``WATCHER_BUFFER`` wait for the subscriber, which is dropped (its channel ends)
-        beyond that."""
-        send, receive = trio.open_memory_channel[Event](WATCHER_BUFFER)
+    def subscribe(self, team: str | None = None, accepts: EventFilter | None = None) -> Subscription:
+        """Events of tells to or from ``team`` (all if None) that ``accepts`` lets through
+        (all if None), from now on; see the module's docstring for how long they wait."""
+        subscription = Subscription(self, team, accepts)
         if self.closed:
-            send.close()
+            subscription.closed = True
         else:
-            self._watchers.add(_Watcher(team, send, wanted))
-        return receive
+            self._subscriptions.add(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        self._subscriptions.discard(subscription)
+
+    @property
+    def watchers(self) -> int:
+        return len(self._subscriptions)
+
+    def flush_interval(self) -> float:
+        """How long a watcher lets events gather after a batch (see the module's docstring)."""
+        return max(FLUSH_INTERVAL_S, self.watchers / FRAMES_PER_S)
 
     def publish(self, event: Event, from_team: str | None, to_team: str, chain_id: str = "") -> None:
-        """Best effort: a watcher that cannot keep up is disconnected, never waited for."""
-        for watcher in list(self._watchers):
-            if watcher.team is not None and watcher.team not in (from_team, to_team):
-                continue
-            if watcher.wanted is not None and not watcher.wanted(from_team, to_team, chain_id):
-                continue
-            try:
-                watcher.send.send_nowait(event)
-            except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-                watcher.send.close()
-                self._watchers.discard(watcher)
+        """Never waits, and costs the same however many watch."""
+        if self.closed:
+            return
+        self.log.append(event, from_team, to_team, chain_id)
+        self._wake()
+
+    async def wait_published(self, cursor: int) -> None:
+        """Until an event numbered ``cursor`` or later is published, or the hub closes."""
+        while self.log.next <= cursor and not self.closed:
+            if self._published is None:
+                self._published = trio.Event()
+            await self._published.wait()
+
+    def _wake(self) -> None:
+        if self._published is not None:
+            self._published.set()
+            self._published = None
 
 
 async def serve_watch(
-    hub: EventHub, team: str | None, send_event: Callable[[Event], Awaitable[None]], wanted: Wanted | None = None
+    hub: EventHub,
+    team: str | None,
+    send_event: Callable[[Event], Awaitable[None]],
+    accepts: EventFilter | None = None,
 ) -> NoReturn:
-    """``Watch``: a ``Watching`` event once subscribed, then every event of ``team`` until
-    irisd stops (ShuttingDownError) or the watcher falls behind and is dropped (BusyError).
-    Every front end gets its events here: the socket, the WebSocket, the MCP tools."""
-    async with hub.subscribe(team, wanted) as events:
+    """``Watch``: a ``Watching`` event once subscribed, then the events of ``team`` until
+    irisd stops (ShuttingDownError) or the watcher falls behind and is dropped (BusyError,
+    saying why). Events that came while the last batch was sent go out together, at most
+    every ``EventHub.flush_interval()``. Every front end gets its events here: the socket, the
+    WebSocket, the MCP tools."""
+    with hub.subscribe(team, accepts) as subscription:
         await send_event(Watching(team=team))
-        async for event in events:
-            await send_event(event)
-    if hub.closed:
+        while batch := await subscription.wait_batch():
+            for event in batch:
+                await send_event(event)
+            await trio.sleep(hub.flush_interval())
+    if subscription.closed:
         raise ShuttingDownError("irisd is stopping; watch again once it is back")
-    raise BusyError("this watcher could not keep up with the events and was disconnected; watch again")
+    raise BusyError(subscription.dropped)

@@ -28,9 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from irisd.caller import Caller
 from protocol.errors import PermissionDeniedError
+
+if TYPE_CHECKING:
+    from irisd.events import EventFilter  # whether a subscriber gets an event: (from, to, chain)
 
 EVERYONE = frozenset({"owner", "reader"})  # the kinds of caller that see every tell
 
@@ -103,8 +107,6 @@ def check_answers(caller: Caller, asked_of: str | None, question_id: str) -> Non
         )
 
 
-EventFilter = Callable[[str | None, str, str], bool]
-"""Whether a subscriber gets an event of a tell (or pair): (from_team, to_team, chain_id)."""
 
 
 def event_filter(caller: Caller, chains: Callable[[], frozenset[str]]) -> EventFilter | None:

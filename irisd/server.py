@@ -40,6 +40,7 @@ import trio
 
 from iris_common.paths import socket_dir_problem
 from irisd.caller import OWNER
+from irisd.fds import CAPACITY_ERRNOS, FDS_FOR_THE_REST, open_file_limit, out_of_descriptors
 from irisd.serving import Serving
 from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
@@ -61,9 +62,7 @@ REFUSE_LINGER_S = 2.0
 SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long is hung up on
 TURN_AWAY_LINGER_S = 0.2  # read the hello of a client turned away, so it reads our reason
 ACCEPT_BACKOFF_S = (0.05, 2.0)  # out of file descriptors: wait this long, doubling
-ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
 LISTEN_BACKLOG = 1024  # the kernel caps it at net.core.somaxconn
-FDS_FOR_THE_REST = 256  # of the open-file limit: claude pipes, the database, HTTP, logs
 
 
 class SocketError(IrisError):
@@ -205,9 +204,10 @@ class Server:
                 try:
                     stream = await self.listener.accept()
                 except OSError as exc:
-                    if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                    if exc.errno not in CAPACITY_ERRNOS:
                         raise
-                    self._warn("cannot accept clients: " + os.strerror(exc.errno or 0), retry_in_s=backoff)
+                    why = out_of_descriptors(exc.errno, open_file_limit()) or os.strerror(exc.errno or 0)
+                    self._warn("cannot accept clients: " + why, retry_in_s=backoff)
                     self._evict_idlest()
                     await trio.sleep(backoff)
                     backoff = min(backoff * 2, ACCEPT_BACKOFF_S[1])

@@ -36,6 +36,7 @@ from iris_common.locate import not_found_fix
 from irisd.claude.containment import MARKER, signal_marked, stop_marked
 from irisd.claude.reaper import Reaper
 from irisd.claude.wire import AnyLine, GarbageLine, decode_line
+from irisd.fds import open_file_limit, out_of_descriptors
 from protocol.errors import ClaudeError
 from protocol.framing import FrameTooLargeError, LineFramer
 
@@ -246,6 +247,8 @@ class ClaudeProcess:
                 f"the team folder {self.cwd} does not exist any more; restore it, or fix the "
                 "team's path in config.yaml and run 'iris reload'"
             )
+        if out_of_fds := out_of_descriptors(exc.errno, open_file_limit()):  # not a missing claude
+            return ClaudeError(f"cannot start {self.argv[0]!r}: {out_of_fds}")
         return ClaudeError(f"cannot start {self.argv[0]!r} in {self.cwd}: {exc.strerror}; {not_found_fix()}")
 
     async def _pump_stdout(self, stdout: trio.abc.ReceiveStream) -> None:

@@ -36,7 +36,7 @@ from irisd.http import api
 from irisd.http.events import serve_events
 from irisd.http.gate import (
     CALLER_KEY,
-    MAX_ACTIVE,
+    ActiveLimits,
     Authenticate,
     CapBody,
     CheckHost,
@@ -74,10 +74,13 @@ _encoder = msgspec.json.Encoder()
 class HttpFace:
     """The ASGI app of irisd's HTTP face. ``mcp`` serves ``/mcp`` (irisd/http/mcp.py)."""
 
-    def __init__(self, serving: Serving, access: Access, allowlist: Allowlist, *, max_active: int = MAX_ACTIVE) -> None:
+    def __init__(
+        self, serving: Serving, access: Access, allowlist: Allowlist, *, limits: ActiveLimits | None = None
+    ) -> None:
         self.serving = serving
         self.access = access
         self.limiter = FailedAuthLimiter()  # shared by the gate and /login
+        self.limits = limits or ActiveLimits()
         self.mcp = McpEndpoint(serving)
         access.on_grant = self.mcp.want  # a child is being spawned: load the MCP SDK
         self.a2a = a2a_face.A2AFace(
@@ -91,9 +94,9 @@ class HttpFace:
             middleware=[
                 Middleware(SecurityHeaders),
                 Middleware(Refusals, jsonrpc=a2a_face.handles),
-                Middleware(LimitActive, limit=max_active),
                 Middleware(CheckHost, allowlist=allowlist),
                 Middleware(Authenticate, access=access, limiter=self.limiter, public=public),
+                Middleware(LimitActive, limits=self.limits),
                 Middleware(CapBody, limit=MAX_BODY_BYTES),
             ],
             exception_handlers={HTTPException: http_exception},

@@ -2,11 +2,13 @@
 message, for the dashboard and scripts.
 
 Events come through ``Serving`` as the socket's ``iris watch`` gets them, a ``Watch``
-(the first one, ``watching``, says the subscription is in place). The core's EventHub
-never waits for anyone: each watcher has a bounded buffer, and a client whose buffer fills (it reads too
-slowly) is dropped by the hub and closed here with code 1013 (try again later). A send
-that the client does not take within ``SEND_TIMEOUT_S`` ends the connection too. So a
-slow client costs a pair nothing. irisd stopping closes every client with 1001.
+(the first one, ``watching``, says the subscription is in place), in batches with each
+tell's text joined (irisd/events.py). The core's EventHub never waits for anyone: a
+client that falls out of its window of events (it reads too slowly) is dropped by the
+hub and closed here with code 1013 (try again later). A send that the client does not
+take within ``SEND_TIMEOUT_S`` ends the connection too (the HTTP server's writes can be
+cancelled). So a slow client costs a pair nothing. irisd stopping closes every client
+with 1001.
 Messages FROM the client are read and ignored (hypercorn caps their size).
 """
 

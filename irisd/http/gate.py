@@ -8,15 +8,17 @@ before it reaches a route, outermost first (security.py says why each check):
    JSON-RPC error to a JSON-RPC caller (the A2A face's POSTs), whose client reads no
    other form; on a WebSocket upgrade, as the HTTP answer refusing it. A client that left
    is dropped quietly; any other error is a bug, logged once and answered 500;
-3. ``LimitActive``: at most ``MAX_ACTIVE`` requests and WebSockets at once (503 beyond);
-4. ``CheckHost``: ``Host`` must be irisd's own name and port, ``Origin`` (if any) irisd
+3. ``CheckHost``: ``Host`` must be irisd's own name and port, ``Origin`` (if any) irisd
    itself (403);
-5. ``Authenticate``: a token (``Authorization: Bearer``) or the login cookie names the
+4. ``Authenticate``: a token (``Authorization: Bearer``) or the login cookie names the
    ``Caller``, left in the scope under ``CALLER_KEY`` (401; 429 after too many failures
    from one address). A POST with the cookie must be ``application/json`` (415): a web
    page can make a browser send a form or text/plain with its cookies, never JSON.
    Only the public paths pass without (``/health``, ``/login``, and
    the A2A face, which authenticates its own callers);
+5. ``LimitActive``: requests and WebSockets served at once, by caller (``ActiveLimits``:
+   503 beyond), so that no token can take the room of the others, nor the owner's;
+   ``/health`` answers at once and is not counted;
 6. ``CapBody``: bodies are capped (413), by their Content-Length before they are read,
    or as they arrive; a route may cap lower (app.py). (starlette's own body limit
    answers in plain text, over any answer of ours, when the Content-Length is over.)
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import msgspec
 import trio
@@ -35,7 +38,7 @@ from starlette.requests import ClientDisconnect, HTTPConnection, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from irisd.caller import Caller
+from irisd.caller import OWNER, Caller
 from irisd.http.security import Allowlist, FailedAuthLimiter, bearer_token
 from irisd.serving import CLIENT_LEFT, internal_error
 from irisd.tokens import COOKIE_NAME, Access
@@ -55,7 +58,9 @@ from protocol.messages import ErrorReply
 
 log = logging.getLogger("irisd.http")
 
-MAX_ACTIVE = 256  # requests and WebSockets served at once
+MAX_ACTIVE = 256  # requests and WebSockets served at once, all callers together
+MAX_ACTIVE_PER_CALLER = 64  # of one caller that is not the owner (a child, iris-agent, the A2A face's)
+OWNER_ROOM = 32  # of MAX_ACTIVE, only ever the owner's
 CALLER_KEY = "iris.caller"  # where Authenticate leaves the Caller in the ASGI scope
 
 # No inline script or style, nothing from another origin, never framed. 'self' in
@@ -171,23 +176,69 @@ class Refusals:
             pass  # the client is gone
 
 
+@dataclass
+class ActiveLimits:
+    """Requests and WebSockets served at once, counted by caller (no I/O). The owner may
+    use them all; every other caller (a team's child, iris-agent, the callers of the
+    public paths together) at most ``per_caller``, and all of those together at most
+    ``total - owner_room``: what they cannot take is the owner's, always."""
+
+    total: int = MAX_ACTIVE
+    per_caller: int = MAX_ACTIVE_PER_CALLER
+    owner_room: int = OWNER_ROOM
+    active: int = 0
+    _by_caller: dict[Caller | None, int] = field(default_factory=dict)
+
+    def admit(self, caller: Caller | None) -> None:
+        """Count one more for ``caller`` (None: a public path's); BusyError if it is over."""
+        caller = _key(caller)
+        own = self._by_caller.get(caller, 0)
+        if caller == OWNER:
+            if self.active >= self.total:
+                raise BusyError(f"irisd serves {self.total} HTTP requests at once, its limit; try again in a moment")
+        elif own >= self.per_caller:
+            who = "the public paths' callers" if caller is None else caller.describe()
+            raise BusyError(
+                f"{who} already has {self.per_caller} HTTP requests or WebSockets open at once, the limit "
+                "for a caller; close some, or try again in a moment"
+            )
+        elif self.active >= self.total or self.active - self._by_caller.get(OWNER, 0) >= self.total - self.owner_room:
+            raise BusyError(
+                f"irisd serves {self.total - self.owner_room} HTTP requests at once for callers other than "
+                "its owner, its limit; try again in a moment"
+            )
+        self.active += 1
+        self._by_caller[caller] = own + 1
+
+    def release(self, caller: Caller | None) -> None:
+        caller = _key(caller)
+        self.active -= 1
+        left = self._by_caller[caller] - 1
+        if left:
+            self._by_caller[caller] = left
+        else:
+            del self._by_caller[caller]
+
+
+def _key(caller: Caller | None) -> Caller | None:
+    return OWNER if caller is not None and caller.is_owner else caller
+
+
 class LimitActive:
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limits: ActiveLimits) -> None:
         self.app = app
-        self.limit = limit
-        self.active = 0
+        self.limits = limits
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] not in ("http", "websocket") or scope["path"] == "/health":
             await self.app(scope, receive, send)
             return
-        if self.active >= self.limit:
-            raise BusyError(f"irisd serves {self.limit} HTTP requests at once, its limit; try again in a moment")
-        self.active += 1
+        caller = scope.get(CALLER_KEY)
+        self.limits.admit(caller)
         try:
             await self.app(scope, receive, send)
         finally:
-            self.active -= 1
+            self.limits.release(caller)
 
 
 class CheckHost:

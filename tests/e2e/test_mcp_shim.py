@@ -158,7 +158,7 @@ async def test_progress_notifications_carry_the_streamed_text(iris: Iris, mode: 
         seen.append((trio.current_time(), progress, message or ""))
 
     async with shim(iris, cwd=alpha, mode=mode) as client:
-        arguments = {"toTeam": "beta", "message": "@chunks:5 @slow:300 one two three four five"}
+        arguments = {"toTeam": "beta", "message": "@chunks:5 @slow:600 one two three four five"}  # batches: 0.25 s+
         result = await client.call_tool("team_tell", arguments, progress_callback=on_progress)
         answered = trio.current_time()
     assert not result.is_error

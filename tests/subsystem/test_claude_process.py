@@ -4,6 +4,7 @@ irisd, by the run's reaper (``irisd/claude/reaper.py``)."""
 
 from __future__ import annotations
 
+import resource
 import signal
 from pathlib import Path
 
@@ -136,3 +137,21 @@ async def test_a_child_that_cannot_start_says_why_as_a_plain_claude_error(
         with pytest.raises(ClaudeError, match=r"the team folder .*gone does not exist any more"):
             await nursery.start(gone_folder.run)
     assert missing.pid is None and not missing.exited.is_set()
+
+
+async def test_a_child_that_cannot_start_for_lack_of_file_descriptors_says_so_not_install(tmp_path: Path) -> None:
+    send, _ = trio.open_memory_channel[ChildEvent](10)
+    child = ClaudeProcess(["sh", "-c", "exit 0"], cwd=str(tmp_path), env={}, events=send)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (3, hard))  # every descriptor past stdin/out/err: none left
+    try:
+        async with trio.open_nursery() as nursery:
+            with pytest.raises(ClaudeError) as raised:
+                await nursery.start(child.run)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert raised.value.message == (
+        "cannot start 'sh': irisd is out of file descriptors (its limit is 3); raise its open-file limit "
+        "(LimitNOFILE= in irisd.service, or 'ulimit -n' in the shell that starts irisd) and restart it, or "
+        "close programs that hold many connections to irisd"
+    )

@@ -1,14 +1,16 @@
 """The HTTP face's starlette app in process, with a recording dispatcher: the gate in its
 order, the route table building the socket protocol's requests, errors as JSON, the
 serve path it shares with the socket (draining, counting, the catch-all); then hypercorn
-serving it on a real socket through its public ``serve`` and an ``fd://`` bind."""
+serving it on a real socket under irisd's accept loop (idle connections closed, a cap)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import re
+import resource
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -21,11 +23,12 @@ import trio.testing
 
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
+from irisd.http import server as http_server
 from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
-from irisd.http.gate import SECURITY_HEADERS
+from irisd.http.gate import SECURITY_HEADERS, ActiveLimits
 from irisd.http.security import Allowlist, host_names
-from irisd.http.server import ACCEPT_LOG, HttpServer, QuietAcceptErrors, open_http_socket, quiet_accept_errors
+from irisd.http.server import HttpServer, open_http_socket
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
 from protocol import errors
@@ -378,18 +381,29 @@ async def test_websocket_upgrades_are_refused_with_an_http_answer(face: HttpFace
         assert answer.websocket and answer.status == status and answer.json()["type"] == "error", target
 
 
-async def test_no_more_than_max_active_requests_at_once(face: HttpFace, recorder: Recorder) -> None:
-    face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), PORT), max_active=2)
+async def test_a_childs_requests_at_once_are_limited_and_the_owner_and_health_still_get_in(
+    face: HttpFace, recorder: Recorder
+) -> None:
+    limits = ActiveLimits(total=4, per_caller=2, owner_room=1)
+    face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), PORT), limits=limits)
+    child = face.access.mint(Caller.child("alpha", "alpha->beta"))
     recorder.hold = trio.Event()
     async with trio.open_nursery() as nursery:
         for _ in range(2):
-            nursery.start_soon(call, face, "GET", "/api/teams")
+            nursery.start_soon(functools.partial(call, face, "GET", "/api/teams", token=child))
         while recorder.entered < 2:
             await trio.sleep(0.001)
-        busy = await call(face, "GET", "/health", token=None)
+        busy = await call(face, "GET", "/api/teams", token=child)
         assert (busy.status, busy.code) == (503, "busy")
+        assert "already has 2 HTTP requests or WebSockets open at once" in busy.json()["message"]
+        events = await call(face, "GET", "/api/events", token=child, websocket=True)
+        assert (events.status, events.code) == (503, "busy")  # a WebSocket counts the same
+        nursery.start_soon(call, face, "GET", "/api/teams")  # the owner's: served
+        while recorder.entered < 3:
+            await trio.sleep(0.001)
+        assert (await call(face, "GET", "/health", token=None)).status == 200  # never counted
         recorder.hold.set()
-    assert (await call(face, "GET", "/health", token=None)).status == 200
+    assert (await call(face, "GET", "/api/teams", token=child)).status == 200
 
 
 # --- the serve path shared with the socket -----------------------------------------------------
@@ -444,7 +458,7 @@ async def test_hypercorn_serves_the_face_on_a_duplicate_that_no_child_inherits(f
     with open_http_socket("127.0.0.1", 0) as sock:
         port = sock.getsockname()[1]
         face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
-        server = HttpServer(face, sock)
+        server = HttpServer(face, sock, max_connections=64)
         with trio.fail_after(30):
             async with trio.open_nursery() as nursery:
                 await nursery.start(server.run)
@@ -456,6 +470,95 @@ async def test_hypercorn_serves_the_face_on_a_duplicate_that_no_child_inherits(f
         assert face.serving.draining
     with pytest.raises(ConnectionRefusedError):  # hypercorn closed its duplicate, the daemon its own
         _get(port, "/health")
+
+
+async def test_a_connection_that_sends_no_request_is_closed_after_the_idle_timeout(
+    face: HttpFace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http_server, "IDLE_TIMEOUT_S", 0.5)
+    with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
+        server = HttpServer(face, sock, max_connections=64)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            client = await trio.open_tcp_stream("127.0.0.1", sock.getsockname()[1])
+            started = trio.current_time()
+            assert await client.receive_some(1024) == b""  # closed by irisd: it said nothing
+            assert 0.5 <= trio.current_time() - started < 10
+            await client.aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def test_connections_past_the_limit_wait_in_the_listen_queue_until_one_closes(
+    face: HttpFace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(http_server, "IDLE_TIMEOUT_S", 60.0)
+    with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
+        port = sock.getsockname()[1]
+        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
+        server = HttpServer(face, sock, max_connections=2)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            idle = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
+            while server.connections < 2:
+                await trio.sleep(0.01)
+            answer: list[bytes] = []
+
+            async def get_health() -> None:
+                answer.append(await trio.to_thread.run_sync(_get, port, "/health"))
+
+            nursery.start_soon(get_health)
+            await trio.sleep(0.2)  # it is connected (the kernel's queue), not served
+            assert not answer and server.connections == 2
+            await idle[0].aclose()
+            while not answer:
+                await trio.sleep(0.01)
+            assert answer[0].startswith(b"HTTP/1.1 200")
+            await idle[1].aclose()
+            nursery.cancel_scope.cancel()
+
+
+async def test_out_of_file_descriptors_accepting_backs_off_and_says_so_once_without_a_traceback(
+    face: HttpFace, caplog: pytest.LogCaptureFixture
+) -> None:
+    with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
+        port = sock.getsockname()[1]
+        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
+        server = HttpServer(face, sock, max_connections=1000)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+            clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
+            while server.connections < 20:
+                await trio.sleep(0.01)
+            late = [socket.socket() for _ in range(5)]  # their descriptors (this process's too) first
+            clients += late
+            fillers = []  # every free descriptor below the highest taken, so that none is left
+            highest = max(int(n) for n in os.listdir("/proc/self/fd"))
+            while (fd := os.dup(0)) < highest:
+                fillers.append(fd)
+            os.close(fd)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (fd, hard))  # none left for accept()
+            try:
+                for client in late:
+                    client.setblocking(False)
+                    client.connect_ex(("127.0.0.1", port))
+                while not any("cannot accept HTTP clients" in r.message for r in caplog.records):
+                    await trio.sleep(0.01)
+                await trio.sleep(0.3)  # several more failed accepts, backing off
+            finally:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+                for fd in fillers:
+                    os.close(fd)
+            for client in clients[:10]:
+                client.close()
+            answer = await trio.to_thread.run_sync(_get, port, "/health")  # served again
+            assert answer.startswith(b"HTTP/1.1 200")
+            for client in clients[10:]:
+                client.close()
+            nursery.cancel_scope.cancel()
+    warnings = [r for r in caplog.records if "cannot accept HTTP clients" in r.message]
+    assert len(warnings) == 1 and warnings[0].exc_info is None  # one a minute, no traceback
+    assert "irisd is out of file descriptors" in warnings[0].message and "LimitNOFILE=" in warnings[0].message
 
 
 def _sockets() -> list[int]:
@@ -476,29 +579,3 @@ def _get(port: int, path: str) -> bytes:
         while chunk := client.recv(65536):
             data += chunk
         return data
-
-
-def test_trios_accept_loop_logs_emfile_once_a_minute_without_its_traceback(caplog: pytest.LogCaptureFixture) -> None:
-    """Out of file descriptors, trio's accept loop logs at ERROR with a traceback every
-    100 ms (trio/_highlevel_serve_listeners.py); a client causes it, so: one line a minute."""
-    now = [0.0]
-    logger = logging.getLogger("test.serve_listeners")
-    quiet = QuietAcceptErrors(clock=lambda: now[0])
-    logger.addFilter(quiet)
-    try:
-        for _ in range(600):  # a minute of trio's retries
-            try:
-                raise OSError(24, "Too many open files")
-            except OSError as exc:
-                logger.error("accept returned %s (%s); retrying in %s seconds", "EMFILE", exc, 0.1, exc_info=True)
-            now[0] += 0.1
-        logger.error("accept returned %s (%s); retrying in %s seconds", "EMFILE", "again", 0.1, exc_info=True)
-    finally:
-        logger.removeFilter(quiet)
-    logged = [r for r in caplog.records if r.name == "test.serve_listeners"]
-    assert [(r.levelno, r.exc_info) for r in logged] == [(logging.WARNING, None)] * 2
-    assert logged[1].__dict__["similar_lines_suppressed"] == 599
-    quiet_accept_errors()
-    quiet_accept_errors()  # once
-    assert [type(f) for f in ACCEPT_LOG.filters].count(QuietAcceptErrors) == 1
-    assert ACCEPT_LOG is trio._highlevel_serve_listeners.LOGGER  # the logger trio's accept loop uses

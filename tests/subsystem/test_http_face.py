@@ -43,6 +43,7 @@ from protocol.messages import (
     Report,
     Sleep,
     Tell,
+    TellState,
     TellText,
     Wake,
     WakeAll,
@@ -255,25 +256,43 @@ async def serve(hub: EventHub, client: FakeClient, nursery: trio.Nursery) -> Non
 WATCHING = '{"type":"watching"}'  # the first event of every watch: subscribed
 
 
+async def test_a_tells_deltas_reach_a_watcher_in_a_few_frames_and_never_wait(autojump_clock: trio.abc.Clock) -> None:
+    hub, client = EventHub(), FakeClient(delay=0.01)
+    async with trio.open_nursery() as nursery:
+        await serve(hub, client, nursery)
+        started = trio.current_time()
+        for i in range(200):
+            hub.publish(TellText(tell_id="t", text=f"{i} "), None, "beta")  # never waits
+            await trio.sleep(0.005)  # 200 deltas a second
+        assert trio.current_time() == pytest.approx(started + 1.0)
+        await trio.sleep(1)
+        client.leave.set()
+    frames = [msgspec.json.decode(text) for text in client.texts[1:]]
+    assert client.texts[0] == WATCHING
+    assert "".join(frame["text"] for frame in frames) == "".join(f"{i} " for i in range(200))
+    # A frame a batch (at most one every FLUSH_INTERVAL_S, and the last), not a frame a delta.
+    assert 2 <= len(frames) <= 1.0 / irisd.events.FLUSH_INTERVAL_S + 1
+
+
 async def test_a_slow_events_client_is_closed_and_never_slows_the_publisher(
     autojump_clock: trio.abc.Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(irisd.events, "WATCHER_BUFFER", 4)
+    monkeypatch.setattr(irisd.events, "LOG_EVENTS", 8)
     hub, slow, fast = EventHub(), FakeClient(delay=1.0), FakeClient()
+    states = [TellState(tell_id=str(i), status="running", to_team="beta") for i in range(20)]
     async with trio.open_nursery() as nursery:
         await serve(hub, slow, nursery)
         await serve(hub, fast, nursery)
         started = trio.current_time()
-        for i in range(20):
-            hub.publish(TellText(tell_id="t", text=str(i)), None, "beta")  # never waits
-            await trio.sleep(0.01)  # a fast client keeps up
-        assert trio.current_time() == pytest.approx(started + 0.2)
+        for state in states:
+            hub.publish(state, None, "beta")  # never waits
+            await trio.sleep(0.05)  # a fast client keeps up (a batch every FLUSH_INTERVAL_S)
+        assert trio.current_time() == pytest.approx(started + 1.0)
         await trio.sleep(30)
         fast.leave.set()
     assert slow.close_code == events.CLOSE_TOO_SLOW
     assert len(slow.texts) < 20
-    texts = [msgspec.json.encode(TellText(tell_id="t", text=str(i))).decode() for i in range(20)]
-    assert fast.texts == [WATCHING, *texts]
+    assert fast.texts == [WATCHING, *(msgspec.json.encode(state).decode() for state in states)]
     assert fast.close_code is None  # it left on its own
 
 

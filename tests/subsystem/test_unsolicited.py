@@ -78,11 +78,7 @@ async def test_a_turn_no_tell_asked_for_is_recorded_announced_and_shown(
         await trio.testing.wait_all_tasks_blocked()
         assert pair_state(core) == "idle"  # the turn ended with its result
         await trio.sleep(2)  # the record ends QUIET_S after its last line
-        while True:
-            try:
-                events.append(watcher.receive_nowait())
-            except trio.WouldBlock:
-                break
+        events += watcher.take_nowait()
     turns = [e.turn for e in events if isinstance(e, UnsolicitedEvent)]
     assert [t.status for t in turns] == ["running", "completed"]
     ended = turns[-1]
