@@ -126,6 +126,9 @@ class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str = ""  # why the pair is failed / was stopped
     unsolicited: str = ""  # the id of a turn no tell asked for, under way (the next tell waits)
     host: str = ""  # where its claude runs: an ssh destination, "" for this machine
+    # A remote team's pair ("a2a": an A2A agent, "mesh": a team of another irisd): no claude
+    # process here (``host`` then says where the team is); "" for a claude of Iris's own.
+    kind: str = ""
     # Spent on the pair's tells, all time: the cost ledger's sum when the pair's actor
     # started, plus each tell's share as claude reports it.
     cost_usd: float = 0.0

@@ -245,6 +245,9 @@ def test_fan_out_reaches_an_agent_and_a_claude_team_alike(iris: Iris, agent: Age
     rows = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
     assert rows["external->helper"]["tells"] == 1  # in the ledger, at no cost to Iris (A2A carries none)
     assert rows["external->helper"]["cost_usd"] == 0
+    # Its pair is no claude process here: status says what it is, for the counts and the actions.
+    kinds = {p["to_team"]: p.get("kind", "") for p in iris.cli_json("status")["processes"]}
+    assert kinds == {"alpha": "", "helper": "a2a"}
 
 
 @pytest.mark.claude
