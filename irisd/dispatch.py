@@ -106,6 +106,7 @@ from protocol.messages import (
 from protocol.transcript import steps
 
 RECENT_UNSOLICITED = 10  # turns no tell asked for, shown by status
+RELOAD = "config.yaml reload"  # the standing problem of a refused reload (see RecentProblems)
 COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
 if TYPE_CHECKING:
@@ -287,10 +288,12 @@ class Dispatcher:
                 claude = await trio.to_thread.run_sync(check_claude, new)
             except ConfigError as exc:
                 self.config_problem = f"{exc.message} (irisd goes on with the config it had)"
-                log.error("config.yaml not reloaded", extra={"error": exc.message})
+                # With its reason, in status and Health while it stands (a good reload settles it).
+                log.error(f"config.yaml not reloaded: {exc.message}", extra={"error": exc.message, "stands": RELOAD})
                 raise ConfigError(self.config_problem) from None
             plan = plan_reload(self.config, new)
             self.config, self.claude_version, self.config_problem = new, claude, ""
+            recent_problems.settled(RELOAD)
             self.tells.reconfigure(new)
             sync_a2a_teams(self.remote_teams, new, self.store)
             if self.mesh is not None:
