@@ -95,12 +95,12 @@ def test_sessions_show_the_whole_session_id_and_state_in_80_columns(screen: io.S
 
 def test_a_notice_names_its_tell(screen: io.StringIO) -> None:
     render.tell_notice(TellNotice(tell_id="abc", text="claude is retrying the Anthropic API after HTTP 529"))
-    assert screen.getvalue() == "\nabc claude is retrying the Anthropic API after HTTP 529\n"
+    assert screen.getvalue() == "abc claude is retrying the Anthropic API after HTTP 529\n"
 
 
 def test_watch_names_a_tells_phase(screen: io.StringIO) -> None:
     render.tell_phase(TellPhaseEvent(tell_id="abc", phase=TellPhase(name="queued", ahead=1)))
-    assert screen.getvalue() == "\nabc queued behind 1 tell\n"
+    assert screen.getvalue() == "abc queued behind 1 tell\n"
 
 
 def test_a_tell_still_waiting_with_nothing_written_says_no_answer_yet(monkeypatch: pytest.MonkeyPatch) -> None:
