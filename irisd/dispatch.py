@@ -458,7 +458,12 @@ class Dispatcher:
     async def answer_question(self, request: AnswerQuestion) -> AnswerReply:
         """Send the answer as the next tell of the question's own pair (the conversation
         that asked), and close the question."""
-        question = await self.store.call(questions.get, request.question_id)
+        if request.question_id:
+            question = await self.store.call(questions.get, request.question_id)
+        elif request.tell_id:
+            question = await self._asked_a_waiter(request.tell_id)
+        else:
+            raise InvalidRequestError("give the question's id (see 'iris questions')")
         if question is None:
             raise NotFoundError(
                 f"no question with id {request.question_id!r}; 'iris questions' lists the pending ones"
@@ -488,6 +493,19 @@ class Dispatcher:
             self.questions.publish(answered)
         reply = await self.tells.reply(tell, None)
         return AnswerReply(question=answered, status=reply.status, tell=reply.tell)
+
+    async def _asked_a_waiter(self, tell_id: str) -> QuestionInfo:
+        """The question a tell's answer asked the caller that waited for it, filed now that
+        the caller answers it (InvalidRequestError if the answer asked nothing)."""
+        info = await self.store.call(tells.get, tell_id)
+        if info is None:
+            raise NotFoundError(f"no tell with id {tell_id!r}; 'iris report' lists them")
+        question = await self.questions.file_answered_now(info) if self.questions is not None else None
+        if question is None:
+            raise InvalidRequestError(
+                f"tell {tell_id} asked nothing ({info.status}); send a new tell to the same team instead"
+            )
+        return question
 
     async def dismiss_question(self, question_id: str, by: str) -> QuestionReply:
         return QuestionReply(question=await self._dismiss(question_id, by))

@@ -517,13 +517,16 @@ class ListQuestions(_Message, tag="list_questions"):
 class AnswerQuestion(_Message, tag="answer_question"):
     """Answer a pending question: ``text`` becomes the next tell of the same pair.
     ``as_team`` (set by the MCP server to its caller's identity, ``external`` for none)
-    limits the answer to questions asked of that caller."""
+    limits the answer to questions asked of that caller. ``tell_id`` instead of
+    ``question_id``: answer what that tell's answer asked a caller that waited for it (no
+    question was filed then); the question is recorded as answered at once."""
 
-    question_id: str
-    text: str
+    question_id: str = ""
+    text: str = ""
     timeout_ms: int = 0
     by: str = ""
     as_team: str = ""
+    tell_id: str = ""
 
 
 class DismissQuestion(_Message, tag="dismiss_question"):

@@ -54,6 +54,7 @@ class FakeCore:
         self.watchers: list[SendEvent] = []
         self.requests: list[tuple[Request, Caller]] = []
         self.submitted = trio.Event()
+        self.moved = trio.Event()  # set at each move: a reader waiting on a tell (GetTell wait_ms) looks again
 
     async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
         request = caller.apply(request)
@@ -85,6 +86,8 @@ class FakeCore:
                     raise RuntimeError("a bug")
                 if tell_id not in self.tells:
                     raise NotFoundError(f"no tell with id {tell_id!r}")
+                while request.wait_ms and self.tells[tell_id].status in ("queued", "running"):
+                    await self.moved.wait()  # as the core's reader of an answer waits for its end
                 return TellReply(status="in_progress", tell=self.tells[tell_id])
             case ListTells():
                 found = [t for t in self.tells.values() if request.from_team in (None, t.from_team)]
@@ -104,6 +107,8 @@ class FakeCore:
             text=info.text + text,
             finished_at=2000.0 if status in ("completed", "interrupted") else None,
         )
+        self.moved.set()
+        self.moved = trio.Event()
         for send in list(self.watchers):
             if text:
                 await send(TellText(tell_id=tell_id, text=text))
