@@ -507,8 +507,11 @@ class Dispatcher:
             )
         return question
 
-    async def dismiss_question(self, question_id: str, by: str) -> QuestionReply:
-        return QuestionReply(question=await self._dismiss(question_id, by))
+    async def dismiss_question(self, request: DismissQuestion) -> QuestionReply:
+        question_id = request.question_id
+        if not question_id and request.tell_id:
+            question_id = (await self._asked_a_waiter(request.tell_id)).id
+        return QuestionReply(question=await self._dismiss(question_id, request.by))
 
     async def _dismiss(self, question_id: str, by: str) -> QuestionInfo:
         closed = await self.store.call(questions.close, question_id, "dismissed", time.time(), by=by or "unknown")
@@ -620,7 +623,7 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(ForgetRule, lambda d, r, e: d.forget_rule(r)),
         _on(ListQuestions, lambda d, r, e: d.list_questions(r)),
         _on(AnswerQuestion, lambda d, r, e: d.answer_question(r)),
-        _on(DismissQuestion, lambda d, r, e: d.dismiss_question(r.question_id, r.by)),
+        _on(DismissQuestion, lambda d, r, e: d.dismiss_question(r)),
         _on(Costs, lambda d, r, e: d.costs(r)),
         _on(Ask, lambda d, r, e: d.ask(r)),
         _on(ReadUnsolicited, lambda d, r, e: d.unsolicited_transcript(r.turn_id)),

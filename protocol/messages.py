@@ -530,8 +530,12 @@ class AnswerQuestion(_Message, tag="answer_question"):
 
 
 class DismissQuestion(_Message, tag="dismiss_question"):
-    question_id: str
+    """Close a pending question unanswered. ``tell_id`` instead of ``question_id``: decline
+    what that tell's answer asked a caller that waited for it (recorded as dismissed)."""
+
+    question_id: str = ""
     by: str = ""
+    tell_id: str = ""
 
 
 class Costs(_Message, tag="costs"):

@@ -323,3 +323,15 @@ def test_cancelling_a_task_that_waits_on_its_question_dismisses_the_question(sha
     (question,) = [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == task["id"]]
     assert question["status"] == "dismissed" and question["from_team"] == "a2a:dismisser"
     assert rpc(shared, "CancelTask", {"id": task["id"]}, token=agent)[1]["error"]["code"] == -32002
+
+
+def test_cancelling_a_task_whose_waiting_client_was_asked_declines_the_question(shared: Iris) -> None:
+    agent = agent_token(shared, "decliner")
+    msg = {"role": "ROLE_USER", "messageId": "w", "parts": [{"text": "@ask drop the index"}]}
+    task = rpc(shared, "SendMessage", {"message": msg}, token=agent)[1]["result"]["task"]  # it waits: read
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert not [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == task["id"]]
+    cancelled = rpc(shared, "CancelTask", {"id": task["id"]}, token=agent)[1]["result"]
+    assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
+    (question,) = [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == task["id"]]
+    assert question["status"] == "dismissed" and question["closed_by"] == "A2A"

@@ -359,13 +359,16 @@ class A2AService:
             raise A2AError(a2a.TASK_NOT_CANCELABLE, f"task {view.id} is already {view.state.value}", taskId=view.id)
         latest = view.latest
         if latest.status == "completed":
-            if view.question is None or view.question.status != "pending":
+            if view.question is None:  # asked while its client waited: declining it is the cancel
+                await self.call(DismissQuestion(tell_id=latest.id, by="A2A"), caller)
+            elif view.question.status != "pending":
                 raise A2AError(
                     a2a.TASK_NOT_CANCELABLE,
                     f"task {view.id} asked a question that is no longer pending; nothing runs to cancel",
                     taskId=view.id,
                 )
-            await self.call(DismissQuestion(question_id=view.question.id, by="A2A"), caller)
+            else:
+                await self.call(DismissQuestion(question_id=view.question.id, by="A2A"), caller)
         else:
             await self.call(CancelTell(tell_id=latest.id), caller)
         return mapping.to_task(await self.view(caller, team, params.id))
