@@ -74,6 +74,8 @@ class QuestionDesk:
         answer asks nothing. Published only once answered: it never waits for a person."""
         if tell.status != "completed":
             return None
+        if (known := await self.store.call(questions.of_tell, tell.id)) is not None:
+            return known  # recorded already (answered or declined once): closing it again is refused
         question = self._question(tell)
         if question is not None:
             await self.store.call(questions.insert, question)

@@ -471,7 +471,7 @@ class A2AService:
     async def _wait_settled(self, caller: Caller, tell_id: str) -> None:
         """Wait until the tell ends or waits for approval, counted meanwhile as a reader of its
         answer: an answer that asks makes no pending question then (the task still reads
-        INPUT_REQUIRED, and a reply goes on as a new tell of the conversation)."""
+        INPUT_REQUIRED, and the client's reply records the question as answered)."""
         while True:
             reply = await self.call(GetTell(tell_id=tell_id, wait_ms=MAX_WAIT_MS), caller)
             if cast(TellReply, reply).tell.status not in ("queued", "running"):
