@@ -69,10 +69,17 @@ def install() -> None:
             render.out.print(f"installed {', '.join(_home(p) for p in written)}")
             render.out.print("systemd starts irisd on the first connection ('iris daemon start': now)")
             return
-        welcome = start_daemon(layout, layout.paths.socket, START_TIMEOUT_S)
+        before = daemon_state(layout)
+        welcome = None if before.running else start_daemon(layout, layout.paths.socket, START_TIMEOUT_S)
     except IrisError as exc:
         _fail(exc)
     render.out.print(f"no systemd user manager here ({problem})")
+    if welcome is None:  # it ran before this command: nothing was started
+        render.out.print(
+            f"irisd is already running (pid {before.pid}, {_how(before)}), so it goes on as it is; "
+            "'iris daemon start' starts it again after a reboot"
+        )
+        return
     render.out.print(
         f"started irisd as a background process instead (pid {welcome.pid}, logs: {_home(layout.log_file)}); "
         "'iris daemon start' starts it again after a reboot"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from iris_cli.table import Cell, Column, Table, clean, draw, one_line, paint, use_color
 from iris_cli.text import ago, pair_name, short, usd
@@ -29,6 +30,14 @@ def team_lines(teams: list[TeamInfo], *, width: int, color: bool) -> list[str]:
     return drawn + [paint(f"* {clean(t.unavailable)}", "red", color) for t in teams if t.unavailable]
 
 
+def host_of(process: ProcessInfo) -> str:
+    """Where a pair's team runs, short enough for a column: an A2A agent's host and port
+    (its card's whole URL is in 'iris teams'), an ssh destination, another irisd, "local"."""
+    if process.kind == "a2a":
+        return urlsplit(process.host).netloc or process.host
+    return process.host or "local"
+
+
 def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[str]:
     """The pairs' processes; a failure's reason (``*``) follows the table, whole."""
     if not items:
@@ -41,7 +50,7 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
         rows.append((
             Cell(pair_name(p.from_team, p.to_team)),
             Cell(p.state + ("*" if p.reason else ""), state_color),
-            *([Cell(p.host or "local")] if remote else []),
+            *([Cell(host_of(p))] if remote else []),
             Cell(str(p.pid or "-")),
             Cell(str(p.queued)),
             Cell(p.session_id[:8]),

@@ -151,20 +151,20 @@ def notifications(items: list[NotificationInfo]) -> None:
 
 
 def tell_notice(event: TellNotice) -> None:
-    out.print(Text.assemble("\n", (event.tell_id, "bold"), " ", (event.text, "yellow")))
+    out.print(Text.assemble((event.tell_id, "bold"), " ", (event.text, "yellow")))
 
 
 def tell_phase(event: TellPhaseEvent) -> None:
     from protocol.phases import describe
 
-    out.print(Text(f"\n{event.tell_id} {describe(event.phase)}", style="dim"))
+    out.print(Text(f"{event.tell_id} {describe(event.phase)}", style="dim"))
 
 
 def tell_state(event: TellState) -> None:
     pair = pair_name(event.from_team, event.to_team)
     detail = f": {_short(event.message)}" if event.message and event.status == "queued" else ""
     error = f" ({event.error})" if event.error else ""
-    out.print(Text.assemble("\n", (event.tell_id, "bold"), f" {pair} ", (event.status, "cyan"), detail, error))
+    out.print(Text.assemble((event.tell_id, "bold"), f" {pair} ", (event.status, "cyan"), detail, error))
 
 
 def approvals(items: list[ApprovalInfo]) -> None:

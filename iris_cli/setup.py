@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from iris_common.config import parse_config, team_unavailable
+from iris_common.config import parse_config, team_name_problem, team_unavailable
 from iris_common.locate import find_claude, not_found_fix
 from iris_common.paths import IrisPaths
 from protocol.errors import ConfigError
@@ -44,6 +44,8 @@ def write_starter_config(
         name, sep, folder = spec.partition("=")
         if not sep or not name or not folder:
             raise ConfigError(f"--team {spec!r} is not NAME=FOLDER (e.g. --team backend=~/src/api)")
+        if problem := team_name_problem(name):
+            raise ConfigError(f"--team {spec!r}: {problem}")
         if name in teams:
             raise ConfigError(f"--team {name!r} is given twice; give each team once")
         teams[name] = {"path": os.path.abspath(os.path.expanduser(folder))}
@@ -58,7 +60,8 @@ def write_starter_config(
     port_note = "any free port (iris dashboard finds it)" if http_port == 0 else "the HTTP face"
     port_line = f"  httpPort: {http_port}   # {port_note}\n" if http_port is not None else ""
     body = TEMPLATE_HEAD + port_line + claude_line + yaml.safe_dump({"teams": teams}, sort_keys=False)
-    checked = parse_config(body.encode(), source=str(path))  # the same checks irisd makes
+    # The same checks irisd makes; what they refuse came from the options (nothing is written yet).
+    checked = parse_config(body.encode(), source="iris init")
     for team in checked.teams.values():  # irisd would start, but a new team's folder is surely a typo
         if problem := team_unavailable(team):
             raise ConfigError(problem.replace("fix teams." + team.name + ".path in config.yaml", "fix --team"))

@@ -374,13 +374,20 @@ def _validate(config: Config, source: str) -> IrisConfig:
     return IrisConfig(source=source, settings=s, teams=teams, mesh=mesh)
 
 
+def team_name_problem(name: str) -> str:
+    """Why ``name`` cannot name a team ("" if it can)."""
+    if TEAM_NAME.match(name):
+        return ""
+    return (
+        "a team name must start with an ASCII letter or digit and hold only "
+        "ASCII letters (a-z, A-Z), digits (0-9), '.', '_' and '-', at most 64 characters"
+    )
+
+
 def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str) -> Team:
     where = f"{source}: team {name!r}"
-    if not TEAM_NAME.match(name):
-        raise ConfigError(
-            f"{where}: a team name must start with an ASCII letter or digit and hold only "
-            "ASCII letters (a-z, A-Z), digits (0-9), '.', '_' and '-', at most 64 characters"
-        )
+    if problem := team_name_problem(name):
+        raise ConfigError(f"{where}: {problem}")
     if name == AGENT_NAME:
         raise ConfigError(f"{where}: {AGENT_NAME!r} is Iris's own assistant ('iris ask'); give the team another name")
     if team.a2a.strip() or team.headers:

@@ -113,6 +113,7 @@ from protocol.messages import (
 from protocol.transcript import steps
 
 RECENT_UNSOLICITED = 10  # turns no tell asked for, shown by status
+RELOAD = "config.yaml reload"  # the standing problem of a refused reload (see RecentProblems)
 COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
 if TYPE_CHECKING:
@@ -352,10 +353,12 @@ class Dispatcher:
                 claude = await trio.to_thread.run_sync(check_claude, new)
             except ConfigError as exc:
                 self.config_problem = f"{exc.message} (irisd goes on with the config it had)"
-                log.error("config.yaml not reloaded", extra={"error": exc.message})
+                # With its reason, in status and Health while it stands (a good reload settles it).
+                log.error(f"config.yaml not reloaded: {exc.message}", extra={"error": exc.message, "stands": RELOAD})
                 raise ConfigError(self.config_problem) from None
             plan = plan_reload(self.config, new)
             self.config, self.claude_version, self.config_problem = new, claude, ""
+            recent_problems.settled(RELOAD)
             self.tells.reconfigure(new)
             sync_a2a_teams(self.remote_teams, new, self.store)
             if self.mesh is not None:
@@ -516,7 +519,12 @@ class Dispatcher:
     async def answer_question(self, request: AnswerQuestion) -> AnswerReply:
         """Send the answer as the next tell of the question's own pair (the conversation
         that asked), and close the question."""
-        question = await self.store.call(questions.get, request.question_id)
+        if request.question_id:
+            question = await self.store.call(questions.get, request.question_id)
+        elif request.tell_id:
+            question = await self._asked_a_waiter(request.tell_id)
+        else:
+            raise InvalidRequestError("give the question's id (see 'iris questions')")
         if question is None:
             raise NotFoundError(
                 f"no question with id {request.question_id!r}; 'iris questions' lists the pending ones"
@@ -547,8 +555,24 @@ class Dispatcher:
         reply = await self.tells.reply(tell, None)
         return AnswerReply(question=answered, status=reply.status, tell=reply.tell)
 
-    async def dismiss_question(self, question_id: str, by: str) -> QuestionReply:
-        return QuestionReply(question=await self._dismiss(question_id, by))
+    async def _asked_a_waiter(self, tell_id: str) -> QuestionInfo:
+        """The question a tell's answer asked the caller that waited for it, filed now that
+        the caller answers it (InvalidRequestError if the answer asked nothing)."""
+        info = await self.store.call(tells.get, tell_id)
+        if info is None:
+            raise NotFoundError(f"no tell with id {tell_id!r}; 'iris report' lists them")
+        question = await self.questions.file_answered_now(info) if self.questions is not None else None
+        if question is None:
+            raise InvalidRequestError(
+                f"tell {tell_id} asked nothing ({info.status}); send a new tell to the same team instead"
+            )
+        return question
+
+    async def dismiss_question(self, request: DismissQuestion) -> QuestionReply:
+        question_id = request.question_id
+        if not question_id and request.tell_id:
+            question_id = (await self._asked_a_waiter(request.tell_id)).id
+        return QuestionReply(question=await self._dismiss(question_id, request.by))
 
     async def _dismiss(self, question_id: str, by: str) -> QuestionInfo:
         closed = await self.store.call(questions.close, question_id, "dismissed", time.time(), by=by or "unknown")
@@ -674,7 +698,7 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(ForgetRule, lambda d, r, e: d.forget_rule(r)),
         _on(ListQuestions, lambda d, r, e: d.list_questions(r)),
         _on(AnswerQuestion, lambda d, r, e: d.answer_question(r)),
-        _on(DismissQuestion, lambda d, r, e: d.dismiss_question(r.question_id, r.by)),
+        _on(DismissQuestion, lambda d, r, e: d.dismiss_question(r)),
         _on(Costs, lambda d, r, e: d.costs(r)),
         _on(Ask, lambda d, r, e: d.ask(r)),
         _on(ReadUnsolicited, lambda d, r, e: d.unsolicited_transcript(r.turn_id)),

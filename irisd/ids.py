@@ -46,6 +46,8 @@ async def with_whole_ids(request: Request, lookup: Lookup) -> Request:
         return request
     name, kind = field
     prefix: str = getattr(request, name)
+    if not prefix:
+        return request  # no id: the request names what it is about otherwise, or its handler says what is missing
     if kind == "tell" and prefix.startswith("u-"):
         kind = "turn"  # ``iris cache read`` takes an unsolicited turn's id too
     found = await lookup(kind, prefix)

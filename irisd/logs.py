@@ -34,24 +34,33 @@ class JsonFormatter(logging.Formatter):
 
 
 class RecentProblems(logging.Handler):
-    """The newest warnings and errors, kept in memory for the dashboard's health view."""
+    """The newest warnings and errors, kept in memory for the dashboard's health view.
+
+    A problem that stands until something settles it (a refused reload, until one works) is
+    logged with ``extra={"stands": KEY}``; ``settled(KEY)`` takes its entries out, so what
+    is shown is what is still true (the log file keeps them all)."""
 
     def __init__(self, keep: int = 50) -> None:
         super().__init__(logging.WARNING)
-        self._entries: collections.deque[LogEntry] = collections.deque(maxlen=keep)
+        self._entries: collections.deque[tuple[str, LogEntry]] = collections.deque(maxlen=keep)
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             message = record.getMessage()
         except Exception:  # a bad format string must not lose the entry
             message = str(record.msg)
-        self._entries.append(
-            LogEntry(at=record.created, level=record.levelname.lower(), logger=record.name, message=message[:2000])
-        )
+        entry = LogEntry(at=record.created, level=record.levelname.lower(), logger=record.name, message=message[:2000])
+        self._entries.append((str(getattr(record, "stands", "")), entry))
+
+    def settled(self, key: str) -> None:
+        """The problem logged with ``stands=key`` is over: its entries go."""
+        kept = [(stands, entry) for stands, entry in self._entries if stands != key]
+        self._entries.clear()
+        self._entries.extend(kept)
 
     def entries(self) -> list[LogEntry]:
         """Newest first."""
-        return list(reversed(self._entries))
+        return [entry for _, entry in reversed(self._entries)]
 
 
 recent_problems = RecentProblems()

@@ -141,6 +141,9 @@ class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     reason: str = ""  # why the pair is failed / was stopped
     unsolicited: str = ""  # the id of a turn no tell asked for, under way (the next tell waits)
     host: str = ""  # where its claude runs: an ssh destination, "" for this machine
+    # A remote team's pair ("a2a": an A2A agent, "mesh": a team of another irisd): no claude
+    # process here (``host`` then says where the team is); "" for a claude of Iris's own.
+    kind: str = ""
     # Spent on the pair's tells, all time: the cost ledger's sum when the pair's actor
     # started, plus each tell's share as claude reports it.
     cost_usd: float = 0.0
@@ -535,18 +538,25 @@ class ListQuestions(_Message, tag="list_questions"):
 class AnswerQuestion(_Message, tag="answer_question"):
     """Answer a pending question: ``text`` becomes the next tell of the same pair.
     ``as_team`` (set by the MCP server to its caller's identity, ``external`` for none)
-    limits the answer to questions asked of that caller."""
+    limits the answer to questions asked of that caller. ``tell_id`` instead of
+    ``question_id``: answer what that tell's answer asked a caller that waited for it (no
+    question was filed then); the question is recorded as answered at once."""
 
-    question_id: str
-    text: MessageText
+    question_id: str = ""
+    text: MessageText = ""  # required in fact: the serve path checks the limits on the types
     timeout_ms: TimeoutMs = 0
     by: str = ""
     as_team: str = ""
+    tell_id: str = ""
 
 
 class DismissQuestion(_Message, tag="dismiss_question"):
-    question_id: str
+    """Close a pending question unanswered. ``tell_id`` instead of ``question_id``: decline
+    what that tell's answer asked a caller that waited for it (recorded as dismissed)."""
+
+    question_id: str = ""
     by: str = ""
+    tell_id: str = ""
 
 
 class Costs(_Message, tag="costs"):

@@ -25,6 +25,7 @@ def questions(
     """Questions teams asked that nobody has answered yet."""
     from iris_cli import render
     from iris_cli.table import Column, Table
+    from iris_cli.text import pair_name
     from protocol.messages import ListQuestions, QuestionsReply
 
     reply = send(ListQuestions(team=team, include_closed=include_closed), as_json)
@@ -36,7 +37,7 @@ def questions(
         render.out.print("no pending questions" if not include_closed else "no questions")
         return
     rows = [
-        (q.id, f"{q.to_team} asks {q.from_team or 'external'}", q.status, render.ago(q.created_at), q.question)
+        (q.id, pair_name(q.from_team, q.to_team), q.status, render.ago(q.created_at), q.question)
         for q in reply.questions
     ]
     columns = [Column(h) for h in ("id", "pair", "status", "when")]
@@ -88,13 +89,13 @@ def dismiss(question_id: QuestionId, as_json: JsonOption = False) -> None:
 def question_event(q: QuestionInfo) -> None:
     """A line for 'iris watch'."""
     from iris_cli import render
-    from iris_cli.text import short
+    from iris_cli.text import pair_name, short
 
     if q.status == "pending":
         from rich.text import Text
 
         render.out.print(Text.assemble(
-            (f"? {q.id}", "yellow"), f" {q.to_team} asks {q.from_team or 'external'}: {short(q.question, 200)}"
+            (f"? {q.id}", "yellow"), f" {pair_name(q.from_team, q.to_team)} asks: {short(q.question, 200)}"
         ))
     else:
         render.note(f"{q.id} {q.status}")

@@ -263,6 +263,7 @@ class RemotePair:
             current_tell=running[0].id if running else "",
             last_used_at=self.last_used_at,
             host=self.executor.where,
+            kind=self.executor.kind,
         )
 
     def snapshot(self) -> PairSnapshot:

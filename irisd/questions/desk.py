@@ -22,7 +22,7 @@ from irisd.questions.detector import Detector, context_of, nobody_waiting
 from irisd.store import questions
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell
-from protocol.messages import QuestionEvent, QuestionInfo
+from protocol.messages import QuestionEvent, QuestionInfo, TellInfo
 
 log = logging.getLogger("irisd.questions")
 
@@ -58,29 +58,49 @@ class QuestionDesk:
         )
         if not unread:
             return None
-        found = self.detector.detect(tell.machine.text)
+        question = self._question(tell.info())
+        if question is None:
+            return None
+        await self.store.call(questions.insert, question)
+        log.info("pending question", extra={"question": question.id, "tell": tell.id, "rule": question.pattern})
+        self.publish(question)
+        self._wakeup.set()
+        return question
+
+    async def file_answered_now(self, tell: TellInfo) -> QuestionInfo | None:
+        """The question a completed tell's answer asked a caller that waited for it (so none
+        was filed), recorded as its caller answers it now: the caller's answer closes it at
+        once, and it links the two tells (an A2A task goes on as the answer). None if the
+        answer asks nothing. Published only once answered: it never waits for a person."""
+        if tell.status != "completed":
+            return None
+        if (known := await self.store.call(questions.of_tell, tell.id)) is not None:
+            return known  # recorded already (answered or declined once): closing it again is refused
+        question = self._question(tell)
+        if question is not None:
+            await self.store.call(questions.insert, question)
+        return question
+
+    def _question(self, tell: TellInfo) -> QuestionInfo | None:
+        """What ``tell``'s answer asks, as a pending question; None if it asks nothing."""
+        found = self.detector.detect(tell.text)
         if found is None:
             return None
         now = time.time()
-        question = QuestionInfo(
+        return QuestionInfo(
             id=new_question_id(),
             from_team=tell.from_team,
             to_team=tell.to_team,
             session_id=tell.session_id,
             tell_id=tell.id,
             question=found.question,
-            context=context_of(tell.machine.text),
+            context=context_of(tell.text),
             confidence=found.confidence,
             pattern=found.pattern,
             status="pending",
             created_at=now,
             expires_at=now + self.settings.ttl / 1000,
         )
-        await self.store.call(questions.insert, question)
-        log.info("pending question", extra={"question": question.id, "tell": tell.id, "rule": found.pattern})
-        self.publish(question)
-        self._wakeup.set()
-        return question
 
     def publish(self, question: QuestionInfo) -> None:
         self.hub.publish(QuestionEvent(question=question), question.from_team, question.to_team)

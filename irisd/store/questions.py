@@ -43,6 +43,12 @@ def get(db: apsw.Connection, question_id: str) -> QuestionInfo | None:
     return _info(row) if row else None
 
 
+def of_tell(db: apsw.Connection, tell_id: str) -> QuestionInfo | None:
+    """The question a tell's answer asked, if one was recorded."""
+    row = db.execute(f"SELECT {_COLUMNS} FROM questions WHERE tell_id = ? LIMIT 1", (tell_id,)).fetchone()
+    return _info(row) if row is not None else None
+
+
 def listing(
     db: apsw.Connection, team: str | None, include_closed: bool, for_team: str = ""
 ) -> list[QuestionInfo]:

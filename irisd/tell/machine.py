@@ -204,7 +204,7 @@ class TellMachine:
                 if line.subtype == BUDGET_REACHED:
                     return self._finish("failed", now, budget_reached(line))
                 if line.is_error:
-                    return self._finish("failed", now, line.result or "; ".join(line.errors) or line.subtype)
+                    return self._finish("failed", now, claude_failed(line))
                 return self._finish("completed", now)
         return []
 
@@ -341,6 +341,24 @@ class TellMachine:
     def _require(self, event: str, *states: TellStatus) -> None:
         if self.status not in states:
             raise IllegalTransition(f"{event}() on a tell that is {self.status}")
+
+
+# claude's words when it has no credentials ("Not logged in · Please run /login"): its own
+# fix (/login) is for a person at a terminal, not for a claude that irisd starts.
+NO_CREDENTIALS = ("Not logged in", "Invalid API key")
+CREDENTIALS_FIX = (
+    "irisd's claude has no credentials: put ANTHROPIC_API_KEY=... in $IRIS_HOME/irisd.env "
+    "(~/.iris/irisd.env by default), then 'iris reload'; 'iris doctor' checks it"
+)
+
+
+def claude_failed(line: ResultLine) -> str:
+    """The error of a turn claude ended as failed: what it said, and Iris's fix where
+    claude's own would not help (a missing login)."""
+    said = line.result or "; ".join(line.errors) or line.subtype
+    if said.startswith(NO_CREDENTIALS):
+        return f"{said}: {CREDENTIALS_FIX}"
+    return said
 
 
 def budget_reached(line: ResultLine) -> str:

@@ -571,3 +571,83 @@ def test_a_press_holds_the_view_for_three_seconds_at_most(page: Page, fake: Fake
     assert pressed.evaluate("e => e.isConnected")  # held while pressed
     page.clock.run_for(200)  # a release the page never saw: it renders anyway
     page.wait_for_function("e => !e.isConnected", arg=pressed)
+
+
+# Lines a text takes on the page: a name that wraps inside a word takes two.
+LINES_OF = """el => {
+  const range = document.createRange();
+  range.selectNodeContents(el);
+  return new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top))).size;
+}"""
+# A control cut off by a box that hides what overflows it (a card, a scrolled table).
+CLIPPED = """el => {
+  const box = el.getBoundingClientRect();
+  if (el.scrollWidth > el.clientWidth + 1) return "its text overflows it";
+  for (let up = el.parentElement; up; up = up.parentElement) {
+    const style = getComputedStyle(up);
+    if (style.overflowX === "visible" && style.overflowY === "visible") continue;
+    const edge = up.getBoundingClientRect();
+    if (box.left < edge.left - 1 || box.right > edge.right + 1) return `cut by ${up.className || up.tagName}`;
+  }
+  return "";
+}"""
+
+
+def test_teams_cards_at_1280x800_keep_names_and_ids_whole_and_every_control_visible(
+    page: Page, fake: FakeIris
+) -> None:
+    teams = [TeamInfo(name=name, path=f"/src/{name}", description="d") for name in
+             ["backend", "docs", "frontend", "webagent"]]
+    teams[3] = TeamInfo(name="webagent", path="", description="far", kind="a2a",
+                        remote="http://127.0.0.1:1615/a2a/frontend/.well-known/agent-card.json")
+    session = "0f4c1e5a-8f5b-4d3c-9a8e-2b7c6d5e4f3a"
+    pairs = [
+        ProcessInfo(from_team=sender, to_team=team, state=state, pid=pid, queued=2,  # type: ignore[arg-type]
+                    session_id=session, last_used_at=NOW - 90, cost_usd=0.0123, kind=kind,
+                    host="http://127.0.0.1:1615/a2a/frontend/.well-known/agent-card.json" if kind else "")
+        for sender, team, state, pid, kind in [
+            (None, "backend", "processing", 70001, ""), ("frontend", "backend", "idle", 70002, ""),
+            ("external@ws-b", "backend", "stopped", None, ""), ("backend", "frontend", "failed", None, ""),
+            ("docs", "frontend", "processing", 70003, ""), (None, "webagent", "idle", None, "a2a"),
+            ("backend", "webagent", "processing", None, "a2a"),
+        ]
+    ]
+    fake.replies["GET /api/status"] = status(teams=teams, processes=pairs)
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{BASE}/#/teams")
+    expect(page.locator('[data-team="webagent"]')).to_be_visible()
+    if os.environ.get("IRIS_SCREENSHOTS"):
+        page.screenshot(path=f"{os.environ['IRIS_SCREENSHOTS']}/1280-teams-cards.png", full_page=True)
+    names = page.locator(".card header h3, .pairs .name")
+    assert names.count() == 4 + len(pairs)
+    for name in names.all():
+        assert name.evaluate(LINES_OF) == 1, f"the name {name.inner_text()!r} breaks inside a word"
+    for held in page.locator("[data-session]").all():
+        assert held.evaluate(LINES_OF) == 1, f"{held.inner_text()!r} is split over lines"
+    controls = page.locator("main .card button, main .card a.button")
+    assert controls.count() > 0
+    for control in controls.all():
+        assert control.evaluate(CLIPPED) == "", f"{control.inner_text()!r}: {control.evaluate(CLIPPED)}"
+    # Remote pairs are no claude processes: neither counted nor offered Sleep or Reset.
+    expect(page.locator(".view-head .muted")).to_have_text("3 of 10 claude processes running")
+    for remote in page.locator('[data-pair$="→ webagent"]').all():
+        expect(remote.get_by_role("button")).to_have_count(0)
+        expect(remote.locator("[data-remote-pair]")).to_have_text("no claude here")
+    page.goto(f"{BASE}/#/health")
+    expect(page.locator("#meter-label")).to_have_text("claude processes running: 3 of 10 (maxProcesses)")
+
+
+def test_a_running_tells_duration_counts_up(page: Page, fake: FakeIris) -> None:
+    now = float(int(NOW))  # whole seconds: the page's clock counts milliseconds exactly
+    page.clock.install(time=now - 1)
+    page.clock.pause_at(now)  # time moves only when the test says
+    running = tell(status="running", text="", started_at=now - 0.25, finished_at=None, cost_usd=None)
+    fake.replies["GET /api/tells"] = ReportReply(tells=[running])
+    fake.replies["GET /api/tells/t1/transcript"] = TranscriptReply(tell=running, entries=[])
+    page.goto(f"{BASE}/#/tells/t1")
+    took = page.locator(".facts dt:text-is('running for') + dd")
+    expect(took).to_have_text("250 ms")
+    page.clock.run_for(5000)
+    expect(took).to_have_text("5.3 s")  # 5.25 s, ticking every second
+    page.clock.run_for(60_000)
+    expect(took).to_have_text("1 min 5 s")

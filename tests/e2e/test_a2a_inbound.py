@@ -31,7 +31,7 @@ from a2a.types import (
     TaskState,
 )
 
-from harness import Http, Iris
+from harness import Http, Iris, wait_for
 from protocol.messages import GetTell, ListTells, TellReply
 from scripted_model import ScriptedModel
 
@@ -162,17 +162,23 @@ def test_the_sdk_gets_lists_and_cancels(shared: Iris) -> None:
 def test_an_answer_that_asks_is_input_required_and_the_reply_continues_the_task(shared: Iris) -> None:
     token = agent_token(shared, "asker")
 
-    async def main() -> tuple[Any, Any, Any]:
+    async def main() -> tuple[Any, Any, Any, list[Any]]:
         async with sdk_client(shared, token, streaming=False) as client:
             asked = final_task(await collect(client.send_message(user_message("@ask deploy", "q-1"))))
+            pending = [q for q in shared.cli_json("questions") if q["tell_id"] == asked.id]
             reply = user_message("yes, go", "q-2", task_id=asked.id)
             continued = final_task(await collect(client.send_message(reply)))
             got = await client.get_task(GetTaskRequest(id=asked.id))
-            return asked, continued, got
+            return asked, continued, got, pending
 
-    asked, continued, got = trio.run(main)
+    asked, continued, got, pending = trio.run(main)
     assert asked.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
     assert asked.status.message.parts[0].text == "Do you want me to go ahead? (echo #1: deploy)"
+    # The client waited for that answer (a blocking SendMessage): no pending question was filed
+    # for a person; its reply recorded the question as answered, linking the task's two tells.
+    assert pending == []
+    (answered,) = [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == asked.id]
+    assert answered["status"] == "answered" and answered["answer_tell_id"] and answered["closed_by"] == "A2A"
     assert continued.id == asked.id and continued.status.state == TaskState.TASK_STATE_COMPLETED
     assert continued.artifacts[0].parts[0].text == "echo #2: yes, go"
     assert got.status.state == TaskState.TASK_STATE_COMPLETED
@@ -308,10 +314,26 @@ def test_a_tool_awaiting_approval_is_input_required_and_only_the_owner_decides_i
 def test_cancelling_a_task_that_waits_on_its_question_dismisses_the_question(shared: Iris) -> None:
     agent = agent_token(shared, "dismisser")
     msg = {"role": "ROLE_USER", "messageId": "d", "parts": [{"text": "@ask drop the table"}]}
-    task = rpc(shared, "SendMessage", {"message": msg}, token=agent)[1]["result"]["task"]
+    # Sent without waiting (returnImmediately): nobody reads the answer, so it is a pending question.
+    sent = rpc(shared, "SendMessage", {"message": msg, "configuration": {"returnImmediately": True}}, token=agent)
+    task_id = sent[1]["result"]["task"]["id"]
+    wait_for(lambda: [q for q in shared.cli_json("questions") if q["tell_id"] == task_id], 120, "its question")
+    task = rpc(shared, "GetTask", {"id": task_id}, token=agent)[1]["result"]
     assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
     cancelled = rpc(shared, "CancelTask", {"id": task["id"]}, token=agent)[1]["result"]
     assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
     (question,) = [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == task["id"]]
     assert question["status"] == "dismissed" and question["from_team"] == "a2a:dismisser"
     assert rpc(shared, "CancelTask", {"id": task["id"]}, token=agent)[1]["error"]["code"] == -32002
+
+
+def test_cancelling_a_task_whose_waiting_client_was_asked_declines_the_question(shared: Iris) -> None:
+    agent = agent_token(shared, "decliner")
+    msg = {"role": "ROLE_USER", "messageId": "w", "parts": [{"text": "@ask drop the index"}]}
+    task = rpc(shared, "SendMessage", {"message": msg}, token=agent)[1]["result"]["task"]  # it waits: read
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    assert not [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == task["id"]]
+    cancelled = rpc(shared, "CancelTask", {"id": task["id"]}, token=agent)[1]["result"]
+    assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
+    (question,) = [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == task["id"]]
+    assert question["status"] == "dismissed" and question["closed_by"] == "A2A"

@@ -93,6 +93,18 @@ def test_iris_tell_gets_the_agents_answer_and_continues_its_context(iris: Iris, 
     assert helper["kind"] == "a2a" and helper["remote"] == agent.card
 
 
+def test_each_asking_team_keeps_its_own_context_with_the_agent(iris: Iris, agent: Agent) -> None:
+    iris.add_team("alpha")
+    iris.teams["helper"] = {"a2a": agent.card}
+    iris.start()
+    assert tell(iris, "helper", "from you")["text"] == "echo #1: from you"
+    assert tell(iris, "helper", "from alpha", "--from", "alpha")["text"] == "echo #1: from alpha"  # not #2
+    assert tell(iris, "helper", "you again")["text"] == "echo #2: you again"
+    mine, alphas, mine_again = agent.log()["received"]
+    assert mine["contextId"] != alphas["contextId"] and mine_again["contextId"] == mine["contextId"]
+    assert alphas["metadata"]["iris"]["path"] == ["alpha", "helper"]
+
+
 def test_the_answer_streams_in_and_watch_sees_the_states(iris: Iris, agent: Agent) -> None:
     iris.teams["helper"] = {"a2a": agent.card}
     iris.start()
@@ -245,6 +257,9 @@ def test_fan_out_reaches_an_agent_and_a_claude_team_alike(iris: Iris, agent: Age
     rows = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
     assert rows["external->helper"]["tells"] == 1  # in the ledger, at no cost to Iris (A2A carries none)
     assert rows["external->helper"]["cost_usd"] == 0
+    # Its pair is no claude process here: status says what it is, for the counts and the actions.
+    kinds = {p["to_team"]: p.get("kind", "") for p in iris.cli_json("status")["processes"]}
+    assert kinds == {"alpha": "", "helper": "a2a"}
 
 
 @pytest.mark.claude

@@ -84,6 +84,10 @@ def test_without_systemd_irisd_runs_as_a_background_process(iris: Iris, env: dic
 
     assert "irisd ready" in daemon(iris, "logs", "-n", "5").stdout
     assert "already running" in daemon(iris, "start").stdout
+    reinstalled = daemon(iris, "install")  # with irisd running: it says so, and starts nothing
+    assert reinstalled.returncode == 0
+    assert f"irisd is already running (pid {pid}, background process)" in reinstalled.stdout
+    assert "started irisd" not in reinstalled.stdout and read_pid_file(layout) == pid
 
     stopped = daemon(iris, "stop")
     assert stopped.stdout.strip() == f"stopped irisd (pid {pid})"

@@ -59,3 +59,17 @@ def test_a_bad_irisd_env_stops_irisd_with_the_line(iris: Iris) -> None:
     assert process.wait(timeout=30) == 2
     iris.process = None
     assert f"{iris.home / 'irisd.env'}, line 2: expected NAME=VALUE" in iris.log()
+
+
+@pytest.mark.claude
+def test_a_tell_without_credentials_says_irises_fix_and_reload_applies_it(iris: Iris) -> None:
+    iris.add_team("alpha")
+    del iris.env["ANTHROPIC_API_KEY"]  # no key, no login: claude answers "Not logged in"
+    iris.start()
+    failed = iris.cli_json("tell", "alpha", "hello", ok=False)
+    assert failed["status"] == "failed", failed
+    assert failed["error"].startswith("Not logged in · Please run /login: "), failed
+    assert "put ANTHROPIC_API_KEY=... in $IRIS_HOME/irisd.env" in failed["error"]
+    (iris.home / "irisd.env").write_text("ANTHROPIC_API_KEY=test-key\n")  # as the fix says
+    assert iris.cli("reload").returncode == 0
+    assert iris.cli_json("tell", "alpha", "again")["text"].startswith("echo #")

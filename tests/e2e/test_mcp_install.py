@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +100,20 @@ def test_headless_claude_can_use_the_iris_tools_once_allowed(iris: Iris, claude_
     assert "already allowed" in again.stdout and json.loads(settings.read_text())["permissions"]["allow"].count(
         "mcp__iris") == 1
     assert not (iris.root / ".claude").exists()  # nothing written into a project folder
+
+
+def test_the_readmes_headless_command_works_as_written(iris: Iris, claude_bin: Path) -> None:
+    # The README's per-run recipe, taken from README.md itself: its words in its order, the
+    # placeholder prompt ("ask backend ...") made one the scripted model acts on.
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    (command,) = re.findall(r"`(claude -p [^`]*--allowedTools[^`]*)`", readme)
+    argv = shlex.split(command)
+    (placeholder,) = [i for i, word in enumerate(argv) if word.endswith("...")]
+    argv[placeholder] = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "backend", "message": "hi"})
+    argv[0] = str(claude_bin)
+    iris.add_team("backend")
+    iris.start()
+    assert iris.cli("mcp", "install", "--claude", str(claude_bin)).returncode == 0  # no --allow-tools
+    ran = subprocess.run(argv, env=iris.env, cwd=iris.root, capture_output=True, text=True, timeout=180)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "tool mcp__iris__team_tell said:" in ran.stdout and "echo #1: hi" in ran.stdout, ran.stdout

@@ -31,7 +31,7 @@ def test_a_persisted_tell_that_asks_becomes_a_question_answered_in_the_same_conv
     assert delivered[0]["id"] == stored["id"] and delivered[0]["tell_id"] == question["tell_id"]
 
     human = iris.cli("questions")
-    assert human.returncode == 0 and question["id"] in human.stdout and "alpha asks external" in human.stdout
+    assert human.returncode == 0 and question["id"] in human.stdout and "external->alpha" in human.stdout
 
     answered = iris.cli("answer", question["id"], "yes, go ahead")
     assert answered.returncode == 0, answered.stderr

@@ -56,6 +56,7 @@ class FakeCore:
         self.watchers: list[SendEvent] = []
         self.requests: list[tuple[Request, Caller]] = []
         self.submitted = trio.Event()
+        self.moved = trio.Event()  # set at each move: a reader waiting on a tell (GetTell wait_ms) looks again
 
     async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
         request = caller.apply(request)
@@ -92,6 +93,8 @@ class FakeCore:
                 if tell_id not in self.tells:
                     raise NotFoundError(f"no tell with id {tell_id!r}")
                 policy.check_sees(caller, _owned(self.tells[tell_id]), f"tell {tell_id}")  # the core's policy
+                while request.wait_ms and self.tells[tell_id].status in ("queued", "running"):
+                    await self.moved.wait()  # as the core's reader of an answer waits for its end
                 return TellReply(status="in_progress", tell=self.tells[tell_id])
             case ListTells():
                 found = [
@@ -115,6 +118,8 @@ class FakeCore:
             text=info.text + text,
             finished_at=2000.0 if status in ("completed", "interrupted") else None,
         )
+        self.moved.set()
+        self.moved = trio.Event()
         for send in list(self.watchers):
             if text:
                 await send(TellText(tell_id=tell_id, text=text))

@@ -208,3 +208,17 @@ def test_cancel_by_a_prefix_names_the_whole_id(iris: Callable[..., str]) -> None
         tell = msgspec.structs.replace(TELL, status=status, text="")
         shown = iris("cancel", "tttt", replies={"CancelTell": TellReply(status=status, tell=tell)})
         assert f"tell {TELL.id} " in shown and "tell tttt " not in shown, shown
+
+
+def test_watch_is_single_spaced_and_names_a_questions_pair_from_to(iris: Callable[..., str]) -> None:
+    running = TellState(tell_id=TELL.id, status="running", from_team="frontend", to_team="alpha")
+    done = TellState(tell_id=TELL.id, status="completed", from_team="frontend", to_team="alpha")
+    asked = msgspec.structs.replace(QUESTION, question="Deploy now?", from_team="frontend")
+    shown = iris("watch", replies={"Watch": CountReply(count=0)}, events=[
+        Watching(), running, TellText(tell_id=TELL.id, text="half an "), TellText(tell_id=TELL.id, text="answer"),
+        TellNotice(tell_id=TELL.id, text="a notice"), done, QuestionEvent(question=asked),
+    ])
+    lines = shown.splitlines()
+    assert "" not in lines, shown  # one event a line, no blank line between them
+    assert lines[-1] == f"? {asked.id} frontend->alpha asks: Deploy now?"
+    assert f"{TELL.id} frontend->alpha completed" in lines

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from fakes.core import running_core
 from iris_common.config import IrisConfig, load_config
+from irisd.logs import recent_problems
+from protocol.errors import ConfigError
 from protocol.messages import WakeAll
 
 
@@ -35,3 +40,23 @@ async def test_wake_all_lists_no_pair_of_a_removed_team(tmp_path: Path) -> None:
         await core.reload()
         woken = await core.wake_all(WakeAll(from_team="alpha"))  # alpha has no other team to wake now
         assert woken.processes == [] and woken.errors == {}  # was: alpha->beta, stopped
+
+
+async def test_status_shows_the_last_reloads_outcome_with_its_reason_while_it_stands(tmp_path: Path) -> None:
+    root = logging.getLogger()
+    root.addHandler(recent_problems)  # as irisd's setup_logging does
+    try:
+        async with running_core(tmp_path, write_config(tmp_path, "alpha")) as core:
+            (tmp_path / "config.yaml").write_text((tmp_path / "config.yaml").read_text() + "  maxProcesse: 3\n")
+            with pytest.raises(ConfigError):
+                await core.reload()
+            said = [e.message for e in (await core.status()).recent_errors if "not reloaded" in e.message]
+            assert len(said) == 1 and "maxProcesse" in said[0], said  # the reason, not only that it failed
+            write_config(tmp_path, "alpha")
+            await core.reload()
+            await core.reload()
+            status = await core.status()
+            assert status.config_problem == ""
+            assert not [e for e in status.recent_errors if "not reloaded" in e.message]  # settled
+    finally:
+        root.removeHandler(recent_problems)

@@ -7,6 +7,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -206,3 +207,19 @@ async def test_a_stored_tell_waits_while_its_chain_has_spent_its_budget(
         assert found.status == "pending"
         assert found.error.startswith("not sent: this chain of nested tells has spent $0.5, reaching its budget")
         assert FakeChild.instances == []  # not delivered: raising chainUsd (and 'iris reload') lets it go
+
+
+async def test_a_question_a_waiting_caller_read_is_recorded_once_when_it_answers(tmp_path: Path) -> None:
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    desk = QuestionDesk(config=teams_config(tmp_path), store=store, hub=EventHub())
+    asked = TellInfo(id="t-asked", from_team="a2a:far", to_team="alpha", message="deploy", status="completed",
+                     text="Built it. Shall I deploy it now?", session_id="s-1")
+    first = await desk.file_answered_now(asked)
+    assert first is not None and first.tell_id == "t-asked" and "Shall I deploy it now?" in first.question
+    again = await desk.file_answered_now(asked)  # a second answer finds the same question, not a new one
+    assert again is not None and again.id == first.id
+    assert await store.call(questions.listing, None, True, "") == [first]
+    plain = msgspec.structs.replace(asked, id="t-plain", text="Deployed.")
+    assert await desk.file_answered_now(plain) is None  # asked nothing
+    assert await desk.file_answered_now(msgspec.structs.replace(asked, id="t-run", status="running")) is None
+    store.close()

@@ -6,7 +6,7 @@ import pytest
 
 from irisd.ids import with_whole_ids
 from protocol.errors import InvalidRequestError
-from protocol.messages import Decide, GetTell, ListTeams, ReadTranscript
+from protocol.messages import AnswerQuestion, Decide, GetTell, ListTeams, ReadTranscript
 
 KNOWN = {
     "tell": ["0123456789abcdef", "0123ffffffffffff", "89abcdef01234567"],
@@ -43,3 +43,10 @@ async def test_a_prefix_too_short_to_stand_for_an_id_says_how_long_one_must_be()
         await with_whole_ids(GetTell(tell_id="89a"), lookup)
     with pytest.raises(InvalidRequestError, match=r"approval id 'a-d' is too short"):
         await with_whole_ids(Decide(approval_id="a-d", allow=True), lookup)
+
+
+async def test_no_id_is_no_prefix_of_every_id() -> None:
+    # An answer that names a tell instead of a question (A2A) has no question id to complete.
+    answer = AnswerQuestion(tell_id="0123456789abcdef", text="yes")
+    assert await with_whole_ids(answer, lookup) == answer
+    assert await with_whole_ids(GetTell(tell_id=""), lookup) == GetTell(tell_id="")

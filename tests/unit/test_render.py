@@ -107,12 +107,12 @@ def test_sessions_show_the_whole_session_id_and_state_in_80_columns(screen: io.S
 
 def test_a_notice_names_its_tell(screen: io.StringIO) -> None:
     render.tell_notice(TellNotice(tell_id="abc", text="claude is retrying the Anthropic API after HTTP 529"))
-    assert screen.getvalue() == "\nabc claude is retrying the Anthropic API after HTTP 529\n"
+    assert screen.getvalue() == "abc claude is retrying the Anthropic API after HTTP 529\n"
 
 
 def test_watch_names_a_tells_phase(screen: io.StringIO) -> None:
     render.tell_phase(TellPhaseEvent(tell_id="abc", phase=TellPhase(name="queued", ahead=1)))
-    assert screen.getvalue() == "\nabc queued behind 1 tell\n"
+    assert screen.getvalue() == "abc queued behind 1 tell\n"
 
 
 def test_a_tell_still_waiting_with_nothing_written_says_no_answer_yet(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,6 +179,19 @@ def test_status_shows_a_cost_column_once_a_pair_spent_something() -> None:
     assert header.split()[-1] == "cost"
     assert row.split() == ["external->backend", "idle", "42", "0", "abcdef12", "-", "$0.0421"]
     assert other.split()[-1] == "$0"
+
+
+def test_status_names_an_a2a_agents_host_not_its_card_url_and_fits_80_columns() -> None:
+    from iris_cli.plain import process_lines
+
+    card = "http://127.0.0.1:1615/a2a/frontend/.well-known/agent-card.json"
+    agent = ProcessInfo(from_team="backend", to_team="webagent", state="idle", host=card, kind="a2a")
+    local = ProcessInfo(from_team=None, to_team="backend", state="idle", pid=42, session_id="abcdef12-0000")
+    header, row, other = process_lines([agent, local], width=80, color=False)
+    assert header.split()[2] == "host"
+    assert row.split()[:3] == ["backend->webagent", "idle", "127.0.0.1:1615"]
+    assert other.split()[:3] == ["external->backend", "idle", "local"]
+    assert all(len(line) <= 80 for line in (header, row, other))
 
 
 def test_tells_streaming_at_once_are_labelled_runs_not_interleaved_words() -> None:

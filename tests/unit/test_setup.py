@@ -43,6 +43,12 @@ def test_init_checks_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         write_starter_config([f"api={tmp_path}/missing"])
     with pytest.raises(ConfigError, match="--team 'api' is given twice; give each team once"):
         write_starter_config([f"api={tmp_path}", f"api={tmp_path}"])
+    with pytest.raises(ConfigError) as refused:
+        write_starter_config([f"bad name={tmp_path}"])
+    # It names what to fix (--team), not a config.yaml as if one had been written.
+    assert refused.value.message.startswith("--team 'bad name=")
+    assert "a team name must start with an ASCII letter" in refused.value.message
+    assert str(tmp_path / "config.yaml") not in refused.value.message
     assert not (tmp_path / "config.yaml").exists()
 
 

@@ -104,6 +104,16 @@ def test_error_result_fails_the_tell_with_its_text() -> None:
     assert m.status == "failed" and m.error == "API Error: 400 bad"
 
 
+def test_a_claude_without_credentials_fails_the_tell_with_irises_fix() -> None:
+    # As claude 2.1.330 ends a turn when it has no key and no login (checked).
+    m = machine()
+    m.start(0.0)
+    raw = b'{"type":"result","subtype":"success","is_error":true,"result":"Not logged in \xc2\xb7 Please run /login"}'
+    m.child_line(line(raw), 1.0)
+    assert m.status == "failed" and m.error.startswith("Not logged in · Please run /login: ")
+    assert "ANTHROPIC_API_KEY=... in $IRIS_HOME/irisd.env" in m.error and "'iris reload'" in m.error
+
+
 def test_child_exit_interrupts_and_keeps_output() -> None:
     m = machine()
     m.start(0.0)

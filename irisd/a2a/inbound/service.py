@@ -42,7 +42,6 @@ from protocol.messages import (
     GetTell,
     ListQuestions,
     ListTells,
-    QuestionEvent,
     QuestionInfo,
     QuestionsReply,
     Reply,
@@ -62,9 +61,6 @@ Dispatch = Callable[[Request, Caller, SendEvent], Awaitable[Reply]]
 Emit = Callable[[a2a.StreamResponse], Awaitable[None]]
 
 WATCH_BUFFER = 1000
-# A completed answer that asks something becomes a pending question one store write
-# later: a blocking call waits this long for it, so the task it returns can be answered.
-QUESTION_GRACE_S = 5.0
 MAX_CHAIN = 50  # tells followed through answered questions
 LIST_LIMIT = 1000  # tells read for ListTasks (ListTells' own maximum)
 DEFAULT_PAGE_SIZE = 50
@@ -291,9 +287,11 @@ class A2AService:
                     AnswerQuestion(question_id=view.question.id, text=prompt, timeout_ms=-1, by="A2A"), caller
                 )
                 tells = [*view.tells, cast(AnswerReply, reply).tell]
-            else:  # asked, but no question is pending (it expired): the same conversation goes on
-                reply = await self.call(Tell(to_team=team, message=prompt, timeout_ms=-1), caller)
-                tells = [cast(TellReply, reply).tell]
+            else:  # asked while its client waited (no question was filed): the answer carries the task on
+                reply = await self.call(
+                    AnswerQuestion(tell_id=latest.id, text=prompt, timeout_ms=-1, by="A2A"), caller
+                )
+                tells = [*view.tells, cast(AnswerReply, reply).tell]
             view = self._view(tells, None)
             if emit is not None:
                 await emit(a2a.StreamResponse(task=mapping.to_task(view)))
@@ -342,13 +340,16 @@ class A2AService:
             raise A2AError(a2a.TASK_NOT_CANCELABLE, f"task {view.id} is already {view.state.value}", taskId=view.id)
         latest = view.latest
         if latest.status == "completed":
-            if view.question is None or view.question.status != "pending":
+            if view.question is None:  # asked while its client waited: declining it is the cancel
+                await self.call(DismissQuestion(tell_id=latest.id, by="A2A"), caller)
+            elif view.question.status != "pending":
                 raise A2AError(
                     a2a.TASK_NOT_CANCELABLE,
                     f"task {view.id} asked a question that is no longer pending; nothing runs to cancel",
                     taskId=view.id,
                 )
-            await self.call(DismissQuestion(question_id=view.question.id, by="A2A"), caller)
+            else:
+                await self.call(DismissQuestion(question_id=view.question.id, by="A2A"), caller)
         else:
             await self.call(CancelTell(tell_id=latest.id), caller)
         return mapping.to_task(await self.view(caller, team, params.id))
@@ -400,32 +401,34 @@ class A2AService:
         tell_id, root = view.latest.id, view.id
         held: str | None = None
         chunks = 0
-        stop = False
+        stop = approval = False
         # A subscription can find the tell it follows already ended (its events gone by). Not
         # so an approval: a caller that just decided one holds the tell as it was before.
         if view.latest.status not in FINAL_TELL_STATUSES:
-            async for event in events:
-                match event:
-                    case TellState(tell_id=tid, status=status) if tid == tell_id:
-                        if status == "running" and emit is not None:
-                            await emit(self._status(view, a2a.TaskState.WORKING, None))
-                        stop = status == "awaiting_approval" or status in FINAL_TELL_STATUSES
-                    case TellText(tell_id=tid, text=text) if tid == tell_id and emit is not None:
-                        if held is not None:
-                            await emit(self._chunk(view, held, append=chunks > 0, last=False))
-                            chunks += 1
-                        held = text
-                if stop:
-                    break
-            else:
-                await self._wait_settled(caller, tell_id)
-        view = await self.view(caller, team, root)
-        if view.latest.id == tell_id and view.asks:
-            with trio.move_on_after(QUESTION_GRACE_S):
+            async with trio.open_nursery() as nursery:
+                # The client waits for this answer, so it is read: an answer that asks files no
+                # pending question (questions are for answers nobody waits for). The task reads
+                # INPUT_REQUIRED all the same, and the client's reply goes on in the conversation.
+                nursery.start_soon(self._reading, caller, tell_id)
                 async for event in events:
-                    if isinstance(event, QuestionEvent) and event.question.tell_id == tell_id:
+                    match event:
+                        case TellState(tell_id=tid, status=status) if tid == tell_id:
+                            if status == "running" and emit is not None:
+                                await emit(self._status(view, a2a.TaskState.WORKING, None))
+                            approval = status == "awaiting_approval"
+                            stop = approval or status in FINAL_TELL_STATUSES
+                        case TellText(tell_id=tid, text=text) if tid == tell_id and emit is not None:
+                            if held is not None:
+                                await emit(self._chunk(view, held, append=chunks > 0, last=False))
+                                chunks += 1
+                            held = text
+                    if stop:
+                        # Ended: the reader returns by itself once the end is saved (the question
+                        # desk counted it as a reader then). Waiting for a person: it stops reading.
+                        if approval:
+                            nursery.cancel_scope.cancel()
                         break
-            view = await self.view(caller, team, root)
+        view = await self.view(caller, team, root)
         if emit is not None:
             state = view.state
             if state == a2a.TaskState.COMPLETED:
@@ -438,10 +441,18 @@ class A2AService:
             await emit(self._status(view, state, mapping.status_message(view)))
         return view
 
+    async def _reading(self, caller: Caller, tell_id: str) -> None:
+        """Wait for the tell as a reader of its answer while the client follows it (events
+        carry the rest). An error here (irisd stopping) only ends the waiting."""
+        try:
+            await self._wait_settled(caller, tell_id)
+        except A2AError:
+            pass
+
     async def _wait_settled(self, caller: Caller, tell_id: str) -> None:
-        """Without events (irisd dropped the watch): wait until the tell ends or waits for
-        approval. A waiter reads the answer, so an answer that asks makes no pending question
-        then: the task still reads INPUT_REQUIRED, and a reply goes on as a new tell."""
+        """Wait until the tell ends or waits for approval, counted meanwhile as a reader of its
+        answer: an answer that asks makes no pending question then (the task still reads
+        INPUT_REQUIRED, and the client's reply records the question as answered)."""
         while True:
             reply = await self.call(GetTell(tell_id=tell_id, wait_ms=MAX_WAIT_MS), caller)
             if cast(TellReply, reply).tell.status not in ("queued", "running"):

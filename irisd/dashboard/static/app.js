@@ -564,9 +564,15 @@ function loggedOutView() {
 
 // Teams and their pairs.
 
+// The claude processes running now, as 'iris status' counts them: a pair of an A2A agent
+// or of a team on another irisd (p.kind) has no claude here, whatever its state.
+function claudeRunning(processes) {
+  return processes.filter((p) => !p.kind && p.pid !== undefined && p.pid !== null).length;
+}
+
 function teamsView() {
   const { teams, processes, max_processes: max } = state.status;
-  const running = processes.filter((p) => p.state !== "stopped" && p.state !== "failed").length;
+  const running = claudeRunning(processes);
   const grid = h("div", { class: "cards" });
   for (const team of teams) {
     const pairs = processes.filter((p) => p.to_team === team.name).sort((a, b) => who(a.from_team).localeCompare(who(b.from_team)));
@@ -580,7 +586,7 @@ function teamsView() {
       teamPlace(team),
       team.unavailable ? h("p", { class: "note warn", "data-unavailable": "" }, team.unavailable) : null,
       pairs.length ? scrolls(h("table", { class: "pairs" },
-        h("thead", {}, h("tr", {}, ["from", "state", "pid", "queue", "last used", "cost", ""].map((c) => h("th", {}, c)))),
+        h("thead", {}, h("tr", {}, ["from", "state", "last used", "cost", ""].map((c) => h("th", {}, c)))),
         h("tbody", {}, pairs.map(pairRow)))) : h("p", { class: "muted" }, "No pair yet: nobody has told this team anything since irisd started."),
       h("footer", {},
         tells.length || cost ? h("span", { class: "muted" }, [
@@ -624,14 +630,17 @@ function pairRow(p) {
   const from = p.from_team ? { from_team: p.from_team } : {};
   const current = p.current_tell ? state.tells.get(p.current_tell) : null;
   return h("tr", { "data-pair": pairLabel(p.from_team, p.to_team) },
-    h("td", {}, who(p.from_team)),
-    h("td", {}, pairState(p), p.reason ? h("div", { class: "muted small" }, p.reason) : null,
+    // Two narrow lines a cell, so the card has room for every column and button at 1280 px:
+    // the name over its session, the state over its process and queue.
+    h("td", {}, h("div", { class: "name" }, who(p.from_team)),
+      p.session_id ? h("div", { class: "muted small id", title: p.session_id, "data-session": "" }, `session ${shortId(p.session_id)}`) : null),
+    h("td", {}, pairState(p),
+      h("div", { class: "muted small", "data-process": "" }, [p.pid ? `pid ${p.pid}` : "", p.queued ? `${p.queued} queued` : ""].filter(Boolean).join(" · ")),
+      p.reason ? h("div", { class: "muted small" }, p.reason) : null,
       p.current_tell ? h("div", { class: "small" }, h("a", { href: `#/tells/${p.current_tell}` }, current ? firstLine(current.message, 40) : `tell ${shortId(p.current_tell)}`)) : null),
-    h("td", { class: "num" }, p.pid ?? "–"),
-    h("td", { class: "num" }, String(p.queued || 0)),
-    h("td", { title: clock(p.last_used_at) }, ago(p.last_used_at), p.session_id ? h("div", { class: "muted small", title: p.session_id }, `session ${shortId(p.session_id)}`) : null),
+    h("td", { title: clock(p.last_used_at) }, ago(p.last_used_at)),
     h("td", { class: "num", "data-cost-usd": String(p.cost_usd || 0), title: "spent on this pair's tells so far (the cost ledger)" }, p.cost_usd ? money(p.cost_usd) : "–"),
-    h("td", { class: "actions" },
+    p.kind ? h("td", { class: "actions muted small", "data-remote-pair": p.kind }, "no claude here") : h("td", { class: "actions" },
       p.state === "stopped" || p.state === "failed"
         ? h("button", { type: "button", onclick: (e) => act(e.currentTarget, () => api("POST", `${base}/wake`, from), (r) => r.message || "woken") }, "Wake")
         : p.state === "processing"
@@ -739,7 +748,7 @@ function conversationView(id) {
   const facts = [
     ["id", tell.id],
     ["created", clock(tell.created_at)],
-    tell.started_at ? [running ? "running for" : "took", duration(tell)] : null,
+    tell.started_at ? [running ? "running for" : "took", running ? h("span", { "data-running-since": String(tell.started_at) }, duration(tell)) : duration(tell)] : null,
     running && tell.phase && tell.phase.text ? ["waits for", tell.phase.text] : null,
     tell.cost_usd !== undefined && tell.cost_usd !== null ? ["cost", money(tell.cost_usd)] : null,
     tell.session_id ? ["session", tell.session_id] : null,
@@ -989,7 +998,7 @@ function askView() {
 
 function healthView() {
   const s = state.status;
-  const live = s.processes.filter((p) => p.state !== "stopped" && p.state !== "failed").length;
+  const live = claudeRunning(s.processes);
   const rows = [
     ["version", s.daemon_version],
     ["pid", String(s.pid)],
@@ -1039,6 +1048,13 @@ new MutationObserver(() => {
 }).observe(document.body, { childList: true, subtree: true });
 
 setInterval(() => { if (state.connected && !document.hidden) renderTimes(); }, 15000);
+// A running tell's "running for" counts up every second, in place (no render: focus and
+// selection stay where they are).
+setInterval(() => {
+  for (const since of document.querySelectorAll("[data-running-since]")) {
+    since.textContent = seconds(Date.now() / 1000 - Number(since.dataset.runningSince));
+  }
+}, 1000);
 function renderTimes() {
   // Only relative times change with the clock; a render keeps them fresh without any request.
   if (!document.activeElement || !document.getElementById("main").contains(document.activeElement)) renderView();
