@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -270,16 +270,26 @@ def log_tail(path: Path, lines: int = 40) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
 
 
-def wait_for(condition: Any, timeout: float = 60.0, what: str = "condition") -> Any:
-    """Poll ``condition`` until it returns something truthy (and return that)."""
+def wait_for(
+    condition: Callable[..., Any],
+    timeout: float = 60.0,
+    what: str = "condition",
+    *,
+    every: float = 0.02,
+    detail: Callable[[], str] | None = None,
+) -> Any:
+    """Poll ``condition`` every ``every`` seconds until it returns something truthy, and
+    return that: the one way a test waits for a state it cannot be told about. After
+    ``timeout`` seconds it fails naming ``what`` (and ``detail()``: a log tail, say)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.02)
+            said = f"\n{detail()}" if detail is not None else ""
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{said}")
+        time.sleep(every)
 
 
 def transcript_file(iris: Iris, folder: Path, session_id: str) -> Path:
