@@ -292,6 +292,25 @@ def wait_for(
         time.sleep(every)
 
 
+async def wait_until(condition: Callable[..., Any], *, every: float) -> Any:
+    """``wait_for``'s twin for trio tests: check ``condition`` (a value or an awaitable of
+    one), then sleep ``every`` seconds, until it is truthy; return it. On the autojump clock
+    each sleep moves virtual time by ``every`` while the loop is idle, so keep ``every``
+    what the exact times a test asserts expect. No deadline of its own: the test's
+    ``fail_after`` (or its timeout) bounds it. Use an event where the code under test has one."""
+    import inspect
+
+    import trio
+
+    while True:
+        value = condition()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        await trio.sleep(every)
+
+
 def transcript_file(iris: Iris, folder: Path, session_id: str) -> Path:
     """Where claude keeps a session's transcript (the escaping rule of the facts page)."""
     escaped = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(folder.resolve()))

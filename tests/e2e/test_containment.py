@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import Iris, claude_processes_under, wait_for
+from harness import Iris, claude_processes_under, wait_for, wait_until
 from irisd.claude.containment import MARKER, Containment, home_id, marked_processes, matches, stop_marked
 
 LIFELINE_WITHIN_S = 10.0  # generous: the machine may be loaded; the lifeline takes about 1 s
@@ -150,8 +150,7 @@ def test_a_containment_sweeps_its_run_when_it_ends(tmp_path: Path) -> None:
             # Popen returns once exec closed its pipe, a moment before the kernel sets up the
             # new environ: /proc shows none until then (the test's race, not the sweep's).
             with trio.fail_after(10):
-                while holder[0].pid not in marked_processes(containment.run_pattern):
-                    await trio.sleep(0.01)
+                await wait_until(lambda: holder[0].pid in marked_processes(containment.run_pattern), every=0.01)
             nursery.cancel_scope.cancel()
 
     trio.run(main)

@@ -17,6 +17,7 @@ import pytest
 import trio
 import trio.testing
 
+from harness import wait_until
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
 from irisd.http.api import MAX_ASK_BODY_BYTES
@@ -296,8 +297,7 @@ async def test_no_more_than_max_active_requests_at_once(face: HttpFace, recorder
     async with trio.open_nursery() as nursery:
         for _ in range(2):
             nursery.start_soon(call, face, "GET", "/api/teams")
-        while recorder.entered < 2:
-            await trio.sleep(0.001)
+        await wait_until(lambda: recorder.entered >= 2, every=0.001)
         busy = await call(face, "GET", "/health", token=None)
         assert (busy.status, busy.code) == (503, "busy")
         recorder.hold.set()
@@ -328,8 +328,7 @@ async def test_draining_refuses_new_requests_and_waits_for_answers_in_flight(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(in_flight)
-        while not recorder.entered:
-            await trio.sleep(0.001)
+        await wait_until(lambda: recorder.entered, every=0.001)
         serving.stop_accepting()
         refused = await call(face, "GET", "/api/teams")
         assert (refused.status, refused.code) == (503, "shutting_down")

@@ -10,8 +10,9 @@ import pytest
 import trio
 import trio.testing
 
-from fakes.child import FakeChild
+from fakes.child import FakeChild, child_got_turn
 from fakes.core import no_events, running_core, teams_config
+from harness import wait_until
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.questions.desk import QuestionDesk
@@ -29,11 +30,6 @@ async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
     async with running_core(tmp_path, teams_config(tmp_path, "  maxProcesses: 2\n")) as dispatcher:
         yield dispatcher
 
-
-async def child_got_turn(index: int) -> FakeChild:
-    while len(FakeChild.instances) <= index or not FakeChild.instances[index].sent:
-        await trio.sleep(0.001)
-    return FakeChild.instances[index]
 
 
 async def pending_questions(core: Dispatcher) -> list[str]:
@@ -57,12 +53,10 @@ async def test_a_reader_waiting_for_the_result_keeps_the_answer_from_becoming_a_
 
     unread = await core.tells.tell(Tell(to_team="alpha", message="two", timeout_ms=-1), no_events)
     child = FakeChild.instances[0]
-    while len(child.sent) < 2:
-        await trio.sleep(0.001)
+    await wait_until(lambda: len(child.sent) >= 2, every=0.001)
     await child.result("Which branch should I use?")
     with trio.fail_after(60):
-        while not await pending_questions(core):  # looked at now and then, never waited for
-            await trio.sleep(0.01)
+        await wait_until(lambda: pending_questions(core), every=0.01)  # looked at now and then, never waited for
     # Nobody read the second answer: a pending question. The first, read, made none.
     assert await pending_questions(core) == [unread.tell.id]
 
@@ -125,8 +119,8 @@ async def test_a_cancel_says_whether_it_ended_the_tell(
     again = await core.tells.cancel(running.tell.id)
     assert (again.cancelled, again.tell.status) == (False, "interrupted")  # it had ended before this one
     done = await core.tells.tell(Tell(to_team="alpha", message="short", timeout_ms=-1), no_events)
-    while not (told := [c for c in FakeChild.instances if "short" in str(c.sent)]):  # a new claude: it
-        await trio.sleep(0.001)  # ignored the interrupt, so it was stopped
+    # A new claude: the first ignored the interrupt, so it was stopped.
+    told = await wait_until(lambda: [c for c in FakeChild.instances if "short" in str(c.sent)], every=0.001)
     await told[0].result("done")
     assert (await core.tells.get(done.tell.id, 60_000)).status == "completed"
     late = await core.tells.cancel(done.tell.id)
