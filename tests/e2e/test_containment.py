@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from harness import Iris, claude_processes_under, wait_for
+from harness import Iris, claude_processes_under, wait_for, wait_until
 from irisd.claude.containment import MARKER, Containment, home_id, marked_processes, matches, stop_marked
 from irisd.claude.process import ChildEvent, ClaudeProcess
 
@@ -154,8 +154,7 @@ def test_a_containment_sweeps_its_run_when_it_ends(tmp_path: Path) -> None:
             # Popen returns once exec closed its pipe, a moment before the kernel sets up the
             # new environ: /proc shows none until then (the test's race, not the sweep's).
             with trio.fail_after(10):
-                while holder[0].pid not in marked_processes(containment.run_pattern):
-                    await trio.sleep(0.01)
+                await wait_until(lambda: holder[0].pid in marked_processes(containment.run_pattern), every=0.01)
             nursery.cancel_scope.cancel()
 
     trio.run(main)
@@ -207,9 +206,12 @@ async def _start_escaping(containment: Containment, nursery: trio.Nursery, n: in
 
 async def _wait_jobs(n: int) -> list[int]:
     with trio.fail_after(30):
-        while len(jobs := escaped_jobs(n, n + 1)) < 2:
-            await trio.sleep(0.02)
-    return jobs
+        def both() -> list[int] | None:
+            jobs = escaped_jobs(n, n + 1)
+            return jobs if len(jobs) >= 2 else None
+
+        found: list[int] = await wait_until(both, every=0.02)
+    return found
 
 
 def test_what_a_child_starts_stays_below_the_reaper_and_stops_with_it(tmp_path: Path) -> None:
@@ -282,8 +284,7 @@ def test_a_killed_spawner_takes_its_children_with_it_and_a_new_reaper_takes_the_
             os.kill(spawner, signal.SIGKILL)
             with trio.fail_after(LIFELINE_WITHIN_S):
                 await child.exited.wait()  # the guard stopped it, and irisd learnt it
-                while not ended(found):
-                    await trio.sleep(0.02)
+                await wait_until(lambda: ended(found), every=0.02)
             again = await _start_escaping(containment, nursery, 650, send)  # the next reaper
             assert again.pid is not None and parent_of(again.pid) != spawner
             found.extend(await _wait_jobs(650))
@@ -307,8 +308,7 @@ def test_a_killed_guard_leaves_the_spawner_holding_everything(tmp_path: Path) ->
             guard = containment.reaper_pid
             os.kill(guard, signal.SIGKILL)
             with trio.fail_after(10):
-                while not _zombie(guard):  # dead: what was its child is re-parented by now
-                    await trio.sleep(0.02)
+                await wait_until(lambda: _zombie(guard), every=0.02)  # dead: its child is re-parented by now
             assert child.pid is not None and parent_of(parent_of(child.pid)) != guard
             assert not any(_zombie(p) for p in found) and not child.exited.is_set()
             nursery.cancel_scope.cancel()

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from typing import Any
 
 import pytest
 
-from harness import Iris
+from harness import Iris, wait_for
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -105,13 +104,11 @@ def without_the_setting(iris: Iris) -> str:
 
 
 def wait_for_unsolicited(iris: Iris, timeout: float = 90.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        turns = [t for t in iris.cli_json("status").get("unsolicited", []) if t["status"] != "running"]
-        if turns:
-            return turns[0]  # type: ignore[no-any-return]
-        time.sleep(0.2)
-    raise AssertionError("no unsolicited turn was recorded:\n" + iris.log()[-3000:])
+    turns: list[dict[str, Any]] = wait_for(
+        lambda: [t for t in iris.cli_json("status").get("unsolicited", []) if t["status"] != "running"],
+        timeout, "an unsolicited turn to be recorded", every=0.2, detail=lambda: iris.log()[-3000:],
+    )
+    return turns[0]
 
 
 def test_a_turn_that_got_in_is_recorded_shown_and_not_given_to_the_next_tell(
@@ -153,10 +150,8 @@ def test_a_message_that_got_in_while_a_tell_ran_is_kept_out_of_the_tell_queued_b
     iris.start()
     long = iris.cli_json("tell", "alpha", "@slow:1000 @long:20", "--timeout", "-1")
     queued = iris.cli_json("tell", "alpha", "second 2", "--timeout", "-1")
-    deadline = time.monotonic() + 60
-    while iris.cli_json("result", long["id"])["tell_status"] != "running":
-        assert time.monotonic() < deadline, iris.log()[-3000:]
-        time.sleep(0.2)
+    wait_for(lambda: iris.cli_json("result", long["id"])["tell_status"] == "running", 60, "the long tell to run",
+             every=0.2, detail=lambda: iris.log()[-3000:])
     send_from_outside(iris, "alpha")
     assert iris.cli_json("result", long["id"])["tell_status"] == "running", "sent too late to test this"
     first = iris.cli_json("result", long["id"], "--wait", "120000")

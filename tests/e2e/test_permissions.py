@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness import Iris
+from harness import Iris, wait_for
 
 pytestmark = pytest.mark.claude
 
@@ -18,13 +18,9 @@ WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
 
 
 def pending_approval(iris: Iris, timeout: float = 60.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        waiting = iris.cli_json("approvals")
-        if waiting:
-            return waiting[0]  # type: ignore[no-any-return]
-        time.sleep(0.1)
-    raise AssertionError("no approval was requested")
+    waiting: list[dict[str, Any]] = wait_for(lambda: iris.cli_json("approvals"), timeout, "an approval request",
+                                             every=0.1)
+    return waiting[0]
 
 
 def ask(iris: Iris) -> tuple[dict[str, Any], dict[str, Any]]:

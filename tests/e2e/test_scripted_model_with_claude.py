@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from harness import wait_for
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -165,10 +166,7 @@ def test_tool_directive_runs_the_tool_once(start_claude: Any, scripted: Scripted
 def test_hang_keeps_claude_waiting_silently(start_claude: Any, scripted: ScriptedModel) -> None:
     claude = start_claude()
     claude.send("@hang are you there?")
-    deadline = time.monotonic() + TURN_TIMEOUT_S
-    while not scripted.messages_requests():
-        assert time.monotonic() < deadline, "claude never asked the model"
-        time.sleep(0.05)
+    wait_for(scripted.messages_requests, TURN_TIMEOUT_S, "claude to ask the model", every=0.05)
     waited_until = time.monotonic() + 3.0
     while (left := waited_until - time.monotonic()) > 0:
         try:

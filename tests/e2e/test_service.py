@@ -15,13 +15,13 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import apsw
 import pytest
 import trio
 
-from harness import Iris, claude_processes_under
+from harness import Iris, claude_processes_under, wait_for
 from iris_cli.client import Client
 from irisd.dispatch import Dispatcher
 from irisd.server import Server, SocketError, open_unix_listener, peer_allowed, prepare_socket_dir
@@ -30,19 +30,8 @@ from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.messages import ErrorReply, GetStatus, Hello, StatusReply, Watch, Welcome
 
-T = TypeVar("T")
 DEADLINE_S = 60.0
 STOP_WITHIN_S = 10.0  # the unit's TimeoutStopSec is 20 s
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = DEADLINE_S) -> T:
-    """Poll ``probe`` until it returns something other than None (or fail after ``timeout``)."""
-    deadline = time.monotonic() + timeout
-    while (found := probe()) is None:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-    return found
 
 
 def status(iris: Iris) -> StatusReply:
@@ -90,11 +79,10 @@ def test_sigterm_drains_interrupts_tells_and_leaves_no_claude(iris: Iris) -> Non
         env=iris.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
-    def all_processing() -> bool | None:
-        states = [p.state for p in status(iris).processes]
-        return True if states.count("processing") == 3 else None
+    def all_processing() -> bool:
+        return [p.state for p in status(iris).processes].count("processing") == 3
 
-    wait_for("three claude children serving a turn", all_processing)
+    wait_for(all_processing, what="three claude children serving a turn")
     children = claude_processes_under([alpha, beta])
     assert len(children) == 3
     assert not isinstance(read_frame(watcher), ErrorReply)  # an event: the watch is being served

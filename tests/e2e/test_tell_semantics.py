@@ -69,7 +69,9 @@ def test_response_timeout_on_a_model_that_never_answers(iris: Iris) -> None:
     assert timed_out.returncode == 1
     answer = json.loads(timed_out.stdout)
     assert answer["status"] == "timed_out" and "1.5 s (responseTimeout)" in answer["error"]
-    assert answer["finished_at"] - answer["started_at"] == pytest.approx(1.5, abs=0.5)
+    # Not before the timeout; how much after depends on the machine's load (the exact times
+    # are tests/subsystem/test_pair_timing.py's, on trio's virtual clock).
+    assert answer["finished_at"] - answer["started_at"] >= 1.5
     again = iris.cli_json("tell", "alpha", "and now?")  # a new child resumes the conversation
     assert again["status"] == "completed" and again["session_id"] == first["session_id"]
 

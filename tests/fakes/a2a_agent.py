@@ -16,7 +16,8 @@ follows the start of the message text:
 - anything else: ``echo #N: <text>``, N counting the messages of the contextId.
 
 ``GET /_log`` returns what it received (text, contextId, taskId, metadata, the
-Authorization header) and which tasks were cancelled, for the tests to check.
+Authorization header) and which tasks were cancelled, for the tests to check;
+``POST /_reset`` forgets both and the message counts (for a test of its own).
 """
 
 from __future__ import annotations
@@ -131,10 +132,17 @@ def build_app(port: int, *, streaming: bool, token: str, bad_card: bool) -> Star
     async def log(request: Request) -> Response:
         return JSONResponse(LOG)
 
+    async def reset(request: Request) -> Response:  # a test's fresh start on a shared agent
+        for entries in LOG.values():
+            entries.clear()
+        TURNS.clear()
+        return JSONResponse({})
+
     routes = [
         *create_agent_card_routes(card),
         *create_jsonrpc_routes(handler, rpc_url="/rpc"),
         Route("/_log", log, methods=["GET"]),
+        Route("/_reset", reset, methods=["POST"]),
     ]
     app = Starlette(routes=routes)
     if token:

@@ -12,6 +12,14 @@ from irisd.claude.process import ChildEvent, ChildExited, ChildLine
 from irisd.claude.wire import decode_line
 
 
+async def child_got_turn(index: int = 0) -> FakeChild:
+    """The ``index``-th child started, once it has been written a user turn."""
+    from harness import wait_until
+
+    await wait_until(lambda: len(FakeChild.instances) > index and FakeChild.instances[index].sent, every=0.001)
+    return FakeChild.instances[index]
+
+
 class FakeChild:
     instances: list[FakeChild] = []
     next_pid = 1000

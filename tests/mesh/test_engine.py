@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import socket
+import struct
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -77,6 +80,37 @@ async def test_refused_credentials_say_so(tmp_path: Path) -> None:
             await link.close()
     finally:
         server.stop()
+
+
+async def test_a_refusal_is_named_though_the_next_attempts_read_a_reset(nursery: trio.Nursery) -> None:
+    """A server that refuses the credentials writes its -ERR and closes; a client whose
+    PING meets the closed socket reads "Connection reset by peer" instead (the race behind
+    the test above failing under load). This server gives the first attempt the -ERR and
+    resets every later one: the refusal is what the error names."""
+    attempts = 0
+
+    async def refuse(stream: trio.SocketStream) -> None:
+        nonlocal attempts
+        attempts += 1
+        await stream.send_all(b'INFO {"server_id":"fake","version":"2.12.0","proto":1,"auth_required":true,'
+                              b'"max_payload":1048576}\r\n')
+        received = b""
+        while b"PING\r\n" not in received:  # CONNECT, then PING: all the client sends
+            chunk = await stream.receive_some()
+            if not chunk:
+                return
+            received += chunk
+        if attempts == 1:
+            await stream.send_all(b"-ERR 'Authorization Violation'\r\n")
+        else:
+            stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # RST
+        await stream.aclose()
+
+    (listener, *_) = await nursery.start(partial(trio.serve_tcp, refuse, 0, host="127.0.0.1"))
+    port = listener.socket.getsockname()[1]
+    async with open_bridge() as bridge:
+        with pytest.raises(MeshError, match="refused this irisd's credentials"):
+            await open_link(bridge, mesh_of(f"nats://127.0.0.1:{port}", user="ws-1", password="wrong"))
 
 
 async def test_a_server_without_jetstream_is_named(tmp_path: Path) -> None:

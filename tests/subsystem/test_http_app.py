@@ -21,6 +21,7 @@ import pytest
 import trio
 import trio.testing
 
+from harness import wait_until
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
 from irisd.http import server as http_server
@@ -391,16 +392,14 @@ async def test_a_childs_requests_at_once_are_limited_and_the_owner_and_health_st
     async with trio.open_nursery() as nursery:
         for _ in range(2):
             nursery.start_soon(functools.partial(call, face, "GET", "/api/teams", token=child))
-        while recorder.entered < 2:
-            await trio.sleep(0.001)
+        await wait_until(lambda: recorder.entered >= 2, every=0.001)
         busy = await call(face, "GET", "/api/teams", token=child)
         assert (busy.status, busy.code) == (503, "busy")
         assert "already has 2 HTTP requests or WebSockets open at once" in busy.json()["message"]
         events = await call(face, "GET", "/api/events", token=child, websocket=True)
         assert (events.status, events.code) == (503, "busy")  # a WebSocket counts the same
         nursery.start_soon(call, face, "GET", "/api/teams")  # the owner's: served
-        while recorder.entered < 3:
-            await trio.sleep(0.001)
+        await wait_until(lambda: recorder.entered >= 3, every=0.001)
         assert (await call(face, "GET", "/health", token=None)).status == 200  # never counted
         recorder.hold.set()
     assert (await call(face, "GET", "/api/teams", token=child)).status == 200
@@ -430,8 +429,7 @@ async def test_draining_refuses_new_requests_and_waits_for_answers_in_flight(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(in_flight)
-        while not recorder.entered:
-            await trio.sleep(0.001)
+        await wait_until(lambda: recorder.entered, every=0.001)
         serving.stop_accepting()
         refused = await call(face, "GET", "/api/teams")
         assert (refused.status, refused.code) == (503, "shutting_down")
@@ -499,8 +497,7 @@ async def test_connections_past_the_limit_wait_in_the_listen_queue_until_one_clo
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             idle = [await trio.open_tcp_stream("127.0.0.1", port) for _ in range(2)]
-            while server.connections < 2:
-                await trio.sleep(0.01)
+            await wait_until(lambda: server.connections >= 2, every=0.01)
             answer: list[bytes] = []
 
             async def get_health() -> None:
@@ -510,8 +507,7 @@ async def test_connections_past_the_limit_wait_in_the_listen_queue_until_one_clo
             await trio.sleep(0.2)  # it is connected (the kernel's queue), not served
             assert not answer and server.connections == 2
             await idle[0].aclose()
-            while not answer:
-                await trio.sleep(0.01)
+            await wait_until(lambda: answer, every=0.01)
             assert answer[0].startswith(b"HTTP/1.1 200")
             await idle[1].aclose()
             nursery.cancel_scope.cancel()
@@ -528,8 +524,7 @@ async def test_out_of_file_descriptors_accepting_backs_off_and_says_so_once_with
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
             clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
-            while server.connections < 20:
-                await trio.sleep(0.01)
+            await wait_until(lambda: server.connections >= 20, every=0.01)
             late = [socket.socket() for _ in range(5)]  # their descriptors (this process's too) first
             clients += late
             fillers = []  # every free descriptor below the highest taken, so that none is left
@@ -542,8 +537,8 @@ async def test_out_of_file_descriptors_accepting_backs_off_and_says_so_once_with
                 for client in late:
                     client.setblocking(False)
                     client.connect_ex(("127.0.0.1", port))
-                while not any("cannot accept HTTP clients" in r.message for r in caplog.records):
-                    await trio.sleep(0.01)
+                await wait_until(lambda: any("cannot accept HTTP clients" in r.message for r in caplog.records),
+                                 every=0.01)
                 await trio.sleep(0.3)  # several more failed accepts, backing off
             finally:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

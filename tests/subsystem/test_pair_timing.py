@@ -11,8 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from fakes.child import FakeChild
+from fakes.child import FakeChild, child_got_turn
 from fakes.core import no_events, running_core, teams_config
+from harness import wait_until
 from iris_common.config import IrisConfig
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
@@ -48,12 +49,6 @@ class Caller:
         self.replied_at = trio.current_time()
 
 
-async def child_got_turn(index: int = 0) -> FakeChild:
-    """Wait until the index-th child has been written a user turn."""
-    while len(FakeChild.instances) <= index or not FakeChild.instances[index].sent:
-        await trio.sleep(0.001)
-    return FakeChild.instances[index]
-
 
 async def start_tell(
     nursery: trio.Nursery, core: Dispatcher, timeout_ms: int = 0, message: str = "hi"
@@ -74,8 +69,7 @@ async def test_response_timeout_restarts_on_every_line_then_stops_the_child(
         for offset in (10, 20, 45):
             await trio.sleep_until(t0 + offset)
             await child.text("x")
-        while caller.replied_at is None:
-            await trio.sleep(1)
+        await wait_until(lambda: caller.replied_at is not None, every=1)
     assert caller.reply is not None and caller.reply.status == "timed_out"
     assert caller.replied_at == pytest.approx(t0 + 45 + 120)
     assert child.stopped_at == pytest.approx(t0 + 165)
@@ -95,8 +89,7 @@ async def test_caller_timeout_returns_partial_text_and_the_tell_runs_on(
         await child.text("Let me ")
         await trio.sleep_until(t0 + 20)
         await child.text("check")
-        while caller.replied_at is None:
-            await trio.sleep(0.5)
+        await wait_until(lambda: caller.replied_at is not None, every=0.5)
         assert caller.replied_at == pytest.approx(t0 + 30)
         assert caller.reply is not None and caller.reply.status == "in_progress"
         assert caller.reply.tell.status == "running" and caller.reply.tell.text == "Let me check"
@@ -149,8 +142,7 @@ async def test_honoured_interrupt_keeps_the_child(
         tell_id = core.supervisor.snapshots()[0].current.id  # type: ignore[union-attr]
 
         async def honour() -> None:
-            while child.sent[-1]["type"] != "control_request":
-                await trio.sleep(0.01)
+            await wait_until(lambda: child.sent[-1]["type"] == "control_request", every=0.01)
             await trio.sleep(1)
             await child.result("", is_error=True, subtype="error_during_execution")
 
@@ -170,10 +162,8 @@ async def test_idle_child_is_reaped_after_idle_timeout(
         child = await child_got_turn()
         await child.result("ok")
         t_done = trio.current_time()
-        while caller.replied_at is None:
-            await trio.sleep(0.1)
-    while child.stopped_at == float("inf"):
-        await trio.sleep(1)
+        await wait_until(lambda: caller.replied_at is not None, every=0.1)
+    await wait_until(lambda: child.stopped_at != float("inf"), every=1)
     assert child.stopped_at == pytest.approx(t_done + 60)
 
 
@@ -192,8 +182,7 @@ async def test_tells_to_a_pair_run_in_order_and_the_queue_is_bounded(
             await trio.sleep(1)
             assert child.sent[-1]["message"]["content"][0]["text"] == expected  # type: ignore[index]
             await child.result(f"re: {expected}")
-            while caller.replied_at is None:
-                await trio.sleep(0.1)
+            await wait_until(lambda c=caller: c.replied_at is not None, every=0.1)
             assert caller.reply is not None and caller.reply.tell.text == f"re: {expected}"
 
 
@@ -205,8 +194,7 @@ async def test_a_child_that_crashes_on_start_is_retried_with_backoff_then_failed
         for attempt in range(3):
             child = await child_got_turn(attempt)
             child.exit(1)
-        while caller.replied_at is None:
-            await trio.sleep(0.1)
+        await wait_until(lambda: caller.replied_at is not None, every=0.1)
     starts = [child.created_at for child in FakeChild.instances]
     assert [b - a for a, b in itertools.pairwise(starts)] == pytest.approx([0.25, 1.0], abs=0.002)
     assert caller.reply is not None and caller.reply.status == "failed"
@@ -245,8 +233,7 @@ async def notify(core: Dispatcher, team: str, message: str) -> str:
 
 
 async def sent_texts(child: FakeChild, count: int) -> list[str]:
-    while len(child.sent) < count:
-        await trio.sleep(0.01)
+    await wait_until(lambda: len(child.sent) >= count, every=0.01)
     return [m["message"]["content"][0]["text"] for m in child.sent]  # type: ignore[index]
 
 

@@ -15,6 +15,7 @@ import trio.testing
 
 from fakes.child import FakeChild
 from fakes.core import no_events, running_core, teams_config
+from harness import wait_until
 from iris_common.paths import session_file
 from irisd.caller import Caller
 from irisd.dispatch import Dispatcher
@@ -37,8 +38,7 @@ async def told(core: Dispatcher, index: int, total: float) -> TellReply:
             replies.append(await core.tells.tell(Tell(to_team="alpha", message=f"tell {index}"), no_events))
 
         nursery.start_soon(tell)
-        while len(FakeChild.instances) <= index or not FakeChild.instances[index].sent:
-            await trio.sleep(0.001)
+        await wait_until(lambda: len(FakeChild.instances) > index and FakeChild.instances[index].sent, every=0.001)
         await FakeChild.instances[index].emit({"type": "result", "subtype": "success", "result": "ok",
                                                "total_cost_usd": total})
     return replies[0]

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from harness import wait_for
 from scripted_model.model import ScriptedModel, parse_directives, split_chunks
 
 JSON = dict[str, Any]
@@ -309,13 +310,9 @@ def test_hang_sends_nothing_until_stop(model: ScriptedModel) -> None:
 
 def test_hang_ends_when_the_client_leaves(model: ScriptedModel) -> None:
     conn = _raw_request(model, body(user("@hang")))
-    time.sleep(0.2)
-    assert len(model._connections) == 1
+    wait_for(lambda: len(model._connections) == 1, 5, "the model to hold the connection")
     conn.close()
-    deadline = time.monotonic() + 5
-    while model._connections and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not model._connections  # the handler let go of the connection
+    wait_for(lambda: not model._connections, 5, "the handler to let go of the connection")
 
 
 def test_stall_sends_a_first_chunk_then_nothing(model: ScriptedModel) -> None:

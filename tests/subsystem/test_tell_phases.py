@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from fakes.child import FakeChild
+from fakes.child import child_got_turn as child
 from fakes.core import running_core, teams_config
 from irisd.claude.wire import decode_line
 from irisd.dispatch import Dispatcher
@@ -88,11 +88,6 @@ class Watched:
     def names(self) -> list[str]:
         return [p.name for p in self.phases]
 
-
-async def child(index: int) -> FakeChild:
-    while len(FakeChild.instances) <= index or not FakeChild.instances[index].sent:
-        await trio.sleep(0.001)
-    return FakeChild.instances[index]
 
 
 async def test_a_tell_announces_each_thing_it_waits_for(

@@ -12,8 +12,9 @@ import pytest
 import trio
 import trio.testing
 
-from fakes.child import FakeChild
+from fakes.child import FakeChild, child_got_turn
 from fakes.core import no_events, running_core, teams_config
+from harness import wait_until
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
@@ -24,7 +25,7 @@ from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, end_tell, save_tell
 from irisd.tell.machine import TellMachine
 from protocol.errors import LoopError
-from protocol.messages import ChainRef, NotificationReply, Tell, TellInfo
+from protocol.messages import ChainRef, NotificationInfo, NotificationReply, Tell, TellInfo
 
 
 @pytest.fixture
@@ -32,11 +33,6 @@ async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
     async with running_core(tmp_path, teams_config(tmp_path, "  maxProcesses: 2\n")) as dispatcher:
         yield dispatcher
 
-
-async def child_got_turn(index: int) -> FakeChild:
-    while len(FakeChild.instances) <= index or not FakeChild.instances[index].sent:
-        await trio.sleep(0.001)
-    return FakeChild.instances[index]
 
 
 async def pending_questions(core: Dispatcher) -> list[str]:
@@ -60,12 +56,10 @@ async def test_a_reader_waiting_for_the_result_keeps_the_answer_from_becoming_a_
 
     unread = await core.tells.tell(Tell(to_team="alpha", message="two", timeout_ms=-1), no_events)
     child = FakeChild.instances[0]
-    while len(child.sent) < 2:
-        await trio.sleep(0.001)
+    await wait_until(lambda: len(child.sent) >= 2, every=0.001)
     await child.result("Which branch should I use?")
     with trio.fail_after(60):
-        while not await pending_questions(core):  # looked at now and then, never waited for
-            await trio.sleep(0.01)
+        await wait_until(lambda: pending_questions(core), every=0.01)  # looked at now and then, never waited for
     # Nobody read the second answer: a pending question. The first, read, made none.
     assert await pending_questions(core) == [unread.tell.id]
 
@@ -128,8 +122,8 @@ async def test_a_cancel_says_whether_it_ended_the_tell(
     again = await core.tells.cancel(running.tell.id)
     assert (again.cancelled, again.tell.status) == (False, "interrupted")  # it had ended before this one
     done = await core.tells.tell(Tell(to_team="alpha", message="short", timeout_ms=-1), no_events)
-    while not (told := [c for c in FakeChild.instances if "short" in str(c.sent)]):  # a new claude: it
-        await trio.sleep(0.001)  # ignored the interrupt, so it was stopped
+    # A new claude: the first ignored the interrupt, so it was stopped.
+    told = await wait_until(lambda: [c for c in FakeChild.instances if "short" in str(c.sent)], every=0.001)
     await told[0].result("done")
     assert (await core.tells.get(done.tell.id, 60_000)).status == "completed"
     late = await core.tells.cancel(done.tell.id)
@@ -176,8 +170,11 @@ async def test_a_stored_tell_whose_chain_went_too_far_is_refused_at_delivery_for
     stored = await core.store.call(notifications.create, "alpha", "beta", "ping", time.time(), 3600.0, chain)
     core.on_notification()
     with trio.fail_after(60):
-        while (found := await core.store.call(notifications.get, stored.id)) is not None and found.status == "pending":
-            await trio.sleep(0.01)
+        async def settled() -> NotificationInfo | None:
+            found = await core.store.call(notifications.get, stored.id)
+            return found if found is not None and found.status != "pending" else None
+
+        found = await wait_until(settled, every=0.01)
     problem = "this tell would be hop 5 of a chain of nested tells; the limit is 4"
     assert found is not None and (found.status, found.error) == (
         "refused", f"{problem}; answer from what you know instead of asking beta"
@@ -202,8 +199,11 @@ async def test_a_stored_tell_waits_while_its_chain_has_spent_its_budget(
         stored = await core.store.call(notifications.create, "alpha", "beta", "ping", time.time(), 3600.0, chain)
         core.on_notification()
         with trio.fail_after(60):
-            while not (found := await core.store.call(notifications.get, stored.id)) or not found.error:
-                await trio.sleep(0.01)
+            async def refused() -> NotificationInfo | None:
+                found = await core.store.call(notifications.get, stored.id)
+                return found if found is not None and found.error else None
+
+            found = await wait_until(refused, every=0.01)
         assert found.status == "pending"
         assert found.error.startswith("not sent: this chain of nested tells has spent $0.5, reaching its budget")
         assert FakeChild.instances == []  # not delivered: raising chainUsd (and 'iris reload') lets it go

@@ -11,8 +11,9 @@ import pytest
 import trio
 import trio.testing
 
-from fakes.child import FakeChild
+from fakes.child import FakeChild, child_got_turn
 from fakes.core import no_events, running_core
+from harness import wait_until
 from irisd.caller import OWNER
 from irisd.claude.command import CROSS_SESSION_TOOLS, claude_argv
 from irisd.claude.wire import decode_line
@@ -33,7 +34,7 @@ from protocol.messages import (
     UnsolicitedReply,
 )
 from protocol.phases import describe
-from subsystem.test_pair_timing import Caller, child_got_turn, config_for, start_tell
+from subsystem.test_pair_timing import Caller, config_for, start_tell
 
 
 @pytest.fixture
@@ -47,8 +48,7 @@ async def idle_child(core: Dispatcher, nursery: trio.Nursery) -> FakeChild:
     caller = await start_tell(nursery, core, message="first")
     child = await child_got_turn()
     await child.result("first answer")
-    while caller.replied_at is None:
-        await trio.sleep(0.01)
+    await wait_until(lambda: caller.replied_at is not None, every=0.01)
     return child
 
 
@@ -123,8 +123,7 @@ async def test_the_next_tell_waits_for_the_turn_and_its_answer_is_its_own(
         assert child.sent[-1]["message"]["content"][0]["text"] == "second"  # type: ignore[index]
         await child.text("second answer")
         await child.result("second answer")
-        while caller.replied_at is None:
-            await trio.sleep(0.01)
+        await wait_until(lambda: caller.replied_at is not None, every=0.01)
         await trio.sleep(2)  # the record ends QUIET_S after its last line
     assert caller.reply is not None and caller.reply.status == "completed"
     assert caller.reply.tell.text == "second answer"
@@ -145,8 +144,7 @@ async def test_a_turn_that_goes_silent_has_its_child_stopped_and_the_tell_goes_o
         fresh = await child_got_turn(1)  # a new child, after the silent one was stopped
         assert child.stopped_at == pytest.approx(t0 + 120)  # responseTimeout
         await fresh.result("second answer")
-        while caller.replied_at is None:
-            await trio.sleep(0.01)
+        await wait_until(lambda: caller.replied_at is not None, every=0.01)
     assert caller.reply is not None and caller.reply.tell.text == "second answer"
     (turn,) = await core.store.call(unsolicited.recent, 10)
     assert turn.status == "timed_out" and turn.text == "hanging" and "120 s" in turn.error
@@ -210,8 +208,7 @@ async def test_a_turn_claude_queued_itself_ahead_of_a_tell_is_kept_out_of_it(
         await child.emit({"type": "system", "subtype": "init", "session_id": "s"})
         await child.text("second answer")
         await child.result("second answer")
-        while caller.replied_at is None:
-            await trio.sleep(0.01)
+        await wait_until(lambda: caller.replied_at is not None, every=0.01)
         await trio.sleep(2)
     assert caller.reply is not None and caller.reply.tell.text == "second answer"
     transcript = await core.transcript(caller.reply.tell.id)
