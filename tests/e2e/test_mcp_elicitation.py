@@ -1,0 +1,204 @@
+"""The person who asked decides in their own MCP client: a tell started by ``team_tell``
+that waits for an approval comes back as an MCP ``input_required`` form (2026-07-28
+multi-round-trip input), and the answer decides the approval through the same path as
+``iris approve``/``deny``. Driven by the MCP SDK's client with an elicitation callback,
+over the stdio ``iris mcp`` and irisd's ``/mcp``; a real irisd, the real claude against
+the scripted model (it asks for Bash)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+import trio
+from mcp import Client
+from mcp.client.context import ClientRequestContext
+from mcp.client.session import ElicitationFnT
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from harness import Iris
+from protocol.messages import ApprovalsReply, Decide, GetTell, ListApprovals, TellReply
+
+pytestmark = pytest.mark.claude
+
+WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
+Elicit = ElicitationFnT
+FACES = pytest.mark.parametrize("face", ["stdio", "http"])
+
+
+def answering(action: str, content: dict[str, Any] | None = None) -> tuple[list[types.ElicitRequestParams], Elicit]:
+    """An elicitation callback that records each form and gives one answer."""
+    forms: list[types.ElicitRequestParams] = []
+
+    async def elicit(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        forms.append(params)
+        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    return forms, elicit
+
+
+@asynccontextmanager
+async def client(iris: Iris, face: str, elicit: Elicit | None, cwd: Path) -> AsyncIterator[Client]:
+    """An SDK client of ``iris mcp`` (stdio, in ``cwd``) or of ``/mcp`` (the owner's token),
+    on the 2026-07-28 era, declaring elicitation when given a callback."""
+    if face == "stdio":
+        from e2e.test_mcp_shim import iris_command
+
+        command, *prefix = iris_command()
+        params = StdioServerParameters(
+            command=command, args=[*prefix, "mcp", "--log-level", "info"], env=iris.env, cwd=cwd
+        )
+        with (iris.root / "shim.log").open("a") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), elicitation_callback=elicit) as connected:
+                yield connected
+        return
+    headers = {"Authorization": f"Bearer {iris.owner_token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(300)) as http,
+        Client(
+            streamable_http_client(f"{iris.http_url}/mcp", http_client=http), elicitation_callback=elicit
+        ) as connected,
+    ):
+        yield connected
+
+
+def text_of(result: types.CallToolResult) -> str:
+    (content,) = result.content
+    assert isinstance(content, types.TextContent)
+    return content.text
+
+
+def pending(iris: Iris) -> list[str]:
+    reply = iris.request(ListApprovals())
+    assert isinstance(reply, ApprovalsReply)
+    return [a.id for a in reply.approvals]
+
+
+def start(iris: Iris) -> tuple[Path, Path]:
+    alpha, beta = iris.add_team("alpha"), iris.add_team("beta")
+    iris.start()
+    return alpha, beta
+
+
+@FACES
+async def test_accept_runs_the_tool_and_the_call_returns_the_answer(iris: Iris, face: str) -> None:
+    alpha, beta = start(iris)
+    forms, elicit = answering("accept", {"decision": "approve"})
+    async with client(iris, face, elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
+    assert not result.is_error, text_of(result)
+    assert text_of(result).startswith("tool Bash said:")
+    assert (beta / "made.txt").read_text() == "hi\n"
+    (form,) = forms
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert "beta wants to run Bash `echo hi > made.txt` in beta's folder" in form.message
+    assert form.requested_schema["properties"]["decision"]["enum"] == ["approve", "deny", "approve and remember"]
+    # Decided through the one path every front end uses, by this session.
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    (approval,) = reply.approvals
+    assert approval.status == "allowed"
+    assert approval.decided_by == ("alpha (Claude Code)" if face == "stdio" else "external (Claude Code)")
+
+
+@FACES
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_no_decision_leaves_the_approval_to_the_other_front_ends(iris: Iris, face: str, action: str) -> None:
+    alpha, beta = start(iris)
+    forms, elicit = answering(action)
+    async with client(iris, face, elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
+    (approval_id,) = pending(iris)
+    assert len(forms) == 1 and not result.is_error
+    said = text_of(result)
+    assert f"iris approve {approval_id}" in said and f"iris deny {approval_id}" in said, said
+    tell_id = result.structured_content["id"]
+    assert result.structured_content["tell_status"] == "awaiting_approval"
+    # Another front end decides it: the tell goes on.
+    iris.request(Decide(approval_id=approval_id, allow=True, by="test"))
+    done = iris.request(GetTell(tell_id=tell_id, wait_ms=120_000))
+    assert isinstance(done, TellReply) and done.tell.status == "completed"
+    assert (beta / "made.txt").exists()
+
+
+@FACES
+async def test_a_forged_or_replayed_request_state_is_refused(iris: Iris, face: str) -> None:
+    alpha, beta = start(iris)
+    _, elicit = answering("accept", {"decision": "deny", "reason": "not now"})
+    arguments = {"toTeam": "beta", "message": WRITE, "timeout": 0}
+    async with client(iris, face, elicit, alpha) as mcp:
+        asked = await mcp.session.call_tool("team_tell", arguments, allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult) and asked.request_state and asked.input_requests
+        state = asked.request_state
+        no = types.ElicitResult(action="accept", content={"decision": "deny", "reason": "not now"})
+        deny: types.InputResponses = {"approval": no}
+
+        forged = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=forged)
+        plain = json.dumps({"tell_id": "t", "approval_id": "a", "nonce": "n"})
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=plain)
+        other = {**arguments, "message": "@tool:Bash {\"command\": \"rm -rf /\"}"}
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):  # bound to its call's arguments
+            await mcp.session.call_tool("team_tell", other, input_responses=deny, request_state=state)
+        assert pending(iris), "nothing was decided by the refused calls"
+
+        first = await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=state)
+        assert isinstance(first, types.CallToolResult), first
+        replayed = await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=state)
+        assert isinstance(replayed, types.CallToolResult) and replayed.is_error
+        assert "already given" in text_of(replayed)
+    assert not (beta / "made.txt").exists()
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    assert [(a.status, a.reason) for a in reply.approvals] == [("denied", "not now")]
+
+
+async def test_a_client_without_elicitation_is_told_how_to_decide(iris: Iris) -> None:
+    """Today's behaviour (the call waits as long as it was told to), and a reply that has
+    the model ask its person to decide."""
+    alpha, _ = start(iris)
+    async with client(iris, "stdio", None, alpha) as mcp:
+        started = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": -1})
+        tell_id = started.structured_content["id"]
+        with trio.fail_after(120):
+            while not pending(iris):
+                await trio.sleep(0.1)
+        result = await mcp.call_tool("team_result", {"tellId": tell_id, "wait": 1000})
+    (approval_id,) = pending(iris)
+    said = text_of(result)
+    assert not result.is_error and f"ask them to run `iris approve {approval_id}`" in said, said
+    iris.request(Decide(approval_id=approval_id, allow=False, by="test"))
+
+
+async def test_the_answer_already_given_elsewhere_wins(iris: Iris) -> None:
+    """The person answers in the session after someone else decided: the first answer
+    stands, and the call still follows the tell to its end."""
+    alpha, beta = start(iris)
+    decided = trio.Event()
+
+    async def elicit(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        (approval_id,) = pending(iris)
+        iris.request(Decide(approval_id=approval_id, allow=True, by="cli"))
+        decided.set()
+        return types.ElicitResult(action="accept", content={"decision": "deny"})
+
+    async with client(iris, "stdio", elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
+    assert decided.is_set()
+    said = text_of(result)
+    assert "already allowed by cli" in said and "tool Bash said:" in said, said
+    assert (beta / "made.txt").exists()
