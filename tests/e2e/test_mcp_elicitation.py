@@ -7,7 +7,10 @@ the scripted model (it asks for Bash)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import subprocess
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -202,3 +205,107 @@ async def test_the_answer_already_given_elsewhere_wins(iris: Iris) -> None:
     said = text_of(result)
     assert "already allowed by cli" in said and "tool Bash said:" in said, said
     assert (beta / "made.txt").exists()
+
+
+# --- the real claude as the person's Claude Code session ----------------------------------
+
+TELL_TOOL = "mcp__iris__team_tell"
+
+
+class Session:
+    """The person's ``claude -p`` with Iris (``iris mcp``) as its MCP server, in ``cwd``; with
+    ``host`` it takes stream-json input, so the forms reach this test as ``control_request``
+    lines of subtype ``elicitation`` (what a host such as an IDE answers)."""
+
+    def __init__(self, iris: Iris, cwd: Path, *, host: bool) -> None:
+        from e2e.test_mcp_shim import iris_command
+
+        command, *prefix = iris_command()
+        config = {"mcpServers": {"iris": {"type": "stdio", "command": command, "args": [*prefix, "mcp"]}}}
+        env = {**iris.env, "CLAUDE_CONFIG_DIR": str(iris.root / "person-claude")}
+        argv = [iris.claude, "-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"]
+        argv += ["--mcp-config", json.dumps(config), "--allowedTools", TELL_TOOL]
+        if host:
+            argv += ["--input-format", "stream-json"]
+        self.host = host
+        self.process = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+
+    def ask(self, prompt: str, answer: dict[str, Any] | None = None, timeout: float = 180.0) -> tuple[str, list[Any]]:
+        """Send ``prompt``; answer each elicitation with ``answer``; the result's text and
+        the elicitation requests seen."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        if self.host:
+            message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}}
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        else:
+            self.process.stdin.write(prompt)
+            self.process.stdin.close()
+        forms: list[Any] = []
+        deadline = time.monotonic() + timeout
+        for raw in self.process.stdout:
+            assert time.monotonic() < deadline, "claude took too long"
+            line = json.loads(raw)
+            if line.get("type") == "control_request" and line["request"].get("subtype") == "elicitation":
+                forms.append(line["request"])
+                reply = {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": line["request_id"], "response": answer},
+                }
+                self.process.stdin.write(json.dumps(reply) + "\n")
+                self.process.stdin.flush()
+            if line.get("type") == "result":
+                return str(line["result"]), forms
+        raise AssertionError(f"claude ended without a result ({self.process.wait()})")
+
+    def close(self) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+def tell_through_claude(to_team: str, message: str) -> str:
+    arguments = {"toTeam": to_team, "message": message, "timeout": 0}
+    return f"@tool:{TELL_TOOL} " + json.dumps(arguments)
+
+
+def test_claude_passes_the_form_to_its_host_and_the_answer_runs_the_tool(iris: Iris) -> None:
+    alpha, beta = start(iris)
+    session = Session(iris, alpha, host=True)
+    try:
+        approve = {"action": "accept", "content": {"decision": "approve"}}
+        said, forms = session.ask(tell_through_claude("beta", WRITE), approve)
+    finally:
+        session.close()
+    (form,) = forms
+    assert form["mcp_server_name"] == "iris"
+    assert "beta wants to run Bash `echo hi > made.txt`" in form["message"]
+    assert form["requested_schema"]["properties"]["decision"]["enum"][0] == "approve"
+    assert said.startswith(f"tool {TELL_TOOL} said:") and "tool Bash said:" in said, said
+    assert (beta / "made.txt").read_text() == "hi\n"
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    assert [(a.status, a.decided_by) for a in reply.approvals] == [("allowed", "alpha (Claude Code)")]
+
+
+def test_plain_claude_p_cancels_and_the_model_learns_how_to_decide(iris: Iris) -> None:
+    alpha, beta = start(iris)
+    session = Session(iris, alpha, host=False)
+    try:
+        said, forms = session.ask(tell_through_claude("beta", WRITE))
+    finally:
+        session.close()
+    assert forms == []
+    (approval_id,) = pending(iris)
+    assert said.startswith(f"tool {TELL_TOOL} said:") and f"iris approve {approval_id}" in said, said
+    assert not (beta / "made.txt").exists()
+    iris.request(Decide(approval_id=approval_id, allow=False, by="test"))
