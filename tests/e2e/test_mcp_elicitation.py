@@ -309,3 +309,41 @@ def test_plain_claude_p_cancels_and_the_model_learns_how_to_decide(iris: Iris) -
     assert said.startswith(f"tool {TELL_TOOL} said:") and f"iris approve {approval_id}" in said, said
     assert not (beta / "made.txt").exists()
     iris.request(Decide(approval_id=approval_id, allow=False, by="test"))
+
+
+def test_iris_mcp_speaks_2026_07_28_as_claude_does(iris: Iris) -> None:
+    """What claude 2.1.330 sends (probed): ``server/discover``, then no ``initialize``; the
+    version and capabilities in each request's ``_meta``; results carry ``resultType``."""
+    from e2e.test_mcp_shim import iris_command
+
+    start(iris)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+    }
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "team_teams", "arguments": {}, "_meta": meta}},
+    ]
+    with subprocess.Popen(
+        [*iris_command(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, env=iris.env, cwd=iris.root,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+            process.stdin.flush()
+            replies = [json.loads(process.stdout.readline()) for _ in range(3)]
+            process.stdin.close()
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+    discovered, listed, called = (r["result"] for r in replies)
+    assert "2026-07-28" in discovered["supportedVersions"] and "tools" in discovered["capabilities"]
+    assert "team_tell" in discovered["instructions"]
+    assert listed["resultType"] == "complete" and called["resultType"] == "complete"
+    assert "alpha" in called["content"][0]["text"]
