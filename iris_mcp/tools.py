@@ -534,8 +534,9 @@ def render_tell(reply: TellReply) -> ToolOutput:
                 f"{info.to_team} is still working (tellId {info.id}). The answer so far:\n\n{info.text}\n\n"
                 f"Fetch the rest with team_result {{\"tellId\": \"{info.id}\"}}."
             )
-        if info.approval_id:
-            text += f"\nThe tell waits: {decide_elsewhere(info.approval_id)}."
+        waiting = info.approval_id or (info.phase.approval_id if info.phase is not None else "")
+        if waiting:  # its own, or one of a tell further down its chain
+            text += f"\nThe tell waits: {decide_elsewhere(waiting)}."
         return ToolOutput(text, data)
     reason = f": {info.error}" if info.error else ""
     text = f"The tell to {info.to_team} {status.replace('_', ' ')}{reason} (tellId {info.id})."

@@ -221,6 +221,7 @@ class TellService:
             path=decision.path,
             max_budget_usd=max_budget_usd,
             on_end=self.on_end,
+            parent=self.pool.find_tell(parent.id) if parent is not None else None,
         )
         await self.store.call(tells.insert, tell.info())
         if listen:

@@ -207,6 +207,26 @@ async def test_the_answer_already_given_elsewhere_wins(iris: Iris) -> None:
     assert (beta / "made.txt").exists()
 
 
+
+async def test_an_approval_further_down_the_chain_is_asked_too(iris: Iris) -> None:
+    """alpha's session asks beta, whose claude asks gamma (over /mcp), whose claude wants
+    Bash: the form reaches alpha's session, and its answer runs gamma's tool."""
+    alpha, _, gamma = (iris.add_team(name) for name in ("alpha", "beta", "gamma"))
+    iris.start()
+    forms, elicit = answering("accept", {"decision": "approve"})
+    nested = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "gamma", "message": WRITE, "timeout": 0})
+    async with client(iris, "stdio", elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": nested, "timeout": 0})
+    assert not result.is_error, text_of(result)
+    (form,) = forms
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert "gamma wants to run Bash `echo hi > made.txt` in gamma's folder" in form.message
+    assert "tool Bash said:" in text_of(result), text_of(result)
+    assert (gamma / "made.txt").read_text() == "hi\n"
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    assert [(a.from_team, a.to_team, a.status) for a in reply.approvals] == [("beta", "gamma", "allowed")]
+
 # --- the real claude as the person's Claude Code session ----------------------------------
 
 TELL_TOOL = "mcp__iris__team_tell"
