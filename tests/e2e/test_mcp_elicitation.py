@@ -367,3 +367,29 @@ def test_iris_mcp_speaks_2026_07_28_as_claude_does(iris: Iris) -> None:
     assert "team_tell" in discovered["instructions"]
     assert listed["resultType"] == "complete" and called["resultType"] == "complete"
     assert "alpha" in called["content"][0]["text"]
+
+
+# --- a team's own MCP server asks for input -------------------------------------------------
+
+ASKER = Path(__file__).parents[1] / "fakes" / "asking_mcp.py"
+
+
+def test_a_teams_own_mcp_server_asking_for_input_is_declined_not_left_waiting(iris: Iris) -> None:
+    """The team's claude passes its MCP server's form to irisd (a ``control_request`` of
+    subtype ``elicitation``); irisd cannot ask a person for it yet, so it declines at once
+    (unanswered, claude would wait for ever) and says so in the tell's notices."""
+    import sys
+
+    beta = iris.add_team("beta", allowedTools=["mcp__asker__pick"])
+    server = {"type": "stdio", "command": sys.executable, "args": [str(ASKER)]}
+    (beta / ".mcp.json").write_text(json.dumps({"mcpServers": {"asker": server}}))
+    iris.claude_config.mkdir(parents=True, exist_ok=True)
+    (iris.claude_config / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    iris.start()
+    with iris.watch("beta") as watcher:
+        result = iris.cli("tell", "beta", "@tool:mcp__asker__pick {}", "--timeout", "150000", "--json", timeout=180)
+        told = json.loads(result.stdout)
+        notices = watcher.until(lambda e: e.get("type") == "tell_notice", timeout=30)
+    assert told["status"] == "completed", told
+    assert told["text"] == "tool mcp__asker__pick said: decline: null", told
+    assert "MCP server asker asked for input: Which database?; Iris declined it" in notices["text"]
