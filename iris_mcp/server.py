@@ -26,7 +26,7 @@ from mcp.server.lowlevel import Server  # noqa: E402
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult
 
-    from iris_mcp.asking import Asking
+    from iris_mcp.asking import Asking, SpentStates
     from iris_mcp.tools import CacheReadArgs, Identity, TellWatch, ToolOutput
     from protocol.messages import ApprovalInfo, Event, GetTell, Reply, Request, Tell
 
@@ -594,7 +594,7 @@ def build_server(
     ``initialize`` handshake."""
     shim_for = shim if callable(shim) else (lambda ctx: shim)
     listed: dict[bool, list[types.Tool]] = {}  # read_only -> the tools (one server serves both kinds)
-    spent: list[Any] = []  # the SpentStates, made on the first call (asking.py loads with the tools)
+    seal = StateSeal(principal or (lambda ctx: None))
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -607,18 +607,16 @@ def build_server(
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        from iris_mcp.asking import Asking, SpentStates
+        from iris_mcp.asking import Asking
 
         async def report(progress: float, message: str) -> None:
             await ctx.session.report_progress(progress, None, message)  # no-op without a token
 
-        if not spent:
-            spent.append(SpentStates())
         responses = {
             key: response.model_dump(mode="json", by_alias=True, exclude_none=True)
             for key, response in (params.input_responses or {}).items()
         }
-        asking = Asking(can_ask=can_elicit(ctx), state=params.request_state, responses=responses, spent=spent[0])
+        asking = Asking(can_ask=can_elicit(ctx), state=params.request_state, responses=responses, spent=seal.spent())
         output = await shim_for(ctx).call(params.name, params.arguments, report, asking)
         if output.ask is not None:
             form = types.ElicitRequestFormParams(message=output.ask.message, requested_schema=output.ask.schema)
@@ -641,7 +639,7 @@ def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
-    server.middleware.append(StateSeal(principal or (lambda ctx: None)))
+    server.middleware.append(seal)
     return server
 
 
@@ -669,6 +667,15 @@ class StateSeal:
     def __init__(self, principal: Principal) -> None:
         self.principal = principal
         self._boundary: Any = None
+        self._spent: SpentStates | None = None
+
+    def spent(self) -> SpentStates:
+        """The states already answered here (a replayed one is refused)."""
+        if self._spent is None:
+            from iris_mcp.asking import SpentStates
+
+            self._spent = SpentStates()
+        return self._spent
 
     async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
         if ctx.method != "tools/call":
