@@ -24,8 +24,11 @@ from mcp.server.context import ServerRequestContext  # noqa: E402
 from mcp.server.lowlevel import Server  # noqa: E402
 
 if TYPE_CHECKING:
-    from iris_mcp.tools import CacheReadArgs, Identity, ToolOutput
-    from protocol.messages import Event, Reply, Request, Tell
+    from mcp.server.context import CallNext, HandlerResult
+
+    from iris_mcp.asking import Asking, SpentStates
+    from iris_mcp.tools import CacheReadArgs, Identity, TellWatch, ToolOutput
+    from protocol.messages import ApprovalInfo, Event, GetTell, Reply, Request, Tell
 
 log = logging.getLogger("iris.mcp")
 
@@ -37,6 +40,7 @@ INSTRUCTIONS = (
 CALL_TIMEOUT_S = 120.0  # a request that is not a tell: waking every team can take a while
 TELL_GRACE_S = 15.0  # beyond the tell's own timeout, before the shim stops waiting for irisd
 CANCEL_TIMEOUT_S = 5.0  # a CancelTell sent while the call is being torn down
+STATE_TTL_S = 3600.0  # how long a requestState (an approval asked in the client) stays valid
 DAEMON_START_TIMEOUT_S = 15.0
 
 ReportProgress = Callable[[float, str], Awaitable[None]]
@@ -71,8 +75,10 @@ class Shim:
         env: Mapping[str, str] | None = None,
         identity: Identity | None = None,
         read_only: bool = False,
+        may_decide: bool = True,
     ) -> None:
         self.link = link
+        self.may_decide = may_decide  # its caller is the person (approvals may be asked of it)
         self.read_only = read_only  # iris-agent's server: only the tools that read
         self.explicit_team = team
         self.cwd = cwd
@@ -103,9 +109,11 @@ class Shim:
         }
 
     async def call(
-        self, name: str, arguments: dict[str, Any] | None, report: ReportProgress
+        self, name: str, arguments: dict[str, Any] | None, report: ReportProgress, asking: Asking | None = None
     ) -> ToolOutput:
-        """Run one tool; every failure becomes a tool error the model can act on."""
+        """Run one tool; every failure becomes a tool error the model can act on. ``asking``:
+        what the client can do about the person's input (team_tell may ask for it)."""
+        from iris_mcp.asking import NO_ASKING
         from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, error_output, parse_args
         from protocol.errors import IrisError
 
@@ -115,6 +123,8 @@ class Shim:
             return error_output(f"unknown tool {name!r}; the Iris tools are: {known}", "invalid_request")
         try:
             args = parse_args(tool, arguments)
+            if name == "team_tell":
+                return await self.team_tell(args, report, asking or NO_ASKING)
             return await self._handlers[name](args, report)
         except IrisError as exc:
             log.info("%s failed: %s", name, exc.message)
@@ -168,9 +178,13 @@ class Shim:
 
     # tells -----------------------------------------------------------------------------
 
-    async def team_tell(self, args: Any, report: ReportProgress) -> ToolOutput:
+    async def team_tell(self, args: Any, report: ReportProgress, asking: Asking | None = None) -> ToolOutput:
+        from iris_mcp.asking import NO_ASKING
+        from iris_mcp.tools import TellWatch
         from protocol.errors import InvalidRequestError
         from protocol.messages import Tell
+
+        asking = asking or NO_ASKING
 
         if args.to_teams:
             if args.to_team or args.persist:
@@ -180,6 +194,11 @@ class Shim:
             return await self.fan_out(args, report)
         if not args.to_team:
             raise InvalidRequestError("team_tell needs toTeam (the team to tell), or toTeams for several")
+        can_ask = asking.can_ask and self.may_decide and not args.persist
+        if asking.state is not None:  # the person answered what the last call asked: go on with its tell
+            output = await self.resume_tell(args, asking, report, can_ask=can_ask)
+            output.data.pop("message", None)
+            return output
         request = Tell(
             to_team=args.to_team,
             message=args.message,
@@ -191,7 +210,7 @@ class Shim:
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
         )
-        output = await self.run_tell(request, report)
+        output = await self.run_tell(request, report, TellWatch(request.to_team), can_ask=can_ask)
         output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
         return output
 
@@ -230,31 +249,124 @@ class Shim:
 
         raise IrisError(f"irisd did not answer the fan-out within {grace:g} s; see team_report for each team")
 
-    async def run_tell(self, request: Tell, report: ReportProgress) -> ToolOutput:
-        """Send a tell, forward its text as progress, cancel it if the call is cancelled."""
-        from iris_mcp.tools import TellWatch, render_reply, render_unanswered
+    async def run_tell(
+        self, request: Tell | GetTell, report: ReportProgress, watch: TellWatch, *, can_ask: bool = False
+    ) -> ToolOutput:
+        """Send a tell (or resume the wait for one), forward its text as progress, cancel
+        it if the call is cancelled. With ``can_ask``, stop waiting when the tell waits for
+        an approval, and ask the client's person (the tell waits on)."""
+        from iris_mcp.tools import render_reply, render_unanswered
         from protocol.errors import ConnectionLost, DaemonNotRunningError
+        from protocol.messages import GetTell
 
-        watch = TellWatch(request.to_team)
-        timeout_ms = request.timeout_ms
+        stop = trio.CancelScope()
 
         async def on_event(event: Event) -> None:
             message = watch.feed(event, trio.current_time())
             if message is not None:
                 await report(watch.progress, message)
+            if can_ask and watch.waiting is not None:
+                stop.cancel()
 
         # The daemon answers by the tell's own deadline; this one only guards against a
         # daemon that never does. 0 ("wait for the end") has no deadline at all.
+        timeout_ms = request.wait_ms if isinstance(request, GetTell) else request.timeout_ms
         grace = max(timeout_ms, 0) / 1000 + TELL_GRACE_S if timeout_ms != 0 else float("inf")
+        resending = isinstance(request, GetTell)  # waiting again does nothing twice
         try:
             with trio.move_on_after(grace):
-                return render_reply(await self.link.call(request, idempotent=False, on_event=on_event))
+                with stop:
+                    return render_reply(await self.link.call(request, idempotent=resending, on_event=on_event))
+                return await self.ask_person(watch)
         except ConnectionLost:
             raise DaemonNotRunningError(watch.lost_message()) from None
         except trio.Cancelled:
             await self.cancel_quietly(watch.tell_id)
             raise
         return render_unanswered(watch, grace)
+
+    async def ask_person(self, watch: TellWatch) -> ToolOutput:
+        """The tell waits for an approval: the call ends with a form for the client's person
+        (MCP ``input_required``); its answer comes with the next call (``resume_tell``)."""
+        from iris_mcp.asking import InputAsk, approval_form, new_state
+        from iris_mcp.tools import ToolOutput
+
+        phase, tell_id = watch.waiting, watch.tell_id
+        assert phase is not None and tell_id is not None
+        message, schema = approval_form(watch.to_team, phase.approval_id, phase, await self.approval(phase.approval_id))
+        data = {
+            "id": tell_id, "to_team": watch.to_team, "status": "in_progress", "tell_status": "awaiting_approval",
+            "approval_id": phase.approval_id,
+        }
+        ask = InputAsk(message, schema, new_state(tell_id, phase.approval_id))
+        return ToolOutput(message, data, ask=ask)
+
+    async def approval(self, approval_id: str) -> ApprovalInfo | None:
+        """The pending approval in full (the phase has its input only in short)."""
+        from protocol.errors import IrisError
+        from protocol.messages import ApprovalsReply, ListApprovals
+
+        try:
+            reply = await self.request(ListApprovals())
+        except IrisError as exc:
+            log.info("could not list the approvals: %s", exc.message)
+            return None
+        if isinstance(reply, ApprovalsReply):
+            for approval in reply.approvals:
+                if approval.id == approval_id:
+                    return approval
+        return None
+
+    async def resume_tell(self, args: Any, asking: Asking, report: ReportProgress, *, can_ask: bool) -> ToolOutput:
+        """The retry of a call that asked the person: their answer goes through the one
+        decision path (``Decide``: the first answer from any front end wins), then the call
+        waits again for the same tell. No answer (cancel, decline): the approval is left to
+        the other front ends, and the reply says how to decide it."""
+        import dataclasses
+
+        from iris_mcp.asking import APPROVAL_KEY, decide_elsewhere, read_answer, read_state
+        from iris_mcp.tools import TellWatch, ToolOutput, render_reply
+        from protocol.errors import InvalidRequestError, IrisError, NotFoundError
+        from protocol.limits import MAX_WAIT_MS, MIN_WAIT_MS
+        from protocol.messages import Decide, GetTell
+
+        assert asking.state is not None
+        state = read_state(asking.state)
+        if asking.spent is not None and not asking.spent.spend(state):
+            raise InvalidRequestError(
+                f"this answer to approval {state.approval_id} was already given (a requestState is used once); "
+                f'follow the tell with team_result {{"tellId": "{state.tell_id}"}}'
+            )
+        answer = read_answer(asking.responses.get(APPROVAL_KEY))
+        if answer is None:
+            told = render_reply(await self.request(GetTell(tell_id=state.tell_id)))
+            text = (
+                f"Not decided in this session: {decide_elsewhere(state.approval_id)}. The tell goes on "
+                f'(tellId {state.tell_id}): fetch its answer with team_result {{"tellId": "{state.tell_id}"}}.'
+            )
+            return ToolOutput(text, told.data)
+        note = ""
+        decide = Decide(
+            approval_id=state.approval_id, allow=answer.allow, remember=answer.remember, reason=answer.reason,
+            by=await self.decider(),
+        )
+        try:
+            await self.request(decide, idempotent=False)
+        except (InvalidRequestError, NotFoundError) as exc:  # decided first elsewhere (or expired)
+            note = f"({exc.message})\n\n"
+        except IrisError:
+            raise
+        watch = TellWatch(args.to_team, tell_id=state.tell_id)
+        wait_ms = MAX_WAIT_MS if args.timeout == 0 else min(max(args.timeout, MIN_WAIT_MS), MAX_WAIT_MS)
+        while True:
+            output = await self.run_tell(
+                GetTell(tell_id=state.tell_id, wait_ms=wait_ms, stream=True), report, watch, can_ask=can_ask
+            )
+            if args.timeout != 0 or output.ask is not None or output.data.get("status") != "in_progress":
+                break
+        if note and output.ask is None:
+            return dataclasses.replace(output, text=note + output.text)
+        return output
 
     async def cancel_quietly(self, tell_id: str | None) -> None:
         """On a cancelled call: cancel its tell too, bounded, whatever the outcome."""
@@ -466,12 +578,23 @@ class Shim:
 # --- the MCP server -------------------------------------------------------------------
 
 
-def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Server[Any]:
+Principal = Callable[[ServerRequestContext[Any]], "str | None"]
+
+
+def build_server(
+    shim: Shim | Callable[[ServerRequestContext[Any]], Shim], *, principal: Principal | None = None
+) -> Server[Any]:
     """The low-level SDK server (MCPServer would add schema generation we do not need).
     ``shim`` serves every call, or names the Shim for each call's context (irisd's /mcp:
-    the caller is the HTTP request's)."""
+    the caller is the HTTP request's). ``principal`` names a call's caller, to bind the
+    ``requestState`` of the input this server asks for to it (None: one client, stdio).
+
+    It speaks both eras: the 2026-07-28 one (``server/discover``, capabilities in each
+    request's ``_meta``, ``resultType`` on results; the SDK's runner) and the
+    ``initialize`` handshake."""
     shim_for = shim if callable(shim) else (lambda ctx: shim)
     listed: dict[bool, list[types.Tool]] = {}  # read_only -> the tools (one server serves both kinds)
+    seal = StateSeal(principal or (lambda ctx: None))
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -483,11 +606,23 @@ def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Se
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        from iris_mcp.asking import Asking
+
         async def report(progress: float, message: str) -> None:
             await ctx.session.report_progress(progress, None, message)  # no-op without a token
 
-        output = await shim_for(ctx).call(params.name, params.arguments, report)
+        responses = {
+            key: response.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for key, response in (params.input_responses or {}).items()
+        }
+        asking = Asking(can_ask=can_elicit(ctx), state=params.request_state, responses=responses, spent=seal.spent())
+        output = await shim_for(ctx).call(params.name, params.arguments, report, asking)
+        if output.ask is not None:
+            form = types.ElicitRequestFormParams(message=output.ask.message, requested_schema=output.ask.schema)
+            return types.InputRequiredResult(
+                input_requests={output.ask.key: types.ElicitRequest(params=form)}, request_state=output.ask.state
+            )
         return types.CallToolResult(
             content=[types.TextContent(text=output.text)],
             structured_content=output.structured(),
@@ -496,7 +631,7 @@ def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Se
 
     from iris_common import __version__
 
-    return Server(
+    server = Server(
         "iris",
         version=__version__,
         title="Iris",
@@ -504,6 +639,56 @@ def build_server(shim: Shim | Callable[[ServerRequestContext[Any]], Shim]) -> Se
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    server.middleware.append(seal)
+    return server
+
+
+def can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+    """The client can show its person a form in answer to an ``input_required`` result:
+    it speaks 2026-07-28 and declared form elicitation (in this request's ``_meta``)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    capabilities = ctx.session.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    # An empty declaration means form (the spec's default); url alone is no form.
+    return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+
+class StateSeal:
+    """The SDK's ``RequestStateBoundary`` on ``tools/call``: every ``requestState`` this
+    server hands out is sealed (AES-GCM under a key made by this process: the shim's, or
+    irisd's for /mcp) and bound to the tool, its arguments and the caller; a retry's state
+    is verified before the tool sees it, and a forged, altered, expired or someone else's
+    one is refused (-32602 "Invalid or expired requestState"). Loaded on the first call:
+    it costs ``iris mcp``'s start-up nothing."""
+
+    def __init__(self, principal: Principal) -> None:
+        self.principal = principal
+        self._boundary: Any = None
+        self._spent: SpentStates | None = None
+
+    def spent(self) -> SpentStates:
+        """The states already answered here (a replayed one is refused)."""
+        if self._spent is None:
+            from iris_mcp.asking import SpentStates
+
+            self._spent = SpentStates()
+        return self._spent
+
+    async def __call__(self, ctx: ServerRequestContext[Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        if self._boundary is None:
+            import os
+
+            from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+
+            security = RequestStateSecurity(keys=[os.urandom(32)], ttl=STATE_TTL_S, bind_principal=self.principal)
+            self._boundary = RequestStateBoundary(security, default_audience="iris")
+        result: HandlerResult = await self._boundary(ctx, call_next)
+        return result
 
 
 def mcp_tool_list(read_only: bool = False) -> list[types.Tool]:

@@ -29,6 +29,7 @@ from iris_common.identity import sender
 from iris_common.money import usd
 from iris_common.text import pair_name, tail, tell_data
 from iris_common.text import short as text_short
+from iris_mcp.asking import InputAsk, decide_elsewhere
 from protocol.errors import InvalidRequestError
 from protocol.limits import (
     DEFAULT_TTL_DAYS,
@@ -488,6 +489,7 @@ class ToolOutput:
     text: str
     data: dict[str, Any]
     is_error: bool = False
+    ask: InputAsk | None = None  # instead of a result: ask the client's person first (MCP input_required)
 
     def structured(self) -> dict[str, Any]:
         """The structured content, standing on its own.
@@ -549,6 +551,9 @@ def render_tell(reply: TellReply) -> ToolOutput:
                 f"{info.to_team} is still working (tellId {info.id}). The answer so far:\n\n{info.text}\n\n"
                 f"Fetch the rest with team_result {{\"tellId\": \"{info.id}\"}}."
             )
+        waiting = info.approval_id or (info.phase.approval_id if info.phase is not None else "")
+        if waiting:  # its own, or one of a tell further down its chain
+            text += f"\nThe tell waits: {decide_elsewhere(waiting)}."
         return ToolOutput(text, data)
     reason = f": {info.error}" if info.error else ""
     text = f"The tell to {info.to_team} {status.replace('_', ' ')}{reason} (tellId {info.id})."
@@ -802,6 +807,7 @@ class TellWatch:
     notice: str = ""  # the latest TellNotice (claude retrying the API), shown until text comes
     phase: str = ""  # what the tell waits for, in words (irisd's TellPhase)
     progress: float = 0.0  # strictly increasing, one step per notification (MCP requires it)
+    waiting: TellPhase | None = None  # the approval the tell waits for now, if any
     _last_sent: float = -math.inf
 
     @property
@@ -818,6 +824,8 @@ class TellWatch:
                     return None  # the next one carries this text too
             case TellState(tell_id=tell_id, status=status):
                 self.tell_id = tell_id
+                if status != "awaiting_approval":
+                    self.waiting = None
                 if status == self.status:
                     return None
                 self.status = status
@@ -828,6 +836,7 @@ class TellWatch:
                 self.notice = text
             case TellPhaseEvent(tell_id=tell_id, phase=phase):
                 self.tell_id = tell_id
+                self.waiting = phase if phase.name == "awaiting_approval" and phase.approval_id else None
                 said = describe(phase) + ask_person(phase)
                 if said == self.phase or (self.parts and phase.name == "answering"):
                     return None

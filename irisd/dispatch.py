@@ -675,7 +675,7 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(Tell, lambda d, r, e: d.tell(r, e)),
         _on(TellMany, lambda d, r, e: d.tells.tell_many(r, e)),
         _on(Command, lambda d, r, e: d.command(r)),
-        _on(GetTell, lambda d, r, e: d.tells.get(r.tell_id, r.wait_ms)),
+        _on(GetTell, lambda d, r, e: d.tells.get(r.tell_id, r.wait_ms, e if r.stream else None)),
         _on(CancelTell, lambda d, r, e: d.tells.cancel(r.tell_id)),
         _on(ListTeams, lambda d, r, e: d.teams()),
         _on(GetStatus, lambda d, r, e: d.status()),

@@ -381,10 +381,13 @@ class TellMany(_Message, tag="tell_many"):
 
 
 class GetTell(_Message, tag="get_tell"):
-    """A tell's status and answer; with ``wait_ms`` > 0, wait up to that long for its end."""
+    """A tell's status and answer; with ``wait_ms`` > 0, wait up to that long for its end
+    (with ``stream``, pushing its events meanwhile: its current phase first, then as for a
+    streaming ``Tell``; the MCP tools resume a wait this way)."""
 
     tell_id: str
     wait_ms: ResultWaitMs = 0
+    stream: bool = False
 
 
 class CancelTell(_Message, tag="cancel_tell"):

@@ -144,6 +144,9 @@ class ControlRequestBody(msgspec.Struct, kw_only=True):
     tool_name: str = ""
     input: dict[str, Any] = {}
     permission_suggestions: list[Any] | None = None
+    # subtype "elicitation": one of claude's MCP servers asks its person for input
+    mcp_server_name: str = ""
+    message: str = ""
 
 
 class ControlRequestLine(_Line, tag="control_request"):

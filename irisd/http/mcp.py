@@ -86,7 +86,9 @@ class McpEndpoint:
         from iris_mcp.server import build_server
 
         self._manager = StreamableHTTPSessionManager(
-            app=build_server(self._shim_for), stateless=True, max_request_body_size=MAX_MCP_BODY_BYTES
+            app=build_server(self._shim_for, principal=_principal),
+            stateless=True,
+            max_request_body_size=MAX_MCP_BODY_BYTES,
         )
         async with self._manager.run():
             self.ready.set()
@@ -116,7 +118,15 @@ def shim_for(serving: Serving, caller: Caller) -> Shim:
         return Shim(link, identity=Identity(None, "owner"), read_only=True)
     owner = Identity(None, "owner")
     identity = owner if caller.is_owner else Identity(caller.team, "token", pair=caller.pair)
-    return Shim(link, identity=identity)
+    # Only the person decides approvals: a team's child is never asked to (it may not).
+    return Shim(link, identity=identity, may_decide=caller.is_owner)
+
+
+def _principal(ctx: ServerRequestContext[Any]) -> str:
+    """Who called, to bind the requestState of an approval asked of them: another caller
+    (a child's token, another team) cannot answer it."""
+    caller: Caller = ctx.request.scope[CALLER_KEY]  # type: ignore[union-attr]  # set by the gate
+    return f"{caller.kind}:{caller.team or ''}:{caller.pair}"
 
 
 def _import_sdk() -> None:

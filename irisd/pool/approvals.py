@@ -49,12 +49,25 @@ def new_approval_id() -> str:
 
 
 def permission_response(request_id: str, decision: dict[str, Any]) -> bytes:
-    """The stdin line that answers a ``can_use_tool`` control request."""
+    """The stdin line that answers a ``can_use_tool`` control request (or any other)."""
     message = {
         "type": "control_response",
         "response": {"subtype": "success", "request_id": request_id, "response": decision},
     }
     return _encoder.encode(message) + b"\n"
+
+
+def declined_input(line: ControlRequestLine) -> tuple[bytes, str]:
+    """An MCP server of a team's claude asked for input (``elicitation``): the stdin line
+    that declines it at once (no person can be asked for it yet, and unanswered, claude
+    would wait for ever), and the notice that says so."""
+    body = line.request
+    asked = f": {body.message}" if body.message else ""
+    notice = (
+        f"MCP server {body.mcp_server_name or '?'} asked for input{asked}; Iris declined it "
+        "(a team's own MCP servers cannot ask a person through Iris yet)"
+    )
+    return permission_response(line.request_id, {"action": "decline"}), notice
 
 
 @dataclass

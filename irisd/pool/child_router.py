@@ -47,6 +47,11 @@ def is_permission_request(line: AnyLine) -> TypeGuard[ControlRequestLine]:
     return isinstance(line, ControlRequestLine) and line.request.subtype == "can_use_tool"
 
 
+def is_input_request(line: AnyLine) -> TypeGuard[ControlRequestLine]:
+    """One of the child's MCP servers asks for input (MCP elicitation, passed to its host)."""
+    return isinstance(line, ControlRequestLine) and line.request.subtype == "elicitation"
+
+
 def belongs_to_tell(line: AnyLine, *, record: UnsolicitedTurn | None) -> bool:
     """While a tell runs: whether ``line`` is the tell's, or part of a turn claude queued
     itself (framed by ``command_lifecycle`` ``started`` ... ``completed``; turns written

@@ -36,8 +36,8 @@ from irisd.claude.wire import AnyLine
 from irisd.events import EventHub
 from irisd.pool import pair_events as ev
 from irisd.pool import process_machine as pm
-from irisd.pool.approvals import ApprovalDesk
-from irisd.pool.child_router import ChildLineRouter, is_permission_request
+from irisd.pool.approvals import ApprovalDesk, declined_input
+from irisd.pool.child_router import ChildLineRouter, is_input_request, is_permission_request
 from irisd.pool.launch import Spawner
 from irisd.pool.pair_events import PairSnapshot, SlotPool, TellLink
 from irisd.pool.pair_inbox import Inbox, Parked
@@ -324,6 +324,8 @@ class Pair:
                                         spent=routed.spent)
             if is_permission_request(line):  # denied: no tell asked for it
                 await self.desk.on_request(line, None, self._send_to_child, self.tells.apply)
+            elif is_input_request(line):
+                await self._send_to_child(declined_input(line)[0])
             holding = self.unsolicited.holding
             await self._run(self.machine.unsolicited_started(now) if holding else self.machine.unsolicited_ended(now))
         elif routed.to != "ignore" and tell is not None:

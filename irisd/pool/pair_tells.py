@@ -26,8 +26,8 @@ import msgspec
 import trio
 
 from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request, line_type, user_turn
-from irisd.pool.approvals import ApprovalDesk
-from irisd.pool.child_router import Routed, is_permission_request
+from irisd.pool.approvals import ApprovalDesk, declined_input
+from irisd.pool.child_router import Routed, is_input_request, is_permission_request
 from irisd.pool.pair_events import DecideRequest
 from irisd.pool.process_machine import Action, ProcessMachine, SendTurn
 from irisd.store import sessions, tells
@@ -142,6 +142,13 @@ class PairTells:
         if is_permission_request(line):  # routed.to == "permission"
             await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
             await self.desk.on_request(line, tell, self._send, self.apply)
+            return
+        if is_input_request(line):
+            await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
+            answer, declined = declined_input(line)
+            log.info("declined an MCP server's input request", extra={"pair": self.label, "tell": tell.id})
+            tell.publish(TellNotice(tell_id=tell.id, text=declined))
+            await self._send(answer)
             return
         before = tell.machine.text
         actions = tell.machine.child_line(line, now)

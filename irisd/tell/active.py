@@ -63,8 +63,13 @@ class ActiveTell:
         path: tuple[str, ...] = (),
         max_budget_usd: float | None = None,
         on_end: OnEnd | None = None,
+        parent: ActiveTell | None = None,
     ) -> None:
         self.id = new_tell_id()
+        # The tell whose claude sent this one (a nested tell), if it runs here: an approval
+        # this one waits for shows on it too (``nested_phase``).
+        self.parent = parent
+        self._own_phase: TellPhase | None = None  # this tell's phase while a nested approval shows
         self.on_end = on_end  # called once when the tell ends (pending questions)
         self.kind = kind
         self.chain_id = chain_id or self.id
@@ -178,6 +183,21 @@ class ActiveTell:
         same_wait = old.name == phase.name == "queued" and (old.ahead, old.head_id) == (phase.ahead, phase.head_id)
         self.phase = msgspec.structs.replace(phase, since=old.since if same_wait else time.time())
         self.publish(TellPhaseEvent(tell_id=self.id, phase=self.phase))
+        if self.parent is not None:
+            self.parent.nested_phase(self.phase)
+
+    def nested_phase(self, phase: TellPhase) -> None:
+        """A tell this one waits for (its claude asked another team) changed phase. An
+        approval anywhere down the chain shows here too, so whoever follows this tell (the
+        session that asked) sees it and can decide it; once it is settled (or that tell
+        ended), this tell's own phase is back."""
+        if phase.name == "awaiting_approval":
+            if self._own_phase is None:
+                self._own_phase = self.phase
+            self.set_phase(phase)
+        elif self._own_phase is not None:
+            own, self._own_phase = self._own_phase, None
+            self.set_phase(own)
 
     def note_status(self) -> bool:
         """Record wall times of a status change; True if the status changed."""
@@ -189,6 +209,8 @@ class ActiveTell:
             self.started_wall = time.time()
         if self.machine.is_final:
             self.finished_wall = time.time()
+            if self.parent is not None:  # an approval it showed up the chain is gone with it
+                self.parent.nested_phase(TellPhase(name="answering"))
         self.announce()
         return True
 

@@ -16,6 +16,7 @@ irisd left unfinished has no handle: ``end_previous_run`` ends it in the store.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -221,6 +222,7 @@ class TellService:
             path=decision.path,
             max_budget_usd=max_budget_usd,
             on_end=self.on_end,
+            parent=self.pool.find_tell(parent.id) if parent is not None else None,
         )
         await self.store.call(tells.insert, tell.info())
         if listen:
@@ -396,13 +398,17 @@ class TellService:
 
     # --- get, cancel -------------------------------------------------------------------------
 
-    async def get(self, tell_id: str, wait_ms: int = 0) -> TellReply:
+    async def get(self, tell_id: str, wait_ms: int = 0, send_event: SendEvent | None = None) -> TellReply:
         """A tell's status and answer; with ``wait_ms``, after waiting up to that long for
-        its end (as a reader of its answer)."""
+        its end (as a reader of its answer), pushing its events to ``send_event`` meanwhile
+        if given (its current phase first)."""
         if problem := result_wait_problem(wait_ms):
             raise InvalidRequestError(problem)
         if wait_ms and (active := self.pool.find_tell(tell_id)) is not None:
-            await active.wait_result(wait_ms / 1000)
+            if send_event is None:
+                await active.wait_result(wait_ms / 1000)
+            else:
+                await _follow(active, wait_ms / 1000, send_event)
         info = await self.find(tell_id)
         return TellReply(status=reply_status(info), tell=info)
 
@@ -444,6 +450,25 @@ def reply_status(info: TellInfo) -> ReplyStatus:
     if info.status in UNFINISHED_TELL_STATUSES:
         return "in_progress"
     return info.status  # type: ignore[return-value]
+
+
+async def _follow(tell: ActiveTell, timeout_s: float, send_event: SendEvent) -> None:
+    """Wait up to ``timeout_s`` for the end of a tell someone else submitted, pushing its
+    events meanwhile, its current phase first (a caller resuming its wait sees at once
+    that the tell waits for an approval). A client that left just stops the pushing."""
+    with tell.listen() as listener:
+        if not tell.machine.is_final:
+            await send_event(TellPhaseEvent(tell_id=tell.id, phase=tell.phase))
+        async with trio.open_nursery() as nursery:
+
+            async def forward() -> None:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    async for event in listener:
+                        await send_event(event)
+
+            nursery.start_soon(forward)
+            await tell.wait_result(timeout_s)
+            nursery.cancel_scope.cancel()
 
 
 async def _forward_until(tell: ActiveTell, listener: trio.MemoryReceiveChannel[Event], send_event: SendEvent) -> None:

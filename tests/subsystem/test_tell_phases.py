@@ -175,3 +175,30 @@ async def test_a_pair_that_recovers_no_longer_shows_its_old_failure(
         await trio.testing.wait_all_tasks_blocked()
     [pair] = core.supervisor.statistics()
     assert pair.state == "idle" and pair.reason == ""
+
+
+async def test_an_approval_down_the_chain_shows_on_the_tells_above_until_settled() -> None:
+    from irisd.tell.active import ActiveTell
+    from irisd.tell.machine import TellMachine
+
+    def active(to_team: str, parent: ActiveTell | None = None) -> ActiveTell:
+        machine = TellMachine(response_timeout_s=60, caller_timeout_ms=0, now=trio.current_time())
+        return ActiveTell(from_team=None, to_team=to_team, message="m", machine=machine, parent=parent)
+
+    outer = active("beta")
+    middle = active("gamma", parent=outer)
+    inner = active("delta", parent=middle)
+    calling = TellPhase(name="running_tool", tool="mcp__iris__team_tell", detail="delta")
+    outer.set_phase(calling)
+    middle.set_phase(calling)
+    inner.set_phase(TellPhase(name="awaiting_approval", tool="Bash", detail="rm -rf build", approval_id="a-1"))
+    for tell in (outer, middle):
+        assert (tell.phase.name, tell.phase.tool, tell.phase.approval_id) == ("awaiting_approval", "Bash", "a-1")
+    inner.set_phase(TellPhase(name="running_tool", tool="Bash", detail="rm -rf build"))  # allowed
+    for tell in (outer, middle):
+        assert (tell.phase.name, tell.phase.detail) == ("running_tool", "delta")
+    inner.set_phase(TellPhase(name="awaiting_approval", tool="Bash", detail="ls", approval_id="a-2"))
+    assert outer.phase.approval_id == "a-2"
+    inner.machine.cancel(trio.current_time())  # the tell ends while its approval waits
+    inner.note_status()
+    assert (outer.phase.name, middle.phase.name) == ("running_tool", "running_tool")

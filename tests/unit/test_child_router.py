@@ -125,3 +125,26 @@ def test_a_turn_no_tell_asked_for_costs_its_share_not_the_sessions_total() -> No
         routed = router.route(line, tell_running=False, record=turn, stopping=False)
         turn.child_line(line, b"", 0.0, routed.spent)
     assert turn.info().cost_usd == pytest.approx(0.000324 + 0.000404)  # not 0.000732 + 0.001136
+
+
+def test_an_mcp_servers_input_request_is_recognised_and_declined() -> None:
+    import json
+
+    from irisd.pool.approvals import declined_input
+    from irisd.pool.child_router import is_input_request
+
+    raw = (
+        b'{"type":"control_request","request_id":"r-7","request":{"subtype":"elicitation",'
+        b'"mcp_server_name":"asker","message":"Which database?","requested_schema":{"type":"object"}}}'
+    )
+    line = decode_line(raw)
+    assert is_input_request(line) and not is_permission_request(line)
+    assert isinstance(line, ControlRequestLine)
+    answer, notice = declined_input(line)
+    assert json.loads(answer) == {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": "r-7", "response": {"action": "decline"}},
+    }
+    assert notice.startswith("MCP server asker asked for input: Which database?; Iris declined it")
+    # While a tell runs it is the tell's line (the pair declines it there).
+    assert ChildLineRouter().route(line, tell_running=True, record=None, stopping=False) == Routed("tell")

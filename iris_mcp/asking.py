@@ -1,0 +1,179 @@
+"""Asking the person in the caller's own MCP client (MCP 2026-07-28 multi-round-trip input).
+
+How it works: ``team_tell`` waits for its tell. When the tell stops at an approval and the
+client can show a form (it declared form elicitation on a 2026-07-28 connection, and its
+caller may decide approvals), the call ends with an ``input_required`` result: the form
+(``approval_form``) and a ``requestState`` naming the tell and the approval (``AskState``).
+The client shows the form to its person (Claude Code: a form in the session, or a
+``control_request`` to its host under ``-p`` with stream-json input) and calls ``team_tell``
+again with the same arguments, the person's answer and the state. The state is sealed by
+the SDK's ``RequestStateBoundary`` (AES-GCM under a key of this process, bound to the tool,
+its arguments and the caller) and spent once (``SpentStates``); the answer becomes the one
+``Decide`` every front end sends (the first answer wins), and the call waits again for the
+same tell: a tell outlives calls, no second tell is sent.
+
+Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from protocol.errors import InvalidRequestError
+from protocol.messages import ApprovalInfo, TellPhase
+
+APPROVAL_KEY = "approval"  # the input request's key in inputRequests / inputResponses
+APPROVE, DENY, REMEMBER = "approve", "deny", "approve and remember"
+MAX_SPENT_STATES = 4096
+MAX_SHOWN_INPUT_CHARS = 2000
+
+
+class AskState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a ``requestState`` names (sealed on the wire; plain here)."""
+
+    tell_id: str
+    approval_id: str
+    nonce: str  # spent once: a replayed state is refused
+
+
+@dataclass(frozen=True)
+class InputAsk:
+    """An ``input_required`` result: one form for the person, and the state to echo."""
+
+    message: str
+    schema: dict[str, Any]
+    state: str
+    key: str = APPROVAL_KEY
+
+
+@dataclass(frozen=True)
+class Asking:
+    """What one ``tools/call`` brings about asking its person: whether the client can show
+    a form, and on a retry the verified ``requestState`` and the answers."""
+
+    can_ask: bool = False
+    state: str | None = None
+    responses: Mapping[str, Any] = field(default_factory=dict)
+    spent: SpentStates | None = None  # the server's record of answered states
+
+
+NO_ASKING = Asking()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The person's decision on an approval, read from the form."""
+
+    allow: bool
+    remember: bool = False
+    reason: str = ""
+
+
+def new_state(tell_id: str, approval_id: str) -> str:
+    return msgspec.json.encode(AskState(tell_id, approval_id, secrets.token_hex(12))).decode()
+
+
+def read_state(text: str) -> AskState:
+    """The state the SDK's boundary verified; a malformed one is refused (never a crash)."""
+    try:
+        return msgspec.json.decode(text, type=AskState)
+    except msgspec.DecodeError:
+        raise InvalidRequestError(
+            "requestState does not name an Iris approval; call team_tell again without it"
+        ) from None
+
+
+class SpentStates:
+    """The states already answered, so a replayed one is refused; bounded (the oldest go:
+    the SDK's seal expires them anyway)."""
+
+    def __init__(self, limit: int = MAX_SPENT_STATES) -> None:
+        self.limit = limit
+        self._spent: OrderedDict[str, None] = OrderedDict()
+
+    def spend(self, state: AskState) -> bool:
+        """True the first time ``state`` is answered, False after."""
+        if state.nonce in self._spent:
+            return False
+        self._spent[state.nonce] = None
+        while len(self._spent) > self.limit:
+            self._spent.popitem(last=False)
+        return True
+
+
+def approval_form(
+    to_team: str, approval_id: str, phase: TellPhase, approval: ApprovalInfo | None
+) -> tuple[str, dict[str, Any]]:
+    """The form's message and schema: which team wants to run what, and where; the person
+    approves, denies, or approves and remembers (that exact request, for that pair)."""
+    if approval is not None:
+        tool = approval.tool_name
+        if tool == "Bash" and isinstance(approval.input.get("command"), str):
+            what = f"{tool} `{approval.input['command']}`"
+        else:
+            what = f"{tool} {json.dumps(approval.input, ensure_ascii=False)}"
+        team = approval.to_team
+    else:
+        what = f"{phase.tool} `{phase.detail}`" if phase.detail else phase.tool
+        team = to_team
+    if len(what) > MAX_SHOWN_INPUT_CHARS:
+        what = what[: MAX_SHOWN_INPUT_CHARS - 1] + "…"
+    message = (
+        f"Iris: {team} wants to run {what} in {team}'s folder (approval {approval_id}). "
+        f"'{REMEMBER}' allows this exact request again without asking."
+    )
+    schema = {
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "enum": [APPROVE, DENY, REMEMBER],
+                "description": f"Let {team} run it?",
+            },
+            "reason": {
+                "type": "string",
+                "title": "Reason (when denying)",
+                "description": f"{team}'s model reads it",
+            },
+        },
+        "required": ["decision"],
+    }
+    return message, schema
+
+
+def read_answer(response: Mapping[str, Any] | None) -> Answer | None:
+    """The person's decision, or None when they made none (cancel, decline, an empty or
+    unknown choice): the approval then stays for the other front ends."""
+    if not response or response.get("action") != "accept":
+        return None
+    content = response.get("content")
+    if not isinstance(content, Mapping):
+        return None
+    decision = content.get("decision")
+    reason = content.get("reason")
+    reason = reason.strip() if isinstance(reason, str) else ""
+    match decision:
+        case "approve":
+            return Answer(allow=True)
+        case "approve and remember":
+            return Answer(allow=True, remember=True)
+        case "deny":
+            return Answer(allow=False, reason=reason)
+    return None
+
+
+def decide_elsewhere(approval_id: str) -> str:
+    """What the calling model tells its person when the approval was not decided here.
+    (One place for this wording: the progress text and the replies use it.)"""
+    return (
+        f"approval {approval_id} waits for the person: ask them to run `iris approve {approval_id}` "
+        f"or `iris deny {approval_id}` (or to decide it in the dashboard or `iris monitor`)"
+    )

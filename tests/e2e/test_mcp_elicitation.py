@@ -1,0 +1,394 @@
+"""The person who asked decides in their own MCP client: a tell started by ``team_tell``
+that waits for an approval comes back as an MCP ``input_required`` form (2026-07-28
+multi-round-trip input), and the answer decides the approval through the same path as
+``iris approve``/``deny``. Driven by the MCP SDK's client with an elicitation callback,
+over the stdio ``iris mcp`` and irisd's ``/mcp``; a real irisd, the real claude against
+the scripted model (it asks for Bash)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+import trio
+from mcp import Client
+from mcp.client.context import ClientRequestContext
+from mcp.client.session import ElicitationFnT
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from harness import Iris, wait_until
+from protocol.messages import ApprovalsReply, Decide, GetTell, ListApprovals, TellReply
+
+pytestmark = pytest.mark.claude
+
+WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
+Elicit = ElicitationFnT
+FACES = pytest.mark.parametrize("face", ["stdio", "http"])
+
+
+def answering(action: str, content: dict[str, Any] | None = None) -> tuple[list[types.ElicitRequestParams], Elicit]:
+    """An elicitation callback that records each form and gives one answer."""
+    forms: list[types.ElicitRequestParams] = []
+
+    async def elicit(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        forms.append(params)
+        return types.ElicitResult(action=action, content=content)  # type: ignore[arg-type]
+
+    return forms, elicit
+
+
+@asynccontextmanager
+async def client(iris: Iris, face: str, elicit: Elicit | None, cwd: Path) -> AsyncIterator[Client]:
+    """An SDK client of ``iris mcp`` (stdio, in ``cwd``) or of ``/mcp`` (the owner's token),
+    on the 2026-07-28 era, declaring elicitation when given a callback."""
+    if face == "stdio":
+        from e2e.test_mcp_shim import iris_command
+
+        command, *prefix = iris_command()
+        params = StdioServerParameters(
+            command=command, args=[*prefix, "mcp", "--log-level", "info"], env=iris.env, cwd=cwd
+        )
+        with (iris.root / "shim.log").open("a") as errlog:
+            async with Client(stdio_client(params, errlog=errlog), elicitation_callback=elicit) as connected:
+                yield connected
+        return
+    headers = {"Authorization": f"Bearer {iris.owner_token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(300)) as http,
+        Client(
+            streamable_http_client(f"{iris.http_url}/mcp", http_client=http), elicitation_callback=elicit
+        ) as connected,
+    ):
+        yield connected
+
+
+def text_of(result: types.CallToolResult) -> str:
+    (content,) = result.content
+    assert isinstance(content, types.TextContent)
+    return content.text
+
+
+def pending(iris: Iris) -> list[str]:
+    reply = iris.request(ListApprovals())
+    assert isinstance(reply, ApprovalsReply)
+    return [a.id for a in reply.approvals]
+
+
+def start(iris: Iris) -> tuple[Path, Path]:
+    alpha, beta = iris.add_team("alpha"), iris.add_team("beta")
+    iris.start()
+    return alpha, beta
+
+
+@FACES
+async def test_accept_runs_the_tool_and_the_call_returns_the_answer(iris: Iris, face: str) -> None:
+    alpha, beta = start(iris)
+    forms, elicit = answering("accept", {"decision": "approve"})
+    async with client(iris, face, elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
+    assert not result.is_error, text_of(result)
+    assert text_of(result).startswith("tool Bash said:")
+    assert (beta / "made.txt").read_text() == "hi\n"
+    (form,) = forms
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert "beta wants to run Bash `echo hi > made.txt` in beta's folder" in form.message
+    assert form.requested_schema["properties"]["decision"]["enum"] == ["approve", "deny", "approve and remember"]
+    # Decided through the one path every front end uses, by this session.
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    (approval,) = reply.approvals
+    assert approval.status == "allowed"
+    assert approval.decided_by == ("alpha (Claude Code)" if face == "stdio" else "external (Claude Code)")
+
+
+@FACES
+@pytest.mark.parametrize("action", ["decline", "cancel"])
+async def test_no_decision_leaves_the_approval_to_the_other_front_ends(iris: Iris, face: str, action: str) -> None:
+    alpha, beta = start(iris)
+    forms, elicit = answering(action)
+    async with client(iris, face, elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
+    (approval_id,) = pending(iris)
+    assert len(forms) == 1 and not result.is_error
+    said = text_of(result)
+    assert f"iris approve {approval_id}" in said and f"iris deny {approval_id}" in said, said
+    tell_id = result.structured_content["id"]
+    assert result.structured_content["tell_status"] == "awaiting_approval"
+    # Another front end decides it: the tell goes on.
+    iris.request(Decide(approval_id=approval_id, allow=True, by="test"))
+    done = iris.request(GetTell(tell_id=tell_id, wait_ms=120_000))
+    assert isinstance(done, TellReply) and done.tell.status == "completed"
+    assert (beta / "made.txt").exists()
+
+
+@FACES
+async def test_a_forged_or_replayed_request_state_is_refused(iris: Iris, face: str) -> None:
+    alpha, beta = start(iris)
+    _, elicit = answering("accept", {"decision": "deny", "reason": "not now"})
+    arguments = {"toTeam": "beta", "message": WRITE, "timeout": 0}
+    async with client(iris, face, elicit, alpha) as mcp:
+        asked = await mcp.session.call_tool("team_tell", arguments, allow_input_required=True)
+        assert isinstance(asked, types.InputRequiredResult) and asked.request_state and asked.input_requests
+        state = asked.request_state
+        no = types.ElicitResult(action="accept", content={"decision": "deny", "reason": "not now"})
+        deny: types.InputResponses = {"approval": no}
+
+        forged = state[:-4] + ("AAAA" if not state.endswith("AAAA") else "BBBB")
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=forged)
+        plain = json.dumps({"tell_id": "t", "approval_id": "a", "nonce": "n"})
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):
+            await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=plain)
+        other = {**arguments, "message": "@tool:Bash {\"command\": \"rm -rf /\"}"}
+        with pytest.raises(MCPError, match="Invalid or expired requestState"):  # bound to its call's arguments
+            await mcp.session.call_tool("team_tell", other, input_responses=deny, request_state=state)
+        assert pending(iris), "nothing was decided by the refused calls"
+
+        first = await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=state)
+        assert isinstance(first, types.CallToolResult), first
+        replayed = await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=state)
+        assert isinstance(replayed, types.CallToolResult) and replayed.is_error
+        assert "already given" in text_of(replayed)
+    assert not (beta / "made.txt").exists()
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    assert [(a.status, a.reason) for a in reply.approvals] == [("denied", "not now")]
+
+
+async def test_a_client_without_elicitation_is_told_how_to_decide(iris: Iris) -> None:
+    """Today's behaviour (the call waits as long as it was told to), and a reply that has
+    the model ask its person to decide."""
+    alpha, _ = start(iris)
+    async with client(iris, "stdio", None, alpha) as mcp:
+        started = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": -1})
+        tell_id = started.structured_content["id"]
+        with trio.fail_after(120):
+            await wait_until(lambda: pending(iris), every=0.1)
+        result = await mcp.call_tool("team_result", {"tellId": tell_id, "wait": 1000})
+    (approval_id,) = pending(iris)
+    said = text_of(result)
+    assert not result.is_error and f"ask them to run `iris approve {approval_id}`" in said, said
+    iris.request(Decide(approval_id=approval_id, allow=False, by="test"))
+
+
+async def test_the_answer_already_given_elsewhere_wins(iris: Iris) -> None:
+    """The person answers in the session after someone else decided: the first answer
+    stands, and the call still follows the tell to its end."""
+    alpha, beta = start(iris)
+    decided = trio.Event()
+
+    async def elicit(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        (approval_id,) = pending(iris)
+        iris.request(Decide(approval_id=approval_id, allow=True, by="cli"))
+        decided.set()
+        return types.ElicitResult(action="accept", content={"decision": "deny"})
+
+    async with client(iris, "stdio", elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
+    assert decided.is_set()
+    said = text_of(result)
+    assert "already allowed by cli" in said and "tool Bash said:" in said, said
+    assert (beta / "made.txt").exists()
+
+
+
+async def test_an_approval_further_down_the_chain_is_asked_too(iris: Iris) -> None:
+    """alpha's session asks beta, whose claude asks gamma (over /mcp), whose claude wants
+    Bash: the form reaches alpha's session, and its answer runs gamma's tool."""
+    alpha, _, gamma = (iris.add_team(name) for name in ("alpha", "beta", "gamma"))
+    iris.start()
+    forms, elicit = answering("accept", {"decision": "approve"})
+    nested = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "gamma", "message": WRITE, "timeout": 0})
+    async with client(iris, "stdio", elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": nested, "timeout": 0})
+    assert not result.is_error, text_of(result)
+    (form,) = forms
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert "gamma wants to run Bash `echo hi > made.txt` in gamma's folder" in form.message
+    assert "tool Bash said:" in text_of(result), text_of(result)
+    assert (gamma / "made.txt").read_text() == "hi\n"
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    assert [(a.from_team, a.to_team, a.status) for a in reply.approvals] == [("beta", "gamma", "allowed")]
+
+# --- the real claude as the person's Claude Code session ----------------------------------
+
+TELL_TOOL = "mcp__iris__team_tell"
+
+
+class Session:
+    """The person's ``claude -p`` with Iris (``iris mcp``) as its MCP server, in ``cwd``; with
+    ``host`` it takes stream-json input, so the forms reach this test as ``control_request``
+    lines of subtype ``elicitation`` (what a host such as an IDE answers)."""
+
+    def __init__(self, iris: Iris, cwd: Path, *, host: bool) -> None:
+        from e2e.test_mcp_shim import iris_command
+
+        command, *prefix = iris_command()
+        config = {"mcpServers": {"iris": {"type": "stdio", "command": command, "args": [*prefix, "mcp"]}}}
+        env = {**iris.env, "CLAUDE_CONFIG_DIR": str(iris.root / "person-claude")}
+        argv = [iris.claude, "-p", "--output-format", "stream-json", "--verbose", "--strict-mcp-config"]
+        argv += ["--mcp-config", json.dumps(config), "--allowedTools", TELL_TOOL]
+        if host:
+            argv += ["--input-format", "stream-json"]
+        self.host = host
+        self.process = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+
+    def ask(self, prompt: str, answer: dict[str, Any] | None = None, timeout: float = 180.0) -> tuple[str, list[Any]]:
+        """Send ``prompt``; answer each elicitation with ``answer``; the result's text and
+        the elicitation requests seen."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        if self.host:
+            message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}}
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        else:
+            self.process.stdin.write(prompt)
+            self.process.stdin.close()
+        forms: list[Any] = []
+        deadline = time.monotonic() + timeout
+        for raw in self.process.stdout:
+            assert time.monotonic() < deadline, "claude took too long"
+            line = json.loads(raw)
+            if line.get("type") == "control_request" and line["request"].get("subtype") == "elicitation":
+                forms.append(line["request"])
+                reply = {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": line["request_id"], "response": answer},
+                }
+                self.process.stdin.write(json.dumps(reply) + "\n")
+                self.process.stdin.flush()
+            if line.get("type") == "result":
+                return str(line["result"]), forms
+        raise AssertionError(f"claude ended without a result ({self.process.wait()})")
+
+    def close(self) -> None:
+        with contextlib.suppress(BrokenPipeError, ValueError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        assert self.process.stdout is not None
+        self.process.stdout.close()
+
+
+def tell_through_claude(to_team: str, message: str) -> str:
+    arguments = {"toTeam": to_team, "message": message, "timeout": 0}
+    return f"@tool:{TELL_TOOL} " + json.dumps(arguments)
+
+
+def test_claude_passes_the_form_to_its_host_and_the_answer_runs_the_tool(iris: Iris) -> None:
+    alpha, beta = start(iris)
+    session = Session(iris, alpha, host=True)
+    try:
+        approve = {"action": "accept", "content": {"decision": "approve"}}
+        said, forms = session.ask(tell_through_claude("beta", WRITE), approve)
+    finally:
+        session.close()
+    (form,) = forms
+    assert form["mcp_server_name"] == "iris"
+    assert "beta wants to run Bash `echo hi > made.txt`" in form["message"]
+    assert form["requested_schema"]["properties"]["decision"]["enum"][0] == "approve"
+    assert said.startswith(f"tool {TELL_TOOL} said:") and "tool Bash said:" in said, said
+    assert (beta / "made.txt").read_text() == "hi\n"
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    assert [(a.status, a.decided_by) for a in reply.approvals] == [("allowed", "alpha (Claude Code)")]
+
+
+def test_plain_claude_p_cancels_and_the_model_learns_how_to_decide(iris: Iris) -> None:
+    alpha, beta = start(iris)
+    session = Session(iris, alpha, host=False)
+    try:
+        said, forms = session.ask(tell_through_claude("beta", WRITE))
+    finally:
+        session.close()
+    assert forms == []
+    (approval_id,) = pending(iris)
+    assert said.startswith(f"tool {TELL_TOOL} said:") and f"iris approve {approval_id}" in said, said
+    assert not (beta / "made.txt").exists()
+    iris.request(Decide(approval_id=approval_id, allow=False, by="test"))
+
+
+def test_iris_mcp_speaks_2026_07_28_as_claude_does(iris: Iris) -> None:
+    """What claude 2.1.330 sends (probed): ``server/discover``, then no ``initialize``; the
+    version and capabilities in each request's ``_meta``; results carry ``resultType``."""
+    from e2e.test_mcp_shim import iris_command
+
+    start(iris)
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+    }
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": meta}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+         "params": {"name": "team_teams", "arguments": {}, "_meta": meta}},
+    ]
+    with subprocess.Popen(
+        [*iris_command(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        text=True, env=iris.env, cwd=iris.root,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+            process.stdin.flush()
+            replies = [json.loads(process.stdout.readline()) for _ in range(3)]
+            process.stdin.close()
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+    discovered, listed, called = (r["result"] for r in replies)
+    assert "2026-07-28" in discovered["supportedVersions"] and "tools" in discovered["capabilities"]
+    assert "team_tell" in discovered["instructions"]
+    assert listed["resultType"] == "complete" and called["resultType"] == "complete"
+    assert "alpha" in called["content"][0]["text"]
+
+
+# --- a team's own MCP server asks for input -------------------------------------------------
+
+ASKER = Path(__file__).parents[1] / "fakes" / "asking_mcp.py"
+
+
+def test_a_teams_own_mcp_server_asking_for_input_is_declined_not_left_waiting(iris: Iris) -> None:
+    """The team's claude passes its MCP server's form to irisd (a ``control_request`` of
+    subtype ``elicitation``); irisd cannot ask a person for it yet, so it declines at once
+    (unanswered, claude would wait for ever) and says so in the tell's notices."""
+    import sys
+
+    beta = iris.add_team("beta", allowedTools=["mcp__asker__pick"])
+    server = {"type": "stdio", "command": sys.executable, "args": [str(ASKER)]}
+    (beta / ".mcp.json").write_text(json.dumps({"mcpServers": {"asker": server}}))
+    iris.claude_config.mkdir(parents=True, exist_ok=True)
+    (iris.claude_config / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    iris.start()
+    with iris.watch("beta") as watcher:
+        result = iris.cli("tell", "beta", "@tool:mcp__asker__pick {}", "--timeout", "150000", "--json", timeout=180)
+        told = json.loads(result.stdout)
+        notices = watcher.until(lambda e: e.get("type") == "tell_notice", timeout=30)
+    assert told["status"] == "completed", told
+    assert told["text"] == "tool mcp__asker__pick said: decline: null", told
+    assert "MCP server asker asked for input: Which database?; Iris declined it" in notices["text"]
