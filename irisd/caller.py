@@ -50,6 +50,7 @@ from protocol.messages import (
     Decide,
     DismissQuestion,
     ForgetRule,
+    GetHealth,
     GetPair,
     GetStatus,
     GetTell,
@@ -80,7 +81,7 @@ _OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion, Reload)
 # The only requests a reader may send: they change nothing.
 _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,
-    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications,
+    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications, GetHealth,
 )
 # The only requests an outside A2A agent may send (the A2A methods map onto these).
 _AGENT = (Tell, GetTell, CancelTell, ListTells, ListQuestions, AnswerQuestion, DismissQuestion)

@@ -15,6 +15,7 @@ from irisd.a2a.teams import sync_a2a_teams
 from irisd.agent.runner import Agent
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
+from irisd.health.monitor import HealthMonitor
 from irisd.mesh.service import MeshService
 from irisd.notifications import Courier
 from irisd.pool.pair import ChildFactory, claude_child
@@ -95,6 +96,10 @@ class Services:
             config=config, store=store, remote_teams=self.remote_teams,
             dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),
         )
+        self.health = HealthMonitor(
+            config=config, store=store, supervisor=self.supervisor, tells=self.tells, remote_teams=self.remote_teams,
+            hub=hub, mesh=self.mesh, claude_version=lambda: self.dispatcher.claude_version,
+        )
         self.dispatcher = Dispatcher(
             config=config,
             paths=paths,
@@ -108,6 +113,7 @@ class Services:
             on_notification=self.courier.wake_up,
             http=access,
             claude_version=claude_version,
+            health=self.health,
         )
 
     async def run(self, *, task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED) -> None:
@@ -118,6 +124,7 @@ class Services:
             await nursery.start(self.courier.run)
             await nursery.start(self.questions.run)
             await nursery.start(self.mesh.run)
+            await nursery.start(self.health.run)
             nursery.start_soon(_retention, self.config, self.store)
             nursery.start_soon(self.store.serve_checkpoints)
             task_status.started(self.dispatcher)

@@ -38,9 +38,11 @@ from protocol.messages import (
     ErrorReply,
     Event,
     ForgetRule,
+    GetHealth,
     GetPair,
     GetStatus,
     GetTell,
+    HealthReply,
     ListApprovals,
     ListNotifications,
     ListQuestions,
@@ -225,6 +227,8 @@ class ApiRoute:
 
 ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("GET", "/api/status", lambda p, q, b: GetStatus(), (StatusReply,), "The daemon, its pairs and processes"),
+    ApiRoute("GET", "/api/health", lambda p, q, b: GetHealth(), (HealthReply,),
+             "What the health monitor finds wrong, each finding with its evidence and fix"),
     ApiRoute("GET", "/api/teams", lambda p, q, b: ListTeams(), (TeamsReply,), "The configured teams"),
     ApiRoute(
         "POST", "/api/reload", lambda p, q, b: Reload(), (ReloadReply,),

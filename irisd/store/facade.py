@@ -20,6 +20,7 @@ been committed.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -50,6 +51,7 @@ class Store:
         # for tests on trio's autojump clock, which would jump virtual time while a
         # worker thread runs, and for a store opened without a reader.
         self._inline = inline or reader is None
+        self.last_refusal: tuple[float, str] | None = None  # (wall clock, why) of the writer's last error
         self._wal_pages = 0
         self._checkpoint_due = trio.Event()
         if not self._inline:
@@ -130,7 +132,10 @@ class Store:
         try:
             return query(connection, *args, **kwargs)
         except apsw.Error as exc:
-            raise store_error(exc, connection.filename) from None
+            error = store_error(exc, connection.filename)
+            if connection is self._connection:  # the writer: the health monitor reports it
+                self.last_refusal = (time.time(), error.message)
+            raise error from None
 
     def close(self) -> None:
         if self._reader is not None:

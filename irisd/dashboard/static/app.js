@@ -999,10 +999,29 @@ function healthView() {
     h("div", { class: "meter", role: "meter", "aria-valuemin": 0, "aria-valuemax": s.max_processes, "aria-valuenow": live, "aria-labelledby": "meter-label" },
       h("span", { class: "fill", "data-fill": String(Math.round((100 * live) / Math.max(1, s.max_processes))) })),
     h("dl", { class: "facts wide" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    healthFindings(s),
     section("Recent errors in the log",
       errors.length ? h("ul", { class: "log" }, errors.map((e) => h("li", { class: `lvl-${e.level}` },
         h("span", { class: "muted" }, clock(e.at)), " ", h("strong", {}, e.level), " ", e.message)))
         : h("p", { class: "muted" }, "None since irisd started.")));
+}
+
+// The health monitor's findings (irisd/health): each with its evidence and the command that fixes it,
+// and what irisd did itself (settings.health.recover).
+function healthFindings(s) {
+  const findings = s.findings || [];
+  const recoveries = s.recoveries || [];
+  return h("div", { "data-health": "" },
+    section("Findings",
+      findings.length ? h("ul", { class: "log" }, findings.map((f) => h("li", { class: `lvl-${f.severity}`, "data-finding": f.kind },
+        h("strong", {}, f.severity), " ", f.summary,
+        f.evidence ? h("div", { class: "muted" }, f.evidence) : null,
+        f.fix ? h("div", {}, "fix: ", h("code", {}, f.fix)) : null)))
+        : h("p", { class: "muted" }, "Nothing is wrong that irisd can see.")),
+    recoveries.length ? section("What irisd did itself",
+      h("ul", { class: "log" }, recoveries.map((r) => h("li", {},
+        h("span", { class: "muted" }, clock(r.at)), " ", r.action.replace("_", " "), " ", h("strong", {}, r.subject), ": ", r.outcome,
+        h("div", { class: "muted" }, r.reason))))) : null);
 }
 
 // --- start -------------------------------------------------------------------------

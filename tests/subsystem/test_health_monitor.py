@@ -1,0 +1,97 @@
+"""The health monitor's trio side (irisd/health/monitor.py) in the core, with fake
+children on trio's autojump clock: exact virtual times for the checks and the
+crash-loop backoff of settings.health.recover."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from fakes.child import FakeChild
+from fakes.core import no_events, running_core, teams_config
+from irisd.caller import OWNER
+from irisd.dispatch import Dispatcher
+from protocol.health import Finding
+from protocol.messages import GetHealth, GetStatus, HealthReply, StatusReply, Tell
+
+SETTINGS = "  healthCheckInterval: 1000\n  health:\n    recoverAfter: 60000\n"
+
+
+@pytest.fixture
+async def core(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Dispatcher]:
+    marker = request.node.get_closest_marker("settings")
+    config = teams_config(tmp_path, SETTINGS + (marker.args[0] if marker else ""))
+    async with running_core(tmp_path, config) as dispatcher:
+        assert dispatcher.health is not None
+        dispatcher.health.clock = trio.current_time  # the virtual clock stands for the wall clock
+        yield dispatcher
+
+
+async def crash_on_start(nursery: trio.Nursery, core: Dispatcher) -> None:
+    """A tell whose claude dies before its first line, three times: the pair is failed."""
+    nursery.start_soon(core.tells.tell, Tell(to_team="alpha", message="hi"), no_events)
+    for attempt in range(3):
+        while len(FakeChild.instances) <= attempt:
+            await trio.sleep(0.01)
+        FakeChild.instances[attempt].exit(1)
+
+
+async def finding_of(core: Dispatcher, kind: str) -> Finding:
+    assert core.health is not None
+    while not (found := [f for f in core.health.findings if f.kind == kind]):
+        await trio.sleep(0.01)
+    return found[0]
+
+
+async def test_a_crash_loop_is_found_and_shown_but_left_alone_without_recover(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        await crash_on_start(nursery, core)
+        finding = await finding_of(core, "crash_loop")
+        assert (finding.severity, finding.subject, finding.fix) == (
+            "error", "external->alpha", "iris doctor; then iris wake alpha")
+        assert "keeps crashing on start (3 times)" in finding.evidence
+        status = await core.dispatch(GetStatus(), OWNER, no_events)
+        assert isinstance(status, StatusReply) and [f.kind for f in status.findings] == ["crash_loop"]
+        health = await core.dispatch(GetHealth(), OWNER, no_events)
+        assert isinstance(health, HealthReply)
+        assert (health.status, health.worst, health.findings) == ("ok", "error", status.findings)
+        await trio.sleep(200)  # long past recoverAfter: nobody restarts it
+        assert len(FakeChild.instances) == 3 and status.recoveries == []
+        nursery.cancel_scope.cancel()
+
+
+@pytest.mark.settings("    recover: true\n")
+async def test_recover_restarts_a_crash_looping_pair_after_the_backoff_then_twice_as_late(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    assert core.health is not None
+    async with trio.open_nursery() as nursery:
+        await crash_on_start(nursery, core)
+        seen = (await finding_of(core, "crash_loop")).since
+        while len(FakeChild.instances) < 4:
+            await trio.sleep(0.01)
+        assert FakeChild.instances[3].created_at == pytest.approx(seen + 60, abs=0.01)
+        (recovery,) = core.health.recoveries
+        assert (recovery.action, recovery.subject) == ("restart_pair", "external->alpha")
+        assert recovery.at == pytest.approx(seen + 60, abs=0.01)
+        # A tell comes; the restarted claude dies at once, and so do its two retries: the
+        # pair is failed again, and the next restart waits twice as long.
+        nursery.start_soon(core.tells.tell, Tell(to_team="alpha", message="again"), no_events)
+        for attempt in range(3, 6):
+            while len(FakeChild.instances) <= attempt:
+                await trio.sleep(0.01)
+            FakeChild.instances[attempt].exit(1)
+        failed_again = trio.current_time()
+        while len(FakeChild.instances) < 7:
+            await trio.sleep(0.01)
+        assert failed_again < seen + 180
+        assert FakeChild.instances[6].created_at == pytest.approx(seen + 60 + 120, abs=0.01)
+        status = await core.dispatch(GetStatus(), OWNER, no_events)
+        assert isinstance(status, StatusReply) and len(status.recoveries) == 2
+        nursery.cancel_scope.cancel()
