@@ -18,6 +18,7 @@ from irisd.events import EventHub
 from irisd.health.monitor import HealthMonitor
 from irisd.mesh.service import MeshService
 from irisd.notifications import Courier
+from irisd.notify.service import Notifier
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
@@ -96,9 +97,12 @@ class Services:
             config=config, store=store, remote_teams=self.remote_teams,
             dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),
         )
+        # Approvals, questions and health warnings reach a person who is not looking.
+        self.notifier = Notifier(settings=lambda: self.dispatcher.config.settings.notify, hub=hub)
         self.health = HealthMonitor(
             config=config, store=store, supervisor=self.supervisor, tells=self.tells, remote_teams=self.remote_teams,
             hub=hub, mesh=self.mesh, claude_version=lambda: self.dispatcher.claude_version,
+            on_findings=self.notifier.on_findings,
         )
         self.dispatcher = Dispatcher(
             config=config,
@@ -124,6 +128,7 @@ class Services:
             await nursery.start(self.courier.run)
             await nursery.start(self.questions.run)
             await nursery.start(self.mesh.run)
+            await nursery.start(self.notifier.run)
             await nursery.start(self.health.run)
             nursery.start_soon(_retention, self.config, self.store)
             nursery.start_soon(self.store.serve_checkpoints)
