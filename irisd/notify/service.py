@@ -1,7 +1,8 @@
 """The notifier's trio side: it watches the event hub for new approvals and questions,
 takes the health monitor's findings (``on_findings``), lets the gate decide what goes
 out (``irisd/notify/gate.py``) and delivers each notice to every sink configured
-(``settings.notify.webhook``), a few at a time, each retried with backoff.
+(``settings.notify.webhook``; a desktop notification over D-Bus where irisd has a
+session bus and ``settings.notify.desktop``), a few at a time, each retried with backoff.
 
 Bounded everywhere: at most ``QUEUE`` notices wait (more are dropped and counted), at
 most ``PARALLEL`` deliveries run at once. Cancellation stops the watch and every
@@ -11,6 +12,7 @@ delivery under way.
 from __future__ import annotations
 
 import logging
+import os
 import ssl
 from collections.abc import Awaitable, Callable
 
@@ -19,7 +21,7 @@ import trio
 
 from iris_common.config import NotifyConfig
 from irisd.events import EventHub
-from irisd.notify import webhook
+from irisd.notify import desktop, webhook
 from irisd.notify.gate import Notice, NoticeGate, of_approval, of_findings, of_question
 from protocol.health import Finding
 from protocol.messages import ApprovalEvent, QuestionEvent
@@ -39,10 +41,14 @@ class Notifier:
         settings: Callable[[], NotifyConfig],
         hub: EventHub,
         transport: httpx2.AsyncBaseTransport | None = None,
+        desktop_bus: str | None = None,
     ) -> None:
         self.settings = settings  # read at each notice: a reload applies at once
         self.hub = hub
         self._transport = transport  # tests: an in-process receiver
+        # The session bus of the person's desktop, if irisd runs in one (a systemd user
+        # service does); "" is none: no desktop notifications.
+        self.desktop_bus = os.environ.get("DBUS_SESSION_BUS_ADDRESS", "") if desktop_bus is None else desktop_bus
         self.gate = NoticeGate(every_s=NotifyConfig().every / 1000)  # its every_s follows the settings
         self._send, self._receive = trio.open_memory_channel[Notice](QUEUE)
         self.delivered = 0
@@ -56,7 +62,7 @@ class Notifier:
 
     def offer(self, notice: Notice) -> bool:
         """Queue ``notice`` if the gate lets it through (never blocks)."""
-        if not self.settings().webhook:
+        if not self.settings().webhook and not self._desktop():
             return False  # nowhere to say it
         self.gate.every_s = self.settings().every / 1000
         if not self.gate.admit(notice, trio.current_time()):
@@ -83,8 +89,13 @@ class Notifier:
                 await limiter.acquire_on_behalf_of(notice)
                 nursery.start_soon(self._deliver, client, notice, limiter)
 
+    def _desktop(self) -> bool:
+        return bool(self.desktop_bus) and self.settings().desktop
+
     async def _deliver(self, client: httpx2.AsyncClient, notice: Notice, limiter: trio.CapacityLimiter) -> None:
         try:
+            if self._desktop():
+                await desktop.notify(notice, self.desktop_bus)
             url = self.settings().webhook
             if url and await webhook.post(client, url, notice):
                 self.delivered += 1
