@@ -87,6 +87,8 @@ class HealthMonitor:
         self.checked_at = 0.0
         self.recoveries: collections.deque[Recovery] = collections.deque(maxlen=KEEP_RECOVERIES)
         self._check_now = trio.Event()
+        self._refusals_seen = 0
+        self._refused_at: float | None = None
 
     def reconfigure(self, config: IrisConfig) -> None:
         """A reload: new limits from the next check on (what was seen is kept)."""
@@ -226,9 +228,11 @@ class HealthMonitor:
                 yield executor.team.name, words
 
     def _store_problem(self) -> str:
-        """The writer's last refusal, if it came since the check before last."""
-        if self.store.last_refusal is None:
+        """The writer's last refusal, if one came within the last two intervals (noticed
+        by the count growing, on this monitor's clock)."""
+        if self.store.refusals != self._refusals_seen:
+            self._refusals_seen, self._refused_at = self.store.refusals, self.clock()
+        if self._refused_at is None:
             return ""
-        at, why = self.store.last_refusal
-        recent = self.clock() - at <= 2 * self.config.settings.health_check_interval / 1000
-        return why if recent else ""
+        recent = self.clock() - self._refused_at <= 2 * self.config.settings.health_check_interval / 1000
+        return self.store.last_refusal if recent else ""

@@ -77,7 +77,9 @@ class Notifier:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Watch and deliver until cancelled."""
-        tls = await trio.to_thread.run_sync(ssl.create_default_context)  # reads the CA files: not on the loop
+        tls: ssl.SSLContext | bool = True
+        if self._transport is None:  # reads the CA files: not on the loop
+            tls = await trio.to_thread.run_sync(ssl.create_default_context)
         async with (
             httpx2.AsyncClient(transport=self._transport, follow_redirects=True, verify=tls) as client,
             trio.open_nursery() as nursery,

@@ -20,7 +20,6 @@ been committed.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -51,7 +50,8 @@ class Store:
         # for tests on trio's autojump clock, which would jump virtual time while a
         # worker thread runs, and for a store opened without a reader.
         self._inline = inline or reader is None
-        self.last_refusal: tuple[float, str] | None = None  # (wall clock, why) of the writer's last error
+        self.refusals = 0  # how many times the writer failed (the health monitor watches it grow)
+        self.last_refusal = ""  # why, the last time
         self._wal_pages = 0
         self._checkpoint_due = trio.Event()
         if not self._inline:
@@ -134,7 +134,8 @@ class Store:
         except apsw.Error as exc:
             error = store_error(exc, connection.filename)
             if connection is self._connection:  # the writer: the health monitor reports it
-                self.last_refusal = (time.time(), error.message)
+                self.refusals += 1
+                self.last_refusal = error.message
             raise error from None
 
     def close(self) -> None:

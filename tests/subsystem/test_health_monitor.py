@@ -1,20 +1,28 @@
 """The health monitor's trio side (irisd/health/monitor.py) in the core, with fake
 children on trio's autojump clock: exact virtual times for the checks and the
-crash-loop backoff of settings.health.recover."""
+crash-loop backoff of settings.health.recover; and its findings reaching the webhook
+through the notifier's gate."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx2
 import pytest
 import trio
 import trio.testing
 
 from fakes.child import FakeChild
 from fakes.core import no_events, running_core, teams_config
+from fakes.faults import WriteFaults
+from iris_common.config import NotifyConfig
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
+from irisd.events import EventHub
+from irisd.notify.service import Notifier
+from irisd.store.db import StoreError, open_database
 from protocol.health import Finding
 from protocol.messages import GetHealth, GetStatus, HealthReply, StatusReply, Tell
 
@@ -95,3 +103,51 @@ async def test_recover_restarts_a_crash_looping_pair_after_the_backoff_then_twic
         status = await core.dispatch(GetStatus(), OWNER, no_events)
         assert isinstance(status, StatusReply) and len(status.recoveries) == 2
         nursery.cancel_scope.cancel()
+
+
+async def test_a_database_refusing_writes_is_a_finding_while_it_refuses(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    connection = open_database(tmp_path / "iris.db")
+    faults = WriteFaults().install(connection)
+    async with running_core(tmp_path, teams_config(tmp_path, SETTINGS), connection=connection) as core:
+        assert core.health is not None
+        core.health.clock = trio.current_time
+        faults.failing = True
+        with pytest.raises(StoreError):
+            await core.dispatch(Tell(to_team="alpha", message="hi", persist=True), OWNER, no_events)
+        found = await finding_of(core, "database")
+        assert found.severity == "error" and "disk is full" in found.evidence
+        faults.failing = False
+        await trio.sleep(3)  # two checks with no refusal
+        assert [f.kind for f in core.health.findings] == []
+
+
+async def test_a_flapping_health_warning_reaches_the_webhook_once(autojump_clock: trio.testing.MockClock) -> None:
+    posted: list[dict[str, object]] = []
+
+    def receive(request: httpx2.Request) -> httpx2.Response:
+        posted.append(json.loads(request.content))
+        return httpx2.Response(200)
+
+    hub = EventHub()
+    notifier = Notifier(settings=lambda: NotifyConfig(webhook="http://hook.test/x"), hub=hub,
+                        transport=httpx2.MockTransport(receive), desktop_bus="")
+    stuck = Finding(kind="stuck_tell", severity="warning", subject="t1", summary="tell t1 is silent",
+                    fix="iris cancel t1")
+    with trio.fail_after(2000):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(notifier.run)
+            for _ in range(5):  # found, gone, found...
+                notifier.on_findings([stuck])
+                await trio.sleep(30)
+                notifier.on_findings([])
+                await trio.sleep(30)
+            assert [(p["kind"], p["id"], p["command"]) for p in posted] == [
+                ("health", "stuck_tell:t1", "iris cancel t1")]
+            await trio.sleep(600)  # settings.notify.every later it may be said again
+            notifier.on_findings([stuck])
+            await trio.sleep(1)
+            assert len(posted) == 2
+            nursery.cancel_scope.cancel()
+    hub.close()
