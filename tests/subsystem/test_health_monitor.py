@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -18,13 +19,24 @@ from fakes.child import FakeChild
 from fakes.core import no_events, running_core, teams_config
 from fakes.faults import WriteFaults
 from iris_common.config import NotifyConfig
+from iris_mcp.tools import render_status
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.notify.service import Notifier
 from irisd.store.db import StoreError, open_database
 from protocol.health import Finding
-from protocol.messages import GetHealth, GetStatus, HealthReply, StatusReply, Tell
+from protocol.messages import (
+    ApprovalEvent,
+    ApprovalInfo,
+    GetHealth,
+    GetStatus,
+    HealthReply,
+    QuestionEvent,
+    QuestionInfo,
+    StatusReply,
+    Tell,
+)
 
 SETTINGS = "  healthCheckInterval: 1000\n  health:\n    recoverAfter: 60000\n"
 
@@ -151,3 +163,47 @@ async def test_a_flapping_health_warning_reaches_the_webhook_once(autojump_clock
             assert len(posted) == 2
             nursery.cancel_scope.cancel()
     hub.close()
+
+
+async def test_new_approvals_and_questions_on_the_hub_reach_the_webhook_decided_ones_do_not(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    posted: list[dict[str, object]] = []
+
+    def receive(request: httpx2.Request) -> httpx2.Response:
+        posted.append(json.loads(request.content))
+        return httpx2.Response(200)
+
+    hub = EventHub()
+    notifier = Notifier(settings=lambda: NotifyConfig(webhook="http://hook.test/x"), hub=hub,
+                        transport=httpx2.MockTransport(receive), desktop_bus="")
+    approval = ApprovalInfo(id="ap1", from_team="a", to_team="web", tell_id="t", tool_name="Bash",
+                            input={"command": "make"}, status="pending", created_at=0, expires_at=1)
+    question = QuestionInfo(id="q1", from_team="a", to_team="web", session_id="s", tell_id="t",
+                            question="Which port?", context="", confidence=1, status="pending", created_at=0,
+                            expires_at=1)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(notifier.run)
+            await trio.sleep(0.1)  # subscribed
+            hub.publish(ApprovalEvent(approval=approval), "a", "web")
+            hub.publish(ApprovalEvent(approval=msgspec.structs.replace(approval, status="allowed")), "a", "web")
+            hub.publish(QuestionEvent(question=question), "a", "web")
+            while len(posted) < 2:
+                await trio.sleep(0.1)
+            await trio.sleep(5)
+            nursery.cancel_scope.cancel()
+    hub.close()
+    assert sorted((p["kind"], p["id"], p["command"]) for p in posted) == [
+        ("approval", "ap1", "iris approve ap1  (or: iris deny ap1)"), ("question", "q1", 'iris answer q1 "TEXT"')]
+
+
+def test_team_status_names_each_finding_with_its_fix() -> None:
+    status = StatusReply(pid=1, daemon_version="x", started_at=0, socket_path="s", config_path="c", teams=[],
+                         processes=[], max_processes=1, findings=[
+                             Finding(kind="stuck_tell", severity="warning", subject="t1",
+                                     summary="tell t1 (external->a) has printed nothing for 5 min",
+                                     fix="iris cancel t1")])
+    out = render_status(status)
+    assert "health warning: tell t1 (external->a) has printed nothing for 5 min (fix: iris cancel t1)" in out.text
+    assert out.data["findings"][0]["fix"] == "iris cancel t1"
