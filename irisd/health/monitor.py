@@ -220,11 +220,13 @@ class HealthMonitor:
         return spent
 
     def _unreachable(self) -> Iterable[tuple[str, str]]:
-        if self.mesh is None:
-            return
+        """Mesh teams whose home irisd is unreachable; A2A agents the last tell could not reach."""
         for executor in self.remote_teams.all():
+            if executor.kind == "a2a" and (why := getattr(executor, "unreachable", "")):
+                yield executor.team.name, why
             home = getattr(executor, "home", None)
-            if executor.kind == "mesh" and isinstance(home, str) and (words := self.mesh.unreachable_words(home)):
+            if (executor.kind == "mesh" and self.mesh is not None and isinstance(home, str)
+                    and (words := self.mesh.unreachable_words(home))):
                 yield executor.team.name, words
 
     def _store_problem(self) -> str:
