@@ -173,7 +173,9 @@ class HealthMonitor:
                 running.append(RunningTell(
                     id=tell.id, from_team=tell.from_team, to_team=tell.to_team,
                     quiet_since=max(tell.output_wall, tell.phase.since),
-                    awaiting_approval=status == "awaiting_approval",
+                    # A person decides (an approval, a remote team's question): silence is not stuck.
+                    awaiting_approval=status == "awaiting_approval"
+                    or tell.phase.name in ("awaiting_approval", "awaiting_input"),
                 ))
         pairs = [
             PairFacts(from_team=p.from_team, to_team=p.to_team, state=p.state, reason=p.reason,

@@ -75,7 +75,7 @@ class RunningTell:
     from_team: str | None
     to_team: str
     quiet_since: float  # wall clock: its last line from claude (or its start)
-    awaiting_approval: bool = False  # silent because a person decides: not stuck
+    awaiting_approval: bool = False  # silent because a person decides (an approval, a question): not stuck
 
 
 @dataclass(frozen=True)
