@@ -386,6 +386,20 @@ def judge_mesh(name: str, view: Any, running_pid: int | None) -> Check:
                                f"this irisd is `{name}`")
 
 
+def check_health(ctx: Context) -> Check:
+    """What the running irisd's health monitor finds wrong, worst first, with the fixes."""
+    status = ctx.status
+    if status is None:
+        return Check("health", "skip", "irisd is not running: nothing to watch")
+    findings = status.findings
+    if not findings:
+        return Check("health", "ok", "irisd's health monitor finds nothing wrong")
+    verdict: Verdict = "fail" if findings[0].severity == "error" else "warn"
+    detail = "; ".join(f"{f.severity}: {f.summary}" for f in findings)
+    fix = "; ".join(dict.fromkeys(f.fix for f in findings if f.fix))
+    return Check("health", verdict, detail, fix)
+
+
 CHECKS: list[Callable[[Context], Check]] = [
     check_claude,
     check_credentials,
@@ -397,6 +411,7 @@ CHECKS: list[Callable[[Context], Check]] = [
     check_root_skip,
     check_socket_folder,
     check_daemon,
+    check_health,
     check_http,
     check_service,
     check_claude_code,

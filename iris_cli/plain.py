@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from iris_cli.table import Cell, Column, Table, clean, draw, one_line, paint, use_color
 from iris_cli.text import ago, pair_name, short, usd
+from protocol.health import Finding, Recovery
 from protocol.messages import ProcessInfo, StatusReply, TeamInfo
 
 
@@ -99,7 +100,7 @@ def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
             lines.append(f"{turn.id} {pair} unsolicited {turn.status}{error} {ago(turn.started_at)}")
             if turn.text:
                 lines.append("  " + short(clean(turn.text), 200))  # its start: 'iris cache read ID' has it all
-    return lines + error_lines(reply, color=color)
+    return lines + health_lines(reply.findings, reply.recoveries, color=color) + error_lines(reply, color=color)
 
 
 SHOWN_ERRORS = 3
@@ -123,6 +124,27 @@ def error_lines(reply: StatusReply, *, color: bool) -> list[str]:
     for entry in reply.recent_errors[:SHOWN_ERRORS]:
         at = time.strftime("%H:%M:%S", time.localtime(entry.at))
         lines.append(f"  {at} {entry.level}: {one_line(entry.message)}")
+    return lines
+
+
+SEVERITY_COLORS = {"error": "red", "warning": "yellow", "info": "cyan"}
+
+
+def health_lines(findings: Sequence[Finding], recoveries: Sequence[Recovery], *, color: bool) -> list[str]:
+    """The health monitor's findings, a line each with its fix under it, and what irisd
+    did about some itself (settings.health.recover)."""
+    lines = []
+    if findings:
+        lines += ["", paint("health", "bold", color) + f" ({len(findings)} finding(s))"]
+        for f in findings:
+            lines.append(f"  {paint(f.severity, SEVERITY_COLORS[f.severity], color)} {one_line(f.summary)}")
+            if f.fix:
+                lines.append(f"    fix: {one_line(f.fix)}")
+    if recoveries:
+        lines += ["", paint("irisd acted on its own", "bold", color) + " (settings.health.recover)"]
+        for r in recoveries[:SHOWN_ERRORS]:
+            at = time.strftime("%H:%M:%S", time.localtime(r.at))
+            lines.append(f"  {at} {r.action.replace('_', ' ')} {r.subject}: {r.outcome} ({one_line(r.reason)})")
     return lines
 
 

@@ -71,6 +71,29 @@ class QuestionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, 
     ttl: Milliseconds = 7 * 24 * 60 * MINUTE_MS  # ms until an unanswered question expires
 
 
+class HealthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """The health monitor (irisd/health): when a fact becomes a finding, and whether
+    irisd may act on the safe ones itself. Times in ms; checked every healthCheckInterval."""
+
+    stuck_after: int = 5 * MINUTE_MS  # a running tell that printed nothing this long is stuck
+    cancel_after: int = 30 * MINUTE_MS  # with recover: a tell silent this long is cancelled
+    approval_after: int = 2 * MINUTE_MS  # an approval waiting this long for a person
+    question_after: int = 60 * MINUTE_MS  # a question waiting this long for an answer
+    budget_share: float = 0.8  # a daily budget spent this far (0..1) is nearly spent
+    memory_factor: float = 3.0  # a claude using this many times the others' median memory
+    memory_floor_mb: int = 512  # ... and at least this much (small processes never count)
+    recover: bool = False  # irisd restarts crash-looping pairs and cancels tells past cancelAfter
+    recover_after: int = MINUTE_MS  # a failed pair waits this long before irisd restarts it (doubling)
+
+
+class NotifyConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """Telling a person who is not looking: approvals, questions, health warnings."""
+
+    webhook: str = ""  # an http(s) URL that gets a JSON POST for each (ntfy, Slack-compatible, your own)
+    desktop: bool = True  # a desktop notification over D-Bus, where a session bus has one
+    every: int = 10 * MINUTE_MS  # the same thing is said again at most this often
+
+
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
     response_timeout: Milliseconds = 120_000
     idle_timeout: Milliseconds = 30 * MINUTE_MS
@@ -92,6 +115,8 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     rate_limit: PerMinute | None = None  # tells per minute per pair
     questions: QuestionsConfig = msgspec.field(default_factory=QuestionsConfig)
     mesh: MeshConfig | None = None  # teams on many hosts (iris_common/mesh.py)
+    health: HealthConfig = msgspec.field(default_factory=HealthConfig)
+    notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
 
 
 class TeamBudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -364,6 +389,8 @@ def _validate(config: Config, source: str) -> IrisConfig:
                 f"{source}: key 'settings.questions.patterns[{index}]' ({pattern!r}) is not a valid "
                 f"regular expression: {exc}"
             ) from None
+    _check_health(s.health, source)
+    _check_notify(s.notify, source)
     if not s.claude_path.strip():
         raise ConfigError(f"{source}: key 'settings.claudePath' is empty; use 'claude' or a path")
     teams = {
@@ -382,6 +409,44 @@ def team_name_problem(name: str) -> str:
         "a team name must start with an ASCII letter or digit and hold only "
         "ASCII letters (a-z, A-Z), digits (0-9), '.', '_' and '-', at most 64 characters"
     )
+
+
+def _check_health(h: HealthConfig, source: str) -> None:
+    for key, value, minimum in (
+        ("stuckAfter", h.stuck_after, 1000),
+        ("cancelAfter", h.cancel_after, 1000),
+        ("approvalAfter", h.approval_after, 1000),
+        ("questionAfter", h.question_after, 1000),
+        ("recoverAfter", h.recover_after, 1000),
+        ("memoryFloorMb", h.memory_floor_mb, 0),
+    ):
+        if value < minimum:
+            raise ConfigError(f"{source}: key 'settings.health.{key}' is {value}; it must be at least {minimum} (ms)"
+                              if key != "memoryFloorMb" else
+                              f"{source}: key 'settings.health.{key}' is {value}; use 0 or more")
+    if h.cancel_after < h.stuck_after:
+        raise ConfigError(
+            f"{source}: key 'settings.health.cancelAfter' ({h.cancel_after}) is shorter than "
+            f"'settings.health.stuckAfter' ({h.stuck_after}); a tell is cancelled only after it was found "
+            "stuck: make cancelAfter the longer one"
+        )
+    if not 0 < h.budget_share <= 1:
+        raise ConfigError(
+            f"{source}: key 'settings.health.budgetShare' is {h.budget_share:g}; use a share above 0 and "
+            "at most 1 (0.8: warn once 80% of a daily budget is spent)"
+        )
+    if h.memory_factor < 1:
+        raise ConfigError(f"{source}: key 'settings.health.memoryFactor' is {h.memory_factor:g}; use 1 or more")
+
+
+def _check_notify(n: NotifyConfig, source: str) -> None:
+    if n.webhook and not re.match(r"^https?://[^\s/]+", n.webhook):
+        raise ConfigError(
+            f"{source}: key 'settings.notify.webhook' is {n.webhook!r}; use an http:// or https:// URL "
+            "(e.g. https://ntfy.sh/my-topic), or leave it out"
+        )
+    if n.every < 1000:
+        raise ConfigError(f"{source}: key 'settings.notify.every' is {n.every}; it must be at least 1000 (ms)")
 
 
 def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str) -> Team:

@@ -737,6 +737,7 @@ def render_status(status: StatusReply) -> ToolOutput:
     lines = [f"irisd {status.daemon_version} (pid {status.pid}), {len(status.teams)} teams, "
              f"{status.pending_approvals} approvals waiting"]
     lines += [render_process(p) + (f", tell {p.current_tell}" if p.current_tell else "") for p in status.processes]
+    lines += [f"health {f.severity}: {f.summary} (fix: {f.fix})" for f in status.findings]
     return ToolOutput("\n".join(lines), plain(status))
 
 

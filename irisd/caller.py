@@ -51,6 +51,7 @@ from protocol.messages import (
     Decide,
     DismissQuestion,
     ForgetRule,
+    GetHealth,
     GetPair,
     GetStatus,
     GetTell,
@@ -81,7 +82,7 @@ _OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion, Reload)
 # The only requests a reader may send: they change nothing.
 _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,
-    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications,
+    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications, GetHealth,
 )
 # The only requests an outside A2A agent may send (the A2A methods map onto these).
 _AGENT = (Tell, GetTell, CancelTell, ListTells, ListQuestions, AnswerQuestion, DismissQuestion)

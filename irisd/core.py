@@ -15,8 +15,10 @@ from irisd.a2a.teams import sync_a2a_teams
 from irisd.agent.runner import Agent
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
+from irisd.health.monitor import HealthMonitor
 from irisd.mesh.service import MeshService
 from irisd.notifications import Courier
+from irisd.notify.service import Notifier
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
@@ -95,6 +97,13 @@ class Services:
             config=config, store=store, remote_teams=self.remote_teams,
             dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),
         )
+        # Approvals, questions and health warnings reach a person who is not looking.
+        self.notifier = Notifier(settings=lambda: self.dispatcher.config.settings.notify, hub=hub)
+        self.health = HealthMonitor(
+            config=config, store=store, supervisor=self.supervisor, tells=self.tells, remote_teams=self.remote_teams,
+            hub=hub, mesh=self.mesh, claude_version=lambda: self.dispatcher.claude_version,
+            on_findings=self.notifier.on_findings,
+        )
         self.dispatcher = Dispatcher(
             config=config,
             paths=paths,
@@ -108,6 +117,7 @@ class Services:
             on_notification=self.courier.wake_up,
             http=access,
             claude_version=claude_version,
+            health=self.health,
         )
 
     async def run(self, *, task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED) -> None:
@@ -118,6 +128,8 @@ class Services:
             await nursery.start(self.courier.run)
             await nursery.start(self.questions.run)
             await nursery.start(self.mesh.run)
+            await nursery.start(self.notifier.run)
+            await nursery.start(self.health.run)
             nursery.start_soon(_retention, self.config, self.store)
             nursery.start_soon(self.store.serve_checkpoints)
             task_status.started(self.dispatcher)

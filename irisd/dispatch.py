@@ -45,6 +45,7 @@ from protocol.errors import (
     PermissionDeniedError,
     UnknownTeamError,
 )
+from protocol.health import worst
 from protocol.messages import (
     AnswerQuestion,
     AnswerReply,
@@ -62,9 +63,11 @@ from protocol.messages import (
     Decide,
     DismissQuestion,
     ForgetRule,
+    GetHealth,
     GetPair,
     GetStatus,
     GetTell,
+    HealthReply,
     Hello,
     HttpInfo,
     HttpInfoReply,
@@ -118,6 +121,7 @@ COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9:_-]*$")
 
 if TYPE_CHECKING:
     from irisd.agent.runner import Agent
+    from irisd.health.monitor import HealthMonitor
     from irisd.mesh.service import MeshService
 
 log = logging.getLogger("irisd.dispatch")
@@ -155,6 +159,7 @@ class Dispatcher:
         on_notification: Callable[[], None] = lambda: None,
         http: HttpAccess | None = None,
         claude_version: str = "",
+        health: HealthMonitor | None = None,
     ) -> None:
         self.config = config
         self.claude_version = claude_version  # of the local claude, read at start (and reload)
@@ -171,6 +176,7 @@ class Dispatcher:
         self.hub = supervisor.hub  # one hub: the pairs publish to it, watchers read it
         self.on_notification = on_notification
         self.http = http
+        self.health = health  # the health monitor (irisd/health): findings for status and /api/health
         self.started_at = time.time()
 
     async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
@@ -368,6 +374,8 @@ class Dispatcher:
                 self.questions.reconfigure(new)
             if self.agent is not None:
                 self.agent.reconfigure(new)
+            if self.health is not None:
+                self.health.reconfigure(new)
             changes = plan.summary()
             log.info("config.yaml reloaded", extra={"changes": changes})
             return changes
@@ -411,7 +419,15 @@ class Dispatcher:
             claude_version=self.claude_version,
             claude_tested=locate.CLAUDE_VERSION,
             config_problem=self.config_problem,
+            findings=await self.health.look() if self.health is not None else [],
+            recoveries=list(self.health.recoveries) if self.health is not None else [],
         )
+
+    async def health_reply(self) -> HealthReply:
+        found = await self.health.look() if self.health is not None else []
+        recoveries = list(self.health.recoveries) if self.health is not None else []
+        return HealthReply(status="ok", worst=worst(found), findings=found, recoveries=recoveries,
+                           checked_at=time.time())
 
     def environment_names(self, team: Team) -> list[str]:
         """The names (never the values) of the variables the team's claude gets."""
@@ -703,5 +719,6 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(Ask, lambda d, r, e: d.ask(r)),
         _on(ReadUnsolicited, lambda d, r, e: d.unsolicited_transcript(r.turn_id)),
         _on(Reload, lambda d, r, e: d.reload_reply()),
+        _on(GetHealth, lambda d, r, e: d.health_reply()),
     ]
 )

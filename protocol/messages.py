@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeGuard, get_args
 
 import msgspec
 
+from protocol.health import Finding, Recovery
 from protocol.limits import (
     DEFAULT_TTL_DAYS,
     BudgetUsd,
@@ -412,6 +413,10 @@ class GetStatus(_Message, tag="get_status"):
     pass
 
 
+class GetHealth(_Message, tag="get_health"):
+    """What the health monitor finds wrong now (``GET /api/health``)."""
+
+
 class ListSessions(_Message, tag="list_sessions"):
     to_team: str | None = None
 
@@ -615,6 +620,7 @@ Request = (
     | Ask
     | ReadUnsolicited
     | Reload
+    | GetHealth
 )
 
 
@@ -661,6 +667,17 @@ class StatusReply(_Message, tag="status_reply"):
     claude_version: str = ""  # the local claude irisd runs ("" when none was found)
     claude_tested: str = ""  # the claude version this Iris was tested with
     config_problem: str = ""  # why the last reload of config.yaml was refused ("" once one works)
+    findings: list[Finding] = []  # what the health monitor finds wrong now, worst first
+    recoveries: list[Recovery] = []  # what irisd did about findings itself (settings.health.recover), newest first
+
+
+class HealthReply(_Message, tag="health_reply"):
+    # No defaults: every field is always on the wire (GET /api/health's readers rely on it).
+    status: Literal["ok"]  # irisd answers (as GET /health says)
+    worst: Literal["ok", "info", "warning", "error"]  # the most severe finding's severity
+    findings: list[Finding]  # worst first
+    recoveries: list[Recovery]  # newest first
+    checked_at: float  # wall clock of the check
 
 
 class SessionsReply(_Message, tag="sessions_reply"):
@@ -795,6 +812,7 @@ Reply = (
     | AskReply
     | UnsolicitedReply
     | ReloadReply
+    | HealthReply
 )
 
 
@@ -846,6 +864,12 @@ class ApprovalEvent(_Message, tag="approval_event"):
     approval: ApprovalInfo
 
 
+class HealthEvent(_Message, tag="health_event"):
+    """irisd acted on a health finding itself (``settings.health.recover``)."""
+
+    recovery: Recovery
+
+
 class UnsolicitedEvent(_Message, tag="unsolicited_event"):
     """A pair's claude started (``running``) or ended a turn that no tell asked for."""
 
@@ -881,6 +905,7 @@ Event = (
     | ProcessEvent
     | QuestionEvent
     | FanOutEvent
+    | HealthEvent
 )
 
 ServerMessage = Reply | Event

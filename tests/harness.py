@@ -60,6 +60,7 @@ class Iris:
         self.env = dict(os.environ)
         for key in [k for k in self.env if k.startswith(("IRIS_", "CLAUDE", "ANTHROPIC"))]:
             del self.env[key]
+        self.env.pop("DBUS_SESSION_BUS_ADDRESS", None)  # no test irisd pops up on the desktop
         self.env.update(
             IRIS_HOME=str(self.home),
             IRIS_SOCKET=str(self.socket),

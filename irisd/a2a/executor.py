@@ -58,6 +58,7 @@ class A2AExecutor:
         # trip), so they are kept: the context for the executor's life, the card a while.
         self._tls: ssl.SSLContext | None = None
         self._card: tuple[CardFacts, float] | None = None
+        self.unreachable = ""  # why the last tell could not reach the agent ("" once one did): the health monitor's
 
     @property
     def team(self) -> Team:
@@ -85,9 +86,12 @@ class A2AExecutor:
             client = AgentClient(http, team=self._team.name, card_url=self.card_url, headers=headers)
             try:
                 await self._run(client, tell, report)
-            except A2AAgentError:
+            except A2AAgentError as exc:
                 self._card = None  # the agent may have changed: read its card again next time
+                if isinstance(exc.__context__, httpx2.TransportError):  # no connection, no answer in time
+                    self.unreachable = exc.message
                 raise
+            self.unreachable = ""
 
     async def _card_of(self, client: AgentClient) -> CardFacts:
         now = trio.current_time()

@@ -46,9 +46,11 @@ from protocol.messages import (
     ErrorReply,
     Event,
     ForgetRule,
+    GetHealth,
     GetPair,
     GetStatus,
     GetTell,
+    HealthReply,
     ListApprovals,
     ListNotifications,
     ListQuestions,
@@ -194,6 +196,7 @@ class ApiRoute:
     query: type[_In] | None = None
     body: type[_In] | None = None
     max_body: int | None = None  # bytes; None: the HTTP face's own limit (irisd.http.app.MAX_BODY_BYTES)
+    operation: str = ""  # the OpenAPI operationId, where the one made from the path is taken
 
     @property
     def params(self) -> list[str]:
@@ -202,12 +205,17 @@ class ApiRoute:
 
     @property
     def operation_id(self) -> str:
+        if self.operation:
+            return self.operation
         words = re.sub(r"[{}]", "", self.path).strip("/").split("/")[1:]
         return self.method.lower() + "".join(w.capitalize() for w in re.split(r"[^A-Za-z0-9]", "_".join(words)) if w)
 
 
 ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute("GET", "/api/status", lambda p, q, b: GetStatus(), (StatusReply,), "The daemon, its pairs and processes"),
+    ApiRoute("GET", "/api/health", lambda p, q, b: GetHealth(), (HealthReply,),
+             "What the health monitor finds wrong, each finding with its evidence and fix",
+             operation="getHealthFindings"),  # getHealth is /health's
     ApiRoute("GET", "/api/teams", lambda p, q, b: ListTeams(), (TeamsReply,), "The configured teams"),
     ApiRoute(
         "POST", "/api/reload", lambda p, q, b: Reload(), (ReloadReply,),

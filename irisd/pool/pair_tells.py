@@ -121,6 +121,7 @@ class PairTells:
         tell = self.by_id[turn.tell_id]
         tell.session_id = session_id
         tell.new_session = tell.new_session or turn.new_session
+        tell.output_wall = time.time()  # silence counts from the hand-over
         if turn.restarted:
             await self.apply(tell, tell.machine.child_restarted(now, startup_s=startup_s))
         else:
@@ -134,6 +135,7 @@ class PairTells:
         """A line the router gave the running tell: a result's cost share is the tell's; a
         permission request goes to the approval desk; any other line its machine reads,
         its transcript keeps, its listeners see (the text, the phase, claude's retries)."""
+        tell.output_wall = time.time()
         if routed.spent is not None and isinstance(line, ResultLine):
             tell.book(routed.spent)
             self.spent_usd += routed.spent.cost_usd

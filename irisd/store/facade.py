@@ -50,6 +50,8 @@ class Store:
         # for tests on trio's autojump clock, which would jump virtual time while a
         # worker thread runs, and for a store opened without a reader.
         self._inline = inline or reader is None
+        self.refusals = 0  # how many times the writer failed (the health monitor watches it grow)
+        self.last_refusal = ""  # why, the last time
         self._wal_pages = 0
         self._checkpoint_due = trio.Event()
         if not self._inline:
@@ -130,7 +132,11 @@ class Store:
         try:
             return query(connection, *args, **kwargs)
         except apsw.Error as exc:
-            raise store_error(exc, connection.filename) from None
+            error = store_error(exc, connection.filename)
+            if connection is self._connection:  # the writer: the health monitor reports it
+                self.refusals += 1
+                self.last_refusal = error.message
+            raise error from None
 
     def close(self) -> None:
         if self._reader is not None:

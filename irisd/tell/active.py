@@ -94,6 +94,7 @@ class ActiveTell:
         self._ended = False
         self.created_wall = time.time()
         self.started_wall: float | None = None
+        self.output_wall = self.created_wall  # its last line from claude (or its start): the health monitor's
         self.finished_wall: float | None = None
         self.phase = TellPhase(name="queued", since=self.created_wall, text="queued")  # what it waits for
         self.replied = trio.Event()  # the submitting caller gets its answer now

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any, cast
 
 import httpx2
+import pytest
 import trio
+import trio.testing
 
 from iris_common.config import Team
 from irisd.a2a.executor import A2AExecutor
@@ -16,6 +18,7 @@ from irisd.pool.remote import RemoteTell, TellReport
 from irisd.store import a2a_contexts
 from irisd.store.db import open_database
 from irisd.store.facade import Store
+from protocol.errors import A2AAgentError
 from protocol.messages import TellStatus
 
 URL = "http://agent.test/.well-known/agent-card.json"
@@ -123,3 +126,26 @@ async def test_a_cancelled_tell_cancels_the_task_at_the_agent(
     assert report.accepted_at == t0  # the agent named its task at once: the caller may hear of it
     assert not any(call[0] == "finished" for call in report.calls)  # the pair records the end
     assert (await store.call(a2a_contexts.get, "web", "far", URL)).context_id == "ctx-1"
+
+
+async def test_an_agent_that_cannot_be_reached_is_remembered_for_the_health_monitor_until_a_tell_works(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    agent = Agent(working_polls=0)
+    down = True
+
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        if down:
+            raise httpx2.ConnectError("connection refused", request=request)
+        return agent.handle(request)
+
+    store = Store(open_database(tmp_path / "iris.db"), inline=True)
+    team = Team(name="far", path="", a2a=URL, idle_timeout_ms=1000, response_timeout_ms=1000)
+    run = A2AExecutor(team, store=store, environ={}, transport=httpx2.MockTransport(handle))
+    with trio.fail_after(60):
+        with pytest.raises(A2AAgentError, match="cannot reach"):
+            await run.run(tell(), cast(TellReport, Report()))
+        assert run.unreachable.startswith("cannot reach") and "connection refused" in run.unreachable
+        down = False
+        await run.run(tell(), cast(TellReport, Report()))
+    assert run.unreachable == ""

@@ -169,3 +169,30 @@ def test_an_a2a_prompt_frames_the_message_once_and_no_prompt_passes_it_as_sent()
     assert framed == "[A2A m-1 from a2a:bot] say {sender}"
     plain = parse("teams:\n  a:\n    path: /tmp\n").teams["a"]
     assert a2a_prompt(plain.a2a_prompt, "hi", message_id="m", sender="s") == "hi"
+
+
+def test_health_and_notify_settings_load_with_defaults_off() -> None:
+    config = parse_config(b"settings:\n  health:\n    stuckAfter: 60000\n    recover: true\n", source="c.yaml")
+    assert config.settings.health.stuck_after == 60000 and config.settings.health.recover
+    assert config.settings.health.cancel_after == 30 * 60_000
+    plain = parse_config(b"{}", source="c.yaml").settings
+    assert not plain.health.recover and plain.notify.webhook == ""
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "problem"),
+    [
+        (b"settings:\n  health:\n    stuckAfter: 10\n",
+         "key 'settings.health.stuckAfter' is 10; it must be at least 1000"),
+        (b"settings:\n  health:\n    stuckAfter: 600000\n    cancelAfter: 60000\n",
+         "'settings.health.cancelAfter' (60000) is shorter than 'settings.health.stuckAfter' (600000)"),
+        (b"settings:\n  health:\n    budgetShare: 1.5\n", "key 'settings.health.budgetShare' is 1.5; use a share"),
+        (b"settings:\n  health:\n    memoryFactor: 0.5\n", "key 'settings.health.memoryFactor' is 0.5; use 1 or more"),
+        (b"settings:\n  health:\n    stuckAfer: 1\n", "unknown key 'settings.health.stuckAfer'"),
+        (b"settings:\n  notify:\n    webhook: ntfy.sh/x\n",
+         "key 'settings.notify.webhook' is 'ntfy.sh/x'; use an http"),
+    ],
+)
+def test_health_and_notify_mistakes_are_named(yaml_text: bytes, problem: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        parse_config(yaml_text, source="c.yaml")

@@ -37,14 +37,36 @@ def test_a_sound_setup_fails_nothing(tmp_path: Path) -> None:
     checks = by_name(ctx)
     assert [c.name for c in run_checks(ctx)] == [
         "claude", "credentials", "config", "team folders", "remote teams", "A2A teams", "mesh", "root + skip",
-        "socket folder", "irisd", "HTTP face", "systemd unit", "Claude Code",
+        "socket folder", "irisd", "health", "HTTP face", "systemd unit", "Claude Code",
     ]
-    assert len(CHECKS) == 13
+    assert len(CHECKS) == 14
     tested = f"claude {locate.CLAUDE_VERSION} at {claude} (the version Iris is tested with)"
     assert checks["claude"] == Check("claude", "ok", tested)
     assert all(c.verdict != "fail" for c in checks.values()), checks
     assert checks["irisd"].verdict == "warn" and "iris daemon start" in checks["irisd"].fix
     assert checks["HTTP face"] == Check("HTTP face", "skip", "needs a running irisd")
+    assert checks["health"] == Check("health", "skip", "irisd is not running: nothing to watch")
+
+
+def test_health_says_the_running_irisds_findings_worst_first_with_their_fixes(tmp_path: Path) -> None:
+    from iris_cli.doctor import check_health
+    from protocol.health import Finding
+    from protocol.messages import StatusReply
+
+    ctx = setup(tmp_path, None)
+    status = StatusReply(pid=1, daemon_version="x", started_at=0, socket_path="s", config_path="c", teams=[],
+                         processes=[], max_processes=1)
+    ctx.__dict__["status"] = status  # as if irisd answered
+    assert check_health(ctx) == Check("health", "ok", "irisd's health monitor finds nothing wrong")
+    ctx.__dict__["status"] = StatusReply(**{**{f: getattr(status, f) for f in status.__struct_fields__}, "findings": [
+        Finding(kind="crash_loop", severity="error", subject="external->a", summary="pair external->a: claude keeps "
+                "failing to start", fix="iris doctor; then iris wake a"),
+        Finding(kind="stuck_tell", severity="warning", subject="t1", summary="tell t1 is silent", fix="iris cancel t1"),
+    ]})
+    check = check_health(ctx)
+    assert check.verdict == "fail"
+    assert check.detail == "error: pair external->a: claude keeps failing to start; warning: tell t1 is silent"
+    assert check.fix == "iris doctor; then iris wake a; iris cancel t1"
 
 
 def test_an_a2a_teams_header_variable_set_nowhere_is_named_before_a_tell_fails(tmp_path: Path) -> None:

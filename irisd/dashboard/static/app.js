@@ -88,6 +88,7 @@ function tellInfo(t) {
 
 async function loadStatus() {
   state.status = await api("GET", "/api/status");
+  notifyFindings(state.status.findings);
   renderChrome();
 }
 
@@ -302,8 +303,11 @@ function onEvent(event) {
     }
     case "approval_event": {
       const approval = event.approval;
-      if (approval.status === "pending") state.approvals.set(approval.id, approval);
-      else {
+      if (approval.status === "pending") {
+        state.approvals.set(approval.id, approval);
+        notifyPerson(`approval:${approval.id}`, `${approval.to_team} asks to use ${approval.tool_name}`,
+          `iris approve ${approval.id} (or deny it in the Inbox)`);
+      } else {
         state.approvals.delete(approval.id);
         state.decided = [approval, ...state.decided.filter((a) => a.id !== approval.id)].slice(0, 20);
         if (approval.remembered) soon("approvals", loadApprovals);
@@ -314,8 +318,10 @@ function onEvent(event) {
     }
     case "question_event": {
       const question = event.question;
-      if (question.status === "pending") state.questions.set(question.id, question);
-      else {
+      if (question.status === "pending") {
+        state.questions.set(question.id, question);
+        notifyPerson(`question:${question.id}`, `${question.to_team} asks a question`, question.question);
+      } else {
         state.questions.delete(question.id);
         state.closedQuestions = [question, ...state.closedQuestions.filter((x) => x.id !== question.id)].slice(0, 20);
       }
@@ -1022,11 +1028,64 @@ function healthView() {
     h("div", { class: "meter", role: "meter", "aria-valuemin": 0, "aria-valuemax": s.max_processes, "aria-valuenow": live, "aria-labelledby": "meter-label" },
       h("span", { class: "fill", "data-fill": String(Math.round((100 * live) / Math.max(1, s.max_processes))) })),
     h("dl", { class: "facts wide" }, rows.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    healthFindings(s),
     section("Recent errors in the log",
       errors.length ? h("ul", { class: "log" }, errors.map((e) => h("li", { class: `lvl-${e.level}` },
         h("span", { class: "muted" }, clock(e.at)), " ", h("strong", {}, e.level), " ", e.message)))
         : h("p", { class: "muted" }, "None since irisd started.")));
 }
+
+// The health monitor's findings (irisd/health): each with its evidence and the command that fixes it,
+// and what irisd did itself (settings.health.recover).
+function healthFindings(s) {
+  const findings = s.findings || [];
+  const recoveries = s.recoveries || [];
+  return h("div", { "data-health": "" },
+    section("Findings",
+      findings.length ? h("ul", { class: "log" }, findings.map((f) => h("li", { class: `lvl-${f.severity}`, "data-finding": f.kind },
+        h("strong", {}, f.severity), " ", f.summary,
+        f.evidence ? h("div", { class: "muted" }, f.evidence) : null,
+        f.fix ? h("div", {}, "fix: ", h("code", {}, f.fix)) : null)))
+        : h("p", { class: "muted" }, "Nothing is wrong that irisd can see.")),
+    recoveries.length ? section("What irisd did itself",
+      h("ul", { class: "log" }, recoveries.map((r) => h("li", {},
+        h("span", { class: "muted" }, clock(r.at)), " ", r.action.replace("_", " "), " ", h("strong", {}, r.subject), ": ", r.outcome,
+        h("div", { class: "muted" }, r.reason))))) : null);
+}
+
+// --- browser notifications (README "Notifications") ---------------------------------
+// Only while the page is in the background: a person looking at it sees the Inbox.
+// Each thing once per NOTIFY_EVERY_MS (a flapping finding is said once), at most
+// NOTIFY_PER_MINUTE a minute. The browser asks for permission at the first click.
+
+const NOTIFY_EVERY_MS = 10 * 60 * 1000;
+const NOTIFY_PER_MINUTE = 10;
+const notified = new Map(); // key -> when it was said
+let notifiedRecently = [];
+
+function notifyPerson(key, title, body) {
+  if (!("Notification" in window) || Notification.permission !== "granted" || !document.hidden) return;
+  const now = Date.now();
+  const said = notified.get(key);
+  if (said !== undefined && now - said < NOTIFY_EVERY_MS) return;
+  notifiedRecently = notifiedRecently.filter((at) => now - at < 60_000);
+  if (notifiedRecently.length >= NOTIFY_PER_MINUTE) return;
+  notifiedRecently.push(now);
+  notified.set(key, now);
+  if (notified.size > 1000) for (const [k, at] of notified) if (now - at >= NOTIFY_EVERY_MS) notified.delete(k);
+  const shown = new Notification(title, { body, tag: key });
+  shown.onclick = () => { window.focus(); shown.close(); };
+}
+
+function notifyFindings(findings) {
+  for (const f of findings || []) {
+    if (f.severity === "warning" || f.severity === "error") notifyPerson(`health:${f.kind}:${f.subject}`, `Iris health: ${f.summary}`, f.fix || "");
+  }
+}
+
+document.addEventListener("click", () => {
+  if ("Notification" in window && Notification.permission === "default") Notification.requestPermission();
+}, { once: true });
 
 // --- start -------------------------------------------------------------------------
 
