@@ -50,6 +50,25 @@ def running_iris(teams: list[str], *, start: bool = True, **settings: Any) -> It
             shutil.rmtree(iris.socket.parent, ignore_errors=True)
 
 
+class SimIris(Iris):
+    """An isolated irisd whose claude children are echoes in its own process
+    (``bench/sim_irisd.py``): the real daemon, at a pair's cost instead of a claude's."""
+
+    log_level = "warning"
+    script = REPO / "bench" / "sim_irisd.py"
+
+    def start(self, *, wait: bool = True) -> subprocess.Popen[bytes]:
+        self.write_config()
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(self.script), "--log-level", self.log_level],
+                env=self.env, stdout=subprocess.DEVNULL, stderr=log, cwd=self.root,
+            )
+        if wait:
+            self.wait_ready(timeout=120)
+        return self.process
+
+
 def normal_install() -> Path:
     """A scratch virtualenv with this checkout installed from a wheel (no editable hook);
     its ``bin`` folder. Dependencies come from pip's cache when they can."""
