@@ -133,6 +133,17 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def wait_quiet(pid: int, *, cpu_share: float = 0.1, window: float = 0.5, timeout: float = 120.0) -> None:
+    """Wait until a process uses less than ``cpu_share`` of a core over ``window`` seconds
+    (e.g. irisd done importing the MCP SDK in the background after its start)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = cpu_seconds(pid)
+        time.sleep(window)
+        if cpu_seconds(pid) - before < cpu_share * window:
+            return
+
+
 def describe(label: str, samples: list[float]) -> str:
     return (
         f"  {label:<44} median {ms(median(samples)):>10}   p90 {ms(percentile(samples, 90)):>10}"

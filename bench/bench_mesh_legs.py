@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, SimIris, cpu_seconds, describe, header, median, ms, request
+from _common import REPO, SimIris, cpu_seconds, describe, header, median, ms, request, wait_quiet
 
 from harness import claude_binary
 from mesh.nats import NatsServer  # tests/ is on the path (_common)
@@ -68,6 +68,8 @@ class Side:
             time.sleep(0.1)
         for team in ("near", "far"):
             self.tell(team, "warm up")
+        for iris in (self.caller, self.home):  # the MCP SDK loads in the background after a start
+            wait_quiet(iris.process.pid)  # type: ignore[union-attr]
 
     def tell(self, team: str, text: str) -> TellInfo:
         reply = request(self.caller, Tell(to_team=team, message=text, from_team="asker", timeout_ms=0))
@@ -90,7 +92,7 @@ class Side:
                 self.cpu["local"] += after[0] - before[0]
 
     def legs(self) -> list[float]:
-        reply = request(self.home, Report(to_team="far", all_callers=True, limit=5000))
+        reply = request(self.home, Report(to_team="far", all_callers=True, limit=1000))
         assert isinstance(reply, ReportReply)
         there = {t.message: t for t in reply.tells}
         legs = []
