@@ -46,7 +46,7 @@ class Side:
         for iris, name in ((self.caller, "ws-1"), (self.home, "ws-2")):
             iris.settings["mesh"] = {"url": url, "name": f"{label}-{name}"}
             iris.env["PYTHONPATH"] = str(repo)  # the checkout whose code runs
-            iris.script = repo / "bench" / "sim_irisd.py"  # type: ignore[attr-defined]
+            iris.script = repo / "bench" / "sim_irisd.py"
         self.caller.add_team("near")
         self.caller.add_team("asker")
         self.home.add_team("far")

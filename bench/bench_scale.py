@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import json
 import os
 import shutil
@@ -34,6 +35,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from _common import SimIris, header, median, percentile, request, rss_kib
@@ -56,10 +58,10 @@ def listed(iris: SimIris) -> dict[str, str]:
     return {t.name: t.remote for t in reply.teams}
 
 
-def wait_until(done: object, timeout: float, what: str, pause: float = 0.05) -> float:
+def wait_until(done: Callable[[], bool], timeout: float, what: str, pause: float = 0.05) -> float:
     """Poll ``done()`` until true; the seconds it took."""
     started = time.perf_counter()
-    while not done():  # type: ignore[operator]
+    while not done():
         if time.perf_counter() - started > timeout:
             raise AssertionError(f"not {what} after {timeout:g} s")
         time.sleep(pause)
@@ -174,7 +176,7 @@ def main() -> None:
             irisds += new
             for iris in irisds:
                 iris.converged = False  # type: ignore[attr-defined]
-            wait_until(lambda: converged(irisds, args.teams), timeout=300, what="converged")
+            wait_until(functools.partial(converged, irisds, args.teams), timeout=300, what="converged")
             done = time.perf_counter()
             per_second, took = tells_at_once(irisds, args.tells, args.clients)
             sizes = jetstream_sizes(cluster)
@@ -195,15 +197,14 @@ def main() -> None:
             killed, stopped = len(irisds) - 1, len(irisds) - 2
             process = irisds[killed].process
             assert process is not None
-            started = time.perf_counter()
             os.kill(process.pid, signal.SIGKILL)
             process.wait()
             irisds[killed].process = None
-            took_killed = wait_until(lambda: gone_everywhere(irisds, killed, args.teams), 120, "seen gone", 0.2)
-            started = time.perf_counter()
+            took_killed = wait_until(functools.partial(gone_everywhere, irisds, killed, args.teams), 120, "gone",
+                                     0.2)
             irisds[stopped].stop(timeout=60)
-            took_stopped = wait_until(lambda: gone_everywhere(irisds, stopped, args.teams), 120, "seen gone", 0.2)
-            del started
+            took_stopped = wait_until(functools.partial(gone_everywhere, irisds, stopped, args.teams), 120, "gone",
+                                      0.2)
             gone.append(f"  a home killed (kill -9) seen unreachable by all {len(irisds) - 2} others in "
                         f"{took_killed:.2f} s; a home stopped cleanly, in {took_stopped:.2f} s")
         header(f"The mesh by simulation: up to {steps[-1]} irisds x {args.teams} teams, NATS cluster of 3")
@@ -215,7 +216,7 @@ def main() -> None:
             if iris.process is not None:
                 try:
                     iris.stop(timeout=60)
-                except Exception:  # noqa: BLE001 (the others still stop)
+                except Exception:  # the others still stop
                     iris.process.kill()
             shutil.rmtree(iris.socket.parent, ignore_errors=True)
         cluster.stop()

@@ -75,7 +75,7 @@ def echo_children(new_marker: Callable[[], str]) -> ChildFactory:
 
 
 if __name__ == "__main__":
-    irisd.daemon.marked_claude_child = echo_children  # type: ignore[assignment]
+    irisd.daemon.marked_claude_child = echo_children  # type: ignore[attr-defined]
     from irisd.main import main
 
     sys.exit(main(sys.argv[1:]))
