@@ -43,13 +43,14 @@ class Side:
         self.label = label
         self.caller = SimIris(root / f"{label}-ws-1", model_url="http://127.0.0.1:9", claude=claude_binary())
         self.home = SimIris(root / f"{label}-ws-2", model_url="http://127.0.0.1:9", claude=claude_binary())
-        for iris, name in ((self.caller, "ws-1"), (self.home, "ws-2")):
-            iris.settings["mesh"] = {"url": url, "name": f"{label}-{name}"}
+        self.far = f"far-{label}"  # one home per team on the mesh: each side's own
+        for iris, name, offer in ((self.caller, "ws-1", []), (self.home, "ws-2", [self.far])):
+            iris.settings["mesh"] = {"url": url, "name": f"{label}-{name}", "offer": offer}
             iris.env["PYTHONPATH"] = str(repo)  # the checkout whose code runs
             iris.script = repo / "bench" / "sim_irisd.py"
         self.caller.add_team("near")
         self.caller.add_team("asker")
-        self.home.add_team("far")
+        self.home.add_team(self.far)
         self.remote: list[TellInfo] = []
         self.samples: dict[str, list[float]] = {"local": [], "remote": []}
         self.cpu = {"local": 0.0, "remote caller": 0.0, "remote home": 0.0}
@@ -60,13 +61,13 @@ class Side:
 
         def far_listed() -> bool:
             teams = request(self.caller, ListTeams())
-            return isinstance(teams, TeamsReply) and any(t.name == "far" for t in teams.teams)
+            return isinstance(teams, TeamsReply) and any(t.name == self.far for t in teams.teams)
 
         deadline = time.monotonic() + 60
         while not far_listed():
             assert time.monotonic() < deadline, "far not listed on ws-1"
             time.sleep(0.1)
-        for team in ("near", "far"):
+        for team in ("near", self.far):
             self.tell(team, "warm up")
         for iris in (self.caller, self.home):  # the MCP SDK loads in the background after a start
             wait_quiet(iris.process.pid)  # type: ignore[union-attr]
@@ -81,7 +82,7 @@ class Side:
             pids = [self.caller.process.pid, self.home.process.pid]  # type: ignore[union-attr]
             before = [cpu_seconds(pid) for pid in pids]
             started = time.perf_counter()
-            info = self.tell("far" if side == "remote" else "near", f"{side} {index}")
+            info = self.tell(self.far if side == "remote" else "near", f"{side} {index}")
             self.samples[side].append(time.perf_counter() - started)
             after = [cpu_seconds(pid) for pid in pids]
             if side == "remote":
@@ -92,7 +93,7 @@ class Side:
                 self.cpu["local"] += after[0] - before[0]
 
     def legs(self) -> list[float]:
-        reply = request(self.home, Report(to_team="far", all_callers=True, limit=1000))
+        reply = request(self.home, Report(to_team=self.far, all_callers=True, limit=1000))
         assert isinstance(reply, ReportReply)
         there = {t.message: t for t in reply.tells}
         legs = []
