@@ -11,19 +11,12 @@ stall on one side cannot delay the other.
 thread: the loop's done-callback wakes the trio task through the trio token. ``to_trio``
 is the way back for callbacks the client makes (a message arrived, the connection
 dropped).
-
-Two threads share one GIL: a message that arrives while the trio thread runs Python
-waits until that thread lets the GIL go, which CPython asks of it only after the
-switch interval (5 ms by default). While the bridge runs it is ``SWITCH_INTERVAL_S``:
-a remote tell crosses the bridge on both irisds, both ways, and on a busy
-machine those waits were most of the mesh's own time (README Performance, benchmark 11).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -32,8 +25,6 @@ from typing import Any, TypeVar
 import trio
 
 T = TypeVar("T")
-
-SWITCH_INTERVAL_S = 0.0005  # how long a thread holding the GIL keeps it from the other
 
 
 class Bridge:
@@ -68,10 +59,7 @@ class Bridge:
 @asynccontextmanager
 async def open_bridge() -> AsyncIterator[Bridge]:
     """A thread with an asyncio loop, for as long as the block runs. On the way out every
-    task still on the loop is cancelled, then the loop stops and the thread is joined.
-    The GIL's switch interval is ``SWITCH_INTERVAL_S`` meanwhile."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, SWITCH_INTERVAL_S))
+    task still on the loop is cancelled, then the loop stops and the thread is joined."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="iris-mesh-asyncio", daemon=True)
     thread.start()
@@ -84,7 +72,6 @@ async def open_bridge() -> AsyncIterator[Bridge]:
             loop.call_soon_threadsafe(loop.stop)
             await trio.to_thread.run_sync(thread.join)
             loop.close()
-            sys.setswitchinterval(interval)
 
 
 async def _cancel_all() -> None:

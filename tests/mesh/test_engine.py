@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import sys
 from pathlib import Path
 
 import pytest
 import trio
 
 from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh
-from irisd.mesh.bridge import SWITCH_INTERVAL_S, open_bridge
+from irisd.mesh.bridge import open_bridge
 from irisd.mesh.engine import REPLIES, TELLS, MeshError, open_link
 from irisd.mesh.wire import tell_subject
 from mesh.nats import NatsCluster, NatsServer, free_port
@@ -45,18 +44,6 @@ async def test_cancelling_a_call_cancels_it_on_the_asyncio_side() -> None:
             await bridge.call(asyncio.sleep, 30)
         assert scope.cancelled_caught
         assert await bridge.call(asyncio.wait_for, asyncio.sleep(0, "still serving"), 1) == "still serving"
-
-
-async def test_while_the_bridge_runs_a_thread_keeps_the_gil_briefly() -> None:
-    """A message the asyncio thread receives waits for the GIL at most the switch
-    interval while the trio thread runs Python: short while the bridge runs (5 ms by
-    default made most of a remote tell's mesh time on a busy machine), as before after."""
-    before = sys.getswitchinterval()
-    assert before > SWITCH_INTERVAL_S
-    async with open_bridge() as bridge:
-        assert sys.getswitchinterval() == SWITCH_INTERVAL_S
-        assert await bridge.call(asyncio.wait_for, asyncio.sleep(0, "served"), 1) == "served"
-    assert sys.getswitchinterval() == before
 
 
 async def test_no_server_is_a_clear_error() -> None:
