@@ -158,6 +158,7 @@ def main() -> None:
     irisds: list[SimIris] = []
     rows: list[str] = []
     load = [os.getloadavg()[0]]
+    first: tuple[int, float] | None = None  # (teams known, RSS) at the first step
     try:
         for count in steps:
             new = []
@@ -182,13 +183,15 @@ def main() -> None:
             sizes = jetstream_sizes(cluster)
             rss = [rss_kib(iris.process.pid)["VmRSS"] / 1024 for iris in irisds if iris.process is not None]
             known = count * args.teams
+            first = first or (known, median(rss))
+            slope = (median(rss) - first[1]) / (known - first[0]) * 100 if known > first[0] else 0.0
             load.append(os.getloadavg()[0])
             kind = "cross-host" if count > 1 else "local (one irisd)"
             rows.append(
                 f"  {count:>3} irisds x {args.teams} teams ({known:>5} teams): converged {done - started:6.2f} s "
                 f"after start ({done - answering:5.2f} s after the last answered); {kind} tells "
                 f"{per_second:6.1f}/s, p50 {median(took) * 1000:6.1f} ms, p99 {percentile(took, 99) * 1000:7.1f} ms; "
-                f"irisd RSS median {median(rss):5.1f} MiB ({median(rss) / known * 100:4.1f} MiB per 100 teams known); "
+                f"irisd RSS median {median(rss):5.1f} MiB (+{slope:4.2f} MiB per 100 more teams known); "
                 + ", ".join(f"{name} {msgs} msgs {size / 1024:.0f} KiB" for name, (msgs, size) in sorted(sizes.items()))
             )
             print(rows[-1], flush=True)
