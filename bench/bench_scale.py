@@ -13,13 +13,20 @@ steps (``--steps``, default 1, 5, 10, 20: the new ones all at once), and at each
   irisds sending: tells/s and the p50/p99 of one tell; with one irisd, the same tells to
   its own teams (the local baseline);
 * the JetStream sizes (the two buckets and the two streams, from the server's /jsz);
-* each irisd's resident memory (median), and per 100 teams it knows of.
+* each irisd's resident memory (median), and per 100 teams it knows of;
+* each irisd's CPU while the mesh is idle (``--idle`` seconds, no tells: heartbeats and
+  the directory's watch), in percent of one core: the load-robust figure of what a
+  bigger mesh costs every member.
 
 At the last step, a home goes away: one irisd is killed (kill -9: its heartbeat goes
 stale) and another stopped cleanly (it says so at once); the time until every other
 irisd shows that home's teams as unreachable.
 
-Run: .venv/bin/python bench/bench_scale.py [--steps 1,5,10,20] [--teams 50] [--tells 400]
+With ``--revision REV`` the irisds run that revision's code (a git worktree of it), to
+compare code against code on the same machine (one run after the other: the idle CPU is
+the figure to compare, the load of the moment weighs on the rest).
+
+Run: .venv/bin/python bench/bench_scale.py [--steps 1,5,10,20] [--teams 50] [--tells 400] [--revision REV]
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -38,7 +46,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import SimIris, header, median, percentile, request, rss_kib
+from _common import REPO, SimIris, cpu_seconds, header, median, percentile, request, rss_kib
 
 from harness import claude_binary
 from mesh.nats import NatsCluster  # tests/ is on the path (_common)
@@ -151,9 +159,16 @@ def main() -> None:
     parser.add_argument("--teams", type=int, default=50)
     parser.add_argument("--tells", type=int, default=400)
     parser.add_argument("--clients", type=int, default=10)
+    parser.add_argument("--idle", type=float, default=10.0)
+    parser.add_argument("--revision", help="run the irisds on this revision's code")
     args = parser.parse_args()
     steps = [int(n) for n in args.steps.split(",")]
     root = Path(tempfile.mkdtemp(prefix="iris-bench-scale-"))
+    code = REPO
+    if args.revision:
+        code = root / "revision"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(code), args.revision],
+                       check=True, capture_output=True)
     cluster = NatsCluster(root / "nats").start()
     irisds: list[SimIris] = []
     rows: list[str] = []
@@ -165,6 +180,8 @@ def main() -> None:
             for index in range(len(irisds), count):
                 iris = SimIris(root / f"ws-{index}", model_url="http://127.0.0.1:9", claude=claude_binary())
                 iris.settings["mesh"] = {"url": cluster.urls, "name": f"ws-{index}"}
+                iris.env["PYTHONPATH"] = str(code)
+                iris.script = code / "bench" / "sim_irisd.py"
                 for j in range(args.teams):
                     iris.add_team(team(index, j))
                 new.append(iris)
@@ -179,6 +196,10 @@ def main() -> None:
                 iris.converged = False  # type: ignore[attr-defined]
             wait_until(functools.partial(converged, irisds, args.teams), timeout=300, what="converged")
             done = time.perf_counter()
+            pids = [iris.process.pid for iris in irisds if iris.process is not None]
+            before = [cpu_seconds(pid) for pid in pids]
+            time.sleep(args.idle)
+            idle = median([(cpu_seconds(pid) - was) / args.idle * 100 for pid, was in zip(pids, before, strict=True)])
             per_second, took = tells_at_once(irisds, args.tells, args.clients)
             sizes = jetstream_sizes(cluster)
             rss = [rss_kib(iris.process.pid)["VmRSS"] / 1024 for iris in irisds if iris.process is not None]
@@ -191,6 +212,7 @@ def main() -> None:
                 f"  {count:>3} irisds x {args.teams} teams ({known:>5} teams): converged {done - started:6.2f} s "
                 f"after start ({done - answering:5.2f} s after the last answered); {kind} tells "
                 f"{per_second:6.1f}/s, p50 {median(took) * 1000:6.1f} ms, p99 {percentile(took, 99) * 1000:7.1f} ms; "
+                f"idle CPU per irisd {idle:4.1f}% of a core; "
                 f"irisd RSS median {median(rss):5.1f} MiB (+{slope:4.2f} MiB per 100 more teams known); "
                 + ", ".join(f"{name} {msgs} msgs {size / 1024:.0f} KiB" for name, (msgs, size) in sorted(sizes.items()))
             )
@@ -210,7 +232,8 @@ def main() -> None:
                                       0.2)
             gone.append(f"  a home killed (kill -9) seen unreachable by all {len(irisds) - 2} others in "
                         f"{took_killed:.2f} s; a home stopped cleanly, in {took_stopped:.2f} s")
-        header(f"The mesh by simulation: up to {steps[-1]} irisds x {args.teams} teams, NATS cluster of 3")
+        header(f"The mesh by simulation: up to {steps[-1]} irisds x {args.teams} teams, NATS cluster of 3"
+               + (f", irisds on {args.revision}" if args.revision else ""))
         print(f"load average (1 min) during the run: {min(load):.1f} to {max(load):.1f}")
         for line in rows + gone:
             print(line)
@@ -223,6 +246,8 @@ def main() -> None:
                     iris.process.kill()
             shutil.rmtree(iris.socket.parent, ignore_errors=True)
         cluster.stop()
+        if code != REPO:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(code)], check=False)
         shutil.rmtree(root, ignore_errors=True)
 
 
