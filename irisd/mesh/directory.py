@@ -12,8 +12,9 @@
 ``Directory`` keeps the whole of both buckets in memory (a watch), so every question
 (``iris teams``, a tell's phase) is answered without a round trip. Only a change of the
 claims is a change of the directory (``on_change``: the caller's side registers the
-remote teams anew); a heartbeat is not (reachability is read when asked), and the
-buckets' first reading is one change at its end. Each heartbeat of every irisd used to be
+remote teams anew); a heartbeat is not (reachability is read when asked), the buckets'
+first reading is one change at its end, and the claims that come within ``SETTLE_S``
+(an irisd's teams as it joins) are one change. Each heartbeat of every irisd used to be
 one (every irisd redid its whole team list N/2 times a second on a mesh of N), and so was
 every claim read at the start (quadratic in the mesh's teams): bench/bench_scale.py.
 """
@@ -47,6 +48,7 @@ from irisd.mesh.engine import Link
 log = logging.getLogger("irisd.mesh")
 
 HEARTBEAT_S = 2.0
+SETTLE_S = 0.05  # claims that come this close together are one change of the directory
 
 
 class Directory:
@@ -65,6 +67,7 @@ class Directory:
         self.started_at = time.time()
         self.loaded = trio.Event()  # both buckets read once
         self._claims_read = False
+        self._changed = trio.Event()  # claims changed since ``on_change`` was last called
 
     # --- this irisd's claims --------------------------------------------------------------
 
@@ -154,6 +157,11 @@ class Directory:
             self.teams = team_homes(self.claims)
             self.loaded.set()
             self.on_change()
+            while True:
+                await self._changed.wait()
+                await trio.sleep(SETTLE_S)
+                self._changed = trio.Event()
+                self.on_change()
 
     async def _watch(
         self, kv: KeyValue, apply: Callable[[str, bytes | None, float, int], bool], read: trio.Event
@@ -173,7 +181,7 @@ class Directory:
             server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
             changed = apply(entry.key, None if deleted else entry.value, server_at, entry.revision or 0)
             if changed and self.loaded.is_set():
-                self.on_change()
+                self._changed.set()
 
     def _on_team(self, key: str, value: bytes | None, server_at: float, revision: int) -> bool:
         claim = read_claim(key, value) if value is not None else None

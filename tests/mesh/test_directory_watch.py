@@ -4,11 +4,13 @@ must not make one of each heartbeat, nor of each claim read at the start."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 
 import msgspec
 import trio
+from nats.js.kv import KeyValue
 
 from iris_common.mesh import HomeEntry, Mesh, TeamEntry, claim_key
 from irisd.mesh.bridge import open_bridge
@@ -17,6 +19,11 @@ from irisd.mesh.engine import open_link
 from mesh.nats import NatsServer
 
 CLAIMS = 50
+
+
+async def _put_all(kv: KeyValue, entries: list[TeamEntry]) -> None:
+    """(asyncio thread) every claim at once."""
+    await asyncio.gather(*(kv.put(claim_key(e.home, e.name), msgspec.json.encode(e)) for e in entries))
 
 
 async def wait_until(done: Callable[[], bool]) -> None:
@@ -51,9 +58,16 @@ async def test_heartbeats_and_the_first_reading_are_not_changes_of_the_directory
 
                     new = TeamEntry(name=f"new-{suffix}", home=other)
                     await bridge.call(theirs.teams.put, claim_key(other, new.name), msgspec.json.encode(new))
-                    await wait_until(lambda: new.name in directory.teams)
-                    assert len(changes) == 2 and changes[-1] == len(directory.teams)
+                    await wait_until(lambda: len(changes) == 2)
+                    assert new.name in directory.teams and changes[-1] == len(directory.teams)
                     assert directory.teams[new.name].home == other
+
+                    # An irisd's claims as it joins: one change, not one per claim.
+                    joined = [TeamEntry(name=f"j{n}-{suffix}", home=other) for n in range(CLAIMS)]
+                    await bridge.call(_put_all, theirs.teams, joined)
+                    await wait_until(lambda: all(entry.name in directory.teams for entry in joined))
+                    await wait_until(lambda: changes[-1] == len(directory.teams))
+                    assert len(changes) - 2 < CLAIMS // 2, changes  # not one per claim
                     nursery.cancel_scope.cancel()
         finally:
             await theirs.close()
