@@ -50,6 +50,25 @@ def running_iris(teams: list[str], *, start: bool = True, **settings: Any) -> It
             shutil.rmtree(iris.socket.parent, ignore_errors=True)
 
 
+class SimIris(Iris):
+    """An isolated irisd whose claude children are echoes in its own process
+    (``bench/sim_irisd.py``): the real daemon, at a pair's cost instead of a claude's."""
+
+    log_level = "warning"
+    script = REPO / "bench" / "sim_irisd.py"
+
+    def start(self, *, wait: bool = True) -> subprocess.Popen[bytes]:
+        self.write_config()
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(self.script), "--log-level", self.log_level],
+                env=self.env, stdout=subprocess.DEVNULL, stderr=log, cwd=self.root,
+            )
+        if wait:
+            self.wait_ready(timeout=120)
+        return self.process
+
+
 def normal_install() -> Path:
     """A scratch virtualenv with this checkout installed from a wheel (no editable hook);
     its ``bin`` folder. Dependencies come from pip's cache when they can."""
@@ -112,6 +131,17 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used so far, from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(pid: int, *, cpu_share: float = 0.1, window: float = 0.5, timeout: float = 120.0) -> None:
+    """Wait until a process uses less than ``cpu_share`` of a core over ``window`` seconds
+    (e.g. irisd done importing the MCP SDK in the background after its start)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        before = cpu_seconds(pid)
+        time.sleep(window)
+        if cpu_seconds(pid) - before < cpu_share * window:
+            return
 
 
 def describe(label: str, samples: list[float]) -> str:

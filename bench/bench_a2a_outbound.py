@@ -22,7 +22,7 @@ import sys
 import uuid
 from urllib.parse import urlsplit
 
-from _common import REPO, describe, header, median, ms, request, running_iris, timed
+from _common import REPO, cpu_seconds, describe, header, median, ms, request, running_iris, timed
 
 from protocol.messages import Tell, TellReply
 
@@ -55,13 +55,20 @@ def main() -> None:
             iris.teams["agent"] = {"a2a": base}
             iris.start()
 
+            assert iris.process is not None
+            pid = iris.process.pid
+            cpu = [0.0]
+
             def through_irisd(text: str) -> None:
+                before = cpu_seconds(pid)
                 reply = request(iris, Tell(to_team="agent", message=text, timeout_ms=0))
                 assert isinstance(reply, TellReply) and reply.status == "completed", reply
+                cpu[0] += cpu_seconds(pid) - before
 
             through_irisd("warm up")  # the first tell imports the HTTP client (0.27 s, once)
             direct(base, "warm up")
             samples: dict[str, list[float]] = {"direct": [], "irisd": []}
+            cpu[0] = 0.0
             for round_ in range(args.rounds):
                 sides = [("direct", lambda: direct(base, "hello")), ("irisd", lambda: through_irisd("hello"))]
                 for name, action in sides if round_ % 2 == 0 else reversed(sides):
@@ -69,7 +76,8 @@ def main() -> None:
         header("A2A agent as a team: a tell through irisd vs straight to the agent")
         ratio = median(samples["irisd"]) / median(samples["direct"])
         extra = median(samples["irisd"]) - median(samples["direct"])
-        print(f"  through irisd: {ratio:.2f}x the direct message (+{ms(extra)})")
+        print(f"  through irisd: {ratio:.2f}x the direct message (+{ms(extra)}); irisd's CPU per tell "
+              f"{ms(cpu[0] / args.rounds)} (the load-robust figure)")
         for name, values in samples.items():
             print(describe(name, values))
     finally:

@@ -10,7 +10,13 @@
   a killed one goes stale after ``STALE_S``.
 
 ``Directory`` keeps the whole of both buckets in memory (a watch), so every question
-(``iris teams``, a tell's phase) is answered without a round trip.
+(``iris teams``, a tell's phase) is answered without a round trip. Only a change of the
+claims is a change of the directory (``on_change``: the caller's side registers the
+remote teams anew); a heartbeat is not (reachability is read when asked), the buckets'
+first reading is one change at its end, and the claims that come within ``SETTLE_S``
+(an irisd's teams as it joins) are one change. Each heartbeat of every irisd used to be
+one (every irisd redid its whole team list N/2 times a second on a mesh of N), and so was
+every claim read at the start (quadratic in the mesh's teams): bench/bench_scale.py.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from irisd.mesh.engine import Link
 log = logging.getLogger("irisd.mesh")
 
 HEARTBEAT_S = 2.0
+SETTLE_S = 0.05  # claims that come this close together are one change of the directory
 
 
 class Directory:
@@ -59,6 +66,8 @@ class Directory:
         self.offered: list[str] = []
         self.started_at = time.time()
         self.loaded = trio.Event()  # both buckets read once
+        self._claims_read = False
+        self._changed = trio.Event()  # claims changed since ``on_change`` was last called
 
     # --- this irisd's claims --------------------------------------------------------------
 
@@ -144,11 +153,18 @@ class Directory:
             nursery.start_soon(self._watch, self.link.homes, self._on_home, homes_read)
             await teams_read.wait()
             await homes_read.wait()
+            self._claims_read = True
+            self.teams = team_homes(self.claims)
             self.loaded.set()
             self.on_change()
+            while True:
+                await self._changed.wait()
+                await trio.sleep(SETTLE_S)
+                self._changed = trio.Event()
+                self.on_change()
 
     async def _watch(
-        self, kv: KeyValue, apply: Callable[[str, bytes | None, float, int], None], read: trio.Event
+        self, kv: KeyValue, apply: Callable[[str, bytes | None, float, int], bool], read: trio.Event
     ) -> None:
         bridge = self.link.bridge
         watcher = await bridge.call(kv.watchall)
@@ -163,10 +179,11 @@ class Directory:
             deleted = entry.operation in ("DEL", "PURGE")
             created = entry.created
             server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
-            apply(entry.key, None if deleted else entry.value, server_at, entry.revision or 0)
-            self.on_change()
+            changed = apply(entry.key, None if deleted else entry.value, server_at, entry.revision or 0)
+            if changed and self.loaded.is_set():
+                self._changed.set()
 
-    def _on_team(self, key: str, value: bytes | None, server_at: float, revision: int) -> None:
+    def _on_team(self, key: str, value: bytes | None, server_at: float, revision: int) -> bool:
         claim = read_claim(key, value) if value is not None else None
         if claim is not None:
             self.claims[key] = (revision, claim)
@@ -174,19 +191,23 @@ class Directory:
             if value is not None:
                 log.warning("mesh: a directory entry that is not a home's own claim", extra={"key": key})
             self.claims.pop(key, None)
-        self.teams = team_homes(self.claims)
+        if self._claims_read:  # while the bucket is first read: once, at its end
+            self.teams = team_homes(self.claims)
+        return True
 
-    def _on_home(self, key: str, value: bytes | None, server_at: float, revision: int) -> None:
+    def _on_home(self, key: str, value: bytes | None, server_at: float, revision: int) -> bool:
+        """A heartbeat: no team changes its home (the claims say where a team lives)."""
         if value is None:
             self.homes.pop(key, None)
-            return
+            return False
         try:
             entry = msgspec.json.decode(value, type=HomeEntry)
         except msgspec.ValidationError:
             log.warning("mesh: a heartbeat that is not Iris's", extra={"key": key})
-            return
+            return False
         entry.server_at = server_at
         self.homes[key] = entry
+        return False
 
     def reachable(self, home: str) -> bool:
         return reachable(self.homes.get(home), time.time())

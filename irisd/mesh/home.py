@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import nats.errors
 import trio
+from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from iris_common.config import IrisConfig
@@ -117,14 +118,14 @@ class Home:
                                                         error=f"irisd `{self.name}` refuses this tell: {why}"))
             else:
                 log.warning("mesh: dropped a message that is not an Iris tell", extra={"from": caller})
-            await self.link.bridge.call(message.term)
+            self.link.bridge.post(message.term)
             return
         match inbound:
             case RemoteTellMsg():
                 await self._tell(inbound, caller)
             case CancelMsg(id=remote_id):
                 await self._cancel(remote_id, caller)
-        await self.link.bridge.call(message.ack)
+        self.link.bridge.post(message.ack)  # once recorded; a lost ack is a redelivery the record answers
 
     async def _tell(self, tell: RemoteTellMsg, caller: str) -> None:
         known = await self.store.call(records.receive, tell.id, caller, time.time())
@@ -173,7 +174,7 @@ class Home:
         local = reply.tell.id
         self.following[local] = (tell.id, caller)  # before any await: its first events are near
         await self.store.call(records.submitted, tell.id, local)
-        await self._live(caller, LiveMsg(id=tell.id, status=reply.tell.status,
+        self._live(caller, LiveMsg(id=tell.id, status=reply.tell.status,
                                          detail=reply.tell.phase.detail if reply.tell.phase else ""))
         self._nursery.start_soon(self._follow, local, tell.id, caller)
 
@@ -281,15 +282,15 @@ class Home:
             match event:
                 case TellText(tell_id=local, text=delta) if local in self.following:
                     remote_id, caller = self.following[local]
-                    await self._live(caller, LiveMsg(id=remote_id, text=delta))
+                    self._live(caller, LiveMsg(id=remote_id, text=delta))
                 case TellState(tell_id=local, status=status) if local in self.following:
                     remote_id, caller = self.following[local]
                     if status in UNFINISHED_TELL_STATUSES:
-                        await self._live(caller, LiveMsg(id=remote_id, status=status))
+                        self._live(caller, LiveMsg(id=remote_id, status=status))
                 case TellPhaseEvent(tell_id=local, phase=phase) if local in self.following:
                     remote_id, caller = self.following[local]
                     words = phase_words(phase.detail, phase.tool)
-                    await self._live(caller, LiveMsg(id=remote_id, phase=phase.name, detail=words))
+                    self._live(caller, LiveMsg(id=remote_id, phase=phase.name, detail=words))
 
         while True:
             try:
@@ -298,12 +299,18 @@ class Home:
                 log.warning("mesh: the live view of remote tells watches again", extra={"error": exc.message})
                 await trio.sleep(RETRY_S)
 
-    async def _live(self, caller: str, live: LiveMsg) -> None:
-        try:
-            await self.link.bridge.call(self.link.client.publish, live_subject(caller, self.name),
-                                        ENCODER.encode(live))
-        except (nats.errors.Error, TimeoutError):
-            pass  # the live view is best effort; the final result is durable
+    def _live(self, caller: str, live: LiveMsg) -> None:
+        """Sent without waiting: the live view is best effort; the final result is durable."""
+        self.link.bridge.post(_publish_quietly, self.link.client, live_subject(caller, self.name),
+                              ENCODER.encode(live))
+
+
+async def _publish_quietly(client: Client, subject: str, payload: bytes) -> None:
+    """(asyncio thread) a plain publish whose failure (the server away) is nobody's news."""
+    try:
+        await client.publish(subject, payload)
+    except (nats.errors.Error, TimeoutError):
+        pass
 
 
 def phase_words(detail: str, tool: str) -> str:

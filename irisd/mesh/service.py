@@ -286,10 +286,10 @@ class MeshService:
             for message in batch:
                 final = read(FINAL, message.data)
                 if final is None:
-                    await link.bridge.call(message.term)
+                    link.bridge.post(message.term)
                     continue
                 await self._take_final(final, speaker(message.subject))
-                await link.bridge.call(message.ack)
+                link.bridge.post(message.ack)  # once saved; a lost ack is a redelivery, saved once
 
     async def _take_final(self, final: FinalMsg, sender: str) -> None:
         """A final result from irisd ``sender`` (the subject's, so its credentials'): taken

@@ -1,0 +1,169 @@
+"""Benchmark 11b: the mesh's own legs, without a model's turn in the way.
+
+Two irisds on one nats-server (JetStream, file store), each the real daemon with its
+claude children replaced by echoes in its own process (``sim_irisd.py``): a tell's
+turn takes no time, so what is left is Iris and NATS. ``ws-1`` has the local team
+``near``, ``ws-2`` is the home of ``far``. Side by side, round by round (each side first
+in turn), one blocking tell at a time from the same caller team:
+
+* local: a warm tell to ``near`` on ws-1;
+* remote: a warm tell to ``far`` through ws-2;
+* the mesh's legs of each remote tell, from both irisds' records (one machine, one
+  clock): caller recorded -> home recorded, plus home finished -> caller finished
+  (target: at most 3 ms median);
+* CPU per tell: ws-1 (caller) and ws-2 (home) for the remote tells vs ws-1 for the local.
+
+With ``--revision REV`` the same runs on that revision's code too (a git worktree of it),
+interleaved: code against code on the same machine at the same time.
+
+Run: .venv/bin/python bench/bench_mesh_legs.py [--rounds N] [--revision REV]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from _common import REPO, SimIris, cpu_seconds, describe, header, median, ms, request, wait_quiet
+
+from harness import claude_binary
+from mesh.nats import NatsServer  # tests/ is on the path (_common)
+from protocol.messages import ListTeams, Report, ReportReply, TeamsReply, Tell, TellInfo, TellReply
+
+
+class Side:
+    """A caller and a home irisd running one checkout's code."""
+
+    def __init__(self, root: Path, label: str, url: str, repo: Path) -> None:
+        self.label = label
+        self.caller = SimIris(root / f"{label}-ws-1", model_url="http://127.0.0.1:9", claude=claude_binary())
+        self.home = SimIris(root / f"{label}-ws-2", model_url="http://127.0.0.1:9", claude=claude_binary())
+        self.far = f"far-{label}"  # one home per team on the mesh: each side's own
+        for iris, name, offer in ((self.caller, "ws-1", []), (self.home, "ws-2", [self.far])):
+            iris.settings["mesh"] = {"url": url, "name": f"{label}-{name}", "offer": offer}
+            iris.env["PYTHONPATH"] = str(repo)  # the checkout whose code runs
+            iris.script = repo / "bench" / "sim_irisd.py"
+        self.caller.add_team("near")
+        self.caller.add_team("asker")
+        self.home.add_team(self.far)
+        self.remote: list[TellInfo] = []
+        self.samples: dict[str, list[float]] = {"local": [], "remote": []}
+        self.cpu = {"local": 0.0, "remote caller": 0.0, "remote home": 0.0}
+
+    def start(self) -> None:
+        for iris in (self.home, self.caller):
+            iris.start()
+
+        def far_listed() -> bool:
+            teams = request(self.caller, ListTeams())
+            return isinstance(teams, TeamsReply) and any(t.name == self.far for t in teams.teams)
+
+        deadline = time.monotonic() + 60
+        while not far_listed():
+            assert time.monotonic() < deadline, "far not listed on ws-1"
+            time.sleep(0.1)
+        for team in ("near", self.far):
+            self.tell(team, "warm up")
+        for iris in (self.caller, self.home):  # the MCP SDK loads in the background after a start
+            wait_quiet(iris.process.pid)  # type: ignore[union-attr]
+
+    def tell(self, team: str, text: str) -> TellInfo:
+        reply = request(self.caller, Tell(to_team=team, message=text, from_team="asker", timeout_ms=0))
+        assert isinstance(reply, TellReply) and reply.status == "completed", reply
+        return reply.tell
+
+    def round(self, index: int, remote_first: bool) -> None:
+        for side in (("remote", "local") if remote_first else ("local", "remote")):
+            pids = [self.caller.process.pid, self.home.process.pid]  # type: ignore[union-attr]
+            before = [cpu_seconds(pid) for pid in pids]
+            started = time.perf_counter()
+            info = self.tell(self.far if side == "remote" else "near", f"{side} {index}")
+            self.samples[side].append(time.perf_counter() - started)
+            after = [cpu_seconds(pid) for pid in pids]
+            if side == "remote":
+                self.remote.append(info)
+                self.cpu["remote caller"] += after[0] - before[0]
+                self.cpu["remote home"] += after[1] - before[1]
+            else:
+                self.cpu["local"] += after[0] - before[0]
+
+    def legs(self) -> list[float]:
+        reply = request(self.home, Report(to_team=self.far, all_callers=True, limit=1000))
+        assert isinstance(reply, ReportReply)
+        there = {t.message: t for t in reply.tells}
+        legs = []
+        for mine in self.remote:
+            far = there[mine.message]
+            assert far.finished_at is not None and mine.finished_at is not None
+            legs.append((far.created_at - mine.created_at) + (mine.finished_at - far.finished_at))
+        return legs
+
+    def stop(self) -> None:
+        for iris in (self.caller, self.home):
+            if iris.process is not None:
+                iris.stop(timeout=60)
+            shutil.rmtree(iris.socket.parent, ignore_errors=True)
+
+
+def checkout(revision: str, root: Path) -> Path:
+    path = root / "revision"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(path), revision],
+                   check=True, capture_output=True)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--revision", help="also run this revision's code, interleaved")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="iris-bench-legs-"))
+    server = NatsServer(root).start()
+    sides: list[Side] = []
+    other: Path | None = None
+    load = [os.getloadavg()[0]]
+    try:
+        sides.append(Side(root, "this", server.url, REPO))
+        if args.revision:
+            other = checkout(args.revision, root)
+            sides.append(Side(root, args.revision[:12], server.url, other))
+        for side in sides:
+            side.start()
+        for index in range(args.rounds):
+            for side in sides if index % 2 == 0 else reversed(sides):
+                side.round(index, remote_first=index % 2 == 1)
+        load.append(os.getloadavg()[0])
+        legs = {side.label: side.legs() for side in sides}
+    finally:
+        for side in sides:
+            side.stop()
+        server.stop()
+        if other is not None:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(other)], check=False)
+        shutil.rmtree(root, ignore_errors=True)
+    header("The mesh's own legs: echo children, one tell at a time, remote vs local")
+    print(f"load average (1 min): {min(load):.1f} to {max(load):.1f}")
+    for side in sides:
+        mine = legs[side.label]
+        extra = median(side.samples["remote"]) - median(side.samples["local"])
+        verdict = "met" if median(mine) <= 0.003 else "NOT met"
+        rounds = len(side.remote)
+        print(f"  [{side.label}] the mesh's legs median {ms(median(mine))} (target <= 3 ms: {verdict}); "
+              f"remote - local {extra * 1000:+.2f} ms; CPU per tell: local {side.cpu['local'] / rounds * 1000:.2f} ms, "
+              f"remote {side.cpu['remote caller'] / rounds * 1000:.2f} ms on the caller + "
+              f"{side.cpu['remote home'] / rounds * 1000:.2f} ms on the home")
+    if len(sides) == 2:
+        ratio = median(legs[sides[0].label]) / median(legs[sides[1].label])
+        print(f"  legs, this checkout / {sides[1].label}: {ratio:.2f}x")
+    for side in sides:
+        for name, values in (*side.samples.items(), ("legs", legs[side.label])):
+            print(describe(f"[{side.label}] {name}", values))
+
+
+if __name__ == "__main__":
+    main()
