@@ -53,6 +53,9 @@ Port = typing.Annotated[
 ]
 PerMinute = typing.Annotated[int, _at_least(1, "use at least 1 tell per minute (or leave it out for no limit)")]
 Days = typing.Annotated[float, msgspec.Meta(gt=0)]
+Share = typing.Annotated[
+    float, msgspec.Meta(gt=0, le=1, extra={"fix": "use a share above 0 and at most 1 (0.8: warn once 80% is spent)"})
+]
 
 
 class BudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -75,15 +78,15 @@ class HealthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, ren
     """The health monitor (irisd/health): when a fact becomes a finding, and whether
     irisd may act on the safe ones itself. Times in ms; checked every healthCheckInterval."""
 
-    stuck_after: int = 5 * MINUTE_MS  # a running tell that printed nothing this long is stuck
-    cancel_after: int = 30 * MINUTE_MS  # with recover: a tell silent this long is cancelled
-    approval_after: int = 2 * MINUTE_MS  # an approval waiting this long for a person
-    question_after: int = 60 * MINUTE_MS  # a question waiting this long for an answer
-    budget_share: float = 0.8  # a daily budget spent this far (0..1) is nearly spent
-    memory_factor: float = 3.0  # a claude using this many times the others' median memory
-    memory_floor_mb: int = 512  # ... and at least this much (small processes never count)
+    stuck_after: Milliseconds = 5 * MINUTE_MS  # a running tell that printed nothing this long is stuck
+    cancel_after: Milliseconds = 30 * MINUTE_MS  # with recover: a tell silent this long is cancelled
+    approval_after: Milliseconds = 2 * MINUTE_MS  # an approval waiting this long for a person
+    question_after: Milliseconds = 60 * MINUTE_MS  # a question waiting this long for an answer
+    budget_share: Share = 0.8  # a daily budget spent this far (0..1) is nearly spent
+    memory_factor: typing.Annotated[float, msgspec.Meta(ge=1)] = 3.0  # times the median memory of the others
+    memory_floor_mb: typing.Annotated[int, _at_least(0)] = 512  # ... and at least this much (small ones never count)
     recover: bool = False  # irisd restarts crash-looping pairs and cancels tells past cancelAfter
-    recover_after: int = MINUTE_MS  # a failed pair waits this long before irisd restarts it (doubling)
+    recover_after: Milliseconds = MINUTE_MS  # a failed pair waits this long before irisd restarts it (doubling)
 
 
 class NotifyConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -91,7 +94,7 @@ class NotifyConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, ren
 
     webhook: str = ""  # an http(s) URL that gets a JSON POST for each (ntfy, Slack-compatible, your own)
     desktop: bool = True  # a desktop notification over D-Bus, where a session bus has one
-    every: int = 10 * MINUTE_MS  # the same thing is said again at most this often
+    every: Milliseconds = 10 * MINUTE_MS  # the same thing is said again at most this often
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -412,31 +415,13 @@ def team_name_problem(name: str) -> str:
 
 
 def _check_health(h: HealthConfig, source: str) -> None:
-    for key, value, minimum in (
-        ("stuckAfter", h.stuck_after, 1000),
-        ("cancelAfter", h.cancel_after, 1000),
-        ("approvalAfter", h.approval_after, 1000),
-        ("questionAfter", h.question_after, 1000),
-        ("recoverAfter", h.recover_after, 1000),
-        ("memoryFloorMb", h.memory_floor_mb, 0),
-    ):
-        if value < minimum:
-            raise ConfigError(f"{source}: key 'settings.health.{key}' is {value}; it must be at least {minimum} (ms)"
-                              if key != "memoryFloorMb" else
-                              f"{source}: key 'settings.health.{key}' is {value}; use 0 or more")
+    """What the types cannot say (their limits are on HealthConfig's fields)."""
     if h.cancel_after < h.stuck_after:
         raise ConfigError(
             f"{source}: key 'settings.health.cancelAfter' ({h.cancel_after}) is shorter than "
             f"'settings.health.stuckAfter' ({h.stuck_after}); a tell is cancelled only after it was found "
             "stuck: make cancelAfter the longer one"
         )
-    if not 0 < h.budget_share <= 1:
-        raise ConfigError(
-            f"{source}: key 'settings.health.budgetShare' is {h.budget_share:g}; use a share above 0 and "
-            "at most 1 (0.8: warn once 80% of a daily budget is spent)"
-        )
-    if h.memory_factor < 1:
-        raise ConfigError(f"{source}: key 'settings.health.memoryFactor' is {h.memory_factor:g}; use 1 or more")
 
 
 def _check_notify(n: NotifyConfig, source: str) -> None:
@@ -445,8 +430,6 @@ def _check_notify(n: NotifyConfig, source: str) -> None:
             f"{source}: key 'settings.notify.webhook' is {n.webhook!r}; use an http:// or https:// URL "
             "(e.g. https://ntfy.sh/my-topic), or leave it out"
         )
-    if n.every < 1000:
-        raise ConfigError(f"{source}: key 'settings.notify.every' is {n.every}; it must be at least 1000 (ms)")
 
 
 def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str) -> Team:
