@@ -29,6 +29,7 @@ from iris_common.identity import sender
 from iris_common.money import usd
 from iris_common.text import pair_name, tail, tell_data
 from iris_common.text import short as text_short
+from protocol import session_words
 from protocol.errors import InvalidRequestError
 from protocol.limits import (
     DEFAULT_TTL_DAYS,
@@ -779,7 +780,8 @@ def render_reply(reply: Reply) -> ToolOutput:
         case SessionsReply(sessions):
             lines = [
                 f"- {pair_name(s.from_team, s.to_team)}: session {s.session_id}, {s.message_count} turns, "
-                f"{s.process_state}, cost {usd(s.cost_usd)}"
+                f"{s.process_state}, cost {usd(s.cost_usd)}, context {session_words.context(s)}, "
+                f"compactions {session_words.compactions(s)}" + (f", {s.status}" if s.status != "active" else "")
                 for s in sessions
             ]
             return ToolOutput("\n".join(lines) or "no conversations yet", plain(reply))

@@ -445,6 +445,14 @@ class Dispatcher:
                     # A remote team's transcript is on its host: checked there when it resumes.
                     transcript_exists=transcript or row.to_team in remote,
                     cost_usd=costs.get((row.from_team, row.to_team), 0.0),
+                    context_tokens=row.context_tokens,
+                    context_window=row.context_window,
+                    compactions=row.compactions,
+                    last_compacted_at=row.last_compacted_at,
+                    compact_trigger=row.compact_trigger,
+                    compact_tokens_before=row.compact_tokens_before,
+                    compact_tokens_after=row.compact_tokens_after,
+                    compact_messages_before=row.compact_messages_before,
                 )
             )
         return found

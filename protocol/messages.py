@@ -54,7 +54,12 @@ PhaseName = Literal[
     "awaiting_approval",  # a person must allow ``tool`` (``approval_id``)
     "remote",  # a remote team (A2A agent, another irisd's team) has it: ``detail`` says where and how it is
     "awaiting_input",  # a remote team waits for a person (``detail``: what it asks)
+    "compacting",  # claude compacts the pair's conversation (Iris between tells, or claude itself)
 ]
+
+# What a tell is: a message, a slash command, a stored notification, or a compaction Iris
+# ran on the pair's conversation between tells (its cost is maintenance).
+TellKind = Literal["tell", "command", "notification", "compaction"]
 
 ProcessState = Literal["stopped", "spawning", "idle", "processing", "terminating", "failed"]
 
@@ -113,7 +118,7 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     new_session: bool = False  # this tell started a new conversation (first, or recovered)
     chain_id: str = ""  # the first tell of a chain of nested tells (its own id if none)
     hops: int = 0  # how many tells led to this one
-    kind: Literal["tell", "command", "notification"] = "tell"
+    kind: TellKind = "tell"
     approval_id: str = ""  # with status awaiting_approval: the approval it waits for
     phase: TellPhase | None = None  # while unfinished (and known to irisd): what it waits for
     # What this tell's turns cost, as cost_usd above: claude reports running totals of the
@@ -159,6 +164,19 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     process_state: ProcessState = "stopped"
     transcript_exists: bool = True
     cost_usd: float = 0.0  # spent on the pair's tells, as the cost ledger has it
+    # How full the conversation is: the tokens the model read for its last answer, against
+    # the model's context window (irisd/pool/compaction.py); None before the first answer.
+    context_tokens: int | None = None
+    context_window: int | None = None
+    # Its compactions (Iris's between tells, a /compact, claude's own near a full context):
+    # how many, the last one's time, trigger ("iris", "manual", "auto"), tokens before and
+    # after, and the conversation's message count when it ran.
+    compactions: int = 0
+    last_compacted_at: float | None = None
+    compact_trigger: str = ""
+    compact_tokens_before: int | None = None
+    compact_tokens_after: int | None = None
+    compact_messages_before: int | None = None
 
 
 class TranscriptEntry(msgspec.Struct, kw_only=True):
@@ -268,6 +286,7 @@ class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):
     cache_creation_tokens: int = 0
     num_turns: int = 0
     duration_ms: int = 0
+    maintenance_usd: float = 0.0  # of cost_usd: compactions Iris ran on the group's conversations
 
 
 class FanOutResult(msgspec.Struct, kw_only=True, omit_defaults=True):

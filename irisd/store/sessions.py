@@ -20,12 +20,24 @@ class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
     status: str
     process_state: str
     last_response_at: float | None
+    context_tokens: int | None = None
+    context_window: int | None = None
+    compactions: int = 0
+    last_compacted_at: float | None = None
+    compact_trigger: str = ""
+    compact_tokens_before: int | None = None
+    compact_tokens_after: int | None = None
+    compact_messages_before: int | None = None
 
 
 _COLUMNS = (
     "from_team, to_team, session_id, created_at, last_used_at, message_count, status, "
-    "process_state, last_response_at"
+    "process_state, last_response_at, context_tokens, context_window, compactions, last_compacted_at, "
+    "compact_trigger, compact_tokens_before, compact_tokens_after, compact_messages_before"
 )
+
+ACTIVE = "active"
+COMPACT_PENDING = "compact_pending"  # Iris runs /compact on the pair before its next tell
 
 
 def _row(values: tuple[object, ...]) -> SessionRow:
@@ -90,6 +102,44 @@ def record_turn(db: apsw.Connection, from_team: str | None, to_team: str, now: f
         "UPDATE sessions SET message_count = message_count + 1, last_used_at = ?, "
         "last_response_at = ? WHERE from_team = ? AND to_team = ?",
         (now, now, stored_team(from_team), to_team),
+    )
+
+
+def record_context(
+    db: apsw.Connection, from_team: str | None, to_team: str, tokens: int, window: int
+) -> None:
+    """How full the conversation is after its last answer."""
+    db.execute(
+        "UPDATE sessions SET context_tokens = ?, context_window = ? WHERE from_team = ? AND to_team = ?",
+        (tokens, window, stored_team(from_team), to_team),
+    )
+
+
+def set_status(db: apsw.Connection, from_team: str | None, to_team: str, status: str) -> None:
+    db.execute(
+        "UPDATE sessions SET status = ? WHERE from_team = ? AND to_team = ?",
+        (status, stored_team(from_team), to_team),
+    )
+
+
+def record_compaction(
+    db: apsw.Connection,
+    from_team: str | None,
+    to_team: str,
+    now: float,
+    trigger: str,
+    tokens_before: int | None,
+    tokens_after: int | None,
+) -> None:
+    """A compaction of the conversation happened (Iris's, a /compact or claude's own): one
+    more, with its figures and the message count it found; a pending one is done."""
+    db.execute(
+        "UPDATE sessions SET compactions = compactions + 1, last_compacted_at = ?, compact_trigger = ?, "
+        "compact_tokens_before = coalesce(?, context_tokens), compact_tokens_after = ?, "
+        "compact_messages_before = message_count, context_tokens = coalesce(?, context_tokens), "
+        "status = CASE status WHEN ? THEN ? ELSE status END WHERE from_team = ? AND to_team = ?",
+        (now, trigger, tokens_before, tokens_after, tokens_after, COMPACT_PENDING, ACTIVE,
+         stored_team(from_team), to_team),
     )
 
 
