@@ -112,7 +112,7 @@ def test_sessions_say_how_full_each_conversation_is_and_its_compactions(screen: 
                           compact_trigger="auto", compact_tokens_before=190_000, compact_tokens_after=9000,
                           compact_messages_before=10)
     render.sessions([session])
-    header, row, *notes = screen.getvalue().splitlines()
+    _header, row, *notes = screen.getvalue().splitlines()
     assert row.split() == ["external->frontend", session.session_id, "12", "75%", "0s", "ago", "idle",
                            "(compact_pending)"]
     assert " ".join(n.strip() for n in notes) == (
