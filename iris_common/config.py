@@ -64,6 +64,9 @@ class SessionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, r
 
     compact_at: Percent = 70  # a tell ending above this percent of the context window: /compact before the next
     context_window: Tokens | None = None  # the model's window in tokens; None: what claude says, else a table
+    archive_after_days: Days = 90.0  # a pair unused this long is archived (its claude stopped, its history kept)
+    restore: typing.Literal["resume", "fresh"] = "resume"  # a tell to an archived pair: resume it, or start anew
+    delete_archived_after_days: Days | None = None  # archived this long: its claude transcript is deleted (None: never)
 
 
 class TeamSessionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -172,6 +175,7 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     silence_ms: int | None = None  # an A2A agent saying nothing this long fails the tell (None: no limit)
     a2a_prompt: str = ""  # checked: holds {text}, no other field than A2A_PROMPT_FIELDS
     compact_at: int = 70  # percent of the context window (sessions.compactAt, the team's or the global)
+    restore: typing.Literal["resume", "fresh"] = "resume"  # settings.sessions.restore
 
     @property
     def skip_permissions(self) -> bool:
@@ -459,6 +463,7 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
             if team.sessions is not None and team.sessions.compact_at is not None
             else settings.sessions.compact_at
         ),
+        restore=settings.sessions.restore,
     )
 
 

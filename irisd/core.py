@@ -17,6 +17,7 @@ from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.mesh.service import MeshService
 from irisd.notifications import Courier
+from irisd.pool.archiver import Archiver
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
@@ -95,6 +96,10 @@ class Services:
             config=config, store=store, remote_teams=self.remote_teams,
             dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),
         )
+        # Conversations unused too long are archived on irisd's own schedule (and by hand).
+        self.archiver = Archiver(
+            config=lambda: self.supervisor.config, paths=paths, store=store, pairs=self.supervisor.pair_nowait, hub=hub
+        )
         self.dispatcher = Dispatcher(
             config=config,
             paths=paths,
@@ -108,6 +113,7 @@ class Services:
             on_notification=self.courier.wake_up,
             http=access,
             claude_version=claude_version,
+            archiver=self.archiver,
         )
 
     async def run(self, *, task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED) -> None:
@@ -118,6 +124,7 @@ class Services:
             await nursery.start(self.courier.run)
             await nursery.start(self.questions.run)
             await nursery.start(self.mesh.run)
+            await nursery.start(self.archiver.run)
             nursery.start_soon(_retention, self.config, self.store)
             nursery.start_soon(self.store.serve_checkpoints)
             task_status.started(self.dispatcher)

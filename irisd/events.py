@@ -9,7 +9,7 @@ from typing import NoReturn
 import trio
 
 from protocol.errors import BusyError, ShuttingDownError
-from protocol.messages import Event, Watching
+from protocol.messages import Event, SessionChange, SessionEvent, SessionInfo, Watching
 
 # Whether a watcher gets an event of (from_team, to_team, chain_id): irisd/policy.py's.
 Wanted = Callable[[str | None, str, str], bool]
@@ -75,3 +75,9 @@ async def serve_watch(
     if hub.closed:
         raise ShuttingDownError("irisd is stopping; watch again once it is back")
     raise BusyError("this watcher could not keep up with the events and was disconnected; watch again")
+
+
+def publish_change(hub: EventHub | None, session: SessionInfo, change: SessionChange, detail: str) -> None:
+    """Tell the pair's watchers that its conversation was archived, restored or its files deleted."""
+    if hub is not None:
+        hub.publish(SessionEvent(session=session, change=change, detail=detail), session.from_team, session.to_team)

@@ -177,6 +177,8 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     compact_tokens_before: int | None = None
     compact_tokens_after: int | None = None
     compact_messages_before: int | None = None
+    archived_at: float | None = None  # with status "archived": since when (settings.sessions.archiveAfterDays)
+    files_deleted: bool = False  # its claude transcript was deleted (settings.sessions.deleteArchivedAfterDays)
 
 
 class TranscriptEntry(msgspec.Struct, kw_only=True):
@@ -427,6 +429,23 @@ class GetStatus(_Message, tag="get_status"):
 
 class ListSessions(_Message, tag="list_sessions"):
     to_team: str | None = None
+    archived: bool = False  # the archived conversations (only those); else the others
+
+
+class ArchiveSession(_Message, tag="archive_session"):
+    """Archive the pair's conversation now: its claude stops, its history stays, and the
+    next tell restores it (settings.sessions.restore). Refused while the pair has work."""
+
+    to_team: str
+    from_team: str | None = None
+
+
+class RestoreSession(_Message, tag="restore_session"):
+    """Restore an archived conversation (the next tell resumes it; or starts a new one
+    with settings.sessions.restore: fresh)."""
+
+    to_team: str
+    from_team: str | None = None
 
 
 class ResetSession(_Message, tag="reset_session"):
@@ -598,6 +617,8 @@ Request = (
     | GetStatus
     | ListSessions
     | ResetSession
+    | ArchiveSession
+    | RestoreSession
     | GetPair
     | Wake
     | WakeAll
@@ -864,6 +885,17 @@ class ProcessEvent(_Message, tag="process_state"):
     process: ProcessInfo
 
 
+SessionChange = Literal["archived", "restored", "files_deleted"]
+
+
+class SessionEvent(_Message, tag="session_event"):
+    """A pair's conversation was archived, restored, or its files deleted (``change``)."""
+
+    session: SessionInfo
+    change: SessionChange
+    detail: str = ""  # why: "unused for 90 days", "by hand", "a tell came", ...
+
+
 class QuestionEvent(_Message, tag="question_event"):
     """A pending question appeared, or was answered, dismissed or expired."""
 
@@ -887,6 +919,7 @@ Event = (
     | ProcessEvent
     | QuestionEvent
     | FanOutEvent
+    | SessionEvent
 )
 
 ServerMessage = Reply | Event

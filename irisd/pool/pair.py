@@ -102,7 +102,7 @@ class Pair:
         self.unsolicited = UnsolicitedKeeper(
             from_team=from_team, to_team=team.name, label=self.label, store=store, writes=self.writes, hub=hub
         )
-        self.spawner = Spawner(self.key, self.label, store, self.writes, paths, self.inbox, slots, access)
+        self.spawner = Spawner(self.key, self.label, store, self.writes, paths, self.inbox, slots, access, hub)
         self._nursery: trio.Nursery | None = None
 
     def reconfigure(self, team: Team, config: IrisConfig) -> None:

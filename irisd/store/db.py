@@ -221,7 +221,8 @@ MIGRATIONS: list[str] = [
     """,
     # 10: how full each pair's conversation is (the tokens of its last answer, against the
     # model's context window), and its compactions (irisd/pool/compaction.py): how many,
-    # the last one's time, trigger ('iris', 'manual', 'auto'), tokens and message count.
+    # the last one's time, trigger ('iris', 'manual', 'auto'), tokens and message count;
+    # and the archive (irisd/pool/archive.py).
     """
     ALTER TABLE sessions ADD COLUMN context_tokens INTEGER;
     ALTER TABLE sessions ADD COLUMN context_window INTEGER;
@@ -231,6 +232,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN compact_tokens_before INTEGER;
     ALTER TABLE sessions ADD COLUMN compact_tokens_after INTEGER;
     ALTER TABLE sessions ADD COLUMN compact_messages_before INTEGER;
+    -- archived conversations (status 'archived'): since when, and when their files went
+    ALTER TABLE sessions ADD COLUMN archived_at REAL;
+    ALTER TABLE sessions ADD COLUMN files_deleted_at REAL;
     """,
 ]
 
