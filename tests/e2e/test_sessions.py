@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness import Iris, wait_for
-from protocol.messages import Tell
+from protocol.messages import GetPair, Tell
 
 pytestmark = pytest.mark.claude
 
@@ -75,3 +75,36 @@ def test_no_compaction_below_the_threshold(iris: Iris) -> None:
     assert session.get("compactions", 0) == 0 and session["status"] == "active"
     assert session["context_tokens"] > 0 and session["context_window"] == 1_000_000
     assert all(t.get("kind") != "compaction" for t in iris.cli_json("report", "alpha"))
+
+
+def test_an_archived_pair_is_restored_by_its_next_tell_and_continues_the_conversation(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    assert iris.cli_json("tell", "alpha", "one")["text"] == "echo #1: one"
+    archived = iris.cli_json("session", "archive", "external", "alpha")
+    assert archived["status"] == "archived" and archived["archived_at"] > 0
+    assert iris.request(GetPair(to_team="alpha")).process.state == "stopped"  # its claude stopped
+    assert iris.cli_json("sessions") == []  # the others only
+    listed = iris.cli_json("sessions", "--archived")
+    assert [(s["to_team"], s["status"], s["message_count"]) for s in listed] == [("alpha", "archived", 1)]
+    with iris.watch("alpha") as watcher:
+        second = iris.cli_json("tell", "alpha", "two")
+        restored = watcher.until(lambda e: e["type"] == "session_event", what="the restore")
+    assert restored["change"] == "restored" and restored["session"]["status"] == "active", restored
+    # The same conversation: the scripted model counts the earlier turn.
+    assert second["text"] == "echo #2: two" and not second.get("new_session"), second
+    assert second["session_id"] == archived["session_id"]
+    assert session_of(iris, "alpha")["status"] == "active"
+    again = iris.cli("session", "restore", "external", "alpha")
+    assert again.returncode != 0 and "is not archived" in again.stderr, again.stderr
+
+
+def test_restore_fresh_starts_a_new_conversation_and_says_so(iris: Iris) -> None:
+    iris.settings["sessions"] = {"restore": "fresh"}
+    iris.add_team("alpha")
+    iris.start()
+    first = iris.cli_json("tell", "alpha", "one")
+    iris.cli_json("session", "archive", "external", "alpha")
+    second = iris.cli_json("tell", "alpha", "two")
+    assert second["text"] == "echo #1: two" and second["new_session"] is True, second
+    assert second["session_id"] != first["session_id"]
