@@ -18,7 +18,9 @@ claude also compacts by itself when the context is nearly full, in the middle of
 turn: it prints ``{"type": "system", "subtype": "status", "status": "compacting"}``,
 then ``{"type": "system", "subtype": "compact_boundary", "compact_metadata":
 {"trigger": "auto" | "manual", "pre_tokens": N, "post_tokens": M, ...}}``
-(measured with 2.1.330: tests/unit/fixtures/child_resumed_compact.jsonl).
+(measured with 2.1.330 for /compact: tests/unit/recorded/child_resumed_compact.jsonl; an
+automatic one tried on a short conversation printed ``status: null, compact_result: failed,
+compact_error: too_few_groups`` and no boundary).
 ``boundary`` reads that line, whoever started the compaction.
 """
 

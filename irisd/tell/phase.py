@@ -26,6 +26,8 @@ def after_line(line: AnyLine, current: TellPhase | None) -> TellPhase | None:
             return TellPhase(name="waiting_for_model")
         case SystemLine(subtype="status") if line.status == "compacting":
             return TellPhase(name="compacting", detail=CLAUDE_COMPACTS)
+        case SystemLine(subtype="status") if current is not None and current.name == "compacting":
+            return TellPhase(name="waiting_for_model")  # compacted (or it failed): the turn goes on
         case AssistantLine():
             uses = line.tool_uses()
             if uses:

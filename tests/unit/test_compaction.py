@@ -76,7 +76,7 @@ def test_no_size_no_compaction() -> None:
     assert compaction_due(None, 70, kind="tell") is False
 
 
-# --- what claude says of a compaction (2.1.330, tests/unit/fixtures/child_resumed_compact.jsonl) -------
+# --- what claude says of a compaction (2.1.330, tests/unit/recorded/child_resumed_compact.jsonl) -------
 
 
 def test_a_compact_boundary_line_names_its_trigger_and_tokens() -> None:
@@ -90,12 +90,17 @@ def test_a_compact_boundary_line_names_its_trigger_and_tokens() -> None:
     assert boundary("init", {"trigger": "manual"}) is None
 
 
-def test_claudes_own_compaction_shows_in_the_tells_phase() -> None:
-    status = decode_line(b'{"type":"system","subtype":"status","status":"compacting","session_id":"s"}')
+def test_claudes_own_compaction_shows_in_the_tells_phase_until_it_ends() -> None:
+    # As claude 2.1.330 printed them (CLAUDE_CODE_AUTO_COMPACT_WINDOW=20000,
+    # CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=1, the scripted model): an automatic compaction that failed.
+    status = decode_line(b'{"type":"system","subtype":"status","status":"compacting","compact_output_chars":0,'
+                         b'"session_id":"s","uuid":"u1"}')
     phase = after_line(status, TellPhase(name="waiting_for_model"))
     assert phase == TellPhase(name="compacting", detail=CLAUDE_COMPACTS)
-    done = decode_line(b'{"type":"system","subtype":"status","status":null,"compact_result":"success"}')
-    assert after_line(done, phase) is None
+    failed = decode_line(b'{"type":"system","subtype":"status","status":null,"compact_result":"failed",'
+                         b'"compact_error":"too_few_groups","session_id":"s","uuid":"u2"}')
+    assert after_line(failed, phase) == TellPhase(name="waiting_for_model")
+    assert after_line(failed, TellPhase(name="answering")) is None  # another status line changes nothing
 
 
 # --- the process machine: between two tells, never during one ---------------------------------------
