@@ -26,6 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import msgspec
 import trio
@@ -41,7 +42,7 @@ from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
 from irisd.tell.active import ActiveTell, end_tell, save_tell
-from irisd.tell.phase import CLAUDE_COMPACTS, IRIS_COMPACTS, after_line, before_start
+from irisd.tell.phase import IRIS_COMPACTS, after_line, before_start
 from protocol.errors import BusyError, IrisError
 from protocol.messages import TellNotice, TellPhase
 
@@ -52,11 +53,14 @@ Send = Callable[[bytes], Awaitable[None]]  # writes to the child's stdin (if the
 NewCompaction = Callable[[], ActiveTell]  # a compaction tell for the pair (``/compact``, kind ``compaction``)
 
 
+@dataclass(frozen=True)
 class Compacting:
-    """When the pair compacts: the team's threshold and the window (settings.sessions)."""
+    """When the pair compacts: the team's threshold and the window (settings.sessions), and
+    how it makes a compaction (None: never)."""
 
-    def __init__(self, compact_at: int, context_window: int | None, new: NewCompaction | None) -> None:
-        self.compact_at, self.context_window, self.new = compact_at, context_window, new
+    compact_at: int = 0
+    context_window: int | None = None
+    new: NewCompaction | None = None
 
 
 class PairTells:
@@ -77,7 +81,7 @@ class PairTells:
         self.label = label
         self.store, self.writes, self.desk, self.machine = store, writes, desk, machine
         self._run, self._send = run, send
-        self.compacting = compacting or Compacting(0, None, None)
+        self.compacting = compacting or Compacting()
         self.by_id: dict[str, ActiveTell] = {}  # in arrival order
         self.spent_usd = 0.0  # what the pair's tells have cost, all time (the actor reads the ledger)
         self.last_used_at: float | None = None  # wall clock, for people: when a tell last ended
@@ -188,7 +192,9 @@ class PairTells:
                                trigger, found.pre_tokens, found.post_tokens)
         if trigger == "auto":
             log.info("claude compacted the conversation by itself", extra={"pair": self.label, "tell": tell.id})
-            tell.publish(TellNotice(tell_id=tell.id, text=f"{CLAUDE_COMPACTS}: done"))
+            tokens = f": {found.pre_tokens} -> {found.post_tokens} tokens" if found.pre_tokens is not None else ""
+            tell.publish(TellNotice(tell_id=tell.id, text=f"claude compacted the conversation by itself (its "
+                                    f"context was nearly full){tokens}; this tell goes on"))
 
     async def _after_answer(self, tell: ActiveTell, result: ResultLine) -> None:
         """Record how full the conversation is; above ``compactAt``, compact it before the
