@@ -89,9 +89,10 @@ def processes(items: list[ProcessInfo]) -> None:
     lines(plain.process_lines(items, width=out.width, color=True))
 
 
-def sessions(items: list[SessionInfo]) -> None:
+def sessions(items: list[SessionInfo], *, archived: bool = False) -> None:
     if not items:
-        out.print("no sessions yet; the first tell of a pair creates its session")
+        out.print("no archived conversations" if archived else
+                  "no sessions yet; the first tell of a pair creates its session")
         return
     rows = []
     for s in items:

@@ -335,9 +335,11 @@ class StatusArgs(_Args):
 
 class SessionsArgs(_Args):
     """The pairs' persistent conversations: which pairs exist, their session ids, turns,
-    last use and what they cost."""
+    last use, what they cost, how full each is (its context against the model's window)
+    and its compactions."""
 
     team: Annotated[str | None, msgspec.Meta(description="Only the conversations with this team.")] = None
+    archived: Annotated[bool, msgspec.Meta(description="The archived conversations (only those).")] = False
 
 
 @dataclass(frozen=True)

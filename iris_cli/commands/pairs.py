@@ -96,7 +96,7 @@ def sessions(
     if as_json:
         print_json(reply.sessions)
     else:
-        render.sessions(reply.sessions)
+        render.sessions(reply.sessions, archived=archived)
 
 
 session_app = typer.Typer(help="Manage one pair's conversation.", no_args_is_help=True)
