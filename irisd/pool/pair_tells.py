@@ -34,7 +34,7 @@ import trio
 from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request, line_type, user_turn
 from irisd.pool.approvals import ApprovalDesk
 from irisd.pool.child_router import Routed, is_permission_request
-from irisd.pool.compaction import Boundary, boundary, compaction_due, context_size
+from irisd.pool.compaction import Boundary, ContextSize, boundary, compaction_due, context_size
 from irisd.pool.pair_events import DecideRequest
 from irisd.pool.process_machine import Action, ProcessMachine, SendTurn
 from irisd.store import sessions, tells
@@ -178,10 +178,13 @@ class PairTells:
             tell.publish(TellNotice(tell_id=tell.id, text=notice))
         if isinstance(line, SystemLine) and (found := boundary(line.subtype, line.compact_metadata)) is not None:
             await self._compacted(tell, found)
-        if isinstance(line, ResultLine) and tell.machine.is_final:
-            if tell.kind != "compaction":  # a compaction is no exchange of the conversation
-                await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time())
-            await self._after_answer(tell, line)
+        if isinstance(line, ResultLine) and tell.machine.is_final and tell.kind != "compaction":
+            # One more exchange, and how full the conversation is now (a compaction is
+            # neither: its figures come with its boundary line).
+            size = context_size(line.usage, line.model_usage, override=self.compacting.context_window)
+            await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time(),
+                                   size.tokens if size else None, size.window if size else None)
+            await self._compact_if_due(tell, size)
         await self.apply(tell, actions)
 
     async def _compacted(self, tell: ActiveTell, found: Boundary) -> None:
@@ -196,16 +199,11 @@ class PairTells:
             tell.publish(TellNotice(tell_id=tell.id, text=f"claude compacted the conversation by itself (its "
                                     f"context was nearly full){tokens}; this tell goes on"))
 
-    async def _after_answer(self, tell: ActiveTell, result: ResultLine) -> None:
-        """Record how full the conversation is; above ``compactAt``, compact it before the
-        next tell (the machine puts the compaction first in the queue)."""
-        size = context_size(result.usage, result.model_usage, override=self.compacting.context_window)
-        if size is None or tell.kind == "compaction":  # a compaction's figures come with its boundary line
-            return
-        await self.writes.save(None, sessions.record_context, self.from_team, self.to_team, size.tokens,
-                               size.window)
+    async def _compact_if_due(self, tell: ActiveTell, size: ContextSize | None) -> None:
+        """Above ``compactAt``, compact the conversation before the next tell (the machine
+        puts the compaction first in the queue)."""
         new = self.compacting.new
-        if new is None or not compaction_due(size, self.compacting.compact_at, kind=tell.kind):
+        if size is None or new is None or not compaction_due(size, self.compacting.compact_at, kind=tell.kind):
             return
         if not self.machine.can_compact(tell.id):
             return  # its child stops after it (a budget of its own): the next one compacts

@@ -115,22 +115,17 @@ def set_process_state(db: apsw.Connection, from_team: str | None, to_team: str, 
     )
 
 
-def record_turn(db: apsw.Connection, from_team: str | None, to_team: str, now: float) -> None:
-    """A tell got its answer: one more exchange in the conversation."""
-    db.execute(
-        "UPDATE sessions SET message_count = message_count + 1, last_used_at = ?, "
-        "last_response_at = ? WHERE from_team = ? AND to_team = ?",
-        (now, now, stored_team(from_team), to_team),
-    )
-
-
-def record_context(
-    db: apsw.Connection, from_team: str | None, to_team: str, tokens: int, window: int
+def record_turn(
+    db: apsw.Connection, from_team: str | None, to_team: str, now: float,
+    context_tokens: int | None = None, context_window: int | None = None,
 ) -> None:
-    """How full the conversation is after its last answer."""
+    """A tell got its answer: one more exchange in the conversation, and (when its result
+    said) how full the conversation is now."""
     db.execute(
-        "UPDATE sessions SET context_tokens = ?, context_window = ? WHERE from_team = ? AND to_team = ?",
-        (tokens, window, stored_team(from_team), to_team),
+        "UPDATE sessions SET message_count = message_count + 1, last_used_at = ?, last_response_at = ?, "
+        "context_tokens = coalesce(?, context_tokens), context_window = coalesce(?, context_window) "
+        "WHERE from_team = ? AND to_team = ?",
+        (now, now, context_tokens, context_window, stored_team(from_team), to_team),
     )
 
 
