@@ -1,110 +1,200 @@
-"""A pair's conversation over months, with the real claude and the scripted model: Iris
-compacts it between tells when it grows past settings.sessions.compactAt."""
+"""Sessions and supervision with the real claude: persistence across restarts, the pool
+under maxProcesses, idle reaping, crashes, wake and sleep per pair, no leaks."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import Iris, wait_for
-from protocol.messages import GetPair, Tell
+from harness import Iris, child_pids, transcript_file, wait_for
+from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Sleep, Tell, Wake
 
 pytestmark = pytest.mark.claude
 
 
-def session_of(iris: Iris, team: str) -> dict[str, Any]:
-    found: list[dict[str, Any]] = iris.cli_json("sessions", team)
-    assert len(found) == 1, found
-    return found[0]
+def tell(iris: Iris, team: str, message: str, *args: str) -> dict[str, Any]:
+    result = iris.cli("tell", team, message, "--json", *args)
+    assert result.returncode == 0, result.stderr + iris.log()[-3000:]
+    answer: dict[str, Any] = json.loads(result.stdout)
+    return answer
 
 
-def test_iris_compacts_between_tells_and_the_next_tell_continues_the_conversation(iris: Iris) -> None:
-    # 1% of a 1000-token window: the first answer (the scripted model counts 10 tokens a message) is past it.
-    iris.settings["sessions"] = {"compactAt": 1, "contextWindow": 1000}
+def pair_state(iris: Iris, team: str, from_team: str | None = None) -> ProcessInfo:
+    reply = iris.request(GetPair(to_team=team, from_team=from_team))
+    return reply.process  # type: ignore[no-any-return]
+
+
+
+
+def test_conversation_continues_across_a_daemon_restart(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    with iris.watch("alpha") as watcher:
-        first = iris.request(Tell(to_team="alpha", message="@slow:700 @chunks:4 remember apples", timeout_ms=-1))
-        wait_for(lambda: iris.cli_json("result", first.tell.id)["tell_status"] == "running", what="the first tell")
-        second = iris.request(Tell(to_team="alpha", message="and pears", timeout_ms=-1))  # arrives meanwhile
-        phase = watcher.until(
-            lambda e: e.get("tell_id") == second.tell.id and e["type"] == "tell_phase"
-            and e["phase"]["name"] == "compacting",
-            what="the second tell waiting for the compaction",
-        )
-        assert phase["phase"]["text"].startswith("compacting the conversation"), phase
-        done = iris.cli_json("result", second.tell.id, "--wait", "60000")
-    answered = iris.cli_json("result", first.tell.id)
-    assert answered["status"] == "completed" and answered["text"] == "echo #1: remember apples"
-    # The compaction ran between the two, as a tell of its own kind, in the pair's history.
-    history = iris.cli_json("report", "alpha")
-    history.sort(key=lambda t: t["created_at"])
-    kinds = [(t.get("kind", "tell"), t["message"]) for t in history]
-    compaction = history[2]  # made when the first tell ended (the second tell asks for one more)
-    assert compaction["status"] == "completed" and compaction["text"] == "Compacted", compaction
-    assert compaction["started_at"] >= answered["finished_at"]  # never while a tell ran
-    assert done["started_at"] >= compaction["finished_at"]
-    assert kinds == [("tell", "@slow:700 @chunks:4 remember apples"), ("tell", "and pears"),
-                     ("compaction", "/compact"), ("compaction", "/compact")], kinds
-    # The next tell continued the same conversation: same session, the model saw earlier turns.
-    assert done["status"] == "completed" and not done.get("new_session"), done
-    assert done["session_id"] == answered["session_id"]
-    assert done["text"].endswith(": and pears") and not done["text"].startswith("echo #1:"), done
-    session = wait_for(lambda: (s := session_of(iris, "alpha")).get("compactions") == 2 and s, what="recorded")
-    assert session["status"] == "active" and session["compact_trigger"] == "iris"
-    assert session["last_compacted_at"] >= history[3]["started_at"]
-    assert session["compact_tokens_before"] > 0 and session["compact_tokens_after"] > 0
-    assert session["compact_messages_before"] == session["message_count"] == 2  # compactions are no messages
-    assert session["context_window"] == 1000 and session["context_tokens"] > 0
-    # Its cost is the pair's, marked as maintenance.
-    costs = iris.cli_json("costs", "--by", "pair")
-    pair = next(r for r in costs["rows"] if r["key"] == "external->alpha")
-    assert pair["maintenance_usd"] == pytest.approx(compaction["cost_usd"] + history[3]["cost_usd"]), pair
-    assert 0 < pair["maintenance_usd"] < pair["cost_usd"], pair
-    shown = iris.cli("sessions")
-    assert shown.returncode == 0 and "context" in shown.stdout and "by Iris" in shown.stdout, shown.stdout
-
-
-def test_no_compaction_below_the_threshold(iris: Iris) -> None:
-    iris.add_team("alpha")  # the default: 70% of claude's window (its model's: a million tokens here)
+    first = tell(iris, "alpha", "before")
+    assert first["text"] == "echo #1: before" and first["new_session"]
+    assert iris.stop() == 0
     iris.start()
-    iris.cli_json("tell", "alpha", "one")
-    iris.cli_json("tell", "alpha", "two")
-    session = session_of(iris, "alpha")
-    assert session.get("compactions", 0) == 0 and session["status"] == "active"
-    assert session["context_tokens"] > 0 and session["context_window"] == 1_000_000
-    assert all(t.get("kind") != "compaction" for t in iris.cli_json("report", "alpha"))
+    again = tell(iris, "alpha", "after")
+    assert again["text"] == "echo #2: after"
+    assert again["session_id"] == first["session_id"] and not again.get("new_session")
+    listing = json.loads(iris.cli("sessions", "--json").stdout)
+    assert [(s["to_team"], s["message_count"]) for s in listing] == [("alpha", 2)]
 
 
-def test_an_archived_pair_is_restored_by_its_next_tell_and_continues_the_conversation(iris: Iris) -> None:
+def test_lru_eviction_keeps_busy_pairs_and_the_evicted_pair_resumes(iris: Iris) -> None:
+    for name in ("a", "b", "c"):
+        iris.add_team(name)
+    iris.settings["maxProcesses"] = 2
+    iris.start()
+    tell(iris, "a", "one")
+    tell(iris, "b", "one")
+    tell(iris, "c", "one")  # the pool is full: a, the least recently used idle pair, goes
+    assert pair_state(iris, "a").state == "stopped"
+    assert pair_state(iris, "b").state == "idle" and pair_state(iris, "c").state == "idle"
+    assert tell(iris, "a", "two")["text"] == "echo #2: two"  # resumed after eviction
+    assert pair_state(iris, "b").state == "stopped"  # now b was the oldest
+    status = iris.request(GetStatus())
+    assert sum(p.pid is not None for p in status.processes) == 2
+
+
+def test_idle_process_is_reaped_and_the_pair_resumes(iris: Iris) -> None:
+    iris.add_team("alpha", idleTimeout=1000)
+    iris.start()
+    tell(iris, "alpha", "one")
+    wait_for(lambda: pair_state(iris, "alpha").state == "stopped", what="idle reaping")
+    assert tell(iris, "alpha", "two")["text"] == "echo #2: two"
+
+
+def test_a_child_killed_mid_tell_is_noticed_at_once(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    assert iris.cli_json("tell", "alpha", "one")["text"] == "echo #1: one"
-    archived = iris.cli_json("session", "archive", "external", "alpha")
-    assert archived["status"] == "archived" and archived["archived_at"] > 0
-    assert iris.request(GetPair(to_team="alpha")).process.state == "stopped"  # its claude stopped
-    assert iris.cli_json("sessions") == []  # the others only
-    listed = iris.cli_json("sessions", "--archived")
-    assert [(s["to_team"], s["status"], s["message_count"]) for s in listed] == [("alpha", "archived", 1)]
-    with iris.watch("alpha") as watcher:
-        second = iris.cli_json("tell", "alpha", "two")
-        restored = watcher.until(lambda e: e["type"] == "session_event", what="the restore")
-    assert restored["change"] == "restored" and restored["session"]["status"] == "active", restored
-    # The same conversation: the scripted model counts the earlier turn.
-    assert second["text"] == "echo #2: two" and not second.get("new_session"), second
-    assert second["session_id"] == archived["session_id"]
-    assert session_of(iris, "alpha")["status"] == "active"
-    again = iris.cli("session", "restore", "external", "alpha")
-    assert again.returncode != 0 and "is not archived" in again.stderr, again.stderr
+    tell(iris, "alpha", "warm up")
+    started = iris.request(Tell(to_team="alpha", message="@slow:500 @chunks:20 a long answer", timeout_ms=-1))
+    tell_id = started.tell.id
+    pid = wait_for(lambda: pair_state(iris, "alpha").pid, what="pid")
+    wait_for(lambda: iris.request(_get(tell_id)).tell.text, what="first streamed text")
+    os.kill(pid, signal.SIGKILL)
+    killed_at = time.monotonic()
+    ended = wait_for(lambda: (r := iris.request(_get(tell_id))).tell.status != "running" and r, what="end")
+    assert time.monotonic() - killed_at < 1.0
+    assert ended.tell.status == "interrupted" and "SIGKILL" in ended.tell.error
+    assert ended.tell.text  # what it had said is kept
+    assert pair_state(iris, "alpha").state == "stopped"
+    after = tell(iris, "alpha", "are you back?")
+    assert after["status"] == "completed" and after["session_id"] == started.tell.session_id
+    assert not after.get("new_session")
 
 
-def test_restore_fresh_starts_a_new_conversation_and_says_so(iris: Iris) -> None:
-    iris.settings["sessions"] = {"restore": "fresh"}
+def test_wake_and_sleep_act_on_one_pair(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.add_team("beta")
+    iris.start()
+    woke = iris.cli("wake", "alpha", "--from", "beta")
+    assert woke.returncode == 0 and "beta->alpha is awake" in woke.stdout
+    assert pair_state(iris, "alpha", "beta").state == "idle"
+    assert pair_state(iris, "alpha").state == "stopped"  # (external, alpha) untouched
+    again = iris.cli("wake", "alpha", "--from", "beta")
+    assert "already awake" in again.stdout
+
+    slow = Tell(to_team="alpha", from_team="beta", message="@slow:300 @chunks:30 x", timeout_ms=-1)
+    busy = iris.request(slow)
+    wait_for(lambda: pair_state(iris, "alpha", "beta").state == "processing", what="processing")
+    refused = iris.cli("sleep", "alpha", "--from", "beta")
+    assert refused.returncode == 1 and "busy" in refused.stdout and "--force" in refused.stdout
+    assert pair_state(iris, "alpha", "beta").state == "processing"
+    forced = iris.cli("sleep", "alpha", "--from", "beta", "--force")
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert pair_state(iris, "alpha", "beta").state == "stopped"
+    assert iris.request(_get(busy.tell.id)).tell.status == "interrupted"
+
+    everyone = iris.cli("wake", "--all", "--json")
+    assert everyone.returncode == 0, everyone.stderr
+    woken = {(p["from_team"], p["to_team"]): p["state"] for p in json.loads(everyone.stdout)["processes"]}
+    assert woken == {(None, "alpha"): "idle", (None, "beta"): "idle"}
+
+
+def test_spawning_and_stopping_leaks_no_fds_or_processes(iris: Iris) -> None:
     iris.add_team("alpha")
     iris.start()
-    first = iris.cli_json("tell", "alpha", "one")
-    iris.cli_json("session", "archive", "external", "alpha")
-    second = iris.cli_json("tell", "alpha", "two")
-    assert second["text"] == "echo #1: two" and second["new_session"] is True, second
-    assert second["session_id"] != first["session_id"]
+    assert iris.process is not None
+    daemon = iris.process.pid
+    iris.request(Wake(to_team="alpha"))  # warm up lazy imports and the database
+    iris.request(Sleep(to_team="alpha"))
+    fds_before = len(os.listdir(f"/proc/{daemon}/fd"))
+    children_before = child_pids(daemon)
+    for _ in range(8):
+        assert iris.request(Wake(to_team="alpha")).process.pid is not None
+        iris.request(Sleep(to_team="alpha"))
+    # (the fd of the last client connection may close a moment after its reply)
+    wait_for(lambda: len(os.listdir(f"/proc/{daemon}/fd")) <= fds_before, timeout=5, what="fds")
+    # Only the reaper (one per run of irisd: see irisd/claude/reaper_process.py); the
+    # claude children are its spawner's.
+    (reaper,) = children_before
+    assert b"reaper_process.py" in Path(f"/proc/{reaper}/cmdline").read_bytes()
+    assert child_pids(daemon) == children_before
+
+
+def test_a_lost_transcript_starts_a_new_conversation_and_says_so(iris: Iris) -> None:
+    folder = iris.add_team("alpha")
+    iris.start()
+    first = tell(iris, "alpha", "one")
+    iris.stop()
+    transcript_file(iris, folder, first["session_id"]).unlink()
+    iris.start()
+    assert "session transcript is gone" in iris.log()
+    fresh = tell(iris, "alpha", "two")
+    assert fresh["text"] == "echo #1: two" and fresh["new_session"]
+    assert fresh["session_id"] != first["session_id"]
+    human = iris.cli("tell", "alpha", "three")
+    assert human.stdout == "echo #2: three\n"
+
+
+def test_a_transcript_claude_cannot_resume_is_replaced_once(iris: Iris) -> None:
+    folder = iris.add_team("alpha")
+    iris.start()
+    first = tell(iris, "alpha", "one")
+    iris.stop()
+    transcript_file(iris, folder, first["session_id"]).write_text("")
+    iris.start()
+    fresh = tell(iris, "alpha", "two")
+    assert fresh["status"] == "completed" and fresh["new_session"]
+    assert fresh["session_id"] != first["session_id"]
+
+
+def test_session_reset_starts_a_fresh_conversation(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.add_team("beta")
+    iris.start()
+    tell(iris, "alpha", "one", "--from", "beta")
+    reset = iris.cli("session", "reset", "beta", "alpha")
+    assert reset.returncode == 0, reset.stderr
+    assert tell(iris, "alpha", "two", "--from", "beta")["text"] == "echo #1: two"
+
+
+def test_a_claude_that_keeps_crashing_marks_only_its_pair_failed(iris: Iris) -> None:
+    broken = iris.root / "crashing-claude"
+    broken.write_text("#!/bin/sh\necho 'boom: cannot start' >&2\nexit 7\n")
+    broken.chmod(0o755)
+    iris.add_team("alpha")
+    iris.start()
+    tell(iris, "alpha", "fine")
+    iris.stop()
+    iris.settings["claudePath"] = str(broken)
+    iris.start()
+    failed = iris.cli("tell", "alpha", "hi", "--json")
+    assert failed.returncode == 1
+    error = json.loads(failed.stdout)["error"]
+    assert "keeps crashing on start (3 times)" in error and "boom: cannot start" in error
+    status = json.loads(iris.cli("status", "--json").stdout)
+    (alpha,) = [p for p in status["processes"] if p["to_team"] == "alpha"]
+    assert alpha["state"] == "failed" and "boom" in alpha["reason"]
+    assert "failed" in iris.cli("status").stdout
+
+
+def _get(tell_id: str) -> GetTell:
+    return GetTell(tell_id=tell_id)
