@@ -15,6 +15,7 @@ from iris_cli import plain
 from iris_cli.table import Column, Table, draw
 from iris_cli.text import ago as ago  # the commands call render.ago
 from iris_cli.text import decide_line, pair_name, short, usd
+from protocol import session_words
 from protocol.messages import (
     ApprovalInfo,
     NotificationInfo,
@@ -88,16 +89,22 @@ def processes(items: list[ProcessInfo]) -> None:
     lines(plain.process_lines(items, width=out.width, color=True))
 
 
-def sessions(items: list[SessionInfo]) -> None:
+def sessions(items: list[SessionInfo], *, archived: bool = False) -> None:
     if not items:
-        out.print("no sessions yet; the first tell of a pair creates its session")
+        out.print("no archived conversations" if archived else
+                  "no sessions yet; the first tell of a pair creates its session")
         return
     rows = []
     for s in items:
         lost = not s.transcript_exists and s.message_count > 0
-        rows.append((pair_name(s.from_team, s.to_team), s.session_id, str(s.message_count),
-                     ago(s.last_used_at), s.process_state + ("*" if lost else "")))
-    show(Table([Column(h) for h in ("pair", "session", "turns", "last used", "state")], rows))
+        state = s.process_state + ("*" if lost else "") + (f" ({s.status})" if s.status != "active" else "")
+        rows.append((pair_name(s.from_team, s.to_team), s.session_id, str(s.message_count), session_words.fill(s),
+                     ago(s.last_used_at), state))
+    show(Table([Column(h) for h in ("pair", "session", "turns", "full", "last used", "state")], rows))
+    for s in items:  # the figures behind "full", and the compactions, below the table
+        if s.context_tokens is not None or s.compactions:
+            note(f"{pair_name(s.from_team, s.to_team)}: context {session_words.context(s)}; "
+                 f"compactions {session_words.compactions(s)}")
     if any(not s.transcript_exists and s.message_count > 0 for s in items):
         note("* claude no longer has this conversation's transcript: the next tell starts a new one")
 

@@ -56,6 +56,24 @@ Days = typing.Annotated[float, msgspec.Meta(gt=0)]
 Share = typing.Annotated[
     float, msgspec.Meta(gt=0, le=1, extra={"fix": "use a share above 0 and at most 1 (0.8: warn once 80% is spent)"})
 ]
+Percent = typing.Annotated[
+    int, msgspec.Meta(ge=0, le=100, extra={"fix": "use a percent from 1 to 100, or 0 to never compact"})
+]
+Tokens = typing.Annotated[int, _at_least(1000, "use the model's context window in tokens, e.g. 200000")]
+
+
+class SessionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """How Iris keeps long conversations useful (irisd/pool/compaction.py)."""
+
+    compact_at: Percent = 70  # a tell ending above this percent of the context window: /compact before the next
+    context_window: Tokens | None = None  # the model's window in tokens; None: what claude says, else a table
+    archive_after_days: Days = 90.0  # a pair unused this long is archived (its claude stopped, its history kept)
+    restore: typing.Literal["resume", "fresh"] = "resume"  # a tell to an archived pair: resume it, or start anew
+    delete_archived_after_days: Days | None = None  # archived this long: its claude transcript is deleted (None: never)
+
+
+class TeamSessionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    compact_at: Percent | None = None  # the team's own threshold (settings.sessions.compactAt by default)
 
 
 class BudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -120,6 +138,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     mesh: MeshConfig | None = None  # teams on many hosts (iris_common/mesh.py)
     health: HealthConfig = msgspec.field(default_factory=HealthConfig)
     notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
+    sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
 
 
 class TeamBudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -145,6 +164,7 @@ class TeamConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, renam
     a2a: str = ""  # an A2A agent as the team: the URL of its agent card (no path, no claude)
     headers: dict[str, str] = {}  # sent with every request to the A2A agent (its auth); ${VAR} from irisd's env
     a2a_prompt: str = ""  # how an A2A message reaches the team's claude (A2A_PROMPT_FIELDS); "": as sent
+    sessions: TeamSessionsConfig | None = None
 
 
 # What an A2A team may say besides 'a2a' and 'headers': the rest is about a claude.
@@ -182,6 +202,8 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     headers: dict[str, str] = {}  # for the agent's requests, ${VAR} not yet expanded (irisd does)
     silence_ms: int | None = None  # an A2A agent saying nothing this long fails the tell (None: no limit)
     a2a_prompt: str = ""  # checked: holds {text}, no other field than A2A_PROMPT_FIELDS
+    compact_at: int = 70  # percent of the context window (sessions.compactAt, the team's or the global)
+    restore: typing.Literal["resume", "fresh"] = "resume"  # settings.sessions.restore
 
     @property
     def skip_permissions(self) -> bool:
@@ -491,6 +513,12 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
         env={str(variable): value for variable, value in team.env.items()},
         daily_usd=daily_usd,
         a2a_prompt=team.a2a_prompt,
+        compact_at=(
+            team.sessions.compact_at
+            if team.sessions is not None and team.sessions.compact_at is not None
+            else settings.sessions.compact_at
+        ),
+        restore=settings.sessions.restore,
     )
 
 

@@ -477,7 +477,7 @@ class Shim:
     async def team_sessions(self, args: Any, report: ReportProgress) -> ToolOutput:
         from protocol.messages import ListSessions
 
-        return await self.simple(ListSessions(to_team=args.team))
+        return await self.simple(ListSessions(to_team=args.team, archived=args.archived))
 
     async def decider(self) -> str:
         return f"{(await self.identity()).team or 'external'} (Claude Code)"

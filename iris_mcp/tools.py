@@ -30,6 +30,7 @@ from iris_common.money import usd
 from iris_common.text import pair_name, tail, tell_data
 from iris_common.text import short as text_short
 from iris_mcp.asking import InputAsk, decide_elsewhere
+from protocol import session_words
 from protocol.errors import InvalidRequestError
 from protocol.limits import (
     DEFAULT_TTL_DAYS,
@@ -335,9 +336,11 @@ class StatusArgs(_Args):
 
 class SessionsArgs(_Args):
     """The pairs' persistent conversations: which pairs exist, their session ids, turns,
-    last use and what they cost."""
+    last use, what they cost, how full each is (its context against the model's window)
+    and its compactions."""
 
     team: Annotated[str | None, msgspec.Meta(description="Only the conversations with this team.")] = None
+    archived: Annotated[bool, msgspec.Meta(description="The archived conversations (only those).")] = False
 
 
 @dataclass(frozen=True)
@@ -785,7 +788,8 @@ def render_reply(reply: Reply) -> ToolOutput:
         case SessionsReply(sessions):
             lines = [
                 f"- {pair_name(s.from_team, s.to_team)}: session {s.session_id}, {s.message_count} turns, "
-                f"{s.process_state}, cost {usd(s.cost_usd)}"
+                f"{s.process_state}, cost {usd(s.cost_usd)}, context {session_words.context(s)}, "
+                f"compactions {session_words.compactions(s)}" + (f", {s.status}" if s.status != "active" else "")
                 for s in sessions
             ]
             return ToolOutput("\n".join(lines) or "no conversations yet", plain(reply))

@@ -43,6 +43,7 @@ from iris_common.identity import sender
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
     AnswerQuestion,
+    ArchiveSession,
     Ask,
     CancelTell,
     ClearCache,
@@ -68,6 +69,7 @@ from protocol.messages import (
     Report,
     Request,
     ResetSession,
+    RestoreSession,
     Sleep,
     Tell,
     TellMany,
@@ -78,7 +80,7 @@ from protocol.messages import (
 # Requests whose ``from_team`` names who is asking (not a filter).
 _SENDERS = (Tell, TellMany, Command, ResetSession, GetPair, Wake, WakeAll, Sleep, Report, ClearCache)
 # Requests only the person may send (iris-agent is the person's assistant, not the teams').
-_OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion, Reload)
+_OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion, Reload, ArchiveSession, RestoreSession)
 # The only requests a reader may send: they change nothing.
 _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,

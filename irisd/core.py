@@ -19,6 +19,7 @@ from irisd.health.monitor import HealthMonitor
 from irisd.mesh.service import MeshService
 from irisd.notifications import Courier
 from irisd.notify.service import Notifier
+from irisd.pool.archiver import Archiver
 from irisd.pool.pair import ChildFactory, claude_child
 from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
@@ -104,6 +105,10 @@ class Services:
             hub=hub, mesh=self.mesh, claude_version=lambda: self.dispatcher.claude_version,
             on_findings=self.notifier.on_findings,
         )
+        # Conversations unused too long are archived on irisd's own schedule (and by hand).
+        self.archiver = Archiver(
+            config=lambda: self.supervisor.config, paths=paths, store=store, pairs=self.supervisor.pair_nowait, hub=hub
+        )
         self.dispatcher = Dispatcher(
             config=config,
             paths=paths,
@@ -118,6 +123,7 @@ class Services:
             http=access,
             claude_version=claude_version,
             health=self.health,
+            archiver=self.archiver,
         )
 
     async def run(self, *, task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED) -> None:
@@ -130,6 +136,7 @@ class Services:
             await nursery.start(self.mesh.run)
             await nursery.start(self.notifier.run)
             await nursery.start(self.health.run)
+            await nursery.start(self.archiver.run)
             nursery.start_soon(_retention, self.config, self.store)
             nursery.start_soon(self.store.serve_checkpoints)
             task_status.started(self.dispatcher)

@@ -13,6 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import msgspec
 import trio
 
 from iris_common import locate
@@ -27,6 +28,7 @@ from irisd.events import EventFilter, serve_watch
 from irisd.health import rss_bytes, total_rss
 from irisd.ids import with_whole_ids
 from irisd.logs import recent_problems
+from irisd.pool.archiver import Archiver
 from irisd.pool.pair import Pair
 from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
@@ -52,6 +54,7 @@ from protocol.messages import (
     ApprovalInfo,
     ApprovalReply,
     ApprovalsReply,
+    ArchiveSession,
     Ask,
     AskReply,
     CancelTell,
@@ -94,6 +97,7 @@ from protocol.messages import (
     ReportReply,
     Request,
     ResetSession,
+    RestoreSession,
     RuleReply,
     RulesReply,
     SessionInfo,
@@ -160,6 +164,7 @@ class Dispatcher:
         http: HttpAccess | None = None,
         claude_version: str = "",
         health: HealthMonitor | None = None,
+        archiver: Archiver | None = None,
     ) -> None:
         self.config = config
         self.claude_version = claude_version  # of the local claude, read at start (and reload)
@@ -174,6 +179,9 @@ class Dispatcher:
         self.agent = agent
         self.mesh = mesh  # teams on many hosts (irisd/mesh), when settings.mesh is set
         self.hub = supervisor.hub  # one hub: the pairs publish to it, watchers read it
+        self.archiver = archiver or Archiver(
+            config=lambda: self.config, paths=paths, store=store, pairs=supervisor.pair_nowait, hub=self.hub
+        )
         self.on_notification = on_notification
         self.http = http
         self.health = health  # the health monitor (irisd/health): findings for status and /api/health
@@ -438,13 +446,16 @@ class Dispatcher:
             claude_config_dir=self.paths.claude_config_dir, daemon_env=self.config.daemon_env, team_env=team.env
         )
 
-    async def list_sessions(self, to_team: str | None) -> SessionsReply:
-        return SessionsReply(sessions=await self.sessions(to_team))
+    async def list_sessions(self, to_team: str | None, *, archived: bool = False) -> SessionsReply:
+        return SessionsReply(sessions=await self.sessions(to_team, archived=archived))
 
-    async def sessions(self, to_team: str | None) -> list[SessionInfo]:
+    async def sessions(self, to_team: str | None, *, archived: bool | None = None) -> list[SessionInfo]:
+        """The pairs' conversations (with ``to_team``): the archived ones only, the others
+        only, or (None) all."""
         if to_team is not None:
             self.check_team(to_team)
-        rows = [r for r in await self.store.call(sessions.list_all) if to_team in (None, r.to_team)]
+        rows = [r for r in await self.store.call(sessions.list_all) if to_team in (None, r.to_team)
+                and archived in (None, r.status == sessions.ARCHIVED)]
         costs = await self.store.read(ledger.by_pair)
         files = [transcript_path(self.paths, self.config.teams, r.to_team, r.session_id) for r in rows]
         remote = {name for name, team in self.config.teams.items() if team.host}
@@ -452,14 +463,8 @@ class Dispatcher:
         for row, transcript in zip(rows, await trio.to_thread.run_sync(existing, files), strict=True):
             live = self.supervisor.snapshot((row.from_team, row.to_team))
             found.append(
-                SessionInfo(
-                    from_team=row.from_team,
-                    to_team=row.to_team,
-                    session_id=row.session_id,
-                    created_at=row.created_at,
-                    last_used_at=row.last_used_at,
-                    message_count=row.message_count,
-                    status=row.status,
+                msgspec.structs.replace(
+                    sessions.info(row),
                     process_state=live.process.state if live else "stopped",
                     # A remote team's transcript is on its host: checked there when it resumes.
                     transcript_exists=transcript or row.to_team in remote,
@@ -467,6 +472,32 @@ class Dispatcher:
                 )
             )
         return found
+
+    async def archive_session(self, from_team: str | None, to_team: str) -> SessionReply:
+        """Archive the pair's conversation now (refused while it has work)."""
+        self.check_team(to_team)
+        self._check_from(from_team)
+        await self.archiver.archive((from_team, to_team), time.time(), why="by hand ('iris session archive')")
+        return SessionReply(session=await self._session(from_team, to_team))
+
+    async def restore_session(self, from_team: str | None, to_team: str) -> SessionReply:
+        """Restore an archived conversation (a new one with settings.sessions.restore: fresh)."""
+        self.check_team(to_team)
+        self._check_from(from_team)
+        fresh = self.config.settings.sessions.restore == "fresh"
+        restored = await self.archiver.restore((from_team, to_team), time.time(), fresh=fresh,
+                                               why="by hand ('iris session restore')")
+        if restored is None:
+            label = f"{from_team or 'external'}->{to_team}"
+            raise InvalidRequestError(f"the conversation of {label} is not archived; 'iris sessions --archived' "
+                                      "lists those that are")
+        return SessionReply(session=await self._session(from_team, to_team))
+
+    async def _session(self, from_team: str | None, to_team: str) -> SessionInfo:
+        for info in await self.sessions(to_team):
+            if info.from_team == from_team:
+                return info
+        raise NotFoundError(f"{from_team or 'external'}->{to_team} has no conversation yet; 'iris sessions' lists them")
 
     async def report(
         self, to_team: str, from_team: str | None, all_callers: bool, limit: int
@@ -695,7 +726,9 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(CancelTell, lambda d, r, e: d.tells.cancel(r.tell_id)),
         _on(ListTeams, lambda d, r, e: d.teams()),
         _on(GetStatus, lambda d, r, e: d.status()),
-        _on(ListSessions, lambda d, r, e: d.list_sessions(r.to_team)),
+        _on(ListSessions, lambda d, r, e: d.list_sessions(r.to_team, archived=r.archived)),
+        _on(ArchiveSession, lambda d, r, e: d.archive_session(r.from_team, r.to_team)),
+        _on(RestoreSession, lambda d, r, e: d.restore_session(r.from_team, r.to_team)),
         _on(ResetSession, lambda d, r, e: d.reset_session(r.from_team, r.to_team)),
         _on(GetPair, lambda d, r, e: d.get_pair(r)),
         _on(Wake, lambda d, r, e: d.wake(r)),

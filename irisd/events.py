@@ -26,7 +26,7 @@ from typing import NamedTuple, NoReturn
 import trio
 
 from protocol.errors import BusyError, ShuttingDownError
-from protocol.messages import Event, TellText, Watching
+from protocol.messages import Event, SessionChange, SessionEvent, SessionInfo, TellText, Watching
 
 LOG_EVENTS = 4096  # events kept for watchers still to read them (up to twice this, briefly)
 LOG_TEXT = 2 * 1024 * 1024  # characters of tell text kept likewise
@@ -257,3 +257,9 @@ async def serve_watch(
     if subscription.closed:
         raise ShuttingDownError("irisd is stopping; watch again once it is back")
     raise BusyError(subscription.dropped)
+
+
+def publish_change(hub: EventHub | None, session: SessionInfo, change: SessionChange, detail: str) -> None:
+    """Tell the pair's watchers that its conversation was archived, restored or its files deleted."""
+    if hub is not None:
+        hub.publish(SessionEvent(session=session, change=change, detail=detail), session.from_team, session.to_team)

@@ -55,7 +55,12 @@ PhaseName = Literal[
     "awaiting_approval",  # a person must allow ``tool`` (``approval_id``)
     "remote",  # a remote team (A2A agent, another irisd's team) has it: ``detail`` says where and how it is
     "awaiting_input",  # a remote team waits for a person (``detail``: what it asks)
+    "compacting",  # claude compacts the pair's conversation (Iris between tells, or claude itself)
 ]
+
+# What a tell is: a message, a slash command, a stored notification, or a compaction Iris
+# ran on the pair's conversation between tells (its cost is maintenance).
+TellKind = Literal["tell", "command", "notification", "compaction"]
 
 ProcessState = Literal["stopped", "spawning", "idle", "processing", "terminating", "failed"]
 
@@ -114,7 +119,7 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     new_session: bool = False  # this tell started a new conversation (first, or recovered)
     chain_id: str = ""  # the first tell of a chain of nested tells (its own id if none)
     hops: int = 0  # how many tells led to this one
-    kind: Literal["tell", "command", "notification"] = "tell"
+    kind: TellKind = "tell"
     approval_id: str = ""  # with status awaiting_approval: the approval it waits for
     phase: TellPhase | None = None  # while unfinished (and known to irisd): what it waits for
     # What this tell's turns cost, as cost_usd above: claude reports running totals of the
@@ -163,6 +168,21 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     process_state: ProcessState = "stopped"
     transcript_exists: bool = True
     cost_usd: float = 0.0  # spent on the pair's tells, as the cost ledger has it
+    # How full the conversation is: the tokens the model read for its last answer, against
+    # the model's context window (irisd/pool/compaction.py); None before the first answer.
+    context_tokens: int | None = None
+    context_window: int | None = None
+    # Its compactions (Iris's between tells, a /compact, claude's own near a full context):
+    # how many, the last one's time, trigger ("iris", "manual", "auto"), tokens before and
+    # after, and the conversation's message count when it ran.
+    compactions: int = 0
+    last_compacted_at: float | None = None
+    compact_trigger: str = ""
+    compact_tokens_before: int | None = None
+    compact_tokens_after: int | None = None
+    compact_messages_before: int | None = None
+    archived_at: float | None = None  # with status "archived": since when (settings.sessions.archiveAfterDays)
+    files_deleted: bool = False  # its claude transcript was deleted (settings.sessions.deleteArchivedAfterDays)
 
 
 class TranscriptEntry(msgspec.Struct, kw_only=True):
@@ -272,6 +292,7 @@ class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):
     cache_creation_tokens: int = 0
     num_turns: int = 0
     duration_ms: int = 0
+    maintenance_usd: float = 0.0  # of cost_usd: compactions Iris ran on the group's conversations
 
 
 class FanOutResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -419,6 +440,23 @@ class GetHealth(_Message, tag="get_health"):
 
 class ListSessions(_Message, tag="list_sessions"):
     to_team: str | None = None
+    archived: bool = False  # the archived conversations (only those); else the others
+
+
+class ArchiveSession(_Message, tag="archive_session"):
+    """Archive the pair's conversation now: its claude stops, its history stays, and the
+    next tell restores it (settings.sessions.restore). Refused while the pair has work."""
+
+    to_team: str
+    from_team: str | None = None
+
+
+class RestoreSession(_Message, tag="restore_session"):
+    """Restore an archived conversation (the next tell resumes it; or starts a new one
+    with settings.sessions.restore: fresh)."""
+
+    to_team: str
+    from_team: str | None = None
 
 
 class ResetSession(_Message, tag="reset_session"):
@@ -597,6 +635,8 @@ Request = (
     | GetStatus
     | ListSessions
     | ResetSession
+    | ArchiveSession
+    | RestoreSession
     | GetPair
     | Wake
     | WakeAll
@@ -882,6 +922,17 @@ class ProcessEvent(_Message, tag="process_state"):
     process: ProcessInfo
 
 
+SessionChange = Literal["archived", "restored", "files_deleted"]
+
+
+class SessionEvent(_Message, tag="session_event"):
+    """A pair's conversation was archived, restored, or its files deleted (``change``)."""
+
+    session: SessionInfo
+    change: SessionChange
+    detail: str = ""  # why: "unused for 90 days", "by hand", "a tell came", ...
+
+
 class QuestionEvent(_Message, tag="question_event"):
     """A pending question appeared, or was answered, dismissed or expired."""
 
@@ -906,6 +957,7 @@ Event = (
     | QuestionEvent
     | FanOutEvent
     | HealthEvent
+    | SessionEvent
 )
 
 ServerMessage = Reply | Event

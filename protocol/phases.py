@@ -58,6 +58,8 @@ def describe(phase: TellPhase) -> str:
         case "awaiting_input":
             asks = f": {phase.detail}" if phase.detail else ""
             return f"the remote team waits for input{asks}"
+        case "compacting":
+            return phase.detail or "compacting the conversation"
     return phase.name
 
 

@@ -70,18 +70,23 @@ def costs(
     if not reply.rows:
         render.out.print("no costs recorded yet" + (" in that time" if start else ""))
         return
-    rows = [_cells(row) for row in [*reply.rows, reply.total]]
-    headers = (by, "tells", "cost", "input", "output", "cache read", "cache write", "turns", "claude time")
+    maintenance = reply.total.maintenance_usd > 0  # a column only when Iris compacted something
+    rows = [_cells(row, maintenance) for row in [*reply.rows, reply.total]]
+    headers = (by, "tells", "cost", *(("maintenance",) if maintenance else ()), "input", "output", "cache read",
+               "cache write", "turns", "claude time")
     render.show(Table([Column(h) for h in headers], rows))
+    if maintenance:
+        render.note("maintenance: of the cost, what the compactions Iris ran between tells cost")
 
 
-def _cells(row: CostRow) -> tuple[str, ...]:
+def _cells(row: CostRow, maintenance: bool = False) -> tuple[str, ...]:
     from iris_cli.text import usd
 
     return (
         row.key or "-",
         str(row.tells),
         usd(row.cost_usd),
+        *((usd(row.maintenance_usd),) if maintenance else ()),
         f"{row.input_tokens:,}",
         f"{row.output_tokens:,}",
         f"{row.cache_read_tokens:,}",

@@ -51,10 +51,11 @@ def watch(
     import msgspec
 
     from iris_cli.commands.questions import question_event
-    from iris_cli.text import Interleaved
+    from iris_cli.text import Interleaved, pair_name
     from protocol.messages import (
         ApprovalEvent,
         QuestionEvent,
+        SessionEvent,
         TellNotice,
         TellPhaseEvent,
         TellState,
@@ -85,7 +86,8 @@ def watch(
         match event:
             case TellPhaseEvent() if event.phase.name == "answering":
                 return  # the text shows that
-            case TellState() | ApprovalEvent() | TellNotice() | TellPhaseEvent() | UnsolicitedEvent() | QuestionEvent():
+            case (TellState() | ApprovalEvent() | TellNotice() | TellPhaseEvent() | UnsolicitedEvent() | QuestionEvent()
+                  | SessionEvent()):
                 sys.stdout.write(streams.interrupt())  # a labelled text run ends here
             case _:
                 return
@@ -102,6 +104,9 @@ def watch(
                 render.unsolicited(event.turn)
             case QuestionEvent():
                 question_event(event.question)
+            case SessionEvent(session=session, change=change, detail=detail):
+                render.out.print(f"{pair_name(session.from_team, session.to_team)}: conversation {change}"
+                                 + (f" ({detail})" if detail else ""), highlight=False)
 
     try:
         send(Watch(team=team), as_json, show)

@@ -84,18 +84,19 @@ def report(
 @app.command()
 def sessions(
     team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only the sessions with this team.")] = None,
+    archived: Annotated[bool, typer.Option("--archived", help="The archived conversations (only those).")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """List the pairs' persistent conversations."""
+    """List the pairs' persistent conversations: how full each is, its compactions."""
     from iris_cli import render
     from protocol.messages import ListSessions, SessionsReply
 
-    reply = send(ListSessions(to_team=team), as_json)
+    reply = send(ListSessions(to_team=team, archived=archived), as_json)
     assert isinstance(reply, SessionsReply)
     if as_json:
         print_json(reply.sessions)
     else:
-        render.sessions(reply.sessions)
+        render.sessions(reply.sessions, archived=archived)
 
 
 session_app = typer.Typer(help="Manage one pair's conversation.", no_args_is_help=True)
@@ -121,6 +122,44 @@ def session_reset(
         session = reply.session.session_id
         pair = pair_name(caller(from_team), to_team)
         render.out.print(f"{pair} starts a new conversation (session {session})")
+
+
+@session_app.command("archive")
+def session_archive(
+    from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
+    to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Archive the pair FROM->TO now: its claude stops, its history stays; the next tell restores it."""
+    _archive_or_restore(from_team, to_team, as_json, restore=False)
+
+
+@session_app.command("restore")
+def session_restore(
+    from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
+    to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
+    as_json: JsonOption = False,
+) -> None:
+    """Restore the archived pair FROM->TO (settings.sessions.restore: resume it, or start anew)."""
+    _archive_or_restore(from_team, to_team, as_json, restore=True)
+
+
+def _archive_or_restore(from_team: str, to_team: str, as_json: bool, *, restore: bool) -> None:
+    from iris_cli import render
+    from iris_cli.text import pair_name
+    from protocol.messages import ArchiveSession, RestoreSession, SessionReply
+
+    kind = RestoreSession if restore else ArchiveSession
+    reply = send(kind(to_team=to_team, from_team=caller(from_team)), as_json)
+    assert isinstance(reply, SessionReply)
+    if as_json:
+        print_json(reply.session)
+        return
+    pair = pair_name(caller(from_team), to_team)
+    if restore:
+        render.out.print(f"{pair} is active again (session {reply.session.session_id}); its next tell continues it")
+    else:
+        render.out.print(f"{pair} is archived (session {reply.session.session_id}); its next tell restores it")
 
 
 cache_app = typer.Typer(help="The stored transcripts of tells.", no_args_is_help=True)

@@ -29,6 +29,8 @@ class SystemLine(_Line, tag="system"):
     error_status: Any = None
     error: Any = None
     slash_commands: Any = None  # with subtype "init": the slash commands this claude knows
+    status: Any = None  # with subtype "status": e.g. "compacting" while claude compacts the conversation
+    compact_metadata: Any = None  # with subtype "compact_boundary": trigger, pre_tokens, post_tokens
 
     def commands(self) -> tuple[str, ...] | None:
         """The slash commands an ``init`` line names (None for other lines)."""

@@ -35,6 +35,7 @@ from protocol.messages import (
     AnswerReply,
     ApprovalReply,
     ApprovalsReply,
+    ArchiveSession,
     Ask,
     AskReply,
     CancelTell,
@@ -69,6 +70,7 @@ from protocol.messages import (
     ReportReply,
     Request,
     ResetSession,
+    RestoreSession,
     RuleReply,
     RulesReply,
     SessionReply,
@@ -177,6 +179,11 @@ class TeamQuery(_In):
     team: str | None = None
 
 
+class SessionsQuery(_In):
+    team: str | None = None
+    archived: Annotated[bool, msgspec.Meta(description="Only the archived conversations.")] = False
+
+
 class EventsQuery(_In):
     team: Annotated[str | None, msgspec.Meta(description="Only events of tells to or from this team.")] = None
 
@@ -267,6 +274,22 @@ ROUTES: tuple[ApiRoute, ...] = (
         lambda p, q, b: ResetSession(to_team=p["team"], from_team=b.from_team),
         (SessionReply,),
         "Start a fresh conversation for the pair",
+        body=FromBody,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/teams/{team}/session/archive",
+        lambda p, q, b: ArchiveSession(to_team=p["team"], from_team=b.from_team),
+        (SessionReply,),
+        "Archive the pair's conversation (its claude stops; the next tell restores it)",
+        body=FromBody,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/teams/{team}/session/restore",
+        lambda p, q, b: RestoreSession(to_team=p["team"], from_team=b.from_team),
+        (SessionReply,),
+        "Restore an archived conversation",
         body=FromBody,
     ),
     ApiRoute(
@@ -388,10 +411,10 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "GET",
         "/api/sessions",
-        lambda p, q, b: ListSessions(to_team=q.team),
+        lambda p, q, b: ListSessions(to_team=q.team, archived=q.archived),
         (SessionsReply,),
-        "The pairs' conversations",
-        query=TeamQuery,
+        "The pairs' conversations: how full each is, its compactions (archived: only the archived ones)",
+        query=SessionsQuery,
     ),
 )
 

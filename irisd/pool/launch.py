@@ -34,6 +34,7 @@ from iris_common.paths import IrisPaths
 from irisd.claude.command import child_system_prompt, iris_mcp_config
 from irisd.claude.launcher import Child, IrisEndpoint, Launcher, LaunchSpec
 from irisd.claude.spend import Spent
+from irisd.events import EventHub, publish_change
 from irisd.pool.pair_events import Reporting, SessionProbed, SlotGranted, SlotPool, Spawned, SpawnFailed
 from irisd.pool.pair_inbox import Inbox
 from irisd.pool.policy import PairKey
@@ -104,6 +105,7 @@ class Spawner:
     inbox: Inbox  # where a child sends its lines and its exit
     slots: SlotPool | None = None
     access: Access | None = None  # the HTTP face's tokens: each child gets its own
+    hub: EventHub | None = None  # who hears that an archived conversation was restored
 
     @property
     def from_team(self) -> str | None:
@@ -150,6 +152,8 @@ class Spawner:
         ever take a turn (the store says)?"""
         try:
             row = await self.store.call(sessions.get_or_create, self.from_team, team.name, time.time())
+            if row.status == sessions.ARCHIVED:  # a tell came: the conversation comes back (or a new one)
+                row = await self._restore(team) or row
             resumable = await launcher.can_resume(row.session_id)
         except IrisError as exc:  # claude cannot be checked, or the database refused
             return SpawnFailed(exc.message)
@@ -157,6 +161,15 @@ class Spawner:
             log.exception("session check failed", extra={"pair": self.label})
             return SpawnFailed(f"irisd could not check the session: {exc}")
         return SessionProbed(SessionProbe(resumable=resumable, used=row.message_count > 0))
+
+    async def _restore(self, team: Team) -> sessions.SessionRow | None:
+        fresh = team.restore == "fresh"
+        row = await self.store.call(sessions.restore, self.from_team, team.name, time.time(), fresh=fresh)
+        if row is not None:
+            detail = "a tell came" + ("; a new conversation (settings.sessions.restore: fresh)" if fresh else "")
+            log.info("restored an archived conversation", extra={"pair": self.label, "fresh": fresh})
+            publish_change(self.hub, sessions.info(row), "restored", detail)
+        return row
 
     async def launch(
         self,

@@ -41,7 +41,7 @@ from irisd.pool.child_router import ChildLineRouter, is_input_request, is_permis
 from irisd.pool.launch import Spawner
 from irisd.pool.pair_events import PairSnapshot, SlotPool, TellLink
 from irisd.pool.pair_inbox import Inbox, Parked
-from irisd.pool.pair_tells import PairTells
+from irisd.pool.pair_tells import Compacting, PairTells
 from irisd.pool.policy import PairKey, PairView
 from irisd.pool.unsolicited_keeper import UnsolicitedKeeper
 from irisd.store import ledger, sessions
@@ -97,12 +97,12 @@ class Pair:
         )
         self.tells = PairTells(
             key=self.key, label=self.label, store=store, writes=self.writes, desk=self.desk, machine=self.machine,
-            run=self._run, send=self._send_to_child,
+            run=self._run, send=self._send_to_child, compacting=self._compacting(),
         )
         self.unsolicited = UnsolicitedKeeper(
             from_team=from_team, to_team=team.name, label=self.label, store=store, writes=self.writes, hub=hub
         )
-        self.spawner = Spawner(self.key, self.label, store, self.writes, paths, self.inbox, slots, access)
+        self.spawner = Spawner(self.key, self.label, store, self.writes, paths, self.inbox, slots, access, hub)
         self._nursery: trio.Nursery | None = None
 
     def reconfigure(self, team: Team, config: IrisConfig) -> None:
@@ -114,6 +114,20 @@ class Pair:
         self.launcher = launcher_for(team, config, self.paths.claude_config_dir, self.launcher_child_factory)
         self.desk.mode = team.permissions
         self.desk.timeout_s = config.settings.approval_timeout / 1000
+        self.tells.compacting = self._compacting()
+
+    def _compacting(self) -> Compacting:
+        return Compacting(self.team.compact_at, self.config.settings.sessions.context_window, self._new_compaction)
+
+    def _new_compaction(self) -> ActiveTell:
+        """A ``/compact`` of the pair's conversation that Iris runs between two tells."""
+        machine = tell_machine.TellMachine(
+            response_timeout_s=self.team.response_timeout_ms / 1000, caller_timeout_ms=-1, now=trio.current_time()
+        )
+        compaction = ActiveTell(from_team=self.from_team, to_team=self.team.name, message="/compact",
+                                machine=machine, hub=self.hub, kind="compaction")
+        compaction.session_id = self.session_id
+        return compaction
 
     @property
     def key(self) -> PairKey:

@@ -13,6 +13,11 @@ tell's machine decides; ``apply`` carries out its actions (reply to the caller, 
 child, interrupt it) and saves the tell (``save_tell`` ends it once final); once it ended,
 its approvals expire and the process machine hears of it (through the actor's ``run``),
 which hands the child the next tell.
+
+When a tell ends, its result says how full the conversation is (``compaction.py``):
+that is recorded, and above the team's ``compactAt`` a compaction (a tell of kind
+``compaction``, ``/compact``, made by the pair: ``NewCompaction``) goes first in the
+queue, so the child compacts before the next tell, never during one.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import msgspec
 import trio
@@ -28,6 +34,7 @@ import trio
 from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request, line_type, user_turn
 from irisd.pool.approvals import ApprovalDesk, declined_input
 from irisd.pool.child_router import Routed, is_input_request, is_permission_request
+from irisd.pool.compaction import Boundary, ContextSize, boundary, compaction_due, context_size
 from irisd.pool.pair_events import DecideRequest
 from irisd.pool.process_machine import Action, ProcessMachine, SendTurn
 from irisd.store import sessions, tells
@@ -35,7 +42,7 @@ from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
 from irisd.tell.active import ActiveTell, end_tell, save_tell
-from irisd.tell.phase import after_line, before_start
+from irisd.tell.phase import IRIS_COMPACTS, after_line, before_start
 from protocol.errors import BusyError, IrisError
 from protocol.messages import TellNotice, TellPhase
 
@@ -43,6 +50,17 @@ log = logging.getLogger("irisd.pair")
 
 Run = Callable[[list[Action]], Awaitable[None]]  # carries out the process machine's actions
 Send = Callable[[bytes], Awaitable[None]]  # writes to the child's stdin (if there is one)
+NewCompaction = Callable[[], ActiveTell]  # a compaction tell for the pair (``/compact``, kind ``compaction``)
+
+
+@dataclass(frozen=True)
+class Compacting:
+    """When the pair compacts: the team's threshold and the window (settings.sessions), and
+    how it makes a compaction (None: never)."""
+
+    compact_at: int = 0
+    context_window: int | None = None
+    new: NewCompaction | None = None
 
 
 class PairTells:
@@ -57,11 +75,13 @@ class PairTells:
         machine: ProcessMachine,
         run: Run,
         send: Send,
+        compacting: Compacting | None = None,
     ) -> None:
         self.from_team, self.to_team = key
         self.label = label
         self.store, self.writes, self.desk, self.machine = store, writes, desk, machine
         self._run, self._send = run, send
+        self.compacting = compacting or Compacting()
         self.by_id: dict[str, ActiveTell] = {}  # in arrival order
         self.spent_usd = 0.0  # what the pair's tells have cost, all time (the actor reads the ledger)
         self.last_used_at: float | None = None  # wall clock, for people: when a tell last ended
@@ -96,10 +116,11 @@ class PairTells:
         ``own_turn``: the child is taking a turn no tell asked for)."""
         head = self.by_id.get(self.machine.current) if self.machine.current is not None else None
         ahead = 1 if self.machine.current is not None else 0
+        compacting = head is not None and head.kind == "compaction"
         for index, tell in enumerate(self.queued()):
             phase = before_start(index + ahead, state=state, waiting_for_slot=waiting_for_slot,
                                  head=head.phase if head is not None else None, head_id=head.id if head else "",
-                                 own_turn=own_turn)
+                                 own_turn=own_turn, compacting=compacting)
             if phase is not None:
                 tell.set_phase(phase)
 
@@ -127,7 +148,10 @@ class PairTells:
         else:
             await self.apply(tell, tell.machine.start(now, startup_s=startup_s))
         starting = turn.restarted or turn.fresh_child
-        tell.set_phase(TellPhase(name="starting_claude" if starting else "waiting_for_model"))
+        if tell.kind == "compaction":
+            tell.set_phase(TellPhase(name="compacting", detail=IRIS_COMPACTS))
+        else:
+            tell.set_phase(TellPhase(name="starting_claude" if starting else "waiting_for_model"))
         if not tell.machine.is_final:  # if the child cannot read it, its exit ends or retries the tell
             await self._send(user_turn(tell.message))
 
@@ -156,14 +180,55 @@ class PairTells:
         actions = tell.machine.child_line(line, now)
         await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
         tell.publish_text(before)
-        if (phase := after_line(line, tell.phase)) is not None:
+        if (phase := after_line(line, tell.phase)) is not None and tell.kind != "compaction":
             tell.set_phase(phase)
         if isinstance(line, SystemLine) and (notice := line.retry_notice()):
             log.warning("claude retries the API", extra={"pair": self.label, "tell": tell.id, "notice": notice})
             tell.publish(TellNotice(tell_id=tell.id, text=notice))
-        if isinstance(line, ResultLine) and tell.machine.is_final:
-            await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time())
+        if isinstance(line, SystemLine) and (found := boundary(line.subtype, line.compact_metadata)) is not None:
+            await self._compacted(tell, found)
+        if isinstance(line, ResultLine) and tell.machine.is_final and tell.kind != "compaction":
+            # One more exchange, and how full the conversation is now (a compaction is
+            # neither: its figures come with its boundary line).
+            size = context_size(line.usage, line.model_usage, override=self.compacting.context_window)
+            await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time(),
+                                   size.tokens if size else None, size.window if size else None)
+            await self._compact_if_due(tell, size)
         await self.apply(tell, actions)
+
+    async def _compacted(self, tell: ActiveTell, found: Boundary) -> None:
+        """claude compacted the conversation: Iris's compaction, a /compact, or its own
+        near a full context in the middle of ``tell`` (said to those who watch it)."""
+        trigger = "iris" if tell.kind == "compaction" else found.trigger
+        await self.writes.save(None, sessions.record_compaction, self.from_team, self.to_team, time.time(),
+                               trigger, found.pre_tokens, found.post_tokens)
+        if trigger == "auto":
+            log.info("claude compacted the conversation by itself", extra={"pair": self.label, "tell": tell.id})
+            tokens = f": {found.pre_tokens} -> {found.post_tokens} tokens" if found.pre_tokens is not None else ""
+            tell.publish(TellNotice(tell_id=tell.id, text=f"claude compacted the conversation by itself (its "
+                                    f"context was nearly full){tokens}; this tell goes on"))
+
+    async def _compact_if_due(self, tell: ActiveTell, size: ContextSize | None) -> None:
+        """Above ``compactAt``, compact the conversation before the next tell (the machine
+        puts the compaction first in the queue)."""
+        new = self.compacting.new
+        if size is None or new is None or not compaction_due(size, self.compacting.compact_at, kind=tell.kind):
+            return
+        if not self.machine.can_compact(tell.id):
+            return  # its child stops after it (a budget of its own): the next one compacts
+        compaction = new()
+        try:
+            await self.store.call(tells.insert, compaction.info())
+        except IrisError as exc:
+            log.warning("could not record a compaction; not compacting", extra={"pair": self.label,
+                                                                                 "error": exc.message})
+            return
+        log.info("compacting the conversation before the next tell",
+                 extra={"pair": self.label, "tokens": size.tokens, "window": size.window})
+        self.add(compaction)
+        compaction.announce()
+        await self.writes.save(None, sessions.set_status, self.from_team, self.to_team, sessions.COMPACT_PENDING)
+        await self._run(self.machine.compaction_queued(compaction.id, after=tell.id))
 
     async def decide(self, request: DecideRequest) -> None:
         """A person's decision on a tell's pending approval; answers ``request``."""
@@ -191,6 +256,8 @@ class PairTells:
                         await self._send(interrupt_request(f"interrupt-{tell.id}"))
         await save_tell(self.store, tell, self.writes)  # where a final tell ends
         if tell.machine.is_final and self.by_id.pop(tell.id, None) is not None:
+            if tell.kind == "compaction":  # done (its boundary line recorded it), or given up
+                await self.writes.save(None, sessions.set_status, self.from_team, self.to_team, sessions.ACTIVE)
             await self.desk.expire(f"the tell ended ({tell.machine.status}) before a decision", tell)
             if tell.id == self.machine.current:
                 self.last_used_at = time.time()

@@ -35,6 +35,10 @@ here by id only: their own lifecycle is ``irisd/tell/machine.py``.
   claude's budget caps a whole process, so the child is started with that budget for
   that one tell and stopped when the tell ends. A child with no budget never serves it,
   and a budgeted child never serves another tell.
+* Iris compacts a conversation between tells (``compaction.py`` says when): the
+  compaction is a tell of its own that ``compaction_queued`` puts first in the queue
+  while the tell that asked for it still runs, so the child takes it right after that
+  tell and before any tell waiting; never while a tell runs.
 * The actor owns the requests (wake, sleep, reset) and answers them when told:
   ``Answer`` answers the request being handled, ``AwaitStart`` / ``AwaitExit`` park it
   until ``WakersDone`` / ``StoppersDone``.
@@ -333,6 +337,24 @@ class ProcessMachine:
         if self._child_budget is not None:  # it was started for that one tell
             return self.stop_child("its tell had a budget of its own (--max-budget-usd)")
         return self._hand_next()
+
+    def can_compact(self, tell_id: str) -> bool:
+        """Whether a compaction may follow ``tell_id``: it runs on this pair's child now,
+        and the child stays for the next tell (not one started for a budget of its own)."""
+        return self.state == "processing" and self.current == tell_id and self._child_budget is None
+
+    def compaction_queued(self, compaction_id: str, after: str) -> list[Action]:
+        """A compaction of the conversation, to run right after the tell ``after`` (which
+        runs now) and before any tell waiting: it goes first in the queue."""
+        if not self.can_compact(after):
+            raise IllegalTransition(
+                f"compaction_queued() after {after} on {self.label}, which is {self.state}"
+                f" with {self.current or 'no tell'} running"
+            )
+        if compaction_id == self.current or compaction_id in self.queue:
+            raise IllegalTransition(f"compaction {compaction_id} is already queued on {self.label}")
+        self.queue.appendleft(compaction_id)
+        return []
 
     # --- turns no tell asked for (pool/unsolicited.py) -----------------------------------
 

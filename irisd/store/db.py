@@ -219,6 +219,23 @@ MIGRATIONS: list[str] = [
     ALTER TABLE notifications ADD COLUMN hops INTEGER NOT NULL DEFAULT 0;
     ALTER TABLE notifications ADD COLUMN path TEXT NOT NULL DEFAULT '[]';
     """,
+    # 10: how full each pair's conversation is (the tokens of its last answer, against the
+    # model's context window), and its compactions (irisd/pool/compaction.py): how many,
+    # the last one's time, trigger ('iris', 'manual', 'auto'), tokens and message count;
+    # and the archive (irisd/pool/archive.py).
+    """
+    ALTER TABLE sessions ADD COLUMN context_tokens INTEGER;
+    ALTER TABLE sessions ADD COLUMN context_window INTEGER;
+    ALTER TABLE sessions ADD COLUMN compactions INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE sessions ADD COLUMN last_compacted_at REAL;
+    ALTER TABLE sessions ADD COLUMN compact_trigger TEXT NOT NULL DEFAULT '';
+    ALTER TABLE sessions ADD COLUMN compact_tokens_before INTEGER;
+    ALTER TABLE sessions ADD COLUMN compact_tokens_after INTEGER;
+    ALTER TABLE sessions ADD COLUMN compact_messages_before INTEGER;
+    -- archived conversations (status 'archived'): since when, and when their files went
+    ALTER TABLE sessions ADD COLUMN archived_at REAL;
+    ALTER TABLE sessions ADD COLUMN files_deleted_at REAL;
+    """,
 ]
 
 

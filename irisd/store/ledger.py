@@ -18,7 +18,8 @@ KEEP_DAYS = 400  # ledger rows older than this are pruned (a year of daily figur
 _FIGURES = (
     "count(*), coalesce(sum(cost_usd), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
     "coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_creation_tokens), 0), "
-    "coalesce(sum(num_turns), 0), coalesce(sum(duration_ms), 0)"
+    "coalesce(sum(num_turns), 0), coalesce(sum(duration_ms), 0), "
+    "coalesce(sum(CASE kind WHEN 'maintenance' THEN cost_usd ELSE 0 END), 0)"
 )
 ASK = "iris ask"  # how asks of iris-agent show among teams and pairs: no team, no pair
 _KEYS: dict[CostGrouping, str] = {
@@ -30,12 +31,16 @@ _KEYS: dict[CostGrouping, str] = {
 }
 
 
+MAINTENANCE = "maintenance"  # the kind of a row Iris spent keeping a conversation useful (a compaction)
+
+
 def record(db: apsw.Connection, tell: TellInfo) -> None:
+    """A tell's figures, under its pair; a compaction Iris ran is marked ``maintenance``."""
     assert tell.cost_usd is not None and tell.finished_at is not None
     db.execute(
         "INSERT OR REPLACE INTO ledger (tell_id, from_team, to_team, chain_id, finished_at, cost_usd, "
-        "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, num_turns, duration_ms) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, num_turns, duration_ms, kind) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             tell.id,
             stored_team(tell.from_team),
@@ -49,6 +54,7 @@ def record(db: apsw.Connection, tell: TellInfo) -> None:
             tell.cache_creation_tokens or 0,
             tell.num_turns or 0,
             tell.duration_ms or 0,
+            MAINTENANCE if tell.kind == "compaction" else "tell",
         ),
     )
 
@@ -84,7 +90,7 @@ def _number(row: Any) -> float:
 
 
 def _row(key: str, values: tuple[Any, ...]) -> CostRow:
-    tells, cost, inp, out, cread, ccreate, turns, duration = values
+    tells, cost, inp, out, cread, ccreate, turns, duration, maintenance = values
     return CostRow(
         key=key,
         tells=int(tells),
@@ -95,6 +101,7 @@ def _row(key: str, values: tuple[Any, ...]) -> CostRow:
         cache_creation_tokens=int(ccreate),
         num_turns=int(turns),
         duration_ms=int(duration),
+        maintenance_usd=float(maintenance),
     )
 
 
@@ -112,7 +119,7 @@ def summary(
     query = f"SELECT {key} AS key, {_FIGURES} FROM ledger WHERE {where} GROUP BY key ORDER BY {order}"
     rows = [_row(str(values[0]), values[1:]) for values in db.execute(query, args)]
     total = db.execute(f"SELECT {_FIGURES} FROM ledger WHERE {where}", args).fetchone()
-    return rows, _row("total", tuple(total or (0,) * 8))
+    return rows, _row("total", tuple(total or (0,) * 9))
 
 
 def pair_spent(db: apsw.Connection, from_team: str | None, to_team: str) -> float:

@@ -13,7 +13,6 @@ import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
 
 import msgspec
 import trio
@@ -28,6 +27,7 @@ from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
     Event,
     TellInfo,
+    TellKind,
     TellPhase,
     TellPhaseEvent,
     TellState,
@@ -57,7 +57,7 @@ class ActiveTell:
         message: str,
         machine: TellMachine,
         hub: EventHub | None = None,
-        kind: Literal["tell", "command", "notification"] = "tell",
+        kind: TellKind = "tell",
         chain_id: str = "",
         hops: int = 0,
         path: tuple[str, ...] = (),

@@ -24,6 +24,10 @@ def after_line(line: AnyLine, current: TellPhase | None) -> TellPhase | None:
             return TellPhase(name="api_retry", detail=line.retry_notice() or "")
         case SystemLine(subtype="init"):
             return TellPhase(name="waiting_for_model")
+        case SystemLine(subtype="status") if line.status == "compacting":
+            return TellPhase(name="compacting", detail=CLAUDE_COMPACTS)
+        case SystemLine(subtype="status") if current is not None and current.name == "compacting":
+            return TellPhase(name="waiting_for_model")  # compacted (or it failed): the turn goes on
         case AssistantLine():
             uses = line.tool_uses()
             if uses:
@@ -41,20 +45,25 @@ def after_line(line: AnyLine, current: TellPhase | None) -> TellPhase | None:
     return None
 
 
+CLAUDE_COMPACTS = "claude is compacting the conversation (its context was nearly full, or a /compact)"
+IRIS_COMPACTS = "compacting the conversation (Iris, between tells: settings.sessions.compactAt)"
 OWN_TURN = "claude is taking a turn of its own (a message from another Claude session); 'iris status' shows it"
 
 
 def before_start(
     position: int, *, state: str, waiting_for_slot: int, head: TellPhase | None = None, head_id: str = "",
-    own_turn: bool = False,
+    own_turn: bool = False, compacting: bool = False,
 ) -> TellPhase | None:
     """What a queued tell waits for: ``position`` tells ahead of it (the running one
     counts; ``head``: what that one waits for, ``head_id``: its id), or, for the first, a
     turn the child took on its own (``own_turn``), a process slot (``waiting_for_slot``
     busy processes fill the pool) or claude's (re)start, by the pair's process ``state``.
-    ``None``: nothing to say (it is about to be handed to the idle child)."""
+    ``compacting``: the one ahead is a compaction Iris runs between tells (the next tell
+    waits for it alone). ``None``: nothing to say (it is about to be handed to the idle child)."""
     if position == 0 and own_turn:
         return TellPhase(name="queued", detail=OWN_TURN)
+    if position == 1 and compacting:
+        return TellPhase(name="compacting", detail=IRIS_COMPACTS)
     if position > 0:
         if head is not None:  # only what the head waits for now, not what IT was queued behind
             head = msgspec.structs.replace(head, head=None, head_id="")

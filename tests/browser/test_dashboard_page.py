@@ -42,6 +42,9 @@ from protocol.messages import (
     QuestionsReply,
     ReloadReply,
     ReportReply,
+    SessionEvent,
+    SessionInfo,
+    SessionsReply,
     StatusReply,
     TeamInfo,
     TellInfo,
@@ -169,6 +172,7 @@ def fake(page: Page) -> FakeIris:
         "GET /api/approvals": ApprovalsReply(approvals=[]),
         "GET /api/questions": QuestionsReply(questions=[]),
         "GET /api/notifications": NotificationsReply(notifications=[]),
+        "GET /api/sessions": SessionsReply(sessions=[]),
         "GET /api/tells/t1/transcript": TranscriptReply(tell=tell(), entries=TRANSCRIPT),
         "GET /api/tells/t2/transcript": TranscriptReply(tell=hostile, entries=[]),
     })
@@ -293,6 +297,22 @@ def test_each_pair_shows_its_cost_so_far(page: Page, fake: FakeIris) -> None:
     expect(page.locator('[data-pair="you → backend"] .pill')).to_have_text("processing")
     expect(cost).to_have_text("$0.05")
     expect(cost).to_have_attribute("data-cost-usd", "0.0537")
+
+
+def test_each_pair_shows_how_full_its_conversation_is_and_its_archive(page: Page, fake: FakeIris) -> None:
+    session = SessionInfo(from_team=None, to_team="backend", session_id="s-1234567890", created_at=NOW - 100,
+                          last_used_at=NOW - 10, status="compact_pending", context_tokens=150_000,
+                          context_window=200_000, compactions=2)
+    fake.replies["GET /api/sessions"] = SessionsReply(sessions=[session])
+    page.goto(f"{BASE}/#/teams")
+    line = page.locator('[data-pair="you → backend"] [data-session-status]')
+    expect(line).to_have_text("compacting next · context 75% · 2 compactions")
+    expect(line).to_have_attribute("title", "150000 of 200000 tokens")
+    # Archived by the sweep: the event makes the page read the sessions again.
+    archived = msgspec.structs.replace(session, status="archived", archived_at=NOW)
+    fake.replies["GET /api/sessions"] = SessionsReply(sessions=[archived])
+    fake.push(SessionEvent(session=archived, change="archived", detail="unused for 90 days"))
+    expect(line).to_have_text("archived · context 75% · 2 compactions")
 
 
 def test_the_inbox_shows_questions_beside_approvals_and_answers_them(page: Page, fake: FakeIris) -> None:

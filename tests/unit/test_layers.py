@@ -24,7 +24,7 @@ def test_the_cli_loads_by_name_only_modules_of_its_own_layer() -> None:
 
 def _code_map() -> str:
     readme = (REPO / "README.md").read_text()
-    start = readme.index("Code map:")
+    start = readme.index("Code map")
     return readme[start : readme.index("\n## ", start)]
 
 

@@ -101,8 +101,24 @@ def test_sessions_show_the_whole_session_id_and_state_in_80_columns(screen: io.S
                           created_at=0.0, last_used_at=time.time(), message_count=12, process_state="stopped")
     render.sessions([session])
     header, row = screen.getvalue().splitlines()
-    assert header.split() == ["pair", "session", "turns", "last", "used", "state"]
-    assert row.split() == ["external->frontend", session.session_id, "12", "0s", "ago", "stopped"]
+    assert header.split() == ["pair", "session", "turns", "full", "last", "used", "state"]
+    assert row.split() == ["external->frontend", session.session_id, "12", "-", "0s", "ago", "stopped"]
+
+
+def test_sessions_say_how_full_each_conversation_is_and_its_compactions(screen: io.StringIO) -> None:
+    session = SessionInfo(from_team=None, to_team="frontend", session_id="1246fe1e-01e2-4b3a-8cae-054d9f8f6309",
+                          created_at=0.0, last_used_at=time.time(), message_count=12, process_state="idle",
+                          status="compact_pending", context_tokens=150_000, context_window=200_000, compactions=1,
+                          compact_trigger="auto", compact_tokens_before=190_000, compact_tokens_after=9000,
+                          compact_messages_before=10)
+    render.sessions([session])
+    _header, row, *notes = screen.getvalue().splitlines()
+    assert row.split() == ["external->frontend", session.session_id, "12", "75%", "0s", "ago", "idle",
+                           "(compact_pending)"]
+    assert " ".join(n.strip() for n in notes) == (
+        "external->frontend: context 150k of 200k (75%); compactions 1, last by claude, its context nearly "
+        "full: 190k -> 9k tokens after 10 messages; 2 messages since"
+    )
 
 
 def test_a_notice_names_its_tell(screen: io.StringIO) -> None:

@@ -89,7 +89,30 @@ function tellInfo(t) {
 async function loadStatus() {
   state.status = await api("GET", "/api/status");
   notifyFindings(state.status.findings);
+  await loadSessions();
   renderChrome();
+}
+
+// Each pair's conversation: how full it is, its compactions, whether it is archived.
+async function loadSessions() {
+  try {
+    const [active, archived] = await Promise.all([api("GET", "/api/sessions"), api("GET", "/api/sessions?archived=true")]);
+    state.sessions = new Map([...active.sessions, ...archived.sessions].map((s) => [pairLabel(s.from_team, s.to_team), s]));
+  } catch (err) {
+    state.sessions = state.sessions || new Map();  // a reader may not list them: the pairs show without
+  }
+}
+
+function sessionLine(p) {
+  const s = (state.sessions || new Map()).get(pairLabel(p.from_team, p.to_team));
+  if (!s) return null;
+  const parts = [];
+  if (s.status && s.status !== "active") parts.push(s.status === "compact_pending" ? "compacting next" : s.status);
+  if (s.context_tokens != null && s.context_window) parts.push(`context ${Math.round((100 * s.context_tokens) / s.context_window)}%`);
+  if (s.compactions) parts.push(`${s.compactions} compaction${s.compactions === 1 ? "" : "s"}`);
+  if (!parts.length) return null;
+  const title = s.context_tokens != null ? `${s.context_tokens} of ${s.context_window} tokens` : "";
+  return h("div", { class: "muted small", "data-session-status": s.status || "active", title }, parts.join(" · "));
 }
 
 async function loadTells() {
@@ -335,7 +358,7 @@ function onEvent(event) {
         // A pair changes state once a tell ended is saved: the ledger has its figures.
         if (state.costs.reply) soon("costs", loadCosts);
         render();
-      } else if (/process|pair/.test(event.type || "")) {
+      } else if (/process|pair|session/.test(event.type || "")) {
         soon("status", loadStatus);
       }
   }
@@ -644,7 +667,7 @@ function pairRow(p) {
       h("div", { class: "muted small", "data-process": "" }, [p.pid ? `pid ${p.pid}` : "", p.queued ? `${p.queued} queued` : ""].filter(Boolean).join(" · ")),
       p.reason ? h("div", { class: "muted small" }, p.reason) : null,
       p.current_tell ? h("div", { class: "small" }, h("a", { href: `#/tells/${p.current_tell}` }, current ? firstLine(current.message, 40) : `tell ${shortId(p.current_tell)}`)) : null),
-    h("td", { title: clock(p.last_used_at) }, ago(p.last_used_at)),
+    h("td", { title: clock(p.last_used_at) }, ago(p.last_used_at), sessionLine(p)),
     h("td", { class: "num", "data-cost-usd": String(p.cost_usd || 0), title: "spent on this pair's tells so far (the cost ledger)" }, p.cost_usd ? money(p.cost_usd) : "–"),
     p.kind ? h("td", { class: "actions muted small", "data-remote-pair": p.kind }, "no claude here") : h("td", { class: "actions" },
       p.state === "stopped" || p.state === "failed"
