@@ -216,6 +216,12 @@ class Dispatcher:
             case CancelTell(tell_id=tell_id):
                 info = await self.tells.find(tell_id)
                 policy.check_changes(caller, _owned(info), f"tell {info.id}", self._chains(caller))
+            case DismissQuestion(question_id="", tell_id=tell_id) if tell_id:  # what a tell asked its waiter
+                info = await self.tells.find(tell_id)
+                policy.check_changes(caller, _owned(info), f"tell {info.id}", self._chains(caller))
+            case AnswerQuestion(question_id="", tell_id=tell_id) if tell_id:
+                info = await self.tells.find(tell_id)
+                policy.check_answers(caller, info.from_team, info.id)
             case DismissQuestion(question_id=question_id):
                 question = await self._question(question_id)
                 policy.check_changes(caller, _owned(question), f"question {question.id}", self._chains(caller))

@@ -661,13 +661,15 @@ def test_a_running_tells_duration_counts_up(page: Page, fake: FakeIris) -> None:
     now = float(int(NOW))  # whole seconds: the page's clock counts milliseconds exactly
     page.clock.install(time=now - 1)
     page.clock.pause_at(now)  # time moves only when the test says
-    running = tell(status="running", text="", started_at=now - 0.25, finished_at=None, cost_usd=None)
+    # Submitted 2.25 s ago, running for the last 0.25 s: durations count from submission.
+    running = tell(status="running", text="", created_at=now - 2.25, started_at=now - 0.25, finished_at=None,
+                   cost_usd=None)
     fake.replies["GET /api/tells"] = ReportReply(tells=[running])
     fake.replies["GET /api/tells/t1/transcript"] = TranscriptReply(tell=running, entries=[])
     page.goto(f"{BASE}/#/tells/t1")
     took = page.locator(".facts dt:text-is('running for') + dd")
-    expect(took).to_have_text("250 ms")
+    expect(took).to_have_text("2.3 s, 2.0 s queued")
     page.clock.run_for(5000)
-    expect(took).to_have_text("5.3 s")  # 5.25 s, ticking every second
+    expect(took).to_have_text("7.3 s, 2.0 s queued")  # 7.25 s, ticking every second
     page.clock.run_for(60_000)
-    expect(took).to_have_text("1 min 5 s")
+    expect(took).to_have_text("1 min 7 s, 2.0 s queued")

@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 
 from harness import Iris, wait_for
 
@@ -28,14 +29,22 @@ def test_markup_in_messages_answers_and_errors_is_printed_as_written(iris: Iris)
     queued = iris.cli_json("tell", "alpha", "@slow:200 @long:5", "--timeout", "-1")
     watcher = subprocess.Popen([sys.executable, "-m", "iris_cli", "watch"], env=iris.env, cwd=iris.root,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(watcher.stdout or ()), daemon=True)
+    reader.start()
     try:
         wait_for(lambda: iris.cli_json("result", queued["id"])["tell_status"] == "completed", 60, "the first tell")
         assert iris.cli("tell", "alpha", HOSTILE).returncode == 0  # queued with its message: watch prints it
+        # Watchers get events in batches (at most every 0.25 s): wait for the one with the answer.
+        wait_for(lambda: any("[/code]" in line for line in lines), 30, "the watcher to print the second tell")
     finally:
         watcher.terminate()
-        out, err = watcher.communicate(timeout=30)
+        watcher.wait(timeout=30)
+        reader.join(timeout=30)
+    err = watcher.stderr.read() if watcher.stderr else ""
+    out = "".join(lines)
     assert "MarkupError" not in err and "Traceback" not in err, err
-    assert "[/code]" in out and "list[int]" in out
+    assert "[/code]" in out and "list[int]" in out, out
     unknown = iris.cli("tell", "[/code]", "hi")
     assert unknown.returncode == 1 and "[/code]" in unknown.stderr and "Traceback" not in unknown.stderr
 

@@ -92,7 +92,7 @@ def test_errors_name_the_problem_and_the_fix(iris: Iris) -> None:
     assert "team 'alhpa' is not configured; did you mean 'alpha'? known teams: alpha" in typo.stderr
     bad_result_wait = iris.cli("result", "0123456789abcdef", "--wait", "-1")
     assert bad_result_wait.returncode == 1
-    assert "wait -1 ms is out of range; use 0 (answer at once) or 1000" in bad_result_wait.stderr
+    assert "`$.wait_ms`; use 0 (answer at once) or 1000 to 3600000 ms" in bad_result_wait.stderr
 
     as_json = iris.cli("tell", "nope", "hi", "--json")
     assert json.loads(as_json.stderr)["error"]["code"] == "unknown_team"

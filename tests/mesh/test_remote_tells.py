@@ -61,7 +61,7 @@ def test_a_tell_to_a_team_of_another_irisd_streams_its_answer(pair_of_irisds: tu
     assert listed["description"] == "The API"
 
     with caller.watch() as watcher:
-        answer = caller.cli_json("tell", backend, "@chunks:3 hello over there", "--from", frontend)
+        answer = caller.cli_json("tell", backend, "@chunks:3 @slow:400 hello over there", "--from", frontend)
         assert answer["status"] == "completed", answer
         assert answer["text"] == "echo #1: hello over there"
         texts: list[str] = []

@@ -777,7 +777,7 @@ function conversationView(id) {
   const facts = [
     ["id", tell.id],
     ["created", clock(tell.created_at)],
-    tell.started_at ? [running ? "running for" : "took", running ? h("span", { "data-running-since": String(tell.started_at) }, duration(tell)) : duration(tell)] : null,
+    tell.started_at ? [running ? "running for" : "took", running ? h("span", { "data-running-since": String(tell.started_at), "data-created": String(tell.created_at) }, duration(tell)) : duration(tell)] : null,
     running && tell.phase && tell.phase.text ? ["waits for", tell.phase.text] : null,
     tell.cost_usd !== undefined && tell.cost_usd !== null ? ["cost", money(tell.cost_usd)] : null,
     tell.session_id ? ["session", tell.session_id] : null,
@@ -1134,7 +1134,8 @@ setInterval(() => { if (state.connected && !document.hidden) renderTimes(); }, 1
 // selection stay where they are).
 setInterval(() => {
   for (const since of document.querySelectorAll("[data-running-since]")) {
-    since.textContent = seconds(Date.now() / 1000 - Number(since.dataset.runningSince));
+    // The same words as at render: from submission, with the time it was queued.
+    since.textContent = duration({ created_at: Number(since.dataset.created), started_at: Number(since.dataset.runningSince) });
   }
 }, 1000);
 function renderTimes() {
