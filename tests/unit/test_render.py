@@ -242,6 +242,6 @@ def test_watch_names_the_approval_a_queued_tell_waits_behind(screen: io.StringIO
     render.tell_phase(TellPhaseEvent(tell_id="abc", phase=TellPhase(name="queued", ahead=1, head=approval,
                                                                     head_id="t-0")))
     assert screen.getvalue() == (
-        "\nabc queued behind 1 tell; tell t-0 ahead awaits your approval of Bash `touch x`: run 'iris approve "
+        "abc queued behind 1 tell; tell t-0 ahead awaits your approval of Bash `touch x`: run 'iris approve "
         "a-01234567' (or 'iris deny a-01234567')\n"
     )
