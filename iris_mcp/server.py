@@ -170,6 +170,7 @@ class Shim:
 
     async def team_tell(self, args: Any, report: ReportProgress) -> ToolOutput:
         from protocol.errors import InvalidRequestError
+        from protocol.limits import stored_ttl
         from protocol.messages import Tell
 
         if args.to_teams:
@@ -187,7 +188,7 @@ class Shim:
             timeout_ms=args.timeout,
             stream=True,  # also when nobody wants progress: the first event names the tell
             persist=args.persist,
-            ttl_days=args.ttl_days,
+            ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
         )

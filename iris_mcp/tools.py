@@ -31,7 +31,6 @@ from iris_common.text import pair_name, tail, tell_data
 from iris_common.text import short as text_short
 from protocol.errors import InvalidRequestError
 from protocol.limits import (
-    DEFAULT_TTL_DAYS,
     MAX_WAIT_MS,
     MIN_WAIT_MS,
     BudgetUsd,
@@ -145,7 +144,7 @@ class TellArgs(_Args):
             "without waiting for an answer (a notification)."
         ),
     ] = False
-    ttl_days: TtlDays = DEFAULT_TTL_DAYS
+    ttl_days: TtlDays | None = None  # with persist; DEFAULT_TTL_DAYS if left out
     max_budget_usd: BudgetUsd | None = None
 
 
