@@ -698,14 +698,17 @@ def render_answer(reply: AnswerReply) -> ToolOutput:
 
 
 def render_costs(reply: CostsReply) -> ToolOutput:
+    def counted(n: int, thing: str) -> str:
+        return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
+
     def line(row: CostRow) -> str:
         return (
-            f"- {row.key}: {usd(row.cost_usd)} over {row.tells} tells ({row.input_tokens} input, "
-            f"{row.output_tokens} output, {row.cache_read_tokens} cache-read tokens; {row.num_turns} turns)"
+            f"- {row.key}: {usd(row.cost_usd)} over {counted(row.tells, 'tell')} ({row.input_tokens} input, "
+            f"{row.output_tokens} output, {row.cache_read_tokens} cache-read tokens; {counted(row.num_turns, 'turn')})"
         )
 
     lines = [line(row) for row in reply.rows] or ["no costs recorded"]
-    lines.append(f"total: {usd(reply.total.cost_usd)} over {reply.total.tells} tells")
+    lines.append(f"total: {usd(reply.total.cost_usd)} over {counted(reply.total.tells, 'tell')}")
     return ToolOutput("\n".join(lines), plain(reply))
 
 
