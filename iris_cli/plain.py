@@ -73,7 +73,7 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
 def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
     lines = [
         paint("irisd is running", "green", color)
-        + f" (pid {reply.pid}, version {reply.daemon_version}, up since {ago(reply.started_at)})",
+        + f" (pid {reply.pid}, version {reply.daemon_version}, started {ago(reply.started_at)})",
         f"socket: {reply.socket_path}",
         f"config: {reply.config_path}",
         f"claude: {reply.claude_version or 'none found'}"

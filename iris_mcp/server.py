@@ -182,6 +182,7 @@ class Shim:
         from iris_mcp.asking import NO_ASKING
         from iris_mcp.tools import TellWatch
         from protocol.errors import InvalidRequestError
+        from protocol.limits import stored_ttl
         from protocol.messages import Tell
 
         asking = asking or NO_ASKING
@@ -206,7 +207,7 @@ class Shim:
             timeout_ms=args.timeout,
             stream=True,  # also when nobody wants progress: the first event names the tell
             persist=args.persist,
-            ttl_days=args.ttl_days,
+            ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
         )

@@ -33,7 +33,6 @@ from iris_mcp.asking import InputAsk, decide_elsewhere
 from protocol import session_words
 from protocol.errors import InvalidRequestError
 from protocol.limits import (
-    DEFAULT_TTL_DAYS,
     MAX_WAIT_MS,
     MIN_WAIT_MS,
     BudgetUsd,
@@ -147,7 +146,7 @@ class TellArgs(_Args):
             "without waiting for an answer (a notification)."
         ),
     ] = False
-    ttl_days: TtlDays = DEFAULT_TTL_DAYS
+    ttl_days: TtlDays | None = None  # with persist; DEFAULT_TTL_DAYS if left out
     max_budget_usd: BudgetUsd | None = None
 
 
@@ -707,14 +706,17 @@ def render_answer(reply: AnswerReply) -> ToolOutput:
 
 
 def render_costs(reply: CostsReply) -> ToolOutput:
+    def counted(n: int, thing: str) -> str:
+        return f"{n} {thing}" if n == 1 else f"{n} {thing}s"
+
     def line(row: CostRow) -> str:
         return (
-            f"- {row.key}: {usd(row.cost_usd)} over {row.tells} tells ({row.input_tokens} input, "
-            f"{row.output_tokens} output, {row.cache_read_tokens} cache-read tokens; {row.num_turns} turns)"
+            f"- {row.key}: {usd(row.cost_usd)} over {counted(row.tells, 'tell')} ({row.input_tokens} input, "
+            f"{row.output_tokens} output, {row.cache_read_tokens} cache-read tokens; {counted(row.num_turns, 'turn')})"
         )
 
     lines = [line(row) for row in reply.rows] or ["no costs recorded"]
-    lines.append(f"total: {usd(reply.total.cost_usd)} over {reply.total.tells} tells")
+    lines.append(f"total: {usd(reply.total.cost_usd)} over {counted(reply.total.tells, 'tell')}")
     return ToolOutput("\n".join(lines), plain(reply))
 
 

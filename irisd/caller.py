@@ -80,7 +80,18 @@ from protocol.messages import (
 # Requests whose ``from_team`` names who is asking (not a filter).
 _SENDERS = (Tell, TellMany, Command, ResetSession, GetPair, Wake, WakeAll, Sleep, Report, ClearCache)
 # Requests only the person may send (iris-agent is the person's assistant, not the teams').
-_OWNER_ONLY = (Decide, HttpInfo, ForgetRule, Ask, DismissQuestion, Reload, ArchiveSession, RestoreSession)
+# What each does, for the refusal ("only the person who owns irisd ...").
+_OWNER_DOES: dict[type, str] = {
+    Decide: "decides approvals",
+    HttpInfo: "sees irisd's tokens",
+    ForgetRule: "forgets remembered approvals",
+    Ask: "asks iris-agent",
+    DismissQuestion: "dismisses questions",
+    Reload: "reloads config.yaml",
+    ArchiveSession: "archives conversations",
+    RestoreSession: "restores archived conversations",
+}
+_OWNER_ONLY = tuple(_OWNER_DOES)
 # The only requests a reader may send: they change nothing.
 _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,
@@ -150,7 +161,7 @@ class Caller:
         if isinstance(request, _OWNER_ONLY):
             raise PermissionDeniedError(
                 f"{self.describe()} may not send {type(request).__name__}: only the person who owns "
-                "irisd decides approvals and sees its tokens"
+                f"irisd {_OWNER_DOES[type(request)]}"
             )
         if isinstance(request, _SENDERS):
             team = sender(self.team, request.from_team, f"you are {self.describe()}")

@@ -355,7 +355,7 @@ class Dispatcher:
         answer = await self.agent.ask(request.question, new_session=request.new_session)
         if answer.cost_usd:  # budgets count what asking iris-agent costs
             ask_id = "ask-" + secrets.token_hex(8)
-            await self.store.call(ledger.record_ask, ask_id, time.time(), answer.cost_usd)
+            await self.store.call(ledger.record_ask, ask_id, time.time(), answer)
         return answer
 
     # --- queries -------------------------------------------------------------------------

@@ -56,6 +56,12 @@ class UnknownTeamError(IrisError):
     @classmethod
     def for_name(cls, name: str, known: list[str]) -> UnknownTeamError:
         listed = ", ".join(sorted(known)) or "(none configured)"
+        several = [part.strip() for part in name.split(",")]
+        if len(several) > 1 and all(part in known for part in several):
+            return cls(
+                f"team {name!r} is several teams; this asks one: to ask {', '.join(several)} at once, "
+                f"give them as team_tell's toTeams (or run 'iris tell {','.join(several)} MESSAGE')"
+            )
         close = closest_team(name, known)
         hint = f"did you mean {close!r}? " if close else ""
         return cls(

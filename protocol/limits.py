@@ -162,3 +162,14 @@ def range_problem(struct: type[msgspec.Struct], field: str, value: Any) -> str |
     except msgspec.ValidationError:
         return f"out of range; use {allowed_range(struct, field)}"
     return None
+
+
+def stored_ttl(persist: bool, ttl_days: float | None, *, names: tuple[str, str] = ("ttl_days", "persist")) -> float:
+    """A tell's time to live: ``ttl_days`` given without ``persist`` is a mistake on every
+    face (InvalidRequestError naming the face's own ``names``: the ttl's, then persist's)."""
+    from protocol.errors import InvalidRequestError
+
+    if ttl_days is not None and not persist:
+        ttl, store = names
+        raise InvalidRequestError(f"{ttl} only applies to a stored tell: add {store}, or leave it out")
+    return DEFAULT_TTL_DAYS if ttl_days is None else ttl_days

@@ -822,6 +822,13 @@ class AskReply(_Message, tag="ask_reply"):
     tools: list[str] = []  # the Iris tools iris-agent called for this answer
     cost_usd: float | None = None
     is_error: bool = False
+    # what this answer took, as a tell's (the cost ledger's ``iris ask`` row sums them)
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_creation_tokens: int | None = None
+    num_turns: int | None = None
+    duration_ms: int | None = None
 
 
 Reply = (

@@ -49,11 +49,13 @@ def tell(
     """Tell TEAM something and print its answer. TEAM may be several: alpha,beta,gamma."""
     from iris_cli.tell_cmd import run_tell
     from protocol.errors import InvalidRequestError
-    from protocol.limits import range_problem
+    from protocol.limits import range_problem, stored_ttl
     from protocol.messages import NotificationReply, Tell
 
-    if ttl_days is not None and not persist:
-        fail(InvalidRequestError("--ttl-days only applies to a stored tell: add --persist, or leave it out"), as_json)
+    try:
+        days = stored_ttl(persist, ttl_days, names=("--ttl-days", "--persist"))
+    except InvalidRequestError as exc:
+        fail(exc, as_json)
     if ttl_days is not None and (problem := range_problem(Tell, "ttl_days", ttl_days)):
         fail(InvalidRequestError(f"--ttl-days {ttl_days:g} is {problem}"), as_json)
     if max_budget_usd is not None and (problem := range_problem(Tell, "max_budget_usd", max_budget_usd)):
@@ -67,7 +69,6 @@ def tell(
         tell_many(team.split(","), message, from_team, timeout, as_json, max_budget_usd)
         return
     if persist:
-        days = DEFAULT_TTL_DAYS if ttl_days is None else ttl_days
         request = Tell(
             to_team=team, message=message, from_team=from_team, persist=True, ttl_days=days,
             max_budget_usd=max_budget_usd,

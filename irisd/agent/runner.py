@@ -145,9 +145,17 @@ class Agent:
             await trio.to_thread.run_sync(self._session_record.write_text, session_id)
             text = result.result or "; ".join(result.errors) or result.subtype
             total = running_total(result.total_cost_usd, result.model_usage)
-            cost = turn_share(total, start, result.model_usage, result.usage).cost_usd if total is not None else None
+            share = turn_share(total, start, result.model_usage, result.usage) if total is not None else None
+            cost = share.cost_usd if share is not None else None
             log.info("iris-agent answered", extra={"tools": tools, "cost_usd": cost})
-            return AskReply(text=text, session_id=session_id, tools=tools, cost_usd=cost, is_error=result.is_error)
+            return AskReply(
+                text=text, session_id=session_id, tools=tools, cost_usd=cost, is_error=result.is_error,
+                input_tokens=share.input_tokens if share is not None else None,
+                output_tokens=share.output_tokens if share is not None else None,
+                cache_read_tokens=share.cache_read_tokens if share is not None else None,
+                cache_creation_tokens=share.cache_creation_tokens if share is not None else None,
+                num_turns=result.num_turns, duration_ms=result.duration_ms,
+            )
 
     def _session(self, new_session: bool) -> tuple[str, bool]:
         """The session to use, and whether claude has it (blocking: run in a thread)."""

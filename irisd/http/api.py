@@ -22,13 +22,13 @@ from starlette.routing import compile_path
 
 from irisd import __version__
 from protocol.limits import (
-    DEFAULT_TTL_DAYS,
     BudgetUsd,
     ListLimit,
     MessageText,
     ResultWaitMs,
     TimeoutMs,
     TtlDays,
+    stored_ttl,
 )
 from protocol.messages import (
     AnswerQuestion,
@@ -106,7 +106,7 @@ class TellBody(_In):
     from_team: FromTeam = None
     timeout_ms: TimeoutMs = 0
     persist: Annotated[bool, msgspec.Meta(description="Store durably, deliver later.")] = False
-    ttl_days: TtlDays = DEFAULT_TTL_DAYS
+    ttl_days: TtlDays | None = None  # with persist; DEFAULT_TTL_DAYS if left out
     max_budget_usd: BudgetUsd | None = None
 
 
@@ -237,7 +237,7 @@ ROUTES: tuple[ApiRoute, ...] = (
             from_team=b.from_team,
             timeout_ms=b.timeout_ms,
             persist=b.persist,
-            ttl_days=b.ttl_days,
+            ttl_days=stored_ttl(b.persist, b.ttl_days),
             max_budget_usd=b.max_budget_usd,
         ),
         (TellReply, NotificationReply),

@@ -11,7 +11,7 @@ from typing import Any
 import apsw
 
 from irisd.store.rows import stored_team
-from protocol.messages import CostGrouping, CostRow, TellInfo
+from protocol.messages import AskReply, CostGrouping, CostRow, TellInfo
 
 KEEP_DAYS = 400  # ledger rows older than this are pruned (a year of daily figures, and some)
 
@@ -59,12 +59,26 @@ def record(db: apsw.Connection, tell: TellInfo) -> None:
     )
 
 
-def record_ask(db: apsw.Connection, ask_id: str, finished_at: float, cost_usd: float) -> None:
-    """What one ``iris ask`` cost: a row of its own kind (no pair), counted by the daily budget."""
+def record_ask(db: apsw.Connection, ask_id: str, finished_at: float, answer: AskReply) -> None:
+    """What one ``iris ask`` cost: a row of its own kind (no pair), counted by the daily budget,
+    with its tokens, turns and time as a tell's."""
+    assert answer.cost_usd is not None
     db.execute(
-        "INSERT OR REPLACE INTO ledger (tell_id, from_team, to_team, chain_id, finished_at, cost_usd, kind) "
-        "VALUES (?, '', 'iris-agent', ?, ?, ?, 'ask')",
-        (ask_id, ask_id, finished_at, cost_usd),
+        "INSERT OR REPLACE INTO ledger (tell_id, from_team, to_team, chain_id, finished_at, cost_usd, "
+        "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, num_turns, duration_ms, kind) "
+        "VALUES (?, '', 'iris-agent', ?, ?, ?, ?, ?, ?, ?, ?, ?, 'ask')",
+        (
+            ask_id,
+            ask_id,
+            finished_at,
+            answer.cost_usd,
+            answer.input_tokens or 0,
+            answer.output_tokens or 0,
+            answer.cache_read_tokens or 0,
+            answer.cache_creation_tokens or 0,
+            answer.num_turns or 0,
+            answer.duration_ms or 0,
+        ),
     )
 
 

@@ -74,6 +74,9 @@ class PendingWrites:
         """Write what waits, in order, if its time has come; stop at the first failure."""
         if now < self._retry_at:
             return
+        if not self._waiting and not self.dropped:  # nothing failed: nothing to report
+            self._retry_at = math.inf
+            return
         while self._waiting:
             key, (query, args) = next(iter(self._waiting.items()))
             try:

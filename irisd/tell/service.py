@@ -83,6 +83,15 @@ TellKind = Literal["tell", "command", "notification"]
 log = logging.getLogger("irisd.tell")
 
 
+_REPORT = "a team's report lists its recent tells ('iris report TEAM', team_report)"
+# Ids of other things, given where a tell's is wanted ('iris result' of what 'iris tell --persist' printed).
+_WHERE_ELSE = {
+    "n-": "it is a stored tell's (--persist): 'iris notifications --all' shows it and the tell that delivered it",
+    "q-": "it is a question's: 'iris questions --all' shows it",
+    "a-": "it is an approval's: 'iris approvals --all' shows it",
+}
+
+
 class TellQueue(Protocol):
     """A pair as the service uses it: its inbox (``irisd.pool.pair.Pair``)."""
 
@@ -428,9 +437,7 @@ class TellService:
         active = self.pool.find_tell(tell_id)
         info = active.info() if active else await self.store.call(tells.get, tell_id)
         if info is None:
-            raise NotFoundError(
-                f"no tell with id {tell_id!r}; a team's report lists its recent tells ('iris report TEAM', team_report)"
-            )
+            raise NotFoundError(f"no tell with id {tell_id!r}; {_WHERE_ELSE.get(tell_id[:2], _REPORT)}")
         return info
 
     def live(self, info: TellInfo) -> TellInfo:

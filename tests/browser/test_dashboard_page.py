@@ -632,10 +632,16 @@ def test_teams_cards_at_1280x800_keep_names_and_ids_whole_and_every_control_visi
             ("backend", "webagent", "processing", None, "a2a"),
         ]
     ]
+    # docs->frontend serves a tell that waits for your approval: its state and message are the widest
+    pairs[4] = msgspec.structs.replace(pairs[4], current_tell="t-asks")
+    asking = tell(id="t-asks", from_team="docs", to_team="frontend", status="awaiting_approval", text="",
+                  message='@tool:Bash {"command": "rm -rf build"}', finished_at=None, cost_usd=None)
+    fake.replies["GET /api/tells"] = ReportReply(tells=[asking])
     fake.replies["GET /api/status"] = status(teams=teams, processes=pairs)
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{BASE}/#/teams")
     expect(page.locator('[data-team="webagent"]')).to_be_visible()
+    expect(page.locator('[data-pair-state="awaiting_approval"]')).to_be_visible()
     if os.environ.get("IRIS_SCREENSHOTS"):
         page.screenshot(path=f"{os.environ['IRIS_SCREENSHOTS']}/1280-teams-cards.png", full_page=True)
     names = page.locator(".card header h3, .pairs .name")

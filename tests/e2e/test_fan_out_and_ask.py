@@ -63,6 +63,10 @@ def test_iris_ask_calls_an_iris_tool_and_answers_from_its_result(iris: Iris) -> 
     by_pair = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
     assert set(by_pair) == {"iris ask"} and by_pair["iris ask"]["tells"] == 2
     assert abs(by_pair["iris ask"]["cost_usd"] - reply["cost_usd"] - again["cost_usd"]) < 1e-9
+    # ... with its tokens, turns and time as a tell's (they were 0 beside its cost)
+    for figure in ("input_tokens", "output_tokens", "num_turns", "duration_ms"):
+        assert reply[figure] > 0 and again[figure] > 0
+        assert by_pair["iris ask"][figure] == reply[figure] + again[figure], figure
     # Each ask resumed the session: it costs what it added, so the two are claude's own total of it.
     transcript = session_file(iris.claude_config, str((iris.home / "iris-agent").resolve()), reply["session_id"])
     session = read_stored_total(transcript)

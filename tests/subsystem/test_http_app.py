@@ -34,6 +34,7 @@ from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
 from protocol import errors
 from protocol.errors import InvalidRequestError, IrisError
+from protocol.limits import DEFAULT_TTL_DAYS
 from protocol.messages import (
     AnswerQuestion,
     CountReply,
@@ -185,6 +186,19 @@ async def test_routes_build_the_socket_protocols_requests(face: HttpFace, record
         ListTells(to_team="beta", from_team="external", status="running", limit=5),
         ListTells(),
         Decide(approval_id="abc", allow=False, by="owner (HTTP API)"),
+    ]
+
+
+async def test_a_tells_ttl_days_needs_persist_as_on_the_cli(face: HttpFace, recorder: Recorder) -> None:
+    """``ttl_days`` without ``persist`` ran as a plain tell here; the CLI refuses it."""
+    lone = await call(face, "POST", "/api/teams/beta/tell", {"message": "hi", "ttl_days": 3})
+    assert (lone.status, lone.code) == (400, "invalid_request")
+    assert lone.json()["message"] == "ttl_days only applies to a stored tell: add persist, or leave it out"
+    await call(face, "POST", "/api/teams/beta/tell", {"message": "hi", "persist": True, "ttl_days": 3})
+    await call(face, "POST", "/api/teams/beta/tell", {"message": "hi", "persist": True})
+    assert [request for request, _ in recorder.seen] == [
+        Tell(to_team="beta", message="hi", persist=True, ttl_days=3),
+        Tell(to_team="beta", message="hi", persist=True, ttl_days=DEFAULT_TTL_DAYS),
     ]
 
 

@@ -155,6 +155,9 @@ async def test_daemon_errors_and_bad_calls_become_tool_errors() -> None:
     assert output.is_error and "known teams: alpha, beta" in output.text
     assert output.data == {"error": {"code": "unknown_team", "message": unknown.message}}
 
+    lone_ttl = await shim.call("team_tell", {"toTeam": "beta", "message": "hi", "ttlDays": 3}, no_progress)
+    assert lone_ttl.is_error and "ttlDays only applies to a stored tell: add persist" in lone_ttl.text
+
     nameless = await shim.call("team_bogus", {}, no_progress)
     assert nameless.is_error and "the Iris tools are: team_tell" in nameless.text
 

@@ -24,8 +24,8 @@ from irisd.store.db import open_database
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, end_tell, save_tell
 from irisd.tell.machine import TellMachine
-from protocol.errors import LoopError
-from protocol.messages import ChainRef, NotificationInfo, NotificationReply, Tell, TellInfo
+from protocol.errors import LoopError, NotFoundError
+from protocol.messages import ChainRef, GetTell, NotificationInfo, NotificationReply, Tell, TellInfo
 
 
 @pytest.fixture
@@ -223,3 +223,16 @@ async def test_a_question_a_waiting_caller_read_is_recorded_once_when_it_answers
     assert await desk.file_answered_now(plain) is None  # asked nothing
     assert await desk.file_answered_now(msgspec.structs.replace(asked, id="t-run", status="running")) is None
     store.close()
+
+
+async def test_the_id_of_a_stored_tell_asked_for_as_a_tell_says_where_it_is(core: Dispatcher) -> None:
+    """'iris tell --persist' prints an n-... id; 'iris result' of it said only "no tell with
+    id", and pointed at the report, where a stored tell is not."""
+    stored = await core.dispatch(Tell(to_team="alpha", message="later", persist=True), OWNER, no_events)
+    assert isinstance(stored, NotificationReply)
+    with pytest.raises(NotFoundError) as missing:
+        await core.dispatch(GetTell(tell_id=stored.notification.id), OWNER, no_events)
+    assert missing.value.message == (
+        f"no tell with id {stored.notification.id!r}; it is a stored tell's (--persist): "
+        "'iris notifications --all' shows it and the tell that delivered it"
+    )

@@ -102,3 +102,7 @@ def test_costs_render_for_a_model() -> None:
     row = CostRow(key="alpha", tells=2, cost_usd=0.5, input_tokens=10, output_tokens=3)
     output = render_reply(CostsReply(by="team", since=0.0, rows=[row], total=row))
     assert "- alpha: $0.5 over 2 tells" in output.text and output.data["total"]["tells"] == 2
+    one = CostRow(key="iris ask", tells=1, cost_usd=0.1, num_turns=1)
+    single = render_reply(CostsReply(by="team", since=0.0, rows=[one], total=one))
+    assert "- iris ask: $0.1 over 1 tell (0 input, 0 output, 0 cache-read tokens; 1 turn)" in single.text
+    assert single.text.endswith("total: $0.1 over 1 tell")

@@ -8,6 +8,7 @@ from irisd import policy
 from irisd.caller import OWNER, Caller
 from irisd.policy import Owned
 from protocol.errors import PermissionDeniedError
+from protocol.messages import Ask, Decide, HttpInfo, Reload, Request
 
 CHILD = Caller.child("beta", "alpha->beta")  # beta's claude, answering alpha
 AGENT = Caller.agent("crm")
@@ -85,3 +86,20 @@ def test_an_event_reaches_a_subscriber_that_may_see_its_tell() -> None:
     assert not wanted("gamma", "alpha", "")
     agent = policy.event_filter(AGENT, frozenset)
     assert agent is not None and agent("a2a:crm", "gamma", "") and not agent("beta", "gamma", "")
+
+
+@pytest.mark.parametrize(
+    ("request_", "reason"),
+    [
+        (Reload(), "only the person who owns irisd reloads config.yaml"),
+        (Ask(question="what"), "only the person who owns irisd asks iris-agent"),
+        (Decide(approval_id="a-1", allow=True), "only the person who owns irisd decides approvals"),
+        (HttpInfo(), "only the person who owns irisd sees irisd's tokens"),
+    ],
+)
+def test_a_childs_refused_owner_request_says_what_only_the_person_does(request_: Request, reason: str) -> None:
+    """A team's claude that asks for a reload was told "only the person who owns irisd
+    decides approvals and sees its tokens": the reason of another request."""
+    with pytest.raises(PermissionDeniedError) as refused:
+        CHILD.apply(request_)
+    assert refused.value.message.endswith(reason)

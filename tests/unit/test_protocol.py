@@ -111,3 +111,14 @@ def test_errors_survive_the_wire_as_their_own_class() -> None:
     assert type(rebuilt) is UnknownTeamError and rebuilt.message == error.message
     assert type(IrisError.from_wire("busy", "x")) is BusyError
     assert type(IrisError.from_wire("from_the_future", "x")) is IrisError
+
+
+def test_a_comma_list_of_known_teams_where_one_team_is_asked_names_the_fan_out() -> None:
+    """team_tell's toTeam "api,docs" was told "did you mean 'docs'? ... Add it under
+    'teams:'": a wrong guess and a wrong fix."""
+    error = UnknownTeamError.for_name("api, docs", ["api", "docs", "web"])
+    assert error.message == (
+        "team 'api, docs' is several teams; this asks one: to ask api, docs at once, give them as "
+        "team_tell's toTeams (or run 'iris tell api,docs MESSAGE')"
+    )
+    assert "is not configured" in UnknownTeamError.for_name("api,dcs", ["api", "docs"]).message  # one misspelt

@@ -155,7 +155,7 @@ def test_status_is_plain_lines_that_fit_80_columns() -> None:
         max_processes=10, pending_approvals=1,
     )
     lines = status_lines(reply, width=80, color=False)
-    assert lines[0] == "irisd is running (pid 7, version 0.1.0, up since 0s ago)"
+    assert lines[0] == "irisd is running (pid 7, version 0.1.0, started 0s ago)"
     assert lines[3] == "claude: none found"  # a reply with no claude facts
     assert lines[7].split()[:2] == ["backend", "/src/api"] and lines[7].endswith("…") and len(lines[7]) == 80
     assert "1 approval(s) waiting: see 'iris approvals'" in lines

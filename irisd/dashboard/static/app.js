@@ -666,7 +666,7 @@ function pairRow(p) {
     h("td", {}, pairState(p),
       h("div", { class: "muted small", "data-process": "" }, [p.pid ? `pid ${p.pid}` : "", p.queued ? `${p.queued} queued` : ""].filter(Boolean).join(" · ")),
       p.reason ? h("div", { class: "muted small" }, p.reason) : null,
-      p.current_tell ? h("div", { class: "small" }, h("a", { href: `#/tells/${p.current_tell}` }, current ? firstLine(current.message, 40) : `tell ${shortId(p.current_tell)}`)) : null),
+      p.current_tell ? h("div", { class: "small", "data-serving": "" }, h("a", { href: `#/tells/${p.current_tell}` }, current ? firstLine(current.message, 40) : `tell ${shortId(p.current_tell)}`)) : null),
     h("td", { title: clock(p.last_used_at) }, ago(p.last_used_at), sessionLine(p)),
     h("td", { class: "num", "data-cost-usd": String(p.cost_usd || 0), title: "spent on this pair's tells so far (the cost ledger)" }, p.cost_usd ? money(p.cost_usd) : "–"),
     p.kind ? h("td", { class: "actions muted small", "data-remote-pair": p.kind }, "no claude here") : h("td", { class: "actions" },
