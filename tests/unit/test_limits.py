@@ -21,7 +21,7 @@ from protocol.messages import Tell
 MCP_NAMES = {"timeout_ms": "timeout"}
 # The one default that differs, on purpose: MCP clients give up on a call after 60 s.
 MCP_DEFAULTS = {"timeout_ms": DEFAULT_TELL_TIMEOUT_MS}
-# Over HTTP, ttl_days is left out unless given: given without persist it is refused, as on the CLI.
+# Over HTTP and MCP, ttl_days is left out unless given: without persist it is refused, as on the CLI.
 HTTP_OPTIONAL = {"ttl_days"}
 
 
@@ -48,10 +48,11 @@ def test_the_http_body_and_the_mcp_arguments_carry_the_wires_limits_and_defaults
     body = fields(TellBody)[name]
     args = fields(TellArgs)[MCP_NAMES.get(name, name)]
     if name in HTTP_OPTIONAL:
-        assert limits(body.type) == (limits(wire.type), msgspec.inspect.NoneType()) and body.default is None
-    else:
-        assert limits(body.type) == limits(wire.type)
-        assert body.default == wire.default
+        for face in (body, args):
+            assert limits(face.type) == (limits(wire.type), msgspec.inspect.NoneType()) and face.default is None
+        return
+    assert limits(body.type) == limits(wire.type)
+    assert body.default == wire.default
     assert limits(args.type) == limits(wire.type)
     assert args.default == MCP_DEFAULTS.get(name, wire.default)
 
