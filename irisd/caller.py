@@ -170,6 +170,8 @@ class Caller:
             request = msgspec.structs.replace(request, parent_pair=self.pair, across=None)
         elif isinstance(request, TellMany):
             request = msgspec.structs.replace(request, parent_pair=self.pair)
+        if isinstance(request, Costs):  # a team sees what its own team's tells cost, not the others'
+            request = msgspec.structs.replace(request, team=self.team)
         if isinstance(request, AnswerQuestion):  # a team answers only what was asked of it
             request = msgspec.structs.replace(request, as_team=self.team or "external")
         return request

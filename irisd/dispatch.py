@@ -249,6 +249,16 @@ class Dispatcher:
                 return ApprovalsReply(approvals=[a for a in reply.approvals if seen(a)])
             case NotificationsReply():
                 return NotificationsReply(notifications=[n for n in reply.notifications if seen(n)])
+            case SessionsReply():
+                return SessionsReply(sessions=[s for s in reply.sessions if seen(s)])
+            case PairsReply():
+                return msgspec.structs.replace(reply, processes=[p for p in reply.processes if seen(p)])
+            case StatusReply() if caller.kind in ("child", "agent", "remote"):
+                return msgspec.structs.replace(
+                    reply,
+                    processes=[p for p in reply.processes if seen(p)],
+                    unsolicited=[u for u in reply.unsolicited if seen(u)],
+                )
         return reply
 
     async def _question(self, question_id: str) -> QuestionInfo:

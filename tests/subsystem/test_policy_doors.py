@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import msgspec
 import pytest
 import trio
 import trio.testing
 
-from fakes.core import running_core, teams_config
+from fakes.core import no_events, running_core, teams_config
 from iris_common import a2a_tokens
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
@@ -429,3 +430,28 @@ def test_the_readme_table_is_this_table() -> None:
         kinds = ("owner", "reader", "child", "agent", "remote")
         cells = " | ".join(words[row[kind]] if kind in row else "—" for kind in kinds)
         assert f"| {operation} | {cells} |" in readme, operation
+
+
+async def test_a_childs_status_sessions_and_costs_show_only_its_own(tmp_path: Path) -> None:
+    """Beyond the table: a team's claude sees its own pairs' processes, conversations and its
+    own team's costs, not the conversations and spending of pairs it is no part of."""
+    from irisd.store import ledger, sessions
+    from protocol.messages import Costs, CostsReply, GetStatus, ListSessions, SessionsReply, StatusReply
+
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha beta gamma")) as core:
+        for from_team, to_team in ((None, "beta"), ("alpha", "beta"), ("beta", "gamma")):
+            await core.store.call(sessions.get_or_create, from_team, to_team, 1.0)
+            spent = _tell(f"t-{from_team}-{to_team}", from_team, to_team)
+            await core.store.call(ledger.record, msgspec.structs.replace(spent, cost_usd=0.5))
+        child = Caller.child("alpha", "external->alpha")
+        listed = await core.dispatch(ListSessions(), child, no_events)
+        assert isinstance(listed, SessionsReply)
+        assert {(s.from_team, s.to_team) for s in listed.sessions} == {("alpha", "beta")}
+        everything = await core.dispatch(ListSessions(), OWNER, no_events)
+        assert isinstance(everything, SessionsReply) and len(everything.sessions) == 3
+        costs = await core.dispatch(Costs(by="pair"), child, no_events)
+        assert isinstance(costs, CostsReply)
+        assert [row.key for row in costs.rows] == ["alpha->beta"] and costs.total.cost_usd == 0.5
+        status = await core.dispatch(GetStatus(), child, no_events)
+        assert isinstance(status, StatusReply)
+        assert all("alpha" in (p.from_team, p.to_team) for p in status.processes)
