@@ -41,7 +41,9 @@ def test_markup_in_messages_answers_and_errors_is_printed_as_written(iris: Iris)
         watcher.terminate()
         watcher.wait(timeout=30)
         reader.join(timeout=30)
-    err = watcher.stderr.read() if watcher.stderr else ""
+        assert watcher.stdout is not None and watcher.stderr is not None
+        with watcher.stdout, watcher.stderr:
+            err = watcher.stderr.read()
     out = "".join(lines)
     assert "MarkupError" not in err and "Traceback" not in err, err
     assert "[/code]" in out and "list[int]" in out, out
