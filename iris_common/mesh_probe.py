@@ -5,6 +5,7 @@ CLI runs no trio loop); it writes nothing."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 from dataclasses import dataclass, field
 
@@ -37,8 +38,11 @@ class MeshView:
 
 def look(mesh: Mesh) -> MeshView:
     """The mesh as the servers have it now (``problem`` says what failed)."""
+    # A thread of its own: asyncio.run refuses to start where an event loop already runs
+    # (a caller that is itself inside one), and the probe must answer from anywhere.
     try:
-        return asyncio.run(asyncio.wait_for(_look(mesh), TIMEOUT_S * 2))
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="iris-mesh-probe") as pool:
+            return pool.submit(lambda: asyncio.run(asyncio.wait_for(_look(mesh), TIMEOUT_S * 2))).result()
     except TimeoutError:
         return MeshView(problem=f"the NATS server at {', '.join(mesh.servers)} did not answer in time")
 

@@ -64,11 +64,21 @@ def test_watch_labels_the_text_of_tells_that_stream_at_once(iris: Iris) -> None:
         assert "watching every team" in human.stderr.readline()
         first = iris.cli_json("tell", "alpha", "@slow:150 @long:8", "--timeout", "-1")
         second = iris.cli_json("tell", "beta", "@slow:150 @long:8", "--timeout", "-1")
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(human.stdout or ()), daemon=True)
+        reader.start()
         for tell in (first, second):
             ready.until(lambda e, t=tell: e["type"] == "tell_state" and e["tell_id"] == t["id"]
                         and e["status"] == "completed", what="both tells' ends")
+        # The human watcher gets its events in batches too: wait until it printed both ends.
+        wait_for(lambda: all(any(t["id"] in line and "completed" in line for line in lines) for t in (first, second)),
+                 30, "the watcher to print both tells' ends")
         human.terminate()
-        out, _ = human.communicate(timeout=30)
+        human.wait(timeout=30)
+        reader.join(timeout=30)
+        assert human.stdout is not None
+        with human.stdout, human.stderr:
+            out = "".join(lines)
     runs = re.findall(r"^\[(\w{8}) external->(\w+)\] (.*)$", out, re.MULTILINE)
     assert {team for _, team, _ in runs} == {"alpha", "beta"}, out
     for tell, team in ((first, "alpha"), (second, "beta")):

@@ -9,6 +9,7 @@ and one whose fate is unknown is settled by the home's result (run once)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import json
 import re
@@ -83,8 +84,9 @@ def as_irisd(server: NatsServer, name: str, work: Callable[[Client, list[str]], 
     # their ResourceWarnings surface in whichever test runs next in this worker.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
-        try:
-            return asyncio.run(run())
+        try:  # in a thread of its own: no event loop of the test's may be running there
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                return pool.submit(lambda: asyncio.run(run())).result()
         finally:
             gc.collect()
 
