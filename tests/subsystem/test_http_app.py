@@ -250,10 +250,16 @@ async def test_the_gate_checks_host_then_origin_then_the_caller(face: HttpFace, 
     health = await call(face, "GET", "/health", token=None)
     assert (health.status, health.json()) == (200, {"status": "ok"})
     for token in (None, "wrong"):
-        for path in ("/api/teams", "/", "/static/app.js", "/api/openapi.json", "/mcp"):
+        for path in ("/api/teams", "/", "/static/app.js", "/api/openapi.json", "/mcp", "/api/health", "/api/sessions"):
             refused = await call(face, "GET", path, token=token)
             assert (refused.status, refused.code) == (401, "unauthorized"), (path, token)
             assert refused.headers["www-authenticate"].startswith("Bearer")
+        for path in ("/api/teams/alpha/session/archive", "/api/teams/alpha/session/restore"):  # this round's routes
+            refused = await call(face, "POST", path, token=token, body={})
+            assert (refused.status, refused.code) == (401, "unauthorized"), (path, token)
+    for path in ("/api/teams/alpha/session/archive", "/api/teams/alpha/session/restore"):
+        foreign = await call(face, "POST", path, body={}, headers={"origin": "http://evil.example"})
+        assert (foreign.status, foreign.code) == (403, "permission_denied"), path
     assert recorder.seen == []
 
 
