@@ -72,6 +72,9 @@ class Iris:
             ANTHROPIC_BASE_URL=model_url,
             ANTHROPIC_API_KEY="test-key",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            # A claude the tests start themselves (with `iris mcp` as its MCP server) would give
+            # the shim only 5 s to connect: on a loaded machine it went on without Iris's tools.
+            MCP_CONNECT_TIMEOUT_MS="60000",
             PYTHONUNBUFFERED="1",
         )
         self.process: subprocess.Popen[bytes] | None = None
