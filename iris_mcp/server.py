@@ -27,7 +27,10 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult
 
     from iris_mcp.asking import Asking, SpentStates
-    from iris_mcp.tools import CacheReadArgs, Identity, TellWatch, ToolOutput
+    from iris_mcp.identity import Identity
+    from iris_mcp.render import ToolOutput
+    from iris_mcp.tools import CacheReadArgs
+    from iris_mcp.watch import TellWatch
     from protocol.messages import ApprovalInfo, Event, GetTell, Reply, Request, Tell
 
 log = logging.getLogger("iris.mcp")
@@ -114,7 +117,8 @@ class Shim:
         """Run one tool; every failure becomes a tool error the model can act on. ``asking``:
         what the client can do about the person's input (team_tell may ask for it)."""
         from iris_mcp.asking import NO_ASKING
-        from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, error_output, parse_args
+        from iris_mcp.render import error_output
+        from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, parse_args
         from protocol.errors import IrisError
 
         tool = TOOLS_BY_NAME.get(name)
@@ -140,7 +144,7 @@ class Shim:
 
     async def identity(self) -> Identity:
         """Who this shim speaks for; the configured team folders are asked for once."""
-        from iris_mcp.tools import resolve_identity
+        from iris_mcp.identity import resolve_identity
         from protocol.messages import ListTeams, TeamsReply
 
         if self._identity is None and self.read_only:
@@ -162,7 +166,7 @@ class Shim:
         self, request: Request, *, idempotent: bool = True, within: float = CALL_TIMEOUT_S
     ) -> ToolOutput:
         """A request whose reply renders by its type."""
-        from iris_mcp.tools import render_reply
+        from iris_mcp.render import render_reply
 
         return render_reply(await self.request(request, idempotent=idempotent, within=within))
 
@@ -180,7 +184,7 @@ class Shim:
 
     async def team_tell(self, args: Any, report: ReportProgress, asking: Asking | None = None) -> ToolOutput:
         from iris_mcp.asking import NO_ASKING
-        from iris_mcp.tools import TellWatch
+        from iris_mcp.watch import TellWatch
         from protocol.errors import InvalidRequestError
         from protocol.limits import stored_ttl
         from protocol.messages import Tell
@@ -217,7 +221,7 @@ class Shim:
 
     async def fan_out(self, args: Any, report: ReportProgress) -> ToolOutput:
         """toTeams: one tell per team; a progress notification as each one answers."""
-        from iris_mcp.tools import render_reply
+        from iris_mcp.render import render_reply
         from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import FanOutEvent, TellMany
 
@@ -256,7 +260,8 @@ class Shim:
         """Send a tell (or resume the wait for one), forward its text as progress, cancel
         it if the call is cancelled. With ``can_ask``, stop waiting when the tell waits for
         an approval, and ask the client's person (the tell waits on)."""
-        from iris_mcp.tools import render_reply, render_unanswered
+        from iris_mcp.render import render_reply
+        from iris_mcp.watch import render_unanswered
         from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import GetTell
 
@@ -290,7 +295,7 @@ class Shim:
         """The tell waits for an approval: the call ends with a form for the client's person
         (MCP ``input_required``); its answer comes with the next call (``resume_tell``)."""
         from iris_mcp.asking import InputAsk, approval_form, new_state
-        from iris_mcp.tools import ToolOutput
+        from iris_mcp.render import ToolOutput
 
         phase, tell_id = watch.waiting, watch.tell_id
         assert phase is not None and tell_id is not None
@@ -326,7 +331,8 @@ class Shim:
         import dataclasses
 
         from iris_mcp.asking import APPROVAL_KEY, decide_elsewhere, read_answer, read_state
-        from iris_mcp.tools import TellWatch, ToolOutput, render_reply
+        from iris_mcp.render import ToolOutput, render_reply
+        from iris_mcp.watch import TellWatch
         from protocol.errors import InvalidRequestError, IrisError, NotFoundError
         from protocol.limits import MAX_WAIT_MS, MIN_WAIT_MS
         from protocol.messages import Decide, GetTell
@@ -386,7 +392,7 @@ class Shim:
                 log.warning("could not cancel tell %s: %s", tell_id, exc.message)
 
     async def team_command(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import render_reply
+        from iris_mcp.render import render_reply
         from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import Command
 
@@ -413,7 +419,7 @@ class Shim:
         return await self.simple(request, within=args.wait / 1000 + TELL_GRACE_S)
 
     async def team_cancel(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import render_cancelled
+        from iris_mcp.render import render_cancelled
         from protocol.messages import CancelTell, TellReply
 
         reply = await self.request(CancelTell(tell_id=args.tell_id))
@@ -486,7 +492,7 @@ class Shim:
     # pairs -----------------------------------------------------------------------------
 
     async def team_is_awake(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import render_awake
+        from iris_mcp.render import render_awake
         from protocol.messages import GetPair, GetStatus, StatusReply
 
         me = await self.sender(args.from_team)
@@ -521,7 +527,7 @@ class Shim:
         return await self.simple(request)
 
     async def team_cache_read(self, args: CacheReadArgs, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import ToolOutput
+        from iris_mcp.render import ToolOutput
         from protocol.errors import InvalidRequestError
         from protocol.messages import ReadTranscript, Report, ReportReply
 
@@ -541,7 +547,7 @@ class Shim:
 
     async def team_cache_clear(self, args: Any, report: ReportProgress) -> ToolOutput:
         from iris_common.text import pair_name
-        from iris_mcp.tools import ToolOutput
+        from iris_mcp.render import ToolOutput
         from protocol.messages import ClearCache, CountReply
 
         me = await self.sender(args.from_team)
@@ -553,7 +559,7 @@ class Shim:
     # who is who ------------------------------------------------------------------------
 
     async def team_teams(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import render_teams
+        from iris_mcp.render import render_teams
         from protocol.messages import GetStatus, StatusReply
 
         me = (await self.identity()).team
@@ -562,7 +568,7 @@ class Shim:
         return render_teams(status, me)
 
     async def team_get_team_name(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import ToolOutput
+        from iris_mcp.render import ToolOutput
 
         me = await self.identity()
         data = {

@@ -7,21 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from iris_mcp.tools import (
-    DEFAULT_TELL_TIMEOUT_MS,
-    MAX_PROGRESS_CHARS,
-    TOOLS,
-    TOOLS_BY_NAME,
-    TellWatch,
-    error_output,
-    input_schema,
-    parse_args,
-    render_reply,
-    render_teams,
-    render_tell,
-    resolve_identity,
-    step_line,
-)
+from iris_mcp.identity import resolve_identity
+from iris_mcp.render import error_output, render_reply, render_teams, render_tell, step_line
+from iris_mcp.tools import DEFAULT_TELL_TIMEOUT_MS, TOOLS, TOOLS_BY_NAME, input_schema, parse_args
+from iris_mcp.watch import MAX_PROGRESS_CHARS, TellWatch
 from protocol.errors import InvalidRequestError, PermissionDeniedError
 from protocol.messages import (
     PairReply,
