@@ -16,7 +16,7 @@ import msgspec
 from iris_common.money import usd
 from iris_common.text import pair_name, tail, tell_data
 from iris_common.text import short as text_short
-from iris_mcp.asking import InputAsk, decide_elsewhere
+from iris_mcp.asking import InputAsk, ask_your_person
 from protocol import session_words
 from protocol.messages import (
     AnswerReply,
@@ -47,7 +47,7 @@ from protocol.messages import (
     TranscriptReply,
     Welcome,
 )
-from protocol.phases import approve_command, awaited_approval, describe
+from protocol.phases import awaited_approval, describe
 from protocol.transcript import Step, steps
 
 # Caps on what goes back to the model: Claude Code warns above ~25k tokens of tool output.
@@ -87,18 +87,11 @@ def short(text: str, limit: int = MAX_LISTED_TEXT) -> str:
     return text_short(text, limit)
 
 
-ASK_PERSON = "ask your person to run"
-
-
 def ask_person(phase: TellPhase) -> str:
-    """For the calling model: a tell that waits for an approval (its own, or the one of
-    the tell ahead of it: ``describe`` then names the command) waits for a person."""
+    """For the calling model, after the phase in words: a tell that waits for an approval
+    (its own, or the one of the tell ahead of it) waits for a person."""
     approval = awaited_approval(phase)
-    if approval is None:
-        return ""
-    command = "that command" if approval is not phase else (
-        f"'{approve_command(approval.approval_id)}' or 'iris deny {approval.approval_id[:10]}'")
-    return f" ({ASK_PERSON} {command}; team_approve / team_deny decide it if they let you)"
+    return f"; {ask_your_person(approval.approval_id)}" if approval is not None else ""
 
 
 def render_tell(reply: TellReply) -> ToolOutput:
@@ -114,7 +107,7 @@ def render_tell(reply: TellReply) -> ToolOutput:
         if not info.text:
             waits: str = info.status
             if info.phase is not None:
-                waits = describe(info.phase) + ask_person(info.phase)
+                waits = describe(info.phase)
             text = (
                 f"Sent to {info.to_team} (tellId {info.id}); it is {waits}. "
                 f"Fetch the answer later with team_result {{\"tellId\": \"{info.id}\"}}."
@@ -124,9 +117,10 @@ def render_tell(reply: TellReply) -> ToolOutput:
                 f"{info.to_team} is still working (tellId {info.id}). The answer so far:\n\n{info.text}\n\n"
                 f"Fetch the rest with team_result {{\"tellId\": \"{info.id}\"}}."
             )
-        waiting = info.approval_id or (info.phase.approval_id if info.phase is not None else "")
-        if waiting:  # its own, or one of a tell further down its chain
-            text += f"\nThe tell waits: {decide_elsewhere(waiting)}."
+        awaited = awaited_approval(info.phase) if info.phase is not None else None
+        waiting = info.approval_id or (awaited.approval_id if awaited is not None else "")
+        if waiting:  # its own, the tell's ahead of it, or one of a tell further down its chain
+            text += f"\nThe tell waits for approval {waiting}: {ask_your_person(waiting)}."
         return ToolOutput(text, data)
     reason = f": {info.error}" if info.error else ""
     text = f"The tell to {info.to_team} {status.replace('_', ' ')}{reason} (tellId {info.id})."

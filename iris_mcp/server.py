@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from iris_mcp.asking import Asking, SpentStates
     from iris_mcp.identity import Identity
+    from iris_mcp.progress_sender import Progress, ReportProgress
     from iris_mcp.render import ToolOutput
     from iris_mcp.tools import CacheReadArgs
     from iris_mcp.watch import TellWatch
@@ -45,8 +46,6 @@ TELL_GRACE_S = 15.0  # beyond the tell's own timeout, before the shim stops wait
 CANCEL_TIMEOUT_S = 5.0  # a CancelTell sent while the call is being torn down
 STATE_TTL_S = 3600.0  # how long a requestState (an approval asked in the client) stays valid
 DAEMON_START_TIMEOUT_S = 15.0
-
-ReportProgress = Callable[[float, str], Awaitable[None]]
 
 
 class Link(Protocol):
@@ -184,6 +183,7 @@ class Shim:
 
     async def team_tell(self, args: Any, report: ReportProgress, asking: Asking | None = None) -> ToolOutput:
         from iris_mcp.asking import NO_ASKING
+        from iris_mcp.progress_sender import open_progress
         from iris_mcp.watch import TellWatch
         from protocol.errors import InvalidRequestError
         from protocol.limits import stored_ttl
@@ -200,27 +200,33 @@ class Shim:
         if not args.to_team:
             raise InvalidRequestError("team_tell needs toTeam (the team to tell), or toTeams for several")
         can_ask = asking.can_ask and self.may_decide and not args.persist
-        if asking.state is not None:  # the person answered what the last call asked: go on with its tell
-            output = await self.resume_tell(args, asking, report, can_ask=can_ask)
-            output.data.pop("message", None)
-            return output
-        request = Tell(
-            to_team=args.to_team,
-            message=args.message,
-            from_team=await self.sender(args.from_team),
-            timeout_ms=args.timeout,
-            stream=True,  # also when nobody wants progress: the first event names the tell
-            persist=args.persist,
-            ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
-            parent_pair=self.parent_pair,
-            max_budget_usd=args.max_budget_usd,
-        )
-        output = await self.run_tell(request, report, TellWatch(request.to_team), can_ask=can_ask)
+        async with open_progress(report) as progress:
+            if asking.state is not None:  # the person answered what the last call asked: go on with its tell
+                output = await self.resume_tell(args, asking, progress, can_ask=can_ask)
+                output.data.pop("message", None)
+                return output
+            request = Tell(
+                to_team=args.to_team,
+                message=args.message,
+                from_team=await self.sender(args.from_team),
+                timeout_ms=args.timeout,
+                # Events only for somebody: progress the client asked for (its first event
+                # also names the tell, so a cancelled call cancels it), or the phase a form
+                # for the person waits on.
+                stream=progress.wanted or can_ask,
+                persist=args.persist,
+                ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
+                parent_pair=self.parent_pair,
+                max_budget_usd=args.max_budget_usd,
+            )
+            output = await self.run_tell(request, progress, TellWatch(request.to_team), can_ask=can_ask)
         output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
         return output
 
     async def fan_out(self, args: Any, report: ReportProgress) -> ToolOutput:
         """toTeams: one tell per team; a progress notification as each one answers."""
+        import itertools
+
         from iris_mcp.render import render_reply
         from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import FanOutEvent, TellMany
@@ -230,17 +236,16 @@ class Shim:
             message=args.message,
             from_team=await self.sender(args.from_team),
             timeout_ms=args.timeout,
-            stream=True,
+            stream=report is not None,  # its events are progress, for a client that wants it
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
         )
-        answered = 0
 
         async def on_event(event: Event) -> None:
-            nonlocal answered
-            if isinstance(event, FanOutEvent):
-                answered += 1
-                await report(answered, f"{event.result.to_team}: {event.result.status}")
+            if report is not None and isinstance(event, FanOutEvent):  # one per team: not coalesced
+                await report(next(answered), f"{event.result.to_team}: {event.result.status}")
+
+        answered = itertools.count(1)
 
         grace = max(args.timeout, 0) / 1000 + TELL_GRACE_S if args.timeout != 0 else float("inf")
         try:
@@ -255,7 +260,7 @@ class Shim:
         raise IrisError(f"irisd did not answer the fan-out within {grace:g} s; see team_report for each team")
 
     async def run_tell(
-        self, request: Tell | GetTell, report: ReportProgress, watch: TellWatch, *, can_ask: bool = False
+        self, request: Tell | GetTell, progress: Progress, watch: TellWatch, *, can_ask: bool = False
     ) -> ToolOutput:
         """Send a tell (or resume the wait for one), forward its text as progress, cancel
         it if the call is cancelled. With ``can_ask``, stop waiting when the tell waits for
@@ -268,9 +273,9 @@ class Shim:
         stop = trio.CancelScope()
 
         async def on_event(event: Event) -> None:
-            message = watch.feed(event, trio.current_time())
-            if message is not None:
-                await report(watch.progress, message)
+            said = watch.feed(event)
+            if said is not None:
+                await progress.say(said)
             if can_ask and watch.waiting is not None:
                 stop.cancel()
 
@@ -323,14 +328,14 @@ class Shim:
                     return approval
         return None
 
-    async def resume_tell(self, args: Any, asking: Asking, report: ReportProgress, *, can_ask: bool) -> ToolOutput:
+    async def resume_tell(self, args: Any, asking: Asking, progress: Progress, *, can_ask: bool) -> ToolOutput:
         """The retry of a call that asked the person: their answer goes through the one
         decision path (``Decide``: the first answer from any front end wins), then the call
         waits again for the same tell. No answer (cancel, decline): the approval is left to
         the other front ends, and the reply says how to decide it."""
         import dataclasses
 
-        from iris_mcp.asking import APPROVAL_KEY, decide_elsewhere, read_answer, read_state
+        from iris_mcp.asking import APPROVAL_KEY, ask_your_person, read_answer, read_state
         from iris_mcp.render import ToolOutput, render_reply
         from iris_mcp.watch import TellWatch
         from protocol.errors import InvalidRequestError, IrisError, NotFoundError
@@ -348,7 +353,8 @@ class Shim:
         if answer is None:
             told = render_reply(await self.request(GetTell(tell_id=state.tell_id)))
             text = (
-                f"Not decided in this session: {decide_elsewhere(state.approval_id)}. The tell goes on "
+                f"Not decided in this session: approval {state.approval_id} waits; "
+                f"{ask_your_person(state.approval_id)}. The tell goes on "
                 f'(tellId {state.tell_id}): fetch its answer with team_result {{"tellId": "{state.tell_id}"}}.'
             )
             return ToolOutput(text, told.data)
@@ -366,9 +372,8 @@ class Shim:
         watch = TellWatch(args.to_team, tell_id=state.tell_id)
         wait_ms = MAX_WAIT_MS if args.timeout == 0 else min(max(args.timeout, MIN_WAIT_MS), MAX_WAIT_MS)
         while True:
-            output = await self.run_tell(
-                GetTell(tell_id=state.tell_id, wait_ms=wait_ms, stream=True), report, watch, can_ask=can_ask
-            )
+            wait = GetTell(tell_id=state.tell_id, wait_ms=wait_ms, stream=progress.wanted or can_ask)
+            output = await self.run_tell(wait, progress, watch, can_ask=can_ask)
             if args.timeout != 0 or output.ask is not None or output.data.get("status") != "in_progress":
                 break
         if note and output.ask is None:
@@ -616,8 +621,11 @@ def build_server(
     ) -> types.CallToolResult | types.InputRequiredResult:
         from iris_mcp.asking import Asking
 
-        async def report(progress: float, message: str) -> None:
-            await ctx.session.report_progress(progress, None, message)  # no-op without a token
+        async def report_progress(progress: float, message: str) -> None:
+            await ctx.session.report_progress(progress, None, message)
+
+        # Progress (and irisd streaming the tell) only for a client that asked for it.
+        report = report_progress if ctx.meta is not None and "progress_token" in ctx.meta else None
 
         responses = {
             key: response.model_dump(mode="json", by_alias=True, exclude_none=True)

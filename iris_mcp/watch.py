@@ -1,15 +1,17 @@
 """What a streaming tell has shown so far, and the progress message for the MCP client.
 
-Pure: time is an argument (``now``), so it is tested without sleeping.
+Pure: each event in, the progress message it makes (if any) out; when it goes out is
+``iris_mcp.progress``'s to decide.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from iris_common.text import tail
-from iris_mcp.render import ASK_PERSON, ToolOutput, ask_person
+from iris_mcp.asking import ASK_PERSON
+from iris_mcp.progress import Said
+from iris_mcp.render import ToolOutput, ask_person
 from protocol.messages import (
     FINAL_TELL_STATUSES,
     Event,
@@ -19,41 +21,36 @@ from protocol.messages import (
     TellState,
     TellText,
 )
-from protocol.phases import describe
+from protocol.phases import awaited_approval, describe
 
 MAX_PROGRESS_CHARS = 4_000  # the tail of the answer so far that a progress message shows
-PROGRESS_INTERVAL_S = 0.2  # at most this often a progress notification for new text
 
 
 @dataclass
 class TellWatch:
-    """What a streaming tell has shown so far: its id, status and text, and when the next
-    progress notification is due. Time is an argument (``now``), so it is tested without
-    sleeping."""
+    """What a streaming tell has shown so far: its id, status, phase and text."""
 
     to_team: str
-    interval: float = PROGRESS_INTERVAL_S
     tell_id: str | None = None
     status: str = ""
     parts: list[str] = field(default_factory=list)
     notice: str = ""  # the latest TellNotice (claude retrying the API), shown until text comes
     phase: str = ""  # what the tell waits for, in words (irisd's TellPhase)
-    progress: float = 0.0  # strictly increasing, one step per notification (MCP requires it)
     waiting: TellPhase | None = None  # the approval the tell waits for now, if any
-    _last_sent: float = -math.inf
 
     @property
     def text(self) -> str:
         return "".join(self.parts)
 
-    def feed(self, event: Event, now: float) -> str | None:
-        """Take one pushed event; the progress message to send now, or None."""
+    def feed(self, event: Event) -> Said | None:
+        """Take one pushed event; the progress message it makes, or None (nothing new to
+        say). Urgent: the tell now waits for a person (its approval, or the tell ahead's)
+        or behind other tells."""
+        urgent = False
         match event:
             case TellText(tell_id=tell_id, text=text):
                 self.tell_id = tell_id
                 self.parts.append(text)
-                if now - self._last_sent < self.interval:
-                    return None  # the next one carries this text too
             case TellState(tell_id=tell_id, status=status):
                 self.tell_id = tell_id
                 if status != "awaiting_approval":
@@ -63,6 +60,7 @@ class TellWatch:
                 self.status = status
                 if status in FINAL_TELL_STATUSES:
                     return None  # the result itself follows at once
+                urgent = status == "awaiting_approval"
             case TellNotice(tell_id=tell_id, text=text):
                 self.tell_id = tell_id
                 self.notice = text
@@ -74,11 +72,10 @@ class TellWatch:
                     return None
                 self.phase = said
                 self.notice = ""
+                urgent = phase.name == "queued" or awaited_approval(phase) is not None
             case _:
                 return None  # an event this shim does not know yet: not worth a notification
-        self._last_sent = now
-        self.progress += 1
-        return self.message()
+        return Said(self.message(), urgent)
 
     def message(self) -> str:
         if self.parts and ASK_PERSON not in self.phase:
