@@ -117,8 +117,8 @@ async def test_a_tell_goes_out_as_the_derived_team_with_the_parent_pair() -> Non
 
 
 async def test_irisd_streams_a_tell_only_for_a_client_that_wants_progress() -> None:
-    events = [TellState(tell_id="t1", status="running"), TellText(tell_id="t1", text="pong")]
-    link = TellLink(events, reply("pong"))
+    link = TellLink([TellState(tell_id="t1", status="running"), TellText(tell_id="t1", text="pong")],
+                    reply("pong"))
     shim = Shim(link, team="alpha", cwd="/", env={})
     output = await shim.call("team_tell", {"toTeam": "beta", "message": "ping"}, None)  # no progress token
     assert output.text == "pong" and not output.is_error
