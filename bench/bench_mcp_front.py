@@ -13,21 +13,26 @@ the front end's own milliseconds are not lost in a claude turn's noise):
 
 Target (issue 30): the MCP front end at most +2 ms over the socket.
 
-Run: .venv/bin/python bench/bench_mcp_front.py [--rounds N]
+With ``--baseline REV`` a second ``iris mcp``, of that revision (a scratch git worktree on
+PYTHONPATH), runs the same calls in the same rounds.
+
+Run: .venv/bin/python bench/bench_mcp_front.py [--rounds N] [--baseline REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import trio
-from _common import SimIris, describe, header, machine, median, ms
+from _common import REPO, SimIris, describe, header, machine, median, ms
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -38,62 +43,84 @@ from protocol.messages import Tell, TellReply
 TARGET_S = 0.002
 
 
-def iris_command() -> list[str]:
-    script = Path(sys.executable).parent / "iris"
-    return [str(script)] if os.access(script, os.X_OK) else [sys.executable, "-m", "iris_cli"]
+@contextlib.contextmanager
+def checkout(revision: str) -> Iterator[Path]:
+    """``revision`` of this repository in a scratch git worktree."""
+    folder = Path(tempfile.mkdtemp(prefix="iris-bench-rev-"))
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(folder), revision], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(folder)], check=False)
 
 
-async def run(rounds: int) -> None:
+class Side:
+    """One way of sending the tell, its samples, and the notifications it got."""
+
+    def __init__(self, label: str, send: Callable[[str], Awaitable[int]]) -> None:
+        self.label = label
+        self.send = send
+        self.samples: list[float] = []
+        self.notifications: list[int] = []
+
+
+def mcp_sides(name: str, client: Client) -> list[Side]:
+    async def plain(text: str) -> int:
+        result = await client.call_tool("team_tell", {"toTeam": "alpha", "message": text})
+        assert not result.is_error, result
+        return 0
+
+    async def with_progress(text: str) -> int:
+        seen = 0
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal seen
+            seen += 1
+
+        arguments = {"toTeam": "alpha", "message": text}
+        result = await client.call_tool("team_tell", arguments, progress_callback=on_progress)
+        assert not result.is_error, result
+        return seen
+
+    return [Side(f"{name}, no progress token", plain), Side(f"{name}, progress token", with_progress)]
+
+
+async def run(rounds: int, baseline: str | None, old_code: Path | None) -> None:
     root = Path(tempfile.mkdtemp(prefix="iris-bench-mcp-"))
     iris = SimIris(root, model_url="http://127.0.0.1:9", claude=claude_binary())
     iris.add_team("alpha")
-    socket: list[float] = []
-    plain: list[float] = []
-    progress: list[float] = []
-    notifications: list[int] = []
     try:
         iris.start()
-        command, *prefix = iris_command()
-        params = StdioServerParameters(command=command, args=[*prefix, "mcp"], env=iris.env, cwd=str(iris.root))
         pool = ConnectionPool(iris.socket, "bench")
-        with (root / "shim.log").open("a") as errlog:
-            async with Client(stdio_client(params, errlog=errlog)) as client:
 
-                async def via_socket(text: str) -> None:
-                    reply = await pool.request(Tell(to_team="alpha", message=text, timeout_ms=50_000))
-                    assert isinstance(reply, TellReply) and reply.status == "completed", reply
+        async def via_socket(text: str) -> int:
+            reply = await pool.request(Tell(to_team="alpha", message=text, timeout_ms=50_000))
+            assert isinstance(reply, TellReply) and reply.status == "completed", reply
+            return 0
 
-                async def via_mcp(text: str) -> None:
-                    result = await client.call_tool("team_tell", {"toTeam": "alpha", "message": text})
-                    assert not result.is_error, result
-
-                async def via_mcp_progress(text: str) -> None:
-                    seen = 0
-
-                    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                        nonlocal seen
-                        seen += 1
-
-                    arguments = {"toTeam": "alpha", "message": text}
-                    result = await client.call_tool("team_tell", arguments, progress_callback=on_progress)
-                    assert not result.is_error, result
-                    notifications.append(seen)
-
-                for warm in range(3):  # the pair, the kept connections, the shim's lazy imports
-                    await via_socket(f"warm {warm}")
-                    await via_mcp(f"warm {warm}")
-                    await via_mcp_progress(f"warm {warm}")
-                notifications.clear()
-                sides: list[tuple[list[float], Callable[[str], Awaitable[None]]]] = [
-                    (socket, via_socket), (plain, via_mcp), (progress, via_mcp_progress),
-                ]
-                for round_ in range(rounds):
-                    shift = round_ % len(sides)
-                    for samples, action in sides[shift:] + sides[:shift]:
-                        start = trio.current_time()
-                        await action(f"question {round_}")
-                        samples.append(trio.current_time() - start)
-                    print(".", end="", flush=True, file=sys.stderr)
+        sides = [Side("socket: protocol client", via_socket)]
+        async with contextlib.AsyncExitStack() as stack:
+            errlog = stack.enter_context((root / "shim.log").open("a"))
+            shims = [("iris mcp", iris.env)]
+            if old_code is not None:
+                shims.append((f"iris mcp at {baseline}", {**iris.env, "PYTHONPATH": str(old_code)}))
+            for name, env in shims:
+                params = StdioServerParameters(
+                    command=sys.executable, args=["-m", "iris_cli", "mcp"], env=env, cwd=str(iris.root)
+                )
+                client = await stack.enter_async_context(Client(stdio_client(params, errlog=errlog)))
+                sides += mcp_sides(name, client)
+            for warm in range(3):  # the pair, the kept connections, the shims' lazy imports
+                for side in sides:
+                    await side.send(f"warm {warm}")
+            for round_ in range(rounds):
+                shift = round_ % len(sides)
+                for side in sides[shift:] + sides[:shift]:
+                    start = trio.current_time()
+                    seen = await side.send(f"question {round_}")
+                    side.samples.append(trio.current_time() - start)
+                    side.notifications.append(seen)
+                print(".", end="", flush=True, file=sys.stderr)
         await pool.aclose()
     finally:
         if iris.process is not None:
@@ -101,27 +128,30 @@ async def run(rounds: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(iris.socket.parent, ignore_errors=True)
     print(file=sys.stderr)
-    base = median(socket)
+    base = median(sides[0].samples)
     print("ratios (median time / median tell from a protocol client on a kept connection):")
-    for label, samples in (("MCP, no progress token", plain), ("MCP, with a progress token", progress)):
-        over = median(samples) - base
+    for side in sides[1:]:
+        over = median(side.samples) - base
         verdict = "met" if over <= TARGET_S else "MISSED"
-        print(f"  {label:<28} {median(samples) / base:5.2f}x   (+{ms(over)}; target +2 ms: {verdict})")
-    print(f"progress notifications per tell (with a token): median {median([float(n) for n in notifications]):g}, "
-          f"max {max(notifications)}")
+        print(f"  {side.label:<40} {median(side.samples) / base:5.2f}x   (+{ms(over)}; target +2 ms: {verdict})")
+    print("progress notifications per tell:")
+    for side in sides[1:]:
+        print(f"  {side.label:<40} median {median([float(n) for n in side.notifications]):g}, "
+              f"max {max(side.notifications)}")
     print("absolute:")
-    print(describe("socket: protocol client, kept connection", socket))
-    print(describe("iris mcp: team_tell, no progress token", plain))
-    print(describe("iris mcp: team_tell, progress token", progress))
-    print(machine())
+    for side in sides:
+        print(describe(side.label, side.samples))
+    print(f"load average {os.getloadavg()[0]:.1f} at the end; {machine()}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--baseline", help="also an 'iris mcp' of this git revision, e.g. HEAD~3")
     args = parser.parse_args()
     header("17. the MCP front end: team_tell through 'iris mcp' vs the same tell on the socket")
-    trio.run(run, args.rounds)
+    with checkout(args.baseline) if args.baseline else contextlib.nullcontext() as old_code:
+        trio.run(run, args.rounds, args.baseline, old_code)
 
 
 if __name__ == "__main__":
