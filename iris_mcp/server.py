@@ -240,12 +240,11 @@ class Shim:
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
         )
+        answered = itertools.count(1)
 
         async def on_event(event: Event) -> None:
             if report is not None and isinstance(event, FanOutEvent):  # one per team: not coalesced
                 await report(next(answered), f"{event.result.to_team}: {event.result.status}")
-
-        answered = itertools.count(1)
 
         grace = max(args.timeout, 0) / 1000 + TELL_GRACE_S if args.timeout != 0 else float("inf")
         try:
@@ -386,6 +385,7 @@ class Shim:
         from protocol.messages import CancelTell
 
         if tell_id is None:
+            # Not streamed (the client gave no progress token), or cancelled before its first event.
             log.warning("call cancelled before irisd named its tell; the tell runs on")
             return
         with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_TIMEOUT_S):
