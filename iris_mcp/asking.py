@@ -177,8 +177,7 @@ def ask_your_person(approval_id: str) -> str:
     """What the calling model tells its person when an approval waits for them: the one
     wording of the progress messages, of a reply that ends while the tell waits, and of a
     form the person left unanswered."""
-    short = approval_id[:10]  # irisd takes any unique prefix of an id
     return (
-        f"{ASK_PERSON} to run `iris approve {short}` or `iris deny {short}` (or to decide it in the "
-        "dashboard or `iris monitor`); team_approve / team_deny decide it if they let you"
+        f"{ASK_PERSON} to run `iris approve {approval_id}` or `iris deny {approval_id}` (or to decide it "
+        "in the dashboard or `iris monitor`); team_approve / team_deny decide it if they let you"
     )

@@ -183,14 +183,14 @@ def test_a_tell_queued_behind_an_approval_asks_the_model_to_ask_its_person() -> 
     said = TellWatch("beta").feed(TellPhaseEvent(tell_id="t1", phase=queued))
     assert said == Said(
         "beta: queued behind 1 tell; tell t0 ahead awaits your approval of Bash `rm x`: run 'iris approve "
-        "a-01234567' (or 'iris deny a-01234567'); " + ASK.format("a-01234567"),
+        "a-01234567' (or 'iris deny a-01234567'); " + ASK.format("a-0123456789ab"),
         urgent=True,
     )
     info = TellInfo(id="t1", from_team="alpha", to_team="beta", message="hi", status="queued", phase=queued)
     text = render_tell(TellReply(status="in_progress", tell=info)).text
     assert "it is queued behind 1 tell; tell t0 ahead awaits your approval" in text
     assert "run 'iris approve a-01234567'" in text
-    assert text.count("ask your person") == 1 and ASK.format("a-01234567") in text  # one instruction, once
+    assert text.count("ask your person") == 1 and ASK.format("a-0123456789ab") in text  # one instruction, once
 
 
 def test_a_lost_tell_is_not_resent_and_the_model_learns_where_to_look() -> None:
