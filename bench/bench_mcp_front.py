@@ -9,7 +9,11 @@ the front end's own milliseconds are not lost in a claude turn's noise):
 * MCP:             ``team_tell`` through an ``iris mcp`` subprocess, from the MCP SDK's
                    client over stdio, without a progress token (no progress wanted);
 * MCP + progress:  the same with a progress token (``progress_callback``), as Claude Code
-                   calls it; the notifications it got are counted.
+                   calls it; the notifications it got are counted;
+* Shim in process: the tools' own code (``iris_mcp.server.Shim`` on the shim's
+                   ``DaemonLink``) called in this process, no MCP: what Iris's Python adds,
+                   apart from the SDK and the second process. This process's CPU per call
+                   is reported for it and for the socket side.
 
 Target (issue 30): the MCP front end at most +2 ms over the socket.
 
@@ -28,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -38,6 +43,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from harness import claude_binary
 from iris_cli.aclient import ConnectionPool
+from iris_cli.mcp_stdio import DaemonLink
+from iris_mcp.server import Shim
 from protocol.messages import Tell, TellReply
 
 TARGET_S = 0.002
@@ -62,6 +69,7 @@ class Side:
         self.send = send
         self.samples: list[float] = []
         self.notifications: list[int] = []
+        self.cpu = 0.0  # this process's CPU time over the rounds
 
 
 def mcp_sides(name: str, client: Client) -> list[Side]:
@@ -98,7 +106,14 @@ async def run(rounds: int, baseline: str | None, old_code: Path | None) -> None:
             assert isinstance(reply, TellReply) and reply.status == "completed", reply
             return 0
 
-        sides = [Side("socket: protocol client", via_socket)]
+        shim = Shim(DaemonLink(iris.socket, autostart=False), cwd=str(iris.root), env={})
+
+        async def via_shim(text: str) -> int:
+            output = await shim.call("team_tell", {"toTeam": "alpha", "message": text}, None)
+            assert not output.is_error, output.text
+            return 0
+
+        sides = [Side("socket: protocol client", via_socket), Side("Shim in process, no MCP", via_shim)]
         async with contextlib.AsyncExitStack() as stack:
             errlog = stack.enter_context((root / "shim.log").open("a"))
             shims = [("iris mcp", iris.env)]
@@ -116,9 +131,10 @@ async def run(rounds: int, baseline: str | None, old_code: Path | None) -> None:
             for round_ in range(rounds):
                 shift = round_ % len(sides)
                 for side in sides[shift:] + sides[:shift]:
-                    start = trio.current_time()
+                    start, cpu = trio.current_time(), time.process_time()
                     seen = await side.send(f"question {round_}")
                     side.samples.append(trio.current_time() - start)
+                    side.cpu += time.process_time() - cpu
                     side.notifications.append(seen)
                 print(".", end="", flush=True, file=sys.stderr)
         await pool.aclose()
@@ -133,9 +149,13 @@ async def run(rounds: int, baseline: str | None, old_code: Path | None) -> None:
     for side in sides[1:]:
         over = median(side.samples) - base
         verdict = "met" if over <= TARGET_S else "MISSED"
-        print(f"  {side.label:<40} {median(side.samples) / base:5.2f}x   (+{ms(over)}; target +2 ms: {verdict})")
+        extra = ("+" if over >= 0 else "-") + ms(abs(over))
+        print(f"  {side.label:<40} {median(side.samples) / base:5.2f}x   ({extra}; target +2 ms: {verdict})")
+    print("this process's CPU per call (what the Shim's own Python adds, without the MCP SDK):")
+    for side in sides[:2]:
+        print(f"  {side.label:<40} {ms(side.cpu / rounds)}")
     print("progress notifications per tell:")
-    for side in sides[1:]:
+    for side in sides[2:]:
         print(f"  {side.label:<40} median {median([float(n) for n in side.notifications]):g}, "
               f"max {max(side.notifications)}")
     print("absolute:")
