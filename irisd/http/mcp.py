@@ -110,8 +110,8 @@ class McpEndpoint:
 
 def shim_for(serving: Serving, caller: Caller) -> Shim:
     """The tools as ``caller`` (named by its token) uses them: its requests served in process."""
+    from iris_mcp.identity import Identity
     from iris_mcp.server import Shim
-    from iris_mcp.tools import Identity
 
     link = ServingLink(serving, caller)
     if caller.kind == "reader":  # iris-agent: the read-only tools (irisd refuses the rest anyway)

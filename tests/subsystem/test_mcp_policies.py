@@ -116,6 +116,19 @@ async def test_a_tell_goes_out_as_the_derived_team_with_the_parent_pair() -> Non
     assert refused.is_error and "fromTeam 'beta' is refused" in refused.text
 
 
+async def test_irisd_streams_a_tell_only_for_a_client_that_wants_progress() -> None:
+    link = TellLink([TellState(tell_id="t1", status="running"), TellText(tell_id="t1", text="pong")],
+                    reply("pong"))
+    shim = Shim(link, team="alpha", cwd="/", env={})
+    output = await shim.call("team_tell", {"toTeam": "beta", "message": "ping"}, None)  # no progress token
+    assert output.text == "pong" and not output.is_error
+    sent = link.sent[-1]
+    assert isinstance(sent, Tell) and sent.stream is False
+    await shim.call("team_tell", {"toTeam": "beta", "message": "ping"}, no_progress)  # a progress token
+    sent = link.sent[-1]
+    assert isinstance(sent, Tell) and sent.stream is True
+
+
 async def test_a_tell_cut_off_is_not_resent() -> None:
     link = TellLink([TellState(tell_id="t7", status="running")], reply(""))
     link.reply = ConnectionLost("cut")  # type: ignore[assignment]
