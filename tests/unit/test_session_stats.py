@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import math
 from pathlib import Path
+from typing import Literal
 
 import apsw
 import msgspec
@@ -21,7 +22,7 @@ def db(tmp_path: Path) -> apsw.Connection:
 
 
 def spent(tell_id: str, to_team: str, from_team: str | None = None, *, at: float, ms: int, cost: float = 0.5,
-          kind: str = "tell") -> TellInfo:
+          kind: Literal["tell", "compaction"] = "tell") -> TellInfo:
     return TellInfo(id=tell_id, from_team=from_team, to_team=to_team, message="m", status="completed",
                     created_at=at - 1, finished_at=at, cost_usd=cost, input_tokens=100, output_tokens=10,
                     cache_read_tokens=7, cache_creation_tokens=3, num_turns=1, duration_ms=ms, kind=kind)
