@@ -8,6 +8,7 @@
 
 import { ago, clear, clock, bytes, duration, firstLine, h, money, pairLabel, pill, seconds, shortId, teamColor, who } from "./dom.js";
 import { renderSteps, toolInput } from "./transcript.js";
+import * as sessionsStats from "./views/sessions_stats.js";
 
 const FINAL = new Set(["completed", "timed_out", "interrupted", "failed"]);
 const STATUSES = ["queued", "running", "awaiting_approval", "completed", "timed_out", "interrupted", "failed"];
@@ -273,6 +274,7 @@ function connect() {
 }
 
 function onEvent(event) {
+  sessionsStats.onEvent(event);
   switch (event.type) {
     case "tell_text": {
       const tell = state.tells.get(event.tell_id);
@@ -539,7 +541,7 @@ function renderView() {
   } else if (view === "tells" && arg) {
     main.appendChild(conversationView(arg));
   } else {
-    const views = { teams: teamsView, tells: tellsView, approvals: inboxView, notifications: notificationsView, costs: costsView, ask: askView, health: healthView };
+    const views = { teams: teamsView, tells: tellsView, approvals: inboxView, notifications: notificationsView, costs: costsView, ask: askView, health: healthView, sessions: () => sessionsStats.sessionsView(state) };
     main.appendChild((views[view] || teamsView)());
   }
   restoreForm(main, keep);
@@ -1143,5 +1145,6 @@ function renderTimes() {
   if (!document.activeElement || !document.getElementById("main").contains(document.activeElement)) renderView();
 }
 
+sessionsStats.setup({ api, act, confirmButton, renderView });
 render();
 connect();
