@@ -39,14 +39,21 @@ async function load() {
   }
 }
 
+const shown = () => /^#\/sessions(\?|\/|$)/.test(location.hash);
+
+// Read while shown only; the figures are read again each time the view opens.
 function reloadSoon() {
-  if (stats.timer || !stats.reply) return; // nothing to refresh until the view first loads
+  if (stats.timer || !shown()) return;
   stats.timer = setTimeout(async () => {
     stats.timer = null;
     await load();
-    if (location.hash.startsWith("#/sessions")) page.renderView();
+    if (shown()) page.renderView();
   }, 300);
 }
+
+window.addEventListener("hashchange", () => {
+  if (shown()) load().then(() => { if (shown()) page.renderView(); });
+});
 
 /** A live event: a tell that ended changed its pair's figures. */
 export function onEvent(event) {
