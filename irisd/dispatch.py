@@ -429,6 +429,7 @@ class Dispatcher:
 
     async def status(self) -> StatusReply:
         processes = self.supervisor.statistics()
+        spares = [pid for pids in self.supervisor.spares.pids().values() for pid in pids]
         return StatusReply(
             pid=os.getpid(),
             daemon_version=__version__,
@@ -443,7 +444,8 @@ class Dispatcher:
             environment={name: self.environment_names(team) for name, team in self.config.teams.items()},
             unsolicited=await self.store.call(unsolicited.recent, RECENT_UNSOLICITED),
             memory_rss=rss_bytes(os.getpid()),
-            children_rss=total_rss(p.pid for p in processes if p.pid is not None),
+            children_rss=total_rss([*(p.pid for p in processes if p.pid is not None), *spares]),
+            spares=self.supervisor.spares.pids(),
             recent_errors=recent_problems.entries(),
             claude_version=self.claude_version,
             claude_tested=locate.CLAUDE_VERSION,

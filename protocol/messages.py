@@ -745,6 +745,8 @@ class StatusReply(_Message, tag="status_reply"):
     unsolicited: list[UnsolicitedInfo] = []  # the latest turns no tell asked for, newest first
     memory_rss: int = 0  # irisd's resident memory, bytes (0 where /proc is missing)
     children_rss: int = 0  # its claude processes' resident memory, bytes
+    # Spare claudes (settings.sessions.spares): started, idle, no pair's yet; team -> their pids.
+    spares: dict[str, list[int]] = {}
     recent_errors: list[LogEntry] = []  # the newest warnings and errors irisd logged, newest first
     claude_version: str = ""  # the local claude irisd runs ("" when none was found)
     claude_tested: str = ""  # the claude version this Iris was tested with

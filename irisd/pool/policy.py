@@ -1,5 +1,9 @@
 """Pool policy, pure: which pair may start a child, which idle child to evict, how long
-to wait before retrying a child that crashes on start. Time is an argument."""
+to wait before retrying a child that crashes on start. Time is an argument.
+
+Spares (``settings.sessions.spares``: started, idle claudes waiting to be a new pair's)
+hold slots like pairs, are the first to go when a pair needs a slot, and start only into
+a slot that is free: a spare never evicts anything."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ class PairView:
     last_used_at: float  # monotonic time of the last tell served (or spawn)
     queued: int = 0
     holds_slot: bool = False  # counted against maxProcesses
+    spare: bool = False  # a spare claude, no pair's yet (pool/spares.py)
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,16 @@ def decide_slot(requester: PairKey, pairs: list[PairView], max_processes: int) -
     return Wait(busy=len(holders))
 
 
+def may_start_spare(pairs: list[PairView], max_processes: int) -> bool:
+    """A spare may start only into a free slot: it never evicts a pair, nor another spare."""
+    return sum(p.holds_slot for p in pairs) < max_processes
+
+
 def least_recently_used_idle(pairs: list[PairView]) -> PairKey | None:
+    """The idle child to stop first: a spare (the oldest), else the least recently used pair."""
+    spares = [p for p in pairs if p.spare]
+    if spares:
+        return min(spares, key=lambda p: p.last_used_at).key
     idle = [p for p in pairs if p.state == "idle" and p.queued == 0]
     if not idle:
         return None
