@@ -259,7 +259,10 @@ class SparePool:
             del self._starting[team]
 
     def _exited(self, spare: Spare) -> None:
-        """An untaken spare exited on its own: the team's next one waits a while."""
+        """An untaken spare exited on its own: the team's next one waits a while (one
+        stopped by ``stop`` is no longer in ``spares``)."""
+        if spare.key not in self.spares:
+            return
         log.warning("a spare claude exited before any pair took it", extra={"team": spare.team})
         self._pause(spare.team)
 

@@ -4,6 +4,7 @@ as its own (its session, its token), and a new spare takes its place."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,3 +50,17 @@ def test_a_spare_answers_a_new_pairs_first_tell_and_is_replaced(iris: Iris) -> N
     assert iris.request(GetPair(to_team="alpha", from_team="beta")).process.pid == second
     (asked,) = iris.cli_json("report", "beta", "--from", "alpha")
     assert asked["message"] == "hi beta" and asked["chain_id"] == nested["chain_id"], asked
+
+
+def test_a_spare_gives_its_slot_to_a_pair_and_comes_back_when_there_is_room(iris: Iris) -> None:
+    iris.settings["maxProcesses"] = 1
+    iris.add_team("alpha", sessions={"spares": 1})
+    iris.add_team("beta")
+    iris.start()
+    (spare,) = wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
+    assert iris.cli_json("tell", "beta", "hi")["status"] == "completed"  # the one slot: the spare's went
+    wait_for(lambda: not Path(f"/proc/{spare}").exists(), what="the spare stopped")
+    assert spares(iris, "alpha") == []  # and no spare evicts a pair to come back
+    assert iris.cli("sleep", "beta").returncode == 0
+    (again,) = wait_for(lambda: spares(iris, "alpha"), what="a spare in the freed slot")
+    assert again != spare
