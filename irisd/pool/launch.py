@@ -56,6 +56,7 @@ class TakenSpare(Protocol):
     session_id: str
     process: Child
     grant: ChildGrant
+    argv: list[str]
 
     def bind(self, inbox: trio.MemorySendChannel[PairEvent]) -> None: ...
 
@@ -258,6 +259,9 @@ class Spawner:
             return SpawnFailed(exc.message)
         spare.grant.rebind(Caller.child(team=team.name, pair=self.label))
         self._taken = spare
+        await self.writes.save(
+            None, sessions.record_spawn, self.from_team, team.name, spare.argv, msgspec.json.encode(team)
+        )
         log.info("a new conversation on a spare claude",
                  extra={"pair": self.label, "pid": spare.process.pid, "session_id": row.session_id})
         return Spawned(spare.process, row.session_id, Spent())

@@ -64,6 +64,7 @@ class Spare:
     session_id: str
     process: Child
     grant: ChildGrant
+    argv: list[str]  # what was started (the pair records it as its launch)
     ready_at: float  # monotonic: when it started (the oldest goes first under pressure)
     taken: bool = False
     exited: bool = False
@@ -230,7 +231,7 @@ class SparePool:
             process = launcher.child(command, send)
             assert grant is not None  # wanted() is 0 without an HTTP face
             spare = Spare(team=team.name, key=key, session_id=session_id, process=process, grant=grant,
-                          ready_at=trio.current_time())
+                          argv=command.argv, ready_at=trio.current_time())
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(spare.forward, receive, self._exited)
                 await nursery.start(run_child, process, grant)
