@@ -77,8 +77,10 @@ class Spare:
         self._bound.set()
 
     async def forward(self, events: trio.MemoryReceiveChannel[ChildEvent], exited: Callable[[Spare], None]) -> None:
-        """Until it exits: nothing goes anywhere while it waits; once taken, every event goes
-        to its pair, in order, after the pair was told it has this child."""
+        """Until it exits: what it says while it waits goes nowhere (claude prints nothing
+        before its first turn; a line or an exit still on its way when it is taken goes to
+        the pair, which handles an exit as any child's); once taken, every event goes to
+        its pair, in order, after the pair was told it has this child."""
         async for event in events:
             if not self.taken:
                 if isinstance(event, ChildExited):
