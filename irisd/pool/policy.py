@@ -57,7 +57,7 @@ def decide_slot(requester: PairKey, pairs: list[PairView], max_processes: int) -
         return Grant()
     if any(p.state == "terminating" for p in holders):
         return Wait(busy=len(holders))  # a slot is already on its way back: evict no more
-    victim = least_recently_used_idle(holders)
+    victim = least_recently_used_idle(holders, for_team=requester[1])
     if victim is not None:
         return Evict(victim)
     return Wait(busy=len(holders))
@@ -68,11 +68,12 @@ def may_start_spare(pairs: list[PairView], max_processes: int) -> bool:
     return sum(p.holds_slot for p in pairs) < max_processes
 
 
-def least_recently_used_idle(pairs: list[PairView]) -> PairKey | None:
-    """The idle child to stop first: a spare (the oldest), else the least recently used pair."""
+def least_recently_used_idle(pairs: list[PairView], for_team: str = "") -> PairKey | None:
+    """The idle child to stop first: a spare (another team's than ``for_team``'s, whose
+    spare the new child may be; then the oldest), else the least recently used pair."""
     spares = [p for p in pairs if p.spare]
     if spares:
-        return min(spares, key=lambda p: p.last_used_at).key
+        return min(spares, key=lambda p: (p.key[1] == for_team, p.last_used_at)).key
     idle = [p for p in pairs if p.state == "idle" and p.queued == 0]
     if not idle:
         return None

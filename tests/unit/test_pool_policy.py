@@ -43,6 +43,8 @@ def test_under_pressure_spares_go_first_the_oldest_first() -> None:
     assert decide_slot((None, "new"), pairs, max_processes=4) == Evict(("spare #2", "c"))
     assert decide_slot((None, "new"), pairs[:2] + pairs[3:], max_processes=3) == Evict(("spare #1", "b"))
     assert decide_slot((None, "new"), [view("a", last=1), view("d", last=2)], max_processes=2) == Evict((None, "a"))
+    # a new conversation of c may take c's spare: another team's goes first
+    assert decide_slot(("x", "c"), pairs, max_processes=4) == Evict(("spare #1", "b"))
 
 
 def test_a_spare_starts_only_into_a_free_slot() -> None:
