@@ -19,6 +19,7 @@ from protocol import session_words
 from protocol.messages import (
     ApprovalInfo,
     NotificationInfo,
+    PairStats,
     ProcessInfo,
     RuleInfo,
     SessionInfo,
@@ -107,6 +108,32 @@ def sessions(items: list[SessionInfo], *, archived: bool = False) -> None:
                  f"compactions {session_words.compactions(s)}")
     if any(not s.transcript_exists and s.message_count > 0 for s in items):
         note("* claude no longer has this conversation's transcript: the next tell starts a new one")
+
+
+def session_stats(items: list[PairStats], *, since: float = 0.0) -> None:
+    """Each pair's figures, the most active first (irisd sorts them)."""
+    if not items:
+        out.print("no tells yet" + (" in that time" if since else ""))
+        return
+    headers = ("pair", "tells", "msgs", "cost", "input", "output", "first used", "last used", "lifetime",
+               "compactions", "mean", "p95")
+    rows = [
+        (pair_name(s.from_team, s.to_team), str(s.tells), str(s.messages), usd(s.cost_usd), f"{s.input_tokens:,}",
+         f"{s.output_tokens:,}", ago(s.first_used_at), ago(s.last_used_at),
+         _span(s.lifetime_s) if s.first_used_at is not None else "-", str(s.compactions),
+         _seconds(s.mean_tell_ms / 1000) if s.tells else "-", _seconds(s.p95_tell_ms / 1000) if s.tells else "-")
+        for s in items
+    ]
+    show(Table([Column(h) for h in headers], rows))
+    note("tells: those the cost ledger has; msgs: the conversation's exchanges now; mean, p95: claude's time per tell")
+
+
+def _span(seconds: float) -> str:
+    """A pair's lifetime: seconds to months."""
+    if seconds < 3600:
+        return _seconds(seconds)
+    hours = int(seconds) // 3600
+    return f"{hours}h{int(seconds) % 3600 // 60:02d}m" if hours < 24 else f"{hours // 24}d{hours % 24:02d}h"
 
 
 def duration(tell: TellInfo, now: float | None = None) -> str:

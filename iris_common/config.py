@@ -59,6 +59,9 @@ Share = typing.Annotated[
 Percent = typing.Annotated[
     int, msgspec.Meta(ge=0, le=100, extra={"fix": "use a percent from 1 to 100, or 0 to never compact"})
 ]
+Spares = typing.Annotated[
+    int, msgspec.Meta(ge=0, le=8, extra={"fix": "use 0 (no spare) to 8 started claudes per team"})
+]
 Tokens = typing.Annotated[int, _at_least(1000, "use the model's context window in tokens, e.g. 200000")]
 
 
@@ -70,10 +73,12 @@ class SessionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, r
     archive_after_days: Days = 90.0  # a pair unused this long is archived (its claude stopped, its history kept)
     restore: typing.Literal["resume", "fresh"] = "resume"  # a tell to an archived pair: resume it, or start anew
     delete_archived_after_days: Days | None = None  # archived this long: its claude transcript is deleted (None: never)
+    spares: Spares = 0  # started, idle claudes per team, each ready to be a new pair's (irisd/pool/spares.py)
 
 
 class TeamSessionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
     compact_at: Percent | None = None  # the team's own threshold (settings.sessions.compactAt by default)
+    spares: Spares | None = None  # the team's own count (settings.sessions.spares by default)
 
 
 class BudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -204,6 +209,7 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     a2a_prompt: str = ""  # checked: holds {text}, no other field than A2A_PROMPT_FIELDS
     compact_at: int = 70  # percent of the context window (sessions.compactAt, the team's or the global)
     restore: typing.Literal["resume", "fresh"] = "resume"  # settings.sessions.restore
+    spares: int = 0  # started, idle claudes kept for new pairs (sessions.spares, the team's or the global)
 
     @property
     def skip_permissions(self) -> bool:
@@ -519,6 +525,11 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
             else settings.sessions.compact_at
         ),
         restore=settings.sessions.restore,
+        spares=(
+            team.sessions.spares
+            if team.sessions is not None and team.sessions.spares is not None
+            else settings.sessions.spares
+        ),
     )
 
 

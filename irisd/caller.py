@@ -70,6 +70,7 @@ from protocol.messages import (
     Request,
     ResetSession,
     RestoreSession,
+    SessionStats,
     Sleep,
     Tell,
     TellMany,
@@ -95,7 +96,7 @@ _OWNER_ONLY = tuple(_OWNER_DOES)
 # The only requests a reader may send: they change nothing.
 _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,
-    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications, GetHealth,
+    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications, GetHealth, SessionStats,
 )
 # The only requests an outside A2A agent may send (the A2A methods map onto these).
 _AGENT = (Tell, GetTell, CancelTell, ListTells, ListQuestions, AnswerQuestion, DismissQuestion)

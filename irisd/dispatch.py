@@ -34,7 +34,7 @@ from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
 from irisd.reload import check_claude, plan_reload, read_config
-from irisd.store import approvals, ids, ledger, notifications, questions, rows, sessions, tells, unsolicited
+from irisd.store import approvals, ids, ledger, notifications, questions, rows, sessions, stats, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.admission import check_message, check_wait, parent_tell
 from irisd.tell.service import SendEvent, TellService, check_sender
@@ -103,6 +103,8 @@ from protocol.messages import (
     SessionInfo,
     SessionReply,
     SessionsReply,
+    SessionStats,
+    SessionStatsReply,
     Sleep,
     StatusReply,
     TeamInfo,
@@ -251,6 +253,9 @@ class Dispatcher:
                 return NotificationsReply(notifications=[n for n in reply.notifications if seen(n)])
             case SessionsReply():
                 return SessionsReply(sessions=[s for s in reply.sessions if seen(s)])
+            case SessionStatsReply():
+                return SessionStatsReply(pairs=[p for p in reply.pairs if seen(p)],
+                                         days=[d for d in reply.days if seen(d)])
             case PairsReply():
                 return msgspec.structs.replace(reply, processes=[p for p in reply.processes if seen(p)])
             case StatusReply() if caller.kind in ("child", "agent", "remote"):
@@ -424,6 +429,7 @@ class Dispatcher:
 
     async def status(self) -> StatusReply:
         processes = self.supervisor.statistics()
+        spares = [pid for pids in self.supervisor.spares.pids().values() for pid in pids]
         return StatusReply(
             pid=os.getpid(),
             daemon_version=__version__,
@@ -438,7 +444,8 @@ class Dispatcher:
             environment={name: self.environment_names(team) for name, team in self.config.teams.items()},
             unsolicited=await self.store.call(unsolicited.recent, RECENT_UNSOLICITED),
             memory_rss=rss_bytes(os.getpid()),
-            children_rss=total_rss(p.pid for p in processes if p.pid is not None),
+            children_rss=total_rss([*(p.pid for p in processes if p.pid is not None), *spares]),
+            spares=self.supervisor.spares.pids(),
             recent_errors=recent_problems.entries(),
             claude_version=self.claude_version,
             claude_tested=locate.CLAUDE_VERSION,
@@ -488,6 +495,13 @@ class Dispatcher:
                 )
             )
         return found
+
+    async def session_stats(self, request: SessionStats) -> SessionStatsReply:
+        """Each pair's figures and its tells and cost per day (irisd/store/stats.py)."""
+        pairs, days = await self.store.read(stats.report, request.since, request.team)
+        if request.team is not None and not pairs:  # a removed team's figures still show
+            self.check_team(request.team)
+        return SessionStatsReply(pairs=pairs, days=days)
 
     async def archive_session(self, from_team: str | None, to_team: str) -> SessionReply:
         """Archive the pair's conversation now (refused while it has work)."""
@@ -743,6 +757,7 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(ListTeams, lambda d, r, e: d.teams()),
         _on(GetStatus, lambda d, r, e: d.status()),
         _on(ListSessions, lambda d, r, e: d.list_sessions(r.to_team, archived=r.archived)),
+        _on(SessionStats, lambda d, r, e: d.session_stats(r)),
         _on(ArchiveSession, lambda d, r, e: d.archive_session(r.from_team, r.to_team)),
         _on(RestoreSession, lambda d, r, e: d.restore_session(r.from_team, r.to_team)),
         _on(ResetSession, lambda d, r, e: d.reset_session(r.from_team, r.to_team)),

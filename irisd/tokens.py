@@ -49,6 +49,11 @@ class ChildGrant:
         with contextlib.suppress(OSError):
             self.path.unlink()
 
+    def rebind(self, caller: Caller) -> None:
+        """The token now speaks for ``caller`` (a spare claude taken by its pair): irisd
+        looks a token up on every request, so the running child need not know."""
+        self.access.rebind(self.token, caller)
+
 
 @dataclass(eq=False)
 class Access:
@@ -139,6 +144,11 @@ class Access:
 
     def revoke(self, token: str) -> None:
         self._children.pop(_digest(token), None)
+
+    def rebind(self, token: str, caller: Caller) -> None:
+        """``token`` (if not revoked) speaks for ``caller`` from now on."""
+        if _digest(token) in self._children:
+            self._children[_digest(token)] = caller
 
     @property
     def child_count(self) -> int:

@@ -295,6 +295,39 @@ class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):
     maintenance_usd: float = 0.0  # of cost_usd: compactions Iris ran on the group's conversations
 
 
+class PairStats(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One pair's conversation over its life, from the cost ledger and the store
+    (``iris sessions --stats``). A thread (when a pair has several) is one more key."""
+
+    from_team: str | None
+    to_team: str
+    tells: int = 0  # tells the ledger has figures for (compactions not counted)
+    messages: int = 0  # the conversation's exchanges now (the store; a reset starts it again)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float = 0.0  # tells and maintenance
+    maintenance_usd: float = 0.0  # of cost_usd: compactions Iris ran
+    first_used_at: float | None = None  # the first tell's start (finish minus claude's time)
+    last_used_at: float | None = None  # the last tell's (or compaction's) finish
+    lifetime_s: float = 0.0  # last use minus first use
+    compactions: int = 0
+    mean_tell_ms: float = 0.0  # claude's time per tell (the result line's duration_ms)
+    p95_tell_ms: int = 0  # nearest rank: 95 % of the tells took at most this
+    status: str = ""  # the conversation's (active, compact_pending, archived); "" if it has none now
+
+
+class PairDay(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One pair's tells and cost on one day (local time), for the chart per day."""
+
+    from_team: str | None
+    to_team: str
+    day: str  # YYYY-MM-DD
+    tells: int = 0
+    cost_usd: float = 0.0
+
+
 class FanOutResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One target of a fan-out tell: its answer, or why it has none."""
 
@@ -441,6 +474,14 @@ class GetHealth(_Message, tag="get_health"):
 class ListSessions(_Message, tag="list_sessions"):
     to_team: str | None = None
     archived: bool = False  # the archived conversations (only those); else the others
+
+
+class SessionStats(_Message, tag="session_stats"):
+    """Each pair's figures (tells, tokens, cost, use, compactions, tell times), the most
+    active first, and their tells and cost per day; ``team``: pairs to or from it."""
+
+    team: str | None = None
+    since: float = 0.0  # epoch s: only ledger rows that finished since then
 
 
 class ArchiveSession(_Message, tag="archive_session"):
@@ -634,6 +675,7 @@ Request = (
     | ListTeams
     | GetStatus
     | ListSessions
+    | SessionStats
     | ResetSession
     | ArchiveSession
     | RestoreSession
@@ -703,6 +745,8 @@ class StatusReply(_Message, tag="status_reply"):
     unsolicited: list[UnsolicitedInfo] = []  # the latest turns no tell asked for, newest first
     memory_rss: int = 0  # irisd's resident memory, bytes (0 where /proc is missing)
     children_rss: int = 0  # its claude processes' resident memory, bytes
+    # Spare claudes (settings.sessions.spares): started, idle, no pair's yet; team -> their pids.
+    spares: dict[str, list[int]] = {}
     recent_errors: list[LogEntry] = []  # the newest warnings and errors irisd logged, newest first
     claude_version: str = ""  # the local claude irisd runs ("" when none was found)
     claude_tested: str = ""  # the claude version this Iris was tested with
@@ -722,6 +766,11 @@ class HealthReply(_Message, tag="health_reply"):
 
 class SessionsReply(_Message, tag="sessions_reply"):
     sessions: list[SessionInfo]
+
+
+class SessionStatsReply(_Message, tag="session_stats_reply"):
+    pairs: list[PairStats]  # the most active (most tells) first
+    days: list[PairDay]  # oldest first
 
 
 class SessionReply(_Message, tag="session_reply"):
@@ -838,6 +887,7 @@ Reply = (
     | TeamsReply
     | StatusReply
     | SessionsReply
+    | SessionStatsReply
     | SessionReply
     | PairReply
     | PairsReply

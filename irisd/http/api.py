@@ -75,6 +75,8 @@ from protocol.messages import (
     RulesReply,
     SessionReply,
     SessionsReply,
+    SessionStats,
+    SessionStatsReply,
     Sleep,
     StatusReply,
     TeamsReply,
@@ -182,6 +184,11 @@ class TeamQuery(_In):
 class SessionsQuery(_In):
     team: str | None = None
     archived: Annotated[bool, msgspec.Meta(description="Only the archived conversations.")] = False
+
+
+class StatsQuery(_In):
+    team: Annotated[str | None, msgspec.Meta(description="Only the pairs to or from this team.")] = None
+    since: Annotated[float, msgspec.Meta(description="Unix time; 0 for all.")] = 0.0
 
 
 class EventsQuery(_In):
@@ -415,6 +422,15 @@ ROUTES: tuple[ApiRoute, ...] = (
         (SessionsReply,),
         "The pairs' conversations: how full each is, its compactions (archived: only the archived ones)",
         query=SessionsQuery,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/sessions/stats",
+        lambda p, q, b: SessionStats(team=q.team, since=q.since),
+        (SessionStatsReply,),
+        "Each pair's figures (tells, tokens, cost, first and last use, compactions, mean and p95 tell time), "
+        "the most active first, and its tells and cost per day",
+        query=StatsQuery,
     ),
 )
 

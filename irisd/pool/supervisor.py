@@ -15,8 +15,9 @@ from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths
 from irisd.events import EventHub
 from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
-from irisd.pool.policy import Evict, Grant, PairKey, decide_slot
+from irisd.pool.policy import Evict, Grant, PairKey, PairView, decide_slot, may_start_spare
 from irisd.pool.remote import RemotePair, RemoteTeams
+from irisd.pool.spares import SparePool
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell
 from irisd.tokens import Access
@@ -56,11 +57,15 @@ class Supervisor:
         self._changed = trio.Event()
         self._holders: set[PairKey] = set()  # pairs whose child counts against maxProcesses
         self._waiting: dict[PairKey, int] = {}  # pairs waiting for a slot: how many are busy
+        # Started claudes a new conversation takes (settings.sessions.spares): they hold slots too.
+        self.spares = SparePool(config=config, paths=paths, access=access, child_factory=child_factory,
+                                may_start=self._room_for_a_spare, changed=self.pair_changed)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own every pair until cancelled; cancelling stops every child."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            await nursery.start(self.spares.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -117,6 +122,7 @@ class Supervisor:
                     hub=self.hub,
                     child_factory=self.child_factory,
                     access=self.access,
+                    spares=self.spares,
                 )
                 assert self._nursery is not None
                 await self._nursery.start(self._guard, pair)
@@ -146,6 +152,7 @@ class Supervisor:
         ``restart``ed ones stop their claude once idle; every other pair keeps its warm
         claude and reads the new settings for its next tells."""
         self.config = config
+        self.spares.reconfigure(config, restart | retire)
         for remote in self.remote_pairs.values():
             if self.remote_teams.get(remote.executor.team.name) is not remote.executor:
                 remote.close()  # its running tells finish; the next tell gets a new pair
@@ -185,6 +192,13 @@ class Supervisor:
     def release_slot(self, key: PairKey) -> None:
         self._holders.discard(key)
         self.pair_changed()
+        self.spares.refill()  # a spare may have been waiting for the room
+
+    def _views(self) -> list[PairView]:
+        return [*(p.view(p.key in self._holders) for p in self.pairs.values()), *self.spares.views()]
+
+    def _room_for_a_spare(self) -> bool:
+        return may_start_spare(self._views(), self.config.settings.max_processes)
 
     async def acquire_slot(self, key: PairKey) -> None:
         """Wait until pair ``key`` may start a child, evicting the least recently used
@@ -193,15 +207,16 @@ class Supervisor:
         announced = False
         try:
             while True:
-                views = [p.view(p.key in self._holders) for p in self.pairs.values()]
-                decision = decide_slot(key, views, self.config.settings.max_processes)
+                decision = decide_slot(key, self._views(), self.config.settings.max_processes)
                 if isinstance(decision, Grant):
                     self._holders.add(key)
                     self._waiting.pop(key, None)
                     self._refresh_phases(key)
                     return
                 changed = self._changed
-                if isinstance(decision, Evict):
+                if isinstance(decision, Evict) and decision.key in self.spares.spares:
+                    self.spares.stop(decision.key, f"its slot went to {key[0] or 'external'}->{key[1]}")
+                elif isinstance(decision, Evict):
                     victim = self.pairs[decision.key]
                     label = f"{key[0] or 'external'}->{key[1]}"
                     log.info("evicting idle pair", extra={"pair": victim.label, "for": label})

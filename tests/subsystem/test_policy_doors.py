@@ -455,3 +455,25 @@ async def test_a_childs_status_sessions_and_costs_show_only_its_own(tmp_path: Pa
         status = await core.dispatch(GetStatus(), child, no_events)
         assert isinstance(status, StatusReply)
         assert all("alpha" in (p.from_team, p.to_team) for p in status.processes)
+
+
+async def test_a_childs_session_stats_show_only_its_own_pairs(tmp_path: Path) -> None:
+    """The analytics are lists of pairs and of pairs' days: a child sees its own pairs' only."""
+    from irisd.store import ledger, sessions
+    from protocol.messages import SessionStats, SessionStatsReply
+
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha beta gamma")) as core:
+        for from_team, to_team in ((None, "beta"), ("alpha", "beta"), ("beta", "gamma")):
+            await core.store.call(sessions.get_or_create, from_team, to_team, 1.0)
+            spent = _tell(f"t-{from_team}-{to_team}", from_team, to_team)
+            await core.store.call(ledger.record, msgspec.structs.replace(spent, cost_usd=0.5, duration_ms=10))
+        child = Caller.child("alpha", "external->alpha")
+        seen = await core.dispatch(SessionStats(), child, no_events)
+        assert isinstance(seen, SessionStatsReply)
+        assert [(p.from_team, p.to_team) for p in seen.pairs] == [("alpha", "beta")]
+        assert [(d.from_team, d.to_team) for d in seen.days] == [("alpha", "beta")]
+        everything = await core.dispatch(SessionStats(), Caller.reader(), no_events)
+        assert isinstance(everything, SessionStatsReply)
+        assert {(p.from_team, p.to_team) for p in everything.pairs} == {
+            (None, "beta"), ("alpha", "beta"), ("beta", "gamma")}
+        assert everything == await core.dispatch(SessionStats(), OWNER, no_events)

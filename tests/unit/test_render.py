@@ -185,6 +185,18 @@ def test_status_says_why_a_reload_was_refused_and_the_newest_errors_of_the_log()
     assert not any("reloaded" in line or "recent errors" in line for line in quiet)
 
 
+def test_status_counts_the_spare_claudes_under_the_processes() -> None:
+    from iris_cli.plain import status_lines
+    from protocol.messages import StatusReply
+
+    reply = StatusReply(pid=7, daemon_version="0.1.0", started_at=time.time(), socket_path="/s", config_path="/c",
+                        teams=[], processes=[], max_processes=4, spares={"web": [12, 13], "api": [11]})
+    lines = status_lines(reply, width=80, color=False)
+    assert "  + 3 spare claudes (of the slots): api pid 11, web pid 12 13" in lines
+    assert not any("spare" in line for line in status_lines(msgspec.structs.replace(reply, spares={}), width=80,
+                                                              color=False))
+
+
 def test_status_shows_a_cost_column_once_a_pair_spent_something() -> None:
     from iris_cli.plain import process_lines
 

@@ -7,6 +7,7 @@ import { pairLabel } from "./dom.js";
 import { notifyFindings, notifyPerson } from "./notify.js";
 import { flash, render, renderChrome, renderView, setLoggedOut } from "./page.js";
 import { FINAL, state, TELL_LIMIT, tellInfo } from "./state.js";
+import * as sessionsStats from "./views/sessions_stats.js";
 
 // --- the API ---------------------------------------------------------------------
 
@@ -229,6 +230,7 @@ export function connect() {
 }
 
 function onEvent(event) {
+  sessionsStats.onEvent(event);
   switch (event.type) {
     case "tell_text": {
       const tell = state.tells.get(event.tell_id);

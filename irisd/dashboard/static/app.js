@@ -6,8 +6,8 @@
 // state). Each view is a module of views/; this one routes, renders and starts the page.
 
 import { clear, duration, h } from "./dom.js";
-import { connect } from "./api.js";
-import { renderChrome, setRenderer } from "./page.js";
+import { api, connect } from "./api.js";
+import { act, confirmButton, renderChrome, setRenderer } from "./page.js";
 import { state } from "./state.js";
 import { askView } from "./views/ask.js";
 import { conversationView } from "./views/conversation.js";
@@ -15,6 +15,7 @@ import { costsView } from "./views/costs.js";
 import { healthView } from "./views/health.js";
 import { inboxView } from "./views/inbox.js";
 import { notificationsView } from "./views/notifications.js";
+import * as sessionsStats from "./views/sessions_stats.js";
 import { teamsView } from "./views/teams.js";
 import { tellsView } from "./views/tells.js";
 
@@ -72,7 +73,7 @@ function renderView() {
   } else if (view === "tells" && arg) {
     main.appendChild(conversationView(arg));
   } else {
-    const views = { teams: teamsView, tells: tellsView, approvals: inboxView, notifications: notificationsView, costs: costsView, ask: askView, health: healthView };
+    const views = { teams: teamsView, tells: tellsView, approvals: inboxView, notifications: notificationsView, costs: costsView, ask: askView, health: healthView, sessions: () => sessionsStats.sessionsView(state) };
     main.appendChild((views[view] || teamsView)());
   }
   restoreForm(main, keep);
@@ -154,5 +155,6 @@ function renderTimes() {
 }
 
 setRenderer({ render, renderView });
+sessionsStats.setup({ api, act, confirmButton, renderView });
 render();
 connect();
