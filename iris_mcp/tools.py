@@ -381,6 +381,9 @@ TOOLS: tuple[ToolDef, ...] = (
 )
 # The tools of `iris mcp --read-only` (iris-agent's): they read Iris's state, never change it.
 READ_ONLY_TOOLS = tuple(t.name for t in TOOLS if t.read_only and t.name != "team_getTeamName")
+# ... and what iris-agent may propose over irisd's /mcp (its own token): irisd files each call
+# as an approval for the person (irisd/agent/actions.py) unless settings.agent.allow allows it.
+AGENT_PROPOSES = ("team_tell", "team_wake", "team_sleep", "team_cancel", "team_answer")
 # The tools a claude child that Iris started may use without a person's say:
 # never the ones that decide approvals (a team must not approve its own requests).
 CHILD_ALLOWED_TOOLS = tuple(t.name for t in TOOLS if t.name not in ("team_approve", "team_deny"))
@@ -684,6 +687,11 @@ def render_notification(info: NotificationInfo) -> str:
 
 def render_approval(a: ApprovalInfo) -> str:
     """One approval, readable: who wants which tool with what input, and its state."""
+    if a.kind == "agent":  # an action of iris-agent: what it will do, once the person allows it
+        state = a.status if a.status == "pending" else f"{a.status} by {a.decided_by or '-'}"
+        reason = f" ({a.reason})" if a.reason else ""
+        wait = f"; nothing is done until the person allows it ('iris approve {a.id}')" if a.status == "pending" else ""
+        return f"{a.id}: iris-agent proposes to {a.summary} [{state}{reason}]{wait}"
     what = json.dumps(a.input, ensure_ascii=False)
     if a.tool_name == "Bash" and isinstance(a.input.get("command"), str):
         what = f"$ {a.input['command']}"

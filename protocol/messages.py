@@ -322,6 +322,10 @@ class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     decided_by: str = ""
     reason: str = ""
     remembered: bool = False
+    # "agent": an action iris-agent proposes (tool_name is its tool, e.g. "team_wake", input the
+    # request irisd runs once the person allows it; from_team is "iris-agent"), said in ``summary``.
+    kind: Literal["tool", "agent"] = "tool"
+    summary: str = ""
 
 
 class RuleInfo(msgspec.Struct, kw_only=True, omit_defaults=True):

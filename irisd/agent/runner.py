@@ -3,12 +3,13 @@
 It is not a team: it has no entry in the config, appears in no team list, and no team
 can tell it (a tell names a configured team). It runs in its own folder
 (``$IRIS_HOME/iris-agent``) with its own persistent session, one question at a time.
-Its only tools are Iris's read-only operations, served by irisd's own ``/mcp`` with a
-token minted for the run (a *reader*, irisd/caller.py: irisd refuses it every request
-that changes something) and revoked when the run ends; without the HTTP face, by the
-stdio ``iris mcp --read-only``. Built-in tools (Bash, Edit, ...) are turned off, so it
-cannot change anything. Nothing it does produces an event it would be told about: it
-runs only when a person asks.
+Its tools are Iris's read-only operations, served by irisd's own ``/mcp`` with a token
+minted for the run (a *reader*, irisd/caller.py) and revoked when the run ends, and five
+that act (tell, wake, sleep, cancel, answer): irisd files each call of those as an
+approval for the person, or does it if settings.agent.allow allows it
+(irisd/agent/actions.py). Without the HTTP face it has the stdio ``iris mcp --read-only``,
+which only reads. Built-in tools (Bash, Edit, ...) are turned off. Nothing it does
+produces an event it would be told about: it runs only when a person asks.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from iris_common.config import AGENT_NAME, IrisConfig
 from iris_common.environment import child_environment
 from iris_common.locate import find_claude
 from iris_common.paths import IrisPaths, session_file
-from iris_mcp.tools import READ_ONLY_TOOLS
+from iris_mcp.tools import AGENT_PROPOSES, READ_ONLY_TOOLS
 from irisd.claude.command import stream_json_argv
 from irisd.claude.launcher import read_stored_total
 from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
@@ -53,9 +54,11 @@ You answer the person's questions about this system from real data. Use your too
 read-only operations): team_teams and team_status for teams and processes, team_sessions for \
 conversations, team_report (with allCallers true) for recent tells of a team, team_result and \
 team_cache_read for one tell, team_approvals, team_questions (allCallers true) and team_costs. Call them \
-rather than guessing, and say when the data does not show something. You cannot tell, wake, approve or \
-change anything: if the person wants that, give them the `iris` command to run. You are not a team. \
-Answer briefly, in plain language."""
+rather than guessing, and say when the data does not show something. When the person asks you to act, \
+you may use team_tell, team_wake, team_sleep, team_cancel and team_answer: each call is usually only a \
+proposal, an approval the person decides (`iris approve ID` or `iris deny ID`); say so, with its id, and \
+do not claim it happened. You never approve a team's tool use and never change config. You are not a \
+team. Answer briefly, in plain language."""
 
 
 def agent_mcp_config(socket: str) -> str:
@@ -67,8 +70,12 @@ def agent_mcp_config(socket: str) -> str:
     return json.dumps({"mcpServers": {"iris": server}})
 
 
-def agent_argv(claude_path: str, *, session_id: str, resume: bool, mcp_config: str) -> list[str]:
-    """``mcp_config``: a file (irisd's /mcp with a reader's token) or JSON (the stdio shim)."""
+def agent_argv(
+    claude_path: str, *, session_id: str, resume: bool, mcp_config: str, proposes: bool = False
+) -> list[str]:
+    """``mcp_config``: a file (irisd's /mcp with a reader's token) or JSON (the stdio shim).
+    ``proposes``: irisd's /mcp, whose acting tools file approvals (the stdio shim only reads)."""
+    tools = READ_ONLY_TOOLS + (AGENT_PROPOSES if proposes else ())
     return [
         *stream_json_argv(claude_path, session_id=session_id, resume=resume),
         "--mcp-config",
@@ -77,7 +84,7 @@ def agent_argv(claude_path: str, *, session_id: str, resume: bool, mcp_config: s
         "--tools",
         "",  # no built-in tool at all (Bash, Edit, Write, ...): it reads Iris, nothing else
         "--allowedTools",
-        *[f"mcp__iris__{tool}" for tool in READ_ONLY_TOOLS],
+        *[f"mcp__iris__{tool}" for tool in tools],
         "--append-system-prompt",
         SYSTEM_PROMPT,
     ]
@@ -134,7 +141,8 @@ class Agent:
             try:
                 mcp_config = str(grant.path) if grant is not None else agent_mcp_config(str(self.paths.socket))
                 argv = agent_argv(
-                    find_claude(configured) or configured, session_id=session_id, resume=resume, mcp_config=mcp_config
+                    find_claude(configured) or configured, session_id=session_id, resume=resume,
+                    mcp_config=mcp_config, proposes=grant is not None,
                 )
                 result, tools, exit_detail = await self._run(argv, question)
             finally:

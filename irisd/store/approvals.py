@@ -13,7 +13,7 @@ from protocol.messages import ApprovalInfo, RuleInfo
 
 _COLUMNS = (
     "id, from_team, to_team, tell_id, tool_name, input, suggestions, status, created_at, expires_at, "
-    "decided_at, decided_by, reason, remembered"
+    "decided_at, decided_by, reason, remembered, kind, summary"
 )
 _json = msgspec.json.Encoder(order="sorted")  # canonical: equal inputs give equal text
 
@@ -32,7 +32,8 @@ def _info(values: tuple[object, ...]) -> ApprovalInfo:
 def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None:
     db.execute(
         "INSERT INTO approvals (id, from_team, to_team, tell_id, request_id, tool_name, input, "
-        "suggestions, status, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "suggestions, status, created_at, expires_at, kind, summary, decided_at, decided_by, reason) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             approval.id,
             stored_team(approval.from_team),
@@ -45,6 +46,11 @@ def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None
             approval.status,
             approval.created_at,
             approval.expires_at,
+            approval.kind,
+            approval.summary,
+            approval.decided_at,
+            approval.decided_by,
+            approval.reason,
         ),
     )
 

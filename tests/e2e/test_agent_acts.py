@@ -1,0 +1,83 @@
+"""iris-agent acts with the person's consent: real irisd, real claude, the scripted model.
+
+The scripted model calls the tool the question names (``@tool:NAME {json}``); irisd files
+the call as an approval of kind ``agent`` (irisd/agent/actions.py), unless
+settings.agent.allow allows it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness import Iris
+
+pytestmark = pytest.mark.claude
+
+WAKE_ALPHA = '@tool:mcp__iris__team_wake {"team": "alpha"}'
+
+
+def awake(iris: Iris) -> list[str]:
+    return [f"{p.get('from_team') or 'external'}->{p['to_team']}" for p in iris.cli_json("status")["processes"]]
+
+
+def agent_approvals(iris: Iris, *args: str) -> list[dict[str, Any]]:
+    return [a for a in iris.cli_json("approvals", *args) if a.get("kind") == "agent"]
+
+
+def test_iris_ask_proposes_a_wake_the_person_approves_and_the_team_wakes(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    with iris.watch() as watcher:
+        reply = iris.cli_json("ask", WAKE_ALPHA)
+        event = watcher.until(lambda e: e["type"] == "approval_event", what="the proposal's event")["approval"]
+    assert reply["tools"] == ["team_wake"]
+    (proposal,) = agent_approvals(iris)
+    assert event["id"] == proposal["id"] and proposal["status"] == "pending"
+    assert proposal["tool_name"] == "team_wake" and proposal["from_team"] == "iris-agent"
+    assert proposal["to_team"] == "alpha" and proposal["summary"] == "wake external->alpha"
+    assert proposal["input"]["to_team"] == "alpha"  # the exact request irisd will serve
+    # iris-agent was told it only proposed, with the id the person decides
+    assert f"{proposal['id']}: iris-agent proposes to wake external->alpha [pending]" in reply["text"]
+    assert awake(iris) == []  # nothing happened yet
+    human = iris.cli("approvals")
+    assert proposal["id"] in human.stdout and "wake external->alpha" in human.stdout, human.stdout
+
+    decided = iris.cli_json("approve", proposal["id"])
+    assert decided["status"] == "allowed" and decided["reason"].startswith("done:")
+    assert awake(iris) == ["external->alpha"]
+    (after,) = agent_approvals(iris, "--all")
+    assert after["status"] == "allowed" and after["decided_by"]
+    again = iris.cli_json("approve", proposal["id"], ok=False)
+    assert again["error"]["code"] == "invalid_request" and "already allowed" in again["error"]["message"]
+
+
+def test_a_denied_action_is_not_taken(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    iris.cli_json("ask", '@tool:mcp__iris__team_tell {"toTeam": "alpha", "message": "delete the branch"}')
+    (proposal,) = agent_approvals(iris)
+    assert proposal["summary"] == "tell alpha (as iris-agent): 'delete the branch'"
+    denied = iris.cli_json("deny", proposal["id"], "--reason", "not now")
+    assert denied["status"] == "denied" and denied["reason"] == "not now"
+    assert awake(iris) == [] and iris.cli_json("report", "alpha", "--all-callers") == []  # no tell was sent
+    assert iris.cli_json("costs", "--by", "pair")["rows"][0]["key"] == "iris ask"  # only the ask cost
+
+
+def test_an_allowed_action_is_taken_without_an_approval_and_its_tell_is_iris_agents(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.settings["agent"] = {"allow": ["team_wake", "team_tell"]}
+    iris.start()
+    reply = iris.cli_json("ask", WAKE_ALPHA)
+    assert "woke" in reply["text"] or "awake" in reply["text"], reply["text"]
+    assert awake(iris) == ["external->alpha"]
+    (done,) = agent_approvals(iris, "--all")  # recorded, as allowed by the settings
+    assert done["status"] == "allowed" and done["decided_by"] == "settings.agent.allow"
+    assert agent_approvals(iris) == []  # nothing waits for the person
+
+    told = iris.cli_json("ask", '@tool:mcp__iris__team_tell {"toTeam": "alpha", "message": "hello"}')
+    assert "echo #1: hello" in told["text"], told["text"]
+    (tell,) = iris.cli_json("report", "alpha", "--all-callers")
+    assert tell["from_team"] == "iris-agent" and tell.get("hops", 0) == 0 and tell["chain_id"]
+    by_team = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
+    assert by_team["iris-agent->alpha"]["tells"] == 1  # its tells' cost is booked under iris-agent
