@@ -666,9 +666,10 @@ class Dispatcher:
         question_id = request.question_id
         if not question_id and request.tell_id:
             question_id = (await self._asked_a_waiter(request.tell_id)).id
-        return QuestionReply(question=await self._dismiss(question_id, request.by))
+        return QuestionReply(question=await self.dismiss_as(question_id, request.by))
 
-    async def _dismiss(self, question_id: str, by: str) -> QuestionInfo:
+    async def dismiss_as(self, question_id: str, by: str) -> QuestionInfo:
+        """Close a pending question as dismissed ``by`` someone (the person, iris-agent's watcher)."""
         closed = await self.store.call(questions.close, question_id, "dismissed", time.time(), by=by or "unknown")
         if closed is None:
             raise await self._not_pending(question_id)

@@ -258,6 +258,23 @@ QuestionStatus = Literal["pending", "answered", "expired", "dismissed"]
 CostGrouping = Literal["team", "pair", "chain", "day"]
 
 
+AgentClassification = Literal["person", "team", "none"]
+
+
+class AgentVerdict(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What iris-agent's watcher made of a pending question nobody answered in time:
+    one for the ``person``, one the asked ``team`` can answer (with the answer it
+    ``suggestion``s, filed as an approval, ``approval_id``), or ``none`` (no question)."""
+
+    classification: AgentClassification
+    confidence: float
+    reason: str = ""
+    suggestion: str = ""
+    approval_id: str = ""
+    at: float = 0.0
+    cost_usd: float | None = None
+
+
 class QuestionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A team's answer that ended by asking its caller something, when nobody was
     waiting for that answer (a pending question)."""
@@ -278,6 +295,7 @@ class QuestionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     closed_by: str = ""
     answer: str = ""
     answer_tell_id: str = ""
+    agent: AgentVerdict | None = None  # iris-agent's watcher, when it looked (settings.agent.watch)
 
 
 class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):

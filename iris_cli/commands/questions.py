@@ -10,7 +10,7 @@ import typer
 from iris_cli.commands.common import JsonOption, me, print_json, read_stdin, send
 
 if TYPE_CHECKING:
-    from protocol.messages import QuestionInfo
+    from protocol.messages import AgentVerdict, QuestionInfo
 
 app = typer.Typer()
 QuestionId = Annotated[str, typer.Argument(metavar="QID", help="The question's id (see 'iris questions').")]
@@ -42,6 +42,9 @@ def questions(
     ]
     columns = [Column(h) for h in ("id", "pair", "status", "when")]
     render.show(Table([*columns, Column("message", free=True, fold=render.MESSAGE_MIN)], rows))
+    for q in reply.questions:  # what iris-agent's watcher made of them (settings.agent.watch)
+        if q.agent is not None:
+            render.out.print(f"{q.id} iris-agent: {verdict(q.agent)}", highlight=False, markup=False)
     if any(q.status == "pending" for q in reply.questions):
         render.note('answer with: iris answer QID "TEXT" (it continues that conversation)', render.err)
 
@@ -84,6 +87,14 @@ def dismiss(question_id: QuestionId, as_json: JsonOption = False) -> None:
     reply = send(DismissQuestion(question_id=question_id, by=me()), as_json)
     assert isinstance(reply, QuestionReply)
     print_json(reply.question) if as_json else render.out.print(f"{reply.question.id}: dismissed")
+
+
+def verdict(a: AgentVerdict) -> str:
+    """What iris-agent's watcher made of a question, in a line."""
+    why = f": {a.reason}" if a.reason else ""
+    suggests = f"; suggests {a.suggestion!r}" if a.suggestion else ""
+    approval = f" (iris approve {a.approval_id})" if a.approval_id else ""
+    return f"{a.classification}, {a.confidence:.0%}{why}{suggests}{approval}"
 
 
 def question_event(q: QuestionInfo) -> None:

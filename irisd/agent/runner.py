@@ -18,6 +18,7 @@ import json
 import logging
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -27,6 +28,7 @@ from iris_common.environment import child_environment
 from iris_common.locate import find_claude
 from iris_common.paths import IrisPaths, session_file
 from iris_mcp.tools import AGENT_PROPOSES, READ_ONLY_TOOLS
+from irisd.agent.watch import WATCH_PROMPT
 from irisd.claude.command import stream_json_argv
 from irisd.claude.launcher import read_stored_total
 from irisd.claude.process import ChildExited, ChildLine, ClaudeProcess
@@ -106,6 +108,20 @@ def tool_calls(raw: bytes) -> list[str]:
     return [name.removeprefix("mcp__iris__") for name in names]
 
 
+def watch_argv(claude_path: str, *, session_id: str, resume: bool) -> list[str]:
+    """iris-agent as the watcher: no tool at all, no MCP server; it reads what it is shown."""
+    return [
+        *stream_json_argv(claude_path, session_id=session_id, resume=resume),
+        "--mcp-config",
+        '{"mcpServers": {}}',
+        "--strict-mcp-config",
+        "--tools",
+        "",
+        "--append-system-prompt",
+        WATCH_PROMPT,
+    ]
+
+
 class Agent:
     """Runs iris-agent for one question at a time, in its own session."""
 
@@ -133,37 +149,60 @@ class Agent:
             raise InvalidRequestError(f"the question is over {MAX_QUESTION_CHARS} characters; shorten it")
         async with self._lock:
             session_id, resume = await trio.to_thread.run_sync(self._session, new_session)
-            # claude's total is the session's: the ask costs what it added to what the session had spent.
-            transcript = session_file(self.paths.claude_config_dir, str(self.folder.resolve()), session_id)
-            start = (await trio.to_thread.run_sync(read_stored_total, transcript) if resume else None) or Spent()
-            configured = self.config.settings.claude_path
             grant = self.access.grant_reader() if self.access is not None else None
             try:
                 mcp_config = str(grant.path) if grant is not None else agent_mcp_config(str(self.paths.socket))
-                argv = agent_argv(
-                    find_claude(configured) or configured, session_id=session_id, resume=resume,
-                    mcp_config=mcp_config, proposes=grant is not None,
+                reply = await self._turn(
+                    question, session_id, resume, lambda claude: agent_argv(
+                        claude, session_id=session_id, resume=resume, mcp_config=mcp_config, proposes=grant is not None
+                    ),
                 )
-                result, tools, exit_detail = await self._run(argv, question)
             finally:
                 if grant is not None:
                     grant.revoke()  # the token dies with the run
-            if result is None:
-                raise ClaudeError(f"iris-agent ended without an answer: {exit_detail}")
             await trio.to_thread.run_sync(self._session_record.write_text, session_id)
-            text = result.result or "; ".join(result.errors) or result.subtype
-            total = running_total(result.total_cost_usd, result.model_usage)
-            share = turn_share(total, start, result.model_usage, result.usage) if total is not None else None
-            cost = share.cost_usd if share is not None else None
-            log.info("iris-agent answered", extra={"tools": tools, "cost_usd": cost})
-            return AskReply(
-                text=text, session_id=session_id, tools=tools, cost_usd=cost, is_error=result.is_error,
-                input_tokens=share.input_tokens if share is not None else None,
-                output_tokens=share.output_tokens if share is not None else None,
-                cache_read_tokens=share.cache_read_tokens if share is not None else None,
-                cache_creation_tokens=share.cache_creation_tokens if share is not None else None,
-                num_turns=result.num_turns, duration_ms=result.duration_ms,
+            log.info("iris-agent answered", extra={"tools": reply.tools, "cost_usd": reply.cost_usd})
+            return reply
+
+    async def look(self, prompt: str, session_id: str | None) -> AskReply:
+        """The watcher's turn (irisd/agent/watcher.py): ``prompt`` in the pair's own session
+        (``session_id``, None for a new one), with no tool at all. Cancellation stops its claude."""
+        async with self._lock:
+            pair_session, resume = await trio.to_thread.run_sync(self._pair_session, session_id)
+            return await self._turn(
+                prompt, pair_session, resume, lambda claude: watch_argv(claude, session_id=pair_session, resume=resume)
             )
+
+    async def _turn(
+        self, text: str, session_id: str, resume: bool, argv: Callable[[str], list[str]]
+    ) -> AskReply:
+        """One turn of iris-agent's claude (``argv`` for the claude binary), and what it cost."""
+        # claude's total is the session's: the turn costs what it added to what the session had spent.
+        transcript = session_file(self.paths.claude_config_dir, str(self.folder.resolve()), session_id)
+        start = (await trio.to_thread.run_sync(read_stored_total, transcript) if resume else None) or Spent()
+        configured = self.config.settings.claude_path
+        result, tools, exit_detail = await self._run(argv(find_claude(configured) or configured), text)
+        if result is None:
+            raise ClaudeError(f"iris-agent ended without an answer: {exit_detail}")
+        said = result.result or "; ".join(result.errors) or result.subtype
+        total = running_total(result.total_cost_usd, result.model_usage)
+        share = turn_share(total, start, result.model_usage, result.usage) if total is not None else None
+        return AskReply(
+            text=said, session_id=session_id, tools=tools, cost_usd=share.cost_usd if share is not None else None,
+            is_error=result.is_error,
+            input_tokens=share.input_tokens if share is not None else None,
+            output_tokens=share.output_tokens if share is not None else None,
+            cache_read_tokens=share.cache_read_tokens if share is not None else None,
+            cache_creation_tokens=share.cache_creation_tokens if share is not None else None,
+            num_turns=result.num_turns, duration_ms=result.duration_ms,
+        )
+
+    def _pair_session(self, known: str | None) -> tuple[str, bool]:
+        """A watched pair's session, and whether claude has it (blocking: run in a thread)."""
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if known and session_file(self.paths.claude_config_dir, str(self.folder.resolve()), known).exists():
+            return known, True
+        return str(uuid.uuid4()), False
 
     def _session(self, new_session: bool) -> tuple[str, bool]:
         """The session to use, and whether claude has it (blocking: run in a thread)."""

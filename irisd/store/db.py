@@ -265,7 +265,8 @@ MIGRATIONS: list[str] = [
         text            TEXT NOT NULL,
         classification  TEXT NOT NULL DEFAULT '',   -- person, team, none ('' for what it was shown)
         confidence      REAL,
-        suggestion      TEXT NOT NULL DEFAULT '',   -- the answer it suggests the asking team's
+        suggestion      TEXT NOT NULL DEFAULT '',   -- the answer it suggests the asked caller give
+        verdict         TEXT NOT NULL DEFAULT '',   -- the AgentVerdict shown with the question (JSON)
         cost_usd        REAL
     );
     CREATE INDEX agent_messages_by_pair ON agent_messages (from_team, to_team, id);

@@ -6,11 +6,12 @@ settings.agent.allow allows it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from harness import Iris
+from harness import Iris, wait_for
 
 pytestmark = pytest.mark.claude
 
@@ -81,3 +82,43 @@ def test_an_allowed_action_is_taken_without_an_approval_and_its_tell_is_iris_age
     assert tell["from_team"] == "iris-agent" and tell.get("hops", 0) == 0 and tell["chain_id"]
     by_team = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
     assert by_team["iris-agent->alpha"]["tells"] == 1  # its tells' cost is booked under iris-agent
+
+
+def test_a_watched_conversation_is_classified_stored_and_its_suggested_answer_sent_once_approved(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.settings["agent"] = {"watch": True}
+    iris.settings["questions"] = {"answerWithin": 1000}
+    iris.start()
+    # The team's answer asks its caller; the scripted model's iris-agent says what the text it is
+    # shown ends with: this verdict.
+    verdict = {"classification": "team", "confidence": 0.8, "reason": "the caller asked for it", "suggestion": "yes"}
+    iris.cli_json("tell", "alpha", f"@ask deploy the fix {json.dumps(verdict)}", "--persist")
+
+    def looked() -> dict[str, Any] | None:
+        found = [q for q in iris.cli_json("questions", "--all") if q.get("agent", {}).get("approval_id")]
+        return found[0] if found else None
+
+    question = wait_for(looked, what="iris-agent's verdict on the question", timeout=90)
+    assert question["status"] == "pending"  # the person decides
+    seen = question["agent"]
+    assert (seen["classification"], seen["confidence"], seen["suggestion"]) == ("team", 0.8, "yes")
+    (proposal,) = agent_approvals(iris)
+    assert proposal["id"] == seen["approval_id"] and proposal["tool_name"] == "team_answer"
+    assert proposal["summary"] == f"answer question {question['id']} of alpha with: 'yes'"
+    human = iris.cli("questions")
+    line = (
+        f"{question['id']} iris-agent: team, 80%: the caller asked for it; suggests 'yes' "
+        f"(iris approve {proposal['id']})"
+    )
+    assert line in human.stdout, human.stdout
+    # Its own conversation for the pair, stored; its cost in the ledger under iris-agent.
+    costs = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
+    assert costs["iris ask"]["tells"] == 1 and costs["iris ask"]["cost_usd"] == seen["cost_usd"]
+
+    iris.cli_json("approve", proposal["id"])
+    answered = wait_for(
+        lambda: [q for q in iris.cli_json("questions", "--all") if q["status"] == "answered"], what="the answer"
+    )
+    assert answered[0]["answer"] == "yes" and "proposed by iris-agent" in answered[0]["closed_by"]
+    tell = iris.cli_json("result", answered[0]["answer_tell_id"], "--wait", "60000")
+    assert tell["text"] == "echo #2: yes"  # the same conversation of alpha went on
