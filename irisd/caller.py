@@ -46,6 +46,7 @@ from iris_common.config import AGENT_NAME
 from iris_common.identity import sender
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
+    AgentStats,
     AnswerQuestion,
     ArchiveSession,
     Ask,
@@ -94,12 +95,13 @@ _OWNER_DOES: dict[type, str] = {
     Reload: "reloads config.yaml",
     ArchiveSession: "archives conversations",
     RestoreSession: "restores archived conversations",
+    AgentStats: "sees what iris-agent did across all pairs",
 }
 _OWNER_ONLY = tuple(_OWNER_DOES)
 # The only requests a reader may send: they change nothing.
 _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,
-    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications, GetHealth,
+    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications, GetHealth, AgentStats,
 )
 # What iris-agent may propose (the person allows each, or settings.agent.allow does).
 _PROPOSES = (Tell, Wake, Sleep, CancelTell, AnswerQuestion)

@@ -35,7 +35,7 @@ from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
 from irisd.reload import check_claude, plan_reload, read_config
-from irisd.store import approvals, ids, ledger, notifications, questions, rows, sessions, tells, unsolicited
+from irisd.store import agent, approvals, ids, ledger, notifications, questions, rows, sessions, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.admission import check_message, check_wait, parent_tell
 from irisd.tell.service import SendEvent, TellService, check_sender
@@ -50,6 +50,7 @@ from protocol.errors import (
 )
 from protocol.health import worst
 from protocol.messages import (
+    AgentStats,
     AnswerQuestion,
     AnswerReply,
     ApprovalInfo,
@@ -809,5 +810,6 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(ReadUnsolicited, lambda d, r, e: d.unsolicited_transcript(r.turn_id)),
         _on(Reload, lambda d, r, e: d.reload_reply()),
         _on(GetHealth, lambda d, r, e: d.health_reply()),
+        _on(AgentStats, lambda d, r, e: d.store.read(agent.stats, r.since)),
     ]
 )

@@ -35,6 +35,7 @@ import trio
 from iris_common.config import AGENT_NAME, IrisConfig
 from irisd.events import EventHub
 from irisd.store import approvals
+from irisd.store.agent import ALLOWED_BY
 from irisd.store.facade import Store
 from protocol.errors import InvalidRequestError, IrisError
 from protocol.messages import (
@@ -59,7 +60,6 @@ Action = Tell | Wake | Sleep | CancelTell | AnswerQuestion
 TOOL_OF: dict[type[Any], str] = {
     Tell: "team_tell", Wake: "team_wake", Sleep: "team_sleep", CancelTell: "team_cancel", AnswerQuestion: "team_answer",
 }
-ALLOWED_BY = "settings.agent.allow"
 _DECODE = msgspec.json.Decoder(Action)  # the stored request, as iris-agent sent it
 MAX_QUOTE = 300
 

@@ -8,8 +8,11 @@ from collections.abc import Iterable
 import apsw
 import msgspec
 
+from iris_common.config import AGENT_NAME
 from irisd.store.rows import stored_team
-from protocol.messages import AgentVerdict, QuestionInfo
+from protocol.messages import ActionRow, AgentStatsReply, AgentVerdict, ClassifiedRow, QuestionInfo
+
+ALLOWED_BY = "settings.agent.allow"  # who decided an action iris-agent was allowed to take at once
 
 
 def _encode(verdict: AgentVerdict) -> str:
@@ -108,3 +111,65 @@ def spent_since(db: apsw.Connection, since: float) -> float:
     """What the watcher's turns cost since ``since`` (its own daily budget)."""
     row = db.execute("SELECT COALESCE(SUM(cost_usd), 0) FROM agent_messages WHERE at >= ?", (since,)).fetchone()
     return float(row[0]) if row is not None else 0.0
+
+
+def stats(db: apsw.Connection, since: float) -> AgentStatsReply:
+    """iris-agent's work since ``since``: see ``AgentStats``."""
+    completed = db.execute(
+        "SELECT count(*) FROM tells WHERE status = 'completed' AND created_at >= ?", (since,)
+    ).fetchone()
+    by_status = {
+        str(status): int(count)
+        for status, count in db.execute(
+            "SELECT status, count(*) FROM questions WHERE created_at >= ? GROUP BY status", (since,)
+        )
+    }
+    classified = [
+        ClassifiedRow(
+            classification=str(kind), count=int(count), confidence=float(confidence or 0.0), answered=int(answered),
+            dismissed=int(dismissed), expired=int(expired), pending=int(pending),
+        )
+        for kind, count, confidence, answered, dismissed, expired, pending in db.execute(
+            "SELECT m.classification, count(*), avg(m.confidence), "
+            "sum(q.status = 'answered'), sum(q.status = 'dismissed'), sum(q.status = 'expired'), "
+            "sum(q.status = 'pending') "
+            "FROM agent_messages m JOIN questions q ON q.id = m.question_id "
+            "WHERE m.role = 'agent' AND m.at >= ? GROUP BY m.classification ORDER BY m.classification",
+            (since,),
+        )
+    ]
+    actions = [
+        ActionRow(
+            tool=str(tool), proposed=int(proposed), allowed=int(allowed), denied=int(denied), expired=int(expired),
+            pending=int(pending), automatic=int(automatic),
+        )
+        for tool, proposed, allowed, denied, expired, pending, automatic in db.execute(
+            "SELECT tool_name, sum(decided_by != ?), sum(status = 'allowed' AND decided_by != ?), "
+            "sum(status = 'denied'), sum(status = 'expired'), sum(status = 'pending'), sum(decided_by = ?) "
+            "FROM approvals WHERE kind = 'agent' AND created_at >= ? GROUP BY tool_name ORDER BY tool_name",
+            (ALLOWED_BY, ALLOWED_BY, ALLOWED_BY, since),
+        )
+    ]
+    asks, ask_usd, watch_usd = db.execute(
+        "SELECT sum(tell_id LIKE 'ask-%'), coalesce(sum(CASE WHEN tell_id LIKE 'ask-%' THEN cost_usd END), 0), "
+        "coalesce(sum(CASE WHEN tell_id LIKE 'watch-%' THEN cost_usd END), 0) "
+        "FROM ledger WHERE kind = 'ask' AND finished_at >= ?",
+        (since,),
+    ).fetchone() or (0, 0.0, 0.0)
+    tells = db.execute(
+        "SELECT coalesce(sum(cost_usd), 0) FROM ledger WHERE kind = 'tell' AND from_team = ? AND finished_at >= ?",
+        (AGENT_NAME, since),
+    ).fetchone()
+    return AgentStatsReply(
+        since=since,
+        tells_completed=int(completed[0]) if completed else 0,
+        questions=sum(by_status.values()),
+        questions_by_status=by_status,
+        looked=sum(row.count for row in classified),
+        classified=classified,
+        actions=actions,
+        asks=int(asks or 0),
+        ask_usd=float(ask_usd),
+        watch_usd=float(watch_usd),
+        tells_usd=float(tells[0]) if tells else 0.0,
+    )

@@ -8,6 +8,7 @@
 
 import { ago, clear, clock, bytes, duration, firstLine, h, money, pairLabel, pill, seconds, shortId, teamColor, who } from "./dom.js";
 import { renderSteps, toolInput } from "./transcript.js";
+import { agentProposal, agentStatsPanel, agentVerdict } from "./views/agent.js";
 
 const FINAL = new Set(["completed", "timed_out", "interrupted", "failed"]);
 const STATUSES = ["queued", "running", "awaiting_approval", "completed", "timed_out", "interrupted", "failed"];
@@ -848,11 +849,11 @@ function approvalCard(a, { compact = false } = {}) {
       h("h3", {}, a.tool_name),
       h("span", {}, pairLabel(a.from_team, a.to_team)),
       h("span", { class: "muted", title: `denied by itself at ${clock(a.expires_at)} if nobody decides` }, `asked ${ago(a.created_at)}`)),
-    compact ? null : toolInput(a.tool_name, a.input),
-    compact ? null : h("p", { class: "small" }, h("a", { href: `#/tells/${a.tell_id}` }, "the tell that asks")),
+    compact ? null : a.kind === "agent" ? agentProposal(a) : toolInput(a.tool_name, a.input),
+    compact || a.kind === "agent" ? null : h("p", { class: "small" }, h("a", { href: `#/tells/${a.tell_id}` }, "the tell that asks")),
     h("div", { class: "decide" },
       h("button", { type: "button", class: "primary", "data-action": "approve", onclick: decide("approve", {}, "approved") }, "Approve"),
-      h("button", { type: "button", "data-action": "remember", title: "Allow this request of this pair from now on", onclick: decide("approve", { remember: true }, "approved and remembered") }, "Approve & remember"),
+      a.kind === "agent" ? null : h("button", { type: "button", "data-action": "remember", title: "Allow this request of this pair from now on", onclick: decide("approve", { remember: true }, "approved and remembered") }, "Approve & remember"),
       h("input", { id: reasonId, type: "text", placeholder: "reason (optional)", "aria-label": "Reason for denying", "data-keep": reasonId }),
       h("button", { type: "button", class: "danger", "data-action": "deny", onclick: (e) => decide("deny", { reason: document.getElementById(reasonId).value }, "denied")(e) }, "Deny"))),
     (state.status.teams.find((t) => t.name === a.to_team) || {}).color);
@@ -890,6 +891,7 @@ function questionCard(x) {
       h("h3", {}, `${x.to_team} asks ${who(x.from_team)}`),
       h("span", { class: "muted", title: `expires ${clock(x.expires_at)}` }, `asked ${ago(x.created_at)}`)),
     h("div", { class: "msg question-text" }, h("div", { class: "text" }, x.question)),
+    agentVerdict(x),
     x.context && x.context !== x.question ? h("details", { class: "tool-result" }, h("summary", {}, "the end of the answer"), h("pre", {}, x.context)) : null,
     h("p", { class: "small" }, h("a", { href: `#/tells/${x.tell_id}` }, "the tell that asked"),
       h("span", { class: "muted" }, ` · your answer is the next tell of ${pairLabel(x.from_team, x.to_team)}, in the same conversation`)),
@@ -1006,7 +1008,7 @@ function askView() {
   return h("div", { class: "conversation ask", "data-ask": ask.thinking ? "thinking" : "idle" },
     h("div", { class: "view-head" }, h("h1", {}, "Ask Iris"), h("span", { class: "spacer" }),
       ask.turns.length && !ask.thinking ? h("button", { type: "button", onclick: restart }, "New conversation") : null),
-    h("p", { class: "muted" }, "iris-agent answers from Iris's own data: teams, tells, approvals, questions, costs. It only reads; it changes nothing. It keeps one conversation with you, the same as 'iris ask'."),
+    h("p", { class: "muted" }, "iris-agent answers from Iris's own data: teams, tells, approvals, questions, costs. What it would change (tell, wake, sleep, cancel, answer) it proposes: an approval in your inbox. It keeps one conversation with you, the same as 'iris ask'."),
     ask.turns.map((turn) => turn.who === "you"
       ? h("div", { class: "msg question" }, h("div", { class: "who" }, "you"), h("div", { class: "text" }, turn.text))
       : h("div", { class: `msg answer${turn.error ? " failed" : ""}`, "data-ask-answer": "" },
@@ -1020,7 +1022,8 @@ function askView() {
         name: "question", rows: 2, placeholder: "Which teams are busy? What did backend last say? (Ctrl+Enter asks)", "aria-label": "Question for Iris", "data-keep": "ask",
         onkeydown: (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); e.currentTarget.form.requestSubmit(); } },
       }),
-      h("div", { class: "row end" }, h("button", { type: "submit", class: "primary", disabled: ask.thinking }, ask.thinking ? "Thinking…" : "Ask"))));
+      h("div", { class: "row end" }, h("button", { type: "submit", class: "primary", disabled: ask.thinking }, ask.thinking ? "Thinking…" : "Ask"))),
+    agentStatsPanel(api, renderView));
 }
 
 // Health.
