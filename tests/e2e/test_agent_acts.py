@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness import Iris, wait_for
+from harness import Http, Iris, wait_for
 
 pytestmark = pytest.mark.claude
 
@@ -62,6 +62,8 @@ def test_a_denied_action_is_not_taken(iris: Iris) -> None:
     denied = iris.cli_json("deny", proposal["id"], "--reason", "not now")
     assert denied["status"] == "denied" and denied["reason"] == "not now"
     assert awake(iris) == [] and iris.cli_json("report", "alpha", "--all-callers") == []  # no tell was sent
+    (row,) = iris.cli_json("questions", "--stats")["actions"]
+    assert (row["tool"], row["proposed"], row["denied"], row["allowed"]) == ("team_tell", 1, 1, 0)
     assert iris.cli_json("costs", "--by", "pair")["rows"][0]["key"] == "iris ask"  # only the ask cost
 
 
@@ -82,6 +84,12 @@ def test_an_allowed_action_is_taken_without_an_approval_and_its_tell_is_iris_age
     assert tell["from_team"] == "iris-agent" and tell.get("hops", 0) == 0 and tell["chain_id"]
     by_team = {row["key"]: row for row in iris.cli_json("costs", "--by", "pair")["rows"]}
     assert by_team["iris-agent->alpha"]["tells"] == 1  # its tells' cost is booked under iris-agent
+    stats = iris.cli_json("questions", "--stats")
+    assert [(a["tool"], a["proposed"], a["automatic"]) for a in stats["actions"]] == [
+        ("team_tell", 0, 1), ("team_wake", 0, 1)
+    ]
+    assert stats["asks"] == 2 and abs(stats["ask_usd"] - reply["cost_usd"] - told["cost_usd"]) < 1e-9
+    assert stats["tells_usd"] == by_team["iris-agent->alpha"]["cost_usd"] > 0
 
 
 def test_a_watched_conversation_is_classified_stored_and_its_suggested_answer_sent_once_approved(iris: Iris) -> None:
@@ -122,3 +130,20 @@ def test_a_watched_conversation_is_classified_stored_and_its_suggested_answer_se
     assert answered[0]["answer"] == "yes" and "proposed by iris-agent" in answered[0]["closed_by"]
     tell = iris.cli_json("result", answered[0]["answer_tell_id"], "--wait", "60000")
     assert tell["text"] == "echo #2: yes"  # the same conversation of alpha went on
+
+    # The analytics say the same: one question in two completed tells, classified "team" and
+    # answered with its suggestion, which the person allowed; the watcher's cost.
+    stats = iris.cli_json("questions", "--stats")
+    assert (stats["tells_completed"], stats["questions"], stats["looked"]) == (2, 1, 1)
+    assert stats["detection_rate"] == 0.5 and stats["questions_by_status"] == {"answered": 1}
+    (row,) = stats["classified"]
+    assert (row["classification"], row["count"], row["confidence"], row["answered"]) == ("team", 1, 0.8, 1)
+    assert stats["actions"] == [
+        {"tool": "team_answer", "proposed": 1, "allowed": 1, "denied": 0, "expired": 0, "pending": 0, "automatic": 0}
+    ]
+    assert stats["watch_usd"] == seen["cost_usd"] and stats.get("asks", 0) == 0 and stats.get("ask_usd", 0) == 0
+    status, same = Http(iris).json("GET", "/api/agent/stats")
+    assert status == 200 and same["classified"] == stats["classified"] and same["actions"] == stats["actions"]
+    human = iris.cli("questions", "--stats")
+    assert "questions: 1 of 2 completed tells (50%): 1 answered" in human.stdout, human.stdout
+    assert "team_answer" in human.stdout and "watching" in human.stdout
