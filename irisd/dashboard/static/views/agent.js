@@ -14,13 +14,14 @@ export function agentVerdict(x) {
   const v = x.agent;
   if (!v) return null;
   const pct = `${Math.round((v.confidence || 0) * 100)}%`;
-  const words = { person: "a question for you", team: `one ${x.from_team || "the caller"} can answer`, none: "not a question" };
+  const words = { person: "a question for you", team: `one ${x.from_team || "you"} can answer`, none: "not a question" };
   return h("p", { class: "small agent-verdict", "data-agent-verdict": v.classification },
     h("strong", {}, "iris-agent: "), `${words[v.classification] || v.classification} (${pct})`,
     v.reason ? ` · ${v.reason}` : "",
     v.suggestion ? h("span", {}, " · suggests: ", h("q", {}, v.suggestion), v.approval_id ? ` (approval ${v.approval_id} in the inbox)` : "") : null);
 }
 
+const usd = (value) => (value ? money(value) : "$0");
 const stats = { reply: null, loading: false, error: "", at: 0 };
 const FRESH_MS = 30_000;
 
@@ -53,6 +54,6 @@ export function agentStatsPanel(api, rerender) {
           r.actions.map((a) => [a.tool, a.proposed, a.allowed, a.denied, a.expired, a.pending, a.automatic]))
         : h("p", { class: "muted" }, "No actions proposed yet."),
       h("p", { class: "muted small", "data-agent-cost": "" },
-        `cost: ${money(r.ask_usd || 0) || "$0"} for ${r.asks || 0} asks · ${money(r.watch_usd || 0) || "$0"} watching · ${money(r.tells_usd || 0) || "$0"} for its tells`),
+        `cost: ${usd(r.ask_usd)} for ${r.asks || 0} asks · ${usd(r.watch_usd)} watching · ${usd(r.tells_usd)} for its tells`),
     ]);
 }
