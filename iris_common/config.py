@@ -389,6 +389,11 @@ def _explain(msgspec_message: str, prefix: str = "", data: Any = None, struct: t
         return f"{problem}; the file must be a mapping with 'settings' and 'teams'"
     if problem.startswith("Invalid enum value") and key.endswith("permissions"):
         return f"key {key!r}: {problem[0].lower()}{problem[1:]}; use one of: {' | '.join(PERMISSION_MODES)}"
+    if problem.startswith("Invalid enum value") and re.fullmatch(r"settings\.agent\.allow\[\d+\]", key):
+        return (
+            f"key {key!r}: {problem[0].lower()}{problem[1:]}; iris-agent may be allowed only: "
+            f"{', '.join(typing.get_args(AgentAct))} (deciding approvals and config are never its)"
+        )
     return f"key {key!r}: {problem[0].lower()}{problem[1:]}"
 
 
