@@ -145,6 +145,7 @@ class Services:
             await nursery.start(self.health.run)
             await nursery.start(self.archiver.run)
             await nursery.start(self.watcher.run)
+            await nursery.start(self.dispatcher.agent_actions.run)
             nursery.start_soon(_retention, self.config, self.store)
             nursery.start_soon(self.store.serve_checkpoints)
             task_status.started(self.dispatcher)

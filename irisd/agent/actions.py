@@ -60,7 +60,9 @@ Action = Tell | Wake | Sleep | CancelTell | AnswerQuestion
 TOOL_OF: dict[type[Any], str] = {
     Tell: "team_tell", Wake: "team_wake", Sleep: "team_sleep", CancelTell: "team_cancel", AnswerQuestion: "team_answer",
 }
-_DECODE = msgspec.json.Decoder(Action)  # the stored request, as iris-agent sent it
+_DECODE = msgspec.json.Decoder(Action)
+EXPIRED = "no decision within settings.approvalTimeout; nothing was done"
+MAX_SLEEP_S = 3600.0  # the stored request, as iris-agent sent it
 MAX_QUOTE = 300
 
 
@@ -114,7 +116,14 @@ class AgentActions:
     names the team it touches."""
 
     def __init__(
-        self, *, config: Callable[[], IrisConfig], store: Store, hub: EventHub, perform: Perform, target: Target
+        self,
+        *,
+        config: Callable[[], IrisConfig],
+        store: Store,
+        hub: EventHub,
+        perform: Perform,
+        target: Target,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config  # the current one (a reload changes settings.agent.allow)
         self.store = store
@@ -122,13 +131,15 @@ class AgentActions:
         self.perform = perform
         self.target = target
         self._deciding = trio.Lock()  # two people deciding the same action: it is done once
+        self.clock = clock  # the wall clock (approvals' times are on it)
+        self._filed = trio.Event()
 
     async def act(self, action: Action, perform_now: Perform | None = None) -> Reply:
         """iris-agent asks to do ``action``: done now if settings.agent.allow allows it
         (``perform_now``: how, e.g. with the caller's event stream), else an approval."""
         tool = TOOL_OF[type(action)]
         to_team = await self.target(action)
-        now = time.time()
+        now = self.clock()
         info = ApprovalInfo(
             id=new_approval_id(), from_team=AGENT_NAME, to_team=to_team, tell_id="", tool_name=tool,
             input=msgspec.to_builtins(action), status="pending", created_at=now,
@@ -143,7 +154,22 @@ class AgentActions:
         await self.store.call(approvals.insert, info, "")
         log.info("iris-agent proposes", extra={"approval": info.id, "action": info.summary})
         self._publish(info)
+        self._filed.set()
         return ApprovalReply(approval=info)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Expire iris-agent's undecided actions at settings.approvalTimeout (nothing is
+        done), until cancelled."""
+        task_status.started()
+        while True:
+            self._filed = trio.Event()
+            for expired in await self.store.call(approvals.expire_agent, self.clock(), EXPIRED):
+                log.info("iris-agent's action expired", extra={"approval": expired.id, "action": expired.summary})
+                self._publish(expired)
+            due = await self.store.call(approvals.next_agent_expiry)
+            delay = MAX_SLEEP_S if due is None else min(max(due - self.clock(), 0.0), MAX_SLEEP_S)
+            with trio.move_on_after(delay):
+                await self._filed.wait()
 
     async def decide(
         self, approval: ApprovalInfo, *, allow: bool, remember: bool, by: str, reason: str
@@ -165,11 +191,9 @@ class AgentActions:
             return await self._decide(current, allow=allow, by=by, reason=reason)
 
     async def _decide(self, approval: ApprovalInfo, *, allow: bool, by: str, reason: str) -> ApprovalInfo:
-        now = time.time()
+        now = self.clock()
         if now >= approval.expires_at:
-            expired = msgspec.structs.replace(
-                approval, status="expired", decided_at=now, reason="no decision within settings.approvalTimeout"
-            )
+            expired = msgspec.structs.replace(approval, status="expired", decided_at=now, reason=EXPIRED)
             await self._record(expired)
             raise InvalidRequestError(f"approval {approval.id} expired before it was decided; nothing was done")
         if not allow:

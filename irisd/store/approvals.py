@@ -138,3 +138,24 @@ def forget(db: apsw.Connection, rule_id: str) -> RuleInfo | None:
         return None
     db.execute("DELETE FROM pair_rules WHERE approval_id = ?", (rule_id,))
     return _rule(row)
+
+
+def next_agent_expiry(db: apsw.Connection) -> float | None:
+    """When the first pending action of iris-agent expires (None: none pending)."""
+    row = db.execute("SELECT min(expires_at) FROM approvals WHERE kind = 'agent' AND status = 'pending'").fetchone()
+    return float(row[0]) if row is not None and row[0] is not None else None
+
+
+def expire_agent(db: apsw.Connection, now: float, reason: str) -> list[ApprovalInfo]:
+    """iris-agent's pending actions past their time, now expired (nothing was done)."""
+    rows = db.execute(
+        f"SELECT {_COLUMNS} FROM approvals WHERE kind = 'agent' AND status = 'pending' AND expires_at <= ?", (now,)
+    ).fetchall()
+    db.execute(
+        "UPDATE approvals SET status = 'expired', decided_at = ?, reason = ? "
+        "WHERE kind = 'agent' AND status = 'pending' AND expires_at <= ?",
+        (now, reason, now),
+    )
+    return [
+        msgspec.structs.replace(_info(row), status="expired", decided_at=now, reason=reason) for row in rows
+    ]
