@@ -79,15 +79,18 @@ class Watcher:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Watch until cancelled (a look under way stops with its claude)."""
         async with trio.open_nursery() as nursery:
-            with self.hub.subscribe() as events:  # before reading the store: nothing filed in between is missed
-                for question in await self.store.call(questions.listing, None, False):
-                    self.offer(question)
-                nursery.start_soon(self._timer)
-                task_status.started()
-                while batch := await events.wait_batch():
-                    for event in batch:
-                        if isinstance(event, QuestionEvent):
-                            self.offer(event.question)
+            nursery.start_soon(self._timer)
+            while not self.hub.closed:
+                with self.hub.subscribe() as events:  # before reading the store: nothing filed in between is missed
+                    for question in await self.store.call(questions.listing, None, False):
+                        self.offer(question)
+                    task_status.started()
+                    task_status = trio.TASK_STATUS_IGNORED
+                    while batch := await events.wait_batch():
+                        for event in batch:
+                            if isinstance(event, QuestionEvent):
+                                self.offer(event.question)
+                await trio.sleep(1.0)  # dropped for falling behind: subscribe again, read the store again
             nursery.cancel_scope.cancel()  # the hub closed: irisd is stopping
 
     async def _timer(self) -> None:
