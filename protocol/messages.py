@@ -273,6 +273,7 @@ class AgentVerdict(msgspec.Struct, kw_only=True, omit_defaults=True):
     approval_id: str = ""
     at: float = 0.0
     cost_usd: float | None = None
+    said: str = ""  # what iris-agent answered, whole (the start of it, if long)
 
 
 class QuestionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):

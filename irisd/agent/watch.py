@@ -34,6 +34,7 @@ sentence", "suggestion": "the answer to send, only for team"}. You have no tools
 CLASSIFICATIONS: tuple[AgentClassification, ...] = ("person", "team", "none")
 MAX_REASON = 500
 MAX_SUGGESTION = 4000
+MAX_SAID = 4000
 
 
 def prompt_for(question: QuestionInfo) -> str:
@@ -70,6 +71,7 @@ def parse_verdict(text: str, *, at: float, cost_usd: float | None) -> AgentVerdi
             suggestion=suggestion if classification == "team" else "",
             at=at,
             cost_usd=cost_usd,
+            said=text[:MAX_SAID],
         )
     return None
 

@@ -687,7 +687,8 @@ def test_a_running_tells_duration_counts_up(page: Page, fake: FakeIris) -> None:
 
 def test_iris_agents_proposals_verdicts_and_analytics(page: Page, fake: FakeIris) -> None:
     problems = PageProblems(page)
-    verdict = AgentVerdict(classification="team", confidence=0.8, reason=HOSTILE, suggestion="yes", approval_id="ag-1")
+    verdict = AgentVerdict(classification="team", confidence=0.8, reason=HOSTILE, suggestion="yes", approval_id="ag-1",
+                           said=f'{{"classification": "team"}} {HOSTILE}')
     fake.replies["GET /api/questions"] = QuestionsReply(questions=[question(agent=verdict)])
     proposal = ApprovalInfo(
         id="ag-1", from_team="iris-agent", to_team="backend", tell_id="", tool_name="team_answer",
@@ -710,6 +711,8 @@ def test_iris_agents_proposals_verdicts_and_analytics(page: Page, fake: FakeIris
     shown = page.locator('[data-question="q1"] [data-agent-verdict="team"]')
     expect(shown).to_contain_text("iris-agent: one you can answer (80%)")
     expect(shown).to_contain_text("suggests: yes (approval ag-1 in the inbox)")
+    shown.locator("summary").click()
+    expect(shown.locator("pre")).to_have_text(f'{{"classification": "team"}} {HOSTILE}')
     never_ran(page)
 
     page.goto(f"{BASE}/#/ask")

@@ -105,6 +105,7 @@ async def test_an_unanswered_question_is_looked_at_after_answer_within_and_dismi
     assert closed is not None and closed.status == "dismissed"
     assert closed.closed_by == "iris-agent (not a question: a courtesy)"
     assert closed.agent is not None and (closed.agent.classification, closed.agent.confidence) == ("none", 0.9)
+    assert closed.agent.said.startswith("Here is my verdict: {")  # what it said, shown with the question
     # its turn is stored: its session for the pair, what it was shown and what it said
     assert await store.call(agent.session_of, "alpha", "beta") == "s-w1"
     (shown, said) = await store.call(agent.messages, "alpha", "beta")

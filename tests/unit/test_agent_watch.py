@@ -26,7 +26,7 @@ def test_the_last_json_object_with_a_known_classification_is_the_verdict() -> No
     )
     assert parse_verdict(said, at=5.0, cost_usd=0.01) == AgentVerdict(
         classification="team", confidence=0.8, reason="alpha asked for it", suggestion="yes, deploy", at=5.0,
-        cost_usd=0.01,
+        cost_usd=0.01, said=said,
     )
 
 

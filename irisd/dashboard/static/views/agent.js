@@ -18,7 +18,8 @@ export function agentVerdict(x) {
   return h("p", { class: "small agent-verdict", "data-agent-verdict": v.classification },
     h("strong", {}, "iris-agent: "), `${words[v.classification] || v.classification} (${pct})`,
     v.reason ? ` · ${v.reason}` : "",
-    v.suggestion ? h("span", {}, " · suggests: ", h("q", {}, v.suggestion), v.approval_id ? ` (approval ${v.approval_id} in the inbox)` : "") : null);
+    v.suggestion ? h("span", {}, " · suggests: ", h("q", {}, v.suggestion), v.approval_id ? ` (approval ${v.approval_id} in the inbox)` : "") : null,
+    v.said ? h("details", { class: "tool-result" }, h("summary", {}, "what iris-agent said"), h("pre", {}, v.said)) : null);
 }
 
 const usd = (value) => (value ? money(value) : "$0");
