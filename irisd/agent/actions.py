@@ -163,7 +163,9 @@ class AgentActions:
         task_status.started()
         while True:
             self._filed = trio.Event()
-            for expired in await self.store.call(approvals.expire_agent, self.clock(), EXPIRED):
+            async with self._deciding:  # not one being done right now
+                expired_now = await self.store.call(approvals.expire_agent, self.clock(), EXPIRED)
+            for expired in expired_now:
                 log.info("iris-agent's action expired", extra={"approval": expired.id, "action": expired.summary})
                 self._publish(expired)
             due = await self.store.call(approvals.next_agent_expiry)
