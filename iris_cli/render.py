@@ -206,11 +206,16 @@ def approvals(items: list[ApprovalInfo]) -> None:
         out.print("no approvals waiting")
         return
     for a in items:
-        out.print(Text.assemble(
-            (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
-            f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
-        ))
-        out.print(tool_input(a.tool_name, a.input))
+        if a.kind == "agent":  # an action iris-agent proposes: what it will do
+            out.print(Text.assemble(
+                (a.id, "bold"), " iris-agent proposes to ", (a.summary, "bold"), f" ({a.status}, {ago(a.created_at)})"
+            ))
+        else:
+            out.print(Text.assemble(
+                (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
+                f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
+            ))
+            out.print(tool_input(a.tool_name, a.input))
         if a.status == "pending":
             out.print(decide_line(a.id) + "\n")
         elif a.reason or a.decided_by:
@@ -231,10 +236,11 @@ def tool_input(tool: str, value: dict[str, Any]) -> str:
 
 
 def approval_event(a: ApprovalInfo) -> None:
-    out.print(Text.assemble(
-        "\n", (f"approval {a.status}", "magenta"), f" {a.id} {pair_name(a.from_team, a.to_team)} {a.tool_name}"
-    ))
-    if a.status == "pending":
+    what = f"{pair_name(a.from_team, a.to_team)} {a.tool_name}"
+    if a.kind == "agent":
+        what = f"iris-agent proposes to {a.summary}"
+    out.print(Text.assemble("\n", (f"approval {a.status}", "magenta"), f" {a.id} {what}"))
+    if a.status == "pending" and a.kind != "agent":
         out.print(tool_input(a.tool_name, a.input))
 
 

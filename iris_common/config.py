@@ -95,6 +95,7 @@ class QuestionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, 
     patterns: list[str] = []  # extra regular expressions (case-insensitive) that mark a question
     builtin: bool = True  # false: only ``patterns`` count
     ttl: Milliseconds = 7 * 24 * 60 * MINUTE_MS  # ms until an unanswered question expires
+    answer_within: Milliseconds = 10 * MINUTE_MS  # with settings.agent.watch: iris-agent looks after this long
 
 
 class HealthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -118,6 +119,20 @@ class NotifyConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, ren
     webhook: str = ""  # an http(s) URL that gets a JSON POST for each (ntfy, Slack-compatible, your own)
     desktop: bool = True  # a desktop notification over D-Bus, where a session bus has one
     every: Milliseconds = 10 * MINUTE_MS  # the same thing is said again at most this often
+
+
+# What iris-agent may do (irisd/agent/actions.py): its tools that change something. Each is an
+# approval for the person unless settings.agent.allow names it; an answer always is one (it
+# speaks for whoever was asked).
+AgentAct = typing.Literal["team_tell", "team_wake", "team_sleep", "team_cancel"]
+
+
+class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """iris-agent: what it may do without asking, and its watcher (irisd/agent)."""
+
+    allow: list[AgentAct] = []  # its actions the person allows without an approval each time
+    watch: bool = False  # classify pending questions the asking team leaves unanswered (questions.answerWithin)
+    daily_usd: Usd | None = 1.0  # the watcher's own budget since local midnight (None: no limit)
 
 
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -144,6 +159,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     health: HealthConfig = msgspec.field(default_factory=HealthConfig)
     notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
     sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
+    agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
 
 
 class TeamBudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -379,6 +395,11 @@ def _explain(msgspec_message: str, prefix: str = "", data: Any = None, struct: t
         return f"{problem}; the file must be a mapping with 'settings' and 'teams'"
     if problem.startswith("Invalid enum value") and key.endswith("permissions"):
         return f"key {key!r}: {problem[0].lower()}{problem[1:]}; use one of: {' | '.join(PERMISSION_MODES)}"
+    if problem.startswith("Invalid enum value") and re.fullmatch(r"settings\.agent\.allow\[\d+\]", key):
+        return (
+            f"key {key!r}: {problem[0].lower()}{problem[1:]}; iris-agent may be allowed only: "
+            f"{', '.join(typing.get_args(AgentAct))} (deciding approvals and config are never its)"
+        )
     return f"key {key!r}: {problem[0].lower()}{problem[1:]}"
 
 

@@ -249,6 +249,11 @@ def render_notification(info: NotificationInfo) -> str:
 
 def render_approval(a: ApprovalInfo) -> str:
     """One approval, readable: who wants which tool with what input, and its state."""
+    if a.kind == "agent":  # an action of iris-agent: what it will do, once the person allows it
+        state = a.status if a.status == "pending" else f"{a.status} by {a.decided_by or '-'}"
+        reason = f" ({a.reason})" if a.reason else ""
+        wait = f"; nothing is done until the person allows it ('iris approve {a.id}')" if a.status == "pending" else ""
+        return f"{a.id}: iris-agent proposes to {a.summary} [{state}{reason}]{wait}"
     what = json.dumps(a.input, ensure_ascii=False)
     if a.tool_name == "Bash" and isinstance(a.input.get("command"), str):
         what = f"$ {a.input['command']}"

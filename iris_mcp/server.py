@@ -78,10 +78,15 @@ class Shim:
         identity: Identity | None = None,
         read_only: bool = False,
         may_decide: bool = True,
+        proposes: bool = False,
     ) -> None:
+        from iris_mcp.tools import AGENT_PROPOSES, READ_ONLY_TOOLS, TOOLS_BY_NAME
+
         self.link = link
         self.may_decide = may_decide  # its caller is the person (approvals may be asked of it)
-        self.read_only = read_only  # iris-agent's server: only the tools that read
+        self.read_only = read_only  # iris-agent's server: only the tools that read ...
+        # ... and with ``proposes`` (irisd's /mcp, iris-agent's token) those irisd files as approvals
+        self.offered = tuple(TOOLS_BY_NAME) if not read_only else READ_ONLY_TOOLS + (AGENT_PROPOSES if proposes else ())
         self.explicit_team = team
         self.cwd = cwd
         self.parent_pair = (env or {}).get("IRIS_PARENT_PAIR", "").strip()
@@ -117,12 +122,12 @@ class Shim:
         what the client can do about the person's input (team_tell may ask for it)."""
         from iris_mcp.asking import NO_ASKING
         from iris_mcp.render import error_output
-        from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, parse_args
+        from iris_mcp.tools import TOOLS_BY_NAME, parse_args
         from protocol.errors import IrisError
 
         tool = TOOLS_BY_NAME.get(name)
-        if tool is None or (self.read_only and name not in READ_ONLY_TOOLS):
-            known = ", ".join(READ_ONLY_TOOLS if self.read_only else TOOLS_BY_NAME)
+        if tool is None or name not in self.offered:
+            known = ", ".join(self.offered)
             return error_output(f"unknown tool {name!r}; the Iris tools are: {known}", "invalid_request")
         try:
             args = parse_args(tool, arguments)
@@ -424,11 +429,12 @@ class Shim:
         return await self.simple(request, within=args.wait / 1000 + TELL_GRACE_S)
 
     async def team_cancel(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.render import render_cancelled
+        from iris_mcp.render import render_cancelled, render_reply
         from protocol.messages import CancelTell, TellReply
 
         reply = await self.request(CancelTell(tell_id=args.tell_id))
-        assert isinstance(reply, TellReply)
+        if not isinstance(reply, TellReply):  # iris-agent's: an approval for the person
+            return render_reply(reply)
         return render_cancelled(reply)
 
     # approvals -------------------------------------------------------------------------
@@ -605,16 +611,16 @@ def build_server(
     request's ``_meta``, ``resultType`` on results; the SDK's runner) and the
     ``initialize`` handshake."""
     shim_for = shim if callable(shim) else (lambda ctx: shim)
-    listed: dict[bool, list[types.Tool]] = {}  # read_only -> the tools (one server serves both kinds)
+    listed: dict[tuple[str, ...], list[types.Tool]] = {}  # offered -> the tools (one server serves every kind)
     seal = StateSeal(principal or (lambda ctx: None))
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        read_only = shim_for(ctx).read_only
-        if read_only not in listed:
-            listed[read_only] = mcp_tool_list(read_only)
-        return types.ListToolsResult(tools=listed[read_only])
+        offered = shim_for(ctx).offered
+        if offered not in listed:
+            listed[offered] = mcp_tool_list(offered=offered)
+        return types.ListToolsResult(tools=listed[offered])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
@@ -706,8 +712,12 @@ class StateSeal:
         return result
 
 
-def mcp_tool_list(read_only: bool = False) -> list[types.Tool]:
+def mcp_tool_list(read_only: bool = False, offered: tuple[str, ...] | None = None) -> list[types.Tool]:
+    """The tools to list: ``offered`` (a shim's), else all of them or (``read_only``) those that read."""
     from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS, input_schema
+
+    if offered is None:
+        offered = READ_ONLY_TOOLS if read_only else tuple(tool.name for tool in TOOLS)
 
     return [
         types.Tool(
@@ -724,5 +734,5 @@ def mcp_tool_list(read_only: bool = False) -> list[types.Tool]:
             ),
         )
         for tool in TOOLS
-        if not read_only or tool.name in READ_ONLY_TOOLS
+        if tool.name in offered
     ]

@@ -320,6 +320,9 @@ TOOLS: tuple[ToolDef, ...] = (
 )
 # The tools of `iris mcp --read-only` (iris-agent's): they read Iris's state, never change it.
 READ_ONLY_TOOLS = tuple(t.name for t in TOOLS if t.read_only and t.name != "team_getTeamName")
+# ... and what iris-agent may propose over irisd's /mcp (its own token): irisd files each call
+# as an approval for the person (irisd/agent/actions.py) unless settings.agent.allow allows it.
+AGENT_PROPOSES = ("team_tell", "team_wake", "team_sleep", "team_cancel", "team_answer")
 # The tools a claude child that Iris started may use without a person's say:
 # never the ones that decide approvals (a team must not approve its own requests).
 CHILD_ALLOWED_TOOLS = tuple(t.name for t in TOOLS if t.name not in ("team_approve", "team_deny"))

@@ -13,6 +13,7 @@ from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd.a2a.teams import sync_a2a_teams
 from irisd.agent.runner import Agent
+from irisd.agent.watcher import Watcher
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.health.monitor import HealthMonitor
@@ -109,6 +110,7 @@ class Services:
         self.archiver = Archiver(
             config=lambda: self.supervisor.config, paths=paths, store=store, pairs=self.supervisor.pair_nowait, hub=hub
         )
+        self.agent = Agent(config=config, paths=paths, access=access)
         self.dispatcher = Dispatcher(
             config=config,
             paths=paths,
@@ -117,13 +119,18 @@ class Services:
             remote_teams=self.remote_teams,
             tells=self.tells,
             questions=self.questions,
-            agent=Agent(config=config, paths=paths, access=access),
+            agent=self.agent,
             mesh=self.mesh,
             on_notification=self.courier.wake_up,
             http=access,
             claude_version=claude_version,
             health=self.health,
             archiver=self.archiver,
+        )
+        # iris-agent's watcher: a pending question nobody answers in time is classified (settings.agent.watch).
+        self.watcher = Watcher(
+            config=lambda: self.dispatcher.config, store=store, hub=hub, look=self.agent.look,
+            actions=self.dispatcher.agent_actions, dismiss=self.dispatcher.dismiss_as,
         )
 
     async def run(self, *, task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED) -> None:
@@ -137,6 +144,8 @@ class Services:
             await nursery.start(self.notifier.run)
             await nursery.start(self.health.run)
             await nursery.start(self.archiver.run)
+            await nursery.start(self.watcher.run)
+            await nursery.start(self.dispatcher.agent_actions.run)
             nursery.start_soon(_retention, self.config, self.store)
             nursery.start_soon(self.store.serve_checkpoints)
             task_status.started(self.dispatcher)

@@ -22,6 +22,7 @@ from iris_common.environment import child_environment
 from iris_common.paths import IrisPaths, existing, transcript_path
 from irisd import __version__, policy
 from irisd.a2a.teams import sync_a2a_teams
+from irisd.agent.actions import Action, AgentActions
 from irisd.caller import Caller
 from irisd.claude.wire import SystemLine, decode_line
 from irisd.events import EventFilter, serve_watch
@@ -34,7 +35,9 @@ from irisd.pool.remote import RemoteTeams
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
 from irisd.reload import check_claude, plan_reload, read_config
-from irisd.store import approvals, ids, ledger, notifications, questions, rows, sessions, stats, tells, unsolicited
+from irisd.store import (
+    agent, approvals, ids, ledger, notifications, questions, rows, sessions, stats, tells, unsolicited,
+)
 from irisd.store.facade import Store
 from irisd.tell.admission import check_message, check_wait, parent_tell
 from irisd.tell.service import SendEvent, TellService, check_sender
@@ -49,6 +52,7 @@ from protocol.errors import (
 )
 from protocol.health import worst
 from protocol.messages import (
+    AgentStats,
     AnswerQuestion,
     AnswerReply,
     ApprovalInfo,
@@ -188,11 +192,17 @@ class Dispatcher:
         self.http = http
         self.health = health  # the health monitor (irisd/health): findings for status and /api/health
         self.started_at = time.time()
+        self.agent_actions = AgentActions(  # what iris-agent proposes, and the person allows
+            config=lambda: self.config, store=store, hub=self.hub, perform=self._perform, target=self._action_target
+        )
 
     async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
         """Serve one request of ``caller`` (decided by its connection: see irisd/caller.py);
         raises IrisError subclasses for the client to see."""
         request = await with_whole_ids(caller.apply(request), self._ids_starting_with)
+        if caller.proposes(request):  # iris-agent: an approval for the person, unless allowed
+            assert isinstance(request, Tell | Wake | Sleep | CancelTell | AnswerQuestion)
+            return await self.agent_actions.act(request, lambda r: HANDLERS[type(r)](self, r, send_event))
         if caller.kind in policy.EVERYONE:
             return await HANDLERS[type(request)](self, request, send_event)
         await self._check_owned(request, caller)
@@ -265,6 +275,30 @@ class Dispatcher:
                     unsolicited=[u for u in reply.unsolicited if seen(u)],
                 )
         return reply
+
+    async def _perform(self, request: Request) -> Reply:
+        """Serve an action of iris-agent the person allowed (nobody streams its events)."""
+        return await HANDLERS[type(request)](self, request, _no_events)
+
+    async def _action_target(self, action: Action) -> str:
+        """The team an action of iris-agent touches, once it is known it can be done
+        (a team of this config, a tell or a question that is there)."""
+        match action:
+            case Tell(to_team=to_team) | Wake(to_team=to_team) | Sleep(to_team=to_team):
+                self.check_team(to_team)
+                if not isinstance(action, Tell):
+                    self._check_from(action.from_team)
+                return to_team
+            case CancelTell(tell_id=tell_id):
+                return (await self.tells.find(tell_id)).to_team
+            case AnswerQuestion(question_id="", tell_id=tell_id):
+                info = await self.tells.find(tell_id)
+                return info.to_team
+            case AnswerQuestion(question_id=question_id):
+                question = await self._question(question_id)
+                if question.status != "pending":
+                    raise await self._not_pending(question.id)
+                return question.to_team
 
     async def _question(self, question_id: str) -> QuestionInfo:
         question = await self.store.call(questions.get, question_id)
@@ -649,9 +683,10 @@ class Dispatcher:
         question_id = request.question_id
         if not question_id and request.tell_id:
             question_id = (await self._asked_a_waiter(request.tell_id)).id
-        return QuestionReply(question=await self._dismiss(question_id, request.by))
+        return QuestionReply(question=await self.dismiss_as(question_id, request.by))
 
-    async def _dismiss(self, question_id: str, by: str) -> QuestionInfo:
+    async def dismiss_as(self, question_id: str, by: str) -> QuestionInfo:
+        """Close a pending question as dismissed ``by`` someone (the person, iris-agent's watcher)."""
         closed = await self.store.call(questions.close, question_id, "dismissed", time.time(), by=by or "unknown")
         if closed is None:
             raise await self._not_pending(question_id)
@@ -690,6 +725,10 @@ class Dispatcher:
         known = await self.store.call(approvals.get, request.approval_id)
         if known is None:
             raise NotFoundError(f"no approval with id {request.approval_id!r}; 'iris approvals' lists the pending ones")
+        if known.kind == "agent" and known.status == "pending":  # an action iris-agent proposed
+            return await self.agent_actions.decide(
+                known, allow=request.allow, remember=request.remember, by=request.by or "unknown", reason=request.reason
+            )
         who = f" by {known.decided_by}" if known.decided_by else ""
         raise InvalidRequestError(f"approval {known.id} is already {known.status}{who}; nothing to decide")
 
@@ -721,6 +760,10 @@ class Dispatcher:
 
     def _check_from(self, from_team: str | None) -> None:
         check_sender(self.config, from_team, sending=False)  # a filter, or a pair's other end
+
+
+async def _no_events(event: Any) -> None:
+    """The event stream of a request nobody watches."""
 
 
 class _HasPair(Protocol):
@@ -784,5 +827,6 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(ReadUnsolicited, lambda d, r, e: d.unsolicited_transcript(r.turn_id)),
         _on(Reload, lambda d, r, e: d.reload_reply()),
         _on(GetHealth, lambda d, r, e: d.health_reply()),
+        _on(AgentStats, lambda d, r, e: d.store.read(agent.stats, r.since)),
     ]
 )

@@ -12,7 +12,8 @@ person, ``a2a:NAME`` for an outside agent, ``team@irisd`` for a team of another 
 the team that answers it (``to_team``) and its chain. The rules, by kind of caller:
 
 * the **owner** (the person: the socket, the owner's token, the dashboard's cookie) and
-  the **reader** (iris-agent, which changes nothing anyway: caller.py) see everything;
+  the **reader** (iris-agent, whose changes are only proposals the person decides:
+  caller.py, irisd/agent/actions.py) see everything;
 * a **child** (team T's claude serving the pair F->T) sees and cancels the tells its
   team sent (``from_team == T``), the tells of its own pair (F->T: what it is asked),
   and the tells of the chain its pair is serving now (``chains``: the nested tells

@@ -258,6 +258,24 @@ QuestionStatus = Literal["pending", "answered", "expired", "dismissed"]
 CostGrouping = Literal["team", "pair", "chain", "day"]
 
 
+AgentClassification = Literal["person", "team", "none"]
+
+
+class AgentVerdict(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What iris-agent's watcher made of a pending question nobody answered in time:
+    one for the ``person``, one the asked ``team`` can answer (with the answer it
+    ``suggestion``s, filed as an approval, ``approval_id``), or ``none`` (no question)."""
+
+    classification: AgentClassification
+    confidence: float
+    reason: str = ""
+    suggestion: str = ""
+    approval_id: str = ""
+    at: float = 0.0
+    cost_usd: float | None = None
+    said: str = ""  # what iris-agent answered, whole (the start of it, if long)
+
+
 class QuestionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     """A team's answer that ended by asking its caller something, when nobody was
     waiting for that answer (a pending question)."""
@@ -278,6 +296,7 @@ class QuestionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     closed_by: str = ""
     answer: str = ""
     answer_tell_id: str = ""
+    agent: AgentVerdict | None = None  # iris-agent's watcher, when it looked (settings.agent.watch)
 
 
 class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -355,6 +374,10 @@ class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     decided_by: str = ""
     reason: str = ""
     remembered: bool = False
+    # "agent": an action iris-agent proposes (tool_name is its tool, e.g. "team_wake", input the
+    # request irisd runs once the person allows it; from_team is "iris-agent"), said in ``summary``.
+    kind: Literal["tool", "agent"] = "tool"
+    summary: str = ""
 
 
 class RuleInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -666,6 +689,14 @@ class Reload(_Message, tag="reload"):
     An invalid file is refused with the reason; irisd keeps the config it had."""
 
 
+class AgentStats(_Message, tag="agent_stats"):
+    """iris-agent's work since ``since`` (epoch s, 0 for all): questions detected, what its
+    watcher classified and what became of them, the actions it proposed and their fate,
+    and what it cost (``iris questions --stats``, ``GET /api/agent/stats``)."""
+
+    since: float = 0.0
+
+
 Request = (
     Hello
     | Tell
@@ -703,6 +734,7 @@ Request = (
     | ReadUnsolicited
     | Reload
     | GetHealth
+    | AgentStats
 )
 
 
@@ -880,6 +912,48 @@ class AskReply(_Message, tag="ask_reply"):
     duration_ms: int | None = None
 
 
+class ClassifiedRow(msgspec.Struct, kw_only=True):
+    """The questions iris-agent's watcher put in one class, and what became of them."""
+
+    classification: str  # person, team, none; "" for a turn it said no verdict in
+    count: int = 0
+    confidence: float = 0.0  # the mean
+    answered: int = 0  # by the person, a team, or an answer it suggested and the person allowed
+    dismissed: int = 0  # by the person, or by iris-agent itself (none)
+    expired: int = 0
+    pending: int = 0
+
+
+class ActionRow(msgspec.Struct, kw_only=True):
+    """iris-agent's actions of one tool (team_wake, ...), by how each was decided."""
+
+    tool: str
+    proposed: int = 0  # filed as approvals for the person
+    allowed: int = 0  # ... and allowed by the person
+    denied: int = 0
+    expired: int = 0
+    pending: int = 0
+    automatic: int = 0  # done at once: settings.agent.allow allowed it
+
+
+class AgentStatsReply(_Message, tag="agent_stats_reply"):
+    since: float
+    tells_completed: int = 0  # tells that completed: what the question detector read
+    questions: int = 0  # of them, answers that asked their caller with nobody waiting
+    questions_by_status: dict[str, int] = {}
+    looked: int = 0  # questions the watcher classified
+    classified: list[ClassifiedRow] = []
+    actions: list[ActionRow] = []
+    asks: int = 0  # 'iris ask' and dashboard chats that cost something
+    ask_usd: float = 0.0
+    watch_usd: float = 0.0  # the watcher's turns
+    tells_usd: float = 0.0  # tells iris-agent sent (as iris-agent)
+
+    @property
+    def detection_rate(self) -> float:
+        return self.questions / self.tells_completed if self.tells_completed else 0.0
+
+
 Reply = (
     Welcome
     | ErrorReply
@@ -910,6 +984,7 @@ Reply = (
     | UnsolicitedReply
     | ReloadReply
     | HealthReply
+    | AgentStatsReply
 )
 
 

@@ -31,6 +31,8 @@ from protocol.limits import (
     stored_ttl,
 )
 from protocol.messages import (
+    AgentStats,
+    AgentStatsReply,
     AnswerQuestion,
     AnswerReply,
     ApprovalReply,
@@ -151,6 +153,10 @@ class CostsQuery(_In):
     by: CostGrouping = "team"
     since: Annotated[float, msgspec.Meta(description="Unix time; 0 for all.")] = 0.0
     team: str | None = None
+
+
+class SinceQuery(_In):
+    since: Annotated[float, msgspec.Meta(description="Unix time; 0 for all.")] = 0.0
 
 
 class FromQuery(_In):
@@ -397,6 +403,14 @@ ROUTES: tuple[ApiRoute, ...] = (
         (CostsReply,),
         "What tells cost, summed by team, pair, chain or day",
         query=CostsQuery,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/agent/stats",
+        lambda p, q, b: AgentStats(since=q.since),
+        (AgentStatsReply,),
+        "iris-agent's work: questions detected, its classifications and their fate, its actions, its cost",
+        query=SinceQuery,
     ),
     ApiRoute(
         "POST",

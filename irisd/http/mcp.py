@@ -114,8 +114,8 @@ def shim_for(serving: Serving, caller: Caller) -> Shim:
     from iris_mcp.server import Shim
 
     link = ServingLink(serving, caller)
-    if caller.kind == "reader":  # iris-agent: the read-only tools (irisd refuses the rest anyway)
-        return Shim(link, identity=Identity(None, "owner"), read_only=True)
+    if caller.kind == "reader":  # iris-agent: the tools that read, and those irisd files as approvals
+        return Shim(link, identity=Identity(None, "owner"), read_only=True, proposes=True, may_decide=False)
     owner = Identity(None, "owner")
     identity = owner if caller.is_owner else Identity(caller.team, "token", pair=caller.pair)
     # Only the person decides approvals: a team's child is never asked to (it may not).

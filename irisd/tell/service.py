@@ -25,7 +25,7 @@ from typing import Literal, Protocol
 import trio
 
 from iris_common.a2a_tokens import is_agent_sender
-from iris_common.config import IrisConfig, Team, team_unavailable
+from iris_common.config import AGENT_NAME, IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment, root_skip_problem
 from iris_common.mesh import is_mesh_sender
 from iris_common.money import day_start
@@ -132,11 +132,11 @@ class Pool(Protocol):
 
 
 def check_sender(config: IrisConfig, from_team: str | None, *, sending: bool = True) -> None:
-    """Refuse a sender that is no team here. An outside A2A agent ("a2a:NAME", its token
-    named it) and a team of another irisd of the mesh ("team@irisd") are senders too; the
+    """Refuse a sender that is no team here. iris-agent, an outside A2A agent ("a2a:NAME",
+    its token named it) and a team of another irisd of the mesh ("team@irisd") are senders too; the
     latter only on a mesh when ``sending`` (a filter may name one from a past mesh)."""
-    if from_team is None or is_agent_sender(from_team):
-        return
+    if from_team is None or is_agent_sender(from_team) or from_team == AGENT_NAME:
+        return  # (iris-agent's tells: irisd/agent/actions.py, with the person's consent)
     if not is_mesh_sender(from_team):
         config.team(from_team)
     elif sending and config.mesh is None:

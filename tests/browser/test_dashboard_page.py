@@ -24,12 +24,16 @@ from browser.chromium import PageProblems
 from irisd.dashboard import STATIC_DIR
 from irisd.http.gate import SECURITY_HEADERS
 from protocol.messages import (
+    ActionRow,
+    AgentStatsReply,
+    AgentVerdict,
     AnswerReply,
     ApprovalEvent,
     ApprovalInfo,
     ApprovalReply,
     ApprovalsReply,
     AskReply,
+    ClassifiedRow,
     CostRow,
     CostsReply,
     NotificationInfo,
@@ -784,3 +788,41 @@ def test_a_pair_is_archived_and_restored_from_the_sessions_view(page: Page, fake
     expect(page.locator("#flash")).to_have_text("frontend → backend is restored")
     assert fake.posts[-1] == ("/api/teams/backend/session/restore", {"from_team": "frontend"})
     expect(page.locator('[data-archive="backend → crm"]')).to_have_count(0)  # no conversation: no button
+def test_iris_agents_proposals_verdicts_and_analytics(page: Page, fake: FakeIris) -> None:
+    problems = PageProblems(page)
+    verdict = AgentVerdict(classification="team", confidence=0.8, reason=HOSTILE, suggestion="yes", approval_id="ag-1",
+                           said=f'{{"classification": "team"}} {HOSTILE}')
+    fake.replies["GET /api/questions"] = QuestionsReply(questions=[question(agent=verdict)])
+    proposal = ApprovalInfo(
+        id="ag-1", from_team="iris-agent", to_team="backend", tell_id="", tool_name="team_answer",
+        input={"type": "answer_question", "question_id": "q1", "text": "yes"}, status="pending", created_at=NOW,
+        expires_at=NOW + 600, kind="agent", summary=f"answer question q1 of backend with: {HOSTILE}",
+    )
+    fake.replies["GET /api/approvals"] = ApprovalsReply(approvals=[proposal])
+    fake.replies["GET /api/agent/stats"] = AgentStatsReply(
+        since=0, tells_completed=4, questions=1, questions_by_status={"pending": 1}, looked=1,
+        classified=[ClassifiedRow(classification="team", count=1, confidence=0.8, pending=1)],
+        actions=[ActionRow(tool="team_answer", proposed=1, pending=1), ActionRow(tool="team_wake", automatic=2)],
+        asks=3, ask_usd=0.03, watch_usd=0.004,
+    )
+    page.goto(f"{BASE}/#/approvals")
+    card = page.locator('[data-approval="ag-1"]')
+    said = f"iris-agent proposes to answer question q1 of backend with: {HOSTILE}"
+    expect(card.locator("[data-agent-proposal]")).to_contain_text(said)
+    expect(card.locator('[data-action="remember"]')).to_have_count(0)  # an action is decided once
+    expect(card.locator('[data-action="approve"]')).to_be_visible()
+    shown = page.locator('[data-question="q1"] [data-agent-verdict="team"]')
+    expect(shown).to_contain_text("iris-agent: one you can answer (80%)")
+    expect(shown).to_contain_text("suggests: yes (approval ag-1 in the inbox)")
+    shown.locator("summary").click()
+    expect(shown.locator("pre")).to_have_text(f'{{"classification": "team"}} {HOSTILE}')
+    never_ran(page)
+
+    page.goto(f"{BASE}/#/ask")
+    panel = page.locator("[data-agent-stats=loaded]")
+    expect(panel.locator("[data-detection]")).to_have_text("1 questions in 4 completed tells (25%)")
+    expect(panel.locator("table").first.locator("tbody tr")).to_have_text("team180%0001")
+    expect(panel.locator("table").nth(1).locator("tbody tr").nth(1)).to_have_text("team_wake000002")
+    cost = "cost: $0.03 for 3 asks · $0.0040 watching · $0 for its tells"
+    expect(panel.locator("[data-agent-cost]")).to_have_text(cost)
+    assert problems.unexpected("404") == []

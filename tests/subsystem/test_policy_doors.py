@@ -7,7 +7,8 @@ One core with fake children (tests/fakes/core.py) and a store holding, among oth
 beta's tell to gamma (``t-bg``) with a question asked of beta (``q-bg``): nobody's but
 the person's, beta's claude's, and what iris-agent reads. Each caller also has a tell of
 its own. An answer is "ok" (served), "denied" (403 / permission_denied, the policy's
-refusal) or "hidden" (a list served without the other's tell, an event not delivered).
+refusal), "hidden" (a list served without the other's tell, an event not delivered) or
+"proposed" (iris-agent's action, filed as an approval for the person: irisd/agent/actions.py).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from protocol.errors import IrisError
 from protocol.messages import (
     AnswerQuestion,
     ApprovalInfo,
+    ApprovalReply,
     ApprovalsReply,
     CancelTell,
     ErrorReply,
@@ -78,13 +80,13 @@ TABLE: dict[str, dict[str, str]] = {
     "list questions": {"owner": "ok", "reader": "ok", "child": "hidden", "remote": "denied"},
     "list approvals": {"owner": "ok", "reader": "ok", "child": "hidden", "remote": "denied"},
     "cancel another's tell": {
-        "owner": "ok", "reader": "denied", "child": "denied", "agent": "denied", "remote": "denied",
+        "owner": "ok", "reader": "proposed", "child": "denied", "agent": "denied", "remote": "denied",
     },
-    "cancel its own tell": {"owner": "ok", "reader": "denied", "child": "ok", "agent": "ok", "remote": "ok"},
+    "cancel its own tell": {"owner": "ok", "reader": "proposed", "child": "ok", "agent": "ok", "remote": "ok"},
     "answer a question asked of another": {
-        "owner": "ok", "reader": "denied", "child": "denied", "agent": "denied", "remote": "denied",
+        "owner": "ok", "reader": "proposed", "child": "denied", "agent": "denied", "remote": "denied",
     },
-    "answer a question asked of it": {"owner": "ok", "reader": "denied", "child": "ok"},
+    "answer a question asked of it": {"owner": "ok", "reader": "proposed", "child": "ok"},
     "events of another's tell": {
         "owner": "ok", "reader": "denied", "child": "hidden", "agent": "denied", "remote": "denied",
     },
@@ -253,6 +255,8 @@ async def through_socket(world: World, operation: str, kind: str) -> str:
 
 
 def _of_reply(reply: Any) -> str:
+    if isinstance(reply, ApprovalReply) and reply.approval.kind == "agent":
+        return "proposed"
     if isinstance(reply, ErrorReply):
         assert reply.code == "permission_denied", reply
         return "denied"
@@ -301,6 +305,8 @@ async def through_http(world: World, operation: str, kind: str) -> str:
         return "denied"
     assert answer.status == 200, answer.body
     data = answer.json()
+    if data.get("approval", {}).get("kind") == "agent":
+        return "proposed"
     for name in ("tells", "questions", "approvals"):
         if name in data:
             return _listed([t["id"] for t in data[name]])
@@ -354,6 +360,8 @@ async def through_mcp(world: World, operation: str, kind: str) -> str:
             return "denied"  # iris-agent's server has no tool that changes anything
         assert output.data["error"]["code"] == "permission_denied", output.data
         return "denied"
+    if output.data.get("approval", {}).get("kind") == "agent":
+        return "proposed"
     for name in ("questions", "approvals"):
         if name in output.data:
             return _listed([item["id"] for item in output.data[name]])
@@ -426,7 +434,7 @@ async def test_every_cell_of_the_table_through_every_door(world: World, operatio
 def test_the_readme_table_is_this_table() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for operation, row in TABLE.items():
-        words = {"ok": "yes", "denied": "403", "hidden": "not shown"}
+        words = {"ok": "yes", "denied": "403", "hidden": "not shown", "proposed": "asks the person"}
         kinds = ("owner", "reader", "child", "agent", "remote")
         cells = " | ".join(words[row[kind]] if kind in row else "—" for kind in kinds)
         assert f"| {operation} | {cells} |" in readme, operation

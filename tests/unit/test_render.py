@@ -273,3 +273,23 @@ def test_watch_names_the_approval_a_queued_tell_waits_behind(screen: io.StringIO
         "abc queued behind 1 tell; tell t-0 ahead awaits your approval of Bash `touch x`: run 'iris approve "
         "a-01234567' (or 'iris deny a-01234567')\n"
     )
+
+
+def test_an_action_of_iris_agent_reads_as_what_it_will_do(screen: io.StringIO) -> None:
+    from iris_cli.monitor import _approval
+    from protocol.messages import ApprovalInfo
+
+    now = time.time()
+    proposal = ApprovalInfo(
+        id="ag-0123456789ab", from_team="iris-agent", to_team="backend", tell_id="", tool_name="team_wake",
+        input={"type": "wake", "to_team": "backend"}, status="pending", created_at=now, expires_at=now + 600,
+        kind="agent", summary="wake external->backend",
+    )
+    render.approvals([proposal])
+    render.approval_event(proposal)
+    render.out.print(_approval(proposal, 80))
+    shown = screen.getvalue()
+    assert "ag-0123456789ab iris-agent proposes to wake external->backend (pending" in shown
+    assert "approval pending ag-0123456789ab iris-agent proposes to wake external->backend" in shown
+    assert "ag-0123456 iris-agent proposes team_wake" in shown and "\nwake external->backend\n" in shown
+    assert '"to_team"' not in shown  # the request itself is irisd's to serve; the summary says it

@@ -286,7 +286,7 @@ function onEvent(event) {
       const approval = event.approval;
       if (approval.status === "pending") {
         state.approvals.set(approval.id, approval);
-        notifyPerson(`approval:${approval.id}`, `${approval.to_team} asks to use ${approval.tool_name}`,
+        notifyPerson(`approval:${approval.id}`, approval.kind === "agent" ? `iris-agent proposes to ${approval.summary}` : `${approval.to_team} asks to use ${approval.tool_name}`,
           `iris approve ${approval.id} (or deny it in the Inbox)`);
       } else {
         state.approvals.delete(approval.id);

@@ -1,9 +1,10 @@
-// Ask Iris: a conversation with iris-agent (it reads Iris's data, changes nothing).
+// Ask Iris: a conversation with iris-agent (it reads Iris's data; what it would change it proposes).
 
 import { h, money } from "../dom.js";
 import { api } from "../api.js";
 import { renderView } from "../page.js";
 import { state } from "../state.js";
+import { agentStatsPanel } from "./agent.js";
 
 export function askView() {
   const ask = state.ask;
@@ -35,7 +36,7 @@ export function askView() {
   return h("div", { class: "conversation ask", "data-ask": ask.thinking ? "thinking" : "idle" },
     h("div", { class: "view-head" }, h("h1", {}, "Ask Iris"), h("span", { class: "spacer" }),
       ask.turns.length && !ask.thinking ? h("button", { type: "button", onclick: restart }, "New conversation") : null),
-    h("p", { class: "muted" }, "iris-agent answers from Iris's own data: teams, tells, approvals, questions, costs. It only reads; it changes nothing. It keeps one conversation with you, the same as 'iris ask'."),
+    h("p", { class: "muted" }, "iris-agent answers from Iris's own data: teams, tells, approvals, questions, costs. What it would change (tell, wake, sleep, cancel, answer) it proposes: an approval in your inbox. It keeps one conversation with you, the same as 'iris ask'."),
     ask.turns.map((turn) => turn.who === "you"
       ? h("div", { class: "msg question" }, h("div", { class: "who" }, "you"), h("div", { class: "text" }, turn.text))
       : h("div", { class: `msg answer${turn.error ? " failed" : ""}`, "data-ask-answer": "" },
@@ -49,5 +50,6 @@ export function askView() {
         name: "question", rows: 2, placeholder: "Which teams are busy? What did backend last say? (Ctrl+Enter asks)", "aria-label": "Question for Iris", "data-keep": "ask",
         onkeydown: (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); e.currentTarget.form.requestSubmit(); } },
       }),
-      h("div", { class: "row end" }, h("button", { type: "submit", class: "primary", disabled: ask.thinking }, ask.thinking ? "Thinking…" : "Ask"))));
+      h("div", { class: "row end" }, h("button", { type: "submit", class: "primary", disabled: ask.thinking }, ask.thinking ? "Thinking…" : "Ask"))),
+    agentStatsPanel(api, renderView));
 }

@@ -2,6 +2,7 @@
 
 import { ago, clock, firstLine, h, pairLabel, pill, teamColor, who } from "../dom.js";
 import { toolInput } from "../transcript.js";
+import { agentProposal, agentVerdict } from "./agent.js";
 import { api, loadApprovals } from "../api.js";
 import { act, confirmButton, flash, render, renderView, scrolls, section, waitingLabel } from "../page.js";
 import { state, tellInfo } from "../state.js";
@@ -39,11 +40,11 @@ export function approvalCard(a, { compact = false } = {}) {
       h("h3", {}, a.tool_name),
       h("span", {}, pairLabel(a.from_team, a.to_team)),
       h("span", { class: "muted", title: `denied by itself at ${clock(a.expires_at)} if nobody decides` }, `asked ${ago(a.created_at)}`)),
-    compact ? null : toolInput(a.tool_name, a.input),
-    compact ? null : h("p", { class: "small" }, h("a", { href: `#/tells/${a.tell_id}` }, "the tell that asks")),
+    compact ? null : a.kind === "agent" ? agentProposal(a) : toolInput(a.tool_name, a.input),
+    compact || a.kind === "agent" ? null : h("p", { class: "small" }, h("a", { href: `#/tells/${a.tell_id}` }, "the tell that asks")),
     h("div", { class: "decide" },
       h("button", { type: "button", class: "primary", "data-action": "approve", onclick: decide("approve", {}, "approved") }, "Approve"),
-      h("button", { type: "button", "data-action": "remember", title: "Allow this request of this pair from now on", onclick: decide("approve", { remember: true }, "approved and remembered") }, "Approve & remember"),
+      a.kind === "agent" ? null : h("button", { type: "button", "data-action": "remember", title: "Allow this request of this pair from now on", onclick: decide("approve", { remember: true }, "approved and remembered") }, "Approve & remember"),
       h("input", { id: reasonId, type: "text", placeholder: "reason (optional)", "aria-label": "Reason for denying", "data-keep": reasonId }),
       h("button", { type: "button", class: "danger", "data-action": "deny", onclick: (e) => decide("deny", { reason: document.getElementById(reasonId).value }, "denied")(e) }, "Deny"))),
     (state.status.teams.find((t) => t.name === a.to_team) || {}).color);
@@ -81,6 +82,7 @@ function questionCard(x) {
       h("h3", {}, `${x.to_team} asks ${who(x.from_team)}`),
       h("span", { class: "muted", title: `expires ${clock(x.expires_at)}` }, `asked ${ago(x.created_at)}`)),
     h("div", { class: "msg question-text" }, h("div", { class: "text" }, x.question)),
+    agentVerdict(x),
     x.context && x.context !== x.question ? h("details", { class: "tool-result" }, h("summary", {}, "the end of the answer"), h("pre", {}, x.context)) : null,
     h("p", { class: "small" }, h("a", { href: `#/tells/${x.tell_id}` }, "the tell that asked"),
       h("span", { class: "muted" }, ` · your answer is the next tell of ${pairLabel(x.from_team, x.to_team)}, in the same conversation`)),
