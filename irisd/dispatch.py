@@ -36,7 +36,17 @@ from irisd.pool.supervisor import Supervisor
 from irisd.questions.desk import QuestionDesk
 from irisd.reload import check_claude, plan_reload, read_config
 from irisd.store import (
-    agent, approvals, ids, ledger, notifications, questions, rows, sessions, stats, tells, unsolicited,
+    agent,
+    approvals,
+    ids,
+    ledger,
+    notifications,
+    questions,
+    rows,
+    sessions,
+    stats,
+    tells,
+    unsolicited,
 )
 from irisd.store.facade import Store
 from irisd.tell.admission import check_message, check_wait, parent_tell
