@@ -21,15 +21,16 @@ The front ends keep only their wire: framing or HTTP, their connection limits, a
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import trio
 
+from irisd.events import SendEvent, no_events
 from protocol.codec import validated
 from protocol.errors import IrisError, ShuttingDownError
-from protocol.messages import Event, Hello, Reply, Request
+from protocol.messages import Hello, Reply, Request
 
 if TYPE_CHECKING:
     from irisd.caller import Caller
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("irisd.serving")
 
-SendEvent = Callable[[Event], Awaitable[None]]
 
 CLIENT_LEFT = (trio.BrokenResourceError, trio.ClosedResourceError)
 
@@ -86,7 +86,7 @@ class Serving:
         if self.draining and not isinstance(request, Hello):
             raise ShuttingDownError("irisd is stopping; send this again once it is back")
         try:
-            return await self.dispatcher.dispatch(validated(request), caller, send_event or _drop)
+            return await self.dispatcher.dispatch(validated(request), caller, send_event or no_events)
         except (IrisError, *CLIENT_LEFT):
             raise
         except Exception as exc:
@@ -99,6 +99,3 @@ class Serving:
         with self.counted():
             return await self.dispatch(request, caller, send_event)
 
-
-async def _drop(event: Event) -> None:
-    pass

@@ -15,7 +15,7 @@ answer is sent.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -28,6 +28,7 @@ from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from iris_common.config import IrisConfig
 from irisd import dashboard
 from irisd.a2a.inbound.service import A2AService
 from irisd.caller import OWNER
@@ -75,16 +76,23 @@ class HttpFace:
     """The ASGI app of irisd's HTTP face. ``mcp`` serves ``/mcp`` (irisd/http/mcp.py)."""
 
     def __init__(
-        self, serving: Serving, access: Access, allowlist: Allowlist, *, limits: ActiveLimits | None = None
+        self,
+        serving: Serving,
+        access: Access,
+        allowlist: Allowlist,
+        *,
+        config: Callable[[], IrisConfig],
+        limits: ActiveLimits | None = None,
     ) -> None:
         self.serving = serving
+        self.config = config  # the current config (core.Services' holder): A2A's agent cards
         self.access = access
         self.limiter = FailedAuthLimiter()  # shared by the gate and /login
         self.limits = limits or ActiveLimits()
         self.mcp = McpEndpoint(serving)
         access.on_grant = self.mcp.want  # a child is being spawned: load the MCP SDK
         self.a2a = a2a_face.A2AFace(
-            A2AService(serving.serve, lambda: serving.dispatcher.config, watch=serving.dispatcher.dispatch),
+            A2AService(serving.serve, config, watch=serving.dispatch),
             access,
             a2a_face.owner_teams(serving.serve),
             lambda scope: count_failure(self.limiter, scope),

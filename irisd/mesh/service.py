@@ -24,12 +24,13 @@ from nats.aio.msg import Msg
 from iris_common.config import IrisConfig, Team
 from iris_common.mesh import Mesh
 from irisd import __version__
+from irisd.caller import Dispatch
 from irisd.mesh import records
 from irisd.mesh.bridge import Bridge, open_bridge
 from irisd.mesh.directory import Directory
 from irisd.mesh.engine import REPLIES, Link, MeshError, durable_consumer, open_link
 from irisd.mesh.executor import KIND, Delivery, MeshExecutor, Route
-from irisd.mesh.home import Dispatch, Home
+from irisd.mesh.home import Home
 from irisd.mesh.wire import (
     ENCODER,
     FINAL,
