@@ -31,10 +31,10 @@ from irisd.core import Services, run_core
 from irisd.fds import http_connection_limit, open_file_limit
 from irisd.home_lock import hold_home_lock
 from irisd.http.app import HttpFace
+from irisd.http.listener import HttpServer, open_http_socket, socket_url
 from irisd.http.security import Allowlist, host_names
-from irisd.http.server import HttpServer, open_http_socket, socket_url
-from irisd.server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.serving import Serving
+from irisd.socket_server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.store.facade import Store
 from irisd.systemd import (
     Notifier,

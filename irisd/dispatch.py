@@ -21,18 +21,18 @@ from irisd import __version__, policy
 from irisd.caller import Caller
 from irisd.config_holder import ConfigHolder
 from irisd.events import EventFilter, SendEvent, serve_watch
-from irisd.ids import with_whole_ids
 from irisd.pairs import Pairs
 from irisd.pool.supervisor import Supervisor
 from irisd.questions.answering import Answering
 from irisd.records import Records
 from irisd.status import Status
-from irisd.store import ids, ledger, unsolicited
+from irisd.store import id_prefixes, ledger, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.admission import parent_tell
 from irisd.tell.command import send_command
 from irisd.tell.service import TellService
 from irisd.tokens import Access
+from irisd.whole_ids import with_whole_ids
 from protocol import PROTOCOL_VERSION, messages
 from protocol.errors import InvalidRequestError
 from protocol.messages import (
@@ -184,7 +184,7 @@ class Dispatcher:
         return reply
 
     async def _ids_starting_with(self, kind: str, prefix: str) -> list[str]:
-        return await self.store.call(ids.starting_with, kind, prefix)
+        return await self.store.call(id_prefixes.starting_with, kind, prefix)
 
     # --- the few requests served here ------------------------------------------------------
 

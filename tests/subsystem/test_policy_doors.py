@@ -31,8 +31,8 @@ from irisd.dispatch import Dispatcher
 from irisd.http.app import HttpFace
 from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
-from irisd.server import Server
 from irisd.serving import Serving
+from irisd.socket_server import Server
 from irisd.store import approvals, questions, tells
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION

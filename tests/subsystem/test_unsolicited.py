@@ -18,7 +18,7 @@ from irisd.caller import OWNER
 from irisd.claude.command import CROSS_SESSION_TOOLS, claude_argv
 from irisd.claude.wire import decode_line
 from irisd.dispatch import Dispatcher
-from irisd.pool.unsolicited import opens_turn
+from irisd.pool.unsolicited_turn import opens_turn
 from irisd.store import unsolicited
 from protocol.errors import NotFoundError
 from protocol.messages import (
