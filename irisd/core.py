@@ -111,7 +111,7 @@ class Services:
         self.courier = Courier(store=store, tells=self.tells)
         # The mesh's home side runs remote tells through the dispatcher, like any front end.
         self.mesh = MeshService(
-            config=config, store=store, remote_teams=self.remote_teams,
+            config=config, store=store, remote_teams=self.remote_teams, hub=hub, on_end=self.questions.on_tell_end,
             dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),
         )
         # Approvals, questions and health warnings reach a person who is not looking.

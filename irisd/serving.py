@@ -1,5 +1,12 @@
 """The one serve path of every front end (the Unix socket, the HTTP API, ``/api/events``,
-``/mcp``): a request of a ``Caller`` goes through :meth:`Serving.dispatch` to the core.
+``/mcp``, the A2A endpoints, their watches included): a request of a ``Caller`` goes
+through :meth:`Serving.dispatch` to the core.
+
+One caller does not: the mesh's home side (irisd/mesh/home.py), which runs other irisds'
+tells here, calls the dispatcher itself. It is part of the core (cancelled with it at the
+drain, so there is nothing in flight to wait for), and it must not be refused while irisd
+drains: the home answers a refused tell with a failed result, for good, while a tell it has
+not taken yet stays in the mesh's durable queue and runs after the restart.
 
 It owns what the front ends must agree on:
 
