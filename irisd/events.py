@@ -248,7 +248,7 @@ class EventHub:
 async def serve_watch(
     hub: EventHub,
     team: str | None,
-    send_event: Callable[[Event], Awaitable[None]],
+    send_event: SendEvent,
     accepts: EventFilter | None = None,
 ) -> NoReturn:
     """``Watch``: a ``Watching`` event once subscribed, then the events of ``team`` until

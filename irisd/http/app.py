@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
@@ -52,7 +52,6 @@ from irisd.http.mcp import McpEndpoint
 from irisd.http.security import Allowlist, FailedAuthLimiter
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
-from protocol import a2a
 from protocol.codec import UNDECODABLE, undecodable
 from protocol.errors import InvalidRequestError, NotFoundError, UnauthorizedError
 from protocol.limits import explain
@@ -121,8 +120,7 @@ class HttpFace:
             *(Route(path, ApiPath(self.serving, routes)) for path, routes in api.by_path().items()),
             Route("/mcp", self.mcp),
             Route("/mcp/", self.mcp),
-            Route(a2a.AGENT_CARD_PATH, self.a2a),  # the A2A face: the root card, each team's agent
-            Mount(a2a_face.PREFIX.rstrip("/"), self.a2a),
+            *self.a2a.routes(),  # the A2A face: the root card, each team's agent
             *dashboard.routes(),
         ]
 
