@@ -109,7 +109,8 @@ class Services:
             on_end=self.questions.on_tell_end,
         )
         self.courier = Courier(store=store, tells=self.tells)
-        # The mesh's home side runs remote tells through the dispatcher, like any front end.
+        # The mesh's home side runs remote tells through the dispatcher (not the serve path:
+        # irisd/serving.py says why); a late result ends its tell like any tell's end.
         self.mesh = MeshService(
             config=config, store=store, remote_teams=self.remote_teams, hub=hub, on_end=self.questions.on_tell_end,
             dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),

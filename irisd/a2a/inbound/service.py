@@ -80,7 +80,7 @@ class A2AService:
     def __init__(self, dispatch: Dispatch, config: Callable[[], IrisConfig], *, watch: Dispatch | None = None) -> None:
         self._dispatch = dispatch
         # The Watch under a call is no request of its own: irisd's drain must not wait for it
-        # (the HTTP face passes the dispatcher itself, as its events WebSocket does).
+        # (the HTTP face passes the serve path's uncounted ``dispatch``).
         self._watch = watch or dispatch
         self._config = config
         self._detector: tuple[object, Detector] | None = None
