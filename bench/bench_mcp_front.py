@@ -10,7 +10,7 @@ the front end's own milliseconds are not lost in a claude turn's noise):
                    client over stdio, without a progress token (no progress wanted);
 * MCP + progress:  the same with a progress token (``progress_callback``), as Claude Code
                    calls it; the notifications it got are counted;
-* Shim in process: the tools' own code (``iris_mcp.server.Shim`` on the shim's
+* Shim in process: the tools' own code (``iris_mcp.shim.Shim`` on the shim's
                    ``DaemonLink``) called in this process, no MCP: what Iris's Python adds,
                    apart from the SDK and the second process. This process's CPU per call
                    is reported for it and for the socket side.
@@ -44,7 +44,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from harness import claude_binary
 from iris_cli.aclient import ConnectionPool
 from iris_cli.mcp_stdio import DaemonLink
-from iris_mcp.server import Shim
+from iris_mcp.shim import Shim
 from protocol.messages import Tell, TellReply
 
 TARGET_S = 0.002

@@ -36,6 +36,7 @@ A new request type that carries a sender (``from_team``) belongs in ``_SENDERS``
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -44,6 +45,7 @@ import msgspec
 from iris_common.a2a_tokens import sender_of
 from iris_common.config import AGENT_NAME
 from iris_common.identity import sender
+from irisd.events import SendEvent
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
     AgentStats,
@@ -71,6 +73,7 @@ from protocol.messages import (
     ListTells,
     ReadTranscript,
     Reload,
+    Reply,
     Report,
     Request,
     ResetSession,
@@ -219,3 +222,7 @@ class Caller:
 
 
 OWNER = Caller()
+
+# Serve a request of a caller, its events sent with the SendEvent: the serve path
+# (irisd/serving.py) as the faces below it (the A2A service, the mesh home) are handed it.
+Dispatch = Callable[[Request, Caller, SendEvent], Awaitable[Reply]]

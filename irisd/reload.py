@@ -1,5 +1,5 @@
 """Reloading config.yaml without a restart: what changes, as a pure function of the old
-and the new configuration (``plan_reload``), applied by the dispatcher.
+and the new configuration (``plan_reload``), applied to every service by ``core.Services.reload``.
 
 * a new team is there at once;
 * a removed team takes no new tell; its pairs (either side) finish what they hold,

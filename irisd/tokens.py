@@ -25,6 +25,7 @@ from pathlib import Path
 from iris_common.a2a_tokens import AgentTokens, tokens_file
 from iris_common.owner_token import TOKEN_BYTES, load_or_create_owner_token, token_file, write_owner_token
 from irisd.caller import OWNER, Caller
+from protocol.messages import HttpInfo, HttpInfoReply
 
 log = logging.getLogger("irisd.http")
 
@@ -111,6 +112,13 @@ class Access:
         code = secrets.token_urlsafe(TOKEN_BYTES)
         self._login_codes[_digest(code)] = now + LOGIN_CODE_TTL_S
         return code
+
+    def info(self, request: HttpInfo) -> HttpInfoReply:
+        """``iris http``: the URL and the owner's token (a new one with ``rotate``), and a
+        login code when asked."""
+        token = self.rotate_owner_token() if request.rotate else self.owner_token
+        code = self.mint_login_code() if request.login_code else ""
+        return HttpInfoReply(url=self.url, token=token, login_code=code)
 
     def use_login_code(self, code: str) -> bool:
         valid_until = self._login_codes.pop(_digest(code), 0.0) if code else 0.0

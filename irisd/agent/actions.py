@@ -45,6 +45,7 @@ from protocol.messages import (
     ApprovalInfo,
     ApprovalReply,
     CancelTell,
+    Decide,
     PairReply,
     Reply,
     Request,
@@ -172,6 +173,19 @@ class AgentActions:
             delay = MAX_SLEEP_S if due is None else min(max(due - self.clock(), 0.0), MAX_SLEEP_S)
             with trio.move_on_after(delay):
                 await self._filed.wait()
+
+    async def decide_or(
+        self, request: Decide, otherwise: Callable[[Decide], Awaitable[ApprovalReply]]
+    ) -> ApprovalReply:
+        """Decide ``request`` if it is a pending action of iris-agent, else ``otherwise`` (a
+        team's tool use: the supervisor decides it through the pair that asked)."""
+        known = await self.store.call(approvals.get, request.approval_id)
+        if known is None or known.kind != "agent" or known.status != "pending":
+            return await otherwise(request)
+        decided = await self.decide(
+            known, allow=request.allow, remember=request.remember, by=request.by or "unknown", reason=request.reason
+        )
+        return ApprovalReply(approval=decided)
 
     async def decide(
         self, approval: ApprovalInfo, *, allow: bool, remember: bool, by: str, reason: str

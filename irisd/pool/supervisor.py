@@ -18,11 +18,12 @@ from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
 from irisd.pool.policy import Evict, Grant, PairKey, PairView, decide_slot, may_start_spare
 from irisd.pool.remote import RemotePair, RemoteTeams
 from irisd.pool.spares import SparePool
+from irisd.store import approvals
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell
 from irisd.tokens import Access
-from protocol.errors import InvalidRequestError
-from protocol.messages import ProcessInfo
+from protocol.errors import InvalidRequestError, NotFoundError
+from protocol.messages import ApprovalReply, Decide, ProcessInfo
 
 log = logging.getLogger("irisd.pool")
 
@@ -270,6 +271,22 @@ class Supervisor:
 
     def snapshots(self) -> list[PairSnapshot]:
         return [pair.snapshot() for pair in self._runners()]
+
+    async def decide(self, request: Decide) -> ApprovalReply:
+        """Answer a pending approval through the pair whose claude asked (NotFoundError if
+        there is none by that id; InvalidRequestError if it was decided already)."""
+        for pair in list(self.pairs.values()):
+            if request.approval_id in pair.snapshot().pending_approvals:
+                decided = await pair.decide(
+                    request.approval_id, allow=request.allow, remember=request.remember, reason=request.reason,
+                    by=request.by or "unknown",
+                )
+                return ApprovalReply(approval=decided)
+        known = await self.store.call(approvals.get, request.approval_id)
+        if known is None:
+            raise NotFoundError(f"no approval with id {request.approval_id!r}; 'iris approvals' lists the pending ones")
+        who = f" by {known.decided_by}" if known.decided_by else ""
+        raise InvalidRequestError(f"approval {known.id} is already {known.status}{who}; nothing to decide")
 
     def snapshot(self, key: PairKey) -> PairSnapshot | None:
         pair: Pair | RemotePair | None = self.pairs.get(key) or self.remote_pairs.get(key)

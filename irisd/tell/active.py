@@ -2,8 +2,9 @@
 
 ``save_tell`` is the one place a tell's change is saved and the one place a tell ends:
 whatever ended it (its machine, on a line or a deadline; a refusal; its pair or irisd
-stopping: ``end_tell``), the end is saved, whoever waits on it is woken and its end hook
-(pending questions) is called, once. Readers register on the tell by calling its methods
+stopping: ``end_tell``; a remote team's result that came after irisd restarted:
+``end_late``), the end is saved and announced, whoever waits on it is woken and its end
+hook (pending questions) is called, once. Readers register on the tell by calling its methods
 (``wait_result``, ``caller_leaves``), never by editing its fields."""
 
 from __future__ import annotations
@@ -305,3 +306,34 @@ async def end_tell(
         now = trio.current_time()
         tell.machine.interrupt(now, reason) if interrupted else tell.machine.fail(now, reason)
     await save_tell(store, tell, writes)
+
+
+async def end_late(
+    store: Store,
+    info: TellInfo,
+    status: TellStatus,
+    text: str,
+    error: str = "",
+    cost_usd: float | None = None,
+    *,
+    hub: EventHub | None = None,
+    on_end: OnEnd | None = None,
+) -> None:
+    """A remote team's final result for a tell no actor runs any more (irisd restarted in
+    between, so ``info``, its row, says ``interrupted``; or its executor stopped
+    following it): the result replaces what was recorded, and the tell ends as every
+    tell does, through ``save_tell`` (saved, its state announced, its end hook called)."""
+    now = trio.current_time()
+    machine = TellMachine(response_timeout_s=math.inf, caller_timeout_ms=0, now=now)
+    machine.remote_started(now)
+    tell = ActiveTell(
+        from_team=info.from_team, to_team=info.to_team, message=info.message, machine=machine, hub=hub,
+        kind=info.kind, chain_id=info.chain_id, hops=info.hops, max_budget_usd=info.max_budget_usd, on_end=on_end,
+    )
+    tell.id, tell.session_id, tell.new_session = info.id, info.session_id, info.new_session
+    tell.created_wall, tell.started_wall = info.created_at, info.started_at
+    tell.caller_leaves()  # who sent it waited on an irisd that is gone: nobody reads this answer
+    if cost_usd is not None:
+        tell.spent = Spent(cost_usd=cost_usd)
+    machine.remote_finished(now, status, text, error)
+    await save_tell(store, tell)

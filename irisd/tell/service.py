@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 import trio
@@ -31,7 +31,7 @@ from iris_common.mesh import is_mesh_sender
 from iris_common.money import day_start
 from iris_common.paths import IrisPaths
 from irisd.budget import RateWindow, Spending
-from irisd.events import EventHub
+from irisd.events import EventHub, SendEvent
 from irisd.store import ledger, notifications, tells
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, OnEnd, end_tell
@@ -77,7 +77,6 @@ from protocol.messages import (
 
 MAX_FAN_OUT = 32
 
-SendEvent = Callable[[Event], Awaitable[None]]
 TellKind = Literal["tell", "command", "notification"]
 
 log = logging.getLogger("irisd.tell")

@@ -10,7 +10,7 @@ import trio
 
 from fakes.links import ScriptedLink
 from iris_cli.mcp_stdio import DaemonLink
-from iris_mcp.server import Shim
+from iris_mcp.shim import Shim
 from protocol.errors import ConnectionLost, DaemonUnreachable, UnknownTeamError
 from protocol.messages import (
     CancelTell,

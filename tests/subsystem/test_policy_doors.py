@@ -32,8 +32,8 @@ from irisd.dispatch import Dispatcher
 from irisd.http.app import HttpFace
 from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
-from irisd.server import Server
 from irisd.serving import Serving
+from irisd.socket_server import Server
 from irisd.store import approvals, questions, tells
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
@@ -175,7 +175,8 @@ async def world(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> Async
         await dispatcher.store.call(approvals.insert, _approval(APPROVAL_OF_CHILD, seeded[2]), "r-2")
         access = Access.open(tmp_path)
         serving = Serving(dispatcher)
-        face = HttpFace(serving, access, Allowlist(host_names("127.0.0.1"), PORT))
+        face = HttpFace(serving, access, Allowlist(host_names("127.0.0.1"), PORT),
+                        config=lambda: dispatcher.current.config)
         child, reader = access.grant_child("alpha", "external->alpha"), access.grant_reader()
         tokens = {
             "owner": access.owner_token,

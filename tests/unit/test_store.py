@@ -102,24 +102,24 @@ def test_approvals_have_unguessable_ids_and_remembered_rules_match_exactly(db: a
 
 
 def test_ids_are_found_by_prefix_and_a_wildcard_is_only_a_character(db: apsw.Connection) -> None:
-    from irisd.store import ids
+    from irisd.store import id_prefixes
 
     tells.insert(db, tell("abcd1234", created=1, finished=2))
     tells.insert(db, tell("abcd5678", created=1, finished=2))
-    assert ids.starting_with(db, "tell", "abcd") == ["abcd1234", "abcd5678"]
-    assert ids.starting_with(db, "tell", "abcd5") == ["abcd5678"]
-    assert ids.starting_with(db, "tell", "%") == [] and ids.starting_with(db, "tell", "abc_") == []
+    assert id_prefixes.starting_with(db, "tell", "abcd") == ["abcd1234", "abcd5678"]
+    assert id_prefixes.starting_with(db, "tell", "abcd5") == ["abcd5678"]
+    assert id_prefixes.starting_with(db, "tell", "%") == [] and id_prefixes.starting_with(db, "tell", "abc_") == []
 
 
 def test_an_id_longer_than_any_id_is_looked_up_whole_not_as_a_pattern(db: apsw.Connection) -> None:
     # SQLite refuses a LIKE pattern over 50,000 bytes ("pattern too complex"): a pasted
     # blob given as a task id (A2A GetTask, iris result) must be "no such id", not a
     # database error.
-    from irisd.store import ids
+    from irisd.store import id_prefixes
 
     tells.insert(db, tell("abcd1234", created=1, finished=2))
-    assert ids.starting_with(db, "tell", "a" * 100_000) == []
-    assert ids.starting_with(db, "tell", "abcd1234") == ["abcd1234"]
+    assert id_prefixes.starting_with(db, "tell", "a" * 100_000) == []
+    assert id_prefixes.starting_with(db, "tell", "abcd1234") == ["abcd1234"]
 
 
 def test_a_transcript_is_read_as_text_and_a_line_that_is_not_utf8_is_kept(db: apsw.Connection) -> None:
