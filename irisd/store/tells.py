@@ -1,7 +1,8 @@
 """Queries on ``tells`` and their transcript ``tell_messages``.
 
-Every line a child prints for a tell is appended as it streams, so the transcript
-survives a crash of the child and of irisd.
+A tell's lines are appended in one write each time its state is saved, and at least
+every half second while it runs (``irisd/tell/transcript.py`` says which lines are kept),
+so the transcript survives a crash of the child, and of irisd but for its last moment.
 """
 
 from __future__ import annotations
@@ -87,6 +88,15 @@ def append_message(db: apsw.Connection, tell_id: str, at: float, type_: str, raw
         "INSERT INTO tell_messages (tell_id, at, type, raw) VALUES (?, ?, ?, ?)",
         (tell_id, at, type_, raw),
     )
+
+
+def append_messages(db: apsw.Connection, tell_id: str, lines: list[tuple[float, str, bytes]]) -> None:
+    """A tell's lines (wall time, type, raw), in order, in one transaction."""
+    with db:
+        db.executemany(
+            "INSERT INTO tell_messages (tell_id, at, type, raw) VALUES (?, ?, ?, ?)",
+            [(tell_id, at, type_, raw) for at, type_, raw in lines],
+        )
 
 
 def get(db: apsw.Connection, tell_id: str) -> TellInfo | None:
