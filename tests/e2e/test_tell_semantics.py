@@ -184,7 +184,7 @@ def test_kill_9_mid_tell_keeps_the_answer_so_far_and_the_cli_names_the_tell(iris
         # irisd saves a running tell's text at least every half second: wait until it has
         db = apsw.Connection(str(iris.home / "data" / "iris.db"), flags=apsw.SQLITE_OPEN_READONLY)
         stored = "SELECT text FROM tells WHERE id = ?"
-        wait_for(lambda: "word3" in (db.execute(stored, (tell_id,)).fetchone()[0] or ""), timeout=20,
+        wait_for(lambda: "word3" in str(db.execute(stored, (tell_id,)).fetchall()), timeout=20,
                  what="the text so far saved")
         db.close()
         iris.stop(signal.SIGKILL)
