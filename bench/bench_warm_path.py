@@ -72,6 +72,7 @@ def main() -> None:
     with checkout(args.baseline) as old_code, running_iris(["alpha"], start=False) as old, \
             running_iris(["alpha"]) as new:
         old.env["PYTHONPATH"] = str(old_code)  # ahead of the editable install of this checkout
+        old.settings.pop("preloadMcp", None)  # a setting the older code may not know
         old.start()
         assert old.process is not None and new.process is not None
         claude = DirectClaude(new.claude, str(new.teams_dir / "alpha"), new.env)
