@@ -41,7 +41,7 @@ from irisd.store import sessions, tells
 from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
-from irisd.tell.active import ActiveTell, end_tell, save_tell
+from irisd.tell.active import ActiveTell, end_tell, reply_first, save_tell
 from irisd.tell.phase import IRIS_COMPACTS, after_line, before_start
 from irisd.tell.transcript import Inits
 from protocol.errors import BusyError, IrisError
@@ -216,14 +216,9 @@ class PairTells:
         await self.apply(tell, actions)
 
     async def _reply_now(self, tell: ActiveTell, actions: list[tell_machine.Action]) -> None:
-        """The caller's answer is due: wake it and let it go before the writes of the end
-        (the reply is built from the tell in memory)."""
-        if any(isinstance(action, tell_machine.ReplyToCaller) for action in actions) and not tell.replied.is_set():
-            tell.replied.set()
-            # Two checkpoints: whichever order trio runs the next batch in, the caller's
-            # task has taken its step (its reply written) before the first write below.
-            await trio.lowlevel.cancel_shielded_checkpoint()
-            await trio.lowlevel.cancel_shielded_checkpoint()
+        """The caller's answer is due: it leaves before the writes of the end."""
+        if any(isinstance(action, tell_machine.ReplyToCaller) for action in actions):
+            await reply_first(tell)
 
     async def _compacted(self, tell: ActiveTell, found: Boundary) -> None:
         """claude compacted the conversation: Iris's compaction, a /compact, or its own

@@ -308,6 +308,18 @@ async def save_tell(
             log.exception("handling the end of a tell failed", extra={"tell": tell.id})
 
 
+async def reply_first(tell: ActiveTell) -> None:
+    """The caller's answer is due: wake it and let its task take its step (write its reply,
+    built from the tell in memory) before the writes that follow. Two checkpoints: in
+    whichever order trio runs the next batch, the caller's task has run by then. Never
+    raises Cancelled (what follows must be written)."""
+    if tell.replied.is_set():
+        return
+    tell.replied.set()
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    await trio.lowlevel.cancel_shielded_checkpoint()
+
+
 async def end_tell(
     store: Store,
     tell: ActiveTell,
