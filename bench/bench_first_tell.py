@@ -1,8 +1,10 @@
 """The first tell after irisd starts vs the next cold tell, with and without loading what
 ``/mcp`` needs in the background once irisd is ready (``settings.preloadMcp``).
 
-Each round starts a fresh irisd with two teams, waits until it is quiet (the background
-load done, when on), then tells ``alpha`` (the first cold tell: its claude connects to
+Each round starts a fresh irisd with two teams (a fresh ``CLAUDE_CONFIG_DIR`` too, which
+one direct claude turn warms first: a claude's very first start in a new config folder
+does work of its own that is no part of irisd's first tell), waits until irisd is quiet
+(the background load done, when on), then tells ``alpha`` (the first cold tell: its claude connects to
 ``/mcp``) and ``beta`` (the next cold tell: the MCP SDK is loaded by then whatever the
 setting). Rounds alternate preload on / off (A B A B), so both see the same load.
 
@@ -16,6 +18,7 @@ import os
 import sys
 
 from _common import describe, header, median, ms, request, running_iris, timed, wait_quiet
+from bench_daemon_overhead import DirectClaude
 
 from harness import Iris
 from protocol.messages import Tell, TellReply
@@ -38,6 +41,9 @@ def main() -> None:
         for preload in (True, False) if round_ % 2 == 0 else (False, True):
             with running_iris(["alpha", "beta"], preloadMcp=preload) as iris:
                 assert iris.process is not None
+                claude = DirectClaude(iris.claude, str(iris.teams_dir / "alpha"), iris.env)
+                claude.turn("warm the config folder")
+                claude.close()
                 wait_quiet(iris.process.pid)
                 first[preload].append(timed(tell, iris, "alpha"))
                 second[preload].append(timed(tell, iris, "beta"))
