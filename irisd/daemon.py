@@ -176,6 +176,8 @@ class Daemon:
                 extra={"socket": str(self.paths.socket), "http": access.url, "teams": sorted(self.config.teams)},
             )
             task_status.started()
+            if self.config.settings.preload_mcp and any(not team.a2a for team in self.config.teams.values()):
+                face.mcp.want()  # after readiness, in a thread: the first child's /mcp finds it loaded
             await self._stop_requested.wait()
             await self._drain(serving, server, http, core_scope, core_done)
             nursery.cancel_scope.cancel()

@@ -65,7 +65,7 @@ class Records:
 
     async def transcript(self, tell_id: str, as_steps: bool = False) -> TranscriptReply:
         info = await self.tells.find(tell_id)
-        entries = await self.store.read(rows.transcript, "tell_messages", "tell_id", tell_id)
+        entries = await self.tells.transcript(tell_id)
         if as_steps:  # the dashboard: the one reading of the lines, not the lines
             return TranscriptReply(tell=info, entries=[], steps=steps(entries, info))
         return TranscriptReply(tell=info, entries=entries)

@@ -30,7 +30,7 @@ from protocol.errors import ConfigError
 log = logging.getLogger("irisd")
 
 # Settings irisd reads once, at start: a change waits for a restart (and says so).
-AT_RESTART = ("http_host", "http_port", "retention_days", "retention_keep")
+AT_RESTART = ("http_host", "http_port", "retention_days", "retention_keep", "preload_mcp")
 
 
 @dataclass(frozen=True)
