@@ -13,6 +13,7 @@ instead of stalling the run. A test that needs longer says so with ``@pytest.mar
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import shutil
@@ -85,3 +86,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(getattr(pytest.mark, kind))
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(TIMEOUTS[kind]))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """No test starts with an asyncio loop running in this thread, unless its module opened
+    one (the browser tests' Playwright runs its loop here): a loop left running makes a later
+    test's ``asyncio.run`` fail far from its cause, on whichever worker ran the leak first."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if item.path.relative_to(HERE).parts[0] != "browser":
+        pytest.fail(f"an asyncio loop is running in the test thread before {item.nodeid} starts ({loop!r}): "
+                    "a fixture of an earlier module (a browser?) outlived it", pytrace=False)
