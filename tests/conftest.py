@@ -34,6 +34,12 @@ if _missing:
     pytest.exit(f"this virtualenv does not know the package(s) {', '.join(_missing)}: "
                 f"run {sys.prefix}/bin/pip install --no-deps -e . (then the tests again)", returncode=4)
 
+# pytest rewrites each test module's asserts (parse, rewrite, compile: about 8 s of CPU for the
+# suite, paid again by every xdist worker) and caches the result as a .pyc beside the module, but
+# not where PYTHONDONTWRITEBYTECODE is set (as on many machines, this one too): write them anyway.
+# Modules imported before this line (the conftests, pytest's plugins) are not affected.
+sys.dont_write_bytecode = False
+
 from harness import Iris, claude_binary  # noqa: E402
 from scripted_model import ScriptedModel  # noqa: E402
 
