@@ -42,6 +42,7 @@ sys.dont_write_bytecode = False
 
 from harness import Iris, claude_binary  # noqa: E402
 from scripted_model import ScriptedModel  # noqa: E402
+from suite_order import longest_first  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -92,6 +93,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(getattr(pytest.mark, kind))
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(TIMEOUTS[kind]))
+    # Longest modules first (suite_order.py): xdist hands them out in this order, as
+    # --no-loadscope-reorder (pyproject.toml) tells it. A module's tests keep their order.
+    def module(item: pytest.Item) -> str:
+        return item.path.relative_to(HERE.parent).as_posix()
+
+    rank = {name: i for i, name in enumerate(longest_first([module(item) for item in items]))}
+    items.sort(key=lambda item: rank[module(item)])
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
