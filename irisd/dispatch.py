@@ -477,14 +477,14 @@ class Dispatcher:
         remote = {name for name, team in self.config.teams.items() if team.host}
         found = []
         for row, transcript in zip(rows, await trio.to_thread.run_sync(existing, files), strict=True):
-            live = self.supervisor.snapshot((row.from_team, row.to_team))
+            live = self.supervisor.snapshot(row.key)
             found.append(
                 msgspec.structs.replace(
                     sessions.info(row),
                     process_state=live.process.state if live else "stopped",
                     # A remote team's transcript is on its host: checked there when it resumes.
                     transcript_exists=transcript or row.to_team in remote,
-                    cost_usd=costs.get((row.from_team, row.to_team), 0.0),
+                    cost_usd=costs.get(row.key, 0.0),
                 )
             )
         return found
@@ -493,7 +493,7 @@ class Dispatcher:
         """Archive the pair's conversation now (refused while it has work)."""
         self.check_team(to_team)
         self._check_from(from_team)
-        await self.archiver.archive((from_team, to_team), time.time(), why="by hand ('iris session archive')")
+        await self.archiver.archive((from_team, to_team, ""), time.time(), why="by hand ('iris session archive')")
         return SessionReply(session=await self._session(from_team, to_team))
 
     async def restore_session(self, from_team: str | None, to_team: str) -> SessionReply:
@@ -501,7 +501,7 @@ class Dispatcher:
         self.check_team(to_team)
         self._check_from(from_team)
         fresh = self.config.settings.sessions.restore == "fresh"
-        restored = await self.archiver.restore((from_team, to_team), time.time(), fresh=fresh,
+        restored = await self.archiver.restore((from_team, to_team, ""), time.time(), fresh=fresh,
                                                why="by hand ('iris session restore')")
         if restored is None:
             label = f"{from_team or 'external'}->{to_team}"
@@ -511,7 +511,7 @@ class Dispatcher:
 
     async def _session(self, from_team: str | None, to_team: str) -> SessionInfo:
         for info in await self.sessions(to_team):
-            if info.from_team == from_team:
+            if info.from_team == from_team and not info.thread:
                 return info
         raise NotFoundError(f"{from_team or 'external'}->{to_team} has no conversation yet; 'iris sessions' lists them")
 

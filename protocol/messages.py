@@ -27,6 +27,7 @@ from protocol.limits import (
     ListLimit,
     MessageText,
     ResultWaitMs,
+    ThreadName,
     TimeoutMs,
     TtlDays,
 )
@@ -131,6 +132,7 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     num_turns: int | None = None
     duration_ms: int | None = None  # claude's own figure for the turn
     max_budget_usd: float | None = None  # passed to claude as --max-budget-usd
+    thread: str = ""  # the pair's conversation it went to ("": the default thread)
 
 
 class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -153,6 +155,7 @@ class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     # Spent on the pair's tells, all time: the cost ledger's sum when the pair's actor
     # started, plus each tell's share as claude reports it.
     cost_usd: float = 0.0
+    thread: str = ""  # the pair's conversation this process serves ("": the default thread)
 
 
 class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -183,6 +186,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     compact_messages_before: int | None = None
     archived_at: float | None = None  # with status "archived": since when (settings.sessions.archiveAfterDays)
     files_deleted: bool = False  # its claude transcript was deleted (settings.sessions.deleteArchivedAfterDays)
+    thread: str = ""  # which of the pair's conversations ("": the default thread)
 
 
 class TranscriptEntry(msgspec.Struct, kw_only=True):
@@ -387,6 +391,9 @@ class Tell(_Message, tag="tell"):
     # The relay chain of another Iris this tell continues (set by irisd's A2A face from the
     # message's metadata; a claude child's tells are chained by parent_pair instead).
     across: ChainRef | None = None
+    # The pair's conversation: each thread has its own claude session; "" (the default) is
+    # the pair's one conversation from before threads. Its form is checked by the decoder.
+    thread: ThreadName = ""
 
 
 class TellMany(_Message, tag="tell_many"):

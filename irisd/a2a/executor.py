@@ -102,7 +102,9 @@ class A2AExecutor:
     async def _run(self, client: AgentClient, tell: RemoteTell, report: TellReport) -> None:
         """One tell: the card, the pair's context, the exchange, and its wind-up."""
         card = await self._card_of(client)
-        saved = await self.store.call(a2a_contexts.get, tell.from_team, self._team.name, self._team.a2a)
+        saved = await self.store.call(
+            a2a_contexts.get, tell.from_team, self._team.name, self._team.a2a, thread=tell.thread
+        )
         follower = TaskFollower(client.agent)
         try:
             try:
@@ -183,7 +185,8 @@ class A2AExecutor:
         )
         if context != saved:
             await self.store.call(
-                a2a_contexts.put, tell.from_team, self._team.name, self._team.a2a, context, time.time()
+                a2a_contexts.put, tell.from_team, self._team.name, self._team.a2a, context, time.time(),
+                thread=tell.thread,
             )
 
 

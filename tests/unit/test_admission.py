@@ -70,9 +70,9 @@ def refused(decision: object) -> Refuse:
 
 # A chain external -> alpha -> beta: beta's claude is answering; its tells are nested.
 CHAIN = [
-    Snapshot((None, "alpha"), TellLink("t1", None, "alpha", "c1", 0, ("external", "alpha"))),
-    Snapshot(("alpha", "beta"), TellLink("t2", "alpha", "beta", "c1", 1, ("external", "alpha", "beta"))),
-    Snapshot(("gamma", "delta"), TellLink("t9", "gamma", "delta", "c9", 0, ("gamma", "delta"))),  # another chain
+    Snapshot((None, "alpha", ""), TellLink("t1", None, "alpha", "c1", 0, ("external", "alpha"))),
+    Snapshot(("alpha", "beta", ""), TellLink("t2", "alpha", "beta", "c1", 1, ("external", "alpha", "beta"))),
+    Snapshot(("gamma", "delta", ""), TellLink("t9", "gamma", "delta", "c9", 0, ("gamma", "delta"))),  # another chain
 ]
 
 
@@ -179,7 +179,7 @@ def test_a_tell_from_another_iris_continues_its_chain_and_its_hop_limit_holds() 
 
 def link(from_team: str, to_team: str, hops: int, *path: str) -> Snapshot:
     """A running tell of chain c1, with the teams waiting in it."""
-    return Snapshot((from_team, to_team), TellLink(f"t-{to_team}", from_team, to_team, "c1", hops, path))
+    return Snapshot((from_team, to_team, ""), TellLink(f"t-{to_team}", from_team, to_team, "c1", hops, path))
 
 
 def test_the_loop_refusal_prints_the_chain_as_it_went_and_a_sibling_is_not_waiting() -> None:

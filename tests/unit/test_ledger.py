@@ -68,5 +68,5 @@ def test_summaries_by_team_pair_chain_and_day(db: apsw.Connection) -> None:
     assert beta_total.tells == 2  # to beta, and from beta
     assert ledger.spent_since(db, day2 - 3600, "alpha") == 1.0
     assert ledger.chain_spent(db, "c1") == 0.75
-    assert ledger.by_pair(db) == {(None, "alpha"): 0.5, ("alpha", "beta"): 0.25, ("beta", "alpha"): 1.0}
+    assert ledger.by_pair(db) == {(None, "alpha", ""): 0.5, ("alpha", "beta", ""): 0.25, ("beta", "alpha", ""): 1.0}
     assert ledger.prune(db, day2 - 3600) == 1
