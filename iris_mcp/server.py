@@ -210,6 +210,7 @@ class Shim:
             ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
+            thread=args.thread,
         )
         output = await self.run_tell(request, report, TellWatch(request.to_team), can_ask=can_ask)
         output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
@@ -229,6 +230,7 @@ class Shim:
             stream=True,
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
+            thread=args.thread,
         )
         answered = 0
 

@@ -407,6 +407,7 @@ class TellMany(_Message, tag="tell_many"):
     stream: bool = False
     parent_pair: str = ""
     max_budget_usd: BudgetUsd | None = None
+    thread: ThreadName = ""  # the same thread of each pair ("": each pair's default conversation)
 
 
 class GetTell(_Message, tag="get_tell"):

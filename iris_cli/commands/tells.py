@@ -44,12 +44,21 @@ def tell(
             "the tell runs on a claude of its own, in the same conversation).",
         ),
     ] = None,
+    thread: Annotated[
+        str,
+        typer.Option(
+            "--thread",
+            metavar="NAME",
+            help="The conversation to continue (e.g. auth-refactor): each thread of a pair has its own claude "
+            "session; left out, the pair's default conversation.",
+        ),
+    ] = "",
     as_json: JsonOption = False,
 ) -> None:
     """Tell TEAM something and print its answer. TEAM may be several: alpha,beta,gamma."""
     from iris_cli.tell_cmd import run_tell
     from protocol.errors import InvalidRequestError
-    from protocol.limits import range_problem, stored_ttl
+    from protocol.limits import range_problem, stored_ttl, thread_problem
     from protocol.messages import NotificationReply, Tell
 
     try:
@@ -60,18 +69,20 @@ def tell(
         fail(InvalidRequestError(f"--ttl-days {ttl_days:g} is {problem}"), as_json)
     if max_budget_usd is not None and (problem := range_problem(Tell, "max_budget_usd", max_budget_usd)):
         fail(InvalidRequestError(f"--max-budget-usd {max_budget_usd:g} is {problem}"), as_json)
+    if problem := thread_problem(thread):
+        fail(InvalidRequestError(f"--thread: {problem}"), as_json)
     if message == "-":
         message = read_stdin()
     from_team = caller(from_team)
     if "," in team:
         from iris_cli.commands.fanout import tell_many
 
-        tell_many(team.split(","), message, from_team, timeout, as_json, max_budget_usd)
+        tell_many(team.split(","), message, from_team, timeout, as_json, max_budget_usd, thread)
         return
     if persist:
         request = Tell(
             to_team=team, message=message, from_team=from_team, persist=True, ttl_days=days,
-            max_budget_usd=max_budget_usd,
+            max_budget_usd=max_budget_usd, thread=thread,
         )
         stored = send(request, as_json)
         assert isinstance(stored, NotificationReply)
@@ -83,7 +94,8 @@ def tell(
 
             render.note(f"stored; it will be delivered to {team} (see 'iris notifications')", render.err)
         return
-    run_tell(team, message, from_team=from_team, timeout=timeout, max_budget_usd=max_budget_usd, as_json=as_json)
+    run_tell(team, message, from_team=from_team, timeout=timeout, max_budget_usd=max_budget_usd, as_json=as_json,
+             thread=thread)
 
 
 @app.command()

@@ -26,6 +26,7 @@ from protocol.limits import (
     ListLimit,
     MessageText,
     ResultWaitMs,
+    ThreadName,
     TimeoutMs,
     TtlDays,
     stored_ttl,
@@ -108,6 +109,7 @@ class TellBody(_In):
     persist: Annotated[bool, msgspec.Meta(description="Store durably, deliver later.")] = False
     ttl_days: TtlDays | None = None  # with persist; DEFAULT_TTL_DAYS if left out
     max_budget_usd: BudgetUsd | None = None
+    thread: ThreadName = ""  # the pair's conversation ("": its default one)
 
 
 class FromBody(_In):
@@ -239,6 +241,7 @@ ROUTES: tuple[ApiRoute, ...] = (
             persist=b.persist,
             ttl_days=stored_ttl(b.persist, b.ttl_days),
             max_budget_usd=b.max_budget_usd,
+            thread=b.thread,
         ),
         (TellReply, NotificationReply),
         "Tell a team; the answer (TellReply), or with persist a NotificationReply",

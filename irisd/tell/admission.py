@@ -289,6 +289,11 @@ def persist_problem(request: Tell) -> str:
         )
     if out_of_range := range_problem(Tell, "ttl_days", request.ttl_days):
         return f"a time to live of {request.ttl_days:g} days (ttl_days) is {out_of_range}"
+    if request.thread:
+        return (
+            f"a stored tell (persist) cannot go to a thread yet (thread {request.thread!r}); send it without "
+            "persist to continue that thread, or without the thread for the pair's default conversation"
+        )
     return ""
 
 

@@ -393,6 +393,7 @@ class TellService:
                     parent_pair=request.parent_pair,
                     listen=request.stream,
                     max_budget_usd=request.max_budget_usd,
+                    thread=request.thread,
                 )
                 reply = await self.reply(tell, waits if request.stream else None)
                 result = FanOutResult(to_team=team, status=reply.status, tell=reply.tell)

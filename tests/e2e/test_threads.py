@@ -1,0 +1,65 @@
+"""Threads with the real claude and the scripted model: each (from, to, thread) is a
+conversation of its own (the model's echo counts the turns it was sent), the default thread
+is the pair's conversation as before, and threads share maxProcesses and its LRU."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from harness import Iris
+from protocol.messages import GetStatus, ListSessions, Tell
+
+pytestmark = pytest.mark.claude
+
+
+def tell(iris: Iris, team: str, message: str, *args: str) -> dict[str, Any]:
+    result = iris.cli("tell", team, message, "--json", *args)
+    assert result.returncode == 0, result.stderr + iris.log()[-3000:]
+    answer: dict[str, Any] = json.loads(result.stdout)
+    return answer
+
+
+def test_two_threads_of_one_pair_keep_separate_conversations(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    first = tell(iris, "alpha", "default one")
+    auth = tell(iris, "alpha", "auth one", "--thread", "auth-refactor")
+    # A new conversation: the model sees its first turn, in a session of its own.
+    assert auth["text"] == "echo #1: auth one" and auth["new_session"] and auth["thread"] == "auth-refactor"
+    assert auth["session_id"] != first["session_id"]
+    docs = tell(iris, "alpha", "docs one", "--thread", "docs")
+    assert docs["text"] == "echo #1: docs one"
+    # Each continues its own conversation, the default thread its own as before.
+    assert tell(iris, "alpha", "auth two", "--thread", "auth-refactor")["text"] == "echo #2: auth two"
+    again = tell(iris, "alpha", "default two")
+    assert again["text"] == "echo #2: default two" and "thread" not in again
+    assert again["session_id"] == first["session_id"]
+    # The HTTP face's body and the socket take the thread too.
+    reply = iris.request(Tell(to_team="alpha", message="auth three", thread="auth-refactor"))
+    assert reply.tell.text == "echo #3: auth three" and reply.tell.session_id == auth["session_id"]
+
+    listing = iris.request(ListSessions(to_team="alpha")).sessions
+    assert sorted((s.thread, s.message_count) for s in listing) == [("", 2), ("auth-refactor", 3), ("docs", 1)]
+    table = iris.cli("sessions").stdout
+    assert "thread" in table and "auth-refactor" in table
+    report = iris.cli("report", "alpha").stdout
+    assert "external->alpha#auth-refactor" in report and "external->alpha#docs" in report
+    costs = json.loads(iris.cli("costs", "--by", "pair", "--json").stdout)
+    keys = {row["key"] for row in costs["rows"]}
+    assert {"external->alpha", "external->alpha#auth-refactor", "external->alpha#docs"} <= keys
+
+
+def test_threads_share_max_processes_and_the_evicted_thread_resumes(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.settings["maxProcesses"] = 2
+    iris.start()
+    tell(iris, "alpha", "one", "--thread", "a")
+    tell(iris, "alpha", "one", "--thread", "b")
+    tell(iris, "alpha", "one", "--thread", "c")  # the pool is full: thread a, least recently used, goes
+    processes = {p.thread: p for p in iris.request(GetStatus()).processes}
+    assert processes["a"].state == "stopped" and processes["b"].pid and processes["c"].pid
+    assert sum(p.pid is not None for p in processes.values()) == 2
+    assert tell(iris, "alpha", "two", "--thread", "a")["text"] == "echo #2: two"  # resumed after eviction
