@@ -87,6 +87,16 @@ def test_a_nested_tell_continues_its_callers_chain_one_hop_further() -> None:
     assert external == Admit(chain_id="c1", hops=1, path=("external", "alpha", "gamma"))
 
 
+def test_a_nested_tell_from_a_threads_claude_continues_that_threads_chain() -> None:
+    threaded = [
+        *CHAIN,
+        Snapshot(("alpha", "beta", "auth"), TellLink("t3", "alpha", "beta", "c3", 1, ("external", "alpha", "beta"))),
+    ]
+    decision = admit(tell("gamma", parent_pair="alpha->beta#auth"), facts(pairs=threaded))
+    assert decision == Admit(chain_id="c3", hops=2, path=("external", "alpha", "beta", "gamma"))
+    assert admit(tell("gamma", parent_pair="alpha->beta"), facts(pairs=threaded)).chain_id == "c1"  # not the thread's
+
+
 def test_a_nested_tell_whose_caller_already_ended_starts_a_chain() -> None:
     assert admit(tell("alpha", parent_pair="beta->gamma"), facts(pairs=CHAIN)) == Admit("", 0, ("alpha", "alpha"))
 
@@ -292,6 +302,9 @@ def test_a_persisted_tell_is_refused_a_max_budget_and_a_ttl_out_of_range() -> No
     assert persist_problem(Tell(to_team="beta", message="hi", persist=True, max_budget_usd=1.0)) == (
         "a stored tell (persist) cannot carry a max budget yet; send it without persist to give it one, "
         "or rely on settings.budget and the team's budget.dailyUsd"
+    )
+    assert persist_problem(Tell(to_team="beta", message="hi", persist=True, thread="auth")).startswith(
+        "a stored tell (persist) cannot go to a thread yet (thread 'auth')"
     )
     assert persist_problem(Tell(to_team="beta", message="hi", persist=True, ttl_days=0)).startswith(
         "a time to live of 0 days (ttl_days) is out of range"
