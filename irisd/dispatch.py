@@ -282,17 +282,17 @@ class Dispatcher:
         return TeamsReply(teams=self.team_infos())
 
     async def get_pair(self, request: GetPair) -> PairReply:
-        return PairReply(process=(await self.pair(request.from_team, request.to_team)).statistics())
+        return PairReply(process=(await self.pair(request.from_team, request.to_team, request.thread)).statistics())
 
     async def wake(self, request: Wake) -> PairReply:
-        pair = await self.pair(request.from_team, request.to_team)
+        pair = await self.pair(request.from_team, request.to_team, request.thread)
         message = f"{pair.label} is still starting (it may be waiting for a free process slot)"
         with trio.move_on_after(self.config.settings.session_init_timeout / 1000):
             message = await pair.wake()
         return PairReply(process=pair.statistics(), message=message)
 
     async def sleep(self, request: Sleep) -> PairReply:
-        pair = await self.pair(request.from_team, request.to_team)
+        pair = await self.pair(request.from_team, request.to_team, request.thread)
         message = await pair.sleep(force=request.force, reason="put to sleep on request")
         return PairReply(process=pair.statistics(), message=message)
 
@@ -683,16 +683,16 @@ class Dispatcher:
 
     # --- pairs and sessions ----------------------------------------------------------------
 
-    async def pair(self, from_team: str | None, to_team: str) -> Pair:
+    async def pair(self, from_team: str | None, to_team: str, thread: str = "") -> Pair:
         self.check_team(to_team)  # UnknownTeamError, with the known teams
         self._check_from(from_team)
-        return await self.supervisor.pair(from_team, to_team)  # refuses a remote team
+        return await self.supervisor.pair(from_team, to_team, thread)  # refuses a remote team
 
-    async def reset_session(self, from_team: str | None, to_team: str) -> SessionReply:
-        pair = await self.pair(from_team, to_team)
+    async def reset_session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionReply:
+        pair = await self.pair(from_team, to_team, thread)
         await pair.reset()
         for info in await self.sessions(to_team):
-            if info.from_team == from_team:
+            if info.from_team == from_team and info.thread == thread:
                 return SessionReply(session=info)
         raise NotFoundError(f"no session for {pair.label}")  # pragma: no cover - reset creates it
 
@@ -747,7 +747,7 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(ListSessions, lambda d, r, e: d.list_sessions(r.to_team, archived=r.archived)),
         _on(ArchiveSession, lambda d, r, e: d.archive_session(r.from_team, r.to_team)),
         _on(RestoreSession, lambda d, r, e: d.restore_session(r.from_team, r.to_team)),
-        _on(ResetSession, lambda d, r, e: d.reset_session(r.from_team, r.to_team)),
+        _on(ResetSession, lambda d, r, e: d.reset_session(r.from_team, r.to_team, r.thread)),
         _on(GetPair, lambda d, r, e: d.get_pair(r)),
         _on(Wake, lambda d, r, e: d.wake(r)),
         _on(Sleep, lambda d, r, e: d.sleep(r)),

@@ -468,20 +468,23 @@ class RestoreSession(_Message, tag="restore_session"):
 
 
 class ResetSession(_Message, tag="reset_session"):
-    """Start a fresh conversation for the pair (the child is stopped if idle)."""
+    """Start a fresh conversation for the pair's thread (the child is stopped if idle)."""
 
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""  # "": the pair's default conversation
 
 
 class GetPair(_Message, tag="get_pair"):
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""
 
 
 class Wake(_Message, tag="wake"):
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""
 
 
 class WakeAll(_Message, tag="wake_all"):
@@ -493,6 +496,7 @@ class Sleep(_Message, tag="sleep"):
     to_team: str
     from_team: str | None = None
     force: bool = False
+    thread: ThreadName = ""
 
 
 class Report(_Message, tag="report"):

@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from iris_cli.commands.common import FromOption, JsonOption, caller, fail, print_json, read_stdin, send
+from iris_cli.commands.common import (
+    FromOption,
+    JsonOption,
+    ThreadOption,
+    caller,
+    fail,
+    print_json,
+    read_stdin,
+    send,
+    thread_named,
+)
 from protocol.limits import DEFAULT_TTL_DAYS, MAX_TELL_BUDGET_USD, MAX_TTL_DAYS, MAX_WAIT_MS, MIN_WAIT_MS
 
 app = typer.Typer()
@@ -44,21 +54,13 @@ def tell(
             "the tell runs on a claude of its own, in the same conversation).",
         ),
     ] = None,
-    thread: Annotated[
-        str,
-        typer.Option(
-            "--thread",
-            metavar="NAME",
-            help="The conversation to continue (e.g. auth-refactor): each thread of a pair has its own claude "
-            "session; left out, the pair's default conversation.",
-        ),
-    ] = "",
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Tell TEAM something and print its answer. TEAM may be several: alpha,beta,gamma."""
     from iris_cli.tell_cmd import run_tell
     from protocol.errors import InvalidRequestError
-    from protocol.limits import range_problem, stored_ttl, thread_problem
+    from protocol.limits import range_problem, stored_ttl
     from protocol.messages import NotificationReply, Tell
 
     try:
@@ -69,8 +71,7 @@ def tell(
         fail(InvalidRequestError(f"--ttl-days {ttl_days:g} is {problem}"), as_json)
     if max_budget_usd is not None and (problem := range_problem(Tell, "max_budget_usd", max_budget_usd)):
         fail(InvalidRequestError(f"--max-budget-usd {max_budget_usd:g} is {problem}"), as_json)
-    if problem := thread_problem(thread):
-        fail(InvalidRequestError(f"--thread: {problem}"), as_json)
+    thread = thread_named(thread, as_json)
     if message == "-":
         message = read_stdin()
     from_team = caller(from_team)

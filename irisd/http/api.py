@@ -116,8 +116,14 @@ class FromBody(_In):
     from_team: FromTeam = None
 
 
-class SleepBody(_In):
+class PairBody(_In):
+    """A pair's process or conversation: the default one, or a thread's."""
+
     from_team: FromTeam = None
+    thread: ThreadName = ""
+
+
+class SleepBody(PairBody):
     force: bool = False
 
 
@@ -258,15 +264,15 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "POST",
         "/api/teams/{team}/wake",
-        lambda p, q, b: Wake(to_team=p["team"], from_team=b.from_team),
+        lambda p, q, b: Wake(to_team=p["team"], from_team=b.from_team, thread=b.thread),
         (PairReply,),
         "Start the pair's claude now",
-        body=FromBody,
+        body=PairBody,
     ),
     ApiRoute(
         "POST",
         "/api/teams/{team}/sleep",
-        lambda p, q, b: Sleep(to_team=p["team"], from_team=b.from_team, force=b.force),
+        lambda p, q, b: Sleep(to_team=p["team"], from_team=b.from_team, force=b.force, thread=b.thread),
         (PairReply,),
         "Stop the pair's claude (a busy one only with force)",
         body=SleepBody,
@@ -274,10 +280,10 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "POST",
         "/api/teams/{team}/session/reset",
-        lambda p, q, b: ResetSession(to_team=p["team"], from_team=b.from_team),
+        lambda p, q, b: ResetSession(to_team=p["team"], from_team=b.from_team, thread=b.thread),
         (SessionReply,),
         "Start a fresh conversation for the pair",
-        body=FromBody,
+        body=PairBody,
     ),
     ApiRoute(
         "POST",

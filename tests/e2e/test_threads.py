@@ -63,3 +63,22 @@ def test_threads_share_max_processes_and_the_evicted_thread_resumes(iris: Iris) 
     assert processes["a"].state == "stopped" and processes["b"].pid and processes["c"].pid
     assert sum(p.pid is not None for p in processes.values()) == 2
     assert tell(iris, "alpha", "two", "--thread", "a")["text"] == "echo #2: two"  # resumed after eviction
+
+
+def test_a_thread_sleeps_wakes_and_starts_anew_on_its_own(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.start()
+    default = tell(iris, "alpha", "one")
+    threaded = tell(iris, "alpha", "one", "--thread", "side")
+    slept = iris.cli("sleep", "alpha", "--thread", "side")
+    assert slept.returncode == 0, slept.stderr
+    processes = {p.thread: p for p in iris.request(GetStatus()).processes}
+    assert processes["side"].state == "stopped" and processes[""].state == "idle"  # the default thread slept on
+    reset = iris.cli_json("session", "reset", "external", "alpha", "--thread", "side")
+    assert reset["thread"] == "side" and reset["session_id"] != threaded["session_id"]
+    assert tell(iris, "alpha", "two", "--thread", "side")["text"] == "echo #1: two"  # a new conversation
+    again = tell(iris, "alpha", "two")
+    assert again["text"] == "echo #2: two" and again["session_id"] == default["session_id"]  # untouched
+    woken = iris.cli("wake", "alpha", "--thread", "other")
+    assert woken.returncode == 0, woken.stderr
+    assert {p.thread for p in iris.request(GetStatus()).processes} == {"", "side", "other"}

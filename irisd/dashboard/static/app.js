@@ -97,14 +97,17 @@ async function loadStatus() {
 async function loadSessions() {
   try {
     const [active, archived] = await Promise.all([api("GET", "/api/sessions"), api("GET", "/api/sessions?archived=true")]);
-    state.sessions = new Map([...active.sessions, ...archived.sessions].map((s) => [pairLabel(s.from_team, s.to_team), s]));
+    state.sessions = new Map([...active.sessions, ...archived.sessions].map((s) => [sessionKey(s), s]));
   } catch (err) {
     state.sessions = state.sessions || new Map();  // a reader may not list them: the pairs show without
   }
 }
 
+// A conversation of a pair: each thread has its own ("" the pair's default one).
+const sessionKey = (x) => `${pairLabel(x.from_team, x.to_team)}#${x.thread || ""}`;
+
 function sessionLine(p) {
-  const s = (state.sessions || new Map()).get(pairLabel(p.from_team, p.to_team));
+  const s = (state.sessions || new Map()).get(sessionKey(p));
   if (!s) return null;
   const parts = [];
   if (s.status && s.status !== "active") parts.push(s.status === "compact_pending" ? "compacting next" : s.status);
@@ -656,12 +659,12 @@ function pairState(p) {
 
 function pairRow(p) {
   const base = `/api/teams/${encodeURIComponent(p.to_team)}`;
-  const from = p.from_team ? { from_team: p.from_team } : {};
+  const from = { ...(p.from_team ? { from_team: p.from_team } : {}), ...(p.thread ? { thread: p.thread } : {}) };
   const current = p.current_tell ? state.tells.get(p.current_tell) : null;
-  return h("tr", { "data-pair": pairLabel(p.from_team, p.to_team) },
+  return h("tr", { "data-pair": pairLabel(p.from_team, p.to_team) + (p.thread ? ` #${p.thread}` : "") },
     // Two narrow lines a cell, so the card has room for every column and button at 1280 px:
     // the name over its session, the state over its process and queue.
-    h("td", {}, h("div", { class: "name" }, who(p.from_team)),
+    h("td", {}, h("div", { class: "name" }, who(p.from_team) + (p.thread ? ` #${p.thread}` : "")),
       p.session_id ? h("div", { class: "muted small id", title: p.session_id, "data-session": "" }, `session ${shortId(p.session_id)}`) : null),
     h("td", {}, pairState(p),
       h("div", { class: "muted small", "data-process": "" }, [p.pid ? `pid ${p.pid}` : "", p.queued ? `${p.queued} queued` : ""].filter(Boolean).join(" · ")),
@@ -781,6 +784,7 @@ function conversationView(id) {
     running && tell.phase && tell.phase.text ? ["waits for", tell.phase.text] : null,
     tell.cost_usd !== undefined && tell.cost_usd !== null ? ["cost", money(tell.cost_usd)] : null,
     tell.session_id ? ["session", tell.session_id] : null,
+    tell.thread ? ["thread", tell.thread] : null,
     tell.hops ? ["hops", String(tell.hops)] : null,
     tell.kind && tell.kind !== "tell" ? ["kind", tell.kind] : null,
   ].filter(Boolean);
