@@ -117,6 +117,7 @@ from protocol.messages import (
     Watch,
     Welcome,
 )
+from protocol.pairs import pair_label
 from protocol.transcript import steps
 
 RECENT_UNSOLICITED = 10  # turns no tell asked for, shown by status
@@ -489,31 +490,33 @@ class Dispatcher:
             )
         return found
 
-    async def archive_session(self, from_team: str | None, to_team: str) -> SessionReply:
-        """Archive the pair's conversation now (refused while it has work)."""
+    async def archive_session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionReply:
+        """Archive the conversation of the pair (or its thread) now (refused while it has work)."""
         self.check_team(to_team)
         self._check_from(from_team)
-        await self.archiver.archive((from_team, to_team, ""), time.time(), why="by hand ('iris session archive')")
-        return SessionReply(session=await self._session(from_team, to_team))
+        await self.archiver.archive((from_team, to_team, thread), time.time(), why="by hand ('iris session archive')")
+        return SessionReply(session=await self._session(from_team, to_team, thread))
 
-    async def restore_session(self, from_team: str | None, to_team: str) -> SessionReply:
+    async def restore_session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionReply:
         """Restore an archived conversation (a new one with settings.sessions.restore: fresh)."""
         self.check_team(to_team)
         self._check_from(from_team)
         fresh = self.config.settings.sessions.restore == "fresh"
-        restored = await self.archiver.restore((from_team, to_team, ""), time.time(), fresh=fresh,
+        restored = await self.archiver.restore((from_team, to_team, thread), time.time(), fresh=fresh,
                                                why="by hand ('iris session restore')")
         if restored is None:
-            label = f"{from_team or 'external'}->{to_team}"
+            label = pair_label(from_team, to_team, thread)
             raise InvalidRequestError(f"the conversation of {label} is not archived; 'iris sessions --archived' "
                                       "lists those that are")
-        return SessionReply(session=await self._session(from_team, to_team))
+        return SessionReply(session=await self._session(from_team, to_team, thread))
 
-    async def _session(self, from_team: str | None, to_team: str) -> SessionInfo:
+    async def _session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionInfo:
         for info in await self.sessions(to_team):
-            if info.from_team == from_team and not info.thread:
+            if info.from_team == from_team and info.thread == thread:
                 return info
-        raise NotFoundError(f"{from_team or 'external'}->{to_team} has no conversation yet; 'iris sessions' lists them")
+        raise NotFoundError(
+            f"{pair_label(from_team, to_team, thread)} has no conversation yet; 'iris sessions' lists them"
+        )
 
     async def report(
         self, to_team: str, from_team: str | None, all_callers: bool, limit: int
@@ -745,8 +748,8 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(ListTeams, lambda d, r, e: d.teams()),
         _on(GetStatus, lambda d, r, e: d.status()),
         _on(ListSessions, lambda d, r, e: d.list_sessions(r.to_team, archived=r.archived)),
-        _on(ArchiveSession, lambda d, r, e: d.archive_session(r.from_team, r.to_team)),
-        _on(RestoreSession, lambda d, r, e: d.restore_session(r.from_team, r.to_team)),
+        _on(ArchiveSession, lambda d, r, e: d.archive_session(r.from_team, r.to_team, r.thread)),
+        _on(RestoreSession, lambda d, r, e: d.restore_session(r.from_team, r.to_team, r.thread)),
         _on(ResetSession, lambda d, r, e: d.reset_session(r.from_team, r.to_team, r.thread)),
         _on(GetPair, lambda d, r, e: d.get_pair(r)),
         _on(Wake, lambda d, r, e: d.wake(r)),

@@ -457,6 +457,7 @@ class ArchiveSession(_Message, tag="archive_session"):
 
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""  # "": the pair's default conversation
 
 
 class RestoreSession(_Message, tag="restore_session"):
@@ -465,6 +466,7 @@ class RestoreSession(_Message, tag="restore_session"):
 
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""
 
 
 class ResetSession(_Message, tag="reset_session"):

@@ -133,34 +133,36 @@ def session_reset(
 def session_archive(
     from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
     to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Archive the pair FROM->TO now: its claude stops, its history stays; the next tell restores it."""
-    _archive_or_restore(from_team, to_team, as_json, restore=False)
+    _archive_or_restore(from_team, to_team, thread_named(thread, as_json), as_json, restore=False)
 
 
 @session_app.command("restore")
 def session_restore(
     from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
     to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Restore the archived pair FROM->TO (settings.sessions.restore: resume it, or start anew)."""
-    _archive_or_restore(from_team, to_team, as_json, restore=True)
+    _archive_or_restore(from_team, to_team, thread_named(thread, as_json), as_json, restore=True)
 
 
-def _archive_or_restore(from_team: str, to_team: str, as_json: bool, *, restore: bool) -> None:
+def _archive_or_restore(from_team: str, to_team: str, thread: str, as_json: bool, *, restore: bool) -> None:
     from iris_cli import render
     from iris_cli.text import pair_name
     from protocol.messages import ArchiveSession, RestoreSession, SessionReply
 
     kind = RestoreSession if restore else ArchiveSession
-    reply = send(kind(to_team=to_team, from_team=caller(from_team)), as_json)
+    reply = send(kind(to_team=to_team, from_team=caller(from_team), thread=thread), as_json)
     assert isinstance(reply, SessionReply)
     if as_json:
         print_json(reply.session)
         return
-    pair = pair_name(caller(from_team), to_team)
+    pair = pair_name(caller(from_team), to_team, thread)
     if restore:
         render.out.print(f"{pair} is active again (session {reply.session.session_id}); its next tell continues it")
     else:

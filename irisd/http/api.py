@@ -112,10 +112,6 @@ class TellBody(_In):
     thread: ThreadName = ""  # the pair's conversation ("": its default one)
 
 
-class FromBody(_In):
-    from_team: FromTeam = None
-
-
 class PairBody(_In):
     """A pair's process or conversation: the default one, or a thread's."""
 
@@ -288,18 +284,18 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "POST",
         "/api/teams/{team}/session/archive",
-        lambda p, q, b: ArchiveSession(to_team=p["team"], from_team=b.from_team),
+        lambda p, q, b: ArchiveSession(to_team=p["team"], from_team=b.from_team, thread=b.thread),
         (SessionReply,),
         "Archive the pair's conversation (its claude stops; the next tell restores it)",
-        body=FromBody,
+        body=PairBody,
     ),
     ApiRoute(
         "POST",
         "/api/teams/{team}/session/restore",
-        lambda p, q, b: RestoreSession(to_team=p["team"], from_team=b.from_team),
+        lambda p, q, b: RestoreSession(to_team=p["team"], from_team=b.from_team, thread=b.thread),
         (SessionReply,),
         "Restore an archived conversation",
-        body=FromBody,
+        body=PairBody,
     ),
     ApiRoute(
         "GET",

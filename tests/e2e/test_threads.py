@@ -82,3 +82,9 @@ def test_a_thread_sleeps_wakes_and_starts_anew_on_its_own(iris: Iris) -> None:
     woken = iris.cli("wake", "alpha", "--thread", "other")
     assert woken.returncode == 0, woken.stderr
     assert {p.thread for p in iris.request(GetStatus()).processes} == {"", "side", "other"}
+    archived = iris.cli_json("session", "archive", "external", "alpha", "--thread", "side")
+    assert (archived["thread"], archived["status"]) == ("side", "archived")
+    statuses = {s.thread: s.status for s in iris.request(ListSessions(to_team="alpha")).sessions}
+    assert statuses == {"": "active", "other": "active"}  # the archived one is listed with --archived only
+    # The thread's next tell restores it and goes on with its conversation.
+    assert tell(iris, "alpha", "three", "--thread", "side")["text"] == "echo #2: three"

@@ -73,6 +73,17 @@ def test_a_failed_pair_is_a_crash_loop_with_wake_as_its_fix() -> None:
     assert finding.fix == "iris doctor; then iris wake b --from a"
 
 
+def test_a_failed_thread_is_its_own_crash_loop_and_is_restarted_as_that_thread() -> None:
+    thread = PairFacts(from_team="a", to_team="b", state="failed", thread="auth")
+    default = PairFacts(from_team="a", to_team="b", state="idle")
+    facts = Facts(pairs=(default, thread), claude_version="1", claude_tested="1")
+    (finding,) = find(facts, LIMITS, 0.0)
+    assert (finding.subject, finding.fix) == ("a->b#auth", "iris doctor; then iris wake b --from a --thread auth")
+    rules = HealthRules(Limits(recover=True, recover_after_s=60))
+    rules.check(facts, 0.0)
+    assert rules.check(facts, 60.0)[1] == [RestartPair("a", "b", "pair a->b#auth: claude keeps failing to start", "auth")]
+
+
 @pytest.mark.parametrize(
     ("spent", "expected"),
     [(7.99, []), (8.0, [("budget", "warning", "web")]), (10.0, [("budget", "error", "web")])],
