@@ -81,7 +81,8 @@ def test_a_failed_thread_is_its_own_crash_loop_and_is_restarted_as_that_thread()
     assert (finding.subject, finding.fix) == ("a->b#auth", "iris doctor; then iris wake b --from a --thread auth")
     rules = HealthRules(Limits(recover=True, recover_after_s=60))
     rules.check(facts, 0.0)
-    assert rules.check(facts, 60.0)[1] == [RestartPair("a", "b", "pair a->b#auth: claude keeps failing to start", "auth")]
+    restart = RestartPair("a", "b", "pair a->b#auth: claude keeps failing to start", "auth")
+    assert rules.check(facts, 60.0)[1] == [restart]
 
 
 @pytest.mark.parametrize(
