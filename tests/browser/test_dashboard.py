@@ -151,6 +151,18 @@ def test_a_tell_from_the_cli_streams_in(page: Page, iris: Iris) -> None:
     assert page.evaluate("window.sameDocument") is True
 
 
+def test_a_threads_tell_and_process_show_their_thread(page: Page, iris: Iris) -> None:
+    told = iris.cli_json("tell", "backend", "in a thread", "--thread", "dash")
+    assert told["status"] == "completed" and told["thread"] == "dash", told
+    page.goto(f"{iris.http_url}/#/tells/{told['id']}")
+    facts = page.locator(f'.conversation[data-tell="{told["id"]}"] dl.facts')
+    expect(facts).to_contain_text("thread")
+    expect(facts.locator("dd", has_text="dash")).to_have_count(1)
+    page.goto(f"{iris.http_url}/#/teams")
+    row = page.locator('[data-team="backend"] [data-pair="you → backend #dash"]')
+    expect(row).to_contain_text("you #dash")  # a row of its own, beside the pair's default one
+
+
 def test_an_approval_appears_and_approve_runs_the_tool(page: Page, iris: Iris) -> None:
     page.goto(f"{iris.http_url}/#/teams")
     started = iris.cli_json("tell", "backend", WRITE, "--timeout", "-1")
