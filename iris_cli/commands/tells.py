@@ -120,7 +120,7 @@ def result(
     if as_json:
         print_json(tell_data(reply))
     else:
-        pair = pair_name(info.from_team, info.to_team)
+        pair = pair_name(info.from_team, info.to_team, info.thread)
         phase = f" · {describe(info.phase)}" if info.phase is not None else ""
         render.err.print(f"{pair} · {info.status}{phase} · {render.ago(info.created_at)}", style="dim")
         if info.phase is not None and (approval := awaited_approval(info.phase)) is not None:
