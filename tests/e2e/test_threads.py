@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness import Iris
-from protocol.messages import GetStatus, ListSessions, Tell
+from protocol.messages import GetStatus, ListSessions, Report, Tell
 
 pytestmark = pytest.mark.claude
 
@@ -88,3 +88,20 @@ def test_a_thread_sleeps_wakes_and_starts_anew_on_its_own(iris: Iris) -> None:
     assert statuses == {"": "active", "other": "active"}  # the archived one is listed with --archived only
     # The thread's next tell restores it and goes on with its conversation.
     assert tell(iris, "alpha", "three", "--thread", "side")["text"] == "echo #2: three"
+
+
+def test_a_threads_claude_asks_with_team_tell_in_a_thread_of_its_own_chain(iris: Iris) -> None:
+    iris.add_team("alpha")
+    iris.add_team("beta")
+    iris.start()
+    call = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "beta", "message": "ping", "thread": "design"})
+    answer = tell(iris, "alpha", call, "--thread", "plan")
+    assert answer["status"] == "completed" and "echo #1: ping" in answer["text"], answer
+    (asked,) = [t for t in iris.request(Report(to_team="beta", from_team="alpha")).tells if t.message == "ping"]
+    assert asked.thread == "design"
+    # Linked to the tell of alpha's thread that sent it (its claude's token names that thread).
+    assert (asked.chain_id, asked.hops) == (answer["id"], 1)
+    again = tell(iris, "alpha", call.replace("ping", "pong"), "--thread", "plan")
+    assert "echo #2: pong" in again["text"], again  # beta's design thread goes on
+    bad = tell(iris, "alpha", call.replace('"design"', '"no good"'), "--thread", "plan")
+    assert "thread" in bad["text"] and "e.g. auth-refactor" in bad["text"], bad  # the tool's error says why
