@@ -32,7 +32,7 @@ import msgspec
 
 from protocol import a2a
 from protocol.errors import IrisError
-from protocol.limits import thread_problem
+from protocol.limits import THREAD_RULE, thread_problem
 from protocol.messages import QuestionInfo, TeamInfo, TellInfo
 
 # Media types a message part may carry: claude reads text, so text and JSON are passed
@@ -90,11 +90,11 @@ def thread_of(context_id: str, from_team: str | None, to_team: str) -> str:
     else the contextId itself, if it can be a thread name (InvalidParams if it cannot)."""
     if not context_id or context_id == context_of(from_team, to_team):
         return ""
-    if problem := thread_problem(context_id):
+    if thread_problem(context_id):
         raise A2AError(
             a2a.INVALID_PARAMS,
             f"contextId {context_id!r} cannot name a conversation here: a contextId of your own is a thread "
-            f"name ({problem.split(': ', 1)[1]}); send one such as a UUID to open a conversation of its own, "
+            f"name ({THREAD_RULE}); send one such as a UUID to open a conversation of its own, "
             f"{context_of(from_team, to_team)!r} (or none) for your default one with {to_team}",
             contextId=context_id,
         )
