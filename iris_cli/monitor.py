@@ -225,9 +225,11 @@ def _tells(state: MonitorState, width: int, room: int) -> list[RenderableType]:
 def _approval(a: ApprovalInfo, width: int) -> RenderableType:
     """Three lines: who wants what, the request itself (its first line), how to decide."""
     first_line = tool_input(a.tool_name, a.input).splitlines()[0] if a.input else ""
+    who = f" {pair_name(a.from_team, a.to_team)} wants "
+    if a.kind == "agent":  # an action iris-agent proposes: what it will do
+        who, first_line = " iris-agent proposes ", a.summary
     return Group(
-        Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
-                      f" ({ago(a.created_at)})"),
+        Text.assemble((a.id[:10], "bold"), who, (a.tool_name, "bold"), f" ({ago(a.created_at)})"),
         Text(short(first_line, width - 2) if len(first_line) > width - 2 else first_line),
         Text(decide_line(a.id), style="magenta"),
     )

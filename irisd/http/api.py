@@ -32,6 +32,8 @@ from protocol.limits import (
     stored_ttl,
 )
 from protocol.messages import (
+    AgentStats,
+    AgentStatsReply,
     AnswerQuestion,
     AnswerReply,
     ApprovalReply,
@@ -76,6 +78,8 @@ from protocol.messages import (
     RulesReply,
     SessionReply,
     SessionsReply,
+    SessionStats,
+    SessionStatsReply,
     Sleep,
     StatusReply,
     TeamsReply,
@@ -155,6 +159,10 @@ class CostsQuery(_In):
     team: str | None = None
 
 
+class SinceQuery(_In):
+    since: Annotated[float, msgspec.Meta(description="Unix time; 0 for all.")] = 0.0
+
+
 class FromQuery(_In):
     from_team: FromTeam = None
 
@@ -186,6 +194,11 @@ class TeamQuery(_In):
 class SessionsQuery(_In):
     team: str | None = None
     archived: Annotated[bool, msgspec.Meta(description="Only the archived conversations.")] = False
+
+
+class StatsQuery(_In):
+    team: Annotated[str | None, msgspec.Meta(description="Only the pairs to or from this team.")] = None
+    since: Annotated[float, msgspec.Meta(description="Unix time; 0 for all.")] = 0.0
 
 
 class EventsQuery(_In):
@@ -397,6 +410,14 @@ ROUTES: tuple[ApiRoute, ...] = (
         query=CostsQuery,
     ),
     ApiRoute(
+        "GET",
+        "/api/agent/stats",
+        lambda p, q, b: AgentStats(since=q.since),
+        (AgentStatsReply,),
+        "iris-agent's work: questions detected, its classifications and their fate, its actions, its cost",
+        query=SinceQuery,
+    ),
+    ApiRoute(
         "POST",
         "/api/ask",
         lambda p, q, b: Ask(question=b.question, new_session=b.new_session),
@@ -420,6 +441,15 @@ ROUTES: tuple[ApiRoute, ...] = (
         (SessionsReply,),
         "The pairs' conversations: how full each is, its compactions (archived: only the archived ones)",
         query=SessionsQuery,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/sessions/stats",
+        lambda p, q, b: SessionStats(team=q.team, since=q.since),
+        (SessionStatsReply,),
+        "Each pair's figures (tells, tokens, cost, first and last use, compactions, mean and p95 tell time), "
+        "the most active first, and its tells and cost per day",
+        query=StatsQuery,
     ),
 )
 

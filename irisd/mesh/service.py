@@ -13,9 +13,7 @@ changes ``settings.mesh`` reconnects with the new settings.
 from __future__ import annotations
 
 import logging
-import time
 
-import apsw
 import nats.errors
 import trio
 import trio.lowlevel
@@ -24,12 +22,14 @@ from nats.aio.msg import Msg
 from iris_common.config import IrisConfig, Team
 from iris_common.mesh import Mesh
 from irisd import __version__
+from irisd.caller import Dispatch
+from irisd.events import EventHub
 from irisd.mesh import records
 from irisd.mesh.bridge import Bridge, open_bridge
 from irisd.mesh.directory import Directory
 from irisd.mesh.engine import REPLIES, Link, MeshError, durable_consumer, open_link
 from irisd.mesh.executor import KIND, Delivery, MeshExecutor, Route
-from irisd.mesh.home import Dispatch, Home
+from irisd.mesh.home import Home
 from irisd.mesh.wire import (
     ENCODER,
     FINAL,
@@ -46,7 +46,8 @@ from irisd.mesh.wire import (
 from irisd.pool.remote import RemoteTeams, RemoteTell, TellReport
 from irisd.store import tells
 from irisd.store.facade import Store
-from protocol.messages import UNFINISHED_TELL_STATUSES
+from irisd.tell.active import OnEnd, end_late
+from protocol.messages import FINAL_TELL_STATUSES, UNFINISHED_TELL_STATUSES
 
 log = logging.getLogger("irisd.mesh")
 
@@ -57,9 +58,20 @@ HANDLED_WAIT_S = 10.0  # a running tell saves a final result in this time, or it
 
 
 class MeshService:
-    def __init__(self, *, config: IrisConfig, store: Store, remote_teams: RemoteTeams, dispatch: Dispatch) -> None:
+    def __init__(
+        self,
+        *,
+        config: IrisConfig,
+        store: Store,
+        remote_teams: RemoteTeams,
+        dispatch: Dispatch,
+        hub: EventHub | None = None,
+        on_end: OnEnd | None = None,
+    ) -> None:
         self.config = config
         self.store = store
+        self.hub = hub  # a late result's state reaches watchers, like every tell's end
+        self.on_end = on_end  # and its end hook (pending questions): irisd/tell/active.py
         self.remote_teams = remote_teams
         self.dispatch = dispatch
         self.routes: dict[str, Route] = {}
@@ -307,23 +319,16 @@ class MeshService:
                 await delivery.handled.wait()
             if delivery.handled.is_set():
                 return
-        await self.store.call(save_late_final, final, time.time())
-
-
-def save_late_final(db: apsw.Connection, final: FinalMsg, now: float) -> None:
-    """A result for a tell no executor follows any more (this irisd restarted in
-    between, so it was recorded ``interrupted``): the home's answer replaces that."""
-    info = tells.get(db, final.id)
-    if info is None:
-        return
-    if info.status not in UNFINISHED_TELL_STATUSES and info.status != "interrupted":
-        return
-    info.status, info.text, info.error = final.status, final.text, final.error
-    info.cost_usd = final.cost_usd
-    info.finished_at = info.finished_at or now
-    info.phase = None
-    tells.update(db, info)
-
+        info = await self.store.call(tells.get, final.id)
+        # Only a tell no actor ended yet, or one this irisd's restart recorded interrupted.
+        if info is None or (info.status not in UNFINISHED_TELL_STATUSES and info.status != "interrupted"):
+            return
+        if final.status not in FINAL_TELL_STATUSES:
+            log.warning("mesh: dropped a final result that is not final", extra={"tell": final.id,
+                                                                                  "status": final.status})
+            return
+        await end_late(self.store, info, final.status, final.text, final.error, final.cost_usd, hub=self.hub,
+                       on_end=self.on_end)
 
 
 async def _close(link: Link) -> None:

@@ -75,6 +75,13 @@ class NoticeGate:
 
 def of_approval(approval: ApprovalInfo) -> Notice:
     pair = f"{approval.from_team or 'external'}->{approval.to_team}"
+    if approval.kind == "agent":  # an action iris-agent proposes
+        return Notice(
+            kind="approval", id=approval.id, team=approval.to_team,
+            title=f"iris-agent proposes to {approval.tool_name.removeprefix('team_')} {approval.to_team}",
+            message=f"iris-agent proposes to {approval.summary}",
+            command=f"iris approve {approval.id}  (or: iris deny {approval.id})",
+        )
     return Notice(
         kind="approval", id=approval.id, team=approval.to_team,
         title=f"{approval.to_team} asks to use {approval.tool_name}",

@@ -1,7 +1,7 @@
 """Queries on ``sessions``: one persistent claude conversation per (from_team, to_team, thread).
 
 Every query takes the thread as a keyword: "" (the default) is the pair's default thread,
-its one conversation from before threads (schema 11)."""
+its one conversation from before threads (schema 12)."""
 
 from __future__ import annotations
 
@@ -100,13 +100,14 @@ def get_or_create(
 
 
 def replace_session_id(
-    db: apsw.Connection, from_team: str | None, to_team: str, now: float, *, thread: str = ""
+    db: apsw.Connection, from_team: str | None, to_team: str, now: float, session_id: str = "", *, thread: str = ""
 ) -> SessionRow:
-    """Start a new conversation for the thread (the old one is gone or was reset)."""
+    """Start a new conversation for the thread (the old one is gone or was reset), under
+    ``session_id`` (a spare claude's, started with it) or a new one."""
     db.execute(
         "UPDATE sessions SET session_id = ?, created_at = ?, last_used_at = ?, message_count = 0, "
         f"context_tokens = NULL, files_deleted_at = NULL WHERE {_PAIR}",
-        (str(uuid.uuid4()), now, now, stored_team(from_team), to_team, thread),
+        (session_id or str(uuid.uuid4()), now, now, stored_team(from_team), to_team, thread),
     )
     row = get(db, from_team, to_team, thread=thread)
     assert row is not None

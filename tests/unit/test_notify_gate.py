@@ -48,6 +48,13 @@ def test_notices_name_kind_id_team_and_the_deciding_command() -> None:
     assert (said.kind, said.id, said.team, said.command) == ("approval", "ap1", "web",
                                                              "iris approve ap1  (or: iris deny ap1)")
     assert said.message == "external->web wants to run Bash: rm -rf build"
+    proposed = of_approval(ApprovalInfo(
+        id="ag-1", from_team="iris-agent", to_team="web", tell_id="", tool_name="team_wake", input={},
+        status="pending", created_at=0, expires_at=1, kind="agent", summary="wake external->web",
+    ))
+    assert proposed.title == "iris-agent proposes to wake web"
+    assert proposed.message == "iris-agent proposes to wake external->web"
+    assert proposed.command == "iris approve ag-1  (or: iris deny ag-1)"
     question = QuestionInfo(id="q1", from_team="a", to_team="web", session_id="s", tell_id="t",
                             question="Which port?", context="", confidence=1, status="pending", created_at=0,
                             expires_at=1)
