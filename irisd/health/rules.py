@@ -334,7 +334,8 @@ class HealthRules:
         self.first_seen = {key: at for key, at in self.first_seen.items() if key in seen}
         for f in found:
             self.first_seen.setdefault(f.key, f.since or now)
-        working = {pair_label(p.from_team, p.to_team) for p in facts.pairs if p.state in ("idle", "processing")}
+        working = {pair_label(p.from_team, p.to_team, p.thread) for p in facts.pairs
+                   if p.state in ("idle", "processing")}
         for key in [k for k in self._restarts if k in working]:
             del self._restarts[key]  # it started: a later loop begins the backoff anew
         self._cancelled &= {f.subject for f in found if f.kind == "stuck_tell"}

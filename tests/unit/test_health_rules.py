@@ -85,6 +85,20 @@ def test_a_failed_thread_is_its_own_crash_loop_and_is_restarted_as_that_thread()
     assert rules.check(facts, 60.0)[1] == [restart]
 
 
+def test_a_working_thread_does_not_reset_another_threads_backoff() -> None:
+    """The backoff is per thread: the pair's default thread running well says nothing of
+    a failing thread of the pair, and the other way round."""
+    rules = HealthRules(Limits(recover=True, recover_after_s=60))
+    thread_ok = PairFacts(from_team="a", to_team="b", state="idle", thread="auth")
+    failed = Facts(pairs=(PairFacts(from_team="a", to_team="b", state="failed"), thread_ok),
+                   claude_version="1", claude_tested="1")
+    rules.check(failed, 0.0)
+    assert len(rules.check(failed, 60.0)[1]) == 1
+    rules.check(failed, 61.0)
+    assert rules.next_restart_at("a->b") == 180.0  # twice as long, though a->b#auth is idle throughout
+    assert rules.check(failed, 120.0)[1] == []
+
+
 @pytest.mark.parametrize(
     ("spent", "expected"),
     [(7.99, []), (8.0, [("budget", "warning", "web")]), (10.0, [("budget", "error", "web")])],
