@@ -50,6 +50,16 @@ def test_two_threads_of_one_pair_keep_separate_conversations(iris: Iris) -> None
     costs = json.loads(iris.cli("costs", "--by", "pair", "--json").stdout)
     keys = {row["key"] for row in costs["rows"]}
     assert {"external->alpha", "external->alpha#auth-refactor", "external->alpha#docs"} <= keys
+    # Session analytics (issue 31.4): a row per pair and thread, the default thread the pair's.
+    stats = json.loads(iris.cli("sessions", "--stats", "--json").stdout)
+    rows = {(p.get("from_team"), p["to_team"], p.get("thread", "")): p for p in stats["pairs"]}
+    assert {key: (p["tells"], p["messages"]) for key, p in rows.items()} == {
+        (None, "alpha", ""): (2, 2), (None, "alpha", "auth-refactor"): (3, 3), (None, "alpha", "docs"): (1, 1)}
+    per_thread: dict[str, int] = {}
+    for day in stats["days"]:
+        per_thread[day.get("thread", "")] = per_thread.get(day.get("thread", ""), 0) + day["tells"]
+    assert per_thread == {"": 2, "auth-refactor": 3, "docs": 1}
+    assert "external->alpha#auth-refactor" in iris.cli("sessions", "--stats").stdout
 
 
 def test_threads_share_max_processes_and_the_evicted_thread_resumes(iris: Iris) -> None:
