@@ -58,7 +58,7 @@ STATE_COLORS = {"failed": "red", "processing": "yellow", "idle": "green", "spawn
 STATUS_COLORS = {"running": "yellow", "awaiting_approval": "magenta", "completed": "green",
                  "failed": "red", "timed_out": "red", "interrupted": "red", "queued": "cyan"}
 
-PairKey = tuple[str | None, str]
+PairKey = tuple[str | None, str, str]  # (from, to, thread): each thread's process is its own
 
 
 @dataclass
@@ -86,7 +86,9 @@ class MonitorState:
 
     def apply_status(self, reply: StatusReply) -> None:
         self.status = reply
-        self.processes = {(p.from_team, p.to_team): p for p in reply.processes if self._shows(p.from_team, p.to_team)}
+        self.processes = {
+            (p.from_team, p.to_team, p.thread): p for p in reply.processes if self._shows(p.from_team, p.to_team)
+        }
         for turn in reversed(reply.unsolicited):  # oldest first, like the events
             if self._shows(turn.from_team, turn.to_team):
                 self.unsolicited.setdefault(turn.id, turn)
@@ -123,7 +125,7 @@ class MonitorState:
                 self.unsolicited = dict(list(self.unsolicited.items())[-TELLS_SHOWN:])
                 return True
             case ProcessEvent(process):
-                self.processes[(process.from_team, process.to_team)] = process
+                self.processes[(process.from_team, process.to_team, process.thread)] = process
         return False
 
     def _tell(self, tell_id: str) -> TellView:
@@ -184,7 +186,7 @@ def _pairs(state: MonitorState, width: int) -> RenderableType:
     rows = []
     for p in sorted(shown, key=lambda p: (p.to_team, p.from_team or "")):
         why = " (unsolicited turn)" if p.unsolicited else f" ({p.reason})" if p.reason else ""
-        rows.append((pair_name(p.from_team, p.to_team), Cell(p.state + why, STATE_COLORS.get(p.state, "")),
+        rows.append((pair_name(p.from_team, p.to_team, p.thread), Cell(p.state + why, STATE_COLORS.get(p.state, "")),
                      str(p.pid or "-"), str(p.queued), ago(p.last_used_at)))
     columns = (Column("pair"), Column("state", free=True), Column("pid"), Column("queued"), Column("last used"))
     return Text("\n").join(Text.from_ansi(line) for line in draw(Table(columns, rows), width=width, color=True))

@@ -49,7 +49,7 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
     for p in items:
         state_color = {"failed": "red", "processing": "yellow", "idle": "green"}.get(p.state, "")
         rows.append((
-            Cell(pair_name(p.from_team, p.to_team)),
+            Cell(pair_name(p.from_team, p.to_team, p.thread)),
             Cell(p.state + ("*" if p.reason else ""), state_color),
             *([Cell(host_of(p))] if remote else []),
             Cell(str(p.pid or "-")),
@@ -65,7 +65,7 @@ def process_lines(items: list[ProcessInfo], *, width: int, color: bool) -> list[
     drawn = draw(Table([Column(h) for h in headers], rows), width=width, color=color)
     if any(p.reason for p in items):
         drawn.append(paint("* why:", "dim", color))
-        drawn += [paint(f"  {pair_name(p.from_team, p.to_team)}: {clean(p.reason)}", "dim", color)
+        drawn += [paint(f"  {pair_name(p.from_team, p.to_team, p.thread)}: {clean(p.reason)}", "dim", color)
                   for p in items if p.reason]
     return drawn
 

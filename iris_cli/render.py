@@ -96,15 +96,18 @@ def sessions(items: list[SessionInfo], *, archived: bool = False) -> None:
                   "no sessions yet; the first tell of a pair creates its session")
         return
     rows = []
+    threads = any(s.thread for s in items)  # a thread column once a pair has one: the default thread shows "-"
     for s in items:
         lost = not s.transcript_exists and s.message_count > 0
         state = s.process_state + ("*" if lost else "") + (f" ({s.status})" if s.status != "active" else "")
-        rows.append((pair_name(s.from_team, s.to_team), s.session_id, str(s.message_count), session_words.fill(s),
-                     ago(s.last_used_at), state))
-    show(Table([Column(h) for h in ("pair", "session", "turns", "full", "last used", "state")], rows))
+        thread = (s.thread or "-",) if threads else ()
+        rows.append((pair_name(s.from_team, s.to_team), *thread, s.session_id, str(s.message_count),
+                     session_words.fill(s), ago(s.last_used_at), state))
+    headers = ("pair", *(("thread",) if threads else ()), "session", "turns", "full", "last used", "state")
+    show(Table([Column(h) for h in headers], rows))
     for s in items:  # the figures behind "full", and the compactions, below the table
         if s.context_tokens is not None or s.compactions:
-            note(f"{pair_name(s.from_team, s.to_team)}: context {session_words.context(s)}; "
+            note(f"{pair_name(s.from_team, s.to_team, s.thread)}: context {session_words.context(s)}; "
                  f"compactions {session_words.compactions(s)}")
     if any(not s.transcript_exists and s.message_count > 0 for s in items):
         note("* claude no longer has this conversation's transcript: the next tell starts a new one")
@@ -118,8 +121,8 @@ def session_stats(items: list[PairStats], *, since: float = 0.0) -> None:
     headers = ("pair", "tells", "msgs", "cost", "input", "output", "first used", "last used", "lifetime",
                "compactions", "mean", "p95")
     rows = [
-        (pair_name(s.from_team, s.to_team), str(s.tells), str(s.messages), usd(s.cost_usd), f"{s.input_tokens:,}",
-         f"{s.output_tokens:,}", ago(s.first_used_at), ago(s.last_used_at),
+        (pair_name(s.from_team, s.to_team, s.thread), str(s.tells), str(s.messages), usd(s.cost_usd),
+         f"{s.input_tokens:,}", f"{s.output_tokens:,}", ago(s.first_used_at), ago(s.last_used_at),
          _span(s.lifetime_s) if s.first_used_at is not None else "-", str(s.compactions),
          _seconds(s.mean_tell_ms / 1000) if s.tells else "-", _seconds(s.p95_tell_ms / 1000) if s.tells else "-")
         for s in items
@@ -159,7 +162,7 @@ def report(items: list[TellInfo]) -> None:
         out.print("no tells yet")
         return
     rows = [
-        (t.id, pair_name(t.from_team, t.to_team), t.status, ago(t.created_at), duration(t),
+        (t.id, pair_name(t.from_team, t.to_team, t.thread), t.status, ago(t.created_at), duration(t),
          usd(t.cost_usd) if t.cost_usd is not None else "-")
         for t in items
     ]

@@ -8,7 +8,8 @@ import sys
 
 
 def run_tell(
-    team: str, message: str, *, from_team: str | None, timeout: int, max_budget_usd: float | None, as_json: bool
+    team: str, message: str, *, from_team: str | None, timeout: int, max_budget_usd: float | None, as_json: bool,
+    thread: str = "",
 ) -> None:
     """Send the tell, stream its answer, print the outcome; exits non-zero unless it completed
     (or is still running by the caller's choice)."""
@@ -22,7 +23,7 @@ def run_tell(
     # waits for (the status line on a terminal, an approval's commands everywhere).
     request = Tell(
         to_team=team, message=message, from_team=from_team, timeout_ms=timeout, stream=True,
-        max_budget_usd=max_budget_usd,
+        max_budget_usd=max_budget_usd, thread=thread,
     )
     watcher = TellWatcher(
         stream_text=not as_json and sys.stdout.isatty() and timeout != -1,

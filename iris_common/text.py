@@ -7,10 +7,12 @@ from typing import Any
 import msgspec
 
 from protocol.messages import TellReply
+from protocol.pairs import pair_label
 
 
-def pair_name(from_team: str | None, to_team: str) -> str:
-    return f"{from_team or 'external'}->{to_team}"  # as irisd writes it (and the wire's parent_pair)
+def pair_name(from_team: str | None, to_team: str, thread: str = "") -> str:
+    """As irisd writes it (and the wire's parent_pair): ``from->to``, ``from->to#thread``."""
+    return pair_label(from_team, to_team, thread)
 
 
 def short(text: str, limit: int) -> str:

@@ -142,7 +142,7 @@ def render_cancelled(reply: TellReply) -> ToolOutput:
 
 
 def render_process(process: ProcessInfo, message: str = "") -> str:
-    pair = pair_name(process.from_team, process.to_team)
+    pair = pair_name(process.from_team, process.to_team, process.thread)
     awake = "awake" if process.state not in ("stopped", "failed") else "asleep"
     details: list[str] = [process.state]
     if process.pid is not None:
@@ -359,7 +359,7 @@ def render_reply(reply: Reply) -> ToolOutput:
             return render_status(reply)
         case SessionsReply(sessions):
             lines = [
-                f"- {pair_name(s.from_team, s.to_team)}: session {s.session_id}, {s.message_count} turns, "
+                f"- {pair_name(s.from_team, s.to_team, s.thread)}: session {s.session_id}, {s.message_count} turns, "
                 f"{s.process_state}, cost {usd(s.cost_usd)}, context {session_words.context(s)}, "
                 f"compactions {session_words.compactions(s)}" + (f", {s.status}" if s.status != "active" else "")
                 for s in sessions

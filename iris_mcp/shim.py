@@ -223,6 +223,7 @@ class Shim:
                 ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
                 parent_pair=self.parent_pair,
                 max_budget_usd=args.max_budget_usd,
+                thread=args.thread,
             )
             output = await self.run_tell(request, progress, TellWatch(request.to_team), can_ask=can_ask)
         output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
@@ -244,6 +245,7 @@ class Shim:
             stream=report is not None,  # its events are progress, for a client that wants it
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
+            thread=args.thread,
         )
         answered = itertools.count(1)
 

@@ -22,6 +22,7 @@ from protocol.limits import (
     MIN_WAIT_MS,
     BudgetUsd,
     MessageText,
+    ThreadName,
     TimeoutMs,
     TtlDays,
     explain,
@@ -87,6 +88,7 @@ class TellArgs(_Args):
     ] = False
     ttl_days: TtlDays | None = None  # with persist; DEFAULT_TTL_DAYS if left out
     max_budget_usd: BudgetUsd | None = None
+    thread: ThreadName = ""  # another conversation with the team, e.g. "auth-refactor"
 
 
 class IsAwakeArgs(_Args):

@@ -41,6 +41,7 @@ from irisd.store.facade import Store
 from irisd.tell.service import TellService, end_previous_run
 from irisd.tokens import Access
 from protocol.errors import ConfigError
+from protocol.pairs import pair_label
 
 log = logging.getLogger("irisd")
 
@@ -235,7 +236,7 @@ async def report_lost_sessions(config: IrisConfig, paths: IrisPaths, store: Stor
         if transcript is not None and not exists:
             log.warning(
                 "session transcript is gone; the next tell starts a new conversation",
-                extra={"pair": f"{row.from_team or 'external'}->{row.to_team}", "session_id": row.session_id,
+                extra={"pair": pair_label(*row.key), "session_id": row.session_id,
                        "expected": str(transcript)},
             )
 

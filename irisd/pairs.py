@@ -30,6 +30,7 @@ from protocol.messages import (
     Wake,
     WakeAll,
 )
+from protocol.pairs import pair_label
 
 
 class Pairs:
@@ -42,23 +43,23 @@ class Pairs:
         self.supervisor = supervisor
         self.archiver = archiver
 
-    async def pair(self, from_team: str | None, to_team: str) -> Pair:
+    async def pair(self, from_team: str | None, to_team: str, thread: str = "") -> Pair:
         self.current.check_team(to_team)  # UnknownTeamError, with the known teams
         self.current.check_from(from_team)
-        return await self.supervisor.pair(from_team, to_team)  # refuses a remote team
+        return await self.supervisor.pair(from_team, to_team, thread)  # refuses a remote team
 
-    async def get(self, from_team: str | None, to_team: str) -> PairReply:
-        return PairReply(process=(await self.pair(from_team, to_team)).statistics())
+    async def get(self, from_team: str | None, to_team: str, thread: str = "") -> PairReply:
+        return PairReply(process=(await self.pair(from_team, to_team, thread)).statistics())
 
     async def wake(self, request: Wake) -> PairReply:
-        pair = await self.pair(request.from_team, request.to_team)
+        pair = await self.pair(request.from_team, request.to_team, request.thread)
         message = f"{pair.label} is still starting (it may be waiting for a free process slot)"
         with trio.move_on_after(self.current.config.settings.session_init_timeout / 1000):
             message = await pair.wake()
         return PairReply(process=pair.statistics(), message=message)
 
     async def sleep(self, request: Sleep) -> PairReply:
-        pair = await self.pair(request.from_team, request.to_team)
+        pair = await self.pair(request.from_team, request.to_team, request.thread)
         message = await pair.sleep(force=request.force, reason="put to sleep on request")
         return PairReply(process=pair.statistics(), message=message)
 
@@ -102,48 +103,50 @@ class Pairs:
         remote = {name for name, team in config.teams.items() if team.host}
         found = []
         for row, transcript in zip(found_rows, await trio.to_thread.run_sync(existing, files), strict=True):
-            live = self.supervisor.snapshot((row.from_team, row.to_team))
+            live = self.supervisor.snapshot(row.key)
             found.append(
                 msgspec.structs.replace(
                     sessions.info(row),
                     process_state=live.process.state if live else "stopped",
                     # A remote team's transcript is on its host: checked there when it resumes.
                     transcript_exists=transcript or row.to_team in remote,
-                    cost_usd=costs.get((row.from_team, row.to_team), 0.0),
+                    cost_usd=costs.get(row.key, 0.0),
                 )
             )
         return found
 
-    async def archive_session(self, from_team: str | None, to_team: str) -> SessionReply:
-        """Archive the pair's conversation now (refused while it has work)."""
+    async def archive_session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionReply:
+        """Archive the conversation of the pair (or its thread) now (refused while it has work)."""
         self.current.check_team(to_team)
         self.current.check_from(from_team)
-        await self.archiver.archive((from_team, to_team), time.time(), why="by hand ('iris session archive')")
-        return SessionReply(session=await self._session(from_team, to_team))
+        await self.archiver.archive((from_team, to_team, thread), time.time(), why="by hand ('iris session archive')")
+        return SessionReply(session=await self._session(from_team, to_team, thread))
 
-    async def restore_session(self, from_team: str | None, to_team: str) -> SessionReply:
+    async def restore_session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionReply:
         """Restore an archived conversation (a new one with settings.sessions.restore: fresh)."""
         self.current.check_team(to_team)
         self.current.check_from(from_team)
         fresh = self.current.config.settings.sessions.restore == "fresh"
-        restored = await self.archiver.restore((from_team, to_team), time.time(), fresh=fresh,
+        restored = await self.archiver.restore((from_team, to_team, thread), time.time(), fresh=fresh,
                                                why="by hand ('iris session restore')")
         if restored is None:
-            label = f"{from_team or 'external'}->{to_team}"
+            label = pair_label(from_team, to_team, thread)
             raise InvalidRequestError(f"the conversation of {label} is not archived; 'iris sessions --archived' "
                                       "lists those that are")
-        return SessionReply(session=await self._session(from_team, to_team))
+        return SessionReply(session=await self._session(from_team, to_team, thread))
 
-    async def reset_session(self, from_team: str | None, to_team: str) -> SessionReply:
-        pair = await self.pair(from_team, to_team)
+    async def reset_session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionReply:
+        pair = await self.pair(from_team, to_team, thread)
         await pair.reset()
         for info in await self.sessions(to_team):
-            if info.from_team == from_team:
+            if info.from_team == from_team and info.thread == thread:
                 return SessionReply(session=info)
         raise NotFoundError(f"no session for {pair.label}")  # pragma: no cover - reset creates it
 
-    async def _session(self, from_team: str | None, to_team: str) -> SessionInfo:
+    async def _session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionInfo:
         for info in await self.sessions(to_team):
-            if info.from_team == from_team:
+            if info.from_team == from_team and info.thread == thread:
                 return info
-        raise NotFoundError(f"{from_team or 'external'}->{to_team} has no conversation yet; 'iris sessions' lists them")
+        raise NotFoundError(
+            f"{pair_label(from_team, to_team, thread)} has no conversation yet; 'iris sessions' lists them"
+        )

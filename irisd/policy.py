@@ -17,7 +17,8 @@ the team that answers it (``to_team``) and its chain. The rules, by kind of call
 * a **child** (team T's claude serving the pair F->T) sees and cancels the tells its
   team sent (``from_team == T``), the tells of its own pair (F->T: what it is asked),
   and the tells of the chain its pair is serving now (``chains``: the nested tells
-  further down); the same for events, questions, approvals, notifications;
+  further down); the same for events, questions, approvals, notifications. A thread
+  belongs to its pair: the claude of any thread of F->T has the same rights;
 * an **agent** (``a2a:NAME``) only what it sent (``from_team`` is its name); a
   **remote** caller (another irisd of the mesh, ``team@irisd``) only what that irisd's
   teams sent (``from_team`` ends with ``@irisd``).
@@ -46,6 +47,7 @@ from protocol.messages import (
     SessionStatsReply,
     StatusReply,
 )
+from protocol.pairs import parse_pair_label
 
 if TYPE_CHECKING:
     from irisd.events import EventFilter  # whether a subscriber gets an event: (from, to, chain)
@@ -63,9 +65,10 @@ class Owned:
 
 
 def pair_of(caller: Caller) -> tuple[str | None, str]:
-    """A child's pair as (from_team, to_team); "external" is None."""
-    from_name, _, to_name = caller.pair.partition("->")
-    return (None if from_name in ("", "external") else from_name), to_name
+    """A child's pair as (from_team, to_team); "external" is None. A thread belongs to its
+    pair: the claude of a thread (``F->T#thread``) has the rights of the pair's claude."""
+    from_team, to_team, _ = parse_pair_label(caller.pair)
+    return from_team, to_team
 
 
 def sees(caller: Caller, thing: Owned, chains: frozenset[str] = frozenset()) -> bool:

@@ -76,6 +76,35 @@ ResultWaitMs = Annotated[
     ),
 ]
 
+# A conversation of a pair (threads): a short slug, validated once here. "" is the pair's
+# default thread (its one conversation before threads existed); any other name opens or
+# continues a conversation of its own, with its own claude session.
+MAX_THREAD_CHARS = 64
+THREAD_PATTERN = r"^([A-Za-z0-9][A-Za-z0-9._-]{0,63})?$"
+THREAD_RULE = (
+    f"a thread name is letters, digits, '.', '_' or '-' (starting with a letter or digit), up to "
+    f"{MAX_THREAD_CHARS} characters, e.g. auth-refactor; leave it out for the pair's default thread"
+)
+ThreadName = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=THREAD_PATTERN,
+        max_length=MAX_THREAD_CHARS,
+        description="The conversation of the pair to continue (e.g. auth-refactor): each thread has its own "
+        "claude session; leave it out for the pair's default conversation.",
+        extra={"fix": THREAD_RULE},
+    ),
+]
+_THREAD = re.compile(THREAD_PATTERN)
+
+
+def thread_problem(thread: str) -> str:
+    """Why ``thread`` is not a thread name; "" if it is one (or "", the default thread)."""
+    if _THREAD.match(thread):
+        return ""
+    return f"thread {thread!r} is not a thread name: {THREAD_RULE}"
+
+
 # A chain of nested tells, as it is carried between tells and between Irises (``ChainRef``,
 # the mesh's and A2A's chain): a hop count that cannot go below zero, and a path of team
 # names of bounded length (far past any hop limit: a longer one is not a chain but a flood).

@@ -27,6 +27,7 @@ from protocol.limits import (
     ListLimit,
     MessageText,
     ResultWaitMs,
+    ThreadName,
     TimeoutMs,
     TtlDays,
 )
@@ -131,6 +132,7 @@ class TellInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     num_turns: int | None = None
     duration_ms: int | None = None  # claude's own figure for the turn
     max_budget_usd: float | None = None  # passed to claude as --max-budget-usd
+    thread: str = ""  # the pair's conversation it went to ("": the default thread)
 
 
 class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -153,6 +155,7 @@ class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     # Spent on the pair's tells, all time: the cost ledger's sum when the pair's actor
     # started, plus each tell's share as claude reports it.
     cost_usd: float = 0.0
+    thread: str = ""  # the pair's conversation this process serves ("": the default thread)
 
 
 class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -183,6 +186,7 @@ class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     compact_messages_before: int | None = None
     archived_at: float | None = None  # with status "archived": since when (settings.sessions.archiveAfterDays)
     files_deleted: bool = False  # its claude transcript was deleted (settings.sessions.deleteArchivedAfterDays)
+    thread: str = ""  # which of the pair's conversations ("": the default thread)
 
 
 class TranscriptEntry(msgspec.Struct, kw_only=True):
@@ -315,11 +319,12 @@ class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class PairStats(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One pair's conversation over its life, from the cost ledger and the store
-    (``iris sessions --stats``). A thread (when a pair has several) is one more key."""
+    """One conversation over its life (a pair's, or one of its threads'), from the cost
+    ledger and the store (``iris sessions --stats``)."""
 
     from_team: str | None
     to_team: str
+    thread: str = ""  # which of the pair's conversations ("": its default one)
     tells: int = 0  # tells the ledger has figures for (compactions not counted)
     messages: int = 0  # the conversation's exchanges now (the store; a reset starts it again)
     input_tokens: int = 0
@@ -338,10 +343,11 @@ class PairStats(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class PairDay(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One pair's tells and cost on one day (local time), for the chart per day."""
+    """One conversation's tells and cost on one day (local time), for the chart per day."""
 
     from_team: str | None
     to_team: str
+    thread: str = ""
     day: str  # YYYY-MM-DD
     tells: int = 0
     cost_usd: float = 0.0
@@ -443,6 +449,9 @@ class Tell(_Message, tag="tell"):
     # The relay chain of another Iris this tell continues (set by irisd's A2A face from the
     # message's metadata; a claude child's tells are chained by parent_pair instead).
     across: ChainRef | None = None
+    # The pair's conversation: each thread has its own claude session; "" (the default) is
+    # the pair's one conversation from before threads. Its form is checked by the decoder.
+    thread: ThreadName = ""
 
 
 class TellMany(_Message, tag="tell_many"):
@@ -456,6 +465,7 @@ class TellMany(_Message, tag="tell_many"):
     stream: bool = False
     parent_pair: str = ""
     max_budget_usd: BudgetUsd | None = None
+    thread: ThreadName = ""  # the same thread of each pair ("": each pair's default conversation)
 
 
 class GetTell(_Message, tag="get_tell"):
@@ -513,6 +523,7 @@ class ArchiveSession(_Message, tag="archive_session"):
 
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""  # "": the pair's default conversation
 
 
 class RestoreSession(_Message, tag="restore_session"):
@@ -521,23 +532,27 @@ class RestoreSession(_Message, tag="restore_session"):
 
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""
 
 
 class ResetSession(_Message, tag="reset_session"):
-    """Start a fresh conversation for the pair (the child is stopped if idle)."""
+    """Start a fresh conversation for the pair's thread (the child is stopped if idle)."""
 
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""  # "": the pair's default conversation
 
 
 class GetPair(_Message, tag="get_pair"):
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""
 
 
 class Wake(_Message, tag="wake"):
     to_team: str
     from_team: str | None = None
+    thread: ThreadName = ""
 
 
 class WakeAll(_Message, tag="wake_all"):
@@ -549,6 +564,7 @@ class Sleep(_Message, tag="sleep"):
     to_team: str
     from_team: str | None = None
     force: bool = False
+    thread: ThreadName = ""
 
 
 class Report(_Message, tag="report"):

@@ -23,3 +23,22 @@ FromOption = Annotated[
     str | None, typer.Option("--from", help="The team asking (default: you, outside any team; 'external' says so).")
 ]
 
+ThreadOption = Annotated[
+    str,
+    typer.Option(
+        "--thread",
+        metavar="NAME",
+        help="A conversation of the pair (e.g. auth-refactor): each thread has its own claude session; "
+        "left out, the pair's default conversation.",
+    ),
+]
+
+
+def thread_named(thread: str, as_json: bool) -> str:
+    """``--thread`` as given, or exit with what a thread name is (before anything is sent)."""
+    from protocol.errors import InvalidRequestError
+    from protocol.limits import thread_problem
+
+    if problem := thread_problem(thread):
+        fail(InvalidRequestError(f"--thread: {problem}"), as_json)
+    return thread

@@ -114,6 +114,7 @@ def tell_many(
     timeout: int,
     as_json: bool,
     max_budget_usd: float | None = None,
+    thread: str = "",
 ) -> None:
     """Print each answer as it comes (labelled), or a JSON list in the order given; meanwhile
     what the teams still waiting wait for (see FanOutWatcher)."""
@@ -121,7 +122,7 @@ def tell_many(
 
     request = TellMany(
         to_teams=teams, message=message, from_team=from_team, timeout_ms=timeout, stream=True,
-        max_budget_usd=max_budget_usd,
+        max_budget_usd=max_budget_usd, thread=thread,
     )
     watcher = FanOutWatcher(status_line=not as_json and sys.stderr.isatty() and sys.stdout.isatty(),
                             hints=not as_json)

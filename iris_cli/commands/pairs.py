@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from iris_cli.commands.common import FromOption, JsonOption, caller, fail, print_json, send
+from iris_cli.commands.common import FromOption, JsonOption, ThreadOption, caller, fail, print_json, send, thread_named
 
 app = typer.Typer()
 
@@ -17,6 +17,7 @@ def wake(
     from_team: FromOption = None,
     all_teams: Annotated[bool, typer.Option("--all", help="Wake every team (for --from).")] = False,
     sequential: Annotated[bool, typer.Option(help="With --all: one at a time.")] = False,
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Start a pair's claude process now, so the next tell is fast."""
@@ -40,7 +41,7 @@ def wake(
         if many.errors:
             raise typer.Exit(1)
         return
-    reply = send(Wake(to_team=team, from_team=caller(from_team)), as_json)
+    reply = send(Wake(to_team=team, from_team=caller(from_team), thread=thread_named(thread, as_json)), as_json)
     assert isinstance(reply, PairReply)
     print_json(reply) if as_json else render.out.print(reply.message)
 
@@ -50,13 +51,15 @@ def sleep(
     team: Annotated[str, typer.Argument(metavar="TEAM", help="The team to put to sleep.")],
     from_team: FromOption = None,
     force: Annotated[bool, typer.Option(help="Stop it even in the middle of a tell.")] = False,
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Stop a pair's claude process (its conversation is kept)."""
     from iris_cli import render
     from protocol.messages import PairReply, Sleep
 
-    reply = send(Sleep(to_team=team, from_team=caller(from_team), force=force), as_json)
+    request = Sleep(to_team=team, from_team=caller(from_team), force=force, thread=thread_named(thread, as_json))
+    reply = send(request, as_json)
     assert isinstance(reply, PairReply)
     print_json(reply) if as_json else render.out.print(reply.message)
     if "busy" in reply.message:
@@ -130,20 +133,22 @@ app.add_typer(session_app, name="session")
 def session_reset(
     from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
     to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
-    """Start a fresh conversation for the pair FROM->TO."""
+    """Start a fresh conversation for the pair FROM->TO (or one of its threads)."""
     from iris_cli import render
     from iris_cli.text import pair_name
     from protocol.messages import ResetSession, SessionReply
 
-    reply = send(ResetSession(to_team=to_team, from_team=caller(from_team)), as_json)
+    thread = thread_named(thread, as_json)
+    reply = send(ResetSession(to_team=to_team, from_team=caller(from_team), thread=thread), as_json)
     assert isinstance(reply, SessionReply)
     if as_json:
         print_json(reply.session)
     else:
         session = reply.session.session_id
-        pair = pair_name(caller(from_team), to_team)
+        pair = pair_name(caller(from_team), to_team, thread)
         render.out.print(f"{pair} starts a new conversation (session {session})")
 
 
@@ -151,34 +156,36 @@ def session_reset(
 def session_archive(
     from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
     to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Archive the pair FROM->TO now: its claude stops, its history stays; the next tell restores it."""
-    _archive_or_restore(from_team, to_team, as_json, restore=False)
+    _archive_or_restore(from_team, to_team, thread_named(thread, as_json), as_json, restore=False)
 
 
 @session_app.command("restore")
 def session_restore(
     from_team: Annotated[str, typer.Argument(metavar="FROM", help="The asking team ('external' for you).")],
     to_team: Annotated[str, typer.Argument(metavar="TO", help="The answering team.")],
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Restore the archived pair FROM->TO (settings.sessions.restore: resume it, or start anew)."""
-    _archive_or_restore(from_team, to_team, as_json, restore=True)
+    _archive_or_restore(from_team, to_team, thread_named(thread, as_json), as_json, restore=True)
 
 
-def _archive_or_restore(from_team: str, to_team: str, as_json: bool, *, restore: bool) -> None:
+def _archive_or_restore(from_team: str, to_team: str, thread: str, as_json: bool, *, restore: bool) -> None:
     from iris_cli import render
     from iris_cli.text import pair_name
     from protocol.messages import ArchiveSession, RestoreSession, SessionReply
 
     kind = RestoreSession if restore else ArchiveSession
-    reply = send(kind(to_team=to_team, from_team=caller(from_team)), as_json)
+    reply = send(kind(to_team=to_team, from_team=caller(from_team), thread=thread), as_json)
     assert isinstance(reply, SessionReply)
     if as_json:
         print_json(reply.session)
         return
-    pair = pair_name(caller(from_team), to_team)
+    pair = pair_name(caller(from_team), to_team, thread)
     if restore:
         render.out.print(f"{pair} is active again (session {reply.session.session_id}); its next tell continues it")
     else:

@@ -6,7 +6,17 @@ from typing import Annotated
 
 import typer
 
-from iris_cli.commands.common import FromOption, JsonOption, caller, fail, print_json, read_stdin, send
+from iris_cli.commands.common import (
+    FromOption,
+    JsonOption,
+    ThreadOption,
+    caller,
+    fail,
+    print_json,
+    read_stdin,
+    send,
+    thread_named,
+)
 from protocol.limits import DEFAULT_TTL_DAYS, MAX_TELL_BUDGET_USD, MAX_TTL_DAYS, MAX_WAIT_MS, MIN_WAIT_MS
 
 app = typer.Typer()
@@ -44,6 +54,7 @@ def tell(
             "the tell runs on a claude of its own, in the same conversation).",
         ),
     ] = None,
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Tell TEAM something and print its answer. TEAM may be several: alpha,beta,gamma."""
@@ -60,18 +71,19 @@ def tell(
         fail(InvalidRequestError(f"--ttl-days {ttl_days:g} is {problem}"), as_json)
     if max_budget_usd is not None and (problem := range_problem(Tell, "max_budget_usd", max_budget_usd)):
         fail(InvalidRequestError(f"--max-budget-usd {max_budget_usd:g} is {problem}"), as_json)
+    thread = thread_named(thread, as_json)
     if message == "-":
         message = read_stdin()
     from_team = caller(from_team)
     if "," in team:
         from iris_cli.commands.fanout import tell_many
 
-        tell_many(team.split(","), message, from_team, timeout, as_json, max_budget_usd)
+        tell_many(team.split(","), message, from_team, timeout, as_json, max_budget_usd, thread)
         return
     if persist:
         request = Tell(
             to_team=team, message=message, from_team=from_team, persist=True, ttl_days=days,
-            max_budget_usd=max_budget_usd,
+            max_budget_usd=max_budget_usd, thread=thread,
         )
         stored = send(request, as_json)
         assert isinstance(stored, NotificationReply)
@@ -83,7 +95,8 @@ def tell(
 
             render.note(f"stored; it will be delivered to {team} (see 'iris notifications')", render.err)
         return
-    run_tell(team, message, from_team=from_team, timeout=timeout, max_budget_usd=max_budget_usd, as_json=as_json)
+    run_tell(team, message, from_team=from_team, timeout=timeout, max_budget_usd=max_budget_usd, as_json=as_json,
+             thread=thread)
 
 
 @app.command()
@@ -107,7 +120,7 @@ def result(
     if as_json:
         print_json(tell_data(reply))
     else:
-        pair = pair_name(info.from_team, info.to_team)
+        pair = pair_name(info.from_team, info.to_team, info.thread)
         phase = f" · {describe(info.phase)}" if info.phase is not None else ""
         render.err.print(f"{pair} · {info.status}{phase} · {render.ago(info.created_at)}", style="dim")
         if info.phase is not None and (approval := awaited_approval(info.phase)) is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import ssl
 import time
+import uuid
 from collections.abc import Mapping
 
 import httpx2
@@ -36,6 +37,13 @@ CARD_TTL_S = 300.0  # a card is fetched again after this long, or after a tell t
 # The agent no longer has the task it asked input for (it restarted, or the task ended):
 # the reply goes out as a new message of the same context instead.
 STALE_TASK_CODES = frozenset({a2a.TASK_NOT_FOUND, a2a.INVALID_PARAMS, a2a.UNSUPPORTED_OPERATION})
+
+
+
+def new_context_id() -> str:
+    """A contextId for a new conversation with an agent: a UUID (any agent takes one, and
+    another Iris reads it as a thread name)."""
+    return str(uuid.uuid4())
 
 
 class A2AExecutor:
@@ -110,7 +118,18 @@ class A2AExecutor:
     async def _run(self, client: AgentClient, tell: RemoteTell, report: TellReport) -> None:
         """One tell: the card, the pair's context, the exchange, and its wind-up."""
         card = await self._card_of(client)
-        saved = await self.store.call(a2a_contexts.get, tell.from_team, self._team.name, self._team.a2a)
+        saved = await self.store.call(
+            a2a_contexts.get, tell.from_team, self._team.name, self._team.a2a, thread=tell.thread
+        )
+        if not saved.context_id:
+            # The conversation's first message: Iris names its context, so that each asking
+            # team (and each thread) has one of its own at the agent, whoever else the agent
+            # knows this Iris as (another Iris makes each contextId a thread of its own).
+            saved = A2AContext(context_id=new_context_id())
+            await self.store.call(
+                a2a_contexts.put, tell.from_team, self._team.name, self._team.a2a, saved, time.time(),
+                thread=tell.thread,
+            )
         follower = TaskFollower(client.agent)
         try:
             try:
@@ -191,7 +210,8 @@ class A2AExecutor:
         )
         if context != saved:
             await self.store.call(
-                a2a_contexts.put, tell.from_team, self._team.name, self._team.a2a, context, time.time()
+                a2a_contexts.put, tell.from_team, self._team.name, self._team.a2a, context, time.time(),
+                thread=tell.thread,
             )
 
 

@@ -139,7 +139,7 @@ class HealthMonitor:
         try:
             match action:
                 case RestartPair():
-                    pair = await self.supervisor.pair(action.from_team, action.to_team)
+                    pair = await self.supervisor.pair(action.from_team, action.to_team, action.thread)
                     await pair.wake()
                     outcome = "restarted"
                 case CancelTell():
@@ -178,7 +178,7 @@ class HealthMonitor:
                     or tell.phase.name in ("awaiting_approval", "awaiting_input"),
                 ))
         pairs = [
-            PairFacts(from_team=p.from_team, to_team=p.to_team, state=p.state, reason=p.reason,
+            PairFacts(from_team=p.from_team, to_team=p.to_team, state=p.state, reason=p.reason, thread=p.thread,
                       rss=rss_bytes(p.pid) if p.pid is not None and not p.host else 0)
             for p in (snap.process for snap in snapshots)
         ]

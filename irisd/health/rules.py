@@ -33,6 +33,7 @@ from iris_common.config import HealthConfig
 from iris_common.locate import version_of
 from iris_common.money import usd
 from protocol.health import SEVERITIES, Finding, Severity
+from protocol.pairs import pair_label as label_of
 
 MAX_RECOVER_DELAY_S = 3600.0
 
@@ -97,6 +98,7 @@ class PairFacts:
     state: str  # ProcessState
     reason: str = ""  # why it is failed
     rss: int = 0  # its claude's resident memory, bytes (0: not running or unknown)
+    thread: str = ""  # which of the pair's conversations ("": the default one)
 
 
 @dataclass(frozen=True)
@@ -129,10 +131,11 @@ class RestartPair:
     from_team: str | None
     to_team: str
     reason: str
+    thread: str = ""
 
     @property
     def subject(self) -> str:
-        return pair_label(self.from_team, self.to_team)
+        return pair_label(self.from_team, self.to_team, self.thread)
 
 
 @dataclass(frozen=True)
@@ -151,8 +154,8 @@ Action = RestartPair | CancelTell
 # --- the rules -----------------------------------------------------------------------
 
 
-def pair_label(from_team: str | None, to_team: str) -> str:
-    return f"{from_team or 'external'}->{to_team}"
+def pair_label(from_team: str | None, to_team: str, thread: str = "") -> str:
+    return label_of(from_team, to_team, thread)
 
 
 def _from(from_team: str | None) -> str:
@@ -235,12 +238,13 @@ def _crash_loops(pairs: Iterable[PairFacts]) -> Iterable[Finding]:
     for pair in pairs:
         if pair.state != "failed":
             continue
-        label = pair_label(pair.from_team, pair.to_team)
+        label = pair_label(pair.from_team, pair.to_team, pair.thread)
         yield Finding(
             kind="crash_loop", severity="error", subject=label, team=pair.to_team,
             summary=f"pair {label}: claude keeps failing to start",
             evidence=pair.reason or "the pair is failed",
-            fix=f"iris doctor; then iris wake {pair.to_team}{_from(pair.from_team)}",
+            fix=f"iris doctor; then iris wake {pair.to_team}{_from(pair.from_team)}"
+            + (f" --thread {pair.thread}" if pair.thread else ""),
         )
 
 
@@ -270,7 +274,7 @@ def _memory(pairs: Iterable[PairFacts], limits: Limits) -> Iterable[Finding]:
         median = statistics.median(others)
         if pair.rss < limits.memory_floor or pair.rss < median * limits.memory_factor:
             continue
-        label = pair_label(pair.from_team, pair.to_team)
+        label = pair_label(pair.from_team, pair.to_team, pair.thread)
         yield Finding(
             kind="memory", severity="warning", subject=label, team=pair.to_team,
             summary=f"pair {label}: its claude uses {pair.rss / 2**20:.0f} MiB, "
@@ -330,7 +334,8 @@ class HealthRules:
         self.first_seen = {key: at for key, at in self.first_seen.items() if key in seen}
         for f in found:
             self.first_seen.setdefault(f.key, f.since or now)
-        working = {pair_label(p.from_team, p.to_team) for p in facts.pairs if p.state in ("idle", "processing")}
+        working = {pair_label(p.from_team, p.to_team, p.thread) for p in facts.pairs
+                   if p.state in ("idle", "processing")}
         for key in [k for k in self._restarts if k in working]:
             del self._restarts[key]  # it started: a later loop begins the backoff anew
         self._cancelled &= {f.subject for f in found if f.kind == "stuck_tell"}
@@ -348,7 +353,7 @@ class HealthRules:
 
     def _actions(self, facts: Facts, found: list[Finding], now: float) -> list[Action]:
         actions: list[Action] = []
-        pairs = {pair_label(p.from_team, p.to_team): p for p in facts.pairs}
+        pairs = {pair_label(p.from_team, p.to_team, p.thread): p for p in facts.pairs}
         tells = {t.id: t for t in facts.tells}
         for f in found:
             if f.kind == "crash_loop" and (pair := pairs.get(f.subject)) is not None:
@@ -357,7 +362,7 @@ class HealthRules:
                     attempts = self._restarts.setdefault(f.subject, _Attempts())
                     attempts.count += 1
                     attempts.last_at = now
-                    actions.append(RestartPair(pair.from_team, pair.to_team, f.summary))
+                    actions.append(RestartPair(pair.from_team, pair.to_team, f.summary, pair.thread))
             elif (
                 f.kind == "stuck_tell" and f.subject not in self._cancelled and (tell := tells.get(f.subject))
                 and now - tell.quiet_since >= self.limits.cancel_after_s

@@ -26,6 +26,7 @@ from protocol.limits import (
     ListLimit,
     MessageText,
     ResultWaitMs,
+    ThreadName,
     TimeoutMs,
     TtlDays,
     stored_ttl,
@@ -112,14 +113,17 @@ class TellBody(_In):
     persist: Annotated[bool, msgspec.Meta(description="Store durably, deliver later.")] = False
     ttl_days: TtlDays | None = None  # with persist; DEFAULT_TTL_DAYS if left out
     max_budget_usd: BudgetUsd | None = None
+    thread: ThreadName = ""  # the pair's conversation ("": its default one)
 
 
-class FromBody(_In):
+class PairBody(_In):
+    """A pair's process or conversation: the default one, or a thread's."""
+
     from_team: FromTeam = None
+    thread: ThreadName = ""
 
 
-class SleepBody(_In):
-    from_team: FromTeam = None
+class SleepBody(PairBody):
     force: bool = False
 
 
@@ -252,6 +256,7 @@ ROUTES: tuple[ApiRoute, ...] = (
             persist=b.persist,
             ttl_days=stored_ttl(b.persist, b.ttl_days),
             max_budget_usd=b.max_budget_usd,
+            thread=b.thread,
         ),
         (TellReply, NotificationReply),
         "Tell a team; the answer (TellReply), or with persist a NotificationReply",
@@ -268,15 +273,15 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "POST",
         "/api/teams/{team}/wake",
-        lambda p, q, b: Wake(to_team=p["team"], from_team=b.from_team),
+        lambda p, q, b: Wake(to_team=p["team"], from_team=b.from_team, thread=b.thread),
         (PairReply,),
         "Start the pair's claude now",
-        body=FromBody,
+        body=PairBody,
     ),
     ApiRoute(
         "POST",
         "/api/teams/{team}/sleep",
-        lambda p, q, b: Sleep(to_team=p["team"], from_team=b.from_team, force=b.force),
+        lambda p, q, b: Sleep(to_team=p["team"], from_team=b.from_team, force=b.force, thread=b.thread),
         (PairReply,),
         "Stop the pair's claude (a busy one only with force)",
         body=SleepBody,
@@ -284,26 +289,26 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "POST",
         "/api/teams/{team}/session/reset",
-        lambda p, q, b: ResetSession(to_team=p["team"], from_team=b.from_team),
+        lambda p, q, b: ResetSession(to_team=p["team"], from_team=b.from_team, thread=b.thread),
         (SessionReply,),
         "Start a fresh conversation for the pair",
-        body=FromBody,
+        body=PairBody,
     ),
     ApiRoute(
         "POST",
         "/api/teams/{team}/session/archive",
-        lambda p, q, b: ArchiveSession(to_team=p["team"], from_team=b.from_team),
+        lambda p, q, b: ArchiveSession(to_team=p["team"], from_team=b.from_team, thread=b.thread),
         (SessionReply,),
         "Archive the pair's conversation (its claude stops; the next tell restores it)",
-        body=FromBody,
+        body=PairBody,
     ),
     ApiRoute(
         "POST",
         "/api/teams/{team}/session/restore",
-        lambda p, q, b: RestoreSession(to_team=p["team"], from_team=b.from_team),
+        lambda p, q, b: RestoreSession(to_team=p["team"], from_team=b.from_team, thread=b.thread),
         (SessionReply,),
         "Restore an archived conversation",
-        body=FromBody,
+        body=PairBody,
     ),
     ApiRoute(
         "GET",

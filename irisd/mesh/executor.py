@@ -94,7 +94,7 @@ class MeshExecutor:
             message = RemoteTellMsg(
                 id=tell.id, from_team=tell.from_team, to_team=tell.to_team, message=tell.message, kind=tell.kind,
                 chain_id=tell.chain_id, hops=tell.hops, max_budget_usd=tell.max_budget_usd, sent_at=time.time(),
-                path=self.service.chain_path(tell),
+                path=self.service.chain_path(tell), thread=tell.thread,
             )
             await self.service.publish_tell(self.home, message, report)
             await report.accepted()  # stored in JetStream: now its caller may hear of it

@@ -159,7 +159,7 @@ class Home:
         # on from it, so the hop limit and the chain's budget hold for the whole chain, not
         # per irisd.
         request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=-1,
-                       max_budget_usd=tell.max_budget_usd, across=chain_in(tell, self.name))
+                       max_budget_usd=tell.max_budget_usd, across=chain_in(tell, self.name), thread=tell.thread)
         try:
             reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), no_events)
         except IrisError as exc:
@@ -223,7 +223,7 @@ class Home:
         team, _, _ = (info.from_team or "").rpartition("@")
         across = ChainRef(chain_id=info.chain_id, hops=max(info.hops - 1, 0)) if info.chain_id else None
         request = Tell(to_team=info.to_team, message=info.message, timeout_ms=-1, max_budget_usd=info.max_budget_usd,
-                       across=across)
+                       across=across, thread=info.thread)
         try:
             reply = await self.dispatch(request, Caller.remote(known.caller, team or None), no_events)
         except IrisError as exc:

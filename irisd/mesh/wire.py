@@ -14,7 +14,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 from protocol.codec import UNDECODABLE
-from protocol.limits import MAX_CHAIN_PATH, ChainHops, ChainPath
+from protocol.limits import MAX_CHAIN_PATH, ChainHops, ChainPath, ThreadName
 from protocol.messages import ChainRef, TellStatus
 
 
@@ -32,6 +32,7 @@ class RemoteTellMsg(msgspec.Struct, tag="tell", kw_only=True, omit_defaults=True
     path: ChainPath = []  # the teams waiting in the chain, "team@irisd" each: the loop guard across irisds
     max_budget_usd: float | None = None
     sent_at: float = 0.0
+    thread: ThreadName = ""  # the pair's conversation over there ("": its default one)
 
 
 class CancelMsg(msgspec.Struct, tag="cancel", kw_only=True):

@@ -22,6 +22,7 @@ from irisd.store.facade import Store
 from irisd.store.sessions import SessionRow
 from protocol.errors import BusyError, IrisError, NotFoundError
 from protocol.messages import SessionChange, SessionInfo
+from protocol.pairs import pair_label
 
 log = logging.getLogger("irisd.archive")
 
@@ -29,7 +30,7 @@ Lookup = Callable[[PairKey], Pair | None]  # the pair's actor, if it runs
 
 
 def label(key: PairKey) -> str:
-    return f"{key[0] or 'external'}->{key[1]}"
+    return pair_label(*key)
 
 
 class Archiver:
@@ -58,10 +59,10 @@ class Archiver:
         too long (only with deleteArchivedAfterDays); returns what was due."""
         settings = self._config().settings.sessions
         rows = await self.store.call(sessions.list_all)
-        busy = frozenset(r.key for r in (self.pairs((row.from_team, row.to_team)) for row in rows)
+        busy = frozenset(r.key for r in (self.pairs(row.key) for row in rows)
                          if r is not None and r.machine.busy)
         todo = due(
-            (Aging((r.from_team, r.to_team), r.status, r.last_used_at, r.archived_at, r.files_deleted_at is not None)
+            (Aging(r.key, r.status, r.last_used_at, r.archived_at, r.files_deleted_at is not None)
              for r in rows),
             now, archive_after_days=settings.archive_after_days,
             delete_after_days=settings.delete_archived_after_days, busy=busy,
@@ -71,7 +72,7 @@ class Archiver:
                 await self.archive(key, now, why=unused_for(settings.archive_after_days))
             except IrisError as exc:  # it got work meanwhile, or the store refused: next sweep
                 log.info("not archived", extra={"pair": label(key), "error": exc.message})
-        by_key = {(r.from_team, r.to_team): r for r in rows}
+        by_key = {r.key: r for r in rows}
         for key in todo.delete_files:
             await self._delete_files(by_key[key], now)
         return todo
@@ -84,9 +85,9 @@ class Archiver:
             if pair.machine.busy:
                 raise BusyError(f"{pair.label} has tells running or queued; archive it when it is idle")
             await pair.sleep(reason=f"archived: {why}")
-        row = await self.store.call(sessions.archive, key[0], key[1], now)
+        row = await self.store.call(sessions.archive, key[0], key[1], now, thread=key[2])
         if row is None:
-            found = await self.store.call(sessions.get, key[0], key[1])
+            found = await self.store.call(sessions.get, key[0], key[1], thread=key[2])
             if found is None:
                 raise NotFoundError(f"{label(key)} has no conversation yet; 'iris sessions' lists them")
             return sessions.info(found)  # archived already
@@ -96,7 +97,7 @@ class Archiver:
     async def restore(self, key: PairKey, now: float, *, fresh: bool, why: str) -> SessionInfo | None:
         """Make an archived conversation active again (a new one if ``fresh``); None if it
         was not archived."""
-        row = await self.store.call(sessions.restore, key[0], key[1], now, fresh=fresh)
+        row = await self.store.call(sessions.restore, key[0], key[1], now, fresh=fresh, thread=key[2])
         if row is None:
             return None
         detail = f"{why}; a new conversation (settings.sessions.restore: fresh)" if fresh else why
@@ -112,8 +113,8 @@ class Archiver:
         except OSError as exc:
             log.warning("could not delete an archived transcript", extra={"path": str(path), "error": str(exc)})
             return
-        await self.store.call(sessions.files_deleted, row.from_team, row.to_team, now)
-        found = await self.store.call(sessions.get, row.from_team, row.to_team)
+        await self.store.call(sessions.files_deleted, row.from_team, row.to_team, now, thread=row.thread)
+        found = await self.store.call(sessions.get, row.from_team, row.to_team, thread=row.thread)
         if found is not None:
             self._publish(found, "files_deleted", f"deleted {path} (settings.sessions.deleteArchivedAfterDays)")
 

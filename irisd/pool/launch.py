@@ -25,6 +25,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import msgspec
@@ -130,6 +131,10 @@ class Spawner:
     def from_team(self) -> str | None:
         return self.key[0]
 
+    @property
+    def thread(self) -> str:
+        return self.key[2]
+
     def start(
         self,
         action: RequestSlot | ProbeSession | Spawn,
@@ -165,15 +170,17 @@ class Spawner:
 
     async def renew_session(self, to_team: str) -> str:
         """A new session id for the pair, now (a reset); raises IrisError if the store refuses."""
-        await self.store.call(sessions.get_or_create, self.from_team, to_team, time.time())
-        row = await self.store.call(sessions.replace_session_id, self.from_team, to_team, time.time())
+        await self.store.call(sessions.get_or_create, self.from_team, to_team, time.time(), thread=self.thread)
+        row = await self.store.call(sessions.replace_session_id, self.from_team, to_team, time.time(),
+                                    thread=self.thread)
         return row.session_id
 
     async def probe_session(self, team: Team, launcher: Launcher) -> SessionProbed | SpawnFailed:
         """May the pair's session be resumed (claude has its transcript), and did it
         ever take a turn (the store says)?"""
         try:
-            row = await self.store.call(sessions.get_or_create, self.from_team, team.name, time.time())
+            row = await self.store.call(sessions.get_or_create, self.from_team, team.name, time.time(),
+                                        thread=self.thread)
             if row.status == sessions.ARCHIVED:  # a tell came: the conversation comes back (or a new one)
                 row = await self._restore(team) or row
             resumable = await launcher.can_resume(row.session_id)
@@ -186,7 +193,8 @@ class Spawner:
 
     async def _restore(self, team: Team) -> sessions.SessionRow | None:
         fresh = team.restore == "fresh"
-        row = await self.store.call(sessions.restore, self.from_team, team.name, time.time(), fresh=fresh)
+        row = await self.store.call(sessions.restore, self.from_team, team.name, time.time(), fresh=fresh,
+                                    thread=self.thread)
         if row is not None:
             detail = "a tell came" + ("; a new conversation (settings.sessions.restore: fresh)" if fresh else "")
             log.info("restored an archived conversation", extra={"pair": self.label, "fresh": fresh})
@@ -207,9 +215,11 @@ class Spawner:
         grant: ChildGrant | None = None
         try:
             if spawn.renew:
-                row = await self.store.call(sessions.replace_session_id, self.from_team, team.name, time.time())
+                row = await self.store.call(sessions.replace_session_id, self.from_team, team.name, time.time(),
+                                            thread=self.thread)
             else:
-                row = await self.store.call(sessions.get_or_create, self.from_team, team.name, time.time())
+                row = await self.store.call(sessions.get_or_create, self.from_team, team.name, time.time(),
+                                            thread=self.thread)
             access = child_access(
                 self.access, team=team.name, label=self.label, paths=self.paths, remote=bool(launcher.host)
             )
@@ -217,7 +227,8 @@ class Spawner:
             command = launcher.command(launch_spec(team, access, session_id=row.session_id, spawn=spawn))
             # What was launched, for people: it need not hold up a start on a full disk.
             await self.writes.save(
-                None, sessions.record_spawn, self.from_team, team.name, command.argv, msgspec.json.encode(team)
+                None, partial(sessions.record_spawn, thread=self.thread), self.from_team, team.name, command.argv,
+                msgspec.json.encode(team),
             )
             # What the resumed session had spent, read before the child can add to it.
             start = launcher.stored_total(row.session_id) if spawn.resume else Spent()
@@ -250,9 +261,10 @@ class Spawner:
         if spare is None:
             return None
         try:
-            await self.store.call(sessions.get_or_create, self.from_team, team.name, time.time())
+            await self.store.call(sessions.get_or_create, self.from_team, team.name, time.time(), thread=self.thread)
             row = await self.store.call(
-                sessions.replace_session_id, self.from_team, team.name, time.time(), spare.session_id
+                sessions.replace_session_id, self.from_team, team.name, time.time(), spare.session_id,
+                thread=self.thread,
             )
         except IrisError as exc:
             spare.process.stop()
@@ -260,7 +272,8 @@ class Spawner:
         spare.grant.rebind(Caller.child(team=team.name, pair=self.label))
         self._taken = spare
         await self.writes.save(
-            None, sessions.record_spawn, self.from_team, team.name, spare.argv, msgspec.json.encode(team)
+            None, partial(sessions.record_spawn, thread=self.thread), self.from_team, team.name, spare.argv,
+            msgspec.json.encode(team),
         )
         log.info("a new conversation on a spare claude",
                  extra={"pair": self.label, "pid": spare.process.pid, "session_id": row.session_id})

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+from functools import partial
 
 import trio
 
@@ -52,6 +53,7 @@ from irisd.tell.active import ActiveTell
 from irisd.tokens import Access
 from protocol.errors import ClaudeError, IrisError, NotFoundError
 from protocol.messages import ApprovalInfo, ProcessEvent, ProcessInfo, TellPhase
+from protocol.pairs import pair_label
 
 __all__ = ["Child", "ChildFactory", "Pair", "PairSnapshot", "SlotPool", "TellLink", "claude_child"]
 
@@ -72,9 +74,11 @@ class Pair:
         launcher: Launcher | None = None,
         child_factory: ChildFactory = claude_child,
         access: Access | None = None,
+        thread: str = "",
         spares: SpareSource | None = None,
     ) -> None:
         self.from_team = from_team
+        self.thread = thread  # which of the pair's conversations this actor serves ("": the default)
         self.team = team
         self.config = config
         self.paths = paths
@@ -101,7 +105,8 @@ class Pair:
             run=self._run, send=self._send_to_child, compacting=self._compacting(),
         )
         self.unsolicited = UnsolicitedKeeper(
-            from_team=from_team, to_team=team.name, label=self.label, store=store, writes=self.writes, hub=hub
+            from_team=from_team, to_team=team.name, label=self.label, store=store, writes=self.writes, hub=hub,
+            thread=thread,
         )
         self.spawner = Spawner(self.key, self.label, store, self.writes, paths, self.inbox, slots, access, hub, spares)
         self._nursery: trio.Nursery | None = None
@@ -126,17 +131,17 @@ class Pair:
             response_timeout_s=self.team.response_timeout_ms / 1000, caller_timeout_ms=-1, now=trio.current_time()
         )
         compaction = ActiveTell(from_team=self.from_team, to_team=self.team.name, message="/compact",
-                                machine=machine, hub=self.hub, kind="compaction")
+                                machine=machine, hub=self.hub, kind="compaction", thread=self.thread)
         compaction.session_id = self.session_id
         return compaction
 
     @property
     def key(self) -> PairKey:
-        return (self.from_team, self.team.name)
+        return (self.from_team, self.team.name, self.thread)
 
     @property
     def label(self) -> str:
-        return f"{self.from_team or 'external'}->{self.team.name}"
+        return pair_label(self.from_team, self.team.name, self.thread)
 
     @property
     def state(self) -> str:
@@ -162,6 +167,7 @@ class Pair:
             reason=self.machine.reason,
             host=self.launcher.host,
             cost_usd=self.tells.spent_usd,
+            thread=self.thread,
         )
 
     def snapshot(self) -> PairSnapshot:
@@ -236,10 +242,11 @@ class Pair:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Serve the pair until cancelled; cancellation stops the child and records every
         unfinished tell as interrupted."""
-        row = await self.store.call(sessions.get, self.from_team, self.team.name)
+        row = await self.store.call(sessions.get, self.from_team, self.team.name, thread=self.thread)
         self.session_id = row.session_id if row else ""
         # What the pair has cost so far; its tells' shares are added as claude reports them.
-        self.tells.spent_usd = await self.store.call(ledger.pair_spent, self.from_team, self.team.name)
+        self.tells.spent_usd = await self.store.call(ledger.pair_spent, self.from_team, self.team.name,
+                                                     thread=self.thread)
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -365,7 +372,8 @@ class Pair:
                         self.slots.pair_changed()
                     if self.hub is not None:
                         self.hub.publish(ProcessEvent(process=self.statistics()), self.from_team, self.team.name)
-                    await self.writes.save("state", sessions.set_process_state, self.from_team, self.team.name, state)
+                    await self.writes.save("state", partial(sessions.set_process_state, thread=self.thread),
+                                           self.from_team, self.team.name, state)
                 case pm.RequestSlot() | pm.ProbeSession() | pm.Spawn():
                     assert self._nursery is not None
                     self.spawner.start(action, self._nursery, lambda: (self.team, self.launcher))

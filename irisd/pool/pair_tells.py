@@ -27,6 +27,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 
 import msgspec
 import trio
@@ -36,6 +37,7 @@ from irisd.pool.approvals import ApprovalDesk, declined_input
 from irisd.pool.child_router import Routed, is_input_request, is_permission_request
 from irisd.pool.compaction import Boundary, ContextSize, boundary, compaction_due, context_size
 from irisd.pool.pair_events import DecideRequest
+from irisd.pool.policy import PairKey
 from irisd.pool.process_machine import Action, ProcessMachine, SendTurn
 from irisd.store import sessions, tells
 from irisd.store.facade import Store
@@ -68,7 +70,7 @@ class PairTells:
     def __init__(
         self,
         *,
-        key: tuple[str | None, str],
+        key: PairKey,
         label: str,
         store: Store,
         writes: PendingWrites,
@@ -78,7 +80,11 @@ class PairTells:
         send: Send,
         compacting: Compacting | None = None,
     ) -> None:
-        self.from_team, self.to_team = key
+        self.from_team, self.to_team, self.thread = key
+        # The pair's session row is its thread's: every write of it names the thread.
+        self._turn = partial(sessions.record_turn, thread=self.thread)
+        self._compaction = partial(sessions.record_compaction, thread=self.thread)
+        self._status = partial(sessions.set_status, thread=self.thread)
         self.label = label
         self.store, self.writes, self.desk, self.machine = store, writes, desk, machine
         self._run, self._send = run, send
@@ -208,7 +214,7 @@ class PairTells:
                 # One more exchange, and how full the conversation is now (a compaction is
                 # neither: its figures come with its boundary line).
                 size = context_size(line.usage, line.model_usage, override=self.compacting.context_window)
-                await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time(),
+                await self.writes.save(None, self._turn, self.from_team, self.to_team, time.time(),
                                        size.tokens if size else None, size.window if size else None)
                 await self._compact_if_due(tell, size)
                 await self.apply(tell, actions)
@@ -224,7 +230,7 @@ class PairTells:
         """claude compacted the conversation: Iris's compaction, a /compact, or its own
         near a full context in the middle of ``tell`` (said to those who watch it)."""
         trigger = "iris" if tell.kind == "compaction" else found.trigger
-        await self.writes.save(None, sessions.record_compaction, self.from_team, self.to_team, time.time(),
+        await self.writes.save(None, self._compaction, self.from_team, self.to_team, time.time(),
                                trigger, found.pre_tokens, found.post_tokens)
         if trigger == "auto":
             log.info("claude compacted the conversation by itself", extra={"pair": self.label, "tell": tell.id})
@@ -251,7 +257,7 @@ class PairTells:
                  extra={"pair": self.label, "tokens": size.tokens, "window": size.window})
         self.add(compaction)
         compaction.announce()
-        await self.writes.save(None, sessions.set_status, self.from_team, self.to_team, sessions.COMPACT_PENDING)
+        await self.writes.save(None, self._status, self.from_team, self.to_team, sessions.COMPACT_PENDING)
         await self._run(self.machine.compaction_queued(compaction.id, after=tell.id))
 
     async def decide(self, request: DecideRequest) -> None:
@@ -281,7 +287,7 @@ class PairTells:
         await save_tell(self.store, tell, self.writes)  # where a final tell ends
         if tell.machine.is_final and self.by_id.pop(tell.id, None) is not None:
             if tell.kind == "compaction":  # done (its boundary line recorded it), or given up
-                await self.writes.save(None, sessions.set_status, self.from_team, self.to_team, sessions.ACTIVE)
+                await self.writes.save(None, self._status, self.from_team, self.to_team, sessions.ACTIVE)
             await self.desk.expire(f"the tell ended ({tell.machine.status}) before a decision", tell)
             if tell.id == self.machine.current:
                 self.last_used_at = time.time()

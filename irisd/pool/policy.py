@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from protocol.messages import ProcessState
-
-PairKey = tuple[str | None, str]
+from protocol.pairs import PairKey as PairKey
 
 START_RETRY_DELAYS_S = (0.25, 1.0)  # after the 1st and 2nd crash on start; the 3rd gives up
 

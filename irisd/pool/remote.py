@@ -40,6 +40,7 @@ from irisd.tell import machine as tell_machine
 from irisd.tell.active import ActiveTell, reply_first, save_tell
 from protocol.errors import IrisError, NotFoundError, UnknownTeamError
 from protocol.messages import ProcessInfo, TellPhase, TellStatus
+from protocol.pairs import pair_label
 
 log = logging.getLogger("irisd.remote")
 
@@ -63,6 +64,7 @@ class RemoteTell:
     max_budget_usd: float | None
     created_at: float  # wall clock
     path: tuple[str, ...] = ()  # the teams waiting in its chain, its own last
+    thread: str = ""  # the pair's conversation ("": the default thread)
 
     @classmethod
     def of(cls, tell: ActiveTell) -> RemoteTell:
@@ -77,6 +79,7 @@ class RemoteTell:
             max_budget_usd=tell.max_budget_usd,
             created_at=tell.created_wall,
             path=tell.path,
+            thread=tell.thread,
         )
 
 
@@ -223,8 +226,10 @@ class RemotePair:
         executor: RemoteExecutor,
         store: Store,
         on_change: Callable[[], None] | None = None,
+        thread: str = "",
     ) -> None:
         self.from_team = from_team
+        self.thread = thread
         self.executor = executor
         self.store = store
         self.on_change = on_change
@@ -238,11 +243,11 @@ class RemotePair:
 
     @property
     def key(self) -> PairKey:
-        return (self.from_team, self.executor.team.name)
+        return (self.from_team, self.executor.team.name, self.thread)
 
     @property
     def label(self) -> str:
-        return f"{self.from_team or 'external'}->{self.executor.team.name}"
+        return pair_label(self.from_team, self.executor.team.name, self.thread)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own the pair's running tells until cancelled (irisd stopping, the team removed)."""
@@ -264,6 +269,7 @@ class RemotePair:
             last_used_at=self.last_used_at,
             host=self.executor.where,
             kind=self.executor.kind,
+            thread=self.thread,
         )
 
     def snapshot(self) -> PairSnapshot:

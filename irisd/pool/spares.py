@@ -138,7 +138,7 @@ class SparePool:
             for s in self.spares.values()
         ]
         starting = [
-            PairView(key=(f"starting spare #{n}", team), state="spawning", last_used_at=0.0, holds_slot=True)
+            PairView(key=(f"starting spare #{n}", team, ""), state="spawning", last_used_at=0.0, holds_slot=True)
             for team, count in self._starting.items() for n in range(count)
         ]
         return ready + starting
@@ -219,7 +219,7 @@ class SparePool:
     async def _spare(self, team: Team) -> None:
         """One spare's life: started, waiting, maybe taken, until its process ends."""
         self._serial += 1
-        key: PairKey = (f"spare #{self._serial}", team.name)
+        key: PairKey = (f"spare #{self._serial}", team.name, "")
         starting = True
         grant: ChildGrant | None = None
         try:

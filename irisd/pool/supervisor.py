@@ -24,6 +24,7 @@ from irisd.tell.active import ActiveTell
 from irisd.tokens import Access
 from protocol.errors import InvalidRequestError, NotFoundError
 from protocol.messages import ApprovalReply, Decide, ProcessInfo
+from protocol.pairs import pair_label
 
 log = logging.getLogger("irisd.pool")
 
@@ -70,12 +71,13 @@ class Supervisor:
             task_status.started()
             await trio.sleep_forever()
 
-    async def runner(self, from_team: str | None, to_team: str) -> Pair | RemotePair:
-        """Whoever runs the pair's tells: its local claude's actor, or a remote team's."""
+    async def runner(self, from_team: str | None, to_team: str, thread: str = "") -> Pair | RemotePair:
+        """Whoever runs the thread's tells (the pair's default thread unless named): its
+        local claude's actor, or a remote team's."""
         executor = self.remote_teams.get(to_team)
         if executor is None:
-            return await self.pair(from_team, to_team)
-        key: PairKey = (from_team, to_team)
+            return await self.pair(from_team, to_team, thread)
+        key: PairKey = (from_team, to_team, thread)
         remote = self.remote_pairs.get(key)
         if remote is None or remote.executor is not executor:
             remote = RemotePair(
@@ -83,6 +85,7 @@ class Supervisor:
                 executor=executor,
                 store=self.store,
                 on_change=self.pair_changed,
+                thread=thread,
             )
             assert self._nursery is not None
             await self._nursery.start(self._guard_remote, remote)
@@ -98,14 +101,16 @@ class Supervisor:
             if self.remote_pairs.get(pair.key) is pair:
                 del self.remote_pairs[pair.key]
 
-    async def pair(self, from_team: str | None, to_team: str) -> Pair:
-        """The pair's actor, started on first use."""
+    async def pair(self, from_team: str | None, to_team: str, thread: str = "") -> Pair:
+        """The actor of the pair's thread (its default thread unless named), started on
+        first use. Each thread is a pair of its own for the pool: its own claude, counted
+        against maxProcesses and evicted least recently used like any other."""
         if (executor := self.remote_teams.get(to_team)) is not None:
             raise InvalidRequestError(
                 f"{to_team} is a remote team ({executor.kind}: {executor.where}): it has no claude "
                 "process here to wake, stop, reset or decide for; ask it with 'iris tell'"
             )
-        key: PairKey = (from_team, to_team)
+        key: PairKey = (from_team, to_team, thread)
         while key not in self.pairs:
             pending = self._creating.get(key)
             if pending is not None:
@@ -123,6 +128,7 @@ class Supervisor:
                     hub=self.hub,
                     child_factory=self.child_factory,
                     access=self.access,
+                    thread=thread,
                     spares=self.spares,
                 )
                 assert self._nursery is not None
@@ -158,7 +164,7 @@ class Supervisor:
             if self.remote_teams.get(remote.executor.team.name) is not remote.executor:
                 remote.close()  # its running tells finish; the next tell gets a new pair
         for pair in list(self.pairs.values()):
-            from_team, to_team = pair.key
+            from_team, to_team, _ = pair.key
             # not in config: removed by this reload, or by an earlier one (its stopped pairs stay)
             if to_team not in config.teams or (from_team is not None and from_team in retire):
                 self._stop_once_idle(pair, "its team was removed from config.yaml")
@@ -219,7 +225,7 @@ class Supervisor:
                     self.spares.stop(decision.key, f"its slot went to {key[0] or 'external'}->{key[1]}")
                 elif isinstance(decision, Evict):
                     victim = self.pairs[decision.key]
-                    label = f"{key[0] or 'external'}->{key[1]}"
+                    label = pair_label(*key)
                     log.info("evicting idle pair", extra={"pair": victim.label, "for": label})
                     await victim.request_stop(f"evicted (least recently used) for {label}")
                 else:
@@ -229,7 +235,7 @@ class Supervisor:
                         announced = True
                         log.info(
                             "every process is busy; waiting for a free slot",
-                            extra={"pair": f"{key[0] or 'external'}->{key[1]}", "busy": decision.busy},
+                            extra={"pair": pair_label(*key), "busy": decision.busy},
                         )
                 await changed.wait()
         finally:

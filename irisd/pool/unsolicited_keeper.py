@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from functools import partial
 
 from irisd.claude.spend import Spent
 from irisd.claude.wire import AnyLine, line_type
@@ -25,9 +26,9 @@ log = logging.getLogger("irisd.pair")
 class UnsolicitedKeeper:
     def __init__(
         self, *, from_team: str | None, to_team: str, label: str, store: Store, writes: PendingWrites,
-        hub: EventHub | None,
+        hub: EventHub | None, thread: str = "",
     ) -> None:
-        self.from_team, self.to_team, self.label = from_team, to_team, label
+        self.from_team, self.to_team, self.label, self.thread = from_team, to_team, label, thread
         self.store, self.writes, self.hub = store, writes, hub
         self.record: UnsolicitedTurn | None = None  # being recorded
 
@@ -95,7 +96,8 @@ class UnsolicitedKeeper:
         )
         await self.writes.save(None, unsolicited.save, info)
         if record.turns:
-            await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time())
+            await self.writes.save(None, partial(sessions.record_turn, thread=self.thread), self.from_team,
+                                   self.to_team, time.time())
         self._announce(info)
 
     async def abandon(self, now: float, reason: str) -> None:

@@ -51,8 +51,10 @@ class Answering:
         )
         if closed is None:
             raise await self.not_pending(question.id)
+        asked = await self.store.call(tells.get, question.tell_id)  # the answer goes on in its thread
         try:
-            tell = await self.tells.submit(question.to_team, text, question.from_team, request.timeout_ms)
+            tell = await self.tells.submit(question.to_team, text, question.from_team, request.timeout_ms,
+                                           thread=asked.thread if asked is not None else "")
         except IrisError:
             await self.store.call(questions.reopen, question.id)
             raise

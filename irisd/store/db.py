@@ -236,10 +236,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN archived_at REAL;
     ALTER TABLE sessions ADD COLUMN files_deleted_at REAL;
     """,
-    # 12: iris-agent's actions as approvals of their own kind (kind 'agent': what it proposes,
+    # 11: iris-agent's actions as approvals of their own kind (kind 'agent': what it proposes,
     # said in summary), and its watcher's own conversation per pair (agent_sessions) with its
     # messages (agent_messages): what it was shown, what it classified, with what confidence.
-    # (Migration 11 is another branch's; the lead renumbers at merge.)
     """
     ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'tool';
     ALTER TABLE approvals ADD COLUMN summary TEXT NOT NULL DEFAULT '';
@@ -271,6 +270,69 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX agent_messages_by_pair ON agent_messages (from_team, to_team, id);
     CREATE INDEX agent_messages_by_question ON agent_messages (question_id);
+    """,
+    # 12: threads, several conversations per pair: a session, a tell, a ledger row and an A2A
+    # context belong to (from_team, to_team, thread). '' is the default thread: every row
+    # stored before keeps being the pair's one conversation, as it was.
+    """
+    CREATE TABLE sessions_by_thread (
+        from_team        TEXT NOT NULL,
+        to_team          TEXT NOT NULL,
+        thread           TEXT NOT NULL DEFAULT '',
+        session_id       TEXT NOT NULL UNIQUE,
+        created_at       REAL NOT NULL,
+        last_used_at     REAL NOT NULL,
+        message_count    INTEGER NOT NULL DEFAULT 0,
+        status           TEXT NOT NULL DEFAULT 'active',
+        process_state    TEXT NOT NULL DEFAULT 'stopped',
+        last_response_at REAL,
+        launch_command   TEXT,
+        team_snapshot    TEXT,
+        context_tokens INTEGER,
+        context_window INTEGER,
+        compactions INTEGER NOT NULL DEFAULT 0,
+        last_compacted_at REAL,
+        compact_trigger TEXT NOT NULL DEFAULT '',
+        compact_tokens_before INTEGER,
+        compact_tokens_after INTEGER,
+        compact_messages_before INTEGER,
+        archived_at REAL,
+        files_deleted_at REAL,
+        PRIMARY KEY (from_team, to_team, thread)
+    ) WITHOUT ROWID;
+    INSERT INTO sessions_by_thread (
+        from_team, to_team, session_id, created_at, last_used_at, message_count, status, process_state,
+        last_response_at, launch_command, team_snapshot, context_tokens, context_window, compactions,
+        last_compacted_at, compact_trigger, compact_tokens_before, compact_tokens_after,
+        compact_messages_before, archived_at, files_deleted_at)
+    SELECT
+        from_team, to_team, session_id, created_at, last_used_at, message_count, status, process_state,
+        last_response_at, launch_command, team_snapshot, context_tokens, context_window, compactions,
+        last_compacted_at, compact_trigger, compact_tokens_before, compact_tokens_after,
+        compact_messages_before, archived_at, files_deleted_at
+    FROM sessions;
+    DROP TABLE sessions;
+    ALTER TABLE sessions_by_thread RENAME TO sessions;
+
+    ALTER TABLE tells ADD COLUMN thread TEXT NOT NULL DEFAULT '';
+    ALTER TABLE ledger ADD COLUMN thread TEXT NOT NULL DEFAULT '';
+    DROP INDEX ledger_by_pair;
+    CREATE INDEX ledger_by_pair ON ledger (from_team, to_team, thread, cost_usd);
+
+    CREATE TABLE a2a_contexts_by_thread (
+        from_team   TEXT NOT NULL,
+        to_team     TEXT NOT NULL,
+        thread      TEXT NOT NULL DEFAULT '',
+        agent_url   TEXT NOT NULL,
+        context_id  TEXT NOT NULL DEFAULT '',
+        open_task   TEXT NOT NULL DEFAULT '',
+        updated_at  REAL NOT NULL,
+        PRIMARY KEY (from_team, to_team, thread)
+    );
+    INSERT INTO a2a_contexts_by_thread (from_team, to_team, agent_url, context_id, open_task, updated_at)
+    SELECT from_team, to_team, agent_url, context_id, open_task, updated_at FROM a2a_contexts;
+    DROP TABLE a2a_contexts;
+    ALTER TABLE a2a_contexts_by_thread RENAME TO a2a_contexts;
     """,
 ]
 

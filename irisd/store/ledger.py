@@ -25,7 +25,8 @@ ASK = "iris ask"  # how asks of iris-agent show among teams and pairs: no team, 
 _KEYS: dict[CostGrouping, str] = {
     "team": f"CASE kind WHEN 'ask' THEN '{ASK}' ELSE to_team END",
     "pair": f"CASE kind WHEN 'ask' THEN '{ASK}' "
-    "ELSE (CASE from_team WHEN '' THEN 'external' ELSE from_team END) || '->' || to_team END",
+    "ELSE (CASE from_team WHEN '' THEN 'external' ELSE from_team END) || '->' || to_team "
+    "|| (CASE thread WHEN '' THEN '' ELSE '#' || thread END) END",
     "chain": "chain_id",
     "day": "date(finished_at, 'unixepoch', 'localtime')",
 }
@@ -39,8 +40,8 @@ def record(db: apsw.Connection, tell: TellInfo) -> None:
     assert tell.cost_usd is not None and tell.finished_at is not None
     db.execute(
         "INSERT OR REPLACE INTO ledger (tell_id, from_team, to_team, chain_id, finished_at, cost_usd, "
-        "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, num_turns, duration_ms, kind) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens, num_turns, duration_ms, kind, "
+        "thread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             tell.id,
             stored_team(tell.from_team),
@@ -55,6 +56,7 @@ def record(db: apsw.Connection, tell: TellInfo) -> None:
             tell.num_turns or 0,
             tell.duration_ms or 0,
             MAINTENANCE if tell.kind == "compaction" else "tell",
+            tell.thread,
         ),
     )
 
@@ -136,21 +138,22 @@ def summary(
     return rows, _row("total", tuple(total or (0,) * 9))
 
 
-def pair_spent(db: apsw.Connection, from_team: str | None, to_team: str) -> float:
-    """USD spent on one pair's tells, over the whole ledger."""
+def pair_spent(db: apsw.Connection, from_team: str | None, to_team: str, *, thread: str = "") -> float:
+    """USD spent on one thread's tells (the pair's default thread unless named), over the whole ledger."""
     row = db.execute(
-        "SELECT coalesce(sum(cost_usd), 0) FROM ledger WHERE from_team = ? AND to_team = ?",
-        (stored_team(from_team), to_team),
+        "SELECT coalesce(sum(cost_usd), 0) FROM ledger WHERE from_team = ? AND to_team = ? AND thread = ?",
+        (stored_team(from_team), to_team, thread),
     ).fetchone()
     return float(row[0]) if row else 0.0
 
 
-def by_pair(db: apsw.Connection) -> dict[tuple[str | None, str], float]:
-    """USD spent per (from_team, to_team) pair, over the whole ledger."""
+def by_pair(db: apsw.Connection) -> dict[tuple[str | None, str, str], float]:
+    """USD spent per (from_team, to_team, thread), over the whole ledger."""
     rows = db.execute(
-        "SELECT from_team, to_team, sum(cost_usd) FROM ledger WHERE kind = 'tell' GROUP BY from_team, to_team"
+        "SELECT from_team, to_team, thread, sum(cost_usd) FROM ledger WHERE kind = 'tell' "
+        "GROUP BY from_team, to_team, thread"
     )
-    return {(str(f) or None, str(t)): float(c) for f, t, c in rows}
+    return {(str(f) or None, str(t), str(th)): float(c) for f, t, th, c in rows}
 
 
 def prune(db: apsw.Connection, before: float) -> int:

@@ -1,4 +1,7 @@
-"""Queries on ``sessions``: one persistent claude conversation per (from_team, to_team)."""
+"""Queries on ``sessions``: one persistent claude conversation per (from_team, to_team, thread).
+
+Every query takes the thread as a keyword: "" (the default) is the pair's default thread,
+its one conversation from before threads (schema 12)."""
 
 from __future__ import annotations
 
@@ -9,11 +12,13 @@ import msgspec
 
 from irisd.store.rows import stored_team, to_struct
 from protocol.messages import SessionInfo
+from protocol.pairs import PairKey
 
 
 class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
     from_team: str | None
     to_team: str
+    thread: str = ""
     session_id: str
     created_at: float
     last_used_at: float
@@ -32,9 +37,13 @@ class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
     archived_at: float | None = None
     files_deleted_at: float | None = None
 
+    @property
+    def key(self) -> PairKey:
+        return (self.from_team, self.to_team, self.thread)
+
 
 _COLUMNS = (
-    "from_team, to_team, session_id, created_at, last_used_at, message_count, status, "
+    "from_team, to_team, thread, session_id, created_at, last_used_at, message_count, status, "
     "process_state, last_response_at, context_tokens, context_window, compactions, last_compacted_at, "
     "compact_trigger, compact_tokens_before, compact_tokens_after, compact_messages_before, archived_at, "
     "files_deleted_at"
@@ -58,85 +67,85 @@ def info(row: SessionRow) -> SessionInfo:
         last_compacted_at=row.last_compacted_at, compact_trigger=row.compact_trigger,
         compact_tokens_before=row.compact_tokens_before, compact_tokens_after=row.compact_tokens_after,
         compact_messages_before=row.compact_messages_before, archived_at=row.archived_at,
-        files_deleted=row.files_deleted_at is not None,
+        files_deleted=row.files_deleted_at is not None, thread=row.thread,
     )
 
 
-def get(db: apsw.Connection, from_team: str | None, to_team: str) -> SessionRow | None:
+_PAIR = "from_team = ? AND to_team = ? AND thread = ?"
+
+
+def get(db: apsw.Connection, from_team: str | None, to_team: str, *, thread: str = "") -> SessionRow | None:
     row = db.execute(
-        f"SELECT {_COLUMNS} FROM sessions WHERE from_team = ? AND to_team = ?",
-        (stored_team(from_team), to_team),
+        f"SELECT {_COLUMNS} FROM sessions WHERE {_PAIR}", (stored_team(from_team), to_team, thread)
     ).fetchone()
     return _row(row) if row else None
 
 
-def get_or_create(db: apsw.Connection, from_team: str | None, to_team: str, now: float) -> SessionRow:
-    """The pair's session, created with a fresh id the first time the pair is used."""
+def get_or_create(
+    db: apsw.Connection, from_team: str | None, to_team: str, now: float, *, thread: str = ""
+) -> SessionRow:
+    """The thread's session, created with a fresh id the first time the thread is used."""
     with db:
-        existing = get(db, from_team, to_team)
+        existing = get(db, from_team, to_team, thread=thread)
         if existing is not None:
             return existing
         db.execute(
-            "INSERT INTO sessions (from_team, to_team, session_id, created_at, last_used_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (stored_team(from_team), to_team, str(uuid.uuid4()), now, now),
+            "INSERT INTO sessions (from_team, to_team, thread, session_id, created_at, last_used_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (stored_team(from_team), to_team, thread, str(uuid.uuid4()), now, now),
         )
-    created = get(db, from_team, to_team)
+    created = get(db, from_team, to_team, thread=thread)
     assert created is not None
     return created
 
 
 def replace_session_id(
-    db: apsw.Connection, from_team: str | None, to_team: str, now: float, session_id: str = ""
+    db: apsw.Connection, from_team: str | None, to_team: str, now: float, session_id: str = "", *, thread: str = ""
 ) -> SessionRow:
-    """Start a new conversation for the pair (the old one is gone or was reset), under
+    """Start a new conversation for the thread (the old one is gone or was reset), under
     ``session_id`` (a spare claude's, started with it) or a new one."""
     db.execute(
         "UPDATE sessions SET session_id = ?, created_at = ?, last_used_at = ?, message_count = 0, "
-        "context_tokens = NULL, files_deleted_at = NULL "
-        "WHERE from_team = ? AND to_team = ?",
-        (session_id or str(uuid.uuid4()), now, now, stored_team(from_team), to_team),
+        f"context_tokens = NULL, files_deleted_at = NULL WHERE {_PAIR}",
+        (session_id or str(uuid.uuid4()), now, now, stored_team(from_team), to_team, thread),
     )
-    row = get(db, from_team, to_team)
+    row = get(db, from_team, to_team, thread=thread)
     assert row is not None
     return row
 
 
 def record_spawn(
-    db: apsw.Connection, from_team: str | None, to_team: str, command: list[str], team_snapshot: bytes
+    db: apsw.Connection, from_team: str | None, to_team: str, command: list[str], team_snapshot: bytes,
+    *, thread: str = "",
 ) -> None:
     db.execute(
-        "UPDATE sessions SET launch_command = ?, team_snapshot = ? WHERE from_team = ? AND to_team = ?",
-        (msgspec.json.encode(command).decode(), team_snapshot.decode(), stored_team(from_team), to_team),
+        f"UPDATE sessions SET launch_command = ?, team_snapshot = ? WHERE {_PAIR}",
+        (msgspec.json.encode(command).decode(), team_snapshot.decode(), stored_team(from_team), to_team, thread),
     )
 
 
-def set_process_state(db: apsw.Connection, from_team: str | None, to_team: str, state: str) -> None:
-    db.execute(
-        "UPDATE sessions SET process_state = ? WHERE from_team = ? AND to_team = ?",
-        (state, stored_team(from_team), to_team),
-    )
+def set_process_state(
+    db: apsw.Connection, from_team: str | None, to_team: str, state: str, *, thread: str = ""
+) -> None:
+    db.execute(f"UPDATE sessions SET process_state = ? WHERE {_PAIR}", (state, stored_team(from_team), to_team, thread))
 
 
 def record_turn(
     db: apsw.Connection, from_team: str | None, to_team: str, now: float,
-    context_tokens: int | None = None, context_window: int | None = None,
+    context_tokens: int | None = None, context_window: int | None = None, *, thread: str = "",
 ) -> None:
     """A tell got its answer: one more exchange in the conversation, and (when its result
     said) how full the conversation is now."""
     db.execute(
         "UPDATE sessions SET message_count = message_count + 1, last_used_at = ?, last_response_at = ?, "
         "context_tokens = coalesce(?, context_tokens), context_window = coalesce(?, context_window) "
-        "WHERE from_team = ? AND to_team = ?",
-        (now, now, context_tokens, context_window, stored_team(from_team), to_team),
+        f"WHERE {_PAIR}",
+        (now, now, context_tokens, context_window, stored_team(from_team), to_team, thread),
     )
 
 
-def set_status(db: apsw.Connection, from_team: str | None, to_team: str, status: str) -> None:
-    db.execute(
-        "UPDATE sessions SET status = ? WHERE from_team = ? AND to_team = ?",
-        (status, stored_team(from_team), to_team),
-    )
+def set_status(db: apsw.Connection, from_team: str | None, to_team: str, status: str, *, thread: str = "") -> None:
+    db.execute(f"UPDATE sessions SET status = ? WHERE {_PAIR}", (status, stored_team(from_team), to_team, thread))
 
 
 def record_compaction(
@@ -147,6 +156,8 @@ def record_compaction(
     trigger: str,
     tokens_before: int | None,
     tokens_after: int | None,
+    *,
+    thread: str = "",
 ) -> None:
     """A compaction of the conversation happened (Iris's, a /compact or claude's own): one
     more, with its figures and the message count it found; a pending one is done."""
@@ -154,51 +165,51 @@ def record_compaction(
         "UPDATE sessions SET compactions = compactions + 1, last_compacted_at = ?, compact_trigger = ?, "
         "compact_tokens_before = coalesce(?, context_tokens), compact_tokens_after = ?, "
         "compact_messages_before = message_count, context_tokens = coalesce(?, context_tokens), "
-        "status = CASE status WHEN ? THEN ? ELSE status END WHERE from_team = ? AND to_team = ?",
+        f"status = CASE status WHEN ? THEN ? ELSE status END WHERE {_PAIR}",
         (now, trigger, tokens_before, tokens_after, tokens_after, COMPACT_PENDING, ACTIVE,
-         stored_team(from_team), to_team),
+         stored_team(from_team), to_team, thread),
     )
 
 
-def archive(db: apsw.Connection, from_team: str | None, to_team: str, now: float) -> SessionRow | None:
-    """Mark the pair's conversation archived (its history stays); None if it has none or
+def archive(
+    db: apsw.Connection, from_team: str | None, to_team: str, now: float, *, thread: str = ""
+) -> SessionRow | None:
+    """Mark the thread's conversation archived (its history stays); None if it has none or
     is archived already."""
     db.execute(
-        "UPDATE sessions SET status = ?, archived_at = ? WHERE from_team = ? AND to_team = ? AND status != ?",
-        (ARCHIVED, now, stored_team(from_team), to_team, ARCHIVED),
+        f"UPDATE sessions SET status = ?, archived_at = ? WHERE {_PAIR} AND status != ?",
+        (ARCHIVED, now, stored_team(from_team), to_team, thread, ARCHIVED),
     )
-    return get(db, from_team, to_team) if db.changes() else None
+    return get(db, from_team, to_team, thread=thread) if db.changes() else None
 
 
 def restore(
-    db: apsw.Connection, from_team: str | None, to_team: str, now: float, *, fresh: bool
+    db: apsw.Connection, from_team: str | None, to_team: str, now: float, *, fresh: bool, thread: str = ""
 ) -> SessionRow | None:
     """An archived conversation is active again: the same one, or (``fresh``) a new one.
-    None if the pair's conversation is not archived."""
+    None if the thread's conversation is not archived."""
     with db:
         db.execute(
-            "UPDATE sessions SET status = ?, archived_at = NULL, last_used_at = ? "
-            "WHERE from_team = ? AND to_team = ? AND status = ?",
-            (ACTIVE, now, stored_team(from_team), to_team, ARCHIVED),
+            f"UPDATE sessions SET status = ?, archived_at = NULL, last_used_at = ? WHERE {_PAIR} AND status = ?",
+            (ACTIVE, now, stored_team(from_team), to_team, thread, ARCHIVED),
         )
         if not db.changes():
             return None
         if fresh:
-            return replace_session_id(db, from_team, to_team, now)
-    return get(db, from_team, to_team)
+            return replace_session_id(db, from_team, to_team, now, thread=thread)
+    return get(db, from_team, to_team, thread=thread)
 
 
-def files_deleted(db: apsw.Connection, from_team: str | None, to_team: str, now: float) -> None:
+def files_deleted(db: apsw.Connection, from_team: str | None, to_team: str, now: float, *, thread: str = "") -> None:
     db.execute(
-        "UPDATE sessions SET files_deleted_at = ? WHERE from_team = ? AND to_team = ?",
-        (now, stored_team(from_team), to_team),
+        f"UPDATE sessions SET files_deleted_at = ? WHERE {_PAIR}", (now, stored_team(from_team), to_team, thread)
     )
 
 
 def list_all(db: apsw.Connection) -> list[SessionRow]:
     return [
         _row(row)
-        for row in db.execute(f"SELECT {_COLUMNS} FROM sessions ORDER BY to_team, from_team")
+        for row in db.execute(f"SELECT {_COLUMNS} FROM sessions ORDER BY to_team, from_team, thread")
     ]
 
 

@@ -1,9 +1,9 @@
 """Session analytics: each pair's figures over its life, from the cost ledger and ``sessions``.
 
 The ledger has one row per tell (and per compaction Iris ran, kind ``maintenance``) with
-what claude reported; ``iris ask`` rows have no pair and are left out. A pair's key is
-``_KEY``: when a pair has several threads, the thread column joins it and every figure
-is per thread with no other change.
+what claude reported; ``iris ask`` rows have no pair and are left out. One row of the
+stats is ``_KEY``: a conversation, the pair's default one or one of its threads (a
+thread's figures are its own; the pair's default thread is the pair as before threads).
 
 The 95th percentile is the nearest rank (the smallest time that 95 % of the tells took
 at most), computed in SQL with window functions: no row leaves the database.
@@ -18,8 +18,9 @@ import msgspec
 
 from irisd.store import sessions
 from protocol.messages import PairDay, PairStats
+from protocol.pairs import PairKey
 
-_KEY = "from_team, to_team"  # what one row of the stats is: a pair (a thread joins it here)
+_KEY = "from_team, to_team, thread"  # what one row of the stats is: a conversation of a pair
 _PAIRS_ONLY = "kind != 'ask'"  # iris-agent's answers have no pair
 
 
@@ -45,8 +46,8 @@ def pair_stats(db: apsw.Connection, since: float = 0.0, team: str | None = None)
         args,
     ).fetchall()
     p95 = dict(
-        ((f, t), int(ms))
-        for f, t, ms in db.execute(
+        (_key(f, t, thread), int(ms))
+        for f, t, thread, ms in db.execute(
             f"WITH timed AS (SELECT {_KEY}, duration_ms, "
             f"row_number() OVER (PARTITION BY {_KEY} ORDER BY duration_ms) AS rank, "
             f"count(*) OVER (PARTITION BY {_KEY}) AS n FROM ledger WHERE kind = 'tell' AND {where}) "
@@ -54,24 +55,29 @@ def pair_stats(db: apsw.Connection, since: float = 0.0, team: str | None = None)
             args,
         )
     )
-    stored = {(r.from_team, r.to_team): r for r in sessions.list_all(db)}
-    found: dict[tuple[str | None, str], PairStats] = {}
-    for f, t, tells, inp, out, cread, ccreate, cost, maintenance, first, last, mean in figures:
-        pair = (str(f) or None, str(t))
+    stored = {r.key: r for r in sessions.list_all(db)}
+    found: dict[PairKey, PairStats] = {}
+    for f, t, thread, tells, inp, out, cread, ccreate, cost, maintenance, first, last, mean in figures:
+        pair = _key(f, t, thread)
         found[pair] = PairStats(
-            from_team=pair[0], to_team=pair[1], tells=int(tells), input_tokens=int(inp), output_tokens=int(out),
-            cache_read_tokens=int(cread), cache_creation_tokens=int(ccreate), cost_usd=float(cost),
-            maintenance_usd=float(maintenance), first_used_at=float(first), last_used_at=float(last),
-            lifetime_s=max(0.0, float(last) - float(first)), mean_tell_ms=float(mean),
-            p95_tell_ms=p95.get((f, t), 0),
+            from_team=pair[0], to_team=pair[1], thread=pair[2], tells=int(tells), input_tokens=int(inp),
+            output_tokens=int(out), cache_read_tokens=int(cread), cache_creation_tokens=int(ccreate),
+            cost_usd=float(cost), maintenance_usd=float(maintenance), first_used_at=float(first),
+            last_used_at=float(last), lifetime_s=max(0.0, float(last) - float(first)), mean_tell_ms=float(mean),
+            p95_tell_ms=p95.get(pair, 0),
         )
     if since <= 0:  # a conversation with no figures yet (its first tell failed, or still runs)
         for pair, row in stored.items():
             if pair not in found and team in (None, row.from_team, row.to_team):
-                found[pair] = PairStats(from_team=pair[0], to_team=pair[1])
+                found[pair] = PairStats(from_team=pair[0], to_team=pair[1], thread=pair[2])
     result = [_with_session(stats, stored.get(pair)) for pair, stats in found.items()]
-    result.sort(key=lambda s: (-s.tells, -s.cost_usd, s.to_team, s.from_team or ""))
+    result.sort(key=lambda s: (-s.tells, -s.cost_usd, s.to_team, s.from_team or "", s.thread))
     return result
+
+
+def _key(from_team: object, to_team: object, thread: object) -> PairKey:
+    """A ledger row's conversation as the store keys it ('' is the external caller there)."""
+    return (str(from_team) or None, str(to_team), str(thread))
 
 
 def _with_session(stats: PairStats, row: sessions.SessionRow | None) -> PairStats:
@@ -90,8 +96,9 @@ def daily(db: apsw.Connection, since: float = 0.0, team: str | None = None) -> l
         args,
     )
     return [
-        PairDay(from_team=str(f) or None, to_team=str(t), day=str(day), tells=int(tells), cost_usd=float(cost))
-        for f, t, day, tells, cost in rows
+        PairDay(from_team=str(f) or None, to_team=str(t), thread=str(thread), day=str(day), tells=int(tells),
+                cost_usd=float(cost))
+        for f, t, thread, day, tells, cost in rows
     ]
 
 

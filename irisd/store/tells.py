@@ -19,7 +19,7 @@ from protocol.messages import TellInfo
 _COLUMNS = (
     "id, from_team, to_team, message, status, text, session_id, created_at, started_at, "
     "finished_at, error, cost_usd, new_session, chain_id, hops, kind, input_tokens, output_tokens, "
-    "cache_read_tokens, cache_creation_tokens, num_turns, duration_ms, max_budget_usd"
+    "cache_read_tokens, cache_creation_tokens, num_turns, duration_ms, max_budget_usd, thread"
 )
 
 
@@ -38,7 +38,7 @@ def _info(values: tuple[object, ...]) -> TellInfo:
 def insert(db: apsw.Connection, tell: TellInfo) -> None:
     db.execute(
         "INSERT INTO tells (id, from_team, to_team, message, status, created_at, chain_id, hops, kind, "
-        "error, finished_at, max_budget_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "error, finished_at, max_budget_usd, thread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             tell.id,
             stored_team(tell.from_team),
@@ -52,6 +52,7 @@ def insert(db: apsw.Connection, tell: TellInfo) -> None:
             tell.error,
             tell.finished_at,
             tell.max_budget_usd,
+            tell.thread,
         ),
     )
 

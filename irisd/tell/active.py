@@ -66,8 +66,10 @@ class ActiveTell:
         max_budget_usd: float | None = None,
         on_end: OnEnd | None = None,
         parent: ActiveTell | None = None,
+        thread: str = "",
     ) -> None:
         self.id = new_tell_id()
+        self.thread = thread  # the pair's conversation it goes to ("": the default thread)
         # The tell whose claude sent this one (a nested tell), if it runs here: an approval
         # this one waits for shows on it too (``nested_phase``).
         self.parent = parent
@@ -172,6 +174,7 @@ class ActiveTell:
             num_turns=m.result.num_turns if m.result is not None else None,
             duration_ms=m.result.duration_ms if m.result is not None else None,
             max_budget_usd=self.max_budget_usd,
+            thread=self.thread,
         )
 
     def set_phase(self, phase: TellPhase) -> None:

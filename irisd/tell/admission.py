@@ -39,8 +39,8 @@ from protocol.errors import (
 )
 from protocol.limits import MAX_MESSAGE_CHARS, MAX_TELL_BUDGET_USD, MAX_WAIT_MS, MIN_WAIT_MS, range_problem
 from protocol.messages import ChainRef, Tell
-
-PairKey = tuple[str | None, str]
+from protocol.pairs import PairKey as PairKey
+from protocol.pairs import parse_pair_label
 
 
 class ChainLink(Protocol):
@@ -217,13 +217,12 @@ def self_tell_problem(from_team: str | None, to_team: str) -> str:
 
 
 def parent_tell(parent_pair: str, pairs: Sequence[PairFacts]) -> ChainLink | None:
-    """The running tell of pair ``parent_pair`` ("from->to"), whose claude sends a
+    """The running tell of pair ``parent_pair`` ("from->to", "from->to#thread"), whose claude sends a
     nested tell; None if there is none (not nested, or that tell already ended: nothing
     waits on this one)."""
     if not parent_pair:
         return None
-    from_name, _, to_name = parent_pair.partition("->")
-    key: PairKey = (None if from_name in ("", "external") else from_name, to_name)
+    key = parse_pair_label(parent_pair)
     return next((p.current for p in pairs if p.key == key), None)
 
 
@@ -290,6 +289,11 @@ def persist_problem(request: Tell) -> str:
         )
     if out_of_range := range_problem(Tell, "ttl_days", request.ttl_days):
         return f"a time to live of {request.ttl_days:g} days (ttl_days) is {out_of_range}"
+    if request.thread:
+        return (
+            f"a stored tell (persist) cannot go to a thread yet (thread {request.thread!r}); send it without "
+            "persist to continue that thread, or without the thread for the pair's default conversation"
+        )
     return ""
 
 

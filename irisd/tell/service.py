@@ -119,8 +119,8 @@ class RemoteTeams(Protocol):
 class Pool(Protocol):
     """The pool of pairs as the service sees it (``irisd.pool.supervisor.Supervisor``)."""
 
-    async def runner(self, from_team: str | None, to_team: str) -> TellQueue:
-        """Whoever runs the pair's tells (its claude's actor, or a remote team's pair)."""
+    async def runner(self, from_team: str | None, to_team: str, thread: str = "") -> TellQueue:
+        """Whoever runs the thread's tells (its claude's actor, or a remote team's pair)."""
         ...
 
     def snapshots(self) -> Sequence[PairFacts]: ...
@@ -188,8 +188,11 @@ class TellService:
         kind: TellKind = "tell",
         max_budget_usd: float | None = None,
         across: ChainRef | None = None,
+        thread: str = "",
     ) -> ActiveTell:
-        """Admit and queue a tell on its pair; returns it at once (it runs on). Refused
+        """Admit and queue a tell on its pair's ``thread`` (its own conversation; "" the
+        pair's default one); returns it at once (it runs on). A thread is its pair's for
+        every check below (the same budgets, rate and chain). Refused
         before any claude turn (an IrisError saying why): an unknown or unavailable team,
         a request out of range, a loop or a chain too long, a budget spent, a pair over
         its rate limit, a full queue."""
@@ -233,12 +236,13 @@ class TellService:
             max_budget_usd=max_budget_usd,
             on_end=self.on_end,
             parent=self.pool.find_tell(parent.id) if parent is not None else None,
+            thread=thread,
         )
         await self.store.call(tells.insert, tell.info())
         if listen:
             tell.listener = tell.listen()
         try:
-            runner = await self.pool.runner(from_team, team.name)
+            runner = await self.pool.runner(from_team, team.name, thread)
             runner.submit(tell)  # right after: the pair cannot end in between
         except IrisError as exc:
             await end_tell(self.store, tell, exc.message)
@@ -332,6 +336,7 @@ class TellService:
             listen=request.stream,
             max_budget_usd=request.max_budget_usd,
             across=request.across,
+            thread=request.thread,
         )
         return await self.reply(tell, send_event if request.stream else None)
 
@@ -348,7 +353,7 @@ class TellService:
             tell.caller_leaves()  # nobody reads the answer: it may become a pending question
             raise
         info = tell.info()
-        busy = self.pool.waiting_for_slot((tell.from_team, tell.to_team))
+        busy = self.pool.waiting_for_slot((tell.from_team, tell.to_team, tell.thread))
         if info.status == "queued" and busy:
             info.error = (
                 f"all {busy} claude processes (maxProcesses) are busy; the tell stays "
@@ -389,6 +394,7 @@ class TellService:
                     parent_pair=request.parent_pair,
                     listen=request.stream,
                     max_budget_usd=request.max_budget_usd,
+                    thread=request.thread,
                 )
                 reply = await self.reply(tell, waits if request.stream else None)
                 result = FanOutResult(to_team=team, status=reply.status, tell=reply.tell)

@@ -151,6 +151,28 @@ def test_a_tell_from_the_cli_streams_in(page: Page, iris: Iris) -> None:
     assert page.evaluate("window.sameDocument") is True
 
 
+def test_a_threads_tell_and_process_show_their_thread(page: Page, iris: Iris) -> None:
+    told = iris.cli_json("tell", "backend", "in a thread", "--thread", "dash")
+    assert told["status"] == "completed" and told["thread"] == "dash", told
+    page.goto(f"{iris.http_url}/#/tells/{told['id']}")
+    facts = page.locator(f'.conversation[data-tell="{told["id"]}"] dl.facts')
+    expect(facts).to_contain_text("thread")
+    expect(facts.locator("dd", has_text="dash")).to_have_count(1)
+    page.goto(f"{iris.http_url}/#/teams")
+    row = page.locator('[data-team="backend"] [data-pair="you → backend #dash"]')
+    expect(row).to_contain_text("you #dash")  # a row of its own, beside the pair's default one
+    # The Sessions view: the thread is a row of its own too; the map draws its pair once.
+    told = iris.cli_json("tell", "backend", "in the default thread")
+    assert told["status"] == "completed", told
+    rows = {p.get("thread", ""): p["tells"] for p in iris.cli_json("sessions", "backend", "--stats")["pairs"]
+            if p.get("from_team") is None}  # the other tests of this module may have told backend too
+    assert rows["dash"] == 1 and rows[""] >= 1
+    page.goto(f"{iris.http_url}/#/sessions")
+    expect(page.locator('[data-stats-pair="you → backend #dash"] [data-tells]')).to_have_text("1")
+    expect(page.locator('[data-stats-pair="you → backend"] [data-tells]')).to_have_text(str(rows[""]))
+    expect(page.locator('[data-edge="you → backend"]')).to_have_attribute("data-tells", str(sum(rows.values())))
+
+
 def test_an_approval_appears_and_approve_runs_the_tool(page: Page, iris: Iris) -> None:
     page.goto(f"{iris.http_url}/#/teams")
     started = iris.cli_json("tell", "backend", WRITE, "--timeout", "-1")

@@ -337,3 +337,46 @@ def test_cancelling_a_task_whose_waiting_client_was_asked_declines_the_question(
     assert cancelled["status"]["state"] == "TASK_STATE_CANCELED"
     (question,) = [q for q in shared.cli_json("questions", "--all") if q["tell_id"] == task["id"]]
     assert question["status"] == "dismissed" and question["closed_by"] == "A2A"
+
+
+# --- contexts are threads ------------------------------------------------------------------------
+
+
+def test_a_client_that_opens_two_contexts_has_two_conversations(shared: Iris) -> None:
+    token = agent_token(shared, "threads")
+
+    async def main() -> list[Any]:
+        async with sdk_client(shared, token, streaming=False) as client:
+            tasks = []
+            for text, message_id, context in [
+                ("one", "t-1", "ctx-one"), ("two", "t-2", "ctx-two"), ("one again", "t-3", "ctx-one"),
+                ("default", "t-4", ""), ("two again", "t-5", "ctx-two"),
+            ]:
+                fields = {"context_id": context} if context else {}
+                tasks.append(final_task(await collect(client.send_message(user_message(text, message_id, **fields)))))
+            return tasks
+
+    one, two, one_again, default, two_again = trio.run(main)
+    answers = [t.artifacts[0].parts[0].text for t in (one, two, one_again, default, two_again)]
+    # Each context counts its own turns: a claude session of its own.
+    assert answers == ["echo #1: one", "echo #1: two", "echo #2: one again", "echo #1: default", "echo #2: two again"]
+    assert [t.context_id for t in (one, two, one_again, default)] == [
+        "ctx-one", "ctx-two", "ctx-one", "a2a:threads->alpha"
+    ]
+    # Each is a thread of the agent's pair, with its own session.
+    tells = {t.id: shared.request(GetTell(tell_id=t.id)).tell for t in (one, two, one_again, default)}
+    assert [tells[t.id].thread for t in (one, two, default)] == ["ctx-one", "ctx-two", ""]
+    assert tells[one.id].session_id == tells[one_again.id].session_id != tells[two.id].session_id
+    # ListTasks by context keeps them apart.
+    _, listed = rpc(shared, "ListTasks", {"contextId": "ctx-one"}, token=token)
+    assert {t["id"] for t in listed["result"]["tasks"]} == {one.id, one_again.id}
+
+
+def test_a_context_id_that_cannot_be_a_thread_is_refused_with_one_that_can(shared: Iris) -> None:
+    token = agent_token(shared, "badctx")
+    msg = {"role": "ROLE_USER", "messageId": "b-1", "parts": [{"text": "hi"}], "contextId": "a2a:someone->alpha"}
+    _, answer = rpc(shared, "SendMessage", {"message": msg}, token=token)
+    error = answer["error"]
+    assert error["code"] == -32602
+    assert "contextId 'a2a:someone->alpha' cannot name a conversation here" in error["message"]
+    assert "a UUID" in error["message"] and "'a2a:badctx->alpha' (or none)" in error["message"]

@@ -328,6 +328,42 @@ def test_a_team_of_another_iris_is_a_team_here_through_a2a(
             far.stop(timeout=30)
 
 
+@pytest.mark.claude
+def test_another_iris_keeps_each_asking_team_and_thread_apart(
+    iris: Iris, tmp_path: Path, model: ScriptedModel, claude_bin: Path
+) -> None:
+    """Issue 28.3: two asking teams here used to land in one conversation over there."""
+    far = Iris(tmp_path / "far", model_url=model.base_url, claude=claude_bin)
+    try:
+        far.add_team("frontend")
+        far.start()
+        token = far.cli("a2a", "token", "--name", "loopback")
+        assert token.returncode == 0, token.stderr
+        iris.add_team("backend")
+        iris.teams["webagent"] = {
+            "a2a": f"{far.http_url}/a2a/frontend/.well-known/agent-card.json",
+            "headers": {"Authorization": "Bearer ${FAR_TOKEN}"},
+        }
+        iris.env["FAR_TOKEN"] = token.stdout.strip().split()[-1]
+        iris.start()
+        assert iris.cli_json("tell", "webagent", "mine")["text"] == "echo #1: mine"
+        theirs = iris.cli_json("tell", "webagent", "theirs", "--from", "backend")
+        assert theirs["text"] == "echo #1: theirs", theirs  # a conversation of its own over there
+        threaded = iris.cli_json("tell", "webagent", "side", "--thread", "side")
+        assert threaded["text"] == "echo #1: side", threaded  # a thread here is one there too
+        assert iris.cli_json("tell", "webagent", "mine again")["text"] == "echo #2: mine again"
+        assert iris.cli_json("tell", "webagent", "theirs again", "--from", "backend")["text"] == (
+            "echo #2: theirs again"
+        )
+        # Over there: one pair (the token's), three threads, each with its own claude session.
+        told = far.cli_json("report", "frontend", "--from", "a2a:loopback", "--limit", "10")
+        sessions = {t["session_id"] for t in told}
+        assert len(told) == 5 and len(sessions) == 3, told
+    finally:
+        if far.process is not None:
+            far.stop(timeout=30)
+
+
 def test_reload_adds_changes_and_removes_an_agent_team(iris: Iris, agent: Agent) -> None:
     iris.add_team("alpha")
     iris.start()

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness import Iris, wait_for
-from protocol.messages import GetPair, GetStatus, StatusReply
+from protocol.messages import GetPair, GetStatus, ListSessions, StatusReply
 
 pytestmark = pytest.mark.claude
 
@@ -50,6 +50,16 @@ def test_a_spare_answers_a_new_pairs_first_tell_and_is_replaced(iris: Iris) -> N
     assert iris.request(GetPair(to_team="alpha", from_team="beta")).process.pid == second
     (asked,) = iris.cli_json("report", "beta", "--from", "alpha")
     assert asked["message"] == "hi beta" and asked["chain_id"] == nested["chain_id"], asked
+
+    # A thread's new conversation takes a spare too, as a conversation of its own.
+    (third,) = wait_for(lambda: spares(iris, "alpha"), what="a spare after beta->alpha took one")
+    threaded = iris.cli_json("tell", "alpha", "in a thread", "--thread", "t1")
+    assert threaded["text"] == "echo #1: in a thread" and threaded["thread"] == "t1", threaded
+    assert iris.request(GetPair(to_team="alpha", thread="t1")).process.pid == third
+    listing = {s.thread: s.session_id for s in iris.request(ListSessions(to_team="alpha")).sessions
+               if s.from_team is None}
+    assert listing == {"": told["session_id"], "t1": threaded["session_id"]}
+    assert iris.cli_json("tell", "alpha", "the default goes on")["text"] == "echo #4: the default goes on"
 
 
 def test_a_spare_gives_its_slot_to_a_pair_and_comes_back_when_there_is_room(iris: Iris) -> None:

@@ -80,6 +80,10 @@ def test_a_tell_to_a_team_of_another_irisd_streams_its_answer(pair_of_irisds: tu
     status, answer = Http(caller).json("POST", f"/api/teams/{backend}/tell",
                                        {"message": "over http", "from_team": frontend})
     assert status == 200 and "echo #3: over http" in json.dumps(answer), answer
+    # A thread here is the same thread over there: a conversation of its own.
+    threaded = caller.cli_json("tell", backend, "aside", "--from", frontend, "--thread", "aside")
+    assert threaded["text"] == "echo #1: aside", threaded
+    assert home.cli_json("report", backend, "--all-callers")[0]["thread"] == "aside"  # the newest first
 
 
 def test_a_home_that_is_down_gets_its_tells_when_it_is_back(pair_of_irisds: tuple[Iris, Iris]) -> None:

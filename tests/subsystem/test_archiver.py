@@ -86,10 +86,10 @@ async def test_files_are_deleted_only_with_delete_archived_after_days(tmp_path: 
         transcript.parent.mkdir(parents=True)
         transcript.write_text("{}\n")
         first = await archiver.sweep(BASE)
-        assert first.archive == ((None, "alpha"),) and first.delete_files == ()
+        assert first.archive == ((None, "alpha", ""),) and first.delete_files == ()
         assert transcript.exists()
         later = await archiver.sweep(BASE + 7 * DAY_S)
-        assert later.delete_files == (((None, "alpha"),) if deleted else ())
+        assert later.delete_files == (((None, "alpha", ""),) if deleted else ())
         assert transcript.exists() is not deleted
         stored = await store.call(sessions.get, None, "alpha")
         assert stored is not None and (stored.files_deleted_at is not None) is deleted
@@ -100,12 +100,12 @@ async def test_restore_resumes_the_same_conversation_or_a_fresh_one(tmp_path: Pa
     archiver, store, _, _, _ = setup(tmp_path)
     row = await used(store, "alpha", BASE)
     await used(store, "beta", BASE)
-    assert await archiver.restore((None, "alpha"), BASE, fresh=False, why="test") is None  # not archived
+    assert await archiver.restore((None, "alpha", ""), BASE, fresh=False, why="test") is None  # not archived
     for team in ("alpha", "beta"):
-        await archiver.archive((None, team), BASE + 1, why="by hand")
-    same = await archiver.restore((None, "alpha"), BASE + 2, fresh=False, why="test")
+        await archiver.archive((None, team, ""), BASE + 1, why="by hand")
+    same = await archiver.restore((None, "alpha", ""), BASE + 2, fresh=False, why="test")
     assert same is not None and (same.status, same.session_id, same.archived_at) == ("active", row.session_id, None)
-    fresh = await archiver.restore((None, "beta"), BASE + 2, fresh=True, why="test")
+    fresh = await archiver.restore((None, "beta", ""), BASE + 2, fresh=True, why="test")
     assert fresh is not None and fresh.status == "active" and fresh.session_id != row.session_id
     with pytest.raises(NotFoundError, match="has no conversation yet"):
-        await archiver.archive(("alpha", "beta"), BASE, why="by hand")
+        await archiver.archive(("alpha", "beta", ""), BASE, why="by hand")

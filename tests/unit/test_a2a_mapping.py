@@ -325,3 +325,16 @@ def test_answer_parts_read_back_what_message_text_wrote() -> None:
     ]
     for part in sent:
         assert mapping.answer_parts(mapping.message_text(message(part))) == [part]
+
+
+def test_a_context_is_a_thread_of_the_callers_pair() -> None:
+    assert mapping.context_of("a2a:crm", "alpha") == "a2a:crm->alpha"  # the default thread, as before
+    assert mapping.context_of("a2a:crm", "alpha", "ctx-1") == "ctx-1"
+    assert mapping.thread_of("", "a2a:crm", "alpha") == ""
+    assert mapping.thread_of("a2a:crm->alpha", "a2a:crm", "alpha") == ""
+    uuid = "0b8f6a3e-4c2d-4f7a-9a61-3d2f1c0e9b77"
+    assert mapping.thread_of(uuid, "a2a:crm", "alpha") == uuid
+    with pytest.raises(mapping.A2AError) as refused:  # another caller's default context is no thread of this one's
+        mapping.thread_of("a2a:erp->alpha", "a2a:crm", "alpha")
+    assert refused.value.code == a2a.INVALID_PARAMS
+    assert "e.g. auth-refactor" in refused.value.message and "'a2a:crm->alpha' (or none)" in refused.value.message

@@ -70,9 +70,9 @@ def refused(decision: object) -> Refuse:
 
 # A chain external -> alpha -> beta: beta's claude is answering; its tells are nested.
 CHAIN = [
-    Snapshot((None, "alpha"), TellLink("t1", None, "alpha", "c1", 0, ("external", "alpha"))),
-    Snapshot(("alpha", "beta"), TellLink("t2", "alpha", "beta", "c1", 1, ("external", "alpha", "beta"))),
-    Snapshot(("gamma", "delta"), TellLink("t9", "gamma", "delta", "c9", 0, ("gamma", "delta"))),  # another chain
+    Snapshot((None, "alpha", ""), TellLink("t1", None, "alpha", "c1", 0, ("external", "alpha"))),
+    Snapshot(("alpha", "beta", ""), TellLink("t2", "alpha", "beta", "c1", 1, ("external", "alpha", "beta"))),
+    Snapshot(("gamma", "delta", ""), TellLink("t9", "gamma", "delta", "c9", 0, ("gamma", "delta"))),  # another chain
 ]
 
 
@@ -85,6 +85,17 @@ def test_a_nested_tell_continues_its_callers_chain_one_hop_further() -> None:
     assert decision == Admit(chain_id="c1", hops=2, path=("external", "alpha", "beta", "gamma"))
     external = admit(tell("gamma", parent_pair="external->alpha"), facts(pairs=CHAIN))
     assert external == Admit(chain_id="c1", hops=1, path=("external", "alpha", "gamma"))
+
+
+def test_a_nested_tell_from_a_threads_claude_continues_that_threads_chain() -> None:
+    threaded = [
+        *CHAIN,
+        Snapshot(("alpha", "beta", "auth"), TellLink("t3", "alpha", "beta", "c3", 1, ("external", "alpha", "beta"))),
+    ]
+    decision = admit(tell("gamma", parent_pair="alpha->beta#auth"), facts(pairs=threaded))
+    assert decision == Admit(chain_id="c3", hops=2, path=("external", "alpha", "beta", "gamma"))
+    default = admit(tell("gamma", parent_pair="alpha->beta"), facts(pairs=threaded))
+    assert isinstance(default, Admit) and default.chain_id == "c1"  # the default thread's, not the thread's
 
 
 def test_a_nested_tell_whose_caller_already_ended_starts_a_chain() -> None:
@@ -179,7 +190,7 @@ def test_a_tell_from_another_iris_continues_its_chain_and_its_hop_limit_holds() 
 
 def link(from_team: str, to_team: str, hops: int, *path: str) -> Snapshot:
     """A running tell of chain c1, with the teams waiting in it."""
-    return Snapshot((from_team, to_team), TellLink(f"t-{to_team}", from_team, to_team, "c1", hops, path))
+    return Snapshot((from_team, to_team, ""), TellLink(f"t-{to_team}", from_team, to_team, "c1", hops, path))
 
 
 def test_the_loop_refusal_prints_the_chain_as_it_went_and_a_sibling_is_not_waiting() -> None:
@@ -292,6 +303,9 @@ def test_a_persisted_tell_is_refused_a_max_budget_and_a_ttl_out_of_range() -> No
     assert persist_problem(Tell(to_team="beta", message="hi", persist=True, max_budget_usd=1.0)) == (
         "a stored tell (persist) cannot carry a max budget yet; send it without persist to give it one, "
         "or rely on settings.budget and the team's budget.dailyUsd"
+    )
+    assert persist_problem(Tell(to_team="beta", message="hi", persist=True, thread="auth")).startswith(
+        "a stored tell (persist) cannot go to a thread yet (thread 'auth')"
     )
     assert persist_problem(Tell(to_team="beta", message="hi", persist=True, ttl_days=0)).startswith(
         "a time to live of 0 days (ttl_days) is out of range"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from irisd.pool.archive import DAY_S, Aging, Due, due
 
 NOW = 1_800_000_000.0
-A, B, C = (None, "alpha"), ("beta", "alpha"), (None, "gamma")
+A, B, C = (None, "alpha", ""), ("beta", "alpha", ""), (None, "gamma", "")
 
 
 def test_a_conversation_unused_for_archive_after_days_is_archived_not_a_second_sooner() -> None:

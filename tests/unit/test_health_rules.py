@@ -73,6 +73,32 @@ def test_a_failed_pair_is_a_crash_loop_with_wake_as_its_fix() -> None:
     assert finding.fix == "iris doctor; then iris wake b --from a"
 
 
+def test_a_failed_thread_is_its_own_crash_loop_and_is_restarted_as_that_thread() -> None:
+    thread = PairFacts(from_team="a", to_team="b", state="failed", thread="auth")
+    default = PairFacts(from_team="a", to_team="b", state="idle")
+    facts = Facts(pairs=(default, thread), claude_version="1", claude_tested="1")
+    (finding,) = find(facts, LIMITS, 0.0)
+    assert (finding.subject, finding.fix) == ("a->b#auth", "iris doctor; then iris wake b --from a --thread auth")
+    rules = HealthRules(Limits(recover=True, recover_after_s=60))
+    rules.check(facts, 0.0)
+    restart = RestartPair("a", "b", "pair a->b#auth: claude keeps failing to start", "auth")
+    assert rules.check(facts, 60.0)[1] == [restart]
+
+
+def test_a_working_thread_does_not_reset_another_threads_backoff() -> None:
+    """The backoff is per thread: the pair's default thread running well says nothing of
+    a failing thread of the pair, and the other way round."""
+    rules = HealthRules(Limits(recover=True, recover_after_s=60))
+    thread_ok = PairFacts(from_team="a", to_team="b", state="idle", thread="auth")
+    failed = Facts(pairs=(PairFacts(from_team="a", to_team="b", state="failed"), thread_ok),
+                   claude_version="1", claude_tested="1")
+    rules.check(failed, 0.0)
+    assert len(rules.check(failed, 60.0)[1]) == 1
+    rules.check(failed, 61.0)
+    assert rules.next_restart_at("a->b") == 180.0  # twice as long, though a->b#auth is idle throughout
+    assert rules.check(failed, 120.0)[1] == []
+
+
 @pytest.mark.parametrize(
     ("spent", "expected"),
     [(7.99, []), (8.0, [("budget", "warning", "web")]), (10.0, [("budget", "error", "web")])],

@@ -68,5 +68,24 @@ def test_summaries_by_team_pair_chain_and_day(db: apsw.Connection) -> None:
     assert beta_total.tells == 2  # to beta, and from beta
     assert ledger.spent_since(db, day2 - 3600, "alpha") == 1.0
     assert ledger.chain_spent(db, "c1") == 0.75
-    assert ledger.by_pair(db) == {(None, "alpha"): 0.5, ("alpha", "beta"): 0.25, ("beta", "alpha"): 1.0}
+    assert ledger.by_pair(db) == {(None, "alpha", ""): 0.5, ("alpha", "beta", ""): 0.25, ("beta", "alpha", ""): 1.0}
     assert ledger.prune(db, day2 - 3600) == 1
+
+
+def test_a_threads_spending_is_its_own_row_and_counts_in_its_pairs_budgets(db: apsw.Connection) -> None:
+    import msgspec
+
+    record(db, finished("t1", to_team="alpha", from_team="beta", cost=0.5, at=100.0))
+    threaded = msgspec.structs.replace(finished("t2", to_team="alpha", from_team="beta", cost=0.25, at=100.0),
+                                       thread="auth")
+    record(db, threaded)
+    rows, total = ledger.summary(db, "pair", 0.0)
+    assert {r.key: r.cost_usd for r in rows} == {"beta->alpha": 0.5, "beta->alpha#auth": 0.25}
+    assert total.cost_usd == 0.75
+    assert ledger.pair_spent(db, "beta", "alpha") == 0.5
+    assert ledger.pair_spent(db, "beta", "alpha", thread="auth") == 0.25
+    assert ledger.by_pair(db) == {("beta", "alpha", ""): 0.5, ("beta", "alpha", "auth"): 0.25}
+    # The daily budgets (all teams, the team's) count every thread of the team.
+    assert ledger.spent_since(db, 0.0) == 0.75 and ledger.spent_since(db, 0.0, "alpha") == 0.75
+    (row,), _ = ledger.summary(db, "team", 0.0)
+    assert (row.key, row.tells) == ("alpha", 2)

@@ -14,7 +14,15 @@ from irisd.http.api import TellBody
 from irisd.http.app import _decode as http_decode
 from protocol.codec import decode_request, encode
 from protocol.errors import InvalidRequestError, ProtocolError
-from protocol.limits import MAX_MESSAGE_CHARS, MAX_TELL_BUDGET_USD, MAX_TTL_DAYS, MAX_WAIT_MS, range_problem
+from protocol.limits import (
+    MAX_MESSAGE_CHARS,
+    MAX_TELL_BUDGET_USD,
+    MAX_THREAD_CHARS,
+    MAX_TTL_DAYS,
+    MAX_WAIT_MS,
+    range_problem,
+    thread_problem,
+)
 from protocol.messages import Tell
 
 # The MCP tool's name for a Tell field, where it differs (the rest: the same, camelCased on the wire).
@@ -42,7 +50,9 @@ def limits(kind: msgspec.inspect.Type) -> Any:
     return kind
 
 
-@pytest.mark.parametrize("name", ["message", "from_team", "timeout_ms", "persist", "ttl_days", "max_budget_usd"])
+@pytest.mark.parametrize(
+    "name", ["message", "from_team", "timeout_ms", "persist", "ttl_days", "max_budget_usd", "thread"]
+)
 def test_the_http_body_and_the_mcp_arguments_carry_the_wires_limits_and_defaults(name: str) -> None:
     wire = fields(Tell)[name]
     body = fields(TellBody)[name]
@@ -76,6 +86,10 @@ def test_a_range_is_worded_from_its_declaration() -> None:
         ("ttl_days", MAX_TTL_DAYS + 1.0, f"<= {MAX_TTL_DAYS}"),
         ("max_budget_usd", -1.0, "> 0"),
         ("message", "x" * (MAX_MESSAGE_CHARS + 1), f"length <= {MAX_MESSAGE_CHARS}"),
+        ("thread", "auth refactor", "matching regex"),
+        ("thread", "-leading-dash", "matching regex"),
+        ("thread", "a->b#c", "matching regex"),
+        ("thread", "t" * (MAX_THREAD_CHARS + 1), f"length <= {MAX_THREAD_CHARS}"),
     ],
 )
 def test_every_front_end_names_the_field_and_its_range(field: str, value: Any, says: str) -> None:
@@ -121,3 +135,25 @@ def test_the_cli_sends_the_wires_defaults_and_checks_its_ranges() -> None:
     assert options["persist"].default == wire["persist"].default
     assert options["ttl_days"].default is None  # no --ttl-days: the wire's default
     assert options["max_budget_usd"].default == wire["max_budget_usd"].default
+
+
+def test_a_thread_name_is_a_short_slug_and_its_error_gives_a_valid_one() -> None:
+    for good in ("", "auth-refactor", "v2.1_notes", "0", "t" * MAX_THREAD_CHARS):
+        assert thread_problem(good) == ""
+        assert decode_request(encode(Tell(to_team="alpha", message="hi", thread=good))[4:]) is not None
+    problem = thread_problem("auth refactor")
+    assert problem.startswith("thread 'auth refactor' is not a thread name: ")
+    assert "e.g. auth-refactor" in problem and "leave it out for the pair's default thread" in problem
+    with pytest.raises(InvalidRequestError, match=r"\$\.thread.*e\.g\. auth-refactor"):
+        decode_request(encode(Tell(to_team="alpha", message="hi", thread="../etc"))[4:])
+
+
+def test_the_cli_refuses_a_thread_name_before_it_sends_anything() -> None:
+    from typer.testing import CliRunner
+
+    from iris_cli.app import app
+
+    result = CliRunner().invoke(app, ["tell", "alpha", "hi", "--thread", "auth refactor"])
+    assert result.exit_code != 0
+    assert "--thread: thread 'auth refactor' is not a thread name" in result.output
+    assert "e.g. auth-refactor" in result.output

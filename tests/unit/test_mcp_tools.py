@@ -13,6 +13,7 @@ from iris_mcp.render import error_output, render_reply, render_teams, render_tel
 from iris_mcp.tools import DEFAULT_TELL_TIMEOUT_MS, TOOLS, TOOLS_BY_NAME, input_schema, parse_args
 from iris_mcp.watch import MAX_PROGRESS_CHARS, TellWatch
 from protocol.errors import InvalidRequestError, PermissionDeniedError
+from protocol.limits import THREAD_PATTERN
 from protocol.messages import (
     PairReply,
     PairsReply,
@@ -69,8 +70,9 @@ def test_the_tool_set_and_its_schemas() -> None:
     tell = input_schema(TOOLS_BY_NAME["team_tell"].args)
     assert tell["required"] == ["message"]  # and toTeam, or toTeams (checked by the shim)
     assert set(tell["properties"]) == {
-        "toTeam", "toTeams", "message", "fromTeam", "timeout", "persist", "ttlDays", "maxBudgetUsd"
+        "toTeam", "toTeams", "message", "fromTeam", "timeout", "persist", "ttlDays", "maxBudgetUsd", "thread"
     }
+    assert tell["properties"]["thread"]["pattern"] == THREAD_PATTERN
     assert tell["properties"]["timeout"]["default"] == DEFAULT_TELL_TIMEOUT_MS
     assert tell["properties"]["timeout"]["minimum"] == -1
     assert "default" not in tell["properties"]["fromTeam"]

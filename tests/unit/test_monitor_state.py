@@ -95,7 +95,15 @@ def test_a_team_filter_keeps_only_its_pairs() -> None:
     state = MonitorState(team="beta")
     state.apply_status(status(ProcessInfo(from_team=None, to_team="alpha", state="idle"),
                               ProcessInfo(from_team="beta", to_team="alpha", state="idle")))
-    assert list(state.processes) == [("beta", "alpha")]
+    assert list(state.processes) == [("beta", "alpha", "")]
+
+
+def test_each_thread_of_a_pair_is_a_process_row_of_its_own() -> None:
+    state = MonitorState()
+    state.apply_status(status(ProcessInfo(from_team=None, to_team="alpha", state="idle"),
+                              ProcessInfo(from_team=None, to_team="alpha", state="processing", thread="auth")))
+    assert list(state.processes) == [(None, "alpha", ""), (None, "alpha", "auth")]
+    assert "external->alpha#auth" in screen(state)
 
 
 def test_at_80x24_approvals_come_first_and_answers_wrap_to_the_width() -> None:

@@ -11,6 +11,7 @@ from protocol.errors import PermissionDeniedError
 from protocol.messages import Ask, Decide, HttpInfo, Reload, Request
 
 CHILD = Caller.child("beta", "alpha->beta")  # beta's claude, answering alpha
+THREAD_CHILD = Caller.child("beta", "alpha->beta#auth-refactor")  # the claude of a thread of that pair
 AGENT = Caller.agent("crm")
 REMOTE = Caller.remote("ws2", "beta")
 
@@ -43,6 +44,13 @@ FROM_WS2 = Owned("alpha@ws2", "gamma", "c-6")
         (Caller.remote("ws3", "alpha"), FROM_WS2, frozenset(), False),
         (REMOTE, BETA_TO_GAMMA, frozenset(), False),
         (REMOTE, PERSON_TO_BETA, frozenset(), False),
+        # A thread belongs to its pair: the same rules as the pair's claude.
+        (THREAD_CHILD, BETA_TO_GAMMA, frozenset(), True),
+        (THREAD_CHILD, ALPHA_TO_BETA, frozenset(), True),
+        (THREAD_CHILD, GAMMA_TO_DELTA, frozenset(), False),
+        (THREAD_CHILD, GAMMA_TO_DELTA, frozenset({"c-2"}), True),
+        (THREAD_CHILD, PERSON_TO_BETA, frozenset(), False),
+        (Caller.child("beta", "external->beta#notes"), PERSON_TO_BETA, frozenset(), True),
     ],
 )
 def test_who_sees_which_tell(caller: Caller, thing: Owned, chains: frozenset[str], seen: bool) -> None:

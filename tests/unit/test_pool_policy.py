@@ -21,30 +21,31 @@ from irisd.pool.policy import (
 
 
 def view(name: str, state: str = "idle", last: float = 0.0, queued: int = 0) -> PairView:
-    return PairView(key=(None, name), state=state, last_used_at=last, queued=queued,  # type: ignore[arg-type]
+    return PairView(key=(None, name, ""), state=state, last_used_at=last, queued=queued,  # type: ignore[arg-type]
                     holds_slot=state != "stopped")
 
 
 def test_grant_while_there_is_room() -> None:
-    assert decide_slot((None, "new"), [view("a"), view("b")], max_processes=3) == Grant()
+    assert decide_slot((None, "new", ""), [view("a"), view("b")], max_processes=3) == Grant()
 
 
 def test_full_pool_evicts_the_least_recently_used_idle_pair() -> None:
     pairs = [view("a", last=30), view("b", last=10), view("c", "processing", last=1), view("d", last=20)]
-    assert decide_slot((None, "new"), pairs, max_processes=4) == Evict((None, "b"))
+    assert decide_slot((None, "new", ""), pairs, max_processes=4) == Evict((None, "b", ""))
 
 
 def spare(team: str, n: int, last: float) -> PairView:
-    return PairView(key=(f"spare #{n}", team), state="idle", last_used_at=last, holds_slot=True, spare=True)
+    return PairView(key=(f"spare #{n}", team, ""), state="idle", last_used_at=last, holds_slot=True, spare=True)
 
 
 def test_under_pressure_spares_go_first_the_oldest_first() -> None:
     pairs = [view("a", last=1), spare("b", 1, last=50), spare("c", 2, last=40), view("d", last=2)]
-    assert decide_slot((None, "new"), pairs, max_processes=4) == Evict(("spare #2", "c"))
-    assert decide_slot((None, "new"), pairs[:2] + pairs[3:], max_processes=3) == Evict(("spare #1", "b"))
-    assert decide_slot((None, "new"), [view("a", last=1), view("d", last=2)], max_processes=2) == Evict((None, "a"))
+    assert decide_slot((None, "new", ""), pairs, max_processes=4) == Evict(("spare #2", "c", ""))
+    assert decide_slot((None, "new", ""), pairs[:2] + pairs[3:], max_processes=3) == Evict(("spare #1", "b", ""))
+    assert decide_slot((None, "new", ""), [view("a", last=1), view("d", last=2)], max_processes=2) == Evict(
+        (None, "a", ""))
     # a new conversation of c may take c's spare: another team's goes first
-    assert decide_slot(("x", "c"), pairs, max_processes=4) == Evict(("spare #1", "b"))
+    assert decide_slot(("x", "c", ""), pairs, max_processes=4) == Evict(("spare #1", "b", ""))
 
 
 def test_a_spare_starts_only_into_a_free_slot() -> None:
@@ -55,20 +56,20 @@ def test_a_spare_starts_only_into_a_free_slot() -> None:
 
 def test_busy_pairs_and_pairs_with_queued_work_are_never_evicted() -> None:
     pairs = [view("a", "processing"), view("b", "spawning"), view("c", "idle", queued=2)]
-    assert decide_slot((None, "new"), pairs, max_processes=3) == Wait(busy=3)
+    assert decide_slot((None, "new", ""), pairs, max_processes=3) == Wait(busy=3)
 
 
 def test_no_second_eviction_while_one_is_terminating() -> None:
     pairs = [view("a", "terminating"), view("b", last=0)]
-    assert decide_slot((None, "new"), pairs, max_processes=2) == Wait(busy=2)
+    assert decide_slot((None, "new", ""), pairs, max_processes=2) == Wait(busy=2)
 
 
 def test_the_requester_does_not_count_against_itself() -> None:
-    assert decide_slot((None, "a"), [view("a")], max_processes=1) == Grant()
+    assert decide_slot((None, "a", ""), [view("a")], max_processes=1) == Grant()
 
 
 def test_stopped_pairs_hold_no_slot() -> None:
-    assert decide_slot((None, "new"), [view("a", "stopped")], max_processes=1) == Grant()
+    assert decide_slot((None, "new", ""), [view("a", "stopped")], max_processes=1) == Grant()
 
 
 def test_lru_of_nothing_is_nothing() -> None:

@@ -95,9 +95,40 @@ def test_tells_and_cost_per_pair_and_day(db: apsw.Connection) -> None:
     ledger.record(db, spent("t4", "gamma", "beta", at=day2, ms=10, cost=2.0))
     days = [msgspec.structs.astuple(d) for d in stats.daily(db)]
     assert days == [
-        (None, "beta", "2026-11-21", 2, 0.75),
-        (None, "beta", "2026-11-22", 1, 1.125),  # a compaction costs, but is no tell
-        ("beta", "gamma", "2026-11-22", 1, 2.0),
+        (None, "beta", "", "2026-11-21", 2, 0.75),  # "": the pair's default thread
+        (None, "beta", "", "2026-11-22", 1, 1.125),  # a compaction costs, but is no tell
+        ("beta", "gamma", "", "2026-11-22", 1, 2.0),
     ]
     pairs, by_day = stats.report(db, since=day2)
     assert sum(d.tells for d in by_day) == sum(p.tells for p in pairs) == 2
+
+
+def test_each_thread_of_a_pair_is_a_row_of_its_own(db: apsw.Connection) -> None:
+    """Issue 31.4: analytics per pair and thread. The default thread is the pair's row as
+    before threads; a named thread has its own figures, conversation and days."""
+    for n, ms in enumerate((100, 200, 300)):
+        ledger.record(db, spent(f"d{n}", "beta", "alpha", at=1000.0 + n, ms=ms))
+    auth = [msgspec.structs.replace(spent(f"t{n}", "beta", "alpha", at=1100.0 + n, ms=ms, cost=1.0),
+                                    thread="auth-refactor") for n, ms in enumerate((900, 950))]
+    for tell in auth:
+        ledger.record(db, tell)
+    compaction = msgspec.structs.replace(spent("c1", "beta", "alpha", at=1200.0, ms=5000, cost=0.25,
+                                               kind="compaction"), thread="auth-refactor")
+    ledger.record(db, compaction)
+    sessions.get_or_create(db, "alpha", "beta", 900.0)
+    sessions.get_or_create(db, "alpha", "beta", 900.0, thread="auth-refactor")
+    for _ in range(4):
+        sessions.record_turn(db, "alpha", "beta", 1100.0, thread="auth-refactor")
+    sessions.get_or_create(db, "alpha", "beta", 900.0, thread="idle")  # a thread with no figures yet
+
+    default, thread, idle = stats.pair_stats(db)
+
+    assert (default.thread, default.tells, default.p95_tell_ms, default.messages) == ("", 3, 300, 0)
+    assert default.cost_usd == pytest.approx(1.5) and default.maintenance_usd == 0.0
+    assert (thread.thread, thread.tells, thread.p95_tell_ms, thread.messages) == ("auth-refactor", 2, 950, 4)
+    assert thread.cost_usd == pytest.approx(2.25) and thread.maintenance_usd == 0.25
+    assert thread.first_used_at == 1100.0 - 0.9 and thread.last_used_at == 1200.0
+    assert (idle.thread, idle.tells, idle.status) == ("idle", 0, "active")
+    assert msgspec.to_builtins(default).get("thread") is None  # the default thread: the pair's row as before
+    days = stats.daily(db)
+    assert {(d.thread, d.tells) for d in days} == {("", 3), ("auth-refactor", 2)}

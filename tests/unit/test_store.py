@@ -8,7 +8,7 @@ import apsw
 import pytest
 
 from irisd.pool.approvals import new_approval_id
-from irisd.store import approvals, notifications, sessions, tells
+from irisd.store import a2a_contexts, approvals, ledger, notifications, sessions, tells
 from irisd.store.db import MIGRATIONS, StoreError, migrate, open_database
 from irisd.tell.answer import answer_so_far
 from protocol.messages import ApprovalInfo, ChainRef, TellInfo
@@ -166,3 +166,46 @@ def test_many_tells_read_at_once_are_the_tells_read_one_by_one(db: apsw.Connecti
     assert tells.recent(db, "b", "a", all_callers=False, limit=5) == [newest[1]]
     assert tells.recent(db, "b", None, all_callers=True, limit=2) == newest[:2]
     assert tells.recent_all(db, "nobody", None, None, 5) == []
+
+
+def test_a_thread_has_a_session_of_its_own_beside_the_pairs_default_one(db: apsw.Connection) -> None:
+    default = sessions.get_or_create(db, "a", "b", now=1.0)
+    auth = sessions.get_or_create(db, "a", "b", now=2.0, thread="auth-refactor")
+    again = sessions.get_or_create(db, "a", "b", now=3.0, thread="auth-refactor")
+    assert default.session_id != auth.session_id == again.session_id
+    assert (default.thread, auth.thread) == ("", "auth-refactor")
+    sessions.record_turn(db, "a", "b", 4.0, thread="auth-refactor")
+    assert sessions.get(db, "a", "b", thread="auth-refactor").message_count == 1  # type: ignore[union-attr]
+    assert sessions.get(db, "a", "b").message_count == 0  # type: ignore[union-attr]
+    assert [r.key for r in sessions.list_all(db)] == [("a", "b", ""), ("a", "b", "auth-refactor")]
+
+
+@pytest.mark.parametrize("schema", [10, 11])  # before agent's migration (11), and after it
+def test_a_schema_10_or_11_database_keeps_each_pairs_conversation_as_its_default_thread(
+    tmp_path: Path, schema: int
+) -> None:
+    old = apsw.Connection(str(tmp_path / "old.db"))
+    for number, script in enumerate(MIGRATIONS[:schema], start=1):  # a database from before threads (12)
+        old.execute(script)
+        old.execute(f"PRAGMA user_version = {number}")
+    old.execute("INSERT INTO sessions (from_team, to_team, session_id, created_at, last_used_at, message_count, "
+                "context_tokens, compactions) VALUES ('alpha', 'beta', 's-old', 1.0, 2.0, 7, 1234, 2)")
+    old.execute("INSERT INTO tells (id, from_team, to_team, message, status, created_at) "
+                "VALUES ('t-old', 'alpha', 'beta', 'before threads', 'completed', 1.0)")
+    old.execute("INSERT INTO ledger (tell_id, from_team, to_team, chain_id, finished_at, cost_usd) "
+                "VALUES ('t-old', 'alpha', 'beta', 't-old', 2.0, 0.5)")
+    old.execute("INSERT INTO a2a_contexts (from_team, to_team, agent_url, context_id, updated_at) "
+                "VALUES ('alpha', 'web', 'http://agent', 'ctx-1', 2.0)")
+    migrate(old)
+    assert old.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+    kept = sessions.get(old, "alpha", "beta")  # the default thread: no thread named
+    assert kept is not None
+    assert (kept.session_id, kept.message_count, kept.context_tokens, kept.compactions) == ("s-old", 7, 1234, 2)
+    assert sessions.get_or_create(old, "alpha", "beta", now=3.0).session_id == "s-old"  # continued, not new
+    assert sessions.get_or_create(old, "alpha", "beta", now=3.0, thread="t2").session_id != "s-old"
+    stored = tells.get(old, "t-old")
+    assert stored is not None and stored.thread == ""
+    assert ledger.pair_spent(old, "alpha", "beta") == 0.5
+    assert ledger.pair_spent(old, "alpha", "beta", thread="t2") == 0.0
+    assert a2a_contexts.get(old, "alpha", "web", "http://agent").context_id == "ctx-1"
+    assert a2a_contexts.get(old, "alpha", "web", "http://agent", thread="t2").context_id == ""

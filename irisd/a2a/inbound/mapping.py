@@ -3,9 +3,13 @@
 * A **task** is a tell (task id = tell id, so ``iris result ID`` finds it). When a task
   asked for input and the client answered, the answer is the next tell of the same pair
   (``AnswerQuestion``); the task then goes on as that tell: ``TaskView.tells`` is the chain.
-* A **context** is the caller's pair conversation: ``a2a:NAME->team`` (or
-  ``external->team`` for the owner). One caller has one conversation with each team, as
-  every Iris caller does, so the same contextId always continues the same claude session.
+* A **context** is a conversation of the caller's pair, a thread (``context_of``): the
+  default one is ``a2a:NAME->team`` (or ``external->team`` for the owner), which a message
+  without a contextId continues, as before threads. A contextId of the client's own (a
+  thread name: letters, digits, '.', '_', '-', e.g. a UUID) opens a thread of its own with
+  its own claude session, and continues it when sent again (``thread_of``). So a client
+  that opens two contexts has two conversations, and another Iris gives each of its pairs
+  a context of its own.
 * **States** (``task_state``): queued -> SUBMITTED, running -> WORKING, awaiting approval or
   an answer that asks the caller something -> INPUT_REQUIRED, completed -> COMPLETED (the
   answer as an artifact and as the status message), failed or timed out -> FAILED, refused
@@ -28,6 +32,7 @@ import msgspec
 
 from protocol import a2a
 from protocol.errors import IrisError
+from protocol.limits import THREAD_RULE, thread_problem
 from protocol.messages import QuestionInfo, TeamInfo, TellInfo
 
 # Media types a message part may carry: claude reads text, so text and JSON are passed
@@ -74,9 +79,26 @@ def parse_iso(text: str) -> float:
         raise A2AError(a2a.INVALID_PARAMS, f"{text!r} is not an ISO 8601 time (e.g. 2026-03-12T10:00:00Z)") from None
 
 
-def context_of(from_team: str | None, to_team: str) -> str:
-    """The contextId of a pair's conversation."""
-    return f"{from_team or 'external'}->{to_team}"
+def context_of(from_team: str | None, to_team: str, thread: str = "") -> str:
+    """The contextId of a conversation of the pair: the thread's name, or for the pair's
+    default thread ``from->to`` (which no thread name can be)."""
+    return thread or f"{from_team or 'external'}->{to_team}"
+
+
+def thread_of(context_id: str, from_team: str | None, to_team: str) -> str:
+    """The thread a message's contextId names: "" for none or the pair's default context,
+    else the contextId itself, if it can be a thread name (InvalidParams if it cannot)."""
+    if not context_id or context_id == context_of(from_team, to_team):
+        return ""
+    if thread_problem(context_id):
+        raise A2AError(
+            a2a.INVALID_PARAMS,
+            f"contextId {context_id!r} cannot name a conversation here: a contextId of your own is a thread "
+            f"name ({THREAD_RULE}); send one such as a UUID to open a conversation of its own, "
+            f"{context_of(from_team, to_team)!r} (or none) for your default one with {to_team}",
+            contextId=context_id,
+        )
+    return context_id
 
 
 def on_agent(info: TellInfo, team: str) -> bool:

@@ -134,7 +134,8 @@ class A2AService:
         latest = tells[-1]
         asks = latest.status == "completed" and question is None and self.asks(latest.text)
         return TaskView(
-            tells=tells, question=question, asks=asks, context_id=mapping.context_of(tells[0].from_team, latest.to_team)
+            tells=tells, question=question, asks=asks,
+            context_id=mapping.context_of(tells[0].from_team, latest.to_team, tells[0].thread),
         )
 
     async def get(self, caller: Caller, team: str, params: a2a.GetTaskRequest) -> a2a.Task:
@@ -193,21 +194,16 @@ class A2AService:
         if message.task_id:
             view = await self._continue(caller, team, message, text, prompt, emit)
             return a2a.SendMessageResponse(task=mapping.to_task(view, history_length=config.history_length))
-        context = mapping.context_of(sender_of(caller), team)
-        if message.context_id and message.context_id != context:
-            raise A2AError(
-                a2a.INVALID_PARAMS,
-                f"contextId {message.context_id!r} is not a conversation of yours with {team}: you have one, "
-                f"{context!r}; send it, or leave contextId out",
-                contextId=message.context_id,
-            )
+        # A contextId of the client's own is a thread of its pair: a conversation of its own.
+        thread = mapping.thread_of(message.context_id, sender_of(caller), team)
+        context = mapping.context_of(sender_of(caller), team, thread)
         chain = mapping.incoming_chain(message.metadata, params.metadata)
         # The chain's hop limit and loop guard are admission's, as for every tell: a refusal
         # is a LoopError, which rejects the task below.
         across = ChainRef(chain_id=chain.chain_id, hops=chain.hops, path=chain.path) if chain is not None else None
         async with self._watching(team) as events:
             try:
-                tell = Tell(to_team=team, message=prompt, timeout_ms=-1, across=across)
+                tell = Tell(to_team=team, message=prompt, timeout_ms=-1, across=across, thread=thread)
                 reply = await self._dispatch(tell, caller, no_events)
             except (BudgetError, BusyError, LoopError) as exc:  # Iris refuses (a full queue too): REJECTED
                 return await self._rejected(context, exc.message, emit)

@@ -3,7 +3,7 @@
 // When the socket opens (first time or after irisd restarted) everything is fetched
 // again, since events may have been missed meanwhile. Nothing polls.
 
-import { pairLabel } from "./dom.js";
+import { sessionKey } from "./dom.js";
 import { notifyFindings, notifyPerson } from "./notify.js";
 import { flash, render, renderChrome, renderView, setLoggedOut } from "./page.js";
 import { FINAL, state, TELL_LIMIT, tellInfo } from "./state.js";
@@ -66,7 +66,7 @@ async function loadStatus() {
 async function loadSessions() {
   try {
     const [active, archived] = await Promise.all([api("GET", "/api/sessions"), api("GET", "/api/sessions?archived=true")]);
-    state.sessions = new Map([...active.sessions, ...archived.sessions].map((s) => [pairLabel(s.from_team, s.to_team), s]));
+    state.sessions = new Map([...active.sessions, ...archived.sessions].map((s) => [sessionKey(s), s]));
   } catch (err) {
     state.sessions = state.sessions || new Map();  // a reader may not list them: the pairs show without
   }

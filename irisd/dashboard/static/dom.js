@@ -59,6 +59,12 @@ export function pairLabel(from, to) {
   return `${who(from)} → ${to}`;
 }
 
+// A conversation of a pair: each thread has its own ("" the pair's default one).
+export const sessionKey = (x) => `${pairLabel(x.from_team, x.to_team)}#${x.thread || ""}`;
+
+// A pair's label with its thread, if it is not the default one.
+export const threadLabel = (x) => pairLabel(x.from_team, x.to_team) + (x.thread ? ` #${x.thread}` : "");
+
 export function ago(ts, now = Date.now() / 1000) {
   if (!ts) return "never";
   const s = Math.max(0, now - ts);

@@ -26,6 +26,7 @@ export function conversationView(id) {
     running && tell.phase && tell.phase.text ? ["waits for", tell.phase.text] : null,
     tell.cost_usd !== undefined && tell.cost_usd !== null ? ["cost", money(tell.cost_usd)] : null,
     tell.session_id ? ["session", tell.session_id] : null,
+    tell.thread ? ["thread", tell.thread] : null,
     tell.hops ? ["hops", String(tell.hops)] : null,
     tell.kind && tell.kind !== "tell" ? ["kind", tell.kind] : null,
   ].filter(Boolean);

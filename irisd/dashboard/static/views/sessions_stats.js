@@ -12,7 +12,7 @@
 // The page gives this module what it shares (setup): its API call, its action helpers and
 // its render; the view reads the page's `state` for teams, sessions, tells and processes.
 
-import { ago, clock, h, money, pairLabel, seconds, who } from "../dom.js";
+import { ago, clock, h, money, pairLabel, seconds, sessionKey, threadLabel, who } from "../dom.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 const MAX_DAYS = 60; // the chart shows the most recent days, at most this many
@@ -129,7 +129,14 @@ function barChart(title, days, value, label, kind) {
 
 // --- the map ---------------------------------------------------------------------------
 
-function teamMap(pairs, state) {
+function teamMap(conversations, state) {
+  // An arrow per pair: a pair's threads are one arrow, their tells and cost summed.
+  const byPair = new Map();
+  for (const c of conversations) {
+    const label = pairLabel(c.from_team, c.to_team), seen = byPair.get(label);
+    byPair.set(label, seen ? { ...seen, tells: (seen.tells || 0) + (c.tells || 0), cost_usd: (seen.cost_usd || 0) + (c.cost_usd || 0) } : c);
+  }
+  const pairs = [...byPair.values()];
   const kinds = new Map(state.status.teams.map((t) => [t.name, t.kind || ""]));
   const names = [...new Set([...state.status.teams.map((t) => t.name), ...pairs.flatMap((p) => [who(p.from_team), p.to_team])])];
   if (pairs.some((p) => p.from_team === null || p.from_team === undefined)) {
@@ -188,8 +195,8 @@ function running(state) {
 function archiveButton(p, session) {
   if (!session || !page.act) return null;
   const base = `/api/teams/${encodeURIComponent(p.to_team)}/session`;
-  const from = p.from_team ? { from_team: p.from_team } : {};
-  const label = pairLabel(p.from_team, p.to_team);
+  const from = { ...(p.from_team ? { from_team: p.from_team } : {}), ...(p.thread ? { thread: p.thread } : {}) };
+  const label = threadLabel(p);
   if (session.status === "archived") {
     return h("button", { type: "button", "data-restore": label,
       onclick: (e) => page.act(e.currentTarget, () => page.api("POST", `${base}/restore`, from), () => `${label} is restored`) }, "Restore");
@@ -208,10 +215,10 @@ export function sessionsView(state) {
   const sessions = state.sessions || new Map();
   const columns = ["pair", "tells", "msgs", "cost", "input", "output", "first used", "last used", "lifetime", "compactions", "mean", "p95", ""];
   const rows = reply.pairs.map((p) => {
-    const session = sessions.get(pairLabel(p.from_team, p.to_team));
+    const session = sessions.get(sessionKey(p));
     const status = (session && session.status) || p.status || "";
-    return h("tr", { "data-stats-pair": pairLabel(p.from_team, p.to_team) },
-      h("td", {}, pairLabel(p.from_team, p.to_team), status && status !== "active" ? h("div", { class: "muted small", "data-stats-status": status }, status) : null),
+    return h("tr", { "data-stats-pair": threadLabel(p) },
+      h("td", {}, threadLabel(p), status && status !== "active" ? h("div", { class: "muted small", "data-stats-status": status }, status) : null),
       h("td", { class: "num", "data-tells": String(p.tells || 0) }, String(p.tells || 0)),
       h("td", { class: "num" }, String(p.messages || 0)),
       h("td", { class: "num", "data-cost-usd": String(p.cost_usd || 0) }, money(p.cost_usd || 0)),

@@ -1,6 +1,6 @@
 // The Teams view: every team, its pairs and their conversations.
 
-import { ago, clock, firstLine, h, money, pairLabel, pill, shortId, teamColor, who } from "../dom.js";
+import { ago, clock, firstLine, h, money, pairLabel, pill, sessionKey, shortId, teamColor, threadLabel, who } from "../dom.js";
 import { api } from "../api.js";
 import { act, confirmButton, scrolls } from "../page.js";
 import { claudeRunning, state } from "../state.js";
@@ -8,7 +8,7 @@ import { claudeRunning, state } from "../state.js";
 // Each pair's conversation: how full it is, its compactions, whether it is archived.
 
 function sessionLine(p) {
-  const s = (state.sessions || new Map()).get(pairLabel(p.from_team, p.to_team));
+  const s = (state.sessions || new Map()).get(sessionKey(p));
   if (!s) return null;
   const parts = [];
   if (s.status && s.status !== "active") parts.push(s.status === "compact_pending" ? "compacting next" : s.status);
@@ -71,12 +71,12 @@ function pairState(p) {
 
 function pairRow(p) {
   const base = `/api/teams/${encodeURIComponent(p.to_team)}`;
-  const from = p.from_team ? { from_team: p.from_team } : {};
+  const from = { ...(p.from_team ? { from_team: p.from_team } : {}), ...(p.thread ? { thread: p.thread } : {}) };
   const current = p.current_tell ? state.tells.get(p.current_tell) : null;
-  return h("tr", { "data-pair": pairLabel(p.from_team, p.to_team) },
+  return h("tr", { "data-pair": threadLabel(p) },
     // Two narrow lines a cell, so the card has room for every column and button at 1280 px:
     // the name over its session, the state over its process and queue.
-    h("td", {}, h("div", { class: "name" }, who(p.from_team)),
+    h("td", {}, h("div", { class: "name" }, who(p.from_team) + (p.thread ? ` #${p.thread}` : "")),
       p.session_id ? h("div", { class: "muted small id", title: p.session_id, "data-session": "" }, `session ${shortId(p.session_id)}`) : null),
     h("td", {}, pairState(p),
       h("div", { class: "muted small", "data-process": "" }, [p.pid ? `pid ${p.pid}` : "", p.queued ? `${p.queued} queued` : ""].filter(Boolean).join(" · ")),
