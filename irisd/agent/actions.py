@@ -63,7 +63,8 @@ TOOL_OF: dict[type[Any], str] = {
 }
 _DECODE = msgspec.json.Decoder(Action)
 EXPIRED = "no decision within settings.approvalTimeout; nothing was done"
-MAX_SLEEP_S = 3600.0  # the stored request, as iris-agent sent it
+MAX_SLEEP_S = 3600.0
+STORE_RETRY_S = 30.0  # a database that refused a write is tried again this much later
 MAX_QUOTE = 300
 
 
@@ -164,13 +165,17 @@ class AgentActions:
         task_status.started()
         while True:
             self._filed = trio.Event()
-            async with self._deciding:  # not one being done right now
-                expired_now = await self.store.call(approvals.expire_agent, self.clock(), EXPIRED)
-            for expired in expired_now:
-                log.info("iris-agent's action expired", extra={"approval": expired.id, "action": expired.summary})
-                self._publish(expired)
-            due = await self.store.call(approvals.next_agent_expiry)
-            delay = MAX_SLEEP_S if due is None else min(max(due - self.clock(), 0.0), MAX_SLEEP_S)
+            try:
+                async with self._deciding:  # not one being done right now
+                    expired_now = await self.store.call(approvals.expire_agent, self.clock(), EXPIRED)
+                for expired in expired_now:
+                    log.info("iris-agent's action expired", extra={"approval": expired.id, "action": expired.summary})
+                    self._publish(expired)
+                due = await self.store.call(approvals.next_agent_expiry)
+                delay = MAX_SLEEP_S if due is None else min(max(due - self.clock(), 0.0), MAX_SLEEP_S)
+            except IrisError as exc:  # the database refuses writes: tried again, irisd serves on
+                log.warning("could not expire iris-agent's actions", extra={"error": exc.message})
+                delay = STORE_RETRY_S
             with trio.move_on_after(delay):
                 await self._filed.wait()
 

@@ -82,8 +82,11 @@ class Watcher:
             nursery.start_soon(self._timer)
             while not self.hub.closed:
                 with self.hub.subscribe() as events:  # before reading the store: nothing filed in between is missed
-                    for question in await self.store.call(questions.listing, None, False):
-                        self.offer(question)
+                    try:
+                        for question in await self.store.call(questions.listing, None, False):
+                            self.offer(question)
+                    except IrisError as exc:  # the database refuses: the questions filed from now on are watched
+                        log.warning("iris-agent could not read the pending questions", extra={"error": exc.message})
                     task_status.started()
                     task_status = trio.TASK_STATUS_IGNORED
                     while batch := await events.wait_batch():
@@ -97,7 +100,11 @@ class Watcher:
         while True:
             self._changed = trio.Event()
             for question_id in self.due.pop_due(trio.current_time()):
-                await self.look(question_id)
+                try:
+                    await self.look(question_id)
+                except IrisError as exc:  # the database refuses writes (or claude failed): looked at once only
+                    log.warning("iris-agent could not look at a question", extra={"question": question_id,
+                                                                                   "error": exc.message})
             deadline = self.due.next_deadline()
             with trio.move_on_at(deadline if deadline is not None else trio.current_time() + MAX_SLEEP_S):
                 await self._changed.wait()

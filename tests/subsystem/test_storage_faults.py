@@ -102,7 +102,9 @@ async def scenario(tmp_path: Path, fail_nth: int) -> int:
                 status = await core.dispatch(GetStatus(), OWNER, no_events)
                 assert isinstance(status, StatusReply)
             stop.set()
-        assert faults.failed == (1 if fail_nth else 0)
+        # The nth write failed, once: unless this run made fewer writes (how often a running
+        # tell's lines are written depends on how the turn's lines fall on its 0.5 s timer).
+        assert faults.failed == (1 if 0 < fail_nth <= faults.writes else 0)
         return faults.writes
 
 
