@@ -179,13 +179,14 @@ def approvals(items: list[ApprovalInfo]) -> None:
         out.print("no approvals waiting")
         return
     for a in items:
+        wants = " asks for your input through its MCP server " if a.kind == "input" else " wants "
         out.print(Text.assemble(
-            (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
+            (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)}{wants}", (a.tool_name, "bold"),
             f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
         ))
-        out.print(tool_input(a.tool_name, a.input))
+        out.print(asked(a))
         if a.status == "pending":
-            out.print(decide_line(a.id) + "\n")
+            out.print(decide_line(a.id, kind=a.kind) + "\n")
         elif a.reason or a.decided_by:
             why = f": {a.reason}" if a.reason else ""
             out.print(f"  {a.status} by {a.decided_by or '-'}{why}\n")
@@ -203,12 +204,27 @@ def tool_input(tool: str, value: dict[str, Any]) -> str:
     return "\n".join("  " + line for line in json.dumps(value, indent=2, ensure_ascii=False).splitlines())
 
 
+def asked(a: ApprovalInfo) -> str:
+    """What the approval asks: a tool's input, or an MCP server's message, its form's fields
+    and (answered) the answer."""
+    if a.kind != "input":
+        return tool_input(a.tool_name, a.input)
+    from protocol.forms import describe_form
+
+    lines = [f"  {line}" for line in (a.message or "(no message)").splitlines()]
+    lines.append(f"  fields: {describe_form(a.schema) or 'none'}")
+    if a.content:
+        lines.append(f"  answered: {json.dumps(a.content, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
 def approval_event(a: ApprovalInfo) -> None:
+    what = "input request" if a.kind == "input" else "approval"
     out.print(Text.assemble(
-        "\n", (f"approval {a.status}", "magenta"), f" {a.id} {pair_name(a.from_team, a.to_team)} {a.tool_name}"
+        "\n", (f"{what} {a.status}", "magenta"), f" {a.id} {pair_name(a.from_team, a.to_team)} {a.tool_name}"
     ))
     if a.status == "pending":
-        out.print(tool_input(a.tool_name, a.input))
+        out.print(asked(a))
 
 
 def _short(text: str) -> str:

@@ -672,6 +672,7 @@ class Dispatcher:
                     remember=request.remember,
                     reason=request.reason,
                     by=request.by or "unknown",
+                    content=request.content,
                 )
         known = await self.store.call(approvals.get, request.approval_id)
         if known is None:

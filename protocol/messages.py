@@ -94,6 +94,7 @@ class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool: str = ""  # running_tool, awaiting_approval
     detail: str = ""  # the tool's input in short, or the API retry's cause
     approval_id: str = ""  # awaiting_approval
+    server: str = ""  # awaiting_approval of an input request: the team's MCP server that asks (``detail``: what)
     # queued: what the tell at the head of the pair's queue (the one running) waits for, so
     # that a tell stuck behind an undecided approval, a question or a long tool says so.
     head: TellPhase | None = None
@@ -254,6 +255,9 @@ class UnsolicitedInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired"]
+# What a person decides: a tool use (``tool``), or a form one of the team's own MCP servers
+# asks its person to fill in (``input``: allowed = answered, denied = declined).
+ApprovalKind = Literal["tool", "input"]
 QuestionStatus = Literal["pending", "answered", "expired", "dismissed"]
 CostGrouping = Literal["team", "pair", "chain", "day"]
 
@@ -306,7 +310,9 @@ class FanOutResult(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A team's request to use a tool, and what was decided."""
+    """A team's request to use a tool, and what was decided. Of kind ``input``: one of
+    the team's MCP servers (``tool_name``) asks for ``message`` with a form
+    (``schema``: MCP's ``requestedSchema``); ``content`` is what the person answered."""
 
     id: str
     from_team: str | None
@@ -322,6 +328,10 @@ class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     decided_by: str = ""
     reason: str = ""
     remembered: bool = False
+    kind: ApprovalKind = "tool"
+    message: str = ""  # input: what the MCP server asks
+    schema: dict[str, Any] = {}  # input: the form (a flat object of primitive fields)
+    content: dict[str, Any] = {}  # input, answered: the person's answer
 
 
 class RuleInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -546,13 +556,15 @@ class HttpInfo(_Message, tag="http_info"):
 
 class Decide(_Message, tag="decide"):
     """Allow or deny a pending approval. ``remember`` turns an allow into a rule for the
-    pair, so the same request is not asked again."""
+    pair, so the same request is not asked again. An input request (kind ``input``):
+    ``allow`` answers it with ``content`` (checked against its form), deny declines it."""
 
     approval_id: str
     allow: bool
     remember: bool = False
     reason: str = ""
     by: str = ""
+    content: dict[str, Any] = {}
 
 
 class ListRules(_Message, tag="list_rules"):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+from typing import Any
 
 import trio
 
@@ -217,9 +218,15 @@ class Pair:
         """Start a new conversation for the pair (refused while it has work)."""
         return await self.inbox.ask(ev.ResetRequest())
 
-    async def decide(self, approval_id: str, *, allow: bool, remember: bool, reason: str, by: str) -> ApprovalInfo:
-        """Answer a pending approval of this pair (NotFoundError if it is not pending)."""
-        request = ev.DecideRequest(approval_id=approval_id, allow=allow, remember=remember, reason=reason, by=by)
+    async def decide(
+        self, approval_id: str, *, allow: bool, remember: bool, reason: str, by: str,
+        content: dict[str, Any] | None = None,
+    ) -> ApprovalInfo:
+        """Answer a pending approval of this pair (NotFoundError if it is not pending);
+        ``content``: the answer to an input request's form."""
+        request = ev.DecideRequest(
+            approval_id=approval_id, allow=allow, remember=remember, reason=reason, by=by, content=content or {}
+        )
         await self.inbox.ask(request)
         assert request.approval is not None
         return request.approval
@@ -339,7 +346,7 @@ class Pair:
             if is_permission_request(line):  # denied: no tell asked for it
                 await self.desk.on_request(line, None, self._send_to_child, self.tells.apply)
             elif is_input_request(line):
-                await self._send_to_child(declined_input(line)[0])
+                await self._send_to_child(declined_input(line))
             holding = self.unsolicited.holding
             await self._run(self.machine.unsolicited_started(now) if holding else self.machine.unsolicited_ended(now))
         elif routed.to != "ignore" and tell is not None:

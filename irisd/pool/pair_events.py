@@ -9,7 +9,7 @@ only through the narrow ``SlotPool``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
@@ -104,6 +104,7 @@ class DecideRequest(Request):
     remember: bool = False
     reason: str = ""
     by: str = ""
+    content: dict[str, Any] = field(default_factory=dict)  # an input request's answer
     approval: ApprovalInfo | None = None
 
 

@@ -32,7 +32,7 @@ import msgspec
 import trio
 
 from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request, line_type, user_turn
-from irisd.pool.approvals import ApprovalDesk, declined_input
+from irisd.pool.approvals import ApprovalDesk
 from irisd.pool.child_router import Routed, is_input_request, is_permission_request
 from irisd.pool.compaction import Boundary, ContextSize, boundary, compaction_due, context_size
 from irisd.pool.pair_events import DecideRequest
@@ -169,12 +169,9 @@ class PairTells:
             await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
             await self.desk.on_request(line, tell, self._send, self.apply)
             return
-        if is_input_request(line):
+        if is_input_request(line):  # one of the team's MCP servers asks its person: kept like an approval
             await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
-            answer, declined = declined_input(line)
-            log.info("declined an MCP server's input request", extra={"pair": self.label, "tell": tell.id})
-            tell.publish(TellNotice(tell_id=tell.id, text=declined))
-            await self._send(answer)
+            await self.desk.on_input(line, tell, self._send, self.apply)
             return
         before = tell.machine.text
         actions = tell.machine.child_line(line, now)
@@ -235,7 +232,7 @@ class PairTells:
         try:
             request.approval = await self.desk.decide(
                 request.approval_id, allow=request.allow, remember=request.remember, reason=request.reason,
-                by=request.by, send=self._send, apply=self.apply,
+                by=request.by, send=self._send, apply=self.apply, content=request.content,
             )
             request.finish()
         except IrisError as exc:

@@ -236,6 +236,14 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN archived_at REAL;
     ALTER TABLE sessions ADD COLUMN files_deleted_at REAL;
     """,
+    # migration 13 (engineer elicit2; 11 and 12 are other branches': the lead renumbers at merge):
+    # an approval of kind 'input' is a form one of the team's MCP servers asks its person to fill in
+    """
+    ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'tool';
+    ALTER TABLE approvals ADD COLUMN message TEXT NOT NULL DEFAULT '';
+    ALTER TABLE approvals ADD COLUMN schema TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE approvals ADD COLUMN content TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 
 

@@ -27,8 +27,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from harness import Iris, wait_until
-from protocol.messages import ApprovalsReply, Decide, GetTell, ListApprovals, TellReply
+from harness import Iris, wait_for, wait_until
+from protocol.messages import ApprovalInfo, ApprovalsReply, Decide, GetTell, ListApprovals, TellReply
+from protocol.phases import describe
 
 pytestmark = pytest.mark.claude
 
@@ -373,22 +374,76 @@ def test_iris_mcp_speaks_2026_07_28_as_claude_does(iris: Iris) -> None:
 ASKER = Path(__file__).parents[1] / "fakes" / "asking_mcp.py"
 
 
-def test_a_teams_own_mcp_server_asking_for_input_is_declined_not_left_waiting(iris: Iris) -> None:
-    """The team's claude passes its MCP server's form to irisd (a ``control_request`` of
-    subtype ``elicitation``); irisd cannot ask a person for it yet, so it declines at once
-    (unanswered, claude would wait for ever) and says so in the tell's notices."""
+def with_asker(iris: Iris, **options: Any) -> Path:
+    """Team beta, whose own MCP server ``asker`` asks its person "Which database?"."""
     import sys
 
-    beta = iris.add_team("beta", allowedTools=["mcp__asker__pick"])
+    beta = iris.add_team("beta", allowedTools=["mcp__asker__pick"], **options)
     server = {"type": "stdio", "command": sys.executable, "args": [str(ASKER)]}
     (beta / ".mcp.json").write_text(json.dumps({"mcpServers": {"asker": server}}))
     iris.claude_config.mkdir(parents=True, exist_ok=True)
     (iris.claude_config / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+    return beta
+
+
+PICK = "@tool:mcp__asker__pick {}"
+
+
+def waiting_input(iris: Iris) -> ApprovalInfo:
+    """The input request the asker's form became, once it is pending."""
+
+    def found() -> ApprovalInfo | None:
+        reply = iris.request(ListApprovals())
+        assert isinstance(reply, ApprovalsReply)
+        return next((a for a in reply.approvals if a.kind == "input"), None)
+
+    asked: ApprovalInfo = wait_for(found, timeout=120, what="the MCP server's input request", every=0.2)
+    return asked
+
+
+def test_a_teams_own_mcp_server_asks_the_person_and_the_answer_reaches_it(iris: Iris) -> None:
+    """The team's claude passes its MCP server's form to irisd (a ``control_request`` of
+    subtype ``elicitation``): it waits as an input request, the tell says so, and the
+    person's answer (``iris approve ID --field``) reaches the server: the tool says it."""
+    with_asker(iris)
     iris.start()
-    with iris.watch("beta") as watcher:
-        result = iris.cli("tell", "beta", "@tool:mcp__asker__pick {}", "--timeout", "150000", "--json", timeout=180)
-        told = json.loads(result.stdout)
-        notices = watcher.until(lambda e: e.get("type") == "tell_notice", timeout=30)
-    assert told["status"] == "completed", told
-    assert told["text"] == "tool mcp__asker__pick said: decline: null", told
-    assert "MCP server asker asked for input: Which database?; Iris declined it" in notices["text"]
+    started = iris.cli_json("tell", "beta", PICK, "--timeout", "-1")
+    asked = waiting_input(iris)
+    assert (asked.tool_name, asked.message) == ("asker", "Which database?")
+    assert asked.schema["required"] == ["name"]
+    tell = iris.request(GetTell(tell_id=started["id"], wait_ms=0))
+    assert isinstance(tell, TellReply) and tell.tell.status == "awaiting_approval"
+    assert tell.tell.phase is not None and describe(tell.tell.phase) == "waiting for your input: asker: Which database?"
+    listed = iris.cli("approvals").stdout
+    assert "asks for your input through its MCP server asker" in listed and "name (Database: string) *" in listed
+    # A wrong answer is refused and the form stays pending; a right one reaches the server.
+    refused = iris.cli("approve", asked.id, "--field", "colour=red")
+    assert refused.returncode != 0 and "the form has no field 'colour'" in refused.stderr, refused.stderr
+    assert iris.cli("approve", asked.id[:10], "--field", "name=postgres").stdout.strip() == "asker: answered"
+    done = iris.request(GetTell(tell_id=started["id"], wait_ms=120_000))
+    assert isinstance(done, TellReply) and done.tell.status == "completed", done
+    assert done.tell.text == 'tool mcp__asker__pick said: accept: {"name": "postgres"}'
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    assert [(a.status, a.content) for a in reply.approvals] == [("allowed", {"name": "postgres"})]
+
+
+    # Asked again: 'iris deny' declines the form.
+    again = iris.cli_json("tell", "beta", PICK, "--timeout", "-1")
+    second = waiting_input(iris)
+    assert iris.cli("deny", second.id).stdout.strip() == "asker: declined"
+    done = iris.request(GetTell(tell_id=again["id"], wait_ms=120_000))
+    assert isinstance(done, TellReply) and done.tell.text == "tool mcp__asker__pick said: decline: null", done
+
+
+def test_an_unanswered_input_request_answers_decline(iris: Iris) -> None:
+    """Nobody answering within ``approvalTimeout`` declines the form."""
+    with_asker(iris)
+    iris.settings["approvalTimeout"] = 2500
+    iris.start()
+    told = iris.cli_json("tell", "beta", PICK, "--timeout", "150000")
+    assert told["status"] == "completed" and told["text"] == "tool mcp__asker__pick said: decline: null", told
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    ((status, by, reason),) = [(a.status, a.decided_by, a.reason) for a in reply.approvals]
+    assert (status, by) == ("denied", "timeout") and reason.endswith("the request was declined"), reason
