@@ -41,6 +41,7 @@ class AskState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tell_id: str
     approval_id: str
     nonce: str  # spent once: a replayed state is refused
+    kind: str = "tool"  # "input": the form of one of the team's MCP servers, answered as it is
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,11 @@ class Answer:
     allow: bool
     remember: bool = False
     reason: str = ""
+    content: dict[str, Any] = field(default_factory=dict)  # an input request's answer
 
 
-def new_state(tell_id: str, approval_id: str) -> str:
-    return msgspec.json.encode(AskState(tell_id, approval_id, secrets.token_hex(12))).decode()
+def new_state(tell_id: str, approval_id: str, kind: str = "tool") -> str:
+    return msgspec.json.encode(AskState(tell_id, approval_id, secrets.token_hex(12), kind)).decode()
 
 
 def read_state(text: str) -> AskState:
@@ -149,6 +151,30 @@ def approval_form(
     return message, schema
 
 
+def input_form(approval: ApprovalInfo) -> tuple[str, dict[str, Any]]:
+    """An input request's form as its MCP server asked it (its schema passed through, checked
+    by irisd when answered), the message saying which team's server asks."""
+    message = (
+        f"Iris: {approval.to_team}'s MCP server {approval.tool_name} asks for your input "
+        f"(input request {approval.id}): {approval.message}"
+    )
+    return message, approval.schema or {"type": "object", "properties": {}}
+
+
+def read_input(response: Mapping[str, Any] | None) -> Answer | None:
+    """The person's answer to an input request's form: accept (its content), decline, or
+    None (cancel, nothing): then it stays for the other front ends."""
+    if not response:
+        return None
+    match response.get("action"):
+        case "accept":
+            content = response.get("content")
+            return Answer(allow=True, content=dict(content) if isinstance(content, Mapping) else {})
+        case "decline":
+            return Answer(allow=False)
+    return None
+
+
 def read_answer(response: Mapping[str, Any] | None) -> Answer | None:
     """The person's decision, or None when they made none (cancel, decline, an empty or
     unknown choice): the approval then stays for the other front ends."""
@@ -170,9 +196,15 @@ def read_answer(response: Mapping[str, Any] | None) -> Answer | None:
     return None
 
 
-def decide_elsewhere(approval_id: str) -> str:
+def decide_elsewhere(approval_id: str, kind: str = "tool") -> str:
     """What the calling model tells its person when the approval was not decided here.
     (One place for this wording: the progress text and the replies use it.)"""
+    if kind == "input":
+        return (
+            f"input request {approval_id} waits for the person: ask them to answer it with "
+            f"`iris approve {approval_id} --field NAME=VALUE` (`iris approvals` shows the fields) or decline it "
+            f"with `iris deny {approval_id}` (or to answer it in the dashboard or `iris monitor`)"
+        )
     return (
         f"approval {approval_id} waits for the person: ask them to run `iris approve {approval_id}` "
         f"or `iris deny {approval_id}` (or to decide it in the dashboard or `iris monitor`)"

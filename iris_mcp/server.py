@@ -289,17 +289,22 @@ class Shim:
     async def ask_person(self, watch: TellWatch) -> ToolOutput:
         """The tell waits for an approval: the call ends with a form for the client's person
         (MCP ``input_required``); its answer comes with the next call (``resume_tell``)."""
-        from iris_mcp.asking import InputAsk, approval_form, new_state
+        from iris_mcp.asking import InputAsk, approval_form, input_form, new_state
         from iris_mcp.tools import ToolOutput
 
         phase, tell_id = watch.waiting, watch.tell_id
         assert phase is not None and tell_id is not None
-        message, schema = approval_form(watch.to_team, phase.approval_id, phase, await self.approval(phase.approval_id))
+        approval = await self.approval(phase.approval_id)
+        if approval is not None and approval.kind == "input":  # one of the team's MCP servers asks
+            message, schema = input_form(approval)
+        else:
+            message, schema = approval_form(watch.to_team, phase.approval_id, phase, approval)
+        kind = approval.kind if approval is not None else "tool"
         data = {
             "id": tell_id, "to_team": watch.to_team, "status": "in_progress", "tell_status": "awaiting_approval",
             "approval_id": phase.approval_id,
         }
-        ask = InputAsk(message, schema, new_state(tell_id, phase.approval_id))
+        ask = InputAsk(message, schema, new_state(tell_id, phase.approval_id, kind))
         return ToolOutput(message, data, ask=ask)
 
     async def approval(self, approval_id: str) -> ApprovalInfo | None:
@@ -325,7 +330,7 @@ class Shim:
         the other front ends, and the reply says how to decide it."""
         import dataclasses
 
-        from iris_mcp.asking import APPROVAL_KEY, decide_elsewhere, read_answer, read_state
+        from iris_mcp.asking import APPROVAL_KEY, decide_elsewhere, read_answer, read_input, read_state
         from iris_mcp.tools import TellWatch, ToolOutput, render_reply
         from protocol.errors import InvalidRequestError, IrisError, NotFoundError
         from protocol.limits import MAX_WAIT_MS, MIN_WAIT_MS
@@ -338,18 +343,19 @@ class Shim:
                 f"this answer to approval {state.approval_id} was already given (a requestState is used once); "
                 f'follow the tell with team_result {{"tellId": "{state.tell_id}"}}'
             )
-        answer = read_answer(asking.responses.get(APPROVAL_KEY))
+        response = asking.responses.get(APPROVAL_KEY)
+        answer = read_input(response) if state.kind == "input" else read_answer(response)
         if answer is None:
             told = render_reply(await self.request(GetTell(tell_id=state.tell_id)))
             text = (
-                f"Not decided in this session: {decide_elsewhere(state.approval_id)}. The tell goes on "
+                f"Not decided in this session: {decide_elsewhere(state.approval_id, state.kind)}. The tell goes on "
                 f'(tellId {state.tell_id}): fetch its answer with team_result {{"tellId": "{state.tell_id}"}}.'
             )
             return ToolOutput(text, told.data)
         note = ""
         decide = Decide(
             approval_id=state.approval_id, allow=answer.allow, remember=answer.remember, reason=answer.reason,
-            by=await self.decider(),
+            by=await self.decider(), content=answer.content,
         )
         try:
             await self.request(decide, idempotent=False)

@@ -525,8 +525,9 @@ def ask_person(phase: TellPhase) -> str:
     approval = awaited_approval(phase)
     if approval is None:
         return ""
+    fields = " --field NAME=VALUE" if approval.server else ""  # an MCP server's form: answered field by field
     command = "that command" if approval is not phase else (
-        f"'{approve_command(approval.approval_id)}' or 'iris deny {approval.approval_id[:10]}'")
+        f"'{approve_command(approval.approval_id)}{fields}' or 'iris deny {approval.approval_id[:10]}'")
     return f" ({ASK_PERSON} {command}; team_approve / team_deny decide it if they let you)"
 
 
