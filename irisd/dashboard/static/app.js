@@ -8,6 +8,7 @@
 
 import { ago, clear, clock, bytes, duration, firstLine, h, money, pairLabel, pill, seconds, shortId, teamColor, who } from "./dom.js";
 import { renderSteps, toolInput } from "./transcript.js";
+import { inputCard } from "./input_form.js";
 
 const FINAL = new Set(["completed", "timed_out", "interrupted", "failed"]);
 const STATUSES = ["queued", "running", "awaiting_approval", "completed", "timed_out", "interrupted", "failed"];
@@ -842,6 +843,7 @@ function inboxView() {
 function approvalCard(a, { compact = false } = {}) {
   const reasonId = `reason-${a.id}`;
   const decide = (verb, body, done) => (e) => act(e.currentTarget, () => api("POST", `/api/approvals/${encodeURIComponent(a.id)}/${verb}`, body), () => done);
+  if (a.kind === "input") return teamColor(inputCard(a, decide, { compact }), (state.status.teams.find((t) => t.name === a.to_team) || {}).color);
   // In a conversation the tool call above already shows what it wants to run.
   return teamColor(h("article", { class: `card approval${compact ? " compact" : ""}`, "data-approval": a.id },
     compact ? null : h("header", {},
