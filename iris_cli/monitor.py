@@ -221,7 +221,15 @@ def _tells(state: MonitorState, width: int, room: int) -> list[RenderableType]:
 
 
 def _approval(a: ApprovalInfo, width: int) -> RenderableType:
-    """Three lines: who wants what, the request itself (its first line), how to decide."""
+    """Three lines: who wants what, the request itself (its first line), how to decide. An
+    MCP server's input request: who asks, what, the form's fields, how to answer."""
+    if a.kind == "input":
+        from protocol.forms import describe_form
+
+        head = Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)}: ", (a.tool_name, "bold"),
+                             f" asks for your input ({ago(a.created_at)}): ", " ".join(a.message.split()))
+        fields = f"fields: {describe_form(a.schema) or 'none'}"
+        return Group(head, Text(short(fields, width - 2)), Text(decide_line(a.id, kind="input"), style="magenta"))
     first_line = tool_input(a.tool_name, a.input).splitlines()[0] if a.input else ""
     return Group(
         Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
