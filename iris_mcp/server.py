@@ -436,7 +436,10 @@ class Shim:
     async def team_approve(self, args: Any, report: ReportProgress) -> ToolOutput:
         from protocol.messages import Decide
 
-        decide = Decide(approval_id=args.approval_id, allow=True, remember=args.remember, by=await self.decider())
+        decide = Decide(
+            approval_id=args.approval_id, allow=True, remember=args.remember, by=await self.decider(),
+            content=args.content or {},
+        )
         return await self.simple(decide, idempotent=False)  # sent again, it would be "already decided"
 
     async def team_deny(self, args: Any, report: ReportProgress) -> ToolOutput:

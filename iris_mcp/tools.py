@@ -285,6 +285,11 @@ class ApproveArgs(_Args):
         bool,
         msgspec.Meta(description="Also allow the same request of that pair from now on, without asking."),
     ] = False
+    content: Annotated[
+        dict[str, Any] | None,
+        msgspec.Meta(description="For a team's MCP server asking for input: your user's answer to its form "
+                     "(field: value; team_approvals shows the fields). team_deny declines it."),
+    ] = None
 
 
 class DenyArgs(_Args):
@@ -690,6 +695,11 @@ def render_approval(a: ApprovalInfo) -> str:
         what = f"$ {a.input['command']}"
     state = a.status if a.status == "pending" else f"{a.status} by {a.decided_by or '-'}"
     reason = f" ({a.reason})" if a.reason else ""
+    if a.kind == "input":
+        from protocol.forms import describe_form
+
+        return (f"{a.id}: {pair_name(a.from_team, a.to_team)}'s MCP server {a.tool_name} asks for input: "
+                f"{a.message} (fields: {describe_form(a.schema) or 'none'}) [{state}{reason}]")
     return f"{a.id}: {pair_name(a.from_team, a.to_team)} wants {a.tool_name}: {what} [{state}{reason}]"
 
 
