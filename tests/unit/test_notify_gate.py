@@ -50,9 +50,9 @@ def test_notices_name_kind_id_team_and_the_deciding_command() -> None:
     assert said.message == "external->web wants to run Bash: rm -rf build"
     asked = ApprovalInfo(id="ap2", from_team=None, to_team="web", tell_id="t", tool_name="asker", input={},
                          status="pending", created_at=0, expires_at=1, kind="input", message="Which database?")
-    said = of_approval(asked)
-    assert said.title == "web's MCP server asker asks for your input"
-    assert (said.message, said.command) == ("external->web: Which database?",
+    input_said = of_approval(asked)
+    assert input_said.title == "web's MCP server asker asks for your input"
+    assert (input_said.message, input_said.command) == ("external->web: Which database?",
                                             "iris approve ap2 --field NAME=VALUE  (or: iris deny ap2)")
     question = QuestionInfo(id="q1", from_team="a", to_team="web", session_id="s", tell_id="t",
                             question="Which port?", context="", confidence=1, status="pending", created_at=0,
