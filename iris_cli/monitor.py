@@ -230,6 +230,10 @@ def _approval(a: ApprovalInfo, width: int) -> RenderableType:
                              f" asks for your input ({ago(a.created_at)}): ", " ".join(a.message.split()))
         fields = f"fields: {describe_form(a.schema) or 'none'}"
         return Group(head, Text(short(fields, width - 2)), Text(decide_line(a.id, kind="input"), style="magenta"))
+    if a.kind == "budget":
+        head = Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)}: its chain reached ",
+                             (a.tool_name, "bold"), f" ({ago(a.created_at)})")
+        return Group(head, Text(short(a.message, width - 2)), Text(decide_line(a.id, kind="budget"), style="magenta"))
     first_line = tool_input(a.tool_name, a.input).splitlines()[0] if a.input else ""
     return Group(
         Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),

@@ -179,7 +179,9 @@ def approvals(items: list[ApprovalInfo]) -> None:
         out.print("no approvals waiting")
         return
     for a in items:
-        wants = " asks for your input through its MCP server " if a.kind == "input" else " wants "
+        wants = {"input": " asks for your input through its MCP server ", "budget": " would go beyond "}.get(
+            a.kind, " wants "
+        )
         out.print(Text.assemble(
             (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)}{wants}", (a.tool_name, "bold"),
             f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
@@ -207,6 +209,8 @@ def tool_input(tool: str, value: dict[str, Any]) -> str:
 def asked(a: ApprovalInfo) -> str:
     """What the approval asks: a tool's input, or an MCP server's message, its form's fields
     and (answered) the answer."""
+    if a.kind == "budget":
+        return f"  {a.message}"
     if a.kind != "input":
         return tool_input(a.tool_name, a.input)
     from protocol.forms import describe_form

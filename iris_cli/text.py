@@ -20,6 +20,8 @@ def decide_line(approval_id: str, *, kind: str = "tool") -> str:
     brief = approval_id[:10]
     if kind == "input":
         return f"  iris approve {brief} --field NAME=VALUE ...  |  iris deny {brief} (declines)"
+    if kind == "budget":
+        return f"  iris approve {brief} (the chain goes on)  |  iris deny {brief} (it stops)"
     return f"  iris approve {brief} [--remember]  |  iris deny {brief} --reason '...'"
 
 

@@ -31,6 +31,7 @@ from protocol.messages import ApprovalInfo, TellPhase
 
 APPROVAL_KEY = "approval"  # the input request's key in inputRequests / inputResponses
 APPROVE, DENY, REMEMBER = "approve", "deny", "approve and remember"
+CONTINUE, STOP = "continue", "stop"  # a chain's budget (settings.budget.askToExceed)
 MAX_SPENT_STATES = 4096
 MAX_SHOWN_INPUT_CHARS = 2000
 
@@ -161,6 +162,24 @@ def input_form(approval: ApprovalInfo) -> tuple[str, dict[str, Any]]:
     return message, approval.schema or {"type": "object", "properties": {}}
 
 
+def budget_form(approval: ApprovalInfo) -> tuple[str, dict[str, Any]]:
+    """A chain of nested tells reached its budget (settings.budget.askToExceed): go on?"""
+    message = f"Iris (approval {approval.id}): {approval.message}"
+    schema = {
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "enum": [CONTINUE, STOP],
+                "description": "Let the chain spend more?",
+            },
+        },
+        "required": ["decision"],
+    }
+    return message, schema
+
+
 def read_input(response: Mapping[str, Any] | None) -> Answer | None:
     """The person's answer to an input request's form: accept (its content), decline, or
     None (cancel, nothing): then it stays for the other front ends."""
@@ -187,8 +206,10 @@ def read_answer(response: Mapping[str, Any] | None) -> Answer | None:
     reason = content.get("reason")
     reason = reason.strip() if isinstance(reason, str) else ""
     match decision:
-        case "approve":
+        case "approve" | "continue":
             return Answer(allow=True)
+        case "stop":
+            return Answer(allow=False, reason=reason or "the person stopped the chain at its budget")
         case "approve and remember":
             return Answer(allow=True, remember=True)
         case "deny":

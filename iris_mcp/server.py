@@ -289,7 +289,7 @@ class Shim:
     async def ask_person(self, watch: TellWatch) -> ToolOutput:
         """The tell waits for an approval: the call ends with a form for the client's person
         (MCP ``input_required``); its answer comes with the next call (``resume_tell``)."""
-        from iris_mcp.asking import InputAsk, approval_form, input_form, new_state
+        from iris_mcp.asking import InputAsk, approval_form, budget_form, input_form, new_state
         from iris_mcp.tools import ToolOutput
 
         phase, tell_id = watch.waiting, watch.tell_id
@@ -297,6 +297,8 @@ class Shim:
         approval = await self.approval(phase.approval_id)
         if approval is not None and approval.kind == "input":  # one of the team's MCP servers asks
             message, schema = input_form(approval)
+        elif approval is not None and approval.kind == "budget":  # a chain reached its budget: go on?
+            message, schema = budget_form(approval)
         else:
             message, schema = approval_form(watch.to_team, phase.approval_id, phase, approval)
         kind = approval.kind if approval is not None else "tool"

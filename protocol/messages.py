@@ -255,9 +255,10 @@ class UnsolicitedInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired"]
-# What a person decides: a tool use (``tool``), or a form one of the team's own MCP servers
-# asks its person to fill in (``input``: allowed = answered, denied = declined).
-ApprovalKind = Literal["tool", "input"]
+# What a person decides: a tool use (``tool``), a form one of the team's own MCP servers
+# asks its person to fill in (``input``: allowed = answered, denied = declined), or whether a
+# chain of nested tells may spend beyond its budget (``budget``: settings.budget.askToExceed).
+ApprovalKind = Literal["tool", "input", "budget"]
 QuestionStatus = Literal["pending", "answered", "expired", "dismissed"]
 CostGrouping = Literal["team", "pair", "chain", "day"]
 

@@ -137,6 +137,9 @@ def _decide(request: Decide, as_json: bool) -> None:
         if decided.kind == "input":
             said = "answered" if decided.status == "allowed" else "declined"
             render.out.print(f"{decided.tool_name}: {said}")
+        elif decided.kind == "budget":
+            said = "the chain goes on" if decided.status == "allowed" else "the chain stops"
+            render.out.print(f"{decided.tool_name}: {said}")
         else:
             render.out.print(f"{decided.tool_name}: {decided.status}{remembered}")
 

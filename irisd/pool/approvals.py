@@ -15,6 +15,11 @@ on as a control request of subtype ``elicitation``) is an approval of kind ``inp
 kept and decided the same way: allowing it answers the form with the person's
 ``content`` (checked against the server's ``requested_schema``), denying it and
 ``approvalTimeout`` answer ``decline``. The tell's phase says ``waiting for your input``.
+
+A chain of nested tells about to be refused by its budget (``settings.budget.askToExceed``)
+asks too: an approval of kind ``budget`` on the tell whose claude sends the next tell
+(``ask_budget``); whoever waits for it (the tell service) is woken by ``done`` when it is
+decided, times out (no) or expires (no).
 """
 
 from __future__ import annotations
@@ -71,11 +76,12 @@ def declined_input(line: ControlRequestLine) -> bytes:
 
 
 @dataclass
-class _Pending:
+class Pending:
     info: ApprovalInfo
     request_id: str
     tell: ActiveTell
     deadline: float  # monotonic
+    done: trio.Event | None = None  # a budget's: set once it is decided or expired (``info`` then says how)
 
 
 class ApprovalDesk:
@@ -97,7 +103,7 @@ class ApprovalDesk:
         self.store = store
         self.hub = hub
         self.writes = writes  # when the database refuses a write, it waits there
-        self.pending: dict[str, _Pending] = {}
+        self.pending: dict[str, Pending] = {}
 
     def next_deadline(self) -> float:
         return min((p.deadline for p in self.pending.values()), default=math.inf)
@@ -130,7 +136,7 @@ class ApprovalDesk:
             expires_at=now_wall + self.timeout_s,
         )
         await self._write(f"approval:{info.id}", approvals.insert, info, line.request_id)
-        self.pending[info.id] = _Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
+        self.pending[info.id] = Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
         tell.approval_id = info.id
         await apply(tell, tell.machine.approval_requested(trio.current_time()))
         tell.set_phase(_awaiting(info))
@@ -159,11 +165,39 @@ class ApprovalDesk:
             schema=body.requested_schema,
         )
         await self._write(f"approval:{info.id}", approvals.insert, info, line.request_id)
-        self.pending[info.id] = _Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
+        self.pending[info.id] = Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
         tell.approval_id = info.id
         await apply(tell, tell.machine.approval_requested(trio.current_time()))
         tell.set_phase(_awaiting(info))
         self._announce(info)
+
+    async def ask_budget(self, tell: ActiveTell, question: str, details: dict[str, Any], apply: Apply) -> Pending:
+        """The chain ``tell`` belongs to reached its budget as its claude sends the next tell:
+        ask the person whether it may go on. The returned record's ``done`` is set once it
+        is decided (``info.status``: allowed, denied or expired)."""
+        now_wall = time.time()
+        info = ApprovalInfo(
+            id=new_approval_id(),
+            from_team=self.from_team,
+            to_team=self.to_team,
+            tell_id=tell.id,
+            tool_name="chainUsd",
+            input=details,
+            status="pending",
+            created_at=now_wall,
+            expires_at=now_wall + self.timeout_s,
+            kind="budget",
+            message=question,
+        )
+        await self._write(f"approval:{info.id}", approvals.insert, info, "")
+        pending = Pending(info, "", tell, trio.current_time() + self.timeout_s, done=trio.Event())
+        self.pending[info.id] = pending
+        if not tell.machine.is_final:
+            tell.approval_id = info.id
+            await apply(tell, tell.machine.approval_requested(trio.current_time()))
+            tell.set_phase(_awaiting(info))
+        self._announce(info)
+        return pending
 
     async def decide(
         self,
@@ -181,6 +215,18 @@ class ApprovalDesk:
         if pending is None:
             raise NotFoundError(f"approval {approval_id} is not pending")
         info = pending.info
+        if info.kind == "budget":  # nothing to send to claude: the tell service waits for it
+            del self.pending[approval_id]
+            decided = msgspec.structs.replace(
+                info, status="allowed" if allow else "denied", decided_at=time.time(), decided_by=by, reason=reason
+            )
+            await self._write(None, approvals.decide, decided)
+            pending.info = decided
+            await self._settle(pending.tell, apply, decided)
+            self._announce(decided)
+            if pending.done is not None:
+                pending.done.set()
+            return decided
         if info.kind == "input":
             # checked before it is taken: a wrong answer leaves the form pending, to answer again
             answer = check_content(info.schema, content or {}) if allow else {}
@@ -244,7 +290,10 @@ class ApprovalDesk:
             del self.pending[approval_id]
             expired = msgspec.structs.replace(pending.info, status="expired", decided_at=time.time(), reason=reason)
             await self._write(None, approvals.decide, expired)
+            pending.info = expired
             self._announce(expired)
+            if pending.done is not None:
+                pending.done.set()
 
     async def _settle(self, tell: ActiveTell, apply: Apply, decided: ApprovalInfo) -> None:
         if tell.machine.status == "awaiting_approval":
@@ -254,6 +303,8 @@ class ApprovalDesk:
             await apply(tell, tell.machine.approval_settled(trio.current_time()))
             if waiting is not None:
                 tell.set_phase(_awaiting(waiting))
+            elif decided.kind == "budget":  # its claude's call to team_tell goes on (or is refused)
+                tell.set_phase(TellPhase(name="running_tool", tool="team_tell"))
             elif decided.status == "allowed" and decided.kind == "input":
                 tell.set_phase(TellPhase(name="running_tool", tool=decided.tool_name, detail="answered"))
             elif decided.status == "allowed":
@@ -281,6 +332,8 @@ class ApprovalDesk:
 
 
 def _awaiting(info: ApprovalInfo) -> TellPhase:
+    if info.kind == "budget":
+        return TellPhase(name="awaiting_approval", tool="chainUsd", detail=info.message, approval_id=info.id)
     if info.kind == "input":
         return TellPhase(
             name="awaiting_approval", tool=info.tool_name, server=info.tool_name, approval_id=info.id,

@@ -37,7 +37,7 @@ from irisd.claude.wire import AnyLine
 from irisd.events import EventHub
 from irisd.pool import pair_events as ev
 from irisd.pool import process_machine as pm
-from irisd.pool.approvals import ApprovalDesk, declined_input
+from irisd.pool.approvals import ApprovalDesk, Pending, declined_input
 from irisd.pool.child_router import ChildLineRouter, is_input_request, is_permission_request
 from irisd.pool.launch import Spawner
 from irisd.pool.pair_events import PairSnapshot, SlotPool, TellLink
@@ -231,6 +231,15 @@ class Pair:
         assert request.approval is not None
         return request.approval
 
+    async def ask_budget(self, tell_id: str, question: str, details: dict[str, Any]) -> Pending:
+        """Ask the person whether the chain of this pair's running tell ``tell_id`` may spend
+        beyond its budget; the record's ``done`` is set once decided (NotFoundError if the
+        tell no longer runs here)."""
+        request = ev.AskBudgetRequest(tell_id=tell_id, question=question, details=details)
+        await self.inbox.ask(request)
+        assert request.asked is not None
+        return request.asked
+
     async def request_stop(self, reason: str) -> None:
         """For eviction: ask the actor to stop the child if it is idle, without waiting for
         the answer (the pool watches the pair's state). Never dropped: it waits for room
@@ -293,6 +302,8 @@ class Pair:
                 await self._run(self.machine.reset_requested(now), event)
             case ev.DecideRequest():
                 await self.tells.decide(event)
+            case ev.AskBudgetRequest():
+                await self.tells.ask_budget(event)
             case ev.SlotGranted():
                 await self._run(self.machine.slot_granted(now))
             case ev.SessionProbed(probe):

@@ -35,7 +35,7 @@ from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request
 from irisd.pool.approvals import ApprovalDesk
 from irisd.pool.child_router import Routed, is_input_request, is_permission_request
 from irisd.pool.compaction import Boundary, ContextSize, boundary, compaction_due, context_size
-from irisd.pool.pair_events import DecideRequest
+from irisd.pool.pair_events import AskBudgetRequest, DecideRequest
 from irisd.pool.process_machine import Action, ProcessMachine, SendTurn
 from irisd.store import sessions, tells
 from irisd.store.facade import Store
@@ -43,7 +43,7 @@ from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
 from irisd.tell.active import ActiveTell, end_tell, save_tell
 from irisd.tell.phase import IRIS_COMPACTS, after_line, before_start
-from protocol.errors import BusyError, IrisError
+from protocol.errors import BusyError, IrisError, NotFoundError
 from protocol.messages import TellNotice, TellPhase
 
 log = logging.getLogger("irisd.pair")
@@ -226,6 +226,15 @@ class PairTells:
         compaction.announce()
         await self.writes.save(None, sessions.set_status, self.from_team, self.to_team, sessions.COMPACT_PENDING)
         await self._run(self.machine.compaction_queued(compaction.id, after=tell.id))
+
+    async def ask_budget(self, request: AskBudgetRequest) -> None:
+        """Ask the person whether the running tell's chain may spend beyond its budget."""
+        tell = self.by_id.get(request.tell_id)
+        if tell is None or tell.machine.is_final:
+            request.finish(error=NotFoundError(f"tell {request.tell_id} no longer runs"))
+            return
+        request.asked = await self.desk.ask_budget(tell, request.question, request.details, self.apply)
+        request.finish()
 
     async def decide(self, request: DecideRequest) -> None:
         """A person's decision on a tell's pending approval; answers ``request``."""

@@ -8,19 +8,21 @@ through frozen snapshots."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import trio
 
 from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths
 from irisd.events import EventHub
+from irisd.pool.approvals import Pending
 from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
 from irisd.pool.policy import Evict, Grant, PairKey, decide_slot
 from irisd.pool.remote import RemotePair, RemoteTeams
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell
 from irisd.tokens import Access
-from protocol.errors import InvalidRequestError
+from protocol.errors import InvalidRequestError, NotFoundError
 from protocol.messages import ProcessInfo
 
 log = logging.getLogger("irisd.pool")
@@ -238,6 +240,17 @@ class Supervisor:
             tell = pair.find(tell_id)
             if tell is not None:
                 return tell
+        return None
+
+    async def ask_budget(self, tell_id: str, question: str, details: dict[str, Any]) -> Pending | None:
+        """Ask the person whether the chain of the running tell ``tell_id`` may spend beyond its
+        budget, through the approval desk of the local pair that runs it (None: none does)."""
+        for pair in self.pairs.values():
+            if pair.find(tell_id) is not None:
+                try:
+                    return await pair.ask_budget(tell_id, question, details)
+                except NotFoundError:
+                    return None
         return None
 
     def cancel(self, tell_id: str) -> ActiveTell | None:

@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from harness import Iris, wait_for, wait_until
-from protocol.messages import ApprovalInfo, ApprovalsReply, Decide, GetTell, ListApprovals, TellReply
+from protocol.messages import ApprovalInfo, ApprovalsReply, Decide, GetTell, ListApprovals, ListTells, TellReply
 from protocol.phases import describe
 
 pytestmark = pytest.mark.claude
@@ -501,3 +501,37 @@ def test_the_servers_form_reaches_the_host_of_the_claude_that_asked(iris: Iris) 
     assert said.startswith(f"tool {TELL_TOOL} said:"), said
     told = json.loads(said.removeprefix(f"tool {TELL_TOOL} said:"))  # the model reads the structured result
     assert told["text"] == 'tool mcp__asker__pick said: accept: {"name": "pg"}', told
+
+
+# --- a chain of nested tells at its budget (settings.budget.askToExceed) ----------------------
+
+@pytest.mark.parametrize("decision", ["continue", "stop"])
+async def test_a_chain_at_its_budget_asks_the_session_whether_to_go_on(iris: Iris, decision: str) -> None:
+    """alpha's session asks beta, whose claude asks gamma; the chain's budget (chainUsd 0) is
+    reached: the form asks "continue for up to $0.5 more?". continue: gamma's tell is sent;
+    stop: it is refused, and beta's model reads why."""
+    alpha, _, _ = (iris.add_team(name) for name in ("alpha", "beta", "gamma"))
+    iris.settings["budget"] = {"chainUsd": 0, "askToExceed": 0.5}
+    iris.start()
+    forms, elicit = answering("accept", {"decision": decision})
+    nested = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "gamma", "message": "hello", "timeout": 0})
+    async with client(iris, "stdio", elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": nested, "timeout": 0})
+    assert not result.is_error, text_of(result)
+    (form,) = forms
+    assert isinstance(form, types.ElicitRequestFormParams)
+    assert "its next tell goes to gamma. Continue for up to $0.5 more?" in form.message, form.message
+    assert form.requested_schema["properties"]["decision"]["enum"] == ["continue", "stop"]
+    said = text_of(result)
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    (approval,) = reply.approvals
+    assert (approval.kind, approval.from_team, approval.to_team) == ("budget", "alpha", "beta")
+    if decision == "continue":
+        assert approval.status == "allowed" and "not sent" not in said, said
+        listed = iris.request(ListTells(to_team="gamma"))
+        assert [(t.from_team, t.status) for t in listed.tells] == [("beta", "completed")], listed
+    else:
+        assert approval.status == "denied"
+        assert "not sent: this chain of nested tells has spent" in said, said
+        assert "(you were asked to let it go on and did not)" in said, said
