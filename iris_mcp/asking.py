@@ -43,6 +43,8 @@ class AskState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     approval_id: str
     nonce: str  # spent once: a replayed state is refused
     kind: str = "tool"  # "input": the form of one of the team's MCP servers, answered as it is
+    # a fan-out (toTeams): every target as (team, tell id, why refused), to wait for them all again
+    fan_out: list[tuple[str, str, str]] = []
 
 
 @dataclass(frozen=True)
@@ -79,8 +81,16 @@ class Answer:
     content: dict[str, Any] = field(default_factory=dict)  # an input request's answer
 
 
-def new_state(tell_id: str, approval_id: str, kind: str = "tool") -> str:
-    return msgspec.json.encode(AskState(tell_id, approval_id, secrets.token_hex(12), kind)).decode()
+def new_state(
+    tell_id: str, approval_id: str, kind: str = "tool", fan_out: list[tuple[str, str, str]] | None = None
+) -> str:
+    state = AskState(tell_id, approval_id, secrets.token_hex(12), kind, fan_out or [])
+    return msgspec.json.encode(state).decode()
+
+
+def asks_person(phase: TellPhase) -> bool:
+    """The tell waits for a person's decision this client may be asked for."""
+    return phase.name == "awaiting_approval" and bool(phase.approval_id)
 
 
 def read_state(text: str) -> AskState:

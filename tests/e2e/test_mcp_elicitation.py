@@ -535,3 +535,22 @@ async def test_a_chain_at_its_budget_asks_the_session_whether_to_go_on(iris: Iri
         assert approval.status == "denied"
         assert "not sent: this chain of nested tells has spent" in said, said
         assert "(you were asked to let it go on and did not)" in said, said
+
+
+async def test_a_fan_out_asks_each_decision_one_form_at_a_time(iris: Iris) -> None:
+    """``toTeams``: beta's and gamma's claudes both want Bash; the session gets one form per
+    approval, one after the other, and then every team's answer."""
+    alpha, beta, gamma = (iris.add_team(name) for name in ("alpha", "beta", "gamma"))
+    iris.start()
+    forms, elicit = answering("accept", {"decision": "approve"})
+    async with client(iris, "stdio", elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeams": ["beta", "gamma"], "message": WRITE, "timeout": 0})
+    assert not result.is_error, text_of(result)
+    asked = sorted(f.message.split(" wants to run")[0].removeprefix("Iris: ") for f in forms)
+    assert asked == ["beta", "gamma"], [f.message for f in forms]
+    said = text_of(result)
+    assert "## beta (completed)" in said and "## gamma (completed)" in said and said.count("tool Bash said:") == 2, said
+    assert (beta / "made.txt").read_text() == (gamma / "made.txt").read_text() == "hi\n"
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    assert sorted((a.to_team, a.status) for a in reply.approvals) == [("beta", "allowed"), ("gamma", "allowed")]
