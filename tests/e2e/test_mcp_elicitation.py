@@ -11,7 +11,7 @@ import contextlib
 import json
 import subprocess
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -449,18 +449,17 @@ def test_an_unanswered_input_request_answers_decline(iris: Iris) -> None:
     assert (status, by) == ("denied", "timeout") and reason.endswith("the request was declined"), reason
 
 
-@FACES
-async def test_the_servers_form_reaches_the_session_that_asked_and_its_answer_the_server(iris: Iris, face: str) -> None:
+async def test_the_servers_form_reaches_the_session_that_asked_and_its_answer_the_server(iris: Iris) -> None:
     """``team_tell`` from an MCP client that declared elicitation: the team's MCP server's
     form comes back as the call's ``input_required`` form (its schema as the server asked
     it), and the person's answer reaches the server; a wrong answer is refused and asked again."""
     alpha = iris.add_team("alpha")
     with_asker(iris)
     iris.start()
-    # (Over /mcp the SDK client leaves an SSE stream of the refused round unclosed: pytest's
-    # unraisable-warning check fails the test, so the wrong answer is tried over stdio.)
-    wrong: list[dict[str, Any]] = [{"colour": "red"}] if face == "stdio" else []
-    answers = iter([*wrong, {"name": "sqlite"}])
+    # Over stdio only: over /mcp the SDK client leaves the SSE streams of a call it retried
+    # unclosed, and their finalizers run later, in whatever test then runs (pytest's
+    # unraisable-warning check fails it). The shim's code is the same on both faces.
+    answers: Iterator[dict[str, Any]] = iter([{"colour": "red"}, {"name": "sqlite"}])
     forms: list[types.ElicitRequestParams] = []
 
     async def elicit(
@@ -469,12 +468,12 @@ async def test_the_servers_form_reaches_the_session_that_asked_and_its_answer_th
         forms.append(params)
         return types.ElicitResult(action="accept", content=next(answers))
 
-    async with client(iris, face, elicit, alpha) as mcp:
+    async with client(iris, "stdio", elicit, alpha) as mcp:
         result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": PICK, "timeout": 0})
     assert not result.is_error, text_of(result)
     assert text_of(result) == 'tool mcp__asker__pick said: accept: {"name": "sqlite"}'
-    first, *again = forms
-    assert len(again) == len(wrong) and isinstance(first, types.ElicitRequestFormParams)
+    first, again = forms
+    assert isinstance(first, types.ElicitRequestFormParams) and again.message == first.message
     assert "beta's MCP server asker asks for your input" in first.message and first.message.endswith("Which database?")
     assert first.requested_schema["properties"]["name"] == {"type": "string", "title": "Database"}
     reply = iris.request(ListApprovals(include_decided=True))
