@@ -117,6 +117,8 @@ class Shim:
         from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, error_output, parse_args
         from protocol.errors import IrisError
 
+        retry = asking is not None and asking.state is not None
+        log.debug("tools/call %s%s", name, f" (a retry answering {dict(asking.responses)})" if retry and asking else "")
         tool = TOOLS_BY_NAME.get(name)
         if tool is None or (self.read_only and name not in READ_ONLY_TOOLS):
             known = ", ".join(READ_ONLY_TOOLS if self.read_only else TOOLS_BY_NAME)
