@@ -15,15 +15,19 @@ Run: .venv/bin/python bench/bench_a2a_outbound.py [--rounds N]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
+import os
 import subprocess
 import sys
 import uuid
 from urllib.parse import urlsplit
 
 from _common import REPO, cpu_seconds, describe, header, median, ms, request, running_iris, timed
+from bench_warm_path import checkout
 
+from harness import Iris
 from protocol.messages import Tell, TellReply
 
 AGENT = REPO / "tests" / "fakes" / "a2a_agent.py"
@@ -46,38 +50,55 @@ def direct(base: str, text: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--baseline", help="also through irisd built from this git revision (e.g. HEAD~3)")
     args = parser.parse_args()
     agent = subprocess.Popen([sys.executable, str(AGENT)], stdout=subprocess.PIPE, text=True)
     try:
         assert agent.stdout is not None
         base = agent.stdout.readline().split()[-1]
-        with running_iris([], start=False) as iris:
-            iris.teams["agent"] = {"a2a": base}
-            iris.start()
+        with contextlib.ExitStack() as stack:
+            sides: dict[str, Iris] = {"irisd": stack.enter_context(running_iris([], start=False))}
+            if args.baseline:
+                old_code = stack.enter_context(checkout(args.baseline))
+                sides["old"] = stack.enter_context(running_iris([], start=False))
+                sides["old"].env["PYTHONPATH"] = str(old_code)  # ahead of this checkout's editable install
+                sides["old"].settings.pop("preloadMcp", None)  # a setting the older code may not know
+            for iris in sides.values():
+                iris.teams["agent"] = {"a2a": base}
+                iris.start()
+            cpu = dict.fromkeys(sides, 0.0)
 
-            assert iris.process is not None
-            pid = iris.process.pid
-            cpu = [0.0]
-
-            def through_irisd(text: str) -> None:
-                before = cpu_seconds(pid)
+            def through(name: str, text: str) -> None:
+                iris = sides[name]
+                assert iris.process is not None
+                before = cpu_seconds(iris.process.pid)
                 reply = request(iris, Tell(to_team="agent", message=text, timeout_ms=0))
                 assert isinstance(reply, TellReply) and reply.status == "completed", reply
-                cpu[0] += cpu_seconds(pid) - before
+                cpu[name] += cpu_seconds(iris.process.pid) - before
 
-            through_irisd("warm up")  # the first tell imports the HTTP client (0.27 s, once)
+            for name in sides:
+                through(name, "warm up")  # the first tell imports the HTTP client (0.27 s, once)
             direct(base, "warm up")
-            samples: dict[str, list[float]] = {"direct": [], "irisd": []}
-            cpu[0] = 0.0
+            samples: dict[str, list[float]] = {"direct": [], **{name: [] for name in sides}}
+            cpu = dict.fromkeys(sides, 0.0)
+            order = list(samples)
             for round_ in range(args.rounds):
-                sides = [("direct", lambda: direct(base, "hello")), ("irisd", lambda: through_irisd("hello"))]
-                for name, action in sides if round_ % 2 == 0 else reversed(sides):
-                    samples[name].append(timed(action))
+                shift = round_ % len(order)
+                for name in order[shift:] + order[:shift]:
+                    if name == "direct":
+                        samples[name].append(timed(direct, base, "hello"))
+                    else:
+                        samples[name].append(timed(through, name, "hello"))
         header("A2A agent as a team: a tell through irisd vs straight to the agent")
-        ratio = median(samples["irisd"]) / median(samples["direct"])
-        extra = median(samples["irisd"]) - median(samples["direct"])
-        print(f"  through irisd: {ratio:.2f}x the direct message (+{ms(extra)}); irisd's CPU per tell "
-              f"{ms(cpu[0] / args.rounds)} (the load-robust figure)")
+        print(f"  load average: {os.getloadavg()[0]:.1f}")
+        for name in sides:
+            ratio = median(samples[name]) / median(samples["direct"])
+            extra = median(samples[name]) - median(samples["direct"])
+            label = f"irisd at {args.baseline}" if name == "old" else "through irisd"
+            print(f"  {label}: {ratio:.2f}x the direct message (+{ms(extra)}); irisd's CPU per tell "
+                  f"{ms(cpu[name] / args.rounds)} (the load-robust figure)")
+        if "old" in sides and cpu["old"]:
+            print(f"  irisd's CPU per tell, this checkout / {args.baseline}: {cpu['irisd'] / cpu['old']:.2f}x")
         for name, values in samples.items():
             print(describe(name, values))
     finally:

@@ -6,6 +6,10 @@ turn; and a turn written straight to a warm claude, for the floor.
 Wall time on a shared 2-core machine moves with the load; irisd's own CPU per tell (from
 ``/proc/PID/stat``, user + system) does not, so it is the figure to compare code by.
 
+Also what each side stored per tell: transcript rows and bytes (read from its database
+after the run; claude prints about ten lines a warm turn, a 4.5 KB ``init`` line and token
+deltas among them).
+
 Run: .venv/bin/python bench/bench_warm_path.py --baseline HEAD~3 [--rounds 40]
 """
 
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -45,6 +50,14 @@ def checkout(revision: str) -> Iterator[Path]:
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(folder)], check=False)
 
 
+def stored_per_tell(iris: Iris) -> tuple[float, float]:
+    """Transcript rows and bytes per tell in ``iris``'s database."""
+    with contextlib.closing(sqlite3.connect(f"file:{iris.home / 'data' / 'iris.db'}?mode=ro", uri=True)) as db:
+        (told,) = db.execute("SELECT count(*) FROM tells").fetchone()
+        rows, size = db.execute("SELECT count(*), coalesce(sum(length(raw)), 0) FROM tell_messages").fetchone()
+    return rows / max(told, 1), size / max(told, 1)
+
+
 def tell(iris: Iris, text: str) -> None:
     reply = request(iris, Tell(to_team="alpha", message=text))
     assert isinstance(reply, TellReply) and reply.status == "completed", reply
@@ -59,6 +72,7 @@ def main() -> None:
     with checkout(args.baseline) as old_code, running_iris(["alpha"], start=False) as old, \
             running_iris(["alpha"]) as new:
         old.env["PYTHONPATH"] = str(old_code)  # ahead of the editable install of this checkout
+        old.settings.pop("preloadMcp", None)  # a setting the older code may not know
         old.start()
         assert old.process is not None and new.process is not None
         claude = DirectClaude(new.claude, str(new.teams_dir / "alpha"), new.env)
@@ -82,9 +96,14 @@ def main() -> None:
                     walls[name].append(timed(tell, iris, text))
                     cpu[name] += cpu_seconds(iris.process.pid) - before
                 print(".", end="", flush=True, file=sys.stderr)
+            stored = {"old": stored_per_tell(old), "new": stored_per_tell(new)}
         finally:
             claude.close()
     print()
+    print("transcript stored per tell (rows, bytes):")
+    for name in ("old", "new"):
+        print(f"  {name}: {stored[name][0]:.1f} rows, {stored[name][1] / 1024:.1f} KiB")
+    print(f"  new / old bytes: {stored['new'][1] / stored['old'][1]:.2f}x" if stored["old"][1] else "")
     base = median(walls["direct"])
     print("irisd's own CPU per warm tell (user + system; the figure to compare code by):")
     for name in ("old", "new"):

@@ -116,7 +116,7 @@ class ConnectionPool:
     opening raises ``DaemonUnreachable``. A call that fails or is cancelled closes its connection.
     """
 
-    MAX_IDLE_S = 30.0  # irisd closes a connection idle for 120 s (irisd/server.py)
+    MAX_IDLE_S = 30.0  # irisd closes a connection idle for 120 s (irisd/socket_server.py)
 
     def __init__(self, socket_path: Path, client: str, *, keep: int = 4) -> None:
         self.socket_path = socket_path

@@ -20,7 +20,6 @@ from rich.text import Text
 
 from iris_cli import render
 from iris_cli.daemon_control import (
-    SERVICE_UNIT,
     DaemonState,
     Layout,
     daemon_state,
@@ -31,6 +30,7 @@ from iris_cli.daemon_control import (
     uninstall_service,
     user_manager_problem,
 )
+from iris_cli.systemd_unit import SERVICE_UNIT
 from protocol.errors import IrisError
 
 daemon_app = typer.Typer(help="Install, start, stop and inspect the irisd service.", no_args_is_help=True)

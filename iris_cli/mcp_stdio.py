@@ -2,6 +2,12 @@
 thin client of irisd's socket. Parsed by Typer here, once (the full CLI mounts this same app
 and adds ``install``/``uninstall`` to it).
 
+It lives in the CLI, not in ``iris_mcp``, because it is a client of the socket like every
+command: it uses the CLI's connection pool (``aclient``) and starts irisd when none runs
+(``daemon_control``), and ``iris_mcp`` sits below ``iris_cli`` in the layers (it is also
+loaded by irisd's ``/mcp``, which must not import the CLI). What both transports share, the
+``Shim`` and its tools, is ``iris_mcp``'s (``iris_mcp/shim.py``).
+
 Start-up is on every Claude Code session's path, so this module imports only Typer (about
 25 ms), the MCP SDK and trio; ``protocol/``, msgspec and the tool definitions load on the
 first ``tools/list``, and the daemon is contacted on the first tool call. stdout is the MCP
@@ -33,7 +39,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import trio
 import typer
 
-from iris_mcp.server import Shim, build_server
+from iris_mcp.shim import Shim, build_server
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server

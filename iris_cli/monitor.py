@@ -235,11 +235,13 @@ def _approval(a: ApprovalInfo, width: int) -> RenderableType:
                              (a.tool_name, "bold"), f" ({ago(a.created_at)})")
         return Group(head, Text(short(a.message, width - 2)), Text(decide_line(a.id, kind="budget"), style="magenta"))
     first_line = tool_input(a.tool_name, a.input).splitlines()[0] if a.input else ""
+    who = f" {pair_name(a.from_team, a.to_team)} wants "
+    if a.kind == "agent":  # an action iris-agent proposes: what it will do
+        who, first_line = " iris-agent proposes ", a.summary
     return Group(
-        Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
-                      f" ({ago(a.created_at)})"),
+        Text.assemble((a.id[:10], "bold"), who, (a.tool_name, "bold"), f" ({ago(a.created_at)})"),
         Text(short(first_line, width - 2) if len(first_line) > width - 2 else first_line),
-        Text(decide_line(a.id), style="magenta"),
+        Text(decide_line(a.id, kind=a.kind), style="magenta"),
     )
 
 

@@ -91,6 +91,10 @@ def status_lines(reply: StatusReply, *, width: int, color: bool) -> list[str]:
     shown = [p for p in reply.processes if p.state != "stopped" or p.reason]
     lines += ["", paint("processes", "bold", color) + f" ({running} of at most {reply.max_processes} running)"]
     lines += process_lines(shown, width=width, color=color)
+    if reply.spares:  # started claudes a new conversation takes (settings.sessions.spares)
+        held = sum(len(pids) for pids in reply.spares.values())
+        lines.append(f"  + {held} spare claude{'s' if held != 1 else ''} (of the slots): " + ", ".join(
+            f"{team} pid {' '.join(str(p) for p in pids)}" for team, pids in sorted(reply.spares.items())))
     if reply.unsolicited:
         why = " (turns no tell asked for: see README, 'What children accept')"
         lines += ["", paint("unsolicited", "red", color) + why]

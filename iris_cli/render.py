@@ -19,6 +19,7 @@ from protocol import session_words
 from protocol.messages import (
     ApprovalInfo,
     NotificationInfo,
+    PairStats,
     ProcessInfo,
     RuleInfo,
     SessionInfo,
@@ -109,6 +110,32 @@ def sessions(items: list[SessionInfo], *, archived: bool = False) -> None:
         note("* claude no longer has this conversation's transcript: the next tell starts a new one")
 
 
+def session_stats(items: list[PairStats], *, since: float = 0.0) -> None:
+    """Each pair's figures, the most active first (irisd sorts them)."""
+    if not items:
+        out.print("no tells yet" + (" in that time" if since else ""))
+        return
+    headers = ("pair", "tells", "msgs", "cost", "input", "output", "first used", "last used", "lifetime",
+               "compactions", "mean", "p95")
+    rows = [
+        (pair_name(s.from_team, s.to_team), str(s.tells), str(s.messages), usd(s.cost_usd), f"{s.input_tokens:,}",
+         f"{s.output_tokens:,}", ago(s.first_used_at), ago(s.last_used_at),
+         _span(s.lifetime_s) if s.first_used_at is not None else "-", str(s.compactions),
+         _seconds(s.mean_tell_ms / 1000) if s.tells else "-", _seconds(s.p95_tell_ms / 1000) if s.tells else "-")
+        for s in items
+    ]
+    show(Table([Column(h) for h in headers], rows))
+    note("tells: those the cost ledger has; msgs: the conversation's exchanges now; mean, p95: claude's time per tell")
+
+
+def _span(seconds: float) -> str:
+    """A pair's lifetime: seconds to months."""
+    if seconds < 3600:
+        return _seconds(seconds)
+    hours = int(seconds) // 3600
+    return f"{hours}h{int(seconds) % 3600 // 60:02d}m" if hours < 24 else f"{hours // 24}d{hours % 24:02d}h"
+
+
 def duration(tell: TellInfo, now: float | None = None) -> str:
     """How long the tell took (or has taken), from its submission: a tell that waited in
     its pair's queue says how long of it was waiting ("7m40s, 7m39s queued")."""
@@ -179,14 +206,19 @@ def approvals(items: list[ApprovalInfo]) -> None:
         out.print("no approvals waiting")
         return
     for a in items:
-        wants = {"input": " asks for your input through its MCP server ", "budget": " would go beyond "}.get(
-            a.kind, " wants "
-        )
-        out.print(Text.assemble(
-            (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)}{wants}", (a.tool_name, "bold"),
-            f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
-        ))
-        out.print(asked(a))
+        if a.kind == "agent":  # an action iris-agent proposes: what it will do
+            out.print(Text.assemble(
+                (a.id, "bold"), " iris-agent proposes to ", (a.summary, "bold"), f" ({a.status}, {ago(a.created_at)})"
+            ))
+        else:
+            wants = {"input": " asks for your input through its MCP server ", "budget": " would go beyond "}.get(
+                a.kind, " wants "
+            )
+            out.print(Text.assemble(
+                (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)}{wants}", (a.tool_name, "bold"),
+                f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
+            ))
+            out.print(asked(a))
         if a.status == "pending":
             out.print(decide_line(a.id, kind=a.kind) + "\n")
         elif a.reason or a.decided_by:
@@ -223,11 +255,12 @@ def asked(a: ApprovalInfo) -> str:
 
 
 def approval_event(a: ApprovalInfo) -> None:
-    what = "input request" if a.kind == "input" else "approval"
-    out.print(Text.assemble(
-        "\n", (f"{what} {a.status}", "magenta"), f" {a.id} {pair_name(a.from_team, a.to_team)} {a.tool_name}"
-    ))
-    if a.status == "pending":
+    what = f"{pair_name(a.from_team, a.to_team)} {a.tool_name}"
+    if a.kind == "agent":
+        what = f"iris-agent proposes to {a.summary}"
+    title = "input request" if a.kind == "input" else "approval"
+    out.print(Text.assemble("\n", (f"{title} {a.status}", "magenta"), f" {a.id} {what}"))
+    if a.status == "pending" and a.kind != "agent":
         out.print(asked(a))
 
 

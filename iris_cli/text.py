@@ -22,6 +22,8 @@ def decide_line(approval_id: str, *, kind: str = "tool") -> str:
         return f"  iris approve {brief} --field NAME=VALUE ...  |  iris deny {brief} (declines)"
     if kind == "budget":
         return f"  iris approve {brief} (the chain goes on)  |  iris deny {brief} (it stops)"
+    if kind == "agent":  # an action of iris-agent: decided once, never remembered
+        return f"  iris approve {brief} (iris-agent does it)  |  iris deny {brief}"
     return f"  iris approve {brief} [--remember]  |  iris deny {brief} --reason '...'"
 
 

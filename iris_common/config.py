@@ -59,6 +59,9 @@ Share = typing.Annotated[
 Percent = typing.Annotated[
     int, msgspec.Meta(ge=0, le=100, extra={"fix": "use a percent from 1 to 100, or 0 to never compact"})
 ]
+Spares = typing.Annotated[
+    int, msgspec.Meta(ge=0, le=8, extra={"fix": "use 0 (no spare) to 8 started claudes per team"})
+]
 Tokens = typing.Annotated[int, _at_least(1000, "use the model's context window in tokens, e.g. 200000")]
 
 
@@ -70,10 +73,12 @@ class SessionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, r
     archive_after_days: Days = 90.0  # a pair unused this long is archived (its claude stopped, its history kept)
     restore: typing.Literal["resume", "fresh"] = "resume"  # a tell to an archived pair: resume it, or start anew
     delete_archived_after_days: Days | None = None  # archived this long: its claude transcript is deleted (None: never)
+    spares: Spares = 0  # started, idle claudes per team, each ready to be a new pair's (irisd/pool/spares.py)
 
 
 class TeamSessionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
     compact_at: Percent | None = None  # the team's own threshold (settings.sessions.compactAt by default)
+    spares: Spares | None = None  # the team's own count (settings.sessions.spares by default)
 
 
 class BudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -93,6 +98,7 @@ class QuestionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, 
     patterns: list[str] = []  # extra regular expressions (case-insensitive) that mark a question
     builtin: bool = True  # false: only ``patterns`` count
     ttl: Milliseconds = 7 * 24 * 60 * MINUTE_MS  # ms until an unanswered question expires
+    answer_within: Milliseconds = 10 * MINUTE_MS  # with settings.agent.watch: iris-agent looks after this long
 
 
 class HealthConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -118,6 +124,20 @@ class NotifyConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, ren
     every: Milliseconds = 10 * MINUTE_MS  # the same thing is said again at most this often
 
 
+# What iris-agent may do (irisd/agent/actions.py): its tools that change something. Each is an
+# approval for the person unless settings.agent.allow names it; an answer always is one (it
+# speaks for whoever was asked).
+AgentAct = typing.Literal["team_tell", "team_wake", "team_sleep", "team_cancel"]
+
+
+class AgentConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
+    """iris-agent: what it may do without asking, and its watcher (irisd/agent)."""
+
+    allow: list[AgentAct] = []  # its actions the person allows without an approval each time
+    watch: bool = False  # classify pending questions the asking team leaves unanswered (questions.answerWithin)
+    daily_usd: Usd | None = 1.0  # the watcher's own budget since local midnight (None: no limit)
+
+
 class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
     response_timeout: Milliseconds = 120_000
     idle_timeout: Milliseconds = 30 * MINUTE_MS
@@ -135,6 +155,9 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     disallowed_tools: list[str] = []
     http_port: Port = 1615  # irisd's HTTP face (API, dashboard, MCP for its children); 0: any free port
     http_host: str = "127.0.0.1"  # loopback by default; another address exposes it (token still required)
+    # Load what /mcp needs (the MCP SDK, 0.5-1.5 s of CPU) in the background once irisd is
+    # ready, so the first tell does not wait for it; false: at the first claude child.
+    preload_mcp: bool = True
     budget: BudgetConfig = msgspec.field(default_factory=BudgetConfig)
     rate_limit: PerMinute | None = None  # tells per minute per pair
     questions: QuestionsConfig = msgspec.field(default_factory=QuestionsConfig)
@@ -142,6 +165,7 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     health: HealthConfig = msgspec.field(default_factory=HealthConfig)
     notify: NotifyConfig = msgspec.field(default_factory=NotifyConfig)
     sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
+    agent: AgentConfig = msgspec.field(default_factory=AgentConfig)
 
 
 class TeamBudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):
@@ -207,6 +231,7 @@ class Team(msgspec.Struct, frozen=True, kw_only=True):
     a2a_prompt: str = ""  # checked: holds {text}, no other field than A2A_PROMPT_FIELDS
     compact_at: int = 70  # percent of the context window (sessions.compactAt, the team's or the global)
     restore: typing.Literal["resume", "fresh"] = "resume"  # settings.sessions.restore
+    spares: int = 0  # started, idle claudes kept for new pairs (sessions.spares, the team's or the global)
 
     @property
     def skip_permissions(self) -> bool:
@@ -376,6 +401,11 @@ def _explain(msgspec_message: str, prefix: str = "", data: Any = None, struct: t
         return f"{problem}; the file must be a mapping with 'settings' and 'teams'"
     if problem.startswith("Invalid enum value") and key.endswith("permissions"):
         return f"key {key!r}: {problem[0].lower()}{problem[1:]}; use one of: {' | '.join(PERMISSION_MODES)}"
+    if problem.startswith("Invalid enum value") and re.fullmatch(r"settings\.agent\.allow\[\d+\]", key):
+        return (
+            f"key {key!r}: {problem[0].lower()}{problem[1:]}; iris-agent may be allowed only: "
+            f"{', '.join(typing.get_args(AgentAct))} (deciding approvals and config are never its)"
+        )
     return f"key {key!r}: {problem[0].lower()}{problem[1:]}"
 
 
@@ -522,6 +552,11 @@ def _validate_team(name: str, team: TeamConfig, settings: Settings, source: str)
             else settings.sessions.compact_at
         ),
         restore=settings.sessions.restore,
+        spares=(
+            team.sessions.spares
+            if team.sessions is not None and team.sessions.spares is not None
+            else settings.sessions.spares
+        ),
     )
 
 

@@ -10,6 +10,10 @@ A child gets, in this order (later wins):
 3. the team's ``env:`` map in ``config.yaml``;
 4. ``CLAUDE_CONFIG_DIR``: the folder irisd itself uses (it reads the transcripts there).
 
+``MCP_CONNECT_TIMEOUT_MS`` is 30 s unless one of these sets it: claude waits only 5 s by default
+for an MCP server to connect and then goes on without its tools, and on a busy machine Iris's
+own ``/mcp`` can take longer than that to answer a child's first request.
+
 Nothing else: not the variables of a Claude Code session or shell that started irisd
 (``CLAUDE_CODE_SESSION_ID``, ``CLAUDE_PROJECT_DIR``, ``CLAUDE_CODE_MESSAGING_*``...),
 not systemd's (``NOTIFY_SOCKET``, ``LISTEN_*``), not Iris's internals.
@@ -32,7 +36,7 @@ ALLOWED = frozenset({
     # Model providers and switches claude documents.
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDE_CODE_MAX_OUTPUT_TOKENS", "CLAUDE_CODE_API_KEY_HELPER_TTL_MS",
     "CLOUD_ML_REGION", "ANTHROPIC_VERTEX_PROJECT_ID", "MAX_THINKING_TOKENS", "API_TIMEOUT_MS", "MCP_TIMEOUT",
-    "MCP_TOOL_TIMEOUT", "BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS", "IS_SANDBOX",
+    "MCP_TOOL_TIMEOUT", "MCP_CONNECT_TIMEOUT_MS", "BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS", "IS_SANDBOX",
 })
 ALLOWED_PREFIXES = (
     "LC_", "ANTHROPIC_", "SSL_CERT_", "AWS_", "GOOGLE_", "VERTEX_REGION_", "DISABLE_",
@@ -42,6 +46,9 @@ ALLOWED_PREFIXES = (
 # Set by Iris itself; a team's env: may not override them.
 RESERVED = frozenset({"CLAUDE_CONFIG_DIR", "IRIS_RUN", "NOTIFY_SOCKET"})
 RESERVED_PREFIXES = ("LISTEN_", "WATCHDOG_", "IRIS_SECRET")
+
+# claude's own default is 5 s (measured in 2.1.330; see the module's docstring).
+MCP_CONNECT_TIMEOUT = ("MCP_CONNECT_TIMEOUT_MS", "30000")
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_FILE = "irisd.env"
@@ -65,6 +72,7 @@ def child_environment(
 ) -> dict[str, str]:
     """The whole environment of a team's claude (see the module's docstring)."""
     env = inherited(os.environ if environ is None else environ)
+    env.setdefault(*MCP_CONNECT_TIMEOUT)
     env.update(daemon_env)
     env.update(team_env)
     env["CLAUDE_CONFIG_DIR"] = str(claude_config_dir)

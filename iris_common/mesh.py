@@ -31,6 +31,7 @@ from protocol.errors import ConfigError
 
 TEAMS_BUCKET = "iris-teams"
 HOMES_BUCKET = "iris-homes"
+HEARTBEAT_S = 2.0  # how often a home says it is up
 STALE_S = 8.0  # a home whose heartbeat (every 2 s) is this old is taken as unreachable
 # A name is one token of a NATS subject and a KV key: no dots, no spaces, no wildcards.
 IRISD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")

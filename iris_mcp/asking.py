@@ -227,16 +227,22 @@ def read_answer(response: Mapping[str, Any] | None) -> Answer | None:
     return None
 
 
-def decide_elsewhere(approval_id: str, kind: str = "tool") -> str:
-    """What the calling model tells its person when the approval was not decided here.
-    (One place for this wording: the progress text and the replies use it.)"""
+ASK_PERSON = "ask your person"
+
+
+def ask_your_person(approval_id: str, kind: str = "tool") -> str:
+    """What the calling model tells its person when an approval waits for them: the one
+    wording of the progress messages, of a reply that ends while the tell waits, and of a
+    form the person left unanswered. An input request (``kind`` "input") is answered field
+    by field."""
     if kind == "input":
         return (
-            f"input request {approval_id} waits for the person: ask them to answer it with "
-            f"`iris approve {approval_id} --field NAME=VALUE` (`iris approvals` shows the fields) or decline it "
-            f"with `iris deny {approval_id}` (or to answer it in the dashboard or `iris monitor`)"
+            f"{ASK_PERSON} to answer input request {approval_id} with `iris approve {approval_id} "
+            f"--field NAME=VALUE` (`iris approvals` shows the fields) or decline it with `iris deny {approval_id}` "
+            "(or to answer it in the dashboard or `iris monitor`); team_approve (with content) / team_deny "
+            "answer it if they let you"
         )
     return (
-        f"approval {approval_id} waits for the person: ask them to run `iris approve {approval_id}` "
-        f"or `iris deny {approval_id}` (or to decide it in the dashboard or `iris monitor`)"
+        f"{ASK_PERSON} to run `iris approve {approval_id}` or `iris deny {approval_id}` (or to decide it "
+        "in the dashboard or `iris monitor`); team_approve / team_deny decide it if they let you"
     )

@@ -18,9 +18,12 @@ request:
   by the NATS credentials of its irisd. It speaks as ``team@irisd`` only (a name no
   local team can have), and may only tell, read and cancel tells.
 * a **reader**: iris-agent (irisd/agent/runner.py), the person's assistant, known by a
-  token minted for each of its runs. It sees what the owner sees and may only read:
-  every request that would change something is refused here, whatever its MCP server
-  offers it.
+  token minted for each of its runs. It sees what the owner sees and reads; of what
+  changes something it may only *propose* the actions in ``_PROPOSES`` (tell, wake,
+  sleep, cancel, answer): ``proposes`` says so, and the dispatcher files each as an
+  approval for the person (irisd/agent/actions.py) instead of doing it. Its tells are
+  sent as ``iris-agent`` (a chain of their own). Every other request is refused here,
+  whatever its MCP server offers it: it never decides approvals, never changes config.
 * an **agent**: an outside A2A agent, known by the token ``iris a2a token --name NAME``
   issued for it (iris_common/a2a_tokens.py). It speaks as ``a2a:NAME`` only, and may send
   only what the A2A face needs (``_AGENT``).
@@ -33,15 +36,19 @@ A new request type that carries a sender (``from_team``) belongs in ``_SENDERS``
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
 
 from iris_common.a2a_tokens import sender_of
+from iris_common.config import AGENT_NAME
 from iris_common.identity import sender
+from irisd.events import SendEvent
 from protocol.errors import PermissionDeniedError
 from protocol.messages import (
+    AgentStats,
     AnswerQuestion,
     ArchiveSession,
     Ask,
@@ -66,10 +73,12 @@ from protocol.messages import (
     ListTells,
     ReadTranscript,
     Reload,
+    Reply,
     Report,
     Request,
     ResetSession,
     RestoreSession,
+    SessionStats,
     Sleep,
     Tell,
     TellMany,
@@ -90,13 +99,16 @@ _OWNER_DOES: dict[type, str] = {
     Reload: "reloads config.yaml",
     ArchiveSession: "archives conversations",
     RestoreSession: "restores archived conversations",
+    AgentStats: "sees what iris-agent did across all pairs",
 }
 _OWNER_ONLY = tuple(_OWNER_DOES)
 # The only requests a reader may send: they change nothing.
 _READS = (
     ListTeams, GetStatus, ListSessions, GetPair, Report, GetTell, ReadTranscript, ListTells,
-    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications, GetHealth,
+    ListApprovals, ListRules, ListQuestions, Costs, ListNotifications, GetHealth, SessionStats, AgentStats,
 )
+# What iris-agent may propose (the person allows each, or settings.agent.allow does).
+_PROPOSES = (Tell, Wake, Sleep, CancelTell, AnswerQuestion)
 # The only requests an outside A2A agent may send (the A2A methods map onto these).
 _AGENT = (Tell, GetTell, CancelTell, ListTells, ListQuestions, AnswerQuestion, DismissQuestion)
 
@@ -127,11 +139,16 @@ class Caller:
     def is_owner(self) -> bool:
         return self.kind == "owner"
 
+    def proposes(self, request: Request) -> bool:
+        """Whether ``request`` (as ``apply`` returned it) is an action iris-agent proposes:
+        the person (or settings.agent.allow) decides it, the dispatcher does not just serve it."""
+        return self.kind == "reader" and isinstance(request, _PROPOSES)
+
     def describe(self) -> str:
         if self.is_owner:
             return "the owner"
         if self.kind == "reader":
-            return "iris-agent (it only reads)"
+            return "iris-agent (it reads, and proposes actions to the person)"
         if self.kind == "agent":
             return f"the A2A agent {self.team!r}"
         if self.kind == "remote":
@@ -143,7 +160,15 @@ class Caller:
         if self.is_owner:
             return request
         if self.kind == "reader":
-            if not isinstance(request, _READS):
+            if isinstance(request, Tell):  # its own chain, as itself; never stored for later
+                if request.persist:
+                    raise PermissionDeniedError(f"{self.describe()} may not store tells for later (persist)")
+                return msgspec.structs.replace(request, from_team=AGENT_NAME, parent_pair="", across=None)
+            if isinstance(request, AnswerQuestion):  # the person's answer once allowed, never a team's
+                return msgspec.structs.replace(request, as_team="", by=AGENT_NAME)
+            if isinstance(request, Wake | Sleep) and request.from_team == AGENT_NAME:
+                return msgspec.structs.replace(request, from_team=None)  # the person's pair with the team
+            if not isinstance(request, _READS + _PROPOSES):
                 raise PermissionDeniedError(
                     f"{self.describe()} may not send {type(request).__name__}: it changes something; "
                     "give the person the iris command that does it instead"
@@ -197,3 +222,7 @@ class Caller:
 
 
 OWNER = Caller()
+
+# Serve a request of a caller, its events sent with the SendEvent: the serve path
+# (irisd/serving.py) as the faces below it (the A2A service, the mesh home) are handed it.
+Dispatch = Callable[[Request, Caller, SendEvent], Awaitable[Reply]]

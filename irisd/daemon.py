@@ -27,15 +27,14 @@ from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths
 from irisd.claude.containment import Containment
 from irisd.claude.launcher import marked_claude_child
-from irisd.core import run_core
-from irisd.dispatch import Dispatcher
+from irisd.core import Services, run_core
 from irisd.fds import http_connection_limit, open_file_limit
 from irisd.home_lock import hold_home_lock
 from irisd.http.app import HttpFace
+from irisd.http.listener import HttpServer, open_http_socket, socket_url
 from irisd.http.security import Allowlist, host_names
-from irisd.http.server import HttpServer, open_http_socket, socket_url
-from irisd.server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.serving import Serving
+from irisd.socket_server import Server, SocketError, open_unix_listener, prepare_socket_dir
 from irisd.store.facade import Store
 from irisd.systemd import (
     Notifier,
@@ -68,21 +67,21 @@ class Daemon:
         self.allowed_uid = allowed_uid
         self.notifier = Notifier(self.systemd.notify_socket)
         self._stop_requested = trio.Event()
-        self._dispatcher: Dispatcher | None = None
+        self._services: Services | None = None
 
     async def reload(self) -> None:
         """SIGHUP: read config.yaml again (what it did, or why not, goes to the log and
         ``iris status``; a bad file never stops irisd)."""
-        if self._dispatcher is None:
+        if self._services is None:
             log.warning("SIGHUP before irisd was ready; ignored (send it again)")
             return
         self.notifier.send(RELOADING=1, STATUS="reloading config.yaml")
         try:
-            await self._dispatcher.reload()
+            await self._services.reload()
         except IrisError:
             pass  # logged, and shown by iris status
         finally:
-            self.notifier.send(READY=1, STATUS=f"serving {len(self._dispatcher.config.teams)} teams")
+            self.notifier.send(READY=1, STATUS=f"serving {len(self._services.current.config.teams)} teams")
 
     @property
     def stop_requested(self) -> bool:
@@ -157,13 +156,14 @@ class Daemon:
             containment = Containment(self.paths.home)
             await nursery.start(containment.serve)
             core_scope, core_done = trio.CancelScope(), trio.Event()
-            dispatcher = await nursery.start(self._run_core, store, access, containment, core_scope, core_done)
-            self._dispatcher = dispatcher
-            serving = Serving(dispatcher)  # one serve path for the socket and HTTP
+            services = await nursery.start(self._run_core, store, access, containment, core_scope, core_done)
+            self._services = services
+            serving = Serving(services.dispatcher)  # one serve path for the socket and HTTP
             server = Server(listener, serving, allowed_uid=self.allowed_uid)
             await nursery.start(server.run)
             port = socket_url(http_socket)[1]
-            face = HttpFace(serving, access, Allowlist(host_names(self.config.settings.http_host), port))
+            allowlist = Allowlist(host_names(self.config.settings.http_host), port)
+            face = HttpFace(serving, access, allowlist, config=lambda: services.current.config)
             socket_clients = server.limits.max_clients + server.limits.reserve
             max_connections = http_connection_limit(open_file_limit(), socket_clients)
             http = HttpServer(face, http_socket, max_connections=max_connections)
@@ -176,6 +176,8 @@ class Daemon:
                 extra={"socket": str(self.paths.socket), "http": access.url, "teams": sorted(self.config.teams)},
             )
             task_status.started()
+            if self.config.settings.preload_mcp and any(not team.a2a for team in self.config.teams.values()):
+                face.mcp.want()  # after readiness, in a thread: the first child's /mcp finds it loaded
             await self._stop_requested.wait()
             await self._drain(serving, server, http, core_scope, core_done)
             nursery.cancel_scope.cancel()
@@ -188,7 +190,7 @@ class Daemon:
         scope: trio.CancelScope,
         done: trio.Event,
         *,
-        task_status: trio.TaskStatus[Dispatcher] = trio.TASK_STATUS_IGNORED,
+        task_status: trio.TaskStatus[Services] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         try:
             with scope:

@@ -37,6 +37,14 @@ FRAMES_PER_S = 200  # batches a second of all watchers together, once more than 
 # caller's view (irisd/policy.py's ``event_filter``).
 EventFilter = Callable[["str | None", str, str], bool]
 
+# How a request's events reach its caller (a frame on the socket, a WebSocket message, an
+# SSE line, MCP progress): raises trio.BrokenResourceError once the caller is gone.
+SendEvent = Callable[[Event], Awaitable[None]]
+
+
+async def no_events(event: Event) -> None:
+    """The ``SendEvent`` of a caller that takes no events (they are dropped)."""
+
 
 class Published(NamedTuple):
     event: Event
@@ -240,7 +248,7 @@ class EventHub:
 async def serve_watch(
     hub: EventHub,
     team: str | None,
-    send_event: Callable[[Event], Awaitable[None]],
+    send_event: SendEvent,
     accepts: EventFilter | None = None,
 ) -> NoReturn:
     """``Watch``: a ``Watching`` event once subscribed, then the events of ``team`` until

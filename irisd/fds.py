@@ -4,7 +4,7 @@ what to say when they run out anyway.
 
 The open-file limit (``ulimit -n``, systemd's ``LimitNOFILE=``) is shared out as:
 ``FDS_FOR_THE_REST`` for claude children, the database and the logs; the Unix socket's
-clients (``irisd/server.py``); the HTTP face's connections (``http_connection_limit``),
+clients (``irisd/socket_server.py``); the HTTP face's connections (``http_connection_limit``),
 what remains, at most ``MAX_HTTP_CONNECTIONS``. A client past its share waits in the
 kernel's listen queue, costing irisd nothing.
 """

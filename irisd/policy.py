@@ -12,7 +12,8 @@ person, ``a2a:NAME`` for an outside agent, ``team@irisd`` for a team of another 
 the team that answers it (``to_team``) and its chain. The rules, by kind of caller:
 
 * the **owner** (the person: the socket, the owner's token, the dashboard's cookie) and
-  the **reader** (iris-agent, which changes nothing anyway: caller.py) see everything;
+  the **reader** (iris-agent, whose changes are only proposals the person decides:
+  caller.py, irisd/agent/actions.py) see everything;
 * a **child** (team T's claude serving the pair F->T) sees and cancels the tells its
   team sent (``from_team == T``), the tells of its own pair (F->T: what it is asked),
   and the tells of the chain its pair is serving now (``chains``: the nested tells
@@ -28,10 +29,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+import msgspec
 
 from irisd.caller import Caller
 from protocol.errors import PermissionDeniedError
+from protocol.messages import (
+    ApprovalsReply,
+    NotificationsReply,
+    PairsReply,
+    QuestionsReply,
+    Reply,
+    ReportReply,
+    SessionsReply,
+    SessionStatsReply,
+    StatusReply,
+)
 
 if TYPE_CHECKING:
     from irisd.events import EventFilter  # whether a subscriber gets an event: (from, to, chain)
@@ -107,6 +121,50 @@ def check_answers(caller: Caller, asked_of: str | None, question_id: str) -> Non
         )
 
 
+
+
+class HasPair(Protocol):
+    @property
+    def from_team(self) -> str | None: ...
+    @property
+    def to_team(self) -> str: ...
+
+
+def owned(thing: HasPair) -> Owned:
+    """The facts policy decides on: a tell's own chain, or (questions, approvals, turns,
+    notifications) the pair only."""
+    return Owned(thing.from_team, thing.to_team, getattr(thing, "chain_id", ""))
+
+
+def visible(reply: Reply, caller: Caller, chains: frozenset[str]) -> Reply:
+    """``reply`` with only what ``caller`` may see of its lists (``chains``: the chain a
+    child's pair serves now)."""
+
+    def seen(thing: HasPair) -> bool:
+        return sees(caller, owned(thing), chains)
+
+    match reply:
+        case ReportReply():
+            return ReportReply(tells=[t for t in reply.tells if seen(t)])
+        case QuestionsReply():
+            return QuestionsReply(questions=[q for q in reply.questions if seen(q)])
+        case ApprovalsReply():
+            return ApprovalsReply(approvals=[a for a in reply.approvals if seen(a)])
+        case NotificationsReply():
+            return NotificationsReply(notifications=[n for n in reply.notifications if seen(n)])
+        case SessionsReply():
+            return SessionsReply(sessions=[s for s in reply.sessions if seen(s)])
+        case SessionStatsReply():
+            return SessionStatsReply(pairs=[p for p in reply.pairs if seen(p)], days=[d for d in reply.days if seen(d)])
+        case PairsReply():
+            return msgspec.structs.replace(reply, processes=[p for p in reply.processes if seen(p)])
+        case StatusReply() if caller.kind in ("child", "agent", "remote"):
+            return msgspec.structs.replace(
+                reply,
+                processes=[p for p in reply.processes if seen(p)],
+                unsolicited=[u for u in reply.unsolicited if seen(u)],
+            )
+    return reply
 
 
 def event_filter(caller: Caller, chains: Callable[[], frozenset[str]]) -> EventFilter | None:

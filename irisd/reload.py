@@ -1,5 +1,5 @@
 """Reloading config.yaml without a restart: what changes, as a pure function of the old
-and the new configuration (``plan_reload``), applied by the dispatcher.
+and the new configuration (``plan_reload``), applied to every service by ``core.Services.reload``.
 
 * a new team is there at once;
 * a removed team takes no new tell; its pairs (either side) finish what they hold,
@@ -30,7 +30,7 @@ from protocol.errors import ConfigError
 log = logging.getLogger("irisd")
 
 # Settings irisd reads once, at start: a change waits for a restart (and says so).
-AT_RESTART = ("http_host", "http_port", "retention_days", "retention_keep")
+AT_RESTART = ("http_host", "http_port", "retention_days", "retention_keep", "preload_mcp")
 
 
 @dataclass(frozen=True)

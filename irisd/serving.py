@@ -1,5 +1,12 @@
 """The one serve path of every front end (the Unix socket, the HTTP API, ``/api/events``,
-``/mcp``): a request of a ``Caller`` goes through :meth:`Serving.dispatch` to the core.
+``/mcp``, the A2A endpoints, their watches included): a request of a ``Caller`` goes
+through :meth:`Serving.dispatch` to the core.
+
+One caller does not: the mesh's home side (irisd/mesh/home.py), which runs other irisds'
+tells here, calls the dispatcher itself. It is part of the core (cancelled with it at the
+drain, so there is nothing in flight to wait for), and it must not be refused while irisd
+drains: the home answers a refused tell with a failed result, for good, while a tell it has
+not taken yet stays in the mesh's durable queue and runs after the restart.
 
 It owns what the front ends must agree on:
 
@@ -21,15 +28,16 @@ The front ends keep only their wire: framing or HTTP, their connection limits, a
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import trio
 
+from irisd.events import SendEvent, no_events
 from protocol.codec import validated
 from protocol.errors import IrisError, ShuttingDownError
-from protocol.messages import Event, Hello, Reply, Request
+from protocol.messages import Hello, Reply, Request
 
 if TYPE_CHECKING:
     from irisd.caller import Caller
@@ -37,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("irisd.serving")
 
-SendEvent = Callable[[Event], Awaitable[None]]
 
 CLIENT_LEFT = (trio.BrokenResourceError, trio.ClosedResourceError)
 
@@ -86,7 +93,7 @@ class Serving:
         if self.draining and not isinstance(request, Hello):
             raise ShuttingDownError("irisd is stopping; send this again once it is back")
         try:
-            return await self.dispatcher.dispatch(validated(request), caller, send_event or _drop)
+            return await self.dispatcher.dispatch(validated(request), caller, send_event or no_events)
         except (IrisError, *CLIENT_LEFT):
             raise
         except Exception as exc:
@@ -99,6 +106,3 @@ class Serving:
         with self.counted():
             return await self.dispatch(request, caller, send_event)
 
-
-async def _drop(event: Event) -> None:
-    pass

@@ -25,6 +25,7 @@ from pathlib import Path
 from iris_common.a2a_tokens import AgentTokens, tokens_file
 from iris_common.owner_token import TOKEN_BYTES, load_or_create_owner_token, token_file, write_owner_token
 from irisd.caller import OWNER, Caller
+from protocol.messages import HttpInfo, HttpInfoReply
 
 log = logging.getLogger("irisd.http")
 
@@ -48,6 +49,11 @@ class ChildGrant:
         self.access.revoke(self.token)
         with contextlib.suppress(OSError):
             self.path.unlink()
+
+    def rebind(self, caller: Caller) -> None:
+        """The token now speaks for ``caller`` (a spare claude taken by its pair): irisd
+        looks a token up on every request, so the running child need not know."""
+        self.access.rebind(self.token, caller)
 
 
 @dataclass(eq=False)
@@ -107,6 +113,13 @@ class Access:
         self._login_codes[_digest(code)] = now + LOGIN_CODE_TTL_S
         return code
 
+    def info(self, request: HttpInfo) -> HttpInfoReply:
+        """``iris http``: the URL and the owner's token (a new one with ``rotate``), and a
+        login code when asked."""
+        token = self.rotate_owner_token() if request.rotate else self.owner_token
+        code = self.mint_login_code() if request.login_code else ""
+        return HttpInfoReply(url=self.url, token=token, login_code=code)
+
     def use_login_code(self, code: str) -> bool:
         valid_until = self._login_codes.pop(_digest(code), 0.0) if code else 0.0
         return valid_until > time.monotonic()
@@ -139,6 +152,11 @@ class Access:
 
     def revoke(self, token: str) -> None:
         self._children.pop(_digest(token), None)
+
+    def rebind(self, token: str, caller: Caller) -> None:
+        """``token`` (if not revoked) speaks for ``caller`` from now on."""
+        if _digest(token) in self._children:
+            self._children[_digest(token)] = caller
 
     @property
     def child_count(self) -> int:

@@ -257,10 +257,29 @@ class UnsolicitedInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired"]
 # What a person decides: a tool use (``tool``), a form one of the team's own MCP servers
 # asks its person to fill in (``input``: allowed = answered, denied = declined), or whether a
-# chain of nested tells may spend beyond its budget (``budget``: settings.budget.askToExceed).
-ApprovalKind = Literal["tool", "input", "budget"]
+# chain of nested tells may spend beyond its budget (``budget``: settings.budget.askToExceed),
+# or an action iris-agent proposes (``agent``).
+ApprovalKind = Literal["tool", "agent", "input", "budget"]
 QuestionStatus = Literal["pending", "answered", "expired", "dismissed"]
 CostGrouping = Literal["team", "pair", "chain", "day"]
+
+
+AgentClassification = Literal["person", "team", "none"]
+
+
+class AgentVerdict(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What iris-agent's watcher made of a pending question nobody answered in time:
+    one for the ``person``, one the asked ``team`` can answer (with the answer it
+    ``suggestion``s, filed as an approval, ``approval_id``), or ``none`` (no question)."""
+
+    classification: AgentClassification
+    confidence: float
+    reason: str = ""
+    suggestion: str = ""
+    approval_id: str = ""
+    at: float = 0.0
+    cost_usd: float | None = None
+    said: str = ""  # what iris-agent answered, whole (the start of it, if long)
 
 
 class QuestionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -283,6 +302,7 @@ class QuestionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     closed_by: str = ""
     answer: str = ""
     answer_tell_id: str = ""
+    agent: AgentVerdict | None = None  # iris-agent's watcher, when it looked (settings.agent.watch)
 
 
 class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -298,6 +318,39 @@ class CostRow(msgspec.Struct, kw_only=True, omit_defaults=True):
     num_turns: int = 0
     duration_ms: int = 0
     maintenance_usd: float = 0.0  # of cost_usd: compactions Iris ran on the group's conversations
+
+
+class PairStats(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One pair's conversation over its life, from the cost ledger and the store
+    (``iris sessions --stats``). A thread (when a pair has several) is one more key."""
+
+    from_team: str | None
+    to_team: str
+    tells: int = 0  # tells the ledger has figures for (compactions not counted)
+    messages: int = 0  # the conversation's exchanges now (the store; a reset starts it again)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    cost_usd: float = 0.0  # tells and maintenance
+    maintenance_usd: float = 0.0  # of cost_usd: compactions Iris ran
+    first_used_at: float | None = None  # the first tell's start (finish minus claude's time)
+    last_used_at: float | None = None  # the last tell's (or compaction's) finish
+    lifetime_s: float = 0.0  # last use minus first use
+    compactions: int = 0
+    mean_tell_ms: float = 0.0  # claude's time per tell (the result line's duration_ms)
+    p95_tell_ms: int = 0  # nearest rank: 95 % of the tells took at most this
+    status: str = ""  # the conversation's (active, compact_pending, archived); "" if it has none now
+
+
+class PairDay(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One pair's tells and cost on one day (local time), for the chart per day."""
+
+    from_team: str | None
+    to_team: str
+    day: str  # YYYY-MM-DD
+    tells: int = 0
+    cost_usd: float = 0.0
 
 
 class FanOutResult(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -329,7 +382,10 @@ class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     decided_by: str = ""
     reason: str = ""
     remembered: bool = False
+    # "agent": an action iris-agent proposes (tool_name is its tool, e.g. "team_wake", input the
+    # request irisd runs once the person allows it; from_team is "iris-agent"), said in ``summary``.
     kind: ApprovalKind = "tool"
+    summary: str = ""
     message: str = ""  # input: what the MCP server asks
     schema: dict[str, Any] = {}  # input: the form (a flat object of primitive fields)
     content: dict[str, Any] = {}  # input, answered: the person's answer
@@ -452,6 +508,14 @@ class GetHealth(_Message, tag="get_health"):
 class ListSessions(_Message, tag="list_sessions"):
     to_team: str | None = None
     archived: bool = False  # the archived conversations (only those); else the others
+
+
+class SessionStats(_Message, tag="session_stats"):
+    """Each pair's figures (tells, tokens, cost, use, compactions, tell times), the most
+    active first, and their tells and cost per day; ``team``: pairs to or from it."""
+
+    team: str | None = None
+    since: float = 0.0  # epoch s: only ledger rows that finished since then
 
 
 class ArchiveSession(_Message, tag="archive_session"):
@@ -638,6 +702,14 @@ class Reload(_Message, tag="reload"):
     An invalid file is refused with the reason; irisd keeps the config it had."""
 
 
+class AgentStats(_Message, tag="agent_stats"):
+    """iris-agent's work since ``since`` (epoch s, 0 for all): questions detected, what its
+    watcher classified and what became of them, the actions it proposed and their fate,
+    and what it cost (``iris questions --stats``, ``GET /api/agent/stats``)."""
+
+    since: float = 0.0
+
+
 Request = (
     Hello
     | Tell
@@ -647,6 +719,7 @@ Request = (
     | ListTeams
     | GetStatus
     | ListSessions
+    | SessionStats
     | ResetSession
     | ArchiveSession
     | RestoreSession
@@ -674,6 +747,7 @@ Request = (
     | ReadUnsolicited
     | Reload
     | GetHealth
+    | AgentStats
 )
 
 
@@ -716,6 +790,8 @@ class StatusReply(_Message, tag="status_reply"):
     unsolicited: list[UnsolicitedInfo] = []  # the latest turns no tell asked for, newest first
     memory_rss: int = 0  # irisd's resident memory, bytes (0 where /proc is missing)
     children_rss: int = 0  # its claude processes' resident memory, bytes
+    # Spare claudes (settings.sessions.spares): started, idle, no pair's yet; team -> their pids.
+    spares: dict[str, list[int]] = {}
     recent_errors: list[LogEntry] = []  # the newest warnings and errors irisd logged, newest first
     claude_version: str = ""  # the local claude irisd runs ("" when none was found)
     claude_tested: str = ""  # the claude version this Iris was tested with
@@ -735,6 +811,11 @@ class HealthReply(_Message, tag="health_reply"):
 
 class SessionsReply(_Message, tag="sessions_reply"):
     sessions: list[SessionInfo]
+
+
+class SessionStatsReply(_Message, tag="session_stats_reply"):
+    pairs: list[PairStats]  # the most active (most tells) first
+    days: list[PairDay]  # oldest first
 
 
 class SessionReply(_Message, tag="session_reply"):
@@ -844,6 +925,48 @@ class AskReply(_Message, tag="ask_reply"):
     duration_ms: int | None = None
 
 
+class ClassifiedRow(msgspec.Struct, kw_only=True):
+    """The questions iris-agent's watcher put in one class, and what became of them."""
+
+    classification: str  # person, team, none; "" for a turn it said no verdict in
+    count: int = 0
+    confidence: float = 0.0  # the mean
+    answered: int = 0  # by the person, a team, or an answer it suggested and the person allowed
+    dismissed: int = 0  # by the person, or by iris-agent itself (none)
+    expired: int = 0
+    pending: int = 0
+
+
+class ActionRow(msgspec.Struct, kw_only=True):
+    """iris-agent's actions of one tool (team_wake, ...), by how each was decided."""
+
+    tool: str
+    proposed: int = 0  # filed as approvals for the person
+    allowed: int = 0  # ... and allowed by the person
+    denied: int = 0
+    expired: int = 0
+    pending: int = 0
+    automatic: int = 0  # done at once: settings.agent.allow allowed it
+
+
+class AgentStatsReply(_Message, tag="agent_stats_reply"):
+    since: float
+    tells_completed: int = 0  # tells that completed: what the question detector read
+    questions: int = 0  # of them, answers that asked their caller with nobody waiting
+    questions_by_status: dict[str, int] = {}
+    looked: int = 0  # questions the watcher classified
+    classified: list[ClassifiedRow] = []
+    actions: list[ActionRow] = []
+    asks: int = 0  # 'iris ask' and dashboard chats that cost something
+    ask_usd: float = 0.0
+    watch_usd: float = 0.0  # the watcher's turns
+    tells_usd: float = 0.0  # tells iris-agent sent (as iris-agent)
+
+    @property
+    def detection_rate(self) -> float:
+        return self.questions / self.tells_completed if self.tells_completed else 0.0
+
+
 Reply = (
     Welcome
     | ErrorReply
@@ -851,6 +974,7 @@ Reply = (
     | TeamsReply
     | StatusReply
     | SessionsReply
+    | SessionStatsReply
     | SessionReply
     | PairReply
     | PairsReply
@@ -873,6 +997,7 @@ Reply = (
     | UnsolicitedReply
     | ReloadReply
     | HealthReply
+    | AgentStatsReply
 )
 
 

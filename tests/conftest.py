@@ -13,6 +13,7 @@ instead of stalling the run. A test that needs longer says so with ``@pytest.mar
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import shutil
@@ -33,8 +34,15 @@ if _missing:
     pytest.exit(f"this virtualenv does not know the package(s) {', '.join(_missing)}: "
                 f"run {sys.prefix}/bin/pip install --no-deps -e . (then the tests again)", returncode=4)
 
+# pytest rewrites each test module's asserts (parse, rewrite, compile: about 8 s of CPU for the
+# suite, paid again by every xdist worker) and caches the result as a .pyc beside the module, but
+# not where PYTHONDONTWRITEBYTECODE is set (as on many machines, this one too): write them anyway.
+# Modules imported before this line (the conftests, pytest's plugins) are not affected.
+sys.dont_write_bytecode = False
+
 from harness import Iris, claude_binary  # noqa: E402
 from scripted_model import ScriptedModel  # noqa: E402
+from suite_order import longest_first  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -85,3 +93,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(getattr(pytest.mark, kind))
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(TIMEOUTS[kind]))
+    # Longest modules first (suite_order.py): xdist hands them out in this order, as
+    # --no-loadscope-reorder (pyproject.toml) tells it. A module's tests keep their order.
+    def module(item: pytest.Item) -> str:
+        return item.path.relative_to(HERE.parent).as_posix()
+
+    rank = {name: i for i, name in enumerate(longest_first([module(item) for item in items]))}
+    items.sort(key=lambda item: rank[module(item)])
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """No test starts with an asyncio loop running in this thread, unless its module opened
+    one (the browser tests' Playwright runs its loop here): a loop left running makes a later
+    test's ``asyncio.run`` fail far from its cause, on whichever worker ran the leak first."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    if item.path.relative_to(HERE).parts[0] != "browser":
+        pytest.fail(f"an asyncio loop is running in the test thread before {item.nodeid} starts ({loop!r}): "
+                    "a fixture of an earlier module (a browser?) outlived it", pytrace=False)

@@ -55,7 +55,9 @@ class Iris:
         self.teams_dir = root / "teams"
         self.claude = str(claude)
         # httpPort 0: any free port, so that no test binds 1615 and parallel tests never collide.
-        self.settings: dict[str, Any] = {"claudePath": self.claude, "httpPort": 0}
+        # preloadMcp off: an irisd of a test that never starts a claude does not spend a
+        # second of CPU loading the MCP SDK (tests/e2e/test_startup.py checks the preload).
+        self.settings: dict[str, Any] = {"claudePath": self.claude, "httpPort": 0, "preloadMcp": False}
         self.teams: dict[str, dict[str, Any]] = {}
         self.env = dict(os.environ)
         for key in [k for k in self.env if k.startswith(("IRIS_", "CLAUDE", "ANTHROPIC"))]:
@@ -72,6 +74,9 @@ class Iris:
             ANTHROPIC_BASE_URL=model_url,
             ANTHROPIC_API_KEY="test-key",
             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            # A claude the tests start themselves (with `iris mcp` as its MCP server) would give
+            # the shim only 5 s to connect: on a loaded machine it went on without Iris's tools.
+            MCP_CONNECT_TIMEOUT_MS="60000",
             PYTHONUNBUFFERED="1",
         )
         self.process: subprocess.Popen[bytes] | None = None

@@ -85,18 +85,41 @@ def report(
 def sessions(
     team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only the sessions with this team.")] = None,
     archived: Annotated[bool, typer.Option("--archived", help="The archived conversations (only those).")] = False,
+    stats: Annotated[bool, typer.Option("--stats", help="Each pair's figures over its life, the most active "
+                                        "first; with TEAM: the pairs to or from it.")] = False,
+    since: Annotated[str, typer.Option(help="With --stats, from when: today, 7d, 12h, 2w, a date, or all.")] = "all",
     as_json: JsonOption = False,
 ) -> None:
-    """List the pairs' persistent conversations: how full each is, its compactions."""
+    """List the pairs' persistent conversations: how full each is, its compactions (--stats: analytics)."""
     from iris_cli import render
     from protocol.messages import ListSessions, SessionsReply
 
+    if stats:
+        _stats(team, since, as_json)
+        return
     reply = send(ListSessions(to_team=team, archived=archived), as_json)
     assert isinstance(reply, SessionsReply)
     if as_json:
         print_json(reply.sessions)
     else:
         render.sessions(reply.sessions, archived=archived)
+
+
+def _stats(team: str | None, since: str, as_json: bool) -> None:
+    import time
+
+    from iris_cli import render
+    from iris_cli.commands.costs import parse_since
+    from protocol.errors import InvalidRequestError
+    from protocol.messages import SessionStats, SessionStatsReply
+
+    try:
+        start = parse_since(since, time.time())
+    except InvalidRequestError as exc:
+        fail(exc, as_json)
+    reply = send(SessionStats(team=team, since=start), as_json)
+    assert isinstance(reply, SessionStatsReply)
+    print_json(reply) if as_json else render.session_stats(reply.pairs, since=start)
 
 
 session_app = typer.Typer(help="Manage one pair's conversation.", no_args_is_help=True)

@@ -10,7 +10,7 @@ import typer
 from iris_cli.commands.common import JsonOption, me, print_json, read_stdin, send
 
 if TYPE_CHECKING:
-    from protocol.messages import QuestionInfo
+    from protocol.messages import AgentVerdict, QuestionInfo
 
 app = typer.Typer()
 QuestionId = Annotated[str, typer.Argument(metavar="QID", help="The question's id (see 'iris questions').")]
@@ -20,6 +20,12 @@ QuestionId = Annotated[str, typer.Argument(metavar="QID", help="The question's i
 def questions(
     team: Annotated[str | None, typer.Argument(metavar="TEAM", help="Only questions of or for this team.")] = None,
     include_closed: Annotated[bool, typer.Option("--all", help="Answered, dismissed and expired ones too.")] = False,
+    stats: Annotated[
+        bool, typer.Option("--stats", help="iris-agent's work instead: detection, its verdicts, its actions, cost.")
+    ] = False,
+    since_hours: Annotated[
+        float | None, typer.Option("--since-hours", help="With --stats: only the last N hours.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Questions teams asked that nobody has answered yet."""
@@ -28,6 +34,9 @@ def questions(
     from iris_cli.text import pair_name
     from protocol.messages import ListQuestions, QuestionsReply
 
+    if stats:
+        show_stats(since_hours, as_json)
+        return
     reply = send(ListQuestions(team=team, include_closed=include_closed), as_json)
     assert isinstance(reply, QuestionsReply)
     if as_json:
@@ -42,6 +51,9 @@ def questions(
     ]
     columns = [Column(h) for h in ("id", "pair", "status", "when")]
     render.show(Table([*columns, Column("message", free=True, fold=render.MESSAGE_MIN)], rows))
+    for q in reply.questions:  # what iris-agent's watcher made of them (settings.agent.watch)
+        if q.agent is not None:
+            render.out.print(f"{q.id} iris-agent: {verdict(q.agent)}", highlight=False, markup=False)
     if any(q.status == "pending" for q in reply.questions):
         render.note('answer with: iris answer QID "TEXT" (it continues that conversation)', render.err)
 
@@ -84,6 +96,64 @@ def dismiss(question_id: QuestionId, as_json: JsonOption = False) -> None:
     reply = send(DismissQuestion(question_id=question_id, by=me()), as_json)
     assert isinstance(reply, QuestionReply)
     print_json(reply.question) if as_json else render.out.print(f"{reply.question.id}: dismissed")
+
+
+def show_stats(since_hours: float | None, as_json: bool) -> None:
+    """``iris questions --stats``: iris-agent's work, as tables (or JSON)."""
+    import time
+
+    from iris_cli import render
+    from iris_cli.table import Column, Table
+    from protocol.messages import AgentStats, AgentStatsReply
+
+    since = time.time() - since_hours * 3600 if since_hours else 0.0
+    reply = send(AgentStats(since=since), as_json)
+    assert isinstance(reply, AgentStatsReply)
+    if as_json:
+        print_json({**to_builtins(reply), "detection_rate": reply.detection_rate})
+        return
+    statuses = ", ".join(f"{count} {status}" for status, count in sorted(reply.questions_by_status.items()))
+    render.out.print(
+        f"questions: {reply.questions} of {reply.tells_completed} completed tells "
+        f"({reply.detection_rate:.0%}){f': {statuses}' if statuses else ''}",
+        highlight=False,
+    )
+    render.out.print(f"iris-agent looked at {reply.looked}:", highlight=False)
+    rows = [
+        (c.classification or "(no verdict)", str(c.count), f"{c.confidence:.0%}", str(c.answered), str(c.dismissed),
+         str(c.expired), str(c.pending))
+        for c in reply.classified
+    ]
+    headers = ("classified", "questions", "confidence", "answered", "dismissed", "expired", "pending")
+    render.show(Table([Column(h) for h in headers], rows)) if rows else render.out.print("  none yet")
+    render.out.print("its actions:")
+    rows = [
+        (a.tool, str(a.proposed), str(a.allowed), str(a.denied), str(a.expired), str(a.pending), str(a.automatic))
+        for a in reply.actions
+    ]
+    headers = ("action", "proposed", "allowed", "denied", "expired", "pending", "settings.agent.allow")
+    render.show(Table([Column(h) for h in headers], rows)) if rows else render.out.print("  none yet")
+    render.out.print(
+        f"cost: {reply.ask_usd:.4f} USD for {reply.asks} asks, {reply.watch_usd:.4f} USD watching, "
+        f"{reply.tells_usd:.4f} USD for its tells",
+        highlight=False,
+    )
+
+
+def to_builtins(value: object) -> dict[str, object]:
+    import msgspec
+
+    built = msgspec.to_builtins(value)
+    assert isinstance(built, dict)
+    return built
+
+
+def verdict(a: AgentVerdict) -> str:
+    """What iris-agent's watcher made of a question, in a line."""
+    why = f": {a.reason}" if a.reason else ""
+    suggests = f"; suggests {a.suggestion!r}" if a.suggestion else ""
+    approval = f" (iris approve {a.approval_id})" if a.approval_id else ""
+    return f"{a.classification}, {a.confidence:.0%}{why}{suggests}{approval}"
 
 
 def question_event(q: QuestionInfo) -> None:

@@ -54,9 +54,12 @@ class A2AExecutor:
         self.store = store
         self.environ = dict(environ)  # for the ${VAR}s of its headers
         self.card_url = card_url(team.a2a)
-        # Both cost more than a tell to a fast agent (a TLS context 70 ms, the card a round
-        # trip), so they are kept: the context for the executor's life, the card a while.
+        # All three cost more than a tell to a fast agent (a TLS context 70 ms, the card a
+        # round trip, a client and its connection about a millisecond of CPU), so they are
+        # kept: the context and the client (its connections kept alive) for the executor's
+        # life, the card a while.
         self._tls: ssl.SSLContext | None = None
+        self._http: httpx2.AsyncClient | None = None
         self._card: tuple[CardFacts, float] | None = None
         self.unreachable = ""  # why the last tell could not reach the agent ("" once one did): the health monitor's
 
@@ -76,22 +79,27 @@ class A2AExecutor:
         """Carry ``tell`` to the agent until the task ends; A2AAgentError (or ConfigError for
         a header whose variable is unset) fails the tell with the fix."""
         headers = expand_headers(self._team, self.environ)
-        if self._tls is None and self._transport is None:
-            self._tls = await trio.to_thread.run_sync(ssl.create_default_context)
-        timeout = httpx2.Timeout(CONNECT_TIMEOUT_S)
-        verify: ssl.SSLContext | bool = self._tls or True
-        async with httpx2.AsyncClient(
-            timeout=timeout, follow_redirects=True, verify=verify, transport=self._transport
-        ) as http:
-            client = AgentClient(http, team=self._team.name, card_url=self.card_url, headers=headers)
-            try:
-                await self._run(client, tell, report)
-            except A2AAgentError as exc:
-                self._card = None  # the agent may have changed: read its card again next time
-                if isinstance(exc.__context__, httpx2.TransportError):  # no connection, no answer in time
-                    self.unreachable = exc.message
-                raise
-            self.unreachable = ""
+        http = await self._client()
+        client = AgentClient(http, team=self._team.name, card_url=self.card_url, headers=headers)
+        try:
+            await self._run(client, tell, report)
+        except A2AAgentError as exc:
+            self._card = None  # the agent may have changed: read its card again next time
+            if isinstance(exc.__context__, httpx2.TransportError):  # no connection, no answer in time
+                self.unreachable = exc.message  # (the client's pool drops a broken connection itself)
+            raise
+        self.unreachable = ""
+
+    async def _client(self) -> httpx2.AsyncClient:
+        """The executor's HTTP client, made at its first tell (tells at once share it)."""
+        if self._http is None:
+            if self._tls is None and self._transport is None:
+                self._tls = await trio.to_thread.run_sync(ssl.create_default_context)
+            if self._http is None:  # another tell may have made it meanwhile
+                verify: ssl.SSLContext | bool = self._tls or True
+                self._http = httpx2.AsyncClient(timeout=httpx2.Timeout(CONNECT_TIMEOUT_S), follow_redirects=True,
+                                                verify=verify, transport=self._transport)
+        return self._http
 
     async def _card_of(self, client: AgentClient) -> CardFacts:
         now = trio.current_time()

@@ -13,21 +13,27 @@ own name, description and skill, and A2A clients find an agent by its card's URL
 Every method needs a token (401 without): the owner's, or one ``iris a2a token --name
 NAME`` issued for an outside agent. A token of irisd's own claude children is refused
 (403): a team reaches another team through Iris's tells, where loops are guarded.
-``A2A-Version`` must be 1.0 (none means 0.3: VersionNotSupportedError). The gate
-(gate.py) checks Host and Origin, caps the body and adds the headers every answer
-carries; what it refuses, it answers a POST here in JSON-RPC's form.
+``A2A-Version`` must be 1.0 (none means 0.3: VersionNotSupportedError).
+
+The face is starlette routes (``A2AFace.routes``), a ``Request`` for the body and a
+``StreamingResponse`` for the events; the gate (gate.py) checks Host and Origin, caps the
+body, adds the headers every answer carries, and answers what is refused before a call is
+read (no route, a wrong method, no or a wrong token), in JSON-RPC's form for a POST here.
+What stays here is A2A's own: the cards and the JSON-RPC bodies of a call's errors.
 """
 
 from __future__ import annotations
 
 import logging
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, cast
 
 import msgspec
 import trio
-from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Mount, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from irisd import __version__
@@ -39,12 +45,21 @@ from irisd.http.security import bearer_token
 from irisd.tokens import Access
 from protocol import a2a
 from protocol.codec import UNDECODABLE, undecodable
-from protocol.errors import IrisError, RateLimitedError, closest_team
+from protocol.errors import (
+    IrisError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitedError,
+    UnauthorizedError,
+    closest_team,
+)
 from protocol.messages import ListTeams, TeamInfo, TeamsReply
 
 log = logging.getLogger("irisd.http.a2a")
 
 PREFIX = "/a2a/"
+SSE = "text/event-stream"
+STREAM_BUFFER = 64  # events of a stream waiting for a slow client; then the stream waits
 _PUSH_METHODS = frozenset(
     {
         "CreateTaskPushNotificationConfig",
@@ -64,14 +79,17 @@ _PARAMS: dict[str, type[msgspec.Struct]] = {
 
 
 def handles(path: str) -> bool:
-    """Whether ``path`` is the A2A face's (the one entry the HTTP app routes here)."""
+    """Whether ``path`` is the A2A face's (a POST there is a JSON-RPC call: the gate answers
+    its refusals in JSON-RPC's form)."""
     return path == a2a.AGENT_CARD_PATH or path.startswith(PREFIX) or path == PREFIX.rstrip("/")
 
 
 class A2AFace:
-    """An ASGI app for the A2A routes. ``teams`` lists the teams (through the dispatcher);
-    ``failed_auth`` counts a failed authentication (and raises RateLimitedError past the
-    limit, like the rest of the HTTP face)."""
+    """The A2A routes (``routes()``, also an ASGI app by itself). ``teams`` lists the teams
+    (through the dispatcher); ``failed_auth`` counts a failed authentication (and raises
+    RateLimitedError past the limit, like the rest of the HTTP face). What it refuses
+    before a call is read (no route, a wrong method, no token) it raises for the gate
+    (gate.py ``Refusals``), which answers a POST here in JSON-RPC's form."""
 
     def __init__(
         self,
@@ -84,107 +102,69 @@ class A2AFace:
         self.access = access
         self.teams = teams
         self.failed_auth = failed_auth
+        self.router = Router(self.routes())
+
+    def routes(self) -> list[BaseRoute]:
+        rpc = _JsonRpc(self)
+        agents = Router(
+            [
+                Route("/{team}" + a2a.AGENT_CARD_PATH, self.team_card, methods=["GET", "HEAD"]),
+                # Clients join "/" to the card's URL (the TCK's httpx does): the same endpoint.
+                *(Route(path, rpc, methods=["POST"]) for path in ("/{team}", "/{team}/")),
+            ],
+            redirect_slashes=False,  # a POST redirected would lose its body: each path is its own
+            default=_no_route,
+        )
+        return [
+            Route(a2a.AGENT_CARD_PATH, self.root_card, methods=["GET", "HEAD"]),
+            Mount(PREFIX.rstrip("/"), app=agents),
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path, method = scope["path"], scope["method"]
-        team, _, rest = path.removeprefix(PREFIX).partition("/")
-        if path == a2a.AGENT_CARD_PATH or (path.startswith(PREFIX) and "/" + rest == a2a.AGENT_CARD_PATH):
-            if method not in ("GET", "HEAD"):
-                await _plain(send, 405, b"the agent card is read with GET", [(b"allow", b"GET")])
-                return
-            await self._card(send, None if path == a2a.AGENT_CARD_PATH else team)
-            return
-        if not path.startswith(PREFIX) or rest or not team:
-            await _plain(send, 404, f"no A2A route {path}; a team's agent is at {PREFIX}TEAM".encode())
-            return
-        if method != "POST":
-            await _plain(send, 405, b"A2A JSON-RPC calls are POSTed", [(b"allow", b"POST")])
-            return
-        token = _bearer(scope)
-        caller = self._authenticate(scope, token)
-        if caller is None:
-            refusal = _UNAUTHORIZED if token is None else _TOKEN_NOT_VALID
-            await _rpc_error(send, None, A2AError(a2a.INVALID_REQUEST, refusal), status=401)
-            return
-        if not (caller.is_owner or caller.kind == "agent"):
-            await _rpc_error(send, None, A2AError(a2a.INVALID_REQUEST, _CHILD_REFUSED), status=403)
-            return
-        body = await _read_body(receive)
-        await self._rpc(scope, receive, send, caller, urllib.parse.unquote(team), body)
+        await self.router(scope, receive, send)
 
     # --- cards ----------------------------------------------------------------------------
 
-    async def _card(self, send: Send, name: str | None) -> None:
+    async def root_card(self, request: Request) -> Response:
+        """The card of the first team by name: the agent a client finds at irisd's root."""
+        return await self._card(None)
+
+    async def team_card(self, request: Request) -> Response:
+        return await self._card(urllib.parse.unquote(request.path_params["team"]))
+
+    async def _card(self, name: str | None) -> Response:
         teams = await self.teams()
         if not teams:
-            await _plain(send, 404, b"this Iris has no teams; add one under 'teams:' in config.yaml")
-            return
-        found = teams[0] if name is None else next((t for t in teams if t.name == urllib.parse.unquote(name)), None)
+            raise NotFoundError("this Iris has no teams; add one under 'teams:' in config.yaml")
+        found = teams[0] if name is None else next((t for t in teams if t.name == name), None)
         if found is None:
-            await _plain(send, 404, _no_team(urllib.parse.unquote(name or ""), [t.name for t in teams]).encode())
-            return
+            raise NotFoundError(_no_team(name or "", [t.name for t in teams]))
         url = f"{self.access.url}{PREFIX}{urllib.parse.quote(found.name)}"
         body = a2a.encoder.encode(mapping.card(found, url, __version__))
-        await _respond(send, 200, body, extra=[(b"cache-control", b"max-age=60")])
+        return Response(body, media_type="application/json", headers={"cache-control": "max-age=60"})
 
-    def _authenticate(self, scope: Scope, token: str | None) -> Caller | None:
+    def authenticate(self, request: Request) -> Caller:
+        """The caller a token names: the owner or an outside agent (UnauthorizedError
+        without a valid one; PermissionDeniedError for irisd's own children)."""
+        token = bearer_token(request.headers.get("authorization"))
         caller = None
         if token:
             caller = self.access.caller_for_token(token) or self.access.agent_for_token(token)
         if caller is None:
-            self.failed_auth(scope)  # RateLimitedError past the limit
+            self.failed_auth(request.scope)  # RateLimitedError past the limit
+            raise UnauthorizedError(_UNAUTHORIZED if token is None else _TOKEN_NOT_VALID)
+        if not (caller.is_owner or caller.kind == "agent"):
+            raise PermissionDeniedError(_CHILD_REFUSED)
         return caller
 
     # --- JSON-RPC ---------------------------------------------------------------------------
 
-    async def _rpc(self, scope: Scope, receive: Receive, send: Send, caller: Caller, team: str, body: bytes) -> None:
-        request_id: a2a.RequestId = None
-        try:
-            _check_content_type(scope)
-            try:
-                call = a2a.request_decoder.decode(body)
-            except msgspec.ValidationError as exc:
-                raise A2AError(a2a.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {exc}") from None
-            except UNDECODABLE as exc:
-                raise A2AError(a2a.PARSE_ERROR, f"the body is not JSON: {undecodable(exc, body)}") from None
-            request_id = None if isinstance(call.id, msgspec.UnsetType) else call.id
-            if call.jsonrpc != a2a.JSONRPC_VERSION:
-                raise A2AError(a2a.INVALID_REQUEST, f'jsonrpc must be "2.0", not {call.jsonrpc!r}')
-            mapping.check_version(_version(scope))
-            kind = _PARAMS.get(call.method)
-            if kind is None:
-                raise _unknown_method(call.method)
-            raw = call.params if isinstance(call.params, msgspec.Raw) else msgspec.Raw(b"{}")
-            try:
-                params = msgspec.convert(proto_names_accepted(msgspec.json.decode(raw)), type=kind)
-            except UnicodeDecodeError as exc:  # not caught by the whole body's decoding: params stay raw
-                raise A2AError(a2a.INVALID_REQUEST, f"invalid params: {undecodable(exc, raw)}") from None
-            except msgspec.ValidationError as exc:
-                raise A2AError(a2a.INVALID_PARAMS, f"invalid params for {call.method}: {exc}") from None
-            await self._known_team(team)
-            if call.method in a2a.STREAMING_METHODS:
-                await self._stream(receive, send, request_id, caller, team, call.method, params)
-                return
-            result = await self._unary(caller, team, call.method, params)
-        except A2AError as exc:
-            await _rpc_error(send, request_id, exc)
-            return
-        except RateLimitedError:
-            raise
-        except IrisError as exc:
-            await _rpc_error(send, request_id, A2AError.of(exc))
-            return
-        except Exception as exc:  # a bug of ours: the client gets a JSON-RPC error, the log the traceback
-            await _rpc_error(send, request_id, _internal(exc))
-            return
-        await _respond(send, 200, a2a.encoder.encode(a2a.JsonRpcResponse[Any](id=request_id, result=result)))
-
-    async def _known_team(self, team: str) -> None:
+    async def known_team(self, team: str) -> None:
         names = [t.name for t in await self.teams()]
         if team not in names:
             raise A2AError(a2a.INVALID_PARAMS, _no_team(team, names))
 
-    async def _unary(self, caller: Caller, team: str, method: str, params: msgspec.Struct) -> msgspec.Struct:
+    async def unary(self, caller: Caller, team: str, method: str, params: msgspec.Struct) -> msgspec.Struct:
         match params:
             case a2a.SendMessageRequest():
                 return await self.service.send(caller, team, params)
@@ -196,41 +176,19 @@ class A2AFace:
                 return await self.service.cancel(caller, team, params)
         raise A2AError(a2a.METHOD_NOT_FOUND, f"{method} is not served here")  # pragma: no cover
 
-    async def _stream(
-        self,
-        receive: Receive,
-        send: Send,
+    async def produce(
+        self, caller: Caller, team: str, params: msgspec.Struct, out: trio.MemorySendChannel[bytes | A2AError],
         request_id: a2a.RequestId,
-        caller: Caller,
-        team: str,
-        method: str,
-        params: msgspec.Struct,
     ) -> None:
-        """Server-Sent Events: one JSON-RPC response per event. An error before the first
-        event is a plain JSON-RPC error; after it, the last event. The client hanging up
-        ends the stream (the tell runs on)."""
-        started = gone = False
-        failure: A2AError | None = None
+        """Run a streaming method, each event one JSON-RPC response on ``out``; an error
+        goes on ``out`` too, as the last item. Ends when the method does or ``out``'s
+        reader left (the tell runs on)."""
 
         async def emit(event: a2a.StreamResponse) -> None:
-            nonlocal started
-            if not started:
-                headers = [(b"content-type", b"text/event-stream")]
-                await send({"type": "http.response.start", "status": 200, "headers": headers})
-                started = True
-            frame = a2a.encoder.encode(a2a.JsonRpcResponse[a2a.StreamResponse](id=request_id, result=event))
-            await send({"type": "http.response.body", "body": b"data: " + frame + b"\n\n", "more_body": True})
+            await out.send(a2a.encoder.encode(a2a.JsonRpcResponse[a2a.StreamResponse](id=request_id, result=event)))
 
-        async with trio.open_nursery() as nursery:
-
-            async def hang_up() -> None:
-                nonlocal gone
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                gone = True
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(hang_up)
+        async with out:
+            failure: A2AError | None = None
             try:
                 if isinstance(params, a2a.SendMessageRequest):
                     await self.service.send(caller, team, params, emit)
@@ -238,21 +196,95 @@ class A2AFace:
                     await self.service.subscribe(caller, team, params, emit)
             except A2AError as exc:
                 failure = exc
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                gone = True  # the client went away while we wrote to it
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the stream's reader is gone: the client left
             except Exception as exc:
                 failure = _internal(exc)
-            nursery.cancel_scope.cancel()
-        if gone:
-            return
-        if not started:
-            await _rpc_error(send, request_id, failure or A2AError(a2a.INTERNAL_ERROR, "the stream ended empty"))
-            return
-        if failure is not None:
-            frame = a2a.encoder.encode(a2a.JsonRpcResponse[None](id=request_id, error=failure.to_wire()))
-            await send({"type": "http.response.body", "body": b"data: " + frame + b"\n\n", "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+            if failure is not None:
+                await out.send(failure)
+
+
+class _JsonRpc:
+    """``POST /a2a/TEAM``: one JSON-RPC call. A unary method's answer is one JSON body; a
+    streaming one's (``SendStreamingMessage``, ``SubscribeToTask``) is Server-Sent Events,
+    one JSON-RPC response each: an error before the first event is a plain JSON-RPC error,
+    after it the last event. The client hanging up ends the stream (the tell runs on)."""
+
+    def __init__(self, face: A2AFace) -> None:
+        self.face = face
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        face = self.face
+        caller = face.authenticate(request)
+        team = urllib.parse.unquote(request.path_params["team"])
+        body = await request.body()
+        request_id: a2a.RequestId = None
+        try:
+            _check_content_type(request.headers.get("content-type"))
+            try:
+                call = a2a.request_decoder.decode(body)
+            except msgspec.ValidationError as exc:
+                raise A2AError(a2a.INVALID_REQUEST, f"not a JSON-RPC 2.0 request: {exc}") from None
+            except UNDECODABLE as exc:
+                raise A2AError(a2a.PARSE_ERROR, f"the body is not JSON: {undecodable(exc, body)}") from None
+            request_id = None if isinstance(call.id, msgspec.UnsetType) else call.id
+            params = _params(call, _version(request))
+            await face.known_team(team)
+            if call.method in a2a.STREAMING_METHODS:
+                await self._stream(scope, receive, send, request_id, caller, team, call.method, params)
+                return
+            result = await face.unary(caller, team, call.method, params)
+            response = Response(a2a.encoder.encode(a2a.JsonRpcResponse[Any](id=request_id, result=result)),
+                                media_type="application/json")
+        except A2AError as exc:
+            response = _rpc_error(request_id, exc)
+        except RateLimitedError:
+            raise
+        except IrisError as exc:
+            response = _rpc_error(request_id, A2AError.of(exc))
+        except Exception as exc:  # a bug of ours: the client gets a JSON-RPC error, the log the traceback
+            response = _rpc_error(request_id, _internal(exc))
+        await response(scope, receive, send)
+
+    async def _stream(
+        self, scope: Scope, receive: Receive, send: Send, request_id: a2a.RequestId, caller: Caller, team: str,
+        method: str, params: msgspec.Struct,
+    ) -> None:
+        out, events = trio.open_memory_channel[bytes | A2AError](STREAM_BUFFER)
+        async with trio.open_nursery() as nursery, events:
+            nursery.start_soon(self.face.produce, caller, team, params, out, request_id)
+            try:
+                first = await events.receive()
+            except trio.EndOfChannel:
+                first = A2AError(a2a.INTERNAL_ERROR, "the stream ended empty")
+            if isinstance(first, A2AError):
+                await _rpc_error(request_id, first)(scope, receive, send)
+                return
+            # Exactly this type, no charset (SSE is UTF-8 by definition): some clients compare it whole.
+            response = StreamingResponse(_frames(first, events, request_id), headers={"content-type": SSE})
+            try:
+                await response(scope, receive, send)
+            except ClientDisconnect:
+                pass
+            finally:
+                nursery.cancel_scope.cancel()  # the client left, or the stream ended: stop following
         log.debug("A2A stream ended", extra={"method": method, "team": team})
+
+
+async def _frames(
+    first: bytes, events: trio.MemoryReceiveChannel[bytes | A2AError], request_id: a2a.RequestId
+) -> AsyncIterator[bytes]:
+    """Server-Sent Events: ``data: `` and a JSON-RPC response each; an error is the last."""
+    yield b"data: " + first + b"\n\n"
+    async for item in events:
+        if isinstance(item, A2AError):
+            item = a2a.encoder.encode(a2a.JsonRpcResponse[None](id=request_id, error=item.to_wire()))
+        yield b"data: " + item + b"\n\n"
+
+
+async def _no_route(scope: Scope, receive: Receive, send: Send) -> None:
+    raise NotFoundError(f"no A2A route {scope['path']}; a team's agent is at {PREFIX}TEAM")
 
 
 _UNAUTHORIZED = (
@@ -313,10 +345,26 @@ def _json_name(key: str) -> str:
     return head + "".join(word[:1].upper() + word[1:] for word in rest) if rest and head else key
 
 
-def _check_content_type(scope: Scope) -> None:
+def _params(call: a2a.JsonRpcRequest[msgspec.Raw], version: str | None) -> msgspec.Struct:
+    """The params of a decoded call, as its method's type (A2AError naming what is wrong)."""
+    if call.jsonrpc != a2a.JSONRPC_VERSION:
+        raise A2AError(a2a.INVALID_REQUEST, f'jsonrpc must be "2.0", not {call.jsonrpc!r}')
+    mapping.check_version(version)
+    kind = _PARAMS.get(call.method)
+    if kind is None:
+        raise _unknown_method(call.method)
+    raw = call.params if isinstance(call.params, msgspec.Raw) else msgspec.Raw(b"{}")
+    try:
+        return msgspec.convert(proto_names_accepted(msgspec.json.decode(raw)), type=kind)
+    except UnicodeDecodeError as exc:  # not caught by the whole body's decoding: params stay raw
+        raise A2AError(a2a.INVALID_REQUEST, f"invalid params: {undecodable(exc, raw)}") from None
+    except msgspec.ValidationError as exc:
+        raise A2AError(a2a.INVALID_PARAMS, f"invalid params for {call.method}: {exc}") from None
+
+
+def _check_content_type(declared: str | None) -> None:
     """A JSON-RPC body is JSON: another declared Content-Type is ContentTypeNotSupportedError
     (none at all is read as JSON)."""
-    declared = Headers(scope=scope).get("content-type")
     if declared is None:
         return
     kind = declared.split(";")[0].strip().lower()
@@ -328,50 +376,17 @@ def _check_content_type(scope: Scope) -> None:
         )
 
 
-def _bearer(scope: Scope) -> str | None:
-    return bearer_token(Headers(scope=scope).get("authorization"))
-
-
-def _version(scope: Scope) -> str | None:
+def _version(request: Request) -> str | None:
     """The A2A-Version header, or the query parameter of that name (spec 3.6.2)."""
-    header = Headers(scope=scope).get(a2a.VERSION_HEADER)
-    if header is not None:
-        return header
-    query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    found = query.get(a2a.VERSION_HEADER)
-    return found[0] if found else None
+    header = request.headers.get(a2a.VERSION_HEADER)
+    return header if header is not None else request.query_params.get(a2a.VERSION_HEADER)
 
 
-async def _read_body(receive: Receive) -> bytes:
-    """The whole body (the gate has capped it)."""
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise trio.BrokenResourceError("the client left")
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            return bytes(body)
-
-
-async def _respond(
-    send: Send, status: int, body: bytes, *, content_type: bytes = b"application/json", extra: list[Any] | None = None
-) -> None:
-    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers + (extra or [])})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _plain(send: Send, status: int, text: bytes, extra: list[Any] | None = None) -> None:
-    await _respond(send, status, text + b"\n", content_type=b"text/plain; charset=utf-8", extra=extra)
-
-
-async def _rpc_error(send: Send, request_id: a2a.RequestId, error: A2AError, status: int | None = None) -> None:
-    """A JSON-RPC error, answered with ``status`` (default: the error's own, 200 for most)."""
-    status = error.status if status is None else status
-    extra = [(b"www-authenticate", b'Bearer realm="irisd"')] if status == 401 else []
+def _rpc_error(request_id: a2a.RequestId, error: A2AError) -> Response:
+    """A JSON-RPC error, answered with the error's own status (200 for most)."""
+    headers = {"WWW-Authenticate": 'Bearer realm="irisd"'} if error.status == 401 else None
     body = a2a.encoder.encode(a2a.JsonRpcResponse[None](id=request_id, error=error.to_wire()))
-    await _respond(send, status, body, extra=extra)
+    return Response(body, error.status, headers, media_type="application/json")
 
 
 def owner_teams(face_dispatch: Callable[..., Awaitable[object]]) -> Callable[[], Awaitable[list[TeamInfo]]]:

@@ -31,6 +31,8 @@ from protocol.limits import (
     stored_ttl,
 )
 from protocol.messages import (
+    AgentStats,
+    AgentStatsReply,
     AnswerQuestion,
     AnswerReply,
     ApprovalReply,
@@ -75,6 +77,8 @@ from protocol.messages import (
     RulesReply,
     SessionReply,
     SessionsReply,
+    SessionStats,
+    SessionStatsReply,
     Sleep,
     StatusReply,
     TeamsReply,
@@ -152,6 +156,10 @@ class CostsQuery(_In):
     team: str | None = None
 
 
+class SinceQuery(_In):
+    since: Annotated[float, msgspec.Meta(description="Unix time; 0 for all.")] = 0.0
+
+
 class FromQuery(_In):
     from_team: FromTeam = None
 
@@ -183,6 +191,11 @@ class TeamQuery(_In):
 class SessionsQuery(_In):
     team: str | None = None
     archived: Annotated[bool, msgspec.Meta(description="Only the archived conversations.")] = False
+
+
+class StatsQuery(_In):
+    team: Annotated[str | None, msgspec.Meta(description="Only the pairs to or from this team.")] = None
+    since: Annotated[float, msgspec.Meta(description="Unix time; 0 for all.")] = 0.0
 
 
 class EventsQuery(_In):
@@ -395,6 +408,14 @@ ROUTES: tuple[ApiRoute, ...] = (
         query=CostsQuery,
     ),
     ApiRoute(
+        "GET",
+        "/api/agent/stats",
+        lambda p, q, b: AgentStats(since=q.since),
+        (AgentStatsReply,),
+        "iris-agent's work: questions detected, its classifications and their fate, its actions, its cost",
+        query=SinceQuery,
+    ),
+    ApiRoute(
         "POST",
         "/api/ask",
         lambda p, q, b: Ask(question=b.question, new_session=b.new_session),
@@ -418,6 +439,15 @@ ROUTES: tuple[ApiRoute, ...] = (
         (SessionsReply,),
         "The pairs' conversations: how full each is, its compactions (archived: only the archived ones)",
         query=SessionsQuery,
+    ),
+    ApiRoute(
+        "GET",
+        "/api/sessions/stats",
+        lambda p, q, b: SessionStats(team=q.team, since=q.since),
+        (SessionStatsReply,),
+        "Each pair's figures (tells, tokens, cost, first and last use, compactions, mean and p95 tell time), "
+        "the most active first, and its tells and cost per day",
+        query=StatsQuery,
     ),
 )
 

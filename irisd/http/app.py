@@ -15,7 +15,7 @@ answer is sent.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -24,10 +24,11 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import BaseRoute, Mount, Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from iris_common.config import IrisConfig
 from irisd import dashboard
 from irisd.a2a.inbound.service import A2AService
 from irisd.caller import OWNER
@@ -51,7 +52,6 @@ from irisd.http.mcp import McpEndpoint
 from irisd.http.security import Allowlist, FailedAuthLimiter
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
-from protocol import a2a
 from protocol.codec import UNDECODABLE, undecodable
 from protocol.errors import InvalidRequestError, NotFoundError, UnauthorizedError
 from protocol.limits import explain
@@ -75,16 +75,23 @@ class HttpFace:
     """The ASGI app of irisd's HTTP face. ``mcp`` serves ``/mcp`` (irisd/http/mcp.py)."""
 
     def __init__(
-        self, serving: Serving, access: Access, allowlist: Allowlist, *, limits: ActiveLimits | None = None
+        self,
+        serving: Serving,
+        access: Access,
+        allowlist: Allowlist,
+        *,
+        config: Callable[[], IrisConfig],
+        limits: ActiveLimits | None = None,
     ) -> None:
         self.serving = serving
+        self.config = config  # the current config (core.Services' holder): A2A's agent cards
         self.access = access
         self.limiter = FailedAuthLimiter()  # shared by the gate and /login
         self.limits = limits or ActiveLimits()
         self.mcp = McpEndpoint(serving)
         access.on_grant = self.mcp.want  # a child is being spawned: load the MCP SDK
         self.a2a = a2a_face.A2AFace(
-            A2AService(serving.serve, lambda: serving.dispatcher.config, watch=serving.dispatcher.dispatch),
+            A2AService(serving.serve, config, watch=serving.dispatch),
             access,
             a2a_face.owner_teams(serving.serve),
             lambda scope: count_failure(self.limiter, scope),
@@ -113,8 +120,7 @@ class HttpFace:
             *(Route(path, ApiPath(self.serving, routes)) for path, routes in api.by_path().items()),
             Route("/mcp", self.mcp),
             Route("/mcp/", self.mcp),
-            Route(a2a.AGENT_CARD_PATH, self.a2a),  # the A2A face: the root card, each team's agent
-            Mount(a2a_face.PREFIX.rstrip("/"), self.a2a),
+            *self.a2a.routes(),  # the A2A face: the root card, each team's agent
             *dashboard.routes(),
         ]
 

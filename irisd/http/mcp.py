@@ -3,7 +3,7 @@
 A child gets ``{"type": "http", "url": ".../mcp", "headers": {"Authorization": "Bearer
 <its token>"}}`` in a 0600 ``--mcp-config`` file (irisd/tokens.py). The gate
 (gate.py) turns the token into the child's ``Caller``; each tool call then runs the
-same ``Shim`` as the stdio ``iris mcp`` (iris_mcp/server.py), with a ``ServingLink``
+same ``Shim`` as the stdio ``iris mcp`` (iris_mcp/shim.py), with a ``ServingLink``
 that hands its requests to ``Serving`` (irisd/serving.py) in process, with that caller. So the child
 speaks as its own team, its tells are linked to the tell it is answering, and its
 token dies with it. The owner's token works here too (as the external caller, free to
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from starlette.types import Receive, Scope, Send
 
-    from iris_mcp.server import Shim
+    from iris_mcp.shim import Shim
     from irisd.serving import Serving
 
 log = logging.getLogger("irisd.http.mcp")
@@ -83,7 +83,7 @@ class McpEndpoint:
         await trio.to_thread.run_sync(_import_sdk)
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-        from iris_mcp.server import build_server
+        from iris_mcp.shim import build_server
 
         self._manager = StreamableHTTPSessionManager(
             app=build_server(self._shim_for, principal=_principal),
@@ -110,12 +110,12 @@ class McpEndpoint:
 
 def shim_for(serving: Serving, caller: Caller) -> Shim:
     """The tools as ``caller`` (named by its token) uses them: its requests served in process."""
-    from iris_mcp.server import Shim
-    from iris_mcp.tools import Identity
+    from iris_mcp.identity import Identity
+    from iris_mcp.shim import Shim
 
     link = ServingLink(serving, caller)
-    if caller.kind == "reader":  # iris-agent: the read-only tools (irisd refuses the rest anyway)
-        return Shim(link, identity=Identity(None, "owner"), read_only=True)
+    if caller.kind == "reader":  # iris-agent: the tools that read, and those irisd files as approvals
+        return Shim(link, identity=Identity(None, "owner"), read_only=True, proposes=True, may_decide=False)
     owner = Identity(None, "owner")
     identity = owner if caller.is_owner else Identity(caller.team, "token", pair=caller.pair)
     # Only the person decides approvals: a team's child is never asked to (it may not).
@@ -130,6 +130,6 @@ def _principal(ctx: ServerRequestContext[Any]) -> str:
 
 
 def _import_sdk() -> None:
-    # iris_mcp.server first: it loads the SDK lean (iris_mcp/sdk.py), without its client parts.
-    import iris_mcp.server  # noqa: F401, I001
+    # iris_mcp.shim first: it loads the SDK lean (iris_mcp/sdk.py), without its client parts.
+    import iris_mcp.shim  # noqa: F401, I001
     import mcp.server.streamable_http_manager  # noqa: F401

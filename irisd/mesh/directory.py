@@ -35,6 +35,7 @@ from nats.js.kv import KeyValue
 
 from iris_common.config import Team
 from iris_common.mesh import (
+    HEARTBEAT_S,
     HomeEntry,
     TeamEntry,
     claim_key,
@@ -47,7 +48,6 @@ from irisd.mesh.engine import Link
 
 log = logging.getLogger("irisd.mesh")
 
-HEARTBEAT_S = 2.0
 SETTLE_S = 0.05  # claims that come this close together are one change of the directory
 
 

@@ -25,7 +25,7 @@ from typing import Protocol
 import trio
 
 from iris_common.config import Team
-from irisd.mesh.directory import HEARTBEAT_S
+from iris_common.mesh import HEARTBEAT_S
 from irisd.mesh.wire import CancelMsg, FinalMsg, LiveMsg, RemoteTellMsg
 from irisd.pool.remote import RemoteTell, TellReport
 

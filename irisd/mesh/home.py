@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 import nats.errors
 import trio
@@ -24,7 +24,8 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from iris_common.config import IrisConfig
-from irisd.caller import OWNER, Caller
+from irisd.caller import OWNER, Caller, Dispatch
+from irisd.events import no_events
 from irisd.mesh import records
 from irisd.mesh.engine import TELLS, Link, durable_consumer
 from irisd.mesh.wire import (
@@ -49,8 +50,6 @@ from protocol.messages import (
     ChainRef,
     Event,
     GetTell,
-    Reply,
-    Request,
     Tell,
     TellInfo,
     TellPhaseEvent,
@@ -62,13 +61,9 @@ from protocol.messages import (
 
 log = logging.getLogger("irisd.mesh")
 
-Dispatch = Callable[[Request, Caller, Callable[[Event], Awaitable[None]]], Awaitable[Reply]]
 FOLLOW_WAIT_MS = 600_000
 RETRY_S = 1.0
 
-
-async def _no_events(event: Event) -> None:
-    return None
 
 
 class Home:
@@ -166,7 +161,7 @@ class Home:
         request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=-1,
                        max_budget_usd=tell.max_budget_usd, across=chain_in(tell, self.name))
         try:
-            reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), _no_events)
+            reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), no_events)
         except IrisError as exc:
             await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=exc.message))
             return
@@ -198,7 +193,7 @@ class Home:
                         extra={"from": caller, "remote_tell": remote_id, "sender": known.caller})
             return
         try:
-            await self.dispatch(CancelTell(tell_id=known.local_id), Caller.remote(known.caller, None), _no_events)
+            await self.dispatch(CancelTell(tell_id=known.local_id), Caller.remote(known.caller, None), no_events)
         except IrisError as exc:
             log.info("mesh: cancel of a remote tell", extra={"tell": known.local_id, "error": exc.message})
 
@@ -213,7 +208,7 @@ class Home:
         local = known.local_id
         if local is None:
             return
-        reply = await self.dispatch(GetTell(tell_id=local), OWNER, _no_events)
+        reply = await self.dispatch(GetTell(tell_id=local), OWNER, no_events)
         assert isinstance(reply, TellReply)
         if reply.tell.status == "interrupted" and reply.tell.started_at is None:
             # It waited in its pair's queue when irisd stopped: it never ran, so it runs now.
@@ -230,7 +225,7 @@ class Home:
         request = Tell(to_team=info.to_team, message=info.message, timeout_ms=-1, max_budget_usd=info.max_budget_usd,
                        across=across)
         try:
-            reply = await self.dispatch(request, Caller.remote(known.caller, team or None), _no_events)
+            reply = await self.dispatch(request, Caller.remote(known.caller, team or None), no_events)
         except IrisError as exc:
             await self._send_final(known.caller, FinalMsg(id=known.remote_id, status="failed", error=exc.message))
             return None
@@ -243,7 +238,7 @@ class Home:
         try:
             while True:
                 try:
-                    reply = await self.dispatch(GetTell(tell_id=local, wait_ms=FOLLOW_WAIT_MS), OWNER, _no_events)
+                    reply = await self.dispatch(GetTell(tell_id=local, wait_ms=FOLLOW_WAIT_MS), OWNER, no_events)
                 except IrisError as exc:  # e.g. the tell was pruned: the caller still gets an end
                     final = FinalMsg(id=remote_id, status="failed", error=f"home irisd `{self.name}`: {exc.message}")
                     await self._send_final(caller, final)

@@ -13,23 +13,18 @@ changes ``settings.mesh`` reconnects with the new settings.
 from __future__ import annotations
 
 import logging
-import time
+from typing import TYPE_CHECKING
 
-import apsw
-import nats.errors
 import trio
 import trio.lowlevel
-from nats.aio.msg import Msg
 
 from iris_common.config import IrisConfig, Team
 from iris_common.mesh import Mesh
 from irisd import __version__
+from irisd.caller import Dispatch
+from irisd.events import EventHub
 from irisd.mesh import records
-from irisd.mesh.bridge import Bridge, open_bridge
-from irisd.mesh.directory import Directory
-from irisd.mesh.engine import REPLIES, Link, MeshError, durable_consumer, open_link
 from irisd.mesh.executor import KIND, Delivery, MeshExecutor, Route
-from irisd.mesh.home import Dispatch, Home
 from irisd.mesh.wire import (
     ENCODER,
     FINAL,
@@ -46,7 +41,16 @@ from irisd.mesh.wire import (
 from irisd.pool.remote import RemoteTeams, RemoteTell, TellReport
 from irisd.store import tells
 from irisd.store.facade import Store
-from protocol.messages import UNFINISHED_TELL_STATUSES
+from irisd.tell.active import OnEnd, end_late
+from protocol.messages import FINAL_TELL_STATUSES, UNFINISHED_TELL_STATUSES
+
+if TYPE_CHECKING:
+    from nats.aio.msg import Msg
+
+    from irisd.mesh.bridge import Bridge
+    from irisd.mesh.directory import Directory
+    from irisd.mesh.engine import Link
+    from irisd.mesh.home import Home
 
 log = logging.getLogger("irisd.mesh")
 
@@ -57,9 +61,20 @@ HANDLED_WAIT_S = 10.0  # a running tell saves a final result in this time, or it
 
 
 class MeshService:
-    def __init__(self, *, config: IrisConfig, store: Store, remote_teams: RemoteTeams, dispatch: Dispatch) -> None:
+    def __init__(
+        self,
+        *,
+        config: IrisConfig,
+        store: Store,
+        remote_teams: RemoteTeams,
+        dispatch: Dispatch,
+        hub: EventHub | None = None,
+        on_end: OnEnd | None = None,
+    ) -> None:
         self.config = config
         self.store = store
+        self.hub = hub  # a late result's state reaches watchers, like every tell's end
+        self.on_end = on_end  # and its end hook (pending questions): irisd/tell/active.py
         self.remote_teams = remote_teams
         self.dispatch = dispatch
         self.routes: dict[str, Route] = {}
@@ -76,22 +91,26 @@ class MeshService:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         await self.store.call(records.ensure)
-        async with open_bridge() as bridge:
-            task_status.started()
-            while True:
-                mesh = self.config.mesh
-                if mesh is None:
-                    self._forget_teams()
-                    await self._wait_for_change()
-                    continue
-                with trio.CancelScope() as self._scope:
-                    try:
-                        await self._serve(bridge, mesh)
-                    except Exception as exc:  # a bug here must not take irisd down: start over
-                        log.exception("mesh: the connection's tasks failed; starting over")
-                        self.problem = f"the mesh face failed ({type(exc).__name__}); it starts over"
-                        await trio.sleep(RECONNECT_S)
-                self._scope = None
+        task_status.started()
+        while True:
+            if self.config.mesh is None:
+                self._forget_teams()
+                await self._wait_for_change()
+                continue
+            # The NATS client and its asyncio thread only while a mesh is configured: an irisd
+            # without one never imports nats (about 0.2 s of CPU at each start).
+            from irisd.mesh.bridge import open_bridge
+
+            async with open_bridge() as bridge:
+                while (mesh := self.config.mesh) is not None:
+                    with trio.CancelScope() as self._scope:
+                        try:
+                            await self._serve(bridge, mesh)
+                        except Exception as exc:  # a bug here must not take irisd down: start over
+                            log.exception("mesh: the connection's tasks failed; starting over")
+                            self.problem = f"the mesh face failed ({type(exc).__name__}); it starts over"
+                            await trio.sleep(RECONNECT_S)
+                    self._scope = None
 
     def reconfigure(self, config: IrisConfig) -> None:
         """A reloaded config: a changed mesh reconnects; changed teams are announced again."""
@@ -106,6 +125,12 @@ class MeshService:
         self._changed = trio.Event()
 
     async def _serve(self, bridge: Bridge, mesh: Mesh) -> None:
+        import nats.errors
+
+        from irisd.mesh.directory import Directory
+        from irisd.mesh.engine import MeshError, open_link
+        from irisd.mesh.home import Home
+
         try:
             link = await open_link(bridge, mesh)
         except MeshError as exc:
@@ -217,6 +242,8 @@ class MeshService:
 
         A cancel has no message id: one that another irisd knew could be stored first
         under it, and this one dropped as its duplicate; a cancel twice is harmless."""
+        import nats.errors
+
         headers: dict[str, str] | None = None
         if isinstance(message, RemoteTellMsg):
             headers = {"Nats-Msg-Id": message.id}
@@ -268,6 +295,10 @@ class MeshService:
 
     async def _serve_replies(self, link: Link) -> None:
         """Final results of this irisd's remote tells, durably: also after a restart."""
+        import nats.errors
+
+        from irisd.mesh.engine import REPLIES, durable_consumer
+
         name = link.mesh.name
         consumer = durable_consumer(f"caller-{name}", f"iris.reply.{name}.>")
         subscription = await link.bridge.call(
@@ -307,23 +338,16 @@ class MeshService:
                 await delivery.handled.wait()
             if delivery.handled.is_set():
                 return
-        await self.store.call(save_late_final, final, time.time())
-
-
-def save_late_final(db: apsw.Connection, final: FinalMsg, now: float) -> None:
-    """A result for a tell no executor follows any more (this irisd restarted in
-    between, so it was recorded ``interrupted``): the home's answer replaces that."""
-    info = tells.get(db, final.id)
-    if info is None:
-        return
-    if info.status not in UNFINISHED_TELL_STATUSES and info.status != "interrupted":
-        return
-    info.status, info.text, info.error = final.status, final.text, final.error
-    info.cost_usd = final.cost_usd
-    info.finished_at = info.finished_at or now
-    info.phase = None
-    tells.update(db, info)
-
+        info = await self.store.call(tells.get, final.id)
+        # Only a tell no actor ended yet, or one this irisd's restart recorded interrupted.
+        if info is None or (info.status not in UNFINISHED_TELL_STATUSES and info.status != "interrupted"):
+            return
+        if final.status not in FINAL_TELL_STATUSES:
+            log.warning("mesh: dropped a final result that is not final", extra={"tell": final.id,
+                                                                                  "status": final.status})
+            return
+        await end_late(self.store, info, final.status, final.text, final.error, final.cost_usd, hub=self.hub,
+                       on_end=self.on_end)
 
 
 async def _close(link: Link) -> None:

@@ -82,6 +82,20 @@ def of_approval(approval: ApprovalInfo) -> Notice:
             message=f"{pair}: {approval.message}",
             command=f"iris approve {approval.id} --field NAME=VALUE  (or: iris deny {approval.id})",
         )
+    if approval.kind == "budget":  # a chain reached settings.budget.chainUsd: may it go on?
+        return Notice(
+            kind="approval", id=approval.id, team=approval.to_team,
+            title=f"a chain through {pair} reached its budget",
+            message=approval.message,
+            command=f"iris approve {approval.id}  (or: iris deny {approval.id})",
+        )
+    if approval.kind == "agent":  # an action iris-agent proposes
+        return Notice(
+            kind="approval", id=approval.id, team=approval.to_team,
+            title=f"iris-agent proposes to {approval.tool_name.removeprefix('team_')} {approval.to_team}",
+            message=f"iris-agent proposes to {approval.summary}",
+            command=f"iris approve {approval.id}  (or: iris deny {approval.id})",
+        )
     return Notice(
         kind="approval", id=approval.id, team=approval.to_team,
         title=f"{approval.to_team} asks to use {approval.tool_name}",

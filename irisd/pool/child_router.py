@@ -28,7 +28,7 @@ from typing import Literal, TypeGuard
 
 from irisd.claude.spend import Spent, running_total, turn_share
 from irisd.claude.wire import AnyLine, CommandLifecycleLine, ControlRequestLine, ControlResponseLine, ResultLine
-from irisd.pool.unsolicited import UnsolicitedTurn
+from irisd.pool.unsolicited_turn import UnsolicitedTurn
 
 NO_CONVERSATION = "No conversation found"  # what claude says when a resume finds nothing
 

@@ -25,17 +25,19 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import msgspec
 import trio
 
 from iris_common.config import Team
 from iris_common.paths import IrisPaths
+from irisd.caller import Caller
 from irisd.claude.command import child_system_prompt, iris_mcp_config
 from irisd.claude.launcher import Child, IrisEndpoint, Launcher, LaunchSpec
 from irisd.claude.spend import Spent
 from irisd.events import EventHub, publish_change
-from irisd.pool.pair_events import Reporting, SessionProbed, SlotGranted, SlotPool, Spawned, SpawnFailed
+from irisd.pool.pair_events import PairEvent, Reporting, SessionProbed, SlotGranted, SlotPool, Spawned, SpawnFailed
 from irisd.pool.pair_inbox import Inbox
 from irisd.pool.policy import PairKey
 from irisd.pool.process_machine import ProbeSession, RequestSlot, SessionProbe, Spawn
@@ -46,6 +48,21 @@ from irisd.tokens import Access, ChildGrant
 from protocol.errors import IrisError
 
 log = logging.getLogger("irisd.pair")
+
+
+class TakenSpare(Protocol):
+    """A spare claude a launch took (spares.py): started with ``session_id`` and ``grant``."""
+
+    session_id: str
+    process: Child
+    grant: ChildGrant
+    argv: list[str]
+
+    def bind(self, inbox: trio.MemorySendChannel[PairEvent]) -> None: ...
+
+
+class SpareSource(Protocol):
+    def take(self, team: str) -> TakenSpare | None: ...
 
 
 @dataclass(frozen=True)
@@ -106,6 +123,8 @@ class Spawner:
     slots: SlotPool | None = None
     access: Access | None = None  # the HTTP face's tokens: each child gets its own
     hub: EventHub | None = None  # who hears that an archived conversation was restored
+    spares: SpareSource | None = None  # started claudes a new conversation of the team takes (spares.py)
+    _taken: TakenSpare | None = None  # the spare the last launch took, bound once the pair knows
 
     @property
     def from_team(self) -> str | None:
@@ -124,6 +143,9 @@ class Spawner:
         async def run_step() -> None:
             team, launcher = current()
             await self.inbox.report(await self.step(action, team, launcher, nursery))
+            if self._taken is not None:  # the pair heard Spawned: the spare's lines may follow
+                self._taken.bind(self.inbox.sender())
+                self._taken = None
 
         nursery.start_soon(run_step)
 
@@ -180,6 +202,8 @@ class Spawner:
     ) -> Spawned | SpawnFailed:
         """Start the child in ``nursery`` (the pair's); under a new session id if ``spawn.renew``."""
         started = trio.current_time()
+        if (taken := await self._take_spare(team, launcher, spawn)) is not None:
+            return taken
         grant: ChildGrant | None = None
         try:
             if spawn.renew:
@@ -216,3 +240,28 @@ class Spawner:
                    "session_id": row.session_id, "spawn_s": round(trio.current_time() - started, 3)},
         )
         return Spawned(process, row.session_id, start)
+
+    async def _take_spare(self, team: Team, launcher: Launcher, spawn: Spawn) -> Spawned | SpawnFailed | None:
+        """A new conversation on a spare claude of the team, if one is up (see spares.py):
+        the pair's conversation takes its session id and its token speaks for the pair."""
+        if self.spares is None or spawn.resume or spawn.max_budget_usd is not None or launcher.host:
+            return None
+        spare = self.spares.take(team.name)
+        if spare is None:
+            return None
+        try:
+            await self.store.call(sessions.get_or_create, self.from_team, team.name, time.time())
+            row = await self.store.call(
+                sessions.replace_session_id, self.from_team, team.name, time.time(), spare.session_id
+            )
+        except IrisError as exc:
+            spare.process.stop()
+            return SpawnFailed(exc.message)
+        spare.grant.rebind(Caller.child(team=team.name, pair=self.label))
+        self._taken = spare
+        await self.writes.save(
+            None, sessions.record_spawn, self.from_team, team.name, spare.argv, msgspec.json.encode(team)
+        )
+        log.info("a new conversation on a spare claude",
+                 extra={"pair": self.label, "pid": spare.process.pid, "session_id": row.session_id})
+        return Spawned(spare.process, row.session_id, Spent())

@@ -39,7 +39,7 @@ from irisd.pool import pair_events as ev
 from irisd.pool import process_machine as pm
 from irisd.pool.approvals import ApprovalDesk, Pending, declined_input
 from irisd.pool.child_router import ChildLineRouter, is_input_request, is_permission_request
-from irisd.pool.launch import Spawner
+from irisd.pool.launch import SpareSource, Spawner
 from irisd.pool.pair_events import PairSnapshot, SlotPool, TellLink
 from irisd.pool.pair_inbox import Inbox, Parked
 from irisd.pool.pair_tells import Compacting, PairTells
@@ -73,6 +73,7 @@ class Pair:
         launcher: Launcher | None = None,
         child_factory: ChildFactory = claude_child,
         access: Access | None = None,
+        spares: SpareSource | None = None,
     ) -> None:
         self.from_team = from_team
         self.team = team
@@ -103,7 +104,7 @@ class Pair:
         self.unsolicited = UnsolicitedKeeper(
             from_team=from_team, to_team=team.name, label=self.label, store=store, writes=self.writes, hub=hub
         )
-        self.spawner = Spawner(self.key, self.label, store, self.writes, paths, self.inbox, slots, access, hub)
+        self.spawner = Spawner(self.key, self.label, store, self.writes, paths, self.inbox, slots, access, hub, spares)
         self._nursery: trio.Nursery | None = None
 
     def reconfigure(self, team: Team, config: IrisConfig) -> None:
@@ -261,6 +262,8 @@ class Pair:
                 task_status.started()
                 await self._serve()
         finally:
+            if self.process is not None:  # a spare it took runs in the spares' nursery, not in its own
+                self.process.stop()
             with trio.CancelScope(shield=True):
                 await self._abandon("irisd stopped before this tell finished")
             self.inbox.close()

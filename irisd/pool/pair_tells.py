@@ -41,8 +41,9 @@ from irisd.store import sessions, tells
 from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
-from irisd.tell.active import ActiveTell, end_tell, save_tell
+from irisd.tell.active import ActiveTell, end_tell, reply_first, save_tell
 from irisd.tell.phase import IRIS_COMPACTS, after_line, before_start
+from irisd.tell.transcript import Inits
 from protocol.errors import BusyError, IrisError, NotFoundError
 from protocol.messages import TellNotice, TellPhase
 
@@ -83,6 +84,7 @@ class PairTells:
         self._run, self._send = run, send
         self.compacting = compacting or Compacting()
         self.by_id: dict[str, ActiveTell] = {}  # in arrival order
+        self.inits = Inits()  # the init lines of the pair's claude: only a new one is stored
         self.spent_usd = 0.0  # what the pair's tells have cost, all time (the actor reads the ledger)
         self.last_used_at: float | None = None  # wall clock, for people: when a tell last ended
 
@@ -134,6 +136,9 @@ class PairTells:
     async def fail(self, ids: tuple[str, ...], reason: str, *, interrupted: bool = False) -> None:
         """The process machine let these tells go: ``failed`` (or ``interrupted``)."""
         for tell in [tell for tell_id in ids if (tell := self.by_id.get(tell_id)) is not None]:
+            if tell.machine.is_final:  # it ended, its end not carried out yet (irisd stopping): only that
+                await self.apply(tell, [])
+                continue
             end = tell.machine.interrupt if interrupted else tell.machine.fail
             await self.apply(tell, end(trio.current_time(), reason))
 
@@ -143,6 +148,8 @@ class PairTells:
         tell.session_id = session_id
         tell.new_session = tell.new_session or turn.new_session
         tell.output_wall = time.time()  # silence counts from the hand-over
+        if turn.restarted or turn.fresh_child:
+            self.inits.new_child()
         if turn.restarted:
             await self.apply(tell, tell.machine.child_restarted(now, startup_s=startup_s))
         else:
@@ -158,24 +165,31 @@ class PairTells:
     async def child_line(self, tell: ActiveTell, line: AnyLine, raw: bytes, now: float, routed: Routed) -> None:
         """A line the router gave the running tell: a result's cost share is the tell's; a
         permission request goes to the approval desk; any other line its machine reads,
-        its transcript keeps, its listeners see (the text, the phase, claude's retries)."""
+        its transcript keeps (written with the tell's state: ``save_tell``), its listeners
+        see (the text, the phase, claude's retries). The answer leaves on the result line:
+        its caller is woken before anything is written (the end is durable before the tell
+        counts as finished, for those that act on it: the courier, the mesh)."""
         tell.output_wall = time.time()
         if routed.spent is not None and isinstance(line, ResultLine):
             tell.book(routed.spent)
             self.spent_usd += routed.spent.cost_usd
             # The machine words a budget stop with the cost: the tell's, not the session's running total.
             line = msgspec.structs.replace(line, total_cost_usd=routed.spent.cost_usd)
+        type_ = line_type(line)
         if is_permission_request(line):  # routed.to == "permission"
-            await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
+            tell.transcript.add(now, time.time(), type_, raw)
+            await save_tell(self.store, tell, self.writes, flush=True)  # it may wait long for a person
             await self.desk.on_request(line, tell, self._send, self.apply)
             return
         if is_input_request(line):  # one of the team's MCP servers asks its person: kept like an approval
-            await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
+            tell.transcript.add(now, time.time(), type_, raw)
+            await save_tell(self.store, tell, self.writes, flush=True)  # it may wait long for a person
             await self.desk.on_input(line, tell, self._send, self.apply)
             return
         before = tell.machine.text
         actions = tell.machine.child_line(line, now)
-        await self.writes.save(None, tells.append_message, tell.id, time.time(), line_type(line), raw)
+        init = isinstance(line, SystemLine) and line.subtype == "init"
+        tell.transcript.add(now, time.time(), type_, raw, keep=not init or self.inits.is_new(raw))
         tell.publish_text(before)
         if (phase := after_line(line, tell.phase)) is not None and tell.kind != "compaction":
             tell.set_phase(phase)
@@ -185,13 +199,24 @@ class PairTells:
         if isinstance(line, SystemLine) and (found := boundary(line.subtype, line.compact_metadata)) is not None:
             await self._compacted(tell, found)
         if isinstance(line, ResultLine) and tell.machine.is_final and tell.kind != "compaction":
-            # One more exchange, and how full the conversation is now (a compaction is
-            # neither: its figures come with its boundary line).
-            size = context_size(line.usage, line.model_usage, override=self.compacting.context_window)
-            await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time(),
-                                   size.tokens if size else None, size.window if size else None)
-            await self._compact_if_due(tell, size)
+            # The caller has (or is about to have) its answer: what follows is written
+            # whatever happens, also if irisd stops meanwhile.
+            with trio.CancelScope(shield=True):
+                await self._reply_now(tell, actions)
+                # One more exchange, and how full the conversation is now (a compaction is
+                # neither: its figures come with its boundary line).
+                size = context_size(line.usage, line.model_usage, override=self.compacting.context_window)
+                await self.writes.save(None, sessions.record_turn, self.from_team, self.to_team, time.time(),
+                                       size.tokens if size else None, size.window if size else None)
+                await self._compact_if_due(tell, size)
+                await self.apply(tell, actions)
+            return
         await self.apply(tell, actions)
+
+    async def _reply_now(self, tell: ActiveTell, actions: list[tell_machine.Action]) -> None:
+        """The caller's answer is due: it leaves before the writes of the end."""
+        if any(isinstance(action, tell_machine.ReplyToCaller) for action in actions):
+            await reply_first(tell)
 
     async def _compacted(self, tell: ActiveTell, found: Boundary) -> None:
         """claude compacted the conversation: Iris's compaction, a /compact, or its own

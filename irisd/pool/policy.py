@@ -1,5 +1,9 @@
 """Pool policy, pure: which pair may start a child, which idle child to evict, how long
-to wait before retrying a child that crashes on start. Time is an argument."""
+to wait before retrying a child that crashes on start. Time is an argument.
+
+Spares (``settings.sessions.spares``: started, idle claudes waiting to be a new pair's)
+hold slots like pairs, are the first to go when a pair needs a slot, and start only into
+a slot that is free: a spare never evicts anything."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ class PairView:
     last_used_at: float  # monotonic time of the last tell served (or spawn)
     queued: int = 0
     holds_slot: bool = False  # counted against maxProcesses
+    spare: bool = False  # a spare claude, no pair's yet (pool/spares.py)
 
 
 @dataclass(frozen=True)
@@ -52,13 +57,23 @@ def decide_slot(requester: PairKey, pairs: list[PairView], max_processes: int) -
         return Grant()
     if any(p.state == "terminating" for p in holders):
         return Wait(busy=len(holders))  # a slot is already on its way back: evict no more
-    victim = least_recently_used_idle(holders)
+    victim = least_recently_used_idle(holders, for_team=requester[1])
     if victim is not None:
         return Evict(victim)
     return Wait(busy=len(holders))
 
 
-def least_recently_used_idle(pairs: list[PairView]) -> PairKey | None:
+def may_start_spare(pairs: list[PairView], max_processes: int) -> bool:
+    """A spare may start only into a free slot: it never evicts a pair, nor another spare."""
+    return sum(p.holds_slot for p in pairs) < max_processes
+
+
+def least_recently_used_idle(pairs: list[PairView], for_team: str = "") -> PairKey | None:
+    """The idle child to stop first: a spare (another team's than ``for_team``'s, whose
+    spare the new child may be; then the oldest), else the least recently used pair."""
+    spares = [p for p in pairs if p.spare]
+    if spares:
+        return min(spares, key=lambda p: (p.key[1] == for_team, p.last_used_at)).key
     idle = [p for p in pairs if p.state == "idle" and p.queued == 0]
     if not idle:
         return None

@@ -356,7 +356,7 @@ class ProcessMachine:
         self.queue.appendleft(compaction_id)
         return []
 
-    # --- turns no tell asked for (pool/unsolicited.py) -----------------------------------
+    # --- turns no tell asked for (pool/unsolicited_turn.py) -----------------------------------
 
     def unsolicited_started(self, now: float) -> list[Action]:
         """The idle child took a turn of its own: it is busy, so the next tell waits."""

@@ -37,7 +37,7 @@ from irisd.pool.pair import PairSnapshot, TellLink
 from irisd.pool.policy import PairKey
 from irisd.store.facade import Store
 from irisd.tell import machine as tell_machine
-from irisd.tell.active import ActiveTell, save_tell
+from irisd.tell.active import ActiveTell, reply_first, save_tell
 from protocol.errors import IrisError, NotFoundError, UnknownTeamError
 from protocol.messages import ProcessInfo, TellPhase, TellStatus
 
@@ -360,9 +360,16 @@ class RemotePair:
     async def apply(self, tell: ActiveTell, actions: list[tell_machine.Action]) -> None:
         """Carry out the machine's actions, save the tell (where a final tell ends), and
         let it go if final."""
+        answer = tell.machine.is_final and any(isinstance(action, tell_machine.ReplyToCaller) for action in actions)
         for action in actions:
-            self._act(tell, action)
-        await save_tell(self.store, tell)
+            if not (answer and isinstance(action, tell_machine.ReplyToCaller)):
+                self._act(tell, action)
+        if answer:
+            with trio.CancelScope(shield=True):  # the answer leaves first; its end is written whatever happens
+                await reply_first(tell)
+                await save_tell(self.store, tell)
+        else:
+            await save_tell(self.store, tell)
         self._wake(tell)
         if tell.machine.is_final and self.tells.pop(tell.id, None) is not None:
             self.last_used_at = time.time()

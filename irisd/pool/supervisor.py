@@ -17,13 +17,15 @@ from iris_common.paths import IrisPaths
 from irisd.events import EventHub
 from irisd.pool.approvals import Pending
 from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
-from irisd.pool.policy import Evict, Grant, PairKey, decide_slot
+from irisd.pool.policy import Evict, Grant, PairKey, PairView, decide_slot, may_start_spare
 from irisd.pool.remote import RemotePair, RemoteTeams
+from irisd.pool.spares import SparePool
+from irisd.store import approvals
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell
 from irisd.tokens import Access
 from protocol.errors import InvalidRequestError, NotFoundError
-from protocol.messages import ProcessInfo
+from protocol.messages import ApprovalReply, Decide, ProcessInfo
 
 log = logging.getLogger("irisd.pool")
 
@@ -58,11 +60,15 @@ class Supervisor:
         self._changed = trio.Event()
         self._holders: set[PairKey] = set()  # pairs whose child counts against maxProcesses
         self._waiting: dict[PairKey, int] = {}  # pairs waiting for a slot: how many are busy
+        # Started claudes a new conversation takes (settings.sessions.spares): they hold slots too.
+        self.spares = SparePool(config=config, paths=paths, access=access, child_factory=child_factory,
+                                may_start=self._room_for_a_spare, changed=self.pair_changed)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Own every pair until cancelled; cancelling stops every child."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            await nursery.start(self.spares.run)
             task_status.started()
             await trio.sleep_forever()
 
@@ -119,6 +125,7 @@ class Supervisor:
                     hub=self.hub,
                     child_factory=self.child_factory,
                     access=self.access,
+                    spares=self.spares,
                 )
                 assert self._nursery is not None
                 await self._nursery.start(self._guard, pair)
@@ -148,6 +155,7 @@ class Supervisor:
         ``restart``ed ones stop their claude once idle; every other pair keeps its warm
         claude and reads the new settings for its next tells."""
         self.config = config
+        self.spares.reconfigure(config, restart | retire)
         for remote in self.remote_pairs.values():
             if self.remote_teams.get(remote.executor.team.name) is not remote.executor:
                 remote.close()  # its running tells finish; the next tell gets a new pair
@@ -187,6 +195,13 @@ class Supervisor:
     def release_slot(self, key: PairKey) -> None:
         self._holders.discard(key)
         self.pair_changed()
+        self.spares.refill()  # a spare may have been waiting for the room
+
+    def _views(self) -> list[PairView]:
+        return [*(p.view(p.key in self._holders) for p in self.pairs.values()), *self.spares.views()]
+
+    def _room_for_a_spare(self) -> bool:
+        return may_start_spare(self._views(), self.config.settings.max_processes)
 
     async def acquire_slot(self, key: PairKey) -> None:
         """Wait until pair ``key`` may start a child, evicting the least recently used
@@ -195,15 +210,16 @@ class Supervisor:
         announced = False
         try:
             while True:
-                views = [p.view(p.key in self._holders) for p in self.pairs.values()]
-                decision = decide_slot(key, views, self.config.settings.max_processes)
+                decision = decide_slot(key, self._views(), self.config.settings.max_processes)
                 if isinstance(decision, Grant):
                     self._holders.add(key)
                     self._waiting.pop(key, None)
                     self._refresh_phases(key)
                     return
                 changed = self._changed
-                if isinstance(decision, Evict):
+                if isinstance(decision, Evict) and decision.key in self.spares.spares:
+                    self.spares.stop(decision.key, f"its slot went to {key[0] or 'external'}->{key[1]}")
+                elif isinstance(decision, Evict):
                     victim = self.pairs[decision.key]
                     label = f"{key[0] or 'external'}->{key[1]}"
                     log.info("evicting idle pair", extra={"pair": victim.label, "for": label})
@@ -268,6 +284,22 @@ class Supervisor:
 
     def snapshots(self) -> list[PairSnapshot]:
         return [pair.snapshot() for pair in self._runners()]
+
+    async def decide(self, request: Decide) -> ApprovalReply:
+        """Answer a pending approval through the pair whose claude asked (NotFoundError if
+        there is none by that id; InvalidRequestError if it was decided already)."""
+        for pair in list(self.pairs.values()):
+            if request.approval_id in pair.snapshot().pending_approvals:
+                decided = await pair.decide(
+                    request.approval_id, allow=request.allow, remember=request.remember, reason=request.reason,
+                    by=request.by or "unknown", content=request.content,
+                )
+                return ApprovalReply(approval=decided)
+        known = await self.store.call(approvals.get, request.approval_id)
+        if known is None:
+            raise NotFoundError(f"no approval with id {request.approval_id!r}; 'iris approvals' lists the pending ones")
+        who = f" by {known.decided_by}" if known.decided_by else ""
+        raise InvalidRequestError(f"approval {known.id} is already {known.status}{who}; nothing to decide")
 
     def snapshot(self, key: PairKey) -> PairSnapshot | None:
         pair: Pair | RemotePair | None = self.pairs.get(key) or self.remote_pairs.get(key)

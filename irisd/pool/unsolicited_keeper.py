@@ -12,7 +12,7 @@ import time
 from irisd.claude.spend import Spent
 from irisd.claude.wire import AnyLine, line_type
 from irisd.events import EventHub
-from irisd.pool.unsolicited import UnsolicitedTurn
+from irisd.pool.unsolicited_turn import UnsolicitedTurn
 from irisd.store import sessions, unsolicited
 from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites

@@ -4,7 +4,7 @@
 (``irisd.tell.active.save_tell``), before anyone waiting on the tell runs. It decides with two pure functions: did
 anyone wait for this answer (``nobody_waiting``), and does it end by asking its caller
 something (``Detector.detect``). A question is stored, then pushed on the event stream
-as a ``QuestionEvent``. Answering and dismissing go through the dispatcher (an answer
+as a ``QuestionEvent``. Answering and dismissing are ``answering.py``'s (an answer
 is a tell of the same pair); ``run`` expires pending questions when their TTL is up.
 """
 

@@ -13,7 +13,7 @@ from protocol.messages import ApprovalInfo, RuleInfo
 
 _COLUMNS = (
     "id, from_team, to_team, tell_id, tool_name, input, suggestions, status, created_at, expires_at, "
-    "decided_at, decided_by, reason, remembered, kind, message, schema, content"
+    "decided_at, decided_by, reason, remembered, kind, summary, message, schema, content"
 )
 _json = msgspec.json.Encoder(order="sorted")  # canonical: equal inputs give equal text
 
@@ -33,8 +33,8 @@ def _info(values: tuple[object, ...]) -> ApprovalInfo:
 def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None:
     db.execute(
         "INSERT INTO approvals (id, from_team, to_team, tell_id, request_id, tool_name, input, "
-        "suggestions, status, created_at, expires_at, kind, message, schema) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "suggestions, status, created_at, expires_at, kind, summary, message, schema, decided_at, decided_by, "
+        "reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             approval.id,
             stored_team(approval.from_team),
@@ -48,8 +48,12 @@ def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None
             approval.created_at,
             approval.expires_at,
             approval.kind,
+            approval.summary,
             approval.message,
             canonical(approval.schema),
+            approval.decided_at,
+            approval.decided_by,
+            approval.reason,
         ),
     )
 
@@ -138,3 +142,24 @@ def forget(db: apsw.Connection, rule_id: str) -> RuleInfo | None:
         return None
     db.execute("DELETE FROM pair_rules WHERE approval_id = ?", (rule_id,))
     return _rule(row)
+
+
+def next_agent_expiry(db: apsw.Connection) -> float | None:
+    """When the first pending action of iris-agent expires (None: none pending)."""
+    row = db.execute("SELECT min(expires_at) FROM approvals WHERE kind = 'agent' AND status = 'pending'").fetchone()
+    return float(row[0]) if row is not None and row[0] is not None else None
+
+
+def expire_agent(db: apsw.Connection, now: float, reason: str) -> list[ApprovalInfo]:
+    """iris-agent's pending actions past their time, now expired (nothing was done)."""
+    rows = db.execute(
+        f"SELECT {_COLUMNS} FROM approvals WHERE kind = 'agent' AND status = 'pending' AND expires_at <= ?", (now,)
+    ).fetchall()
+    db.execute(
+        "UPDATE approvals SET status = 'expired', decided_at = ?, reason = ? "
+        "WHERE kind = 'agent' AND status = 'pending' AND expires_at <= ?",
+        (now, reason, now),
+    )
+    return [
+        msgspec.structs.replace(_info(row), status="expired", decided_at=now, reason=reason) for row in rows
+    ]

@@ -236,10 +236,45 @@ MIGRATIONS: list[str] = [
     ALTER TABLE sessions ADD COLUMN archived_at REAL;
     ALTER TABLE sessions ADD COLUMN files_deleted_at REAL;
     """,
-    # migration 13 (engineer elicit2; 11 and 12 are other branches': the lead renumbers at merge):
-    # an approval of kind 'input' is a form one of the team's MCP servers asks its person to fill in
+    # 12: iris-agent's actions as approvals of their own kind (kind 'agent': what it proposes,
+    # said in summary), and its watcher's own conversation per pair (agent_sessions) with its
+    # messages (agent_messages): what it was shown, what it classified, with what confidence.
+    # (Migration 11 is another branch's; the lead renumbers at merge.)
     """
     ALTER TABLE approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'tool';
+    ALTER TABLE approvals ADD COLUMN summary TEXT NOT NULL DEFAULT '';
+
+    CREATE TABLE agent_sessions (
+        from_team   TEXT NOT NULL,                  -- '' is the external caller
+        to_team     TEXT NOT NULL,
+        session_id  TEXT NOT NULL,                  -- iris-agent's claude session for this pair
+        created_at  REAL NOT NULL,
+        updated_at  REAL NOT NULL,
+        turns       INTEGER NOT NULL DEFAULT 0,
+        cost_usd    REAL NOT NULL DEFAULT 0,
+        PRIMARY KEY (from_team, to_team)
+    );
+
+    CREATE TABLE agent_messages (
+        id              INTEGER PRIMARY KEY,
+        from_team       TEXT NOT NULL,
+        to_team         TEXT NOT NULL,
+        question_id     TEXT NOT NULL DEFAULT '',
+        at              REAL NOT NULL,
+        role            TEXT NOT NULL,              -- 'iris' (what it was shown), 'agent' (its answer)
+        text            TEXT NOT NULL,
+        classification  TEXT NOT NULL DEFAULT '',   -- person, team, none ('' for what it was shown)
+        confidence      REAL,
+        suggestion      TEXT NOT NULL DEFAULT '',   -- the answer it suggests the asked caller give
+        verdict         TEXT NOT NULL DEFAULT '',   -- the AgentVerdict shown with the question (JSON)
+        cost_usd        REAL
+    );
+    CREATE INDEX agent_messages_by_pair ON agent_messages (from_team, to_team, id);
+    CREATE INDEX agent_messages_by_question ON agent_messages (question_id);
+    """,
+    # 13 (engineer elicit2; the lead renumbers at merge): an approval of kind 'input' (the kind
+    # column is 12's) is a form one of the team's MCP servers asks its person to fill in
+    """
     ALTER TABLE approvals ADD COLUMN message TEXT NOT NULL DEFAULT '';
     ALTER TABLE approvals ADD COLUMN schema TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE approvals ADD COLUMN content TEXT NOT NULL DEFAULT '{}';

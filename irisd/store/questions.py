@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import apsw
 
+from irisd.store.agent import with_verdicts
 from irisd.store.rows import stored_team, to_struct
 from protocol.messages import QuestionInfo
 
@@ -40,7 +41,7 @@ def insert(db: apsw.Connection, q: QuestionInfo) -> None:
 
 def get(db: apsw.Connection, question_id: str) -> QuestionInfo | None:
     row = db.execute(f"SELECT {_COLUMNS} FROM questions WHERE id = ?", (question_id,)).fetchone()
-    return _info(row) if row else None
+    return with_verdicts(db, [_info(row)])[0] if row else None
 
 
 def of_tell(db: apsw.Connection, tell_id: str) -> QuestionInfo | None:
@@ -67,7 +68,7 @@ def listing(
         f"SELECT {_COLUMNS} FROM questions WHERE {' AND '.join(where)} ORDER BY created_at DESC LIMIT 500",
         args,
     )
-    return [_info(row) for row in rows]
+    return with_verdicts(db, [_info(row) for row in rows])
 
 
 def close(

@@ -86,13 +86,16 @@ def get_or_create(db: apsw.Connection, from_team: str | None, to_team: str, now:
     return created
 
 
-def replace_session_id(db: apsw.Connection, from_team: str | None, to_team: str, now: float) -> SessionRow:
-    """Start a new conversation for the pair (the old one is gone or was reset)."""
+def replace_session_id(
+    db: apsw.Connection, from_team: str | None, to_team: str, now: float, session_id: str = ""
+) -> SessionRow:
+    """Start a new conversation for the pair (the old one is gone or was reset), under
+    ``session_id`` (a spare claude's, started with it) or a new one."""
     db.execute(
         "UPDATE sessions SET session_id = ?, created_at = ?, last_used_at = ?, message_count = 0, "
         "context_tokens = NULL, files_deleted_at = NULL "
         "WHERE from_team = ? AND to_team = ?",
-        (str(uuid.uuid4()), now, now, stored_team(from_team), to_team),
+        (session_id or str(uuid.uuid4()), now, now, stored_team(from_team), to_team),
     )
     row = get(db, from_team, to_team)
     assert row is not None

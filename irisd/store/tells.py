@@ -1,7 +1,8 @@
 """Queries on ``tells`` and their transcript ``tell_messages``.
 
-Every line a child prints for a tell is appended as it streams, so the transcript
-survives a crash of the child and of irisd.
+A tell's lines are appended in one write each time its state is saved, and at least
+every half second while it runs (``irisd/tell/transcript.py`` says which lines are kept),
+so the transcript survives a crash of the child, and of irisd but for its last moment.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import apsw
+import msgspec
 
 from irisd.store import ledger
-from irisd.store.rows import stored_team, to_struct
+from irisd.store.rows import stored_team
 from protocol.messages import TellInfo
 
 _COLUMNS = (
@@ -21,8 +23,16 @@ _COLUMNS = (
 )
 
 
+_FIELDS = tuple(_COLUMNS.split(", "))
+
+
 def _info(values: tuple[object, ...]) -> TellInfo:
-    return to_struct(TellInfo, _COLUMNS, values, new_session=bool)
+    """A row as a TellInfo, built directly: the row's types are the table's, so it needs
+    none of ``to_struct``'s checking (``Report`` of 1,000 tells: 3x faster)."""
+    fields = dict(zip(_FIELDS, values, strict=True))
+    fields["from_team"] = fields["from_team"] or None
+    fields["new_session"] = bool(fields["new_session"])
+    return TellInfo(**fields)  # type: ignore[arg-type]
 
 
 def insert(db: apsw.Connection, tell: TellInfo) -> None:
@@ -89,6 +99,15 @@ def append_message(db: apsw.Connection, tell_id: str, at: float, type_: str, raw
     )
 
 
+def append_messages(db: apsw.Connection, tell_id: str, lines: list[tuple[float, str, bytes]]) -> None:
+    """A tell's lines (wall time, type, raw), in order, in one transaction."""
+    with db:
+        db.executemany(
+            "INSERT INTO tell_messages (tell_id, at, type, raw) VALUES (?, ?, ?, ?)",
+            [(tell_id, at, type_, raw) for at, type_, raw in lines],
+        )
+
+
 def get(db: apsw.Connection, tell_id: str) -> TellInfo | None:
     row = db.execute(f"SELECT {_COLUMNS} FROM tells WHERE id = ?", (tell_id,)).fetchone()
     return _info(row) if row else None
@@ -127,17 +146,8 @@ def recent(
 ) -> list[TellInfo]:
     """The newest tells of a pair (or to a team from anyone), newest first."""
     if all_callers:
-        rows = db.execute(
-            f"SELECT {_COLUMNS} FROM tells WHERE to_team = ? ORDER BY created_at DESC LIMIT ?",
-            (to_team, limit),
-        )
-    else:
-        rows = db.execute(
-            f"SELECT {_COLUMNS} FROM tells WHERE to_team = ? AND from_team = ? "
-            "ORDER BY created_at DESC LIMIT ?",
-            (to_team, stored_team(from_team), limit),
-        )
-    return [_info(row) for row in rows]
+        return _newest(db, "WHERE to_team = ?", (to_team,), limit)
+    return _newest(db, "WHERE to_team = ? AND from_team = ?", (to_team, stored_team(from_team)), limit)
 
 
 def recent_all(
@@ -155,9 +165,31 @@ def recent_all(
     if status is not None:
         where.append("status = ?")
         values.append(status)
-    clause = f"WHERE {' AND '.join(where)} " if where else ""
-    rows = db.execute(f"SELECT {_COLUMNS} FROM tells {clause}ORDER BY created_at DESC LIMIT ?", (*values, limit))
-    return [_info(row) for row in rows]
+    return _newest(db, f"WHERE {' AND '.join(where)}" if where else "", tuple(values), limit)
+
+
+def _json_field(column: str) -> str:
+    if column == "from_team":
+        return "'from_team', nullif(from_team, '')"  # the external caller: None
+    if column == "new_session":
+        return "'new_session', json(CASE WHEN new_session THEN 'true' ELSE 'false' END)"
+    return f"'{column}', {column}"
+
+
+# Many tells at once (a Report of 1,000): SQLite writes them as one JSON array and msgspec
+# reads it in C, 2x faster than a TellInfo built per row in Python.
+_AS_JSON = f"json_object({', '.join(_json_field(column) for column in _FIELDS)})"
+_many = msgspec.json.Decoder(list[TellInfo])
+
+
+def _newest(db: apsw.Connection, where: str, values: tuple[str, ...], limit: int) -> list[TellInfo]:
+    row = db.execute(
+        f"SELECT json_group_array({_AS_JSON} ORDER BY created_at DESC) FROM "
+        f"(SELECT {_COLUMNS} FROM tells {where} ORDER BY created_at DESC LIMIT ?)",
+        (*values, limit),
+    ).fetchone()
+    assert row is not None  # an aggregate always has its row
+    return _many.decode(row[0])
 
 
 def clear_finished(db: apsw.Connection, to_team: str, from_team: str | None) -> int:

@@ -2,8 +2,9 @@
 
 ``save_tell`` is the one place a tell's change is saved and the one place a tell ends:
 whatever ended it (its machine, on a line or a deadline; a refusal; its pair or irisd
-stopping: ``end_tell``), the end is saved, whoever waits on it is woken and its end hook
-(pending questions) is called, once. Readers register on the tell by calling its methods
+stopping: ``end_tell``; a remote team's result that came after irisd restarted:
+``end_late``), the end is saved and announced, whoever waits on it is woken and its end
+hook (pending questions) is called, once. Readers register on the tell by calling its methods
 (``wait_result``, ``caller_leaves``), never by editing its fields."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from irisd.store import tells
 from irisd.store.facade import Store
 from irisd.store.retry import PendingWrites
 from irisd.tell.machine import TellMachine
+from irisd.tell.transcript import TurnLines
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
     Event,
@@ -80,6 +82,7 @@ class ActiveTell:
         self.to_team = to_team
         self.message = message
         self.machine = machine
+        self.transcript = TurnLines()  # its lines not written yet (saved with its state: save_tell)
         self.session_id = ""
         self.approval_id = ""  # while awaiting_approval
         self.new_session = False
@@ -262,22 +265,38 @@ class ActiveTell:
 
     @property
     def deadline(self) -> float:
-        return self.machine.next_deadline() if not self.machine.is_final else math.inf
+        """Its machine's next deadline, or when its unsaved lines are due to be written."""
+        if self.machine.is_final:
+            return math.inf
+        return min(self.machine.next_deadline(), self.transcript.next_deadline())
 
 
-async def save_tell(store: Store, tell: ActiveTell, writes: PendingWrites | None = None) -> None:
-    """The one place a tell's change is saved: its new status (with the usage, once it
-    ended) goes to the store (through ``writes`` if given: a refused write waits there
-    and never raises). The first time it is saved ended, it ends: whoever waits on it
-    is woken and its end hook is called (before they run: the hook sees who waited)."""
-    if tell.note_status() or tell.machine.is_final:
+async def save_tell(
+    store: Store, tell: ActiveTell, writes: PendingWrites | None = None, *, flush: bool = False
+) -> None:
+    """The one place a tell's change is saved: when its status changed, it ended, its
+    unsaved lines are due (``TurnLines``) or ``flush`` says so, its transcript lines are
+    written in one go, then its state (with the usage, once it ended). Through ``writes``
+    if given: a refused write waits there and never raises. The first time it is saved
+    ended, it ends: whoever waits on it is woken and its end hook is called (before they
+    run: the hook sees who waited)."""
+    changed = tell.note_status()
+    if changed or flush or tell.machine.is_final or tell.transcript.due(trio.current_time()):
+        lines = tell.transcript.take()
         usage = None
         if tell.machine.result is not None and tell.machine.result.usage is not None:
             usage = msgspec.json.encode(tell.machine.result.usage)
-        if writes is not None:
-            await writes.save(f"tell:{tell.id}", tells.update, tell.info(), usage)
-        else:
-            await store.call(tells.update, tell.info(), usage)
+        try:
+            if writes is not None:
+                if lines:
+                    await writes.save(None, tells.append_messages, tell.id, lines)
+                await writes.save(f"tell:{tell.id}", tells.update, tell.info(), usage)
+            else:
+                if lines:
+                    await store.call(tells.append_messages, tell.id, lines)
+                await store.call(tells.update, tell.info(), usage)
+        finally:
+            tell.transcript.written(len(lines))
     if not tell.machine.is_final or tell._ended:
         return
     tell._ended = True
@@ -288,6 +307,18 @@ async def save_tell(store: Store, tell: ActiveTell, writes: PendingWrites | None
             await tell.on_end(tell)
         except Exception:  # a bug there must not break the actor that ended the tell
             log.exception("handling the end of a tell failed", extra={"tell": tell.id})
+
+
+async def reply_first(tell: ActiveTell) -> None:
+    """The caller's answer is due: wake it and let its task take its step (write its reply,
+    built from the tell in memory) before the writes that follow. Two checkpoints: in
+    whichever order trio runs the next batch, the caller's task has run by then. Never
+    raises Cancelled (what follows must be written)."""
+    if tell.replied.is_set():
+        return
+    tell.replied.set()
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    await trio.lowlevel.cancel_shielded_checkpoint()
 
 
 async def end_tell(
@@ -305,3 +336,34 @@ async def end_tell(
         now = trio.current_time()
         tell.machine.interrupt(now, reason) if interrupted else tell.machine.fail(now, reason)
     await save_tell(store, tell, writes)
+
+
+async def end_late(
+    store: Store,
+    info: TellInfo,
+    status: TellStatus,
+    text: str,
+    error: str = "",
+    cost_usd: float | None = None,
+    *,
+    hub: EventHub | None = None,
+    on_end: OnEnd | None = None,
+) -> None:
+    """A remote team's final result for a tell no actor runs any more (irisd restarted in
+    between, so ``info``, its row, says ``interrupted``; or its executor stopped
+    following it): the result replaces what was recorded, and the tell ends as every
+    tell does, through ``save_tell`` (saved, its state announced, its end hook called)."""
+    now = trio.current_time()
+    machine = TellMachine(response_timeout_s=math.inf, caller_timeout_ms=0, now=now)
+    machine.remote_started(now)
+    tell = ActiveTell(
+        from_team=info.from_team, to_team=info.to_team, message=info.message, machine=machine, hub=hub,
+        kind=info.kind, chain_id=info.chain_id, hops=info.hops, max_budget_usd=info.max_budget_usd, on_end=on_end,
+    )
+    tell.id, tell.session_id, tell.new_session = info.id, info.session_id, info.new_session
+    tell.created_wall, tell.started_wall = info.created_at, info.started_at
+    tell.caller_leaves()  # who sent it waited on an irisd that is gone: nobody reads this answer
+    if cost_usd is not None:
+        tell.spent = Spent(cost_usd=cost_usd)
+    machine.remote_finished(now, status, text, error)
+    await save_tell(store, tell)

@@ -21,20 +21,20 @@ import dataclasses
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 import trio
 
 from iris_common.a2a_tokens import is_agent_sender
-from iris_common.config import IrisConfig, Team, team_unavailable
+from iris_common.config import AGENT_NAME, IrisConfig, Team, team_unavailable
 from iris_common.environment import child_environment, root_skip_problem
 from iris_common.mesh import is_mesh_sender
 from iris_common.money import day_start
 from iris_common.paths import IrisPaths
 from irisd.budget import RateWindow, Spending
-from irisd.events import EventHub
-from irisd.store import ledger, notifications, tells
+from irisd.events import EventHub, SendEvent
+from irisd.store import ledger, notifications, rows, tells
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, OnEnd, end_tell
 from irisd.tell.admission import (
@@ -60,6 +60,7 @@ from irisd.tell.admission import (
 )
 from irisd.tell.answer import answer_so_far
 from irisd.tell.machine import TellMachine
+from irisd.tell.transcript import not_stored
 from protocol.errors import BudgetError, InvalidRequestError, IrisError, LoopError, NotFoundError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
@@ -77,12 +78,12 @@ from protocol.messages import (
     TellReply,
     TellsReply,
     TellState,
+    TranscriptEntry,
 )
 
 MAX_FAN_OUT = 32
 MAX_CHAINS_EXTENDED = 1024  # chains the person let spend beyond their budget, remembered
 
-SendEvent = Callable[[Event], Awaitable[None]]
 TellKind = Literal["tell", "command", "notification"]
 
 log = logging.getLogger("irisd.tell")
@@ -151,11 +152,11 @@ class BudgetAsked(Protocol):
 
 
 def check_sender(config: IrisConfig, from_team: str | None, *, sending: bool = True) -> None:
-    """Refuse a sender that is no team here. An outside A2A agent ("a2a:NAME", its token
-    named it) and a team of another irisd of the mesh ("team@irisd") are senders too; the
+    """Refuse a sender that is no team here. iris-agent, an outside A2A agent ("a2a:NAME",
+    its token named it) and a team of another irisd of the mesh ("team@irisd") are senders too; the
     latter only on a mesh when ``sending`` (a filter may name one from a past mesh)."""
-    if from_team is None or is_agent_sender(from_team):
-        return
+    if from_team is None or is_agent_sender(from_team) or from_team == AGENT_NAME:
+        return  # (iris-agent's tells: irisd/agent/actions.py, with the person's consent)
     if not is_mesh_sender(from_team):
         config.team(from_team)
     elif sending and config.mesh is None:
@@ -495,6 +496,20 @@ class TellService:
         if info is None:
             raise NotFoundError(f"no tell with id {tell_id!r}; {_WHERE_ELSE.get(tell_id[:2], _REPORT)}")
         return info
+
+    async def transcript(self, tell_id: str) -> list[TranscriptEntry]:
+        """A tell's stored lines, in order, and those of a running tell not written yet
+        (it writes them with its state, ``irisd/tell/transcript.py``)."""
+        entries = await self.store.read(rows.transcript, "tell_messages", "tell_id", tell_id)
+        active = self.pool.find_tell(tell_id)
+        if active is None:
+            return entries
+        unwritten = active.transcript.unwritten()
+        if not unwritten:
+            return entries
+        more = not_stored([(entry.at, entry.type) for entry in entries[-len(unwritten):]], unwritten)
+        return [*entries, *(TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
+                            for at, kind, raw in more)]
 
     def live(self, info: TellInfo) -> TellInfo:
         """A stored tell, with the live text if it is still running."""

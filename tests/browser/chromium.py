@@ -1,7 +1,8 @@
 """Driving Debian's chromium with Playwright's sync API (no ``playwright install``).
 
-The sync API runs its own event loop in a thread of its own; the tests that use it are
-plain (non-trio) functions."""
+The sync API runs its asyncio loop in the caller's thread (on greenlets): while a browser is
+open, ``asyncio.get_running_loop()`` finds that loop there. The tests that use it are plain
+(non-trio) functions, and the browser lives no longer than its module."""
 
 from __future__ import annotations
 

@@ -288,3 +288,36 @@ def test_after_irisd_restarts_the_page_reconnects(page: Page, iris: Iris) -> Non
     expect(page.locator("#banner")).to_be_hidden()
     started = iris.cli_json("tell", "frontend", "after the restart", "--timeout", "-1")
     expect(page.locator(f'[data-tell="{started["id"]}"]')).to_contain_text("after the restart")
+
+
+def test_the_sessions_view_draws_what_the_stats_say_and_lights_a_running_pair(page: Page, iris: Iris) -> None:
+    for message, caller in (("one", None), ("two", None), ("three", "backend")):
+        told = iris.cli_json("tell", "frontend", message, *(("--from", caller) if caller else ()))
+        assert told["status"] == "completed", told
+    page.goto(f"{iris.http_url}/#/teams")
+    expect(page.locator("#conn")).to_have_text("live")
+    page.locator("nav.side").get_by_text("Sessions").click()
+    stats = iris.cli_json("sessions", "--stats")
+    tells_per_day: dict[str, int] = {}
+    cost_per_day: dict[str, float] = {}
+    for day in stats["days"]:
+        tells_per_day[day["day"]] = tells_per_day.get(day["day"], 0) + day.get("tells", 0)
+        cost_per_day[day["day"]] = cost_per_day.get(day["day"], 0.0) + day.get("cost_usd", 0.0)
+    bars = page.locator('[data-chart="tells"] rect.bar')
+    expect(bars).to_have_count(len(tells_per_day))
+    assert {b.get_attribute("data-day"): int(b.get_attribute("data-tells") or -1) for b in bars.all()} == tells_per_day
+    costs = page.locator('[data-chart="cost"] rect.bar').all()
+    assert {b.get_attribute("data-day"): float(b.get_attribute("data-cost") or "nan") for b in costs} == pytest.approx(
+        cost_per_day)
+    edges = page.locator("[data-edge]")
+    expect(edges).to_have_count(len(stats["pairs"]))
+    wanted = {f"{p.get('from_team') or 'you'} → {p['to_team']}": p.get("tells", 0) for p in stats["pairs"]}
+    assert {e.get_attribute("data-edge"): int(e.get_attribute("data-tells") or -1) for e in edges.all()} == wanted
+    # A tell running on a pair lights its arrow until it ends; then the figures are read again.
+    edge = page.locator('[data-edge="backend → frontend"]')
+    expect(edge).to_have_attribute("data-lit", "false")
+    started = iris.cli_json("tell", "frontend", "@slow:400 @chunks:10 four", "--from", "backend", "--timeout", "-1")
+    expect(edge).to_have_attribute("data-lit", "true", timeout=LONG)
+    expect(edge).to_have_attribute("data-lit", "false", timeout=LONG)
+    assert iris.cli_json("result", started["id"])["status"] == "completed"
+    expect(edge).to_have_attribute("data-tells", str(wanted["backend → frontend"] + 1), timeout=LONG)

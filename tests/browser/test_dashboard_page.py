@@ -24,16 +24,22 @@ from browser.chromium import PageProblems
 from irisd.dashboard import STATIC_DIR
 from irisd.http.gate import SECURITY_HEADERS
 from protocol.messages import (
+    ActionRow,
+    AgentStatsReply,
+    AgentVerdict,
     AnswerReply,
     ApprovalEvent,
     ApprovalInfo,
     ApprovalReply,
     ApprovalsReply,
     AskReply,
+    ClassifiedRow,
     CostRow,
     CostsReply,
     NotificationInfo,
     NotificationsReply,
+    PairDay,
+    PairStats,
     ProcessEvent,
     ProcessInfo,
     QuestionEvent,
@@ -44,7 +50,9 @@ from protocol.messages import (
     ReportReply,
     SessionEvent,
     SessionInfo,
+    SessionReply,
     SessionsReply,
+    SessionStatsReply,
     StatusReply,
     TeamInfo,
     TellInfo,
@@ -173,6 +181,7 @@ def fake(page: Page) -> FakeIris:
         "GET /api/questions": QuestionsReply(questions=[]),
         "GET /api/notifications": NotificationsReply(notifications=[]),
         "GET /api/sessions": SessionsReply(sessions=[]),
+        "GET /api/sessions/stats": SessionStatsReply(pairs=[], days=[]),
         "GET /api/tells/t1/transcript": TranscriptReply(tell=tell(), entries=TRANSCRIPT),
         "GET /api/tells/t2/transcript": TranscriptReply(tell=hostile, entries=[]),
     })
@@ -289,6 +298,30 @@ def test_an_mcp_servers_input_request_is_a_form_built_from_its_schema(page: Page
     card.locator('[data-action="decline"]').click()
     expect(page.locator("#flash")).to_have_text("declined")
     assert fake.posts[-1] == ("/api/approvals/a2/deny", {})
+
+
+def test_a_chains_budget_question_says_what_continuing_allows(page: Page, fake: FakeIris) -> None:
+    """settings.budget.askToExceed: the card says in words how much more the chain may spend
+    and where it goes next (no JSON, no "Approve & remember": it is decided once)."""
+    asked = ApprovalInfo(
+        id="a3", from_team="frontend", to_team="backend", tell_id="t3", tool_name="chainUsd",
+        input={"chain_id": "c1", "more_usd": 0.5, "next_team": "db"}, status="pending", created_at=NOW,
+        expires_at=NOW + 600, kind="budget", message="The chain spent $1.00 of its $1.00 budget: continue?",
+    )
+    fake.replies["GET /api/approvals"] = ApprovalsReply(approvals=[asked])
+    page.goto(f"{BASE}/#/approvals")
+    card = page.locator('[data-approval="a3"]')
+    expect(card.locator("h3")).to_have_text("A chain reached its budget")
+    expect(card.locator("[data-budget-message]")).to_have_text("The chain spent $1.00 of its $1.00 budget: continue?")
+    expect(card.locator("[data-budget-allows]")).to_have_text(
+        "Continue lets the chain spend up to $0.50 more (its next tell goes to db); Stop refuses its next tell."
+    )
+    expect(card.locator('[data-action="remember"]')).to_have_count(0)
+    expect(card).not_to_contain_text("chain_id")
+    fake.replies["POST /api/approvals/a3/approve"] = ApprovalReply(approval=asked)
+    card.locator('[data-action="approve"]').click()
+    expect(page.locator("#flash")).to_have_text("the chain goes on")
+    assert fake.posts[-1] == ("/api/approvals/a3/approve", {})
 
 
 def test_a_page_without_login_says_how_to_log_in(page: Page, fake: FakeIris) -> None:
@@ -455,7 +488,7 @@ def test_the_costs_view_sums_the_ledger_by_what_you_choose(page: Page, fake: Fak
     assert NOW - 86400 < since <= NOW
 
 
-VIEWS = ["teams", "tells", "tells/t1", "approvals", "notifications", "costs", "ask", "health"]
+VIEWS = ["teams", "tells", "tells/t1", "approvals", "notifications", "costs", "sessions", "ask", "health"]
 
 
 @pytest.mark.parametrize("size", [(390, 844), (1280, 800)], ids=["phone", "desktop"])
@@ -464,6 +497,7 @@ def test_every_view_fits_the_window_and_shows_where_you_are(page: Page, fake: Fa
     row = CostRow(key="external->backend-with-a-long-name", tells=3, cost_usd=0.0421, input_tokens=12345678,
                   output_tokens=678901, cache_read_tokens=1234567, num_turns=40, duration_ms=5300)
     fake.replies["GET /api/costs"] = CostsReply(by="pair", since=0, rows=[row], total=row)
+    fake.replies["GET /api/sessions/stats"] = stats_reply()
     busy = [  # every pair state, with its buttons: Wake, Sleep, Force sleep, Reset
         ProcessInfo(from_team=sender, to_team=team, state=state, pid=70000 + n, queued=n,  # type: ignore[arg-type]
                     session_id=f"s-{n}" * 6,
@@ -717,3 +751,140 @@ def test_a_running_tells_duration_counts_up(page: Page, fake: FakeIris) -> None:
     expect(took).to_have_text("7.3 s, 2.0 s queued")  # 7.25 s, ticking every second
     page.clock.run_for(60_000)
     expect(took).to_have_text("1 min 7 s, 2.0 s queued")
+
+
+def stats_reply() -> SessionStatsReply:
+    pairs = [
+        PairStats(from_team=None, to_team="backend", tells=4, messages=4, cost_usd=0.08, input_tokens=4000,
+                  output_tokens=400, first_used_at=NOW - 3 * 86400, last_used_at=NOW - 60, lifetime_s=3 * 86400 - 60,
+                  compactions=1, mean_tell_ms=2500, p95_tell_ms=4100, status="active"),
+        PairStats(from_team="backend", to_team="crm", tells=2, cost_usd=0.5, first_used_at=NOW - 86400,
+                  last_used_at=NOW - 600, lifetime_s=86400 - 600, mean_tell_ms=900, p95_tell_ms=1000),
+        PairStats(from_team="frontend", to_team="backend", tells=1, cost_usd=0.01, first_used_at=NOW - 30,
+                  last_used_at=NOW - 30, mean_tell_ms=700, p95_tell_ms=700, status="archived"),
+    ]
+    days = [
+        PairDay(from_team=None, to_team="backend", day="2026-11-20", tells=3, cost_usd=0.06),
+        PairDay(from_team="backend", to_team="crm", day="2026-11-22", tells=2, cost_usd=0.5),
+        PairDay(from_team=None, to_team="backend", day="2026-11-23", tells=1, cost_usd=0.02),
+        PairDay(from_team="frontend", to_team="backend", day="2026-11-23", tells=1, cost_usd=0.01),
+    ]
+    return SessionStatsReply(pairs=pairs, days=days)
+
+
+def test_the_sessions_view_draws_the_figures_it_reads(page: Page, fake: FakeIris) -> None:
+    problems = PageProblems(page)
+    fake.replies["GET /api/sessions/stats"] = stats_reply()
+    fake.replies["GET /api/status"] = status(teams=[
+        TeamInfo(name="backend", path="/src/api"), TeamInfo(name="frontend", path="/src/web"),
+        TeamInfo(name="crm", path="", kind="a2a", remote="https://crm.example/a2a"),
+    ])
+    page.goto(f"{BASE}/#/sessions")
+    # The chart: a bar a day from the first to the last, as high as the day's figure.
+    tells = page.locator('[data-chart="tells"] rect.bar')
+    expect(tells).to_have_count(4)
+    days = [tells.nth(i).get_attribute("data-day") for i in range(4)]
+    assert days == ["2026-11-20", "2026-11-21", "2026-11-22", "2026-11-23"]
+    assert [tells.nth(i).get_attribute("data-tells") for i in range(4)] == ["3", "0", "2", "2"]
+    heights = [float(tells.nth(i).get_attribute("height") or "nan") for i in range(4)]
+    assert heights[1] == 0 and heights[2] == heights[3] == pytest.approx(heights[0] * 2 / 3, abs=0.01)
+    cost = page.locator('[data-chart="cost"] rect.bar')
+    assert [float(cost.nth(i).get_attribute("data-cost") or "nan") for i in range(4)] == pytest.approx(
+        [0.06, 0, 0.5, 0.03])
+    # The map: an arrow a pair, as thick as its tells; the A2A agent is marked.
+    edges = page.locator("[data-edge]")
+    expect(edges).to_have_count(3)
+    width = {e.get_attribute("data-edge"): float(e.get_attribute("stroke-width") or "nan") for e in edges.all()}
+    assert width["you → backend"] > width["backend → crm"] > width["frontend → backend"]
+    assert page.locator('[data-edge="backend → crm"]').get_attribute("data-tells") == "2"
+    expect(page.locator('[data-node="crm"]')).to_have_class("node remote")
+    expect(page.locator('[data-node="crm"] text')).to_have_text("crm (A2A)")
+    expect(page.locator('[data-node="you"]')).to_have_attribute("data-kind", "person")
+    # The table, the most active first.
+    rows = page.locator("[data-stats-pair]")
+    expect(rows).to_have_count(3)
+    assert [r.get_attribute("data-stats-pair") for r in rows.all()] == [
+        "you → backend", "backend → crm", "frontend → backend"]
+    expect(rows.first.locator("td").nth(3)).to_have_text("$0.08")
+    expect(rows.first.locator("td").nth(11)).to_have_text("4.1 s")
+    assert problems.unexpected("404") == []
+
+
+def test_an_edge_is_lit_while_a_tell_runs_on_it(page: Page, fake: FakeIris) -> None:
+    fake.replies["GET /api/sessions/stats"] = stats_reply()
+    page.goto(f"{BASE}/#/sessions")
+    expect(page.locator("#conn")).to_have_text("live")
+    edge = page.locator('[data-edge="frontend → backend"]')
+    expect(edge).to_have_attribute("data-lit", "false")
+    fake.push(TellState(tell_id="t9", status="running", from_team="frontend", to_team="backend", message="hi"))
+    expect(edge).to_have_attribute("data-lit", "true")
+    expect(edge).to_have_class("edge lit")
+    expect(page.locator('[data-edge="you → backend"]')).to_have_attribute("data-lit", "false")
+    more = stats_reply()
+    more.pairs[2] = msgspec.structs.replace(more.pairs[2], tells=2)
+    fake.replies["GET /api/sessions/stats"] = more
+    with page.expect_request(lambda r: r.url.endswith("/api/sessions/stats")):  # its figures changed
+        fake.push(TellState(tell_id="t9", status="completed", from_team="frontend", to_team="backend"))
+    expect(edge).to_have_attribute("data-lit", "false")
+    expect(edge).to_have_attribute("data-tells", "2")
+
+
+def test_a_pair_is_archived_and_restored_from_the_sessions_view(page: Page, fake: FakeIris) -> None:
+    active = SessionInfo(from_team=None, to_team="backend", session_id="s-1", created_at=NOW - 100,
+                         last_used_at=NOW - 10)
+    archived = SessionInfo(from_team="frontend", to_team="backend", session_id="s-2", created_at=NOW - 100,
+                           last_used_at=NOW - 10, status="archived", archived_at=NOW - 5)
+    fake.replies["GET /api/sessions"] = SessionsReply(sessions=[active, archived])
+    fake.replies["GET /api/sessions/stats"] = stats_reply()
+    fake.replies["POST /api/teams/backend/session/archive"] = SessionReply(session=active)
+    fake.replies["POST /api/teams/backend/session/restore"] = SessionReply(session=archived)
+    page.goto(f"{BASE}/#/sessions")
+    archive = page.locator('[data-archive="you → backend"]')
+    archive.click()
+    expect(archive).to_have_text("Archive it?")  # a second press archives
+    archive.click()
+    expect(page.locator("#flash")).to_have_text("you → backend is archived")
+    assert fake.posts[-1] == ("/api/teams/backend/session/archive", {})
+    expect(page.locator('[data-stats-pair="frontend → backend"] [data-stats-status]')).to_have_text("archived")
+    page.locator('[data-restore="frontend → backend"]').click()
+    expect(page.locator("#flash")).to_have_text("frontend → backend is restored")
+    assert fake.posts[-1] == ("/api/teams/backend/session/restore", {"from_team": "frontend"})
+    expect(page.locator('[data-archive="backend → crm"]')).to_have_count(0)  # no conversation: no button
+def test_iris_agents_proposals_verdicts_and_analytics(page: Page, fake: FakeIris) -> None:
+    problems = PageProblems(page)
+    verdict = AgentVerdict(classification="team", confidence=0.8, reason=HOSTILE, suggestion="yes", approval_id="ag-1",
+                           said=f'{{"classification": "team"}} {HOSTILE}')
+    fake.replies["GET /api/questions"] = QuestionsReply(questions=[question(agent=verdict)])
+    proposal = ApprovalInfo(
+        id="ag-1", from_team="iris-agent", to_team="backend", tell_id="", tool_name="team_answer",
+        input={"type": "answer_question", "question_id": "q1", "text": "yes"}, status="pending", created_at=NOW,
+        expires_at=NOW + 600, kind="agent", summary=f"answer question q1 of backend with: {HOSTILE}",
+    )
+    fake.replies["GET /api/approvals"] = ApprovalsReply(approvals=[proposal])
+    fake.replies["GET /api/agent/stats"] = AgentStatsReply(
+        since=0, tells_completed=4, questions=1, questions_by_status={"pending": 1}, looked=1,
+        classified=[ClassifiedRow(classification="team", count=1, confidence=0.8, pending=1)],
+        actions=[ActionRow(tool="team_answer", proposed=1, pending=1), ActionRow(tool="team_wake", automatic=2)],
+        asks=3, ask_usd=0.03, watch_usd=0.004,
+    )
+    page.goto(f"{BASE}/#/approvals")
+    card = page.locator('[data-approval="ag-1"]')
+    said = f"iris-agent proposes to answer question q1 of backend with: {HOSTILE}"
+    expect(card.locator("[data-agent-proposal]")).to_contain_text(said)
+    expect(card.locator('[data-action="remember"]')).to_have_count(0)  # an action is decided once
+    expect(card.locator('[data-action="approve"]')).to_be_visible()
+    shown = page.locator('[data-question="q1"] [data-agent-verdict="team"]')
+    expect(shown).to_contain_text("iris-agent: one you can answer (80%)")
+    expect(shown).to_contain_text("suggests: yes (approval ag-1 in the inbox)")
+    shown.locator("summary").click()
+    expect(shown.locator("pre")).to_have_text(f'{{"classification": "team"}} {HOSTILE}')
+    never_ran(page)
+
+    page.goto(f"{BASE}/#/ask")
+    panel = page.locator("[data-agent-stats=loaded]")
+    expect(panel.locator("[data-detection]")).to_have_text("1 questions in 4 completed tells (25%)")
+    expect(panel.locator("table").first.locator("tbody tr")).to_have_text("team180%0001")
+    expect(panel.locator("table").nth(1).locator("tbody tr").nth(1)).to_have_text("team_wake000002")
+    cost = "cost: $0.03 for 3 asks · $0.0040 watching · $0 for its tells"
+    expect(panel.locator("[data-agent-cost]")).to_have_text(cost)
+    assert problems.unexpected("404") == []

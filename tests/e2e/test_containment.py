@@ -420,7 +420,7 @@ def test_a_job_that_clears_its_environment_still_dies_with_irisd(iris: Iris, how
             assert is_reaper(spawner)  # (never irisd, nor whoever runs the tests)
             os.kill(spawner, signal.SIGKILL)
             wait_gone([claude, *jobs])
-            assert "the reaper ended" in iris.log()
+            wait_for(lambda: "the reaper ended" in iris.log(), 30, "irisd to log the reaper's end")
         else:
             guard = parent_of(spawner)
             assert is_reaper(guard)

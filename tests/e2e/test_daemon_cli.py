@@ -15,18 +15,20 @@ import pytest
 
 from harness import REPO, Iris
 from iris_cli.daemon_control import (
-    REFERENCE_ENVIRONMENT_FILE,
-    REFERENCE_EXEC_START,
-    REFERENCE_LISTEN,
     Layout,
     ensure_daemon,
     irisd_command,
     is_alive,
     read_pid_file,
-    render_service_unit,
-    render_socket_unit,
     rotate_log,
     stop_pid,
+)
+from iris_cli.systemd_unit import (
+    REFERENCE_ENVIRONMENT_FILE,
+    REFERENCE_EXEC_START,
+    REFERENCE_LISTEN,
+    render_service_unit,
+    render_socket_unit,
     systemd_quote,
 )
 from protocol.errors import DaemonNotRunningError

@@ -72,9 +72,9 @@ def test_iris_ask_calls_an_iris_tool_and_answers_from_its_result(iris: Iris) -> 
     session = read_stored_total(transcript)
     assert session is not None and abs(session.cost_usd - reply["cost_usd"] - again["cost_usd"]) < 1e-9
 
-    # Its tools only read: a tool that would change something is not there for it.
+    # A tool that would change something only proposes it to the person (tests/e2e/test_agent_acts.py).
     tried = iris.cli_json("ask", '@tool:mcp__iris__team_wake {"team": "alpha"}', "--new")
     assert tried["session_id"] != reply["session_id"]
-    assert "team_wake" not in tried["tools"] or "failed" in tried["text"]
+    assert tried["tools"] == ["team_wake"] and "iris-agent proposes to wake external->alpha [pending]" in tried["text"]
     status = iris.cli_json("status")
     assert status["processes"] == []  # nothing was woken

@@ -117,3 +117,15 @@ def _parent(pid: int) -> int:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except (OSError, ValueError):
         return -1
+
+
+def test_irisd_loads_what_mcp_needs_once_ready_before_any_tell(iris: Iris) -> None:
+    """The first tell after a start does not wait for the MCP SDK: irisd loads it in the
+    background once ready (settings.preloadMcp, on unless said otherwise; the other tests
+    turn it off), and only when some team is a local claude."""
+    iris.settings["preloadMcp"] = True
+    iris.add_team("alpha")
+    iris.start()
+    assert iris.cli_json("status")  # ready and serving while it loads
+    wait_for(lambda: "MCP over HTTP ready" in iris.log(), timeout=60, what="the MCP SDK loaded without a tell")
+    assert iris.cli_json("report", "alpha") == []  # no tell, no claude child

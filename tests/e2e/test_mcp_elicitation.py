@@ -181,7 +181,7 @@ async def test_a_client_without_elicitation_is_told_how_to_decide(iris: Iris) ->
         result = await mcp.call_tool("team_result", {"tellId": tell_id, "wait": 1000})
     (approval_id,) = pending(iris)
     said = text_of(result)
-    assert not result.is_error and f"ask them to run `iris approve {approval_id}`" in said, said
+    assert not result.is_error and f"ask your person to run `iris approve {approval_id}`" in said, said
     iris.request(Decide(approval_id=approval_id, allow=False, by="test"))
 
 

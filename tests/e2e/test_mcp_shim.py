@@ -412,7 +412,7 @@ async def test_a_tell_queued_behind_an_approval_asks_the_calling_model_to_get_it
     assert isinstance(content, types.TextContent) and not result.is_error
     behind = f"queued behind 1 tell; tell {asked.tell.id[:10]} ahead awaits your approval of Bash `echo hi > made.txt`"
     assert behind in content.text and f"run 'iris approve {approval[:10]}'" in content.text, content.text
-    assert "ask your person to run that command" in content.text
+    assert f"ask your person to run `iris approve {approval}`" in content.text
     assert any(behind in message and "ask your person" in message for message in seen), seen
     assert iris.cli("approve", approval).returncode == 0
     assert iris.cli_json("result", result.structured_content["id"], "--wait", "60000")["status"] == "completed"

@@ -24,8 +24,8 @@ import trio
 from harness import Iris, claude_processes_under, wait_for
 from iris_cli.client import Client
 from irisd.dispatch import Dispatcher
-from irisd.server import Server, SocketError, open_unix_listener, peer_allowed, prepare_socket_dir
 from irisd.serving import Serving
+from irisd.socket_server import Server, SocketError, open_unix_listener, peer_allowed, prepare_socket_dir
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.messages import ErrorReply, GetStatus, Hello, StatusReply, Watch, Welcome

@@ -13,7 +13,7 @@ import trio
 from fakes.child import FakeChild
 from iris_common.config import IrisConfig, parse_config
 from iris_common.paths import IrisPaths
-from irisd.core import run_core
+from irisd.core import Services, run_core
 from irisd.dispatch import Dispatcher
 from irisd.pool.pair import ChildFactory
 from irisd.store.db import open_database
@@ -46,10 +46,10 @@ async def running_core(
     paths = IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude")
     store = Store(connection or open_database(tmp_path / "iris.db"), inline=True)
     async with trio.open_nursery() as nursery:
-        dispatcher: Dispatcher = await nursery.start(
+        services: Services = await nursery.start(
             lambda task_status: run_core(config, paths, store, child_factory=child_factory, task_status=task_status)
         )
-        yield dispatcher
+        yield services.dispatcher
         nursery.cancel_scope.cancel()
     store.close()
 

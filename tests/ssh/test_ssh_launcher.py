@@ -244,7 +244,7 @@ async def test_a_forward_port_taken_on_the_remote_host_is_named_and_the_pair_sta
             core = await nursery.start(
                 functools.partial(run_core, config, paths, store, child_factory=taking_the_first_port, access=access)
             )
-            reply = await core.tell(Tell(to_team="far", message="hello"), no_events)
+            reply = await core.dispatcher.tell(Tell(to_team="far", message="hello"), no_events)
             nursery.cancel_scope.cancel()
         store.close()
         assert (reply.tell.status, reply.tell.text) == ("completed", "echo #1: hello"), reply.tell

@@ -149,3 +149,24 @@ async def test_an_agent_that_cannot_be_reached_is_remembered_for_the_health_moni
         down = False
         await run.run(tell(), cast(TellReport, Report()))
     assert run.unreachable == ""
+
+
+async def test_one_http_client_serves_every_tell_of_an_agent(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client (and the keep-alive connections of its pool) is made once, not per tell."""
+    made: list[httpx2.AsyncClient] = []
+
+    class Counted(httpx2.AsyncClient):
+        def __init__(self, **options: Any) -> None:
+            super().__init__(**options)
+            made.append(self)
+
+    monkeypatch.setattr(httpx2, "AsyncClient", Counted)
+    run, _ = executor(tmp_path, Agent(working_polls=0))
+    with trio.fail_after(60):
+        for _ in range(3):
+            report = Report()
+            await run.run(tell(), cast(TellReport, report))
+            assert report.calls[-1][:3] == ("finished", "completed", "done")
+    assert len(made) == 1

@@ -19,7 +19,8 @@ from iris_common.config import IrisConfig, parse_config
 from irisd import policy
 from irisd.a2a.inbound.service import A2AService
 from irisd.caller import Caller
-from irisd.http.a2a import A2AFace
+from irisd.http.a2a import A2AFace, handles
+from irisd.http.gate import Refusals
 from irisd.tokens import Access
 from protocol import errors
 from protocol.errors import BusyError, NotFoundError, RateLimitedError
@@ -135,10 +136,11 @@ def config() -> IrisConfig:
 
 
 class Client:
-    """ASGI requests to the face, as hypercorn makes them."""
+    """ASGI requests to the face, as hypercorn makes them, through the gate's refusals (as
+    the HTTP app serves it: what the face refuses before a call is read, the gate answers)."""
 
     def __init__(self, face: A2AFace, token: str = "") -> None:
-        self.face = face
+        self.face = Refusals(face, jsonrpc=handles)
         self.token = token
 
     async def request(
@@ -232,6 +234,16 @@ async def test_the_cards_are_public_and_name_each_teams_endpoint(face: A2AFace) 
     assert (await anyone.request("GET", "/a2a/alpha/else"))[0] == 404
 
 
+async def test_a_call_to_the_agents_url_with_a_slash_joined_is_served_not_redirected(
+    face: A2AFace, access: Access
+) -> None:
+    # What an HTTP client makes of "/" joined to the card's URL (the A2A TCK's httpx does).
+    body = json.dumps({"jsonrpc": "2.0", "id": 4, "method": "ListTasks", "params": {}}).encode()
+    status, headers, data = await Client(face, access.owner_token).request("POST", "/a2a/alpha/", body)
+    assert status == 200 and headers["content-type"] == "application/json"
+    assert json.loads(data)["id"] == 4 and "result" in json.loads(data)
+
+
 async def test_methods_need_a_token_and_a_childs_is_refused(face: A2AFace, access: Access, tmp_path: Path) -> None:
     status, answer = await Client(face).rpc("ListTasks", {})
     assert status == 401 and "iris a2a token" in answer["error"]["message"]
@@ -253,8 +265,8 @@ async def test_failed_authentications_are_limited_like_the_rest_of_the_face(core
         raise RateLimitedError("too many failed authentications from 127.0.0.1; try again in 60 s")
 
     face = A2AFace(A2AService(core.dispatch, config), access, _no_teams, limited)
-    with pytest.raises(RateLimitedError):
-        await Client(face, "wrong").rpc("ListTasks", {})
+    status, answer = await Client(face, "wrong").rpc("ListTasks", {})
+    assert status == 429 and answer["error"]["code"] == errors.REFUSED and "too many" in answer["error"]["message"]
 
 
 async def _no_teams() -> list[TeamInfo]:

@@ -20,7 +20,7 @@ from fakes.core import no_events, running_core, teams_config
 from fakes.faults import WriteFaults
 from harness import wait_until
 from iris_common.config import NotifyConfig
-from iris_mcp.tools import render_status
+from iris_mcp.render import render_status
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
 from irisd.events import EventHub

@@ -22,14 +22,15 @@ import trio
 import trio.testing
 
 from harness import wait_until
+from iris_common.config import IrisConfig
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
-from irisd.http import server as http_server
+from irisd.http import listener as http_listener
 from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
 from irisd.http.gate import SECURITY_HEADERS, ActiveLimits
+from irisd.http.listener import HttpServer, open_http_socket
 from irisd.http.security import Allowlist, host_names
-from irisd.http.server import HttpServer, open_http_socket
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
 from protocol import errors
@@ -112,8 +113,9 @@ def serving(recorder: Recorder) -> Serving:
 
 
 @pytest.fixture
-def face(serving: Serving, access: Access) -> HttpFace:
-    return HttpFace(serving, access, Allowlist(host_names("127.0.0.1"), PORT))
+def face(serving: Serving, access: Access, recorder: Recorder) -> HttpFace:
+    config = cast(IrisConfig, recorder.config)
+    return HttpFace(serving, access, Allowlist(host_names("127.0.0.1"), PORT), config=lambda: config)
 
 
 async def call(
@@ -406,7 +408,8 @@ async def test_a_childs_requests_at_once_are_limited_and_the_owner_and_health_st
     face: HttpFace, recorder: Recorder
 ) -> None:
     limits = ActiveLimits(total=4, per_caller=2, owner_room=1)
-    face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), PORT), limits=limits)
+    face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), PORT), config=face.config,
+                    limits=limits)
     child = face.access.mint(Caller.child("alpha", "alpha->beta"))
     recorder.hold = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -475,7 +478,7 @@ async def test_draining_refuses_new_requests_and_waits_for_answers_in_flight(
 async def test_hypercorn_serves_the_face_on_a_duplicate_that_no_child_inherits(face: HttpFace) -> None:
     with open_http_socket("127.0.0.1", 0) as sock:
         port = sock.getsockname()[1]
-        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
+        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port), config=face.config)
         server = HttpServer(face, sock, max_connections=64)
         with trio.fail_after(30):
             async with trio.open_nursery() as nursery:
@@ -493,7 +496,7 @@ async def test_hypercorn_serves_the_face_on_a_duplicate_that_no_child_inherits(f
 async def test_a_connection_that_sends_no_request_is_closed_after_the_idle_timeout(
     face: HttpFace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(http_server, "IDLE_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(http_listener, "IDLE_TIMEOUT_S", 0.5)
     with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
         server = HttpServer(face, sock, max_connections=64)
         async with trio.open_nursery() as nursery:
@@ -509,10 +512,10 @@ async def test_a_connection_that_sends_no_request_is_closed_after_the_idle_timeo
 async def test_connections_past_the_limit_wait_in_the_listen_queue_until_one_closes(
     face: HttpFace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(http_server, "IDLE_TIMEOUT_S", 60.0)
+    monkeypatch.setattr(http_listener, "IDLE_TIMEOUT_S", 60.0)
     with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
         port = sock.getsockname()[1]
-        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
+        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port), config=face.config)
         server = HttpServer(face, sock, max_connections=2)
         async with trio.open_nursery() as nursery:
             await nursery.start(server.run)
@@ -538,7 +541,7 @@ async def test_out_of_file_descriptors_accepting_backs_off_and_says_so_once_with
 ) -> None:
     with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
         port = sock.getsockname()[1]
-        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port))
+        face = HttpFace(face.serving, face.access, Allowlist(host_names("127.0.0.1"), port), config=face.config)
         server = HttpServer(face, sock, max_connections=1000)
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         async with trio.open_nursery() as nursery:

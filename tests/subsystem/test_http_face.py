@@ -30,9 +30,11 @@ from protocol.errors import PermissionDeniedError
 from protocol.messages import (
     AnswerQuestion,
     Ask,
+    CancelTell,
     ClearCache,
     Costs,
     Decide,
+    ForgetRule,
     GetStatus,
     GetTell,
     HttpInfo,
@@ -40,9 +42,11 @@ from protocol.messages import (
     ListQuestions,
     ListSessions,
     ReadTranscript,
+    Reload,
     Report,
     Sleep,
     Tell,
+    TellMany,
     TellState,
     TellText,
     Wake,
@@ -173,7 +177,7 @@ def test_a_child_speaks_as_its_own_team_only_and_its_tells_are_linked_to_its_pai
     assert child.apply(GetTell(tell_id="x")) == GetTell(tell_id="x")
 
 
-def test_iris_agent_s_token_reads_everything_and_changes_nothing(tmp_path: Path) -> None:
+def test_iris_agent_s_token_reads_everything_and_only_proposes_changes(tmp_path: Path) -> None:
     access = Access.open(tmp_path)
     grant = access.grant_reader()
     reader = access.caller_for_token(grant.token)
@@ -181,11 +185,21 @@ def test_iris_agent_s_token_reads_everything_and_changes_nothing(tmp_path: Path)
     for reads in (GetStatus(), Report(to_team="gamma", all_callers=True), GetTell(tell_id="x"), ListQuestions(),
                   Costs(by="pair"), ListApprovals(), ListSessions(), ReadTranscript(tell_id="x")):
         assert reader.apply(reads) is reads  # as the owner sees it
-    for changes in (Tell(to_team="beta", message="hi"), Wake(to_team="beta"), Decide(approval_id="a", allow=True),
-                    AnswerQuestion(question_id="q", text="yes"), Ask(question="again?"), HttpInfo(),
-                    ClearCache(to_team="beta")):
-        with pytest.raises(PermissionDeniedError, match=r"iris-agent \(it only reads\) may not send"):
+    for changes in (Decide(approval_id="a", allow=True), Ask(question="again?"), HttpInfo(), ClearCache(to_team="beta"),
+                    Reload(), ForgetRule(rule_id="a"), TellMany(to_teams=["beta"], message="hi")):
+        with pytest.raises(PermissionDeniedError, match=r"iris-agent \(it reads, .*\) may not send"):
             reader.apply(changes)
+    # What it may do it only proposes (the dispatcher files an approval), its tells as itself.
+    for proposes in (Wake(to_team="beta"), CancelTell(tell_id="t")):
+        assert reader.apply(proposes) is proposes and reader.proposes(proposes)
+    answer = reader.apply(AnswerQuestion(question_id="q", text="yes", as_team="external"))
+    assert isinstance(answer, AnswerQuestion) and (answer.as_team, answer.by) == ("", "iris-agent")  # never a team's
+    assert reader.proposes(answer)
+    told = reader.apply(Tell(to_team="beta", message="hi", from_team="alpha", parent_pair="alpha->beta"))
+    assert isinstance(told, Tell) and (told.from_team, told.parent_pair) == ("iris-agent", "") and reader.proposes(told)
+    with pytest.raises(PermissionDeniedError, match="persist"):
+        reader.apply(Tell(to_team="beta", message="hi", persist=True))
+    assert not Caller().proposes(Wake(to_team="beta"))  # the person just does it
     grant.revoke()
     assert access.caller_for_token(grant.token) is None
 

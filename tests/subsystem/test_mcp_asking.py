@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
-from iris_mcp.server import Shim, build_server
+from iris_mcp.shim import Shim, build_server
 from protocol.messages import (
     ApprovalInfo,
     ApprovalReply,

@@ -10,7 +10,7 @@ import trio
 
 from fakes.links import ScriptedLink
 from iris_cli.mcp_stdio import DaemonLink
-from iris_mcp.server import Shim
+from iris_mcp.shim import Shim
 from protocol.errors import ConnectionLost, DaemonUnreachable, UnknownTeamError
 from protocol.messages import (
     CancelTell,
@@ -114,6 +114,19 @@ async def test_a_tell_goes_out_as_the_derived_team_with_the_parent_pair() -> Non
 
     refused = await shim.call("team_tell", {"toTeam": "beta", "message": "x", "fromTeam": "beta"}, report)
     assert refused.is_error and "fromTeam 'beta' is refused" in refused.text
+
+
+async def test_irisd_streams_a_tell_only_for_a_client_that_wants_progress() -> None:
+    link = TellLink([TellState(tell_id="t1", status="running"), TellText(tell_id="t1", text="pong")],
+                    reply("pong"))
+    shim = Shim(link, team="alpha", cwd="/", env={})
+    output = await shim.call("team_tell", {"toTeam": "beta", "message": "ping"}, None)  # no progress token
+    assert output.text == "pong" and not output.is_error
+    sent = link.sent[-1]
+    assert isinstance(sent, Tell) and sent.stream is False
+    await shim.call("team_tell", {"toTeam": "beta", "message": "ping"}, no_progress)  # a progress token
+    sent = link.sent[-1]
+    assert isinstance(sent, Tell) and sent.stream is True
 
 
 async def test_a_tell_cut_off_is_not_resent() -> None:

@@ -267,7 +267,8 @@ async def test_requests_to_a_pair_whose_actor_ended_are_answered_never_left_wait
     from irisd.pool.pair_events import WakeRequest
 
     supervisor = core.supervisor
-    pair = Pair(from_team=None, team=core.config.team("alpha"), config=core.config, paths=supervisor.paths,
+    config = core.current.config
+    pair = Pair(from_team=None, team=config.team("alpha"), config=config, paths=supervisor.paths,
                 store=core.store, child_factory=FakeChild)
     left_in_inbox = WakeRequest()
     async with trio.open_nursery() as nursery:

@@ -7,7 +7,8 @@ One core with fake children (tests/fakes/core.py) and a store holding, among oth
 beta's tell to gamma (``t-bg``) with a question asked of beta (``q-bg``): nobody's but
 the person's, beta's claude's, and what iris-agent reads. Each caller also has a tell of
 its own. An answer is "ok" (served), "denied" (403 / permission_denied, the policy's
-refusal) or "hidden" (a list served without the other's tell, an event not delivered).
+refusal), "hidden" (a list served without the other's tell, an event not delivered) or
+"proposed" (iris-agent's action, filed as an approval for the person: irisd/agent/actions.py).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from irisd.dispatch import Dispatcher
 from irisd.http.app import HttpFace
 from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
-from irisd.server import Server
 from irisd.serving import Serving
+from irisd.socket_server import Server
 from irisd.store import approvals, questions, tells
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
@@ -41,6 +42,7 @@ from protocol.errors import IrisError
 from protocol.messages import (
     AnswerQuestion,
     ApprovalInfo,
+    ApprovalReply,
     ApprovalsReply,
     CancelTell,
     ErrorReply,
@@ -78,13 +80,13 @@ TABLE: dict[str, dict[str, str]] = {
     "list questions": {"owner": "ok", "reader": "ok", "child": "hidden", "remote": "denied"},
     "list approvals": {"owner": "ok", "reader": "ok", "child": "hidden", "remote": "denied"},
     "cancel another's tell": {
-        "owner": "ok", "reader": "denied", "child": "denied", "agent": "denied", "remote": "denied",
+        "owner": "ok", "reader": "proposed", "child": "denied", "agent": "denied", "remote": "denied",
     },
-    "cancel its own tell": {"owner": "ok", "reader": "denied", "child": "ok", "agent": "ok", "remote": "ok"},
+    "cancel its own tell": {"owner": "ok", "reader": "proposed", "child": "ok", "agent": "ok", "remote": "ok"},
     "answer a question asked of another": {
-        "owner": "ok", "reader": "denied", "child": "denied", "agent": "denied", "remote": "denied",
+        "owner": "ok", "reader": "proposed", "child": "denied", "agent": "denied", "remote": "denied",
     },
-    "answer a question asked of it": {"owner": "ok", "reader": "denied", "child": "ok"},
+    "answer a question asked of it": {"owner": "ok", "reader": "proposed", "child": "ok"},
     "events of another's tell": {
         "owner": "ok", "reader": "denied", "child": "hidden", "agent": "denied", "remote": "denied",
     },
@@ -173,7 +175,8 @@ async def world(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> Async
         await dispatcher.store.call(approvals.insert, _approval(APPROVAL_OF_CHILD, seeded[2]), "r-2")
         access = Access.open(tmp_path)
         serving = Serving(dispatcher)
-        face = HttpFace(serving, access, Allowlist(host_names("127.0.0.1"), PORT))
+        face = HttpFace(serving, access, Allowlist(host_names("127.0.0.1"), PORT),
+                        config=lambda: dispatcher.current.config)
         child, reader = access.grant_child("alpha", "external->alpha"), access.grant_reader()
         tokens = {
             "owner": access.owner_token,
@@ -253,6 +256,8 @@ async def through_socket(world: World, operation: str, kind: str) -> str:
 
 
 def _of_reply(reply: Any) -> str:
+    if isinstance(reply, ApprovalReply) and reply.approval.kind == "agent":
+        return "proposed"
     if isinstance(reply, ErrorReply):
         assert reply.code == "permission_denied", reply
         return "denied"
@@ -301,6 +306,8 @@ async def through_http(world: World, operation: str, kind: str) -> str:
         return "denied"
     assert answer.status == 200, answer.body
     data = answer.json()
+    if data.get("approval", {}).get("kind") == "agent":
+        return "proposed"
     for name in ("tells", "questions", "approvals"):
         if name in data:
             return _listed([t["id"] for t in data[name]])
@@ -354,6 +361,8 @@ async def through_mcp(world: World, operation: str, kind: str) -> str:
             return "denied"  # iris-agent's server has no tool that changes anything
         assert output.data["error"]["code"] == "permission_denied", output.data
         return "denied"
+    if output.data.get("approval", {}).get("kind") == "agent":
+        return "proposed"
     for name in ("questions", "approvals"):
         if name in output.data:
             return _listed([item["id"] for item in output.data[name]])
@@ -426,7 +435,7 @@ async def test_every_cell_of_the_table_through_every_door(world: World, operatio
 def test_the_readme_table_is_this_table() -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     for operation, row in TABLE.items():
-        words = {"ok": "yes", "denied": "403", "hidden": "not shown"}
+        words = {"ok": "yes", "denied": "403", "hidden": "not shown", "proposed": "asks the person"}
         kinds = ("owner", "reader", "child", "agent", "remote")
         cells = " | ".join(words[row[kind]] if kind in row else "—" for kind in kinds)
         assert f"| {operation} | {cells} |" in readme, operation
@@ -455,3 +464,25 @@ async def test_a_childs_status_sessions_and_costs_show_only_its_own(tmp_path: Pa
         status = await core.dispatch(GetStatus(), child, no_events)
         assert isinstance(status, StatusReply)
         assert all("alpha" in (p.from_team, p.to_team) for p in status.processes)
+
+
+async def test_a_childs_session_stats_show_only_its_own_pairs(tmp_path: Path) -> None:
+    """The analytics are lists of pairs and of pairs' days: a child sees its own pairs' only."""
+    from irisd.store import ledger, sessions
+    from protocol.messages import SessionStats, SessionStatsReply
+
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha beta gamma")) as core:
+        for from_team, to_team in ((None, "beta"), ("alpha", "beta"), ("beta", "gamma")):
+            await core.store.call(sessions.get_or_create, from_team, to_team, 1.0)
+            spent = _tell(f"t-{from_team}-{to_team}", from_team, to_team)
+            await core.store.call(ledger.record, msgspec.structs.replace(spent, cost_usd=0.5, duration_ms=10))
+        child = Caller.child("alpha", "external->alpha")
+        seen = await core.dispatch(SessionStats(), child, no_events)
+        assert isinstance(seen, SessionStatsReply)
+        assert [(p.from_team, p.to_team) for p in seen.pairs] == [("alpha", "beta")]
+        assert [(d.from_team, d.to_team) for d in seen.days] == [("alpha", "beta")]
+        everything = await core.dispatch(SessionStats(), Caller.reader(), no_events)
+        assert isinstance(everything, SessionStatsReply)
+        assert {(p.from_team, p.to_team) for p in everything.pairs} == {
+            (None, "beta"), ("alpha", "beta"), ("beta", "gamma")}
+        assert everything == await core.dispatch(SessionStats(), OWNER, no_events)

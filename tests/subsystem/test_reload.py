@@ -30,7 +30,7 @@ async def test_a_reload_after_a_team_was_removed_still_applies(tmp_path: Path) -
         assert await core.reload() == ["team beta removed: its pairs finish what they hold, then stop"]
         write_config(tmp_path, "alpha", "  maxProcesses: 3\n")  # the next edit, beta long gone
         assert await core.reload() == ["settings.maxProcesses changed: in effect now"]
-        assert core.config.settings.max_processes == 3 and core.config_problem == ""
+        assert core.current.config.settings.max_processes == 3 and core.current.problem == ""
 
 
 async def test_wake_all_lists_no_pair_of_a_removed_team(tmp_path: Path) -> None:
@@ -38,7 +38,7 @@ async def test_wake_all_lists_no_pair_of_a_removed_team(tmp_path: Path) -> None:
         await core.supervisor.pair("alpha", "beta")
         write_config(tmp_path, "alpha")
         await core.reload()
-        woken = await core.wake_all(WakeAll(from_team="alpha"))  # alpha has no other team to wake now
+        woken = await core.pairs.wake_all(WakeAll(from_team="alpha"))  # alpha has no other team to wake now
         assert woken.processes == [] and woken.errors == {}  # was: alpha->beta, stopped
 
 
@@ -50,12 +50,12 @@ async def test_status_shows_the_last_reloads_outcome_with_its_reason_while_it_st
             (tmp_path / "config.yaml").write_text((tmp_path / "config.yaml").read_text() + "  maxProcesse: 3\n")
             with pytest.raises(ConfigError):
                 await core.reload()
-            said = [e.message for e in (await core.status()).recent_errors if "not reloaded" in e.message]
+            said = [e.message for e in (await core.status.status()).recent_errors if "not reloaded" in e.message]
             assert len(said) == 1 and "maxProcesse" in said[0], said  # the reason, not only that it failed
             write_config(tmp_path, "alpha")
             await core.reload()
             await core.reload()
-            status = await core.status()
+            status = await core.status.status()
             assert status.config_problem == ""
             assert not [e for e in status.recent_errors if "not reloaded" in e.message]  # settled
     finally:

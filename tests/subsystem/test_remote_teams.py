@@ -26,6 +26,7 @@ from protocol.messages import (
     ListNotifications,
     ListRules,
     ListSessions,
+    ListTells,
     Report,
     Tell,
     TellPhaseEvent,
@@ -118,7 +119,7 @@ async def test_a_remote_tell_runs_through_the_executor_like_a_local_one(
     assert executor.seen[0].from_team == "alpha" and executor.seen[0].id == reply.tell.id
     stored = await dispatcher.dispatch(GetTell(tell_id=reply.tell.id), OWNER, on_event)
     assert isinstance(stored, TellReply) and stored.tell.status == "completed" and stored.tell.text == "hello there"
-    far = next(t for t in dispatcher.team_infos() if t.name == "far")
+    far = next(t for t in dispatcher.status.team_infos() if t.name == "far")
     assert (far.kind, far.remote) == ("a2a", "http://agent.example/")
 
 
@@ -176,9 +177,9 @@ async def test_a_remote_teams_tells_are_reported_and_watched_like_a_local_teams(
     # this config) said "team ... is not configured; add it under 'teams:'".
     dispatcher, _ = core
     reply = await dispatcher.tells.tell(Tell(to_team="far", message="answer"), ignore)
-    report = await dispatcher.report("far", None, False, 10)
+    report = await dispatcher.records.report(Report(to_team="far"))
     assert [t.id for t in report.tells] == [reply.tell.id]
-    listed = await dispatcher.list_tells("far", None, None, 10)
+    listed = await dispatcher.records.list_tells(ListTells(to_team="far"))
     assert [t.id for t in listed.tells] == [reply.tell.id]
     with trio.move_on_after(1):
         await dispatcher.watch("far", ignore)  # follows the team until the client leaves

@@ -65,4 +65,5 @@ async def test_a_resumed_claudes_first_tell_costs_what_it_added(
     resumed = await told(core, 1, resumed_total)  # the session's running total, as claude restored it
     assert resumed.tell.session_id == first.tell.session_id
     assert resumed.tell.cost_usd == pytest.approx(0.2)
+    await trio.testing.wait_all_tasks_blocked()  # the answer leaves first; the pair then books the end
     assert await core.store.call(ledger.spent_since, 0.0) == pytest.approx(0.7)

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from harness import wait_for
-from scripted_model.model import ScriptedModel, parse_directives, split_chunks
+from scripted_model.model import ScriptedModel
+from scripted_model.planner import parse_directives, split_chunks
 
 JSON = dict[str, Any]
 REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from irisd.server import SEND_TIMEOUT_S, Connection
+from irisd.socket_server import SEND_TIMEOUT_S, Connection
 from protocol.messages import TellText
 
 

@@ -18,8 +18,8 @@ import trio
 import trio.testing
 
 from irisd.dispatch import Dispatcher
-from irisd.server import ConnectionLimits, Server
 from irisd.serving import Serving
+from irisd.socket_server import ConnectionLimits, Server
 from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode

@@ -31,7 +31,19 @@ def test_children_get_what_claude_needs_and_nothing_of_who_started_irisd() -> No
     env = child_environment(
         claude_config_dir=Path("/cfg"), environ={**NEEDED, **SESSION_VARIABLES, "CLAUDE_CONFIG_DIR": "/session/cfg"}
     )
-    assert env == {**NEEDED, "CLAUDE_CONFIG_DIR": "/cfg"}
+    assert env == {**NEEDED, "MCP_CONNECT_TIMEOUT_MS": "30000", "CLAUDE_CONFIG_DIR": "/cfg"}
+
+
+def test_claude_waits_30_s_for_iris_s_mcp_server_unless_told_otherwise() -> None:
+    """claude 2.1.330 gives an MCP server 5 s to connect, then goes on without its tools."""
+    assert child_environment(claude_config_dir=Path("/cfg"), environ={})["MCP_CONNECT_TIMEOUT_MS"] == "30000"
+    nine = {"MCP_CONNECT_TIMEOUT_MS": "9"}
+    for env in (
+        child_environment(claude_config_dir=Path("/cfg"), environ=nine),
+        child_environment(claude_config_dir=Path("/cfg"), environ={}, daemon_env=nine),
+        child_environment(claude_config_dir=Path("/cfg"), environ={}, team_env=nine),
+    ):
+        assert env["MCP_CONNECT_TIMEOUT_MS"] == "9"
 
 
 def test_irisd_env_then_the_teams_env_are_added_later_ones_winning() -> None:
@@ -43,7 +55,7 @@ def test_irisd_env_then_the_teams_env_are_added_later_ones_winning() -> None:
     )
     assert env == {
         "PATH": "/bin", "ANTHROPIC_API_KEY": "file-key", "GITHUB_TOKEN": "team", "NODE_ENV": "test",
-        "CLAUDE_CONFIG_DIR": "/cfg",
+        "MCP_CONNECT_TIMEOUT_MS": "30000", "CLAUDE_CONFIG_DIR": "/cfg",
     }
 
 

@@ -17,7 +17,7 @@ from irisd.claude.wire import (
     decode_line,
 )
 from irisd.pool.child_router import ChildLineRouter, Routed, is_permission_request
-from irisd.pool.unsolicited import UnsolicitedTurn
+from irisd.pool.unsolicited_turn import UnsolicitedTurn
 
 RECORDED = Path(__file__).parent / "recorded"
 

@@ -76,6 +76,13 @@ def test_empty_file_is_an_empty_config() -> None:
         ("settings:\n  budget:\n    chainUsd: -1\n", "'settings.budget.chainUsd' is -1; it must be at least 0"),
         ("settings:\n  retentionDays: 0\n", "'settings.retentionDays' is 0; it must be more than 0"),
         ("settings:\n  questions:\n    ttl: 5\n", "'settings.questions.ttl' is 5; it must be at least 1000"),
+        (
+            "settings:\n  agent:\n    allow: [team_wake, team_approve]\n",
+            "key 'settings.agent.allow[1]': invalid enum value 'team_approve'; iris-agent may be allowed only: "
+            "team_tell, team_wake, team_sleep, team_cancel",
+        ),
+        ("settings:\n  agent:\n    dailyUsd: -1\n", "'settings.agent.dailyUsd' is -1; it must be at least 0"),
+        ("settings:\n  questions:\n    answerWithin: 5\n", "'settings.questions.answerWithin' is 5; it must be"),
         ("teams:\n  a:\n    path: /tmp\n    budget:\n      dailyUsd: -2\n", "'teams.a.budget.dailyUsd' is -2;"),
         ("- just\n- a list\n", "must be a mapping"),
         ("teams: [\n", "not valid YAML"),

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from fakes.links import ScriptedLink
-from iris_mcp.server import Shim, mcp_tool_list
-from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, render_reply
+from iris_mcp.render import render_reply
+from iris_mcp.shim import Shim, mcp_tool_list
+from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME
 from irisd.agent.runner import agent_argv, agent_mcp_config, tool_calls
 from protocol.messages import (
     AnswerQuestion,

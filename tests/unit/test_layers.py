@@ -54,3 +54,17 @@ def test_the_readme_names_every_test_folder() -> None:
     folders = sorted(p.name for p in (REPO / "tests").iterdir() if p.is_dir() and (p / "__init__.py").exists())
     missing = [folder for folder in folders if f"`{folder}`" not in code_map]
     assert not missing, f"README's code map does not name the test folders {missing}"
+
+
+def test_the_dispatcher_stays_a_table_and_nothing_reads_the_config_through_it() -> None:
+    # Handlers live in the services that own them (irisd/status.py, records.py, pairs.py,
+    # questions/answering.py, the supervisor); the config is core.Services' holder.
+    lines = (REPO / "irisd" / "dispatch.py").read_text().count("\n")
+    assert lines < 300, f"irisd/dispatch.py has {lines} lines: move handlers to their services"
+    readers = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in sorted((REPO / "irisd").rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "dispatcher.config" in line
+    ]
+    assert not readers, f"the config is read through the dispatcher at {readers}; read core.Services' holder"

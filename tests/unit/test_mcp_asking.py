@@ -9,7 +9,7 @@ from iris_mcp.asking import (
     AskState,
     SpentStates,
     approval_form,
-    decide_elsewhere,
+    ask_your_person,
     new_state,
     read_answer,
     read_state,
@@ -78,5 +78,5 @@ def test_a_malformed_state_is_an_error_that_says_what_to_do() -> None:
 
 
 def test_the_model_is_told_the_commands_that_decide() -> None:
-    said = decide_elsewhere("ap-1")
+    said = ask_your_person("ap-1")
     assert "`iris approve ap-1`" in said and "`iris deny ap-1`" in said

@@ -8,12 +8,12 @@ import sys
 
 PROGRAM = """
 import sys
-from irisd.http.mcp import _import_sdk  # iris_mcp.server loads the SDK lean (iris_mcp/sdk.py)
+from irisd.http.mcp import _import_sdk  # iris_mcp.shim loads the SDK lean (iris_mcp/sdk.py)
 _import_sdk()
 loaded = sorted(m for m in sys.modules if m.startswith(("mcp.client", "mcp.server.mcpserver")))
 assert not loaded, loaded
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from iris_mcp.server import build_server
+from iris_mcp.shim import build_server
 from mcp import ClientSession  # runs the package's own __init__ now
 from mcp.server import MCPServer
 print(ClientSession.__module__, MCPServer.__name__, StreamableHTTPSessionManager.__name__, build_server.__name__)

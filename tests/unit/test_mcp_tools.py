@@ -7,21 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from iris_mcp.tools import (
-    DEFAULT_TELL_TIMEOUT_MS,
-    MAX_PROGRESS_CHARS,
-    TOOLS,
-    TOOLS_BY_NAME,
-    TellWatch,
-    error_output,
-    input_schema,
-    parse_args,
-    render_reply,
-    render_teams,
-    render_tell,
-    resolve_identity,
-    step_line,
-)
+from iris_mcp.identity import resolve_identity
+from iris_mcp.progress import Said
+from iris_mcp.render import error_output, render_reply, render_teams, render_tell, step_line
+from iris_mcp.tools import DEFAULT_TELL_TIMEOUT_MS, TOOLS, TOOLS_BY_NAME, input_schema, parse_args
+from iris_mcp.watch import MAX_PROGRESS_CHARS, TellWatch
 from protocol.errors import InvalidRequestError, PermissionDeniedError
 from protocol.messages import (
     PairReply,
@@ -143,67 +133,70 @@ def test_a_contradicting_from_team_is_refused() -> None:
         external.check_from_team("beta")
 
 
-def test_progress_carries_the_text_so_far_at_a_bounded_rate() -> None:
-    watch = TellWatch("beta", interval=0.2)
-    assert watch.feed(TellState(tell_id="t1", status="queued"), now=0.0) == "queued for beta"
+def test_progress_carries_the_text_so_far() -> None:
+    watch = TellWatch("beta")
+    assert watch.feed(TellState(tell_id="t1", status="queued")) == Said("queued for beta")
     assert watch.tell_id == "t1"
-    assert watch.feed(TellState(tell_id="t1", status="running"), now=0.05) == "beta is working on it"
-    assert watch.feed(TellText(tell_id="t1", text="one "), now=0.1) is None  # too soon
-    assert watch.feed(TellText(tell_id="t1", text="two "), now=0.25) == "one two "
-    assert watch.feed(TellText(tell_id="t1", text="three"), now=0.3) is None
-    assert watch.feed(TellState(tell_id="t1", status="running"), now=0.31) is None  # no change
-    assert watch.feed(TellText(tell_id="t1", text="!"), now=0.5) == "one two three!"
-    assert watch.progress == 4.0  # one step per notification sent
-    assert watch.feed(TellState(tell_id="t1", status="completed"), now=0.9) is None  # the result follows
-    watch.feed(TellText(tell_id="t1", text="x" * 2 * MAX_PROGRESS_CHARS), now=1.0)
+    assert watch.feed(TellState(tell_id="t1", status="running")) == Said("beta is working on it")
+    assert watch.feed(TellText(tell_id="t1", text="one ")) == Said("one ")
+    assert watch.feed(TellText(tell_id="t1", text="two")) == Said("one two")  # the whole text so far
+    assert watch.feed(TellState(tell_id="t1", status="running")) is None  # no change
+    assert watch.feed(TellState(tell_id="t1", status="completed")) is None  # the result follows
+    watch.feed(TellText(tell_id="t1", text="x" * 2 * MAX_PROGRESS_CHARS))
     assert len(watch.message()) == MAX_PROGRESS_CHARS and watch.message().startswith("…")
 
 
 def test_progress_shows_a_notice_until_the_text_comes() -> None:
     watch = TellWatch("beta")
-    watch.feed(TellState(tell_id="t1", status="running"), now=0.0)
+    watch.feed(TellState(tell_id="t1", status="running"))
     notice = "claude is retrying the Anthropic API after HTTP 529 overloaded (attempt 1 of 10)"
-    assert watch.feed(TellNotice(tell_id="t1", text=notice), now=1.0) == notice
-    assert watch.feed(TellText(tell_id="t1", text="answer"), now=2.0) == "answer"
+    assert watch.feed(TellNotice(tell_id="t1", text=notice)) == Said(notice)
+    assert watch.feed(TellText(tell_id="t1", text="answer")) == Said("answer")
 
 
-def test_progress_names_what_the_tell_waits_for() -> None:
+ASK = (
+    "ask your person to run `iris approve {0}` or `iris deny {0}` (or to decide it in the dashboard or "
+    "`iris monitor`); team_approve / team_deny decide it if they let you"
+)
+
+
+def test_progress_names_what_the_tell_waits_for_and_what_a_person_must_do_at_once() -> None:
     watch = TellWatch("beta")
     phase = TellPhaseEvent(tell_id="t1", phase=TellPhase(name="queued", ahead=2))
-    assert watch.feed(phase, now=0.0) == "beta: queued behind 2 tells"
-    assert watch.feed(phase, now=1.0) is None  # no change, no notification
-    assert watch.feed(TellPhaseEvent(tell_id="t1", phase=TellPhase(name="starting_claude")), now=2.0) == (
-        "beta: starting claude"
+    assert watch.feed(phase) == Said("beta: queued behind 2 tells", urgent=True)
+    assert watch.feed(phase) is None  # no change, no notification
+    assert watch.feed(TellPhaseEvent(tell_id="t1", phase=TellPhase(name="starting_claude"))) == (
+        Said("beta: starting claude")
     )
-    assert watch.feed(TellText(tell_id="t1", text="Let me check."), now=3.0) == "Let me check."
+    assert watch.feed(TellText(tell_id="t1", text="Let me check.")) == Said("Let me check.")
     approval = TellPhase(name="awaiting_approval", tool="Bash", detail="touch x", approval_id="a-9")
-    assert watch.feed(TellPhaseEvent(tell_id="t1", phase=approval), now=4.0) == (
-        "beta: awaiting your approval: Bash `touch x` (ask your person to run 'iris approve a-9' or "
-        "'iris deny a-9'; team_approve / team_deny decide it if they let you)"
+    assert watch.feed(TellPhaseEvent(tell_id="t1", phase=approval)) == Said(
+        "beta: awaiting your approval: Bash `touch x`; " + ASK.format("a-9"), urgent=True
     )
     running = TellPhaseEvent(tell_id="t1", phase=TellPhase(name="running_tool", tool="Bash", detail="touch x"))
-    assert watch.feed(running, now=5.0) == "Let me check."  # text so far wins again
+    assert watch.feed(running) == Said("Let me check.")  # text so far wins again
 
 
 def test_a_tell_queued_behind_an_approval_asks_the_model_to_ask_its_person() -> None:
     approval = TellPhase(name="awaiting_approval", tool="Bash", detail="rm x", approval_id="a-0123456789ab")
     queued = TellPhase(name="queued", ahead=1, head=approval, head_id="t0")
-    said = TellWatch("beta").feed(TellPhaseEvent(tell_id="t1", phase=queued), now=0.0)
-    assert said == (
+    said = TellWatch("beta").feed(TellPhaseEvent(tell_id="t1", phase=queued))
+    assert said == Said(
         "beta: queued behind 1 tell; tell t0 ahead awaits your approval of Bash `rm x`: run 'iris approve "
-        "a-01234567' (or 'iris deny a-01234567') (ask your person to run that command; team_approve / "
-        "team_deny decide it if they let you)"
+        "a-01234567' (or 'iris deny a-01234567'); " + ASK.format("a-0123456789ab"),
+        urgent=True,
     )
     info = TellInfo(id="t1", from_team="alpha", to_team="beta", message="hi", status="queued", phase=queued)
     text = render_tell(TellReply(status="in_progress", tell=info)).text
     assert "it is queued behind 1 tell; tell t0 ahead awaits your approval" in text
-    assert "run 'iris approve a-01234567'" in text and "ask your person to run that command" in text
+    assert "run 'iris approve a-01234567'" in text
+    assert text.count("ask your person") == 1 and ASK.format("a-0123456789ab") in text  # one instruction, once
 
 
 def test_a_lost_tell_is_not_resent_and_the_model_learns_where_to_look() -> None:
     watch = TellWatch("beta")
     assert 'team_report {"team": "beta"}' in watch.lost_message()
-    watch.feed(TellState(tell_id="t9", status="running"), now=0.0)
+    watch.feed(TellState(tell_id="t9", status="running"))
     assert "was not sent again" in watch.lost_message()
     assert 'team_result {"tellId": "t9"}' in watch.lost_message()
 

@@ -15,6 +15,7 @@ from irisd.pool.policy import (
     decide_slot,
     idle_deadline,
     least_recently_used_idle,
+    may_start_spare,
     start_retry_delay,
 )
 
@@ -31,6 +32,25 @@ def test_grant_while_there_is_room() -> None:
 def test_full_pool_evicts_the_least_recently_used_idle_pair() -> None:
     pairs = [view("a", last=30), view("b", last=10), view("c", "processing", last=1), view("d", last=20)]
     assert decide_slot((None, "new"), pairs, max_processes=4) == Evict((None, "b"))
+
+
+def spare(team: str, n: int, last: float) -> PairView:
+    return PairView(key=(f"spare #{n}", team), state="idle", last_used_at=last, holds_slot=True, spare=True)
+
+
+def test_under_pressure_spares_go_first_the_oldest_first() -> None:
+    pairs = [view("a", last=1), spare("b", 1, last=50), spare("c", 2, last=40), view("d", last=2)]
+    assert decide_slot((None, "new"), pairs, max_processes=4) == Evict(("spare #2", "c"))
+    assert decide_slot((None, "new"), pairs[:2] + pairs[3:], max_processes=3) == Evict(("spare #1", "b"))
+    assert decide_slot((None, "new"), [view("a", last=1), view("d", last=2)], max_processes=2) == Evict((None, "a"))
+    # a new conversation of c may take c's spare: another team's goes first
+    assert decide_slot(("x", "c"), pairs, max_processes=4) == Evict(("spare #1", "b"))
+
+
+def test_a_spare_starts_only_into_a_free_slot() -> None:
+    pairs = [view("a"), spare("b", 1, last=0), view("c", "stopped")]
+    assert may_start_spare(pairs, max_processes=3)
+    assert not may_start_spare(pairs, max_processes=2)  # it would have to evict: it does not start
 
 
 def test_busy_pairs_and_pairs_with_queued_work_are_never_evicted() -> None:

@@ -185,6 +185,18 @@ def test_status_says_why_a_reload_was_refused_and_the_newest_errors_of_the_log()
     assert not any("reloaded" in line or "recent errors" in line for line in quiet)
 
 
+def test_status_counts_the_spare_claudes_under_the_processes() -> None:
+    from iris_cli.plain import status_lines
+    from protocol.messages import StatusReply
+
+    reply = StatusReply(pid=7, daemon_version="0.1.0", started_at=time.time(), socket_path="/s", config_path="/c",
+                        teams=[], processes=[], max_processes=4, spares={"web": [12, 13], "api": [11]})
+    lines = status_lines(reply, width=80, color=False)
+    assert "  + 3 spare claudes (of the slots): api pid 11, web pid 12 13" in lines
+    assert not any("spare" in line for line in status_lines(msgspec.structs.replace(reply, spares={}), width=80,
+                                                              color=False))
+
+
 def test_status_shows_a_cost_column_once_a_pair_spent_something() -> None:
     from iris_cli.plain import process_lines
 
@@ -261,3 +273,23 @@ def test_watch_names_the_approval_a_queued_tell_waits_behind(screen: io.StringIO
         "abc queued behind 1 tell; tell t-0 ahead awaits your approval of Bash `touch x`: run 'iris approve "
         "a-01234567' (or 'iris deny a-01234567')\n"
     )
+
+
+def test_an_action_of_iris_agent_reads_as_what_it_will_do(screen: io.StringIO) -> None:
+    from iris_cli.monitor import _approval
+    from protocol.messages import ApprovalInfo
+
+    now = time.time()
+    proposal = ApprovalInfo(
+        id="ag-0123456789ab", from_team="iris-agent", to_team="backend", tell_id="", tool_name="team_wake",
+        input={"type": "wake", "to_team": "backend"}, status="pending", created_at=now, expires_at=now + 600,
+        kind="agent", summary="wake external->backend",
+    )
+    render.approvals([proposal])
+    render.approval_event(proposal)
+    render.out.print(_approval(proposal, 80))
+    shown = screen.getvalue()
+    assert "ag-0123456789ab iris-agent proposes to wake external->backend (pending" in shown
+    assert "approval pending ag-0123456789ab iris-agent proposes to wake external->backend" in shown
+    assert "ag-0123456 iris-agent proposes team_wake" in shown and "\nwake external->backend\n" in shown
+    assert '"to_team"' not in shown  # the request itself is irisd's to serve; the summary says it

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from irisd.questions.detector import Detector
-from scripted_model.model import plan_reply
+from scripted_model.planner import plan_reply
 from scripted_model.tck import INPUT_REQUIRED_TEXT, SCENARIOS, message_ids, scenario_for
 
 FEATURES = Path(__file__).resolve().parents[2] / "third_party" / "a2a-tck" / "scenarios"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from iris_cli.daemon_control import render_service_unit
+from iris_cli.systemd_unit import render_service_unit
 from irisd.claude.process import ClaudeProcess
 from irisd.main import DRAIN_TIMEOUT_S
 

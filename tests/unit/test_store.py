@@ -102,24 +102,24 @@ def test_approvals_have_unguessable_ids_and_remembered_rules_match_exactly(db: a
 
 
 def test_ids_are_found_by_prefix_and_a_wildcard_is_only_a_character(db: apsw.Connection) -> None:
-    from irisd.store import ids
+    from irisd.store import id_prefixes
 
     tells.insert(db, tell("abcd1234", created=1, finished=2))
     tells.insert(db, tell("abcd5678", created=1, finished=2))
-    assert ids.starting_with(db, "tell", "abcd") == ["abcd1234", "abcd5678"]
-    assert ids.starting_with(db, "tell", "abcd5") == ["abcd5678"]
-    assert ids.starting_with(db, "tell", "%") == [] and ids.starting_with(db, "tell", "abc_") == []
+    assert id_prefixes.starting_with(db, "tell", "abcd") == ["abcd1234", "abcd5678"]
+    assert id_prefixes.starting_with(db, "tell", "abcd5") == ["abcd5678"]
+    assert id_prefixes.starting_with(db, "tell", "%") == [] and id_prefixes.starting_with(db, "tell", "abc_") == []
 
 
 def test_an_id_longer_than_any_id_is_looked_up_whole_not_as_a_pattern(db: apsw.Connection) -> None:
     # SQLite refuses a LIKE pattern over 50,000 bytes ("pattern too complex"): a pasted
     # blob given as a task id (A2A GetTask, iris result) must be "no such id", not a
     # database error.
-    from irisd.store import ids
+    from irisd.store import id_prefixes
 
     tells.insert(db, tell("abcd1234", created=1, finished=2))
-    assert ids.starting_with(db, "tell", "a" * 100_000) == []
-    assert ids.starting_with(db, "tell", "abcd1234") == ["abcd1234"]
+    assert id_prefixes.starting_with(db, "tell", "a" * 100_000) == []
+    assert id_prefixes.starting_with(db, "tell", "abcd1234") == ["abcd1234"]
 
 
 def test_a_transcript_is_read_as_text_and_a_line_that_is_not_utf8_is_kept(db: apsw.Connection) -> None:
@@ -147,3 +147,22 @@ def test_notifications_stored_before_chains_were_kept_are_delivered_as_the_start
     chain = ChainRef(chain_id="c1", hops=2, path=["alpha"])
     assert notifications.create(old, "alpha", "beta", "in a chain", 2.0, 100.0, chain).chain == chain
     assert [n.chain for n in notifications.listing(old, "beta", True)] == [None, chain]
+
+
+def test_many_tells_read_at_once_are_the_tells_read_one_by_one(db: apsw.Connection) -> None:
+    """A Report reads its tells as one JSON array SQLite writes: every field as stored,
+    the external caller as None, newest first."""
+    odd = TellInfo(id="t1", from_team="a", to_team="b", message='qu"o\\te\n ünï 🦀', status="completed",
+                   text="answer", created_at=2.5, finished_at=3.25, cost_usd=0.0123, new_session=True,
+                   chain_id="c", hops=2, kind="notification", max_budget_usd=1.5)
+    tells.insert(db, odd)
+    tells.update(db, odd)
+    tells.insert(db, tell("t2", created=4.0, finished=None))
+    tells.insert(db, tell("t0", created=1.0, finished=1.5))
+    newest = tells.recent_all(db, None, None, None, 10)
+    assert [t.id for t in newest] == ["t2", "t1", "t0"]
+    assert newest == [tells.get(db, t.id) for t in newest]
+    assert newest[0].from_team is None and newest[1].new_session is True
+    assert tells.recent(db, "b", "a", all_callers=False, limit=5) == [newest[1]]
+    assert tells.recent(db, "b", None, all_callers=True, limit=2) == newest[:2]
+    assert tells.recent_all(db, "nobody", None, None, 5) == []

@@ -62,7 +62,7 @@ def test_cache_read_prints_it_for_people(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_one_reading_of_the_lines_two_renderings() -> None:
     """The steps keep what claude did whole; only the renderers cut it, each its own way."""
-    from iris_mcp.tools import step_line
+    from iris_mcp.render import step_line
     from protocol.transcript import steps
 
     result = next(step for step in steps(entries()) if step.kind == "result")

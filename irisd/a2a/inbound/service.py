@@ -25,7 +25,8 @@ import trio
 from iris_common.config import IrisConfig, a2a_prompt
 from irisd.a2a.inbound import mapping
 from irisd.a2a.inbound.mapping import A2AError, TaskView
-from irisd.caller import OWNER, Caller
+from irisd.caller import OWNER, Caller, Dispatch
+from irisd.events import SendEvent, no_events
 from irisd.questions.detector import Detector
 from protocol import a2a
 from protocol.errors import BudgetError, BusyError, IrisError, LoopError
@@ -56,8 +57,6 @@ from protocol.messages import (
     Watching,
 )
 
-SendEvent = Callable[[Event], Awaitable[None]]
-Dispatch = Callable[[Request, Caller, SendEvent], Awaitable[Reply]]
 Emit = Callable[[a2a.StreamResponse], Awaitable[None]]
 
 WATCH_BUFFER = 1000
@@ -65,9 +64,6 @@ MAX_CHAIN = 50  # tells followed through answered questions
 LIST_LIMIT = 1000  # tells read for ListTasks (ListTells' own maximum)
 DEFAULT_PAGE_SIZE = 50
 
-
-async def _drop(event: Event) -> None:
-    pass
 
 
 def sender_of(caller: Caller) -> str | None:
@@ -84,12 +80,12 @@ class A2AService:
     def __init__(self, dispatch: Dispatch, config: Callable[[], IrisConfig], *, watch: Dispatch | None = None) -> None:
         self._dispatch = dispatch
         # The Watch under a call is no request of its own: irisd's drain must not wait for it
-        # (the HTTP face passes the dispatcher itself, as its events WebSocket does).
+        # (the HTTP face passes the serve path's uncounted ``dispatch``).
         self._watch = watch or dispatch
         self._config = config
         self._detector: tuple[object, Detector] | None = None
 
-    async def call(self, request: Request, caller: Caller, send_event: SendEvent = _drop) -> Reply:
+    async def call(self, request: Request, caller: Caller, send_event: SendEvent = no_events) -> Reply:
         try:
             return await self._dispatch(request, caller, send_event)
         except IrisError as exc:
@@ -212,7 +208,7 @@ class A2AService:
         async with self._watching(team) as events:
             try:
                 tell = Tell(to_team=team, message=prompt, timeout_ms=-1, across=across)
-                reply = await self._dispatch(tell, caller, _drop)
+                reply = await self._dispatch(tell, caller, no_events)
             except (BudgetError, BusyError, LoopError) as exc:  # Iris refuses (a full queue too): REJECTED
                 return await self._rejected(context, exc.message, emit)
             except IrisError as exc:

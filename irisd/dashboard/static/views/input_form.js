@@ -3,11 +3,11 @@
 // requested_schema (a flat object of text, number, yes/no and choice fields); irisd checks
 // the answer against it (protocol/forms.py), so a wrong one comes back as a flash and the
 // form stays. Answer = POST .../approve {content}; Decline = POST .../deny. Every control has
-// data-keep, so what the person typed survives the page's re-renders (app.js captureForm).
+// data-keep, so what the person typed survives the page's re-renders (app.js).
 
-import { ago, clock, h, pairLabel } from "./dom.js";
+import { ago, clock, h, pairLabel } from "../dom.js";
 
-/** The card of input request `a`; `decide(verb, body, done)` posts a decision (app.js). */
+/** The card of input request `a`; `decide(verb, body, done)` posts a decision (inbox.js). */
 export function inputCard(a, decide, { compact = false } = {}) {
   const schema = a.schema || {};
   const properties = schema.properties && typeof schema.properties === "object" ? schema.properties : {};

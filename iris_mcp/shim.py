@@ -27,7 +27,11 @@ if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult
 
     from iris_mcp.asking import Asking, AskState, SpentStates
-    from iris_mcp.tools import CacheReadArgs, Identity, TellWatch, ToolOutput
+    from iris_mcp.identity import Identity
+    from iris_mcp.progress_sender import Progress, ReportProgress
+    from iris_mcp.render import ToolOutput
+    from iris_mcp.tools import CacheReadArgs
+    from iris_mcp.watch import TellWatch
     from protocol.messages import ApprovalInfo, Event, GetTell, Reply, Request, Tell, TellPhase
 
 log = logging.getLogger("iris.mcp")
@@ -42,8 +46,6 @@ TELL_GRACE_S = 15.0  # beyond the tell's own timeout, before the shim stops wait
 CANCEL_TIMEOUT_S = 5.0  # a CancelTell sent while the call is being torn down
 STATE_TTL_S = 3600.0  # how long a requestState (an approval asked in the client) stays valid
 DAEMON_START_TIMEOUT_S = 15.0
-
-ReportProgress = Callable[[float, str], Awaitable[None]]
 
 
 class Link(Protocol):
@@ -76,10 +78,15 @@ class Shim:
         identity: Identity | None = None,
         read_only: bool = False,
         may_decide: bool = True,
+        proposes: bool = False,
     ) -> None:
+        from iris_mcp.tools import AGENT_PROPOSES, READ_ONLY_TOOLS, TOOLS_BY_NAME
+
         self.link = link
         self.may_decide = may_decide  # its caller is the person (approvals may be asked of it)
-        self.read_only = read_only  # iris-agent's server: only the tools that read
+        self.read_only = read_only  # iris-agent's server: only the tools that read ...
+        # ... and with ``proposes`` (irisd's /mcp, iris-agent's token) those irisd files as approvals
+        self.offered = tuple(TOOLS_BY_NAME) if not read_only else READ_ONLY_TOOLS + (AGENT_PROPOSES if proposes else ())
         self.explicit_team = team
         self.cwd = cwd
         self.parent_pair = (env or {}).get("IRIS_PARENT_PAIR", "").strip()
@@ -114,14 +121,15 @@ class Shim:
         """Run one tool; every failure becomes a tool error the model can act on. ``asking``:
         what the client can do about the person's input (team_tell may ask for it)."""
         from iris_mcp.asking import NO_ASKING
-        from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS_BY_NAME, error_output, parse_args
+        from iris_mcp.render import error_output
+        from iris_mcp.tools import TOOLS_BY_NAME, parse_args
         from protocol.errors import IrisError
 
         retry = asking is not None and asking.state is not None
         log.debug("tools/call %s%s", name, f" (a retry answering {dict(asking.responses)})" if retry and asking else "")
         tool = TOOLS_BY_NAME.get(name)
-        if tool is None or (self.read_only and name not in READ_ONLY_TOOLS):
-            known = ", ".join(READ_ONLY_TOOLS if self.read_only else TOOLS_BY_NAME)
+        if tool is None or name not in self.offered:
+            known = ", ".join(self.offered)
             return error_output(f"unknown tool {name!r}; the Iris tools are: {known}", "invalid_request")
         try:
             args = parse_args(tool, arguments)
@@ -142,7 +150,7 @@ class Shim:
 
     async def identity(self) -> Identity:
         """Who this shim speaks for; the configured team folders are asked for once."""
-        from iris_mcp.tools import resolve_identity
+        from iris_mcp.identity import resolve_identity
         from protocol.messages import ListTeams, TeamsReply
 
         if self._identity is None and self.read_only:
@@ -164,7 +172,7 @@ class Shim:
         self, request: Request, *, idempotent: bool = True, within: float = CALL_TIMEOUT_S
     ) -> ToolOutput:
         """A request whose reply renders by its type."""
-        from iris_mcp.tools import render_reply
+        from iris_mcp.render import render_reply
 
         return render_reply(await self.request(request, idempotent=idempotent, within=within))
 
@@ -182,7 +190,8 @@ class Shim:
 
     async def team_tell(self, args: Any, report: ReportProgress, asking: Asking | None = None) -> ToolOutput:
         from iris_mcp.asking import NO_ASKING
-        from iris_mcp.tools import TellWatch
+        from iris_mcp.progress_sender import open_progress
+        from iris_mcp.watch import TellWatch
         from protocol.errors import InvalidRequestError
         from protocol.limits import stored_ttl
         from protocol.messages import Tell
@@ -198,22 +207,26 @@ class Shim:
         if not args.to_team:
             raise InvalidRequestError("team_tell needs toTeam (the team to tell), or toTeams for several")
         can_ask = asking.can_ask and self.may_decide and not args.persist
-        if asking.state is not None:  # the person answered what the last call asked: go on with its tell
-            output = await self.resume_tell(args, asking, report, can_ask=can_ask)
-            output.data.pop("message", None)
-            return output
-        request = Tell(
-            to_team=args.to_team,
-            message=args.message,
-            from_team=await self.sender(args.from_team),
-            timeout_ms=args.timeout,
-            stream=True,  # also when nobody wants progress: the first event names the tell
-            persist=args.persist,
-            ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
-            parent_pair=self.parent_pair,
-            max_budget_usd=args.max_budget_usd,
-        )
-        output = await self.run_tell(request, report, TellWatch(request.to_team), can_ask=can_ask)
+        async with open_progress(report) as progress:
+            if asking.state is not None:  # the person answered what the last call asked: go on with its tell
+                output = await self.resume_tell(args, asking, progress, can_ask=can_ask)
+                output.data.pop("message", None)
+                return output
+            request = Tell(
+                to_team=args.to_team,
+                message=args.message,
+                from_team=await self.sender(args.from_team),
+                timeout_ms=args.timeout,
+                # Events only for somebody: progress the client asked for (its first event
+                # also names the tell, so a cancelled call cancels it), or the phase a form
+                # for the person waits on.
+                stream=progress.wanted or can_ask,
+                persist=args.persist,
+                ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
+                parent_pair=self.parent_pair,
+                max_budget_usd=args.max_budget_usd,
+            )
+            output = await self.run_tell(request, progress, TellWatch(request.to_team), can_ask=can_ask)
         output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
         return output
 
@@ -223,7 +236,7 @@ class Shim:
         asked of the person, one form at a time, in the order they come; the retry waits
         for all the tells again (``wait_fan_out``)."""
         from iris_mcp.asking import NO_ASKING, asks_person
-        from iris_mcp.tools import render_reply
+        from iris_mcp.render import render_reply
         from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import FanOutEvent, TellMany, TellPhaseEvent, TellState
 
@@ -237,7 +250,8 @@ class Shim:
             message=args.message,
             from_team=await self.sender(args.from_team),
             timeout_ms=args.timeout,
-            stream=True,
+            # its events are progress, for a client that wants it, and the phases a form waits on
+            stream=report is not None or can_ask,
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
         )
@@ -254,7 +268,8 @@ class Shim:
                     answered += 1
                     if result.status == "refused":
                         refused[result.to_team] = result.error
-                    await report(answered, f"{result.to_team}: {result.status}")
+                    if report is not None:  # one per team: not coalesced
+                        await report(answered, f"{result.to_team}: {result.status}")
                 case TellState(tell_id=tell_id, to_team=to_team) if to_team:
                     team_of[tell_id] = to_team
                 case TellPhaseEvent(tell_id=tell_id, phase=phase) if can_ask and asks_person(phase):
@@ -280,21 +295,22 @@ class Shim:
         raise IrisError(f"irisd did not answer the fan-out within {grace:g} s; see team_report for each team")
 
     async def run_tell(
-        self, request: Tell | GetTell, report: ReportProgress, watch: TellWatch, *, can_ask: bool = False
+        self, request: Tell | GetTell, progress: Progress, watch: TellWatch, *, can_ask: bool = False
     ) -> ToolOutput:
         """Send a tell (or resume the wait for one), forward its text as progress, cancel
         it if the call is cancelled. With ``can_ask``, stop waiting when the tell waits for
         an approval, and ask the client's person (the tell waits on)."""
-        from iris_mcp.tools import render_reply, render_unanswered
+        from iris_mcp.render import render_reply
+        from iris_mcp.watch import render_unanswered
         from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import GetTell
 
         stop = trio.CancelScope()
 
         async def on_event(event: Event) -> None:
-            message = watch.feed(event, trio.current_time())
-            if message is not None:
-                await report(watch.progress, message)
+            said = watch.feed(event)
+            if said is not None:
+                await progress.say(said)
             if can_ask and watch.waiting is not None:
                 stop.cancel()
 
@@ -329,7 +345,7 @@ class Shim:
         chain's budget), as the call's ``input_required`` result; ``fan_out``: the targets
         of a fan-out to wait for again on the retry."""
         from iris_mcp.asking import InputAsk, approval_form, budget_form, input_form, new_state
-        from iris_mcp.tools import ToolOutput
+        from iris_mcp.render import ToolOutput
 
         approval = await self.approval(phase.approval_id)
         if approval is not None and approval.kind == "input":  # one of the team's MCP servers asks
@@ -362,32 +378,34 @@ class Shim:
                     return approval
         return None
 
-    async def resume_tell(self, args: Any, asking: Asking, report: ReportProgress, *, can_ask: bool) -> ToolOutput:
+    async def resume_tell(self, args: Any, asking: Asking, progress: Progress, *, can_ask: bool) -> ToolOutput:
         """The retry of a call that asked the person: their answer goes through the one
         decision path (``Decide``: the first answer from any front end wins), then the call
         waits again for the same tell. No answer (cancel, decline): the approval is left to
         the other front ends, and the reply says how to decide it."""
         import dataclasses
 
-        from iris_mcp.asking import decide_elsewhere
-        from iris_mcp.tools import TellWatch, ToolOutput, render_reply
+        from iris_mcp.render import ToolOutput, render_reply
+        from iris_mcp.watch import TellWatch
         from protocol.limits import MAX_WAIT_MS, MIN_WAIT_MS
         from protocol.messages import GetTell
 
         state, note = await self.decide_answer(asking)
         if note is None:
+            from iris_mcp.asking import ask_your_person
+
             told = render_reply(await self.request(GetTell(tell_id=state.tell_id)))
             text = (
-                f"Not decided in this session: {decide_elsewhere(state.approval_id, state.kind)}. The tell goes on "
+                f"Not decided in this session: approval {state.approval_id} waits; "
+                f"{ask_your_person(state.approval_id, state.kind)}. The tell goes on "
                 f'(tellId {state.tell_id}): fetch its answer with team_result {{"tellId": "{state.tell_id}"}}.'
             )
             return ToolOutput(text, told.data)
         watch = TellWatch(args.to_team, tell_id=state.tell_id)
         wait_ms = MAX_WAIT_MS if args.timeout == 0 else min(max(args.timeout, MIN_WAIT_MS), MAX_WAIT_MS)
         while True:
-            output = await self.run_tell(
-                GetTell(tell_id=state.tell_id, wait_ms=wait_ms, stream=True), report, watch, can_ask=can_ask
-            )
+            wait = GetTell(tell_id=state.tell_id, wait_ms=wait_ms, stream=progress.wanted or can_ask)
+            output = await self.run_tell(wait, progress, watch, can_ask=can_ask)
             if args.timeout != 0 or output.ask is not None or output.data.get("status") != "in_progress":
                 break
         if note and output.ask is None:
@@ -429,14 +447,15 @@ class Shim:
         call waits for every target's tell again, asking the next decision any of them waits for."""
         import dataclasses
 
-        from iris_mcp.asking import decide_elsewhere
+        from iris_mcp.asking import ask_your_person
 
         state, note = await self.decide_answer(asking)
         if note is None:
             ids = ", ".join(f"{team} {tell_id}" for team, tell_id, _ in state.fan_out if tell_id)
             output = await self.wait_fan_out(state.fan_out, args, report, can_ask=False, wait=False)
             text = (
-                f"Not decided in this session: {decide_elsewhere(state.approval_id, state.kind)}. The tells go on "
+                f"Not decided in this session: approval {state.approval_id} waits; "
+                f"{ask_your_person(state.approval_id, state.kind)}. The tells go on "
                 f"({ids}): fetch each answer with team_result.\n\n{output.text}"
             )
             return dataclasses.replace(output, text=text)
@@ -452,7 +471,7 @@ class Shim:
         """Wait for the tells of a fan-out's targets (``(team, tell id, why refused)``), all
         at once; stop at the first decision one of them waits for, to ask it (``can_ask``)."""
         from iris_mcp.asking import asks_person
-        from iris_mcp.tools import render_reply
+        from iris_mcp.render import render_reply
         from protocol.limits import MAX_WAIT_MS, MIN_WAIT_MS
         from protocol.messages import FanOutResult, GetTell, TellPhaseEvent, TellReply, TellsReply
 
@@ -486,7 +505,8 @@ class Shim:
         if waiting:
             tell_id, team, phase = waiting[0]
             return await self.form_for(tell_id, team, phase, targets)
-        await report(len(targets), "every team answered")
+        if report is not None:
+            await report(len(targets), "every team answered")
         return render_reply(TellsReply(results=[results[team] for team, _, _ in targets if team in results]))
 
     async def cancel_quietly(self, tell_id: str | None) -> None:
@@ -495,6 +515,7 @@ class Shim:
         from protocol.messages import CancelTell
 
         if tell_id is None:
+            # Not streamed (the client gave no progress token), or cancelled before its first event.
             log.warning("call cancelled before irisd named its tell; the tell runs on")
             return
         with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_TIMEOUT_S):
@@ -506,7 +527,7 @@ class Shim:
                 log.warning("could not cancel tell %s: %s", tell_id, exc.message)
 
     async def team_command(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import render_reply
+        from iris_mcp.render import render_reply
         from protocol.errors import ConnectionLost, DaemonNotRunningError
         from protocol.messages import Command
 
@@ -533,11 +554,12 @@ class Shim:
         return await self.simple(request, within=args.wait / 1000 + TELL_GRACE_S)
 
     async def team_cancel(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import render_cancelled
+        from iris_mcp.render import render_cancelled, render_reply
         from protocol.messages import CancelTell, TellReply
 
         reply = await self.request(CancelTell(tell_id=args.tell_id))
-        assert isinstance(reply, TellReply)
+        if not isinstance(reply, TellReply):  # iris-agent's: an approval for the person
+            return render_reply(reply)
         return render_cancelled(reply)
 
     # approvals -------------------------------------------------------------------------
@@ -609,7 +631,7 @@ class Shim:
     # pairs -----------------------------------------------------------------------------
 
     async def team_is_awake(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import render_awake
+        from iris_mcp.render import render_awake
         from protocol.messages import GetPair, GetStatus, StatusReply
 
         me = await self.sender(args.from_team)
@@ -644,7 +666,7 @@ class Shim:
         return await self.simple(request)
 
     async def team_cache_read(self, args: CacheReadArgs, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import ToolOutput
+        from iris_mcp.render import ToolOutput
         from protocol.errors import InvalidRequestError
         from protocol.messages import ReadTranscript, Report, ReportReply
 
@@ -664,7 +686,7 @@ class Shim:
 
     async def team_cache_clear(self, args: Any, report: ReportProgress) -> ToolOutput:
         from iris_common.text import pair_name
-        from iris_mcp.tools import ToolOutput
+        from iris_mcp.render import ToolOutput
         from protocol.messages import ClearCache, CountReply
 
         me = await self.sender(args.from_team)
@@ -676,7 +698,7 @@ class Shim:
     # who is who ------------------------------------------------------------------------
 
     async def team_teams(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import render_teams
+        from iris_mcp.render import render_teams
         from protocol.messages import GetStatus, StatusReply
 
         me = (await self.identity()).team
@@ -685,7 +707,7 @@ class Shim:
         return render_teams(status, me)
 
     async def team_get_team_name(self, args: Any, report: ReportProgress) -> ToolOutput:
-        from iris_mcp.tools import ToolOutput
+        from iris_mcp.render import ToolOutput
 
         me = await self.identity()
         data = {
@@ -717,24 +739,27 @@ def build_server(
     request's ``_meta``, ``resultType`` on results; the SDK's runner) and the
     ``initialize`` handshake."""
     shim_for = shim if callable(shim) else (lambda ctx: shim)
-    listed: dict[bool, list[types.Tool]] = {}  # read_only -> the tools (one server serves both kinds)
+    listed: dict[tuple[str, ...], list[types.Tool]] = {}  # offered -> the tools (one server serves every kind)
     seal = StateSeal(principal or (lambda ctx: None))
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        read_only = shim_for(ctx).read_only
-        if read_only not in listed:
-            listed[read_only] = mcp_tool_list(read_only)
-        return types.ListToolsResult(tools=listed[read_only])
+        offered = shim_for(ctx).offered
+        if offered not in listed:
+            listed[offered] = mcp_tool_list(offered=offered)
+        return types.ListToolsResult(tools=listed[offered])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         from iris_mcp.asking import Asking
 
-        async def report(progress: float, message: str) -> None:
-            await ctx.session.report_progress(progress, None, message)  # no-op without a token
+        async def report_progress(progress: float, message: str) -> None:
+            await ctx.session.report_progress(progress, None, message)
+
+        # Progress (and irisd streaming the tell) only for a client that asked for it.
+        report = report_progress if ctx.meta is not None and "progress_token" in ctx.meta else None
 
         responses = {
             key: response.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -815,8 +840,12 @@ class StateSeal:
         return result
 
 
-def mcp_tool_list(read_only: bool = False) -> list[types.Tool]:
+def mcp_tool_list(read_only: bool = False, offered: tuple[str, ...] | None = None) -> list[types.Tool]:
+    """The tools to list: ``offered`` (a shim's), else all of them or (``read_only``) those that read."""
     from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS, input_schema
+
+    if offered is None:
+        offered = READ_ONLY_TOOLS if read_only else tuple(tool.name for tool in TOOLS)
 
     return [
         types.Tool(
@@ -833,5 +862,5 @@ def mcp_tool_list(read_only: bool = False) -> list[types.Tool]:
             ),
         )
         for tool in TOOLS
-        if not read_only or tool.name in READ_ONLY_TOOLS
+        if tool.name in offered
     ]

@@ -1,10 +1,10 @@
-"""Any unique prefix of an id stands for the whole id (irisd/ids.py), with plain lookups."""
+"""Any unique prefix of an id stands for the whole id (irisd/whole_ids.py), with plain lookups."""
 
 from __future__ import annotations
 
 import pytest
 
-from irisd.ids import with_whole_ids
+from irisd.whole_ids import with_whole_ids
 from protocol.errors import InvalidRequestError
 from protocol.messages import AnswerQuestion, Decide, GetTell, ListTeams, ReadTranscript
 

@@ -1,0 +1,273 @@
+"""Spare claudes: started and idle, so that a new conversation's first tell is answered by
+a process that is already up (``settings.sessions.spares``, per team under
+``teams.NAME.sessions.spares``; default 0).
+
+How it works
+------------
+claude fixes at start everything it is started with: its session id (``--session-id``),
+folder, system prompt, permissions, environment and ``--mcp-config`` (the file holding
+its token). All of these are the team's but two: the session id and the pair its token
+speaks for. So a spare is started exactly as a new conversation of its team would be,
+with a session id minted here and a token minted for the team with no pair yet. When a
+pair of that team starts a NEW conversation (its first tell, a reset, a lost one), its
+spawn takes a spare instead of starting a claude (``launch.Spawner.launch``):
+
+* the pair's conversation takes the spare's session id: no conversation ever existed
+  under the id the pair had (claude never saw it);
+* the spare's token is rebound to the pair (irisd looks a token up on every request);
+* the spare's lines and its exit go to the pair's inbox from then on (after the pair
+  heard ``Spawned``: nothing it prints is lost or early), and the pair stops it as its own.
+
+A pair that resumes a conversation never takes one (``--resume`` is fixed at start), nor
+a tell with a budget of its own (``--max-budget-usd``), nor a team on another host, nor
+any pair when irisd has no HTTP face (the stdio shim's pair is in its argv).
+
+A spare holds a slot under ``maxProcesses``, starts only into a free one and is the first
+to go when a pair needs one (``policy.py``). Taken, it is replaced in the background; one
+that exits on its own is replaced after a pause; a reload stops a changed team's spares.
+The pool's nursery owns every spare's process, taken or not: cancelling it stops them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from iris_common.config import IrisConfig, Team
+from iris_common.paths import IrisPaths
+from irisd.claude.launcher import Child, ChildFactory, launcher_for
+from irisd.claude.process import ChildEvent, ChildExited
+from irisd.pool.launch import child_access, launch_spec, run_child
+from irisd.pool.pair_events import PairEvent
+from irisd.pool.policy import PairKey, PairView
+from irisd.pool.process_machine import Spawn
+from irisd.tokens import Access, ChildGrant
+from protocol.errors import IrisError
+
+log = logging.getLogger("irisd.spares")
+
+RETRY_S = 30.0  # a spare that could not start, or exited on its own: the team's next one waits this long
+LINES = 64  # what a spare may print before its pair reads it (it prints nothing until its first turn)
+
+
+@dataclass(eq=False)
+class Spare:
+    """One started claude waiting for a pair of ``team``."""
+
+    team: str
+    key: PairKey  # how the slot policy knows it: ("spare #N", team)
+    session_id: str
+    process: Child
+    grant: ChildGrant
+    argv: list[str]  # what was started (the pair records it as its launch)
+    ready_at: float  # monotonic: when it started (the oldest goes first under pressure)
+    taken: bool = False
+    exited: bool = False
+    _target: trio.MemorySendChannel[PairEvent] | None = None
+    _bound: trio.Event = field(default_factory=trio.Event)
+
+    def bind(self, inbox: trio.MemorySendChannel[PairEvent]) -> None:
+        """Its lines and its exit go to ``inbox`` (its pair's) from now on."""
+        self._target = inbox
+        self._bound.set()
+
+    async def forward(self, events: trio.MemoryReceiveChannel[ChildEvent], exited: Callable[[Spare], None]) -> None:
+        """Until it exits: what it says while it waits goes nowhere (claude prints nothing
+        before its first turn; a line or an exit still on its way when it is taken goes to
+        the pair, which handles an exit as any child's); once taken, every event goes to
+        its pair, in order, after the pair was told it has this child."""
+        async for event in events:
+            if not self.taken:
+                if isinstance(event, ChildExited):
+                    self.exited = True
+                    exited(self)
+                    return
+                continue  # an untaken spare has no turn: nothing it says matters
+            await self._bound.wait()
+            assert self._target is not None
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                await self._target.send(event)
+            if isinstance(event, ChildExited):
+                return
+
+
+class SparePool:
+    """The spares of every team. ``slots``: the supervisor, which counts them under
+    ``maxProcesses`` (``may_start``) and evicts them first (``stop``)."""
+
+    def __init__(
+        self,
+        *,
+        config: IrisConfig,
+        paths: IrisPaths,
+        access: Access | None,
+        child_factory: ChildFactory,
+        may_start: Callable[[], bool],
+        changed: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        self.access = access
+        self.child_factory = child_factory
+        self._may_start = may_start
+        self._changed = changed  # the pool's holders changed: whoever waits for a slot looks again
+        self.spares: dict[PairKey, Spare] = {}  # started, not yet taken
+        self._starting: dict[str, int] = {}  # team -> spares being started
+        self._paused_until: dict[str, float] = {}  # team -> no new spare before then
+        self._serial = 0
+        self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # --- what the pool and the pairs ask -------------------------------------------------
+
+    def wanted(self, team: Team) -> int:
+        """How many spares ``team`` should have: none for a team this pool cannot serve."""
+        if self.access is None or team.host or team.a2a:
+            return 0
+        return team.spares
+
+    def views(self) -> list[PairView]:
+        """The spares as the slot policy sees them (starting ones hold their slot too)."""
+        ready = [
+            PairView(key=s.key, state="idle", last_used_at=s.ready_at, holds_slot=True, spare=True)
+            for s in self.spares.values()
+        ]
+        starting = [
+            PairView(key=(f"starting spare #{n}", team), state="spawning", last_used_at=0.0, holds_slot=True)
+            for team, count in self._starting.items() for n in range(count)
+        ]
+        return ready + starting
+
+    def take(self, team: str) -> Spare | None:
+        """A started spare of ``team``, now the caller's (who binds it once its pair knows);
+        a new one starts in the background."""
+        for key, spare in sorted(self.spares.items(), key=lambda item: item[1].ready_at):
+            if spare.team == team and not spare.exited:
+                del self.spares[key]
+                spare.taken = True
+                self._changed()
+                self.refill()
+                log.info("a pair took a spare claude", extra={"team": team, "pid": spare.process.pid})
+                return spare
+        return None
+
+    def stop(self, key: PairKey, reason: str) -> None:
+        """Stop an untaken spare (evicted for a pair, or its team changed)."""
+        spare = self.spares.pop(key, None)
+        if spare is not None:
+            log.info("stopping a spare claude", extra={"team": spare.team, "pid": spare.process.pid, "reason": reason})
+            spare.process.stop()
+            self._changed()
+
+    def reconfigure(self, config: IrisConfig, changed: set[str]) -> None:
+        """A reloaded config: the spares of ``changed`` teams (and of removed ones) were started
+        as the old config said: they go, and new ones start."""
+        self.config = config
+        for key, spare in list(self.spares.items()):
+            if spare.team in changed or spare.team not in config.teams:
+                self.stop(key, "its team changed in config.yaml")
+        self.refill()
+
+    def refill(self) -> None:
+        """Look again at what is missing (after a take, a slot freed, a reload)."""
+        self._wake.set()
+
+    def pids(self) -> dict[str, list[int]]:
+        """Each team's untaken spares' pids."""
+        found: dict[str, list[int]] = {}
+        for spare in self.spares.values():
+            if spare.process.pid is not None:
+                found.setdefault(spare.team, []).append(spare.process.pid)
+        return {team: sorted(pids) for team, pids in found.items()}
+
+    # --- running -------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Keep every team's spares until cancelled (which stops every spare's process,
+        taken or not)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            while True:
+                self._wake = trio.Event()
+                self._start_missing(nursery)
+                deadline = min(self._paused_until.values(), default=trio.current_time() + 3600)
+                with trio.move_on_at(max(deadline, trio.current_time())):
+                    await self._wake.wait()
+
+    def _start_missing(self, nursery: trio.Nursery) -> None:
+        now = trio.current_time()
+        for team in self.config.teams.values():
+            missing = self.wanted(team) - self._starting.get(team.name, 0) - sum(
+                s.team == team.name for s in self.spares.values()
+            )
+            if missing <= 0 or self._paused_until.get(team.name, 0.0) > now:
+                continue
+            self._paused_until.pop(team.name, None)
+            for _ in range(missing):
+                if not self._may_start():  # a spare never evicts: it waits for a free slot
+                    return
+                self._starting[team.name] = self._starting.get(team.name, 0) + 1
+                self._changed()
+                nursery.start_soon(self._spare, team)
+
+    async def _spare(self, team: Team) -> None:
+        """One spare's life: started, waiting, maybe taken, until its process ends."""
+        self._serial += 1
+        key: PairKey = (f"spare #{self._serial}", team.name)
+        starting = True
+        grant: ChildGrant | None = None
+        try:
+            launcher = launcher_for(team, self.config, self.paths.claude_config_dir, self.child_factory)
+            session_id = str(uuid.uuid4())
+            # the team's token with no pair yet (rebound to the pair that takes it)
+            access = child_access(self.access, team=team.name, label="", paths=self.paths, remote=False)
+            grant = access.grant
+            command = launcher.command(launch_spec(team, access, session_id=session_id, spawn=Spawn(resume=False)))
+            send, receive = trio.open_memory_channel[ChildEvent](LINES)
+            process = launcher.child(command, send)
+            assert grant is not None  # wanted() is 0 without an HTTP face
+            spare = Spare(team=team.name, key=key, session_id=session_id, process=process, grant=grant,
+                          argv=command.argv, ready_at=trio.current_time())
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(spare.forward, receive, self._exited)
+                await nursery.start(run_child, process, grant)
+                self.spares[key] = spare
+                starting = False
+                self._unstart(team.name)
+                log.info("a spare claude is ready", extra={"team": team.name, "pid": process.pid})
+        except IrisError as exc:  # claude cannot start: the team's next spare waits
+            log.warning("a spare claude could not start", extra={"team": team.name, "error": exc.message})
+            self._pause(team.name)
+        except Exception:  # a bug must not take the pool down
+            log.exception("a spare claude failed", extra={"team": team.name})
+            self._pause(team.name)
+        finally:
+            if grant is not None and starting:
+                grant.revoke()
+            if starting:
+                self._unstart(team.name)
+            self.spares.pop(key, None)
+            self._changed()
+            self.refill()
+
+    def _unstart(self, team: str) -> None:
+        self._starting[team] -= 1
+        if not self._starting[team]:
+            del self._starting[team]
+
+    def _exited(self, spare: Spare) -> None:
+        """An untaken spare exited on its own: the team's next one waits a while (one
+        stopped by ``stop`` is no longer in ``spares``)."""
+        if spare.key not in self.spares:
+            return
+        log.warning("a spare claude exited before any pair took it", extra={"team": spare.team})
+        self._pause(spare.team)
+
+    def _pause(self, team: str) -> None:
+        self._paused_until[team] = trio.current_time() + RETRY_S

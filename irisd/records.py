@@ -1,0 +1,124 @@
+"""What irisd keeps, read on request: tells (``iris report``, ``iris tells``), their
+transcripts, unsolicited turns, notifications, questions, approvals and their remembered
+rules, and costs. Each read checks the team it names against the current config (a team
+removed from config.yaml keeps its history, so a read that finds rows answers)."""
+
+from __future__ import annotations
+
+from irisd.config_holder import ConfigHolder
+from irisd.store import agent, approvals, ledger, notifications, questions, rows, stats, tells, unsolicited
+from irisd.store.facade import Store
+from irisd.tell.service import TellService
+from protocol.errors import NotFoundError, UnknownTeamError
+from protocol.messages import (
+    AgentStats,
+    AgentStatsReply,
+    ApprovalsReply,
+    Costs,
+    CostsReply,
+    ListApprovals,
+    ListNotifications,
+    ListQuestions,
+    ListRules,
+    ListTells,
+    NotificationsReply,
+    QuestionsReply,
+    Report,
+    ReportReply,
+    RuleReply,
+    RulesReply,
+    SessionStats,
+    SessionStatsReply,
+    TranscriptReply,
+    UnsolicitedReply,
+)
+from protocol.transcript import steps
+
+
+class Records:
+    def __init__(self, *, current: ConfigHolder, store: Store, tells: TellService) -> None:
+        self.current = current
+        self.store = store
+        self.tells = tells  # a running tell's live state beside its row
+
+    async def report(self, request: Report) -> ReportReply:
+        self.current.check_from(request.from_team)
+        found = await self.store.read(
+            tells.recent, request.to_team, request.from_team, all_callers=request.all_callers, limit=request.limit
+        )
+        if not found:
+            try:
+                self.current.check_team(request.to_team)
+            except UnknownTeamError:  # a team removed from config.yaml keeps its history
+                if not await self.store.call(tells.recent, request.to_team, None, all_callers=True, limit=1):
+                    raise
+        return ReportReply(tells=[self.tells.live(info) for info in found])
+
+    async def list_tells(self, request: ListTells) -> ReportReply:
+        if request.to_team is not None:
+            self.current.check_team(request.to_team)
+        if request.from_team not in (None, "external"):
+            self.current.check_from(request.from_team)
+        found = await self.store.read(tells.recent_all, request.to_team, request.from_team, request.status,
+                                      request.limit)
+        return ReportReply(tells=[self.tells.live(info) for info in found])
+
+    async def transcript(self, tell_id: str, as_steps: bool = False) -> TranscriptReply:
+        info = await self.tells.find(tell_id)
+        entries = await self.tells.transcript(tell_id)
+        if as_steps:  # the dashboard: the one reading of the lines, not the lines
+            return TranscriptReply(tell=info, entries=[], steps=steps(entries, info))
+        return TranscriptReply(tell=info, entries=entries)
+
+    async def unsolicited_transcript(self, turn_id: str) -> UnsolicitedReply:
+        turn = await self.store.call(unsolicited.get, turn_id)
+        if turn is None:
+            raise NotFoundError(f"no unsolicited turn with id {turn_id!r}; 'iris status' lists recent ones")
+        entries = await self.store.read(rows.transcript, "unsolicited_messages", "turn_id", turn_id)
+        return UnsolicitedReply(turn=turn, entries=entries)
+
+    async def notifications(self, request: ListNotifications) -> NotificationsReply:
+        if request.to_team is not None:
+            self.current.check_team(request.to_team)
+        found = await self.store.call(notifications.listing, request.to_team, request.include_done)
+        return NotificationsReply(notifications=found)
+
+    async def questions(self, request: ListQuestions) -> QuestionsReply:
+        if request.team is not None and self.current.remote_teams.get(request.team) is None:
+            self.current.check_from(request.team)  # asked by or of it: a sender ('a2a:NAME') is one too
+        asked = await self.store.call(questions.listing, request.team, request.include_closed, request.for_team)
+        return QuestionsReply(questions=asked)
+
+    async def approvals(self, request: ListApprovals) -> ApprovalsReply:
+        if request.team is not None:
+            self.current.check_team(request.team)
+        listed = await self.store.call(approvals.listing, request.team, request.include_decided)
+        return ApprovalsReply(approvals=listed)
+
+    async def rules(self, request: ListRules) -> RulesReply:
+        if request.team is not None:
+            self.current.check_team(request.team)
+        return RulesReply(rules=await self.store.call(approvals.rules, request.team))
+
+    async def forget_rule(self, rule_id: str) -> RuleReply:
+        rule = await self.store.call(approvals.forget, rule_id)
+        if rule is None:
+            raise NotFoundError(f"no remembered rule {rule_id}; 'iris approvals rules' lists them")
+        return RuleReply(rule=rule)
+
+    async def costs(self, request: Costs) -> CostsReply:
+        found, total = await self.store.read(ledger.summary, request.by, request.since, request.team)
+        if request.team is not None and not found:  # a removed team's costs still count
+            self.current.check_team(request.team)
+        return CostsReply(by=request.by, since=request.since, rows=found, total=total)
+
+    async def session_stats(self, request: SessionStats) -> SessionStatsReply:
+        """Each pair's figures and its tells and cost per day (irisd/store/stats.py)."""
+        pairs, days = await self.store.read(stats.report, request.since, request.team)
+        if request.team is not None and not pairs:  # a removed team's figures still show
+            self.current.check_team(request.team)
+        return SessionStatsReply(pairs=pairs, days=days)
+
+    async def agent_stats(self, request: AgentStats) -> AgentStatsReply:
+        """What iris-agent found, proposed and cost (irisd/store/agent.py)."""
+        return await self.store.read(agent.stats, request.since)

@@ -1,0 +1,66 @@
+"""Spare claudes (settings.sessions.spares) with the real claude and the scripted model: a new
+pair's first tell is answered by a claude that was already up, which the pair then keeps
+as its own (its session, its token), and a new spare takes its place."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import Iris, wait_for
+from protocol.messages import GetPair, GetStatus, StatusReply
+
+pytestmark = pytest.mark.claude
+
+
+def spares(iris: Iris, team: str) -> list[int]:
+    status = iris.request(GetStatus())
+    assert isinstance(status, StatusReply)
+    return status.spares.get(team, [])
+
+
+def test_a_spare_answers_a_new_pairs_first_tell_and_is_replaced(iris: Iris) -> None:
+    iris.settings["sessions"] = {"spares": 1}
+    iris.add_team("alpha")
+    iris.add_team("beta", sessions={"spares": 0})  # the team's own count
+    iris.start()
+    (first,) = wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
+    assert spares(iris, "beta") == []
+
+    told: dict[str, Any] = iris.cli_json("tell", "alpha", "hello")
+    assert told["status"] == "completed" and told["text"] == "echo #1: hello" and told["new_session"], told
+    pair = iris.request(GetPair(to_team="alpha")).process
+    assert pair.pid == first  # the process that was up before the tell answered it
+    assert pair.session_id == told["session_id"]
+    (second,) = wait_for(lambda: spares(iris, "alpha"), what="a new spare")
+    assert second != first
+
+    # Its conversation is the pair's: it goes on, on that claude and after a restart of it.
+    assert iris.cli_json("tell", "alpha", "again")["text"] == "echo #2: again"
+    assert iris.cli("sleep", "alpha").returncode == 0
+    resumed = iris.cli_json("tell", "alpha", "after a sleep")
+    assert resumed["text"] == "echo #3: after a sleep" and resumed["session_id"] == told["session_id"]
+
+    # Its token speaks for the pair: a tell it makes through the Iris tools is alpha's, in its chain.
+    nested = iris.cli_json("tell", "alpha", '@tool:mcp__iris__team_tell {"toTeam": "beta", "message": "hi beta"}',
+                           "--from", "beta")
+    assert nested["status"] == "completed", nested
+    assert iris.request(GetPair(to_team="alpha", from_team="beta")).process.pid == second
+    (asked,) = iris.cli_json("report", "beta", "--from", "alpha")
+    assert asked["message"] == "hi beta" and asked["chain_id"] == nested["chain_id"], asked
+
+
+def test_a_spare_gives_its_slot_to_a_pair_and_comes_back_when_there_is_room(iris: Iris) -> None:
+    iris.settings["maxProcesses"] = 1
+    iris.add_team("alpha", sessions={"spares": 1})
+    iris.add_team("beta")
+    iris.start()
+    (spare,) = wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
+    assert iris.cli_json("tell", "beta", "hi")["status"] == "completed"  # the one slot: the spare's went
+    wait_for(lambda: not Path(f"/proc/{spare}").exists(), what="the spare stopped")
+    assert spares(iris, "alpha") == []  # and no spare evicts a pair to come back
+    assert iris.cli("sleep", "beta").returncode == 0
+    (again,) = wait_for(lambda: spares(iris, "alpha"), what="a spare in the freed slot")
+    assert again != spare

@@ -1,0 +1,114 @@
+"""The spare claudes' pool (irisd/pool/spares.py) on the autojump clock, with fake children:
+how many start, into which room, what a take hands over, and what an exit or a reload does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from fakes.child import FakeChild
+from fakes.core import teams_config
+from harness import wait_until
+from iris_common.paths import IrisPaths
+from irisd.caller import Caller
+from irisd.claude.process import ChildLine
+from irisd.pool.pair_events import PairEvent
+from irisd.pool.spares import RETRY_S, SparePool
+from irisd.tokens import Access
+
+ALPHA_TWO = "    sessions:\n      spares: 2\n"
+
+
+def pool_for(tmp_path: Path, room: list[bool], alpha: str = ALPHA_TWO) -> tuple[SparePool, Access]:
+    FakeChild.instances.clear()
+    access = Access(token_path=tmp_path / "token", grants_dir=tmp_path / "grants", child_url="http://127.0.0.1:1")
+    access.grants_dir.mkdir()
+    pool = SparePool(
+        config=teams_config(tmp_path, alpha=alpha),
+        paths=IrisPaths(home=tmp_path, socket=tmp_path / "s", claude_config_dir=tmp_path / "claude"),
+        access=access, child_factory=FakeChild, may_start=lambda: room[0], changed=lambda: None,
+    )
+    return pool, access
+
+
+async def test_a_team_gets_its_spares_each_a_new_session_and_a_token_with_no_pair(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    pool, access = pool_for(tmp_path, [True])
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: len(pool.pids().get("alpha", [])) == 2, every=0.01)
+        assert "beta" not in pool.pids()  # settings.sessions.spares: 0
+        ids = {spare.session_id for spare in pool.spares.values()}
+        assert len(ids) == 2
+        for child in FakeChild.instances:
+            assert child.argv[child.argv.index("--session-id") + 1] in ids and "--resume" not in child.argv
+        assert access.child_count == 2
+        spare = pool.take("alpha")
+        assert spare is not None and access.caller_for_token(spare.grant.token) == Caller.child("alpha", "")
+        await wait_until(lambda: len(pool.pids().get("alpha", [])) == 2, every=0.01)  # replaced
+        assert spare.process.pid not in pool.pids()["alpha"] and pool.take("beta") is None
+        nursery.cancel_scope.cancel()
+    assert access.child_count == 0  # every spare's process ended, taken or not (its token with it)
+
+
+async def test_a_taken_spare_says_nothing_until_bound_then_everything_in_order(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
+        child = FakeChild.instances[0]
+        await child.text("before it was taken")  # dropped: no pair's
+        await trio.sleep(1)
+        spare = pool.take("alpha")
+        assert spare is not None
+        await child.text("one")
+        await child.text("two")
+        send, receive = trio.open_memory_channel[PairEvent](10)
+        await trio.sleep(1)
+        assert receive.statistics().current_buffer_used == 0  # held until the pair knows its child
+        spare.bind(send)
+        got = [await receive.receive(), await receive.receive()]
+        texts = [json.loads(e.raw)["event"]["delta"]["text"] for e in got if isinstance(e, ChildLine)]
+        assert texts == ["one", "two"]
+        nursery.cancel_scope.cancel()
+
+
+async def test_an_untaken_spare_that_exits_is_replaced_after_a_pause(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
+        FakeChild.instances[0].exit(1)
+        exited = trio.current_time()
+        await wait_until(lambda: len(FakeChild.instances) == 2, every=0.01)
+        assert trio.current_time() == pytest.approx(exited + RETRY_S, abs=0.02)  # seen within a poll
+        nursery.cancel_scope.cancel()
+
+
+async def test_spares_wait_for_room_and_a_reload_renews_a_changed_teams(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    room = [False]
+    pool, _ = pool_for(tmp_path, room)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await trio.sleep(60)
+        assert FakeChild.instances == []  # a spare never evicts: no room, no spare
+        room[0] = True
+        pool.refill()  # what a released slot does
+        await wait_until(lambda: len(pool.pids().get("alpha", [])) == 2, every=0.01)
+        old = list(FakeChild.instances)
+        pool.reconfigure(teams_config(tmp_path, alpha="    sessions:\n      spares: 1\n"), {"alpha"})
+        await wait_until(lambda: len(pool.pids().get("alpha", [])) == 1 and len(FakeChild.instances) == 3,
+                         every=0.01)
+        assert all(child.stopped_at < float("inf") for child in old)
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,171 @@
+"""A tell's transcript is written per turn: its lines in one write with its state, no
+token deltas, claude's ``init`` line once per claude (again when it changes); a long
+turn is written at least every ``SAVE_AFTER_S``; the answer leaves before the end is
+written (fake children on trio's autojump clock, the real core and store)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from fakes.child import FakeChild
+from fakes.child import child_got_turn as child
+from fakes.core import no_events, running_core, teams_config
+from irisd.caller import Caller
+from irisd.dispatch import Dispatcher
+from irisd.store import tells
+from irisd.tell.transcript import SAVE_AFTER_S, Inits, TurnLines, not_stored
+from protocol.messages import ReadTranscript, Tell, TellReply, TranscriptReply
+
+INIT = {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "tools": ["Bash"] * 200}
+
+
+def test_turn_lines_keep_all_but_token_deltas_until_taken() -> None:
+    lines = TurnLines()
+    assert lines.next_deadline() == float("inf") and not lines.due(100.0)
+    lines.add(10.0, 1.0, "system", b"{init}")
+    lines.add(10.1, 1.1, "stream_event", b"{delta}")  # changes the text, not stored
+    lines.add(10.2, 1.2, "system", b"{same init}", keep=False)
+    lines.add(10.3, 1.3, "assistant", b"{a}")
+    assert len(lines) == 2 and lines.next_deadline() == 10.0 + SAVE_AFTER_S
+    assert not lines.due(10.0 + SAVE_AFTER_S - 0.01) and lines.due(10.0 + SAVE_AFTER_S)
+    taken = lines.take()
+    assert taken == [(1.0, "system", b"{init}"), (1.3, "assistant", b"{a}")]
+    assert lines.next_deadline() == float("inf")
+    lines.add(11.0, 2.0, "result", b"{r}")
+    assert lines.unwritten() == [*taken, (2.0, "result", b"{r}")]  # taken, not written yet: still shown
+    lines.written(len(taken))
+    assert lines.unwritten() == [(2.0, "result", b"{r}")]
+    # a reader that found the taken lines in the database already does not show them twice
+    assert not_stored([(1.3, "assistant")], [(1.3, "assistant", b"{a}"), (2.0, "result", b"{r}")]) == [
+        (2.0, "result", b"{r}")
+    ]
+
+
+def test_an_init_line_is_new_once_per_claude_and_when_it_changes() -> None:
+    inits = Inits()
+    first = json.dumps({**INIT, "uuid": "u1"}).encode()
+    assert inits.is_new(first)
+    assert not inits.is_new(json.dumps({**INIT, "uuid": "u2"}).encode())  # the same but for its uuid
+    assert inits.is_new(json.dumps({**INIT, "model": "other", "uuid": "u3"}).encode())
+    inits.new_child()
+    assert inits.is_new(first)
+
+
+@pytest.fixture
+async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
+    async with running_core(tmp_path, teams_config(tmp_path)) as dispatcher:
+        yield dispatcher
+
+
+def stored(core: Dispatcher, tell_id: str) -> list[str]:
+    return [kind for _, kind, _ in core.store._connection.execute(
+        "SELECT at, type, raw FROM tell_messages WHERE tell_id = ? ORDER BY id", (tell_id,))]
+
+
+async def turn(claude: FakeChild, uuid: str, answer: str, **init: Any) -> None:
+    await claude.emit({**INIT, **init, "uuid": uuid})
+    for word in answer.split():
+        await claude.text(word + " ")
+    await claude.emit({"type": "assistant", "message": {"content": [{"type": "text", "text": answer}]}})
+
+
+async def test_a_turn_is_written_once_with_its_state_without_deltas_or_a_repeated_init(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    replies: list[TellReply] = []
+
+    async def tell(message: str) -> None:
+        replies.append(await core.tells.tell(Tell(to_team="alpha", message=message), no_events))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "one")
+        claude = await child(0)
+        await turn(claude, "u1", "the first answer")
+        await trio.testing.wait_all_tasks_blocked()
+        running = next(iter(core.supervisor.pairs.values())).tells.by_id
+        (tell_id,) = running
+        assert stored(core, tell_id) == []  # kept in memory until the turn's state is saved
+        shown = await core.dispatch(ReadTranscript(tell_id=tell_id), Caller(), no_events)
+        assert isinstance(shown, TranscriptReply)  # a reader sees them all the same
+        assert [e.type for e in shown.entries] == ["system", "assistant"]
+        await claude.result("the first answer")
+        await trio.testing.wait_all_tasks_blocked()
+        assert stored(core, tell_id) == ["system", "assistant", "result"]  # no stream_event
+
+        nursery.start_soon(tell, "two")
+        await trio.testing.wait_all_tasks_blocked()
+        await turn(claude, "u2", "again")  # the same init line, a new uuid: not kept
+        await claude.result("again")
+        await trio.testing.wait_all_tasks_blocked()
+        second = replies[-1].tell.id
+        assert stored(core, second) == ["assistant", "result"]
+
+        nursery.start_soon(tell, "three")
+        await trio.testing.wait_all_tasks_blocked()
+        await turn(claude, "u3", "changed", model="another")  # a changed init line is kept
+        await claude.result("changed")
+    await trio.testing.wait_all_tasks_blocked()  # the pair's actor writes the end after the answer left
+    assert stored(core, replies[-1].tell.id) == ["system", "assistant", "result"]
+    final = await core.dispatch(ReadTranscript(tell_id=replies[0].tell.id, steps=True), Caller(), no_events)
+    assert isinstance(final, TranscriptReply)
+    assert [s.kind for s in final.steps] == ["start", "text", "end"]
+
+
+async def test_a_long_turn_is_written_at_least_every_half_second_with_its_text_so_far(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(core.tells.tell, Tell(to_team="alpha", message="long"), no_events)
+        claude = await child(0)
+        await claude.emit({**INIT, "uuid": "u1"})
+        await claude.text("word1 ")
+        await trio.testing.wait_all_tasks_blocked()
+        pair = next(iter(core.supervisor.pairs.values()))
+        (tell_id,) = pair.tells.by_id
+        start = trio.current_time()
+        assert stored(core, tell_id) == []
+        await trio.sleep(SAVE_AFTER_S - 0.01)
+        await trio.testing.wait_all_tasks_blocked()
+        assert stored(core, tell_id) == []
+        await trio.sleep(0.01)  # the pair's timer: the oldest unsaved change is SAVE_AFTER_S old
+        await trio.testing.wait_all_tasks_blocked()
+        assert trio.current_time() - start == pytest.approx(SAVE_AFTER_S)
+        assert stored(core, tell_id) == ["system"]
+        info = await core.store.call(tells.get, tell_id)
+        assert info is not None and info.text == "word1 "  # the text so far, for a crash of irisd
+        await claude.text("word2")
+        await claude.result("word1 word2")
+
+
+async def test_the_answer_leaves_before_the_end_is_written(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replied: list[TellReply] = []
+    saved_when: list[tuple[str, int]] = []  # each save of the tell: its status, how many replies had gone
+    update = tells.update
+
+    def spying(db: Any, info: Any, usage: bytes | None = None) -> None:
+        saved_when.append((info.status, len(replied)))
+        update(db, info, usage)
+
+    monkeypatch.setattr(tells, "update", spying)
+
+    async def tell() -> None:
+        replied.append(await core.tells.tell(Tell(to_team="alpha", message="hi"), no_events))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell)
+        claude = await child(0)
+        await turn(claude, "u1", "hello")
+        await claude.result("hello")
+    await trio.testing.wait_all_tasks_blocked()  # the pair's actor writes the end
+    assert replied and replied[0].tell.status == "completed"
+    assert saved_when[-1] == ("completed", 1)  # the caller had its answer when the end was written
+    assert await core.store.call(tells.get, replied[0].tell.id) is not None
