@@ -36,6 +36,7 @@ from iris_common.config import AGENT_NAME, IrisConfig
 from irisd.events import EventHub
 from irisd.store import approvals
 from irisd.store.agent import ALLOWED_BY
+from irisd.store.db import StoreError
 from irisd.store.facade import Store
 from protocol.errors import InvalidRequestError, IrisError
 from protocol.messages import (
@@ -63,6 +64,7 @@ TOOL_OF: dict[type[Any], str] = {
 }
 _DECODE = msgspec.json.Decoder(Action)
 EXPIRED = "no decision within settings.approvalTimeout; nothing was done"
+STORE_RETRY_S = 30.0  # after a failed write (the disk full, say), the expiry is tried again
 MAX_SLEEP_S = 3600.0  # the stored request, as iris-agent sent it
 MAX_QUOTE = 300
 
@@ -164,13 +166,17 @@ class AgentActions:
         task_status.started()
         while True:
             self._filed = trio.Event()
-            async with self._deciding:  # not one being done right now
-                expired_now = await self.store.call(approvals.expire_agent, self.clock(), EXPIRED)
-            for expired in expired_now:
-                log.info("iris-agent's action expired", extra={"approval": expired.id, "action": expired.summary})
-                self._publish(expired)
-            due = await self.store.call(approvals.next_agent_expiry)
-            delay = MAX_SLEEP_S if due is None else min(max(due - self.clock(), 0.0), MAX_SLEEP_S)
+            try:
+                async with self._deciding:  # not one being done right now
+                    expired_now = await self.store.call(approvals.expire_agent, self.clock(), EXPIRED)
+                for expired in expired_now:
+                    log.info("iris-agent's action expired", extra={"approval": expired.id, "action": expired.summary})
+                    self._publish(expired)
+                due = await self.store.call(approvals.next_agent_expiry)
+                delay = MAX_SLEEP_S if due is None else min(max(due - self.clock(), 0.0), MAX_SLEEP_S)
+            except StoreError as exc:  # the disk is full, say: the undecided actions expire once it is writable
+                log.warning("could not expire iris-agent's actions", extra={"error": exc.message})
+                delay = STORE_RETRY_S
             with trio.move_on_after(delay):
                 await self._filed.wait()
 
