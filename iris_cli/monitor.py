@@ -223,7 +223,19 @@ def _tells(state: MonitorState, width: int, room: int) -> list[RenderableType]:
 
 
 def _approval(a: ApprovalInfo, width: int) -> RenderableType:
-    """Three lines: who wants what, the request itself (its first line), how to decide."""
+    """Three lines: who wants what, the request itself (its first line), how to decide. An
+    MCP server's input request: who asks, what, the form's fields, how to answer."""
+    if a.kind == "input":
+        from protocol.forms import describe_form
+
+        head = Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)}: ", (a.tool_name, "bold"),
+                             f" asks for your input ({ago(a.created_at)}): ", " ".join(a.message.split()))
+        fields = f"fields: {describe_form(a.schema) or 'none'}"
+        return Group(head, Text(short(fields, width - 2)), Text(decide_line(a.id, kind="input"), style="magenta"))
+    if a.kind == "budget":
+        head = Text.assemble((a.id[:10], "bold"), f" {pair_name(a.from_team, a.to_team)}: its chain reached ",
+                             (a.tool_name, "bold"), f" ({ago(a.created_at)})")
+        return Group(head, Text(short(a.message, width - 2)), Text(decide_line(a.id, kind="budget"), style="magenta"))
     first_line = tool_input(a.tool_name, a.input).splitlines()[0] if a.input else ""
     who = f" {pair_name(a.from_team, a.to_team)} wants "
     if a.kind == "agent":  # an action iris-agent proposes: what it will do
@@ -231,7 +243,7 @@ def _approval(a: ApprovalInfo, width: int) -> RenderableType:
     return Group(
         Text.assemble((a.id[:10], "bold"), who, (a.tool_name, "bold"), f" ({ago(a.created_at)})"),
         Text(short(first_line, width - 2) if len(first_line) > width - 2 else first_line),
-        Text(decide_line(a.id), style="magenta"),
+        Text(decide_line(a.id, kind=a.kind), style="magenta"),
     )
 
 

@@ -214,13 +214,16 @@ def approvals(items: list[ApprovalInfo]) -> None:
                 (a.id, "bold"), " iris-agent proposes to ", (a.summary, "bold"), f" ({a.status}, {ago(a.created_at)})"
             ))
         else:
+            wants = {"input": " asks for your input through its MCP server ", "budget": " would go beyond "}.get(
+                a.kind, " wants "
+            )
             out.print(Text.assemble(
-                (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)} wants ", (a.tool_name, "bold"),
+                (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)}{wants}", (a.tool_name, "bold"),
                 f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
             ))
-            out.print(tool_input(a.tool_name, a.input))
+            out.print(asked(a))
         if a.status == "pending":
-            out.print(decide_line(a.id) + "\n")
+            out.print(decide_line(a.id, kind=a.kind) + "\n")
         elif a.reason or a.decided_by:
             why = f": {a.reason}" if a.reason else ""
             out.print(f"  {a.status} by {a.decided_by or '-'}{why}\n")
@@ -238,13 +241,30 @@ def tool_input(tool: str, value: dict[str, Any]) -> str:
     return "\n".join("  " + line for line in json.dumps(value, indent=2, ensure_ascii=False).splitlines())
 
 
+def asked(a: ApprovalInfo) -> str:
+    """What the approval asks: a tool's input, or an MCP server's message, its form's fields
+    and (answered) the answer."""
+    if a.kind == "budget":
+        return f"  {a.message}"
+    if a.kind != "input":
+        return tool_input(a.tool_name, a.input)
+    from protocol.forms import describe_form
+
+    lines = [f"  {line}" for line in (a.message or "(no message)").splitlines()]
+    lines.append(f"  fields: {describe_form(a.schema) or 'none'}")
+    if a.content:
+        lines.append(f"  answered: {json.dumps(a.content, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
 def approval_event(a: ApprovalInfo) -> None:
     what = f"{pair_name(a.from_team, a.to_team)} {a.tool_name}"
     if a.kind == "agent":
         what = f"iris-agent proposes to {a.summary}"
-    out.print(Text.assemble("\n", (f"approval {a.status}", "magenta"), f" {a.id} {what}"))
+    title = "input request" if a.kind == "input" else "approval"
+    out.print(Text.assemble("\n", (f"{title} {a.status}", "magenta"), f" {a.id} {what}"))
     if a.status == "pending" and a.kind != "agent":
-        out.print(tool_input(a.tool_name, a.input))
+        out.print(asked(a))
 
 
 def _short(text: str) -> str:

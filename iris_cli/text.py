@@ -14,10 +14,16 @@ from iris_common.text import tell_data as tell_data
 ANSWERED = frozenset({"completed", "in_progress"})  # a tell's reply status; the others exit 1
 
 
-def decide_line(approval_id: str) -> str:
+def decide_line(approval_id: str, *, kind: str = "tool") -> str:
     """How to decide an approval, in 80 columns: its id's first characters are enough
-    (irisd takes any unique prefix of an id)."""
+    (irisd takes any unique prefix of an id). An input request is answered field by field."""
     brief = approval_id[:10]
+    if kind == "input":
+        return f"  iris approve {brief} --field NAME=VALUE ...  |  iris deny {brief} (declines)"
+    if kind == "budget":
+        return f"  iris approve {brief} (the chain goes on)  |  iris deny {brief} (it stops)"
+    if kind == "agent":  # an action of iris-agent: decided once, never remembered
+        return f"  iris approve {brief} (iris-agent does it)  |  iris deny {brief}"
     return f"  iris approve {brief} [--remember]  |  iris deny {brief} --reason '...'"
 
 

@@ -86,6 +86,9 @@ class BudgetConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, ren
 
     daily_usd: Usd | None = None  # all teams together since local midnight (per team: that team)
     chain_usd: Usd | None = None  # one chain of nested tells (settings only)
+    # settings only: a chain about to be refused by chainUsd asks the person first whether it
+    # may go on, for up to this much more (true: chainUsd more); false: refused, as before
+    ask_to_exceed: bool | Usd = False
 
 
 class QuestionsConfig(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel"):

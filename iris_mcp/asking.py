@@ -31,6 +31,7 @@ from protocol.messages import ApprovalInfo, TellPhase
 
 APPROVAL_KEY = "approval"  # the input request's key in inputRequests / inputResponses
 APPROVE, DENY, REMEMBER = "approve", "deny", "approve and remember"
+CONTINUE, STOP = "continue", "stop"  # a chain's budget (settings.budget.askToExceed)
 MAX_SPENT_STATES = 4096
 MAX_SHOWN_INPUT_CHARS = 2000
 
@@ -41,6 +42,9 @@ class AskState(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tell_id: str
     approval_id: str
     nonce: str  # spent once: a replayed state is refused
+    kind: str = "tool"  # "input": the form of one of the team's MCP servers, answered as it is
+    # a fan-out (toTeams): every target as (team, tell id, why refused), to wait for them all again
+    fan_out: list[tuple[str, str, str]] = []
 
 
 @dataclass(frozen=True)
@@ -74,10 +78,19 @@ class Answer:
     allow: bool
     remember: bool = False
     reason: str = ""
+    content: dict[str, Any] = field(default_factory=dict)  # an input request's answer
 
 
-def new_state(tell_id: str, approval_id: str) -> str:
-    return msgspec.json.encode(AskState(tell_id, approval_id, secrets.token_hex(12))).decode()
+def new_state(
+    tell_id: str, approval_id: str, kind: str = "tool", fan_out: list[tuple[str, str, str]] | None = None
+) -> str:
+    state = AskState(tell_id, approval_id, secrets.token_hex(12), kind, fan_out or [])
+    return msgspec.json.encode(state).decode()
+
+
+def asks_person(phase: TellPhase) -> bool:
+    """The tell waits for a person's decision this client may be asked for."""
+    return phase.name == "awaiting_approval" and bool(phase.approval_id)
 
 
 def read_state(text: str) -> AskState:
@@ -149,6 +162,48 @@ def approval_form(
     return message, schema
 
 
+def input_form(approval: ApprovalInfo) -> tuple[str, dict[str, Any]]:
+    """An input request's form as its MCP server asked it (its schema passed through, checked
+    by irisd when answered), the message saying which team's server asks."""
+    message = (
+        f"Iris: {approval.to_team}'s MCP server {approval.tool_name} asks for your input "
+        f"(input request {approval.id}): {approval.message}"
+    )
+    return message, approval.schema or {"type": "object", "properties": {}}
+
+
+def budget_form(approval: ApprovalInfo) -> tuple[str, dict[str, Any]]:
+    """A chain of nested tells reached its budget (settings.budget.askToExceed): go on?"""
+    message = f"Iris (approval {approval.id}): {approval.message}"
+    schema = {
+        "type": "object",
+        "properties": {
+            "decision": {
+                "type": "string",
+                "title": "Decision",
+                "enum": [CONTINUE, STOP],
+                "description": "Let the chain spend more?",
+            },
+        },
+        "required": ["decision"],
+    }
+    return message, schema
+
+
+def read_input(response: Mapping[str, Any] | None) -> Answer | None:
+    """The person's answer to an input request's form: accept (its content), decline, or
+    None (cancel, nothing): then it stays for the other front ends."""
+    if not response:
+        return None
+    match response.get("action"):
+        case "accept":
+            content = response.get("content")
+            return Answer(allow=True, content=dict(content) if isinstance(content, Mapping) else {})
+        case "decline":
+            return Answer(allow=False)
+    return None
+
+
 def read_answer(response: Mapping[str, Any] | None) -> Answer | None:
     """The person's decision, or None when they made none (cancel, decline, an empty or
     unknown choice): the approval then stays for the other front ends."""
@@ -161,8 +216,10 @@ def read_answer(response: Mapping[str, Any] | None) -> Answer | None:
     reason = content.get("reason")
     reason = reason.strip() if isinstance(reason, str) else ""
     match decision:
-        case "approve":
+        case "approve" | "continue":
             return Answer(allow=True)
+        case "stop":
+            return Answer(allow=False, reason=reason or "the person stopped the chain at its budget")
         case "approve and remember":
             return Answer(allow=True, remember=True)
         case "deny":
@@ -173,10 +230,18 @@ def read_answer(response: Mapping[str, Any] | None) -> Answer | None:
 ASK_PERSON = "ask your person"
 
 
-def ask_your_person(approval_id: str) -> str:
+def ask_your_person(approval_id: str, kind: str = "tool") -> str:
     """What the calling model tells its person when an approval waits for them: the one
     wording of the progress messages, of a reply that ends while the tell waits, and of a
-    form the person left unanswered."""
+    form the person left unanswered. An input request (``kind`` "input") is answered field
+    by field."""
+    if kind == "input":
+        return (
+            f"{ASK_PERSON} to answer input request {approval_id} with `iris approve {approval_id} "
+            f"--field NAME=VALUE` (`iris approvals` shows the fields) or decline it with `iris deny {approval_id}` "
+            "(or to answer it in the dashboard or `iris monitor`); team_approve (with content) / team_deny "
+            "answer it if they let you"
+        )
     return (
         f"{ASK_PERSON} to run `iris approve {approval_id}` or `iris deny {approval_id}` (or to decide it "
         "in the dashboard or `iris monitor`); team_approve / team_deny decide it if they let you"

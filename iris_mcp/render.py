@@ -18,6 +18,7 @@ from iris_common.text import pair_name, tail, tell_data
 from iris_common.text import short as text_short
 from iris_mcp.asking import InputAsk, ask_your_person
 from protocol import session_words
+from protocol.forms import describe_form
 from protocol.messages import (
     AnswerReply,
     ApprovalInfo,
@@ -91,7 +92,9 @@ def ask_person(phase: TellPhase) -> str:
     """For the calling model, after the phase in words: a tell that waits for an approval
     (its own, or the one of the tell ahead of it) waits for a person."""
     approval = awaited_approval(phase)
-    return f"; {ask_your_person(approval.approval_id)}" if approval is not None else ""
+    if approval is None:
+        return ""
+    return f"; {ask_your_person(approval.approval_id, 'input' if approval.server else 'tool')}"
 
 
 def render_tell(reply: TellReply) -> ToolOutput:
@@ -120,7 +123,8 @@ def render_tell(reply: TellReply) -> ToolOutput:
         awaited = awaited_approval(info.phase) if info.phase is not None else None
         waiting = info.approval_id or (awaited.approval_id if awaited is not None else "")
         if waiting:  # its own, the tell's ahead of it, or one of a tell further down its chain
-            text += f"\nThe tell waits for approval {waiting}: {ask_your_person(waiting)}."
+            kind = "input" if awaited is not None and awaited.server else "tool"  # an MCP server's form
+            text += f"\nThe tell waits for {_what[kind]} {waiting}: {ask_your_person(waiting, kind)}."
         return ToolOutput(text, data)
     reason = f": {info.error}" if info.error else ""
     text = f"The tell to {info.to_team} {status.replace('_', ' ')}{reason} (tellId {info.id})."
@@ -247,8 +251,12 @@ def render_notification(info: NotificationInfo) -> str:
     )
 
 
+_what = {"tool": "approval", "input": "input request"}
+
+
 def render_approval(a: ApprovalInfo) -> str:
-    """One approval, readable: who wants which tool with what input, and its state."""
+    """One approval, readable: who wants which tool with what input (an MCP server: which
+    form; a chain's budget: the question), and its state."""
     if a.kind == "agent":  # an action of iris-agent: what it will do, once the person allows it
         state = a.status if a.status == "pending" else f"{a.status} by {a.decided_by or '-'}"
         reason = f" ({a.reason})" if a.reason else ""
@@ -259,6 +267,11 @@ def render_approval(a: ApprovalInfo) -> str:
         what = f"$ {a.input['command']}"
     state = a.status if a.status == "pending" else f"{a.status} by {a.decided_by or '-'}"
     reason = f" ({a.reason})" if a.reason else ""
+    if a.kind == "input":
+        return (f"{a.id}: {pair_name(a.from_team, a.to_team)}'s MCP server {a.tool_name} asks for input: "
+                f"{a.message} (fields: {describe_form(a.schema) or 'none'}) [{state}{reason}]")
+    if a.kind == "budget":
+        return f"{a.id}: {pair_name(a.from_team, a.to_team)}: {a.message} [{state}{reason}]"
     return f"{a.id}: {pair_name(a.from_team, a.to_team)} wants {a.tool_name}: {what} [{state}{reason}]"
 
 

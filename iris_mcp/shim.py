@@ -26,13 +26,13 @@ from mcp.server.lowlevel import Server  # noqa: E402
 if TYPE_CHECKING:
     from mcp.server.context import CallNext, HandlerResult
 
-    from iris_mcp.asking import Asking, SpentStates
+    from iris_mcp.asking import Asking, AskState, SpentStates
     from iris_mcp.identity import Identity
     from iris_mcp.progress_sender import Progress, ReportProgress
     from iris_mcp.render import ToolOutput
     from iris_mcp.tools import CacheReadArgs
     from iris_mcp.watch import TellWatch
-    from protocol.messages import ApprovalInfo, Event, GetTell, Reply, Request, Tell
+    from protocol.messages import ApprovalInfo, Event, GetTell, Reply, Request, Tell, TellPhase
 
 log = logging.getLogger("iris.mcp")
 
@@ -125,6 +125,8 @@ class Shim:
         from iris_mcp.tools import TOOLS_BY_NAME, parse_args
         from protocol.errors import IrisError
 
+        retry = asking is not None and asking.state is not None
+        log.debug("tools/call %s%s", name, f" (a retry answering {dict(asking.responses)})" if retry and asking else "")
         tool = TOOLS_BY_NAME.get(name)
         if tool is None or name not in self.offered:
             known = ", ".join(self.offered)
@@ -201,7 +203,7 @@ class Shim:
                 raise InvalidRequestError(
                     "give either toTeam or toTeams, not both (and persist works for one team at a time)"
                 )
-            return await self.fan_out(args, report)
+            return await self.fan_out(args, report, asking)
         if not args.to_team:
             raise InvalidRequestError("team_tell needs toTeam (the team to tell), or toTeams for several")
         can_ask = asking.can_ask and self.may_decide and not args.persist
@@ -229,34 +231,63 @@ class Shim:
         output.data.pop("message", None)  # the caller's own words, long perhaps: not echoed back
         return output
 
-    async def fan_out(self, args: Any, report: ReportProgress) -> ToolOutput:
-        """toTeams: one tell per team; a progress notification as each one answers."""
-        import itertools
-
+    async def fan_out(self, args: Any, report: ReportProgress, asking: Asking | None = None) -> ToolOutput:
+        """toTeams: one tell per team; a progress notification as each one answers. When the
+        client can show a form, each approval (or input request) any of them waits for is
+        asked of the person, one form at a time, in the order they come; the retry waits
+        for all the tells again (``wait_fan_out``)."""
+        from iris_mcp.asking import NO_ASKING, asks_person
         from iris_mcp.render import render_reply
         from protocol.errors import ConnectionLost, DaemonNotRunningError
-        from protocol.messages import FanOutEvent, TellMany
+        from protocol.messages import FanOutEvent, TellMany, TellPhaseEvent, TellState
+
+        asking = asking or NO_ASKING
+        can_ask = asking.can_ask and self.may_decide
+        if asking.state is not None:
+            return await self.resume_fan_out(args, asking, report, can_ask=can_ask)
 
         request = TellMany(
             to_teams=args.to_teams,
             message=args.message,
             from_team=await self.sender(args.from_team),
             timeout_ms=args.timeout,
-            stream=report is not None,  # its events are progress, for a client that wants it
+            # its events are progress, for a client that wants it, and the phases a form waits on
+            stream=report is not None or can_ask,
             parent_pair=self.parent_pair,
             max_budget_usd=args.max_budget_usd,
             thread=args.thread,
         )
-        answered = itertools.count(1)
+        answered = 0
+        team_of: dict[str, str] = {}  # tell id -> its team
+        refused: dict[str, str] = {}  # team -> why
+        waiting: list[tuple[str, TellPhase]] = []
+        stop = trio.CancelScope()
 
         async def on_event(event: Event) -> None:
-            if report is not None and isinstance(event, FanOutEvent):  # one per team: not coalesced
-                await report(next(answered), f"{event.result.to_team}: {event.result.status}")
+            nonlocal answered
+            match event:
+                case FanOutEvent(result=result):
+                    answered += 1
+                    if result.status == "refused":
+                        refused[result.to_team] = result.error
+                    if report is not None:  # one per team: not coalesced
+                        await report(answered, f"{result.to_team}: {result.status}")
+                case TellState(tell_id=tell_id, to_team=to_team) if to_team:
+                    team_of[tell_id] = to_team
+                case TellPhaseEvent(tell_id=tell_id, phase=phase) if can_ask and asks_person(phase):
+                    waiting.append((tell_id, phase))
+                    stop.cancel()
 
         grace = max(args.timeout, 0) / 1000 + TELL_GRACE_S if args.timeout != 0 else float("inf")
         try:
             with trio.move_on_after(grace):
-                return render_reply(await self.link.call(request, idempotent=False, on_event=on_event))
+                with stop:
+                    return render_reply(await self.link.call(request, idempotent=False, on_event=on_event))
+                ids = {team: tell_id for tell_id, team in team_of.items()}
+                teams = dict.fromkeys(t.strip() for t in request.to_teams if t.strip())  # as irisd reads them
+                targets = [(team, ids.get(team, ""), refused.get(team, "")) for team in teams]
+                tell_id, phase = waiting[0]
+                return await self.form_for(tell_id, team_of.get(tell_id, "?"), phase, targets)
         except ConnectionLost:
             raise DaemonNotRunningError(
                 "the connection to irisd broke while the tells were under way; see team_report for each team"
@@ -305,17 +336,32 @@ class Shim:
     async def ask_person(self, watch: TellWatch) -> ToolOutput:
         """The tell waits for an approval: the call ends with a form for the client's person
         (MCP ``input_required``); its answer comes with the next call (``resume_tell``)."""
-        from iris_mcp.asking import InputAsk, approval_form, new_state
-        from iris_mcp.render import ToolOutput
-
         phase, tell_id = watch.waiting, watch.tell_id
         assert phase is not None and tell_id is not None
-        message, schema = approval_form(watch.to_team, phase.approval_id, phase, await self.approval(phase.approval_id))
+        return await self.form_for(tell_id, watch.to_team, phase)
+
+    async def form_for(
+        self, tell_id: str, to_team: str, phase: TellPhase, fan_out: list[tuple[str, str, str]] | None = None
+    ) -> ToolOutput:
+        """The form for the approval ``phase`` names (a tool's, an MCP server's input, a
+        chain's budget), as the call's ``input_required`` result; ``fan_out``: the targets
+        of a fan-out to wait for again on the retry."""
+        from iris_mcp.asking import InputAsk, approval_form, budget_form, input_form, new_state
+        from iris_mcp.render import ToolOutput
+
+        approval = await self.approval(phase.approval_id)
+        if approval is not None and approval.kind == "input":  # one of the team's MCP servers asks
+            message, schema = input_form(approval)
+        elif approval is not None and approval.kind == "budget":  # a chain reached its budget: go on?
+            message, schema = budget_form(approval)
+        else:
+            message, schema = approval_form(to_team, phase.approval_id, phase, approval)
+        kind = approval.kind if approval is not None else "tool"
         data = {
-            "id": tell_id, "to_team": watch.to_team, "status": "in_progress", "tell_status": "awaiting_approval",
+            "id": tell_id, "to_team": to_team, "status": "in_progress", "tell_status": "awaiting_approval",
             "approval_id": phase.approval_id,
         }
-        ask = InputAsk(message, schema, new_state(tell_id, phase.approval_id))
+        ask = InputAsk(message, schema, new_state(tell_id, phase.approval_id, kind, fan_out))
         return ToolOutput(message, data, ask=ask)
 
     async def approval(self, approval_id: str) -> ApprovalInfo | None:
@@ -341,40 +387,22 @@ class Shim:
         the other front ends, and the reply says how to decide it."""
         import dataclasses
 
-        from iris_mcp.asking import APPROVAL_KEY, ask_your_person, read_answer, read_state
         from iris_mcp.render import ToolOutput, render_reply
         from iris_mcp.watch import TellWatch
-        from protocol.errors import InvalidRequestError, IrisError, NotFoundError
         from protocol.limits import MAX_WAIT_MS, MIN_WAIT_MS
-        from protocol.messages import Decide, GetTell
+        from protocol.messages import GetTell
 
-        assert asking.state is not None
-        state = read_state(asking.state)
-        if asking.spent is not None and not asking.spent.spend(state):
-            raise InvalidRequestError(
-                f"this answer to approval {state.approval_id} was already given (a requestState is used once); "
-                f'follow the tell with team_result {{"tellId": "{state.tell_id}"}}'
-            )
-        answer = read_answer(asking.responses.get(APPROVAL_KEY))
-        if answer is None:
+        state, note = await self.decide_answer(asking)
+        if note is None:
+            from iris_mcp.asking import ask_your_person
+
             told = render_reply(await self.request(GetTell(tell_id=state.tell_id)))
             text = (
                 f"Not decided in this session: approval {state.approval_id} waits; "
-                f"{ask_your_person(state.approval_id)}. The tell goes on "
+                f"{ask_your_person(state.approval_id, state.kind)}. The tell goes on "
                 f'(tellId {state.tell_id}): fetch its answer with team_result {{"tellId": "{state.tell_id}"}}.'
             )
             return ToolOutput(text, told.data)
-        note = ""
-        decide = Decide(
-            approval_id=state.approval_id, allow=answer.allow, remember=answer.remember, reason=answer.reason,
-            by=await self.decider(),
-        )
-        try:
-            await self.request(decide, idempotent=False)
-        except (InvalidRequestError, NotFoundError) as exc:  # decided first elsewhere (or expired)
-            note = f"({exc.message})\n\n"
-        except IrisError:
-            raise
         watch = TellWatch(args.to_team, tell_id=state.tell_id)
         wait_ms = MAX_WAIT_MS if args.timeout == 0 else min(max(args.timeout, MIN_WAIT_MS), MAX_WAIT_MS)
         while True:
@@ -385,6 +413,103 @@ class Shim:
         if note and output.ask is None:
             return dataclasses.replace(output, text=note + output.text)
         return output
+
+    async def decide_answer(self, asking: Asking) -> tuple[AskState, str | None]:
+        """The retry's answer, through the one decision path (``Decide``: the first answer
+        from any front end wins). The verified state, and None when the person decided
+        nothing here (cancel, decline of an approval), else a note ('' or why the decision
+        did not count: decided first elsewhere, expired)."""
+        from iris_mcp.asking import APPROVAL_KEY, read_answer, read_input, read_state
+        from protocol.errors import InvalidRequestError, NotFoundError
+        from protocol.messages import Decide
+
+        assert asking.state is not None
+        state = read_state(asking.state)
+        if asking.spent is not None and not asking.spent.spend(state):
+            raise InvalidRequestError(
+                f"this answer to approval {state.approval_id} was already given (a requestState is used once); "
+                f'follow the tell with team_result {{"tellId": "{state.tell_id}"}}'
+            )
+        response = asking.responses.get(APPROVAL_KEY)
+        answer = read_input(response) if state.kind == "input" else read_answer(response)
+        if answer is None:
+            return state, None
+        decide = Decide(
+            approval_id=state.approval_id, allow=answer.allow, remember=answer.remember, reason=answer.reason,
+            by=await self.decider(), content=answer.content,
+        )
+        try:
+            await self.request(decide, idempotent=False)
+        except (InvalidRequestError, NotFoundError) as exc:  # decided first elsewhere (or expired)
+            return state, f"({exc.message})\n\n"
+        return state, ""
+
+    async def resume_fan_out(self, args: Any, asking: Asking, report: ReportProgress, *, can_ask: bool) -> ToolOutput:
+        """The retry of a fan-out that asked the person: their answer is decided, then the
+        call waits for every target's tell again, asking the next decision any of them waits for."""
+        import dataclasses
+
+        from iris_mcp.asking import ask_your_person
+
+        state, note = await self.decide_answer(asking)
+        if note is None:
+            ids = ", ".join(f"{team} {tell_id}" for team, tell_id, _ in state.fan_out if tell_id)
+            output = await self.wait_fan_out(state.fan_out, args, report, can_ask=False, wait=False)
+            text = (
+                f"Not decided in this session: approval {state.approval_id} waits; "
+                f"{ask_your_person(state.approval_id, state.kind)}. The tells go on "
+                f"({ids}): fetch each answer with team_result.\n\n{output.text}"
+            )
+            return dataclasses.replace(output, text=text)
+        output = await self.wait_fan_out(state.fan_out, args, report, can_ask=can_ask)
+        if note and output.ask is None:
+            return dataclasses.replace(output, text=note + output.text)
+        return output
+
+    async def wait_fan_out(
+        self, targets: list[tuple[str, str, str]], args: Any, report: ReportProgress, *, can_ask: bool,
+        wait: bool = True,
+    ) -> ToolOutput:
+        """Wait for the tells of a fan-out's targets (``(team, tell id, why refused)``), all
+        at once; stop at the first decision one of them waits for, to ask it (``can_ask``)."""
+        from iris_mcp.asking import asks_person
+        from iris_mcp.render import render_reply
+        from protocol.limits import MAX_WAIT_MS, MIN_WAIT_MS
+        from protocol.messages import FanOutResult, GetTell, TellPhaseEvent, TellReply, TellsReply
+
+        wait_ms = MAX_WAIT_MS if args.timeout == 0 else min(max(args.timeout, MIN_WAIT_MS), MAX_WAIT_MS)
+        wait_ms = wait_ms if wait else 0
+        results: dict[str, FanOutResult] = {}
+        waiting: list[tuple[str, str, TellPhase]] = []
+        stop = trio.CancelScope()
+
+        async def one(team: str, tell_id: str) -> None:
+            async def on_event(event: Event) -> None:
+                if can_ask and isinstance(event, TellPhaseEvent) and asks_person(event.phase):
+                    waiting.append((tell_id, team, event.phase))
+                    stop.cancel()
+
+            while True:
+                reply = await self.link.call(GetTell(tell_id=tell_id, wait_ms=wait_ms, stream=can_ask),
+                                             idempotent=True, on_event=on_event)
+                assert isinstance(reply, TellReply)
+                if not wait or args.timeout != 0 or reply.status != "in_progress":
+                    break
+            results[team] = FanOutResult(to_team=team, status=reply.status, tell=reply.tell)
+
+        with stop:
+            async with trio.open_nursery() as nursery:
+                for team, tell_id, why in targets:
+                    if tell_id:
+                        nursery.start_soon(one, team, tell_id)
+                    else:
+                        results[team] = FanOutResult(to_team=team, status="refused", error=why or "not sent")
+        if waiting:
+            tell_id, team, phase = waiting[0]
+            return await self.form_for(tell_id, team, phase, targets)
+        if report is not None:
+            await report(len(targets), "every team answered")
+        return render_reply(TellsReply(results=[results[team] for team, _, _ in targets if team in results]))
 
     async def cancel_quietly(self, tell_id: str | None) -> None:
         """On a cancelled call: cancel its tell too, bounded, whatever the outcome."""
@@ -449,7 +574,10 @@ class Shim:
     async def team_approve(self, args: Any, report: ReportProgress) -> ToolOutput:
         from protocol.messages import Decide
 
-        decide = Decide(approval_id=args.approval_id, allow=True, remember=args.remember, by=await self.decider())
+        decide = Decide(
+            approval_id=args.approval_id, allow=True, remember=args.remember, by=await self.decider(),
+            content=args.content or {},
+        )
         return await self.simple(decide, idempotent=False)  # sent again, it would be "already decided"
 
     async def team_deny(self, args: Any, report: ReportProgress) -> ToolOutput:

@@ -226,6 +226,11 @@ class ApproveArgs(_Args):
         bool,
         msgspec.Meta(description="Also allow the same request of that pair from now on, without asking."),
     ] = False
+    content: Annotated[
+        dict[str, Any] | None,
+        msgspec.Meta(description="For a team's MCP server asking for input: your user's answer to its form "
+                     "(field: value; team_approvals shows the fields). team_deny declines it."),
+    ] = None
 
 
 class DenyArgs(_Args):

@@ -4,8 +4,11 @@ How it works: before a tell is queued, the tell service reads what was spent (fr
 ledger) and asks ``refusal``; a budget that is already reached refuses the tell before
 any claude turn, with a message that names the budget, what was spent and how to raise
 it. A nested tell carries the spending of its chain, so a chain that went over its
-budget half-way is stopped at its next hop. ``RateWindow`` counts each pair's tells over
-the last minute (``wait_s`` asks, ``record`` counts); time is an argument.
+budget half-way is stopped at its next hop — unless ``settings.budget.askToExceed`` is
+on: then the person is asked first (``exceed_question``) whether the chain may go on for
+``more_usd`` more, and the chain's budget grows by that much if they say yes.
+``RateWindow`` counts each pair's tells over the last minute (``wait_s`` asks, ``record``
+counts); time is an argument.
 """
 
 from __future__ import annotations
@@ -42,12 +45,34 @@ class Spending:
     chain: float | None = None
 
 
+def chain_reached(spending: Spending, budgets: Budgets) -> bool:
+    """The chain's budget is what refuses (the one the person may be asked to exceed)."""
+    return budgets.chain_usd is not None and spending.chain is not None and spending.chain >= budgets.chain_usd
+
+
+def more_usd(ask_to_exceed: bool | float, chain_usd: float | None) -> float | None:
+    """How much more a chain may spend if the person says yes (None: do not ask)."""
+    if ask_to_exceed is False or chain_usd is None:
+        return None
+    more = chain_usd if ask_to_exceed is True else float(ask_to_exceed)
+    return more if more > 0 else None
+
+
+def exceed_question(to_team: str, spending: Spending, budgets: Budgets, more: float) -> str:
+    """What the person is asked when a chain reaches its budget."""
+    return (
+        f"This chain of nested tells has spent {usd(spending.chain or 0.0)}, reaching its budget "
+        f"(settings.budget.chainUsd: {usd(budgets.chain_usd or 0.0)}); its next tell goes to {to_team}. "
+        f"Continue for up to {usd(more)} more?"
+    )
+
+
 def refusal(team: str, spending: Spending, budgets: Budgets) -> str | None:
     """Why a tell to ``team`` must not start, or None if every budget has room."""
-    if budgets.chain_usd is not None and spending.chain is not None and spending.chain >= budgets.chain_usd:
+    if chain_reached(spending, budgets):
         return (
-            f"this chain of nested tells has spent {usd(spending.chain)}, reaching its budget "
-            f"(settings.budget.chainUsd: {usd(budgets.chain_usd)}); the chain stops here. Answer from what "
+            f"this chain of nested tells has spent {usd(spending.chain or 0.0)}, reaching its budget "
+            f"(settings.budget.chainUsd: {usd(budgets.chain_usd or 0.0)}); the chain stops here. Answer from what "
             "you know, or raise settings.budget.chainUsd in config.yaml and run 'iris reload'"
         )
     if budgets.team_daily_usd is not None and spending.today_team >= budgets.team_daily_usd:

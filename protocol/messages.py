@@ -95,6 +95,7 @@ class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool: str = ""  # running_tool, awaiting_approval
     detail: str = ""  # the tool's input in short, or the API retry's cause
     approval_id: str = ""  # awaiting_approval
+    server: str = ""  # awaiting_approval of an input request: the team's MCP server that asks (``detail``: what)
     # queued: what the tell at the head of the pair's queue (the one running) waits for, so
     # that a tell stuck behind an undecided approval, a question or a long tool says so.
     head: TellPhase | None = None
@@ -258,6 +259,11 @@ class UnsolicitedInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired"]
+# What a person decides: a tool use (``tool``), a form one of the team's own MCP servers
+# asks its person to fill in (``input``: allowed = answered, denied = declined), or whether a
+# chain of nested tells may spend beyond its budget (``budget``: settings.budget.askToExceed),
+# or an action iris-agent proposes (``agent``).
+ApprovalKind = Literal["tool", "agent", "input", "budget"]
 QuestionStatus = Literal["pending", "answered", "expired", "dismissed"]
 CostGrouping = Literal["team", "pair", "chain", "day"]
 
@@ -364,7 +370,9 @@ class FanOutResult(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A team's request to use a tool, and what was decided."""
+    """A team's request to use a tool, and what was decided. Of kind ``input``: one of
+    the team's MCP servers (``tool_name``) asks for ``message`` with a form
+    (``schema``: MCP's ``requestedSchema``); ``content`` is what the person answered."""
 
     id: str
     from_team: str | None
@@ -382,8 +390,11 @@ class ApprovalInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     remembered: bool = False
     # "agent": an action iris-agent proposes (tool_name is its tool, e.g. "team_wake", input the
     # request irisd runs once the person allows it; from_team is "iris-agent"), said in ``summary``.
-    kind: Literal["tool", "agent"] = "tool"
+    kind: ApprovalKind = "tool"
     summary: str = ""
+    message: str = ""  # input: what the MCP server asks
+    schema: dict[str, Any] = {}  # input: the form (a flat object of primitive fields)
+    content: dict[str, Any] = {}  # input, answered: the person's answer
 
 
 class RuleInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -626,13 +637,15 @@ class HttpInfo(_Message, tag="http_info"):
 
 class Decide(_Message, tag="decide"):
     """Allow or deny a pending approval. ``remember`` turns an allow into a rule for the
-    pair, so the same request is not asked again."""
+    pair, so the same request is not asked again. An input request (kind ``input``):
+    ``allow`` answers it with ``content`` (checked against its form), deny declines it."""
 
     approval_id: str
     allow: bool
     remember: bool = False
     reason: str = ""
     by: str = ""
+    content: dict[str, Any] = {}
 
 
 class ListRules(_Message, tag="list_rules"):

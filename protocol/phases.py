@@ -51,6 +51,8 @@ def describe(phase: TellPhase) -> str:
             return f"running a tool: {_tool(phase)}"
         case "api_retry":
             return phase.detail or "claude is retrying the Anthropic API"
+        case "awaiting_approval" if phase.server:
+            return f"waiting for your input: {phase.server}: {phase.detail}".rstrip(": ")
         case "awaiting_approval":
             return f"awaiting your approval: {_tool(phase)}"
         case "remote":
@@ -81,6 +83,10 @@ def _head(head: TellPhase, head_id: str) -> str:
     """What the tell ahead of a queued one waits for, after "queued behind N tells"."""
     tell = f" {head_id[:10]}" if head_id else ""
     match head.name:
+        case "awaiting_approval" if head.server:
+            short = head.approval_id[:10]
+            return (f"; tell{tell} ahead is {describe(head)}: answer with "
+                    f"'iris approve {short} --field NAME=VALUE' (or 'iris deny {short}')")
         case "awaiting_approval":
             return (f"; tell{tell} ahead awaits your approval of {_tool(head)}: "
                     f"run '{approve_command(head.approval_id)}' (or 'iris deny {head.approval_id[:10]}')")

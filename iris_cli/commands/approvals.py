@@ -93,12 +93,22 @@ def approve(
             "without asking; nothing else is allowed, and 'iris approvals forget' undoes it."
         ),
     ] = False,
+    field: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="NAME=VALUE",
+            help="For a team's MCP server asking for input: a field of its form (repeat for each; "
+            "'iris approvals' shows the fields). Approving answers the form, 'iris deny' declines it.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Allow a team's tool use."""
+    """Allow a team's tool use (or answer its MCP server's form with --field)."""
+    from protocol.forms import parse_fields
     from protocol.messages import Decide
 
-    _decide(Decide(approval_id=approval_id, allow=True, remember=remember, by=me()), as_json)
+    content = parse_fields(field or [])
+    _decide(Decide(approval_id=approval_id, allow=True, remember=remember, by=me(), content=content), as_json)
 
 
 @app.command()
@@ -107,7 +117,7 @@ def deny(
     reason: Annotated[str, typer.Option(help="Why; the team's model reads it.")] = "",
     as_json: JsonOption = False,
 ) -> None:
-    """Refuse a team's tool use."""
+    """Refuse a team's tool use (or decline its MCP server's form)."""
     from protocol.messages import Decide
 
     _decide(Decide(approval_id=approval_id, allow=False, reason=reason, by=me()), as_json)
@@ -122,6 +132,14 @@ def _decide(request: Decide, as_json: bool) -> None:
     if as_json:
         print_json(reply.approval)
     else:
-        remembered = " (remembered for this pair)" if reply.approval.remembered else ""
-        render.out.print(f"{reply.approval.tool_name}: {reply.approval.status}{remembered}")
+        decided = reply.approval
+        remembered = " (remembered for this pair)" if decided.remembered else ""
+        if decided.kind == "input":
+            said = "answered" if decided.status == "allowed" else "declined"
+            render.out.print(f"{decided.tool_name}: {said}")
+        elif decided.kind == "budget":
+            said = "the chain goes on" if decided.status == "allowed" else "the chain stops"
+            render.out.print(f"{decided.tool_name}: {said}")
+        else:
+            render.out.print(f"{decided.tool_name}: {decided.status}{remembered}")
 

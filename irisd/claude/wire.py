@@ -149,6 +149,7 @@ class ControlRequestBody(msgspec.Struct, kw_only=True):
     # subtype "elicitation": one of claude's MCP servers asks its person for input
     mcp_server_name: str = ""
     message: str = ""
+    requested_schema: dict[str, Any] = {}
 
 
 class ControlRequestLine(_Line, tag="control_request"):

@@ -129,6 +129,7 @@ class SleepBody(PairBody):
 
 class ApproveBody(_In):
     remember: bool = False
+    content: dict[str, Any] = {}  # an input request: the answer to its MCP server's form
 
 
 class DenyBody(_In):
@@ -348,9 +349,11 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "POST",
         "/api/approvals/{id}/approve",
-        lambda p, q, b: Decide(approval_id=p["id"], allow=True, remember=b.remember, by="owner (HTTP API)"),
+        lambda p, q, b: Decide(
+            approval_id=p["id"], allow=True, remember=b.remember, by="owner (HTTP API)", content=b.content
+        ),
         (ApprovalReply,),
-        "Allow a pending tool use",
+        "Allow a pending tool use (or answer an MCP server's form: content)",
         body=ApproveBody,
     ),
     ApiRoute(

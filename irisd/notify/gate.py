@@ -75,6 +75,20 @@ class NoticeGate:
 
 def of_approval(approval: ApprovalInfo) -> Notice:
     pair = f"{approval.from_team or 'external'}->{approval.to_team}"
+    if approval.kind == "input":
+        return Notice(
+            kind="approval", id=approval.id, team=approval.to_team,
+            title=f"{approval.to_team}'s MCP server {approval.tool_name} asks for your input",
+            message=f"{pair}: {approval.message}",
+            command=f"iris approve {approval.id} --field NAME=VALUE  (or: iris deny {approval.id})",
+        )
+    if approval.kind == "budget":  # a chain reached settings.budget.chainUsd: may it go on?
+        return Notice(
+            kind="approval", id=approval.id, team=approval.to_team,
+            title=f"a chain through {pair} reached its budget",
+            message=approval.message,
+            command=f"iris approve {approval.id}  (or: iris deny {approval.id})",
+        )
     if approval.kind == "agent":  # an action iris-agent proposes
         return Notice(
             kind="approval", id=approval.id, team=approval.to_team,

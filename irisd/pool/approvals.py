@@ -9,6 +9,17 @@ that a person (or a policy) decides. Owned and driven by the pair's actor.
 * otherwise an approval is stored and announced; the tell shows ``awaiting_approval``
   (its response timeout paused) until ``decide`` — or until ``approvalTimeout``, which
   denies. If the tell ends or the child dies first, the approval expires.
+
+One of the team's own MCP servers asking its person for input (claude passes the form
+on as a control request of subtype ``elicitation``) is an approval of kind ``input``,
+kept and decided the same way: allowing it answers the form with the person's
+``content`` (checked against the server's ``requested_schema``), denying it and
+``approvalTimeout`` answer ``decline``. The tell's phase says ``waiting for your input``.
+
+A chain of nested tells about to be refused by its budget (``settings.budget.askToExceed``)
+asks too: an approval of kind ``budget`` on the tell whose claude sends the next tell
+(``ask_budget``); whoever waits for it (the tell service) is woken by ``done`` when it is
+decided, times out (no) or expires (no).
 """
 
 from __future__ import annotations
@@ -33,8 +44,9 @@ from irisd.store.retry import PendingWrites
 from irisd.tell.active import ActiveTell
 from irisd.tell.machine import Action
 from protocol.errors import NotFoundError
+from protocol.forms import check_content
 from protocol.messages import ApprovalEvent, ApprovalInfo, TellPhase
-from protocol.phases import tool_summary
+from protocol.phases import TOOL_DETAIL_CHARS, tool_summary
 
 log = logging.getLogger("irisd.approvals")
 
@@ -57,25 +69,19 @@ def permission_response(request_id: str, decision: dict[str, Any]) -> bytes:
     return _encoder.encode(message) + b"\n"
 
 
-def declined_input(line: ControlRequestLine) -> tuple[bytes, str]:
-    """An MCP server of a team's claude asked for input (``elicitation``): the stdin line
-    that declines it at once (no person can be asked for it yet, and unanswered, claude
-    would wait for ever), and the notice that says so."""
-    body = line.request
-    asked = f": {body.message}" if body.message else ""
-    notice = (
-        f"MCP server {body.mcp_server_name or '?'} asked for input{asked}; Iris declined it "
-        "(a team's own MCP servers cannot ask a person through Iris yet)"
-    )
-    return permission_response(line.request_id, {"action": "decline"}), notice
+def declined_input(line: ControlRequestLine) -> bytes:
+    """The stdin line that declines an MCP server's input request at once: no tell is
+    waiting for it (an unsolicited turn), and unanswered, claude would wait for ever."""
+    return permission_response(line.request_id, {"action": "decline"})
 
 
 @dataclass
-class _Pending:
+class Pending:
     info: ApprovalInfo
     request_id: str
     tell: ActiveTell
     deadline: float  # monotonic
+    done: trio.Event | None = None  # a budget's: set once it is decided or expired (``info`` then says how)
 
 
 class ApprovalDesk:
@@ -97,7 +103,7 @@ class ApprovalDesk:
         self.store = store
         self.hub = hub
         self.writes = writes  # when the database refuses a write, it waits there
-        self.pending: dict[str, _Pending] = {}
+        self.pending: dict[str, Pending] = {}
 
     def next_deadline(self) -> float:
         return min((p.deadline for p in self.pending.values()), default=math.inf)
@@ -130,19 +136,112 @@ class ApprovalDesk:
             expires_at=now_wall + self.timeout_s,
         )
         await self._write(f"approval:{info.id}", approvals.insert, info, line.request_id)
-        self.pending[info.id] = _Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
+        self.pending[info.id] = Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
         tell.approval_id = info.id
         await apply(tell, tell.machine.approval_requested(trio.current_time()))
         tell.set_phase(_awaiting(info))
         self._announce(info)
 
+    async def on_input(self, line: ControlRequestLine, tell: ActiveTell | None, send: Send, apply: Apply) -> None:
+        """An ``elicitation`` request from the child: one of the team's MCP servers asks
+        its person to fill in a form. Kept like a tool's approval, for a person to answer."""
+        body = line.request
+        if tell is None or tell.machine.is_final:
+            await send(declined_input(line))
+            return
+        now_wall = time.time()
+        info = ApprovalInfo(
+            id=new_approval_id(),
+            from_team=self.from_team,
+            to_team=self.to_team,
+            tell_id=tell.id,
+            tool_name=body.mcp_server_name or "?",
+            input={},
+            status="pending",
+            created_at=now_wall,
+            expires_at=now_wall + self.timeout_s,
+            kind="input",
+            message=body.message,
+            schema=body.requested_schema,
+        )
+        await self._write(f"approval:{info.id}", approvals.insert, info, line.request_id)
+        self.pending[info.id] = Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
+        tell.approval_id = info.id
+        await apply(tell, tell.machine.approval_requested(trio.current_time()))
+        tell.set_phase(_awaiting(info))
+        self._announce(info)
+
+    async def ask_budget(self, tell: ActiveTell, question: str, details: dict[str, Any], apply: Apply) -> Pending:
+        """The chain ``tell`` belongs to reached its budget as its claude sends the next tell:
+        ask the person whether it may go on. The returned record's ``done`` is set once it
+        is decided (``info.status``: allowed, denied or expired)."""
+        now_wall = time.time()
+        info = ApprovalInfo(
+            id=new_approval_id(),
+            from_team=self.from_team,
+            to_team=self.to_team,
+            tell_id=tell.id,
+            tool_name="chainUsd",
+            input=details,
+            status="pending",
+            created_at=now_wall,
+            expires_at=now_wall + self.timeout_s,
+            kind="budget",
+            message=question,
+        )
+        await self._write(f"approval:{info.id}", approvals.insert, info, "")
+        pending = Pending(info, "", tell, trio.current_time() + self.timeout_s, done=trio.Event())
+        self.pending[info.id] = pending
+        if not tell.machine.is_final:
+            tell.approval_id = info.id
+            await apply(tell, tell.machine.approval_requested(trio.current_time()))
+            tell.set_phase(_awaiting(info))
+        self._announce(info)
+        return pending
+
     async def decide(
-        self, approval_id: str, *, allow: bool, remember: bool, reason: str, by: str, send: Send, apply: Apply
+        self,
+        approval_id: str,
+        *,
+        allow: bool,
+        remember: bool,
+        reason: str,
+        by: str,
+        send: Send,
+        apply: Apply,
+        content: dict[str, Any] | None = None,
     ) -> ApprovalInfo:
-        pending = self.pending.pop(approval_id, None)
+        pending = self.pending.get(approval_id)
         if pending is None:
             raise NotFoundError(f"approval {approval_id} is not pending")
         info = pending.info
+        if info.kind == "budget":  # nothing to send to claude: the tell service waits for it
+            del self.pending[approval_id]
+            decided = msgspec.structs.replace(
+                info, status="allowed" if allow else "denied", decided_at=time.time(), decided_by=by, reason=reason
+            )
+            await self._write(None, approvals.decide, decided)
+            pending.info = decided
+            await self._settle(pending.tell, apply, decided)
+            self._announce(decided)
+            if pending.done is not None:
+                pending.done.set()
+            return decided
+        if info.kind == "input":
+            # checked before it is taken: a wrong answer leaves the form pending, to answer again
+            answer = check_content(info.schema, content or {}) if allow else {}
+            del self.pending[approval_id]
+            decided = msgspec.structs.replace(
+                info, status="allowed" if allow else "denied", decided_at=time.time(), decided_by=by,
+                reason=reason, content=answer,
+            )
+            await self._write(None, approvals.decide, decided)
+            reply = {"action": "accept", "content": answer} if allow else {"action": "decline"}
+            await send(permission_response(pending.request_id, reply))
+            await self._settle(pending.tell, apply, decided)
+            self._announce(decided)
+            return decided
+        del self.pending[approval_id]
         if allow:
             # Exactly the request the person saw, once. Never claude's permission_suggestions
             # (updatedPermissions): they can switch the session to acceptEdits, add directories
@@ -172,11 +271,12 @@ class ApprovalDesk:
         for approval_id, pending in list(self.pending.items()):
             if now >= pending.deadline:
                 minutes = f"{self.timeout_s / 60:g} min" if self.timeout_s >= 60 else f"{self.timeout_s:g} s"
+                outcome = "declined" if pending.info.kind == "input" else "denied"
                 await self.decide(
                     approval_id,
                     allow=False,
                     remember=False,
-                    reason=f"nobody decided within {minutes} (approvalTimeout); the request was denied",
+                    reason=f"nobody decided within {minutes} (approvalTimeout); the request was {outcome}",
                     by="timeout",
                     send=send,
                     apply=apply,
@@ -190,7 +290,10 @@ class ApprovalDesk:
             del self.pending[approval_id]
             expired = msgspec.structs.replace(pending.info, status="expired", decided_at=time.time(), reason=reason)
             await self._write(None, approvals.decide, expired)
+            pending.info = expired
             self._announce(expired)
+            if pending.done is not None:
+                pending.done.set()
 
     async def _settle(self, tell: ActiveTell, apply: Apply, decided: ApprovalInfo) -> None:
         if tell.machine.status == "awaiting_approval":
@@ -200,6 +303,10 @@ class ApprovalDesk:
             await apply(tell, tell.machine.approval_settled(trio.current_time()))
             if waiting is not None:
                 tell.set_phase(_awaiting(waiting))
+            elif decided.kind == "budget":  # its claude's call to team_tell goes on (or is refused)
+                tell.set_phase(TellPhase(name="running_tool", tool="team_tell"))
+            elif decided.status == "allowed" and decided.kind == "input":
+                tell.set_phase(TellPhase(name="running_tool", tool=decided.tool_name, detail="answered"))
             elif decided.status == "allowed":
                 detail = tool_summary(decided.tool_name, decided.input)
                 tell.set_phase(TellPhase(name="running_tool", tool=decided.tool_name, detail=detail))
@@ -225,6 +332,13 @@ class ApprovalDesk:
 
 
 def _awaiting(info: ApprovalInfo) -> TellPhase:
+    if info.kind == "budget":
+        return TellPhase(name="awaiting_approval", tool="chainUsd", detail=info.message, approval_id=info.id)
+    if info.kind == "input":
+        return TellPhase(
+            name="awaiting_approval", tool=info.tool_name, server=info.tool_name, approval_id=info.id,
+            detail=" ".join(info.message.split())[:TOOL_DETAIL_CHARS * 2],
+        )
     return TellPhase(
         name="awaiting_approval",
         tool=info.tool_name,

@@ -26,6 +26,7 @@ import contextlib
 import logging
 import math
 from functools import partial
+from typing import Any
 
 import trio
 
@@ -37,7 +38,7 @@ from irisd.claude.wire import AnyLine
 from irisd.events import EventHub
 from irisd.pool import pair_events as ev
 from irisd.pool import process_machine as pm
-from irisd.pool.approvals import ApprovalDesk, declined_input
+from irisd.pool.approvals import ApprovalDesk, Pending, declined_input
 from irisd.pool.child_router import ChildLineRouter, is_input_request, is_permission_request
 from irisd.pool.launch import SpareSource, Spawner
 from irisd.pool.pair_events import PairSnapshot, SlotPool, TellLink
@@ -224,12 +225,27 @@ class Pair:
         """Start a new conversation for the pair (refused while it has work)."""
         return await self.inbox.ask(ev.ResetRequest())
 
-    async def decide(self, approval_id: str, *, allow: bool, remember: bool, reason: str, by: str) -> ApprovalInfo:
-        """Answer a pending approval of this pair (NotFoundError if it is not pending)."""
-        request = ev.DecideRequest(approval_id=approval_id, allow=allow, remember=remember, reason=reason, by=by)
+    async def decide(
+        self, approval_id: str, *, allow: bool, remember: bool, reason: str, by: str,
+        content: dict[str, Any] | None = None,
+    ) -> ApprovalInfo:
+        """Answer a pending approval of this pair (NotFoundError if it is not pending);
+        ``content``: the answer to an input request's form."""
+        request = ev.DecideRequest(
+            approval_id=approval_id, allow=allow, remember=remember, reason=reason, by=by, content=content or {}
+        )
         await self.inbox.ask(request)
         assert request.approval is not None
         return request.approval
+
+    async def ask_budget(self, tell_id: str, question: str, details: dict[str, Any]) -> Pending:
+        """Ask the person whether the chain of this pair's running tell ``tell_id`` may spend
+        beyond its budget; the record's ``done`` is set once decided (NotFoundError if the
+        tell no longer runs here)."""
+        request = ev.AskBudgetRequest(tell_id=tell_id, question=question, details=details)
+        await self.inbox.ask(request)
+        assert request.asked is not None
+        return request.asked
 
     async def request_stop(self, reason: str) -> None:
         """For eviction: ask the actor to stop the child if it is idle, without waiting for
@@ -296,6 +312,8 @@ class Pair:
                 await self._run(self.machine.reset_requested(now), event)
             case ev.DecideRequest():
                 await self.tells.decide(event)
+            case ev.AskBudgetRequest():
+                await self.tells.ask_budget(event)
             case ev.SlotGranted():
                 await self._run(self.machine.slot_granted(now))
             case ev.SessionProbed(probe):
@@ -349,7 +367,7 @@ class Pair:
             if is_permission_request(line):  # denied: no tell asked for it
                 await self.desk.on_request(line, None, self._send_to_child, self.tells.apply)
             elif is_input_request(line):
-                await self._send_to_child(declined_input(line)[0])
+                await self._send_to_child(declined_input(line))
             holding = self.unsolicited.holding
             await self._run(self.machine.unsolicited_started(now) if holding else self.machine.unsolicited_ended(now))
         elif routed.to != "ignore" and tell is not None:

@@ -9,7 +9,7 @@ only through the narrow ``SlotPool``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -21,6 +21,9 @@ from irisd.pool.process_machine import SessionProbe
 from irisd.tell.active import ActiveTell
 from protocol.errors import IrisError
 from protocol.messages import ApprovalInfo, ProcessInfo
+
+if TYPE_CHECKING:
+    from irisd.pool.approvals import Pending as BudgetAsk
 
 
 class SlotPool(Protocol):
@@ -104,7 +107,20 @@ class DecideRequest(Request):
     remember: bool = False
     reason: str = ""
     by: str = ""
+    content: dict[str, Any] = field(default_factory=dict)  # an input request's answer
     approval: ApprovalInfo | None = None
+
+
+@dataclass(eq=False)
+class AskBudgetRequest(Request):
+    """The chain of the running tell ``tell_id`` reached its budget as its claude sends the
+    next tell: ask the person (``settings.budget.askToExceed``). ``asked``: the desk's record,
+    whose ``done`` is set once it is decided."""
+
+    tell_id: str = ""
+    question: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    asked: BudgetAsk | None = None
 
 
 @dataclass(frozen=True)
@@ -144,6 +160,14 @@ class SpawnFailed:
 
 Reporting = SlotGranted | SessionProbed | Spawned | SpawnFailed
 PairEvent = (
-    Submitted | CancelTell | WakeRequest | StopRequest | ResetRequest | DecideRequest | Reporting | ChildEvent
+    Submitted
+    | CancelTell
+    | WakeRequest
+    | StopRequest
+    | ResetRequest
+    | DecideRequest
+    | AskBudgetRequest
+    | Reporting
+    | ChildEvent
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import trio
 
 from irisd.pool.pair_events import (
+    AskBudgetRequest,
     DecideRequest,
     PairEvent,
     Reporting,
@@ -44,7 +45,7 @@ class Inbox:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise BusyError(f"{self.label} stopped while this was on its way; send it again") from None
 
-    async def ask(self, request: WakeRequest | StopRequest | ResetRequest | DecideRequest) -> str:
+    async def ask(self, request: WakeRequest | StopRequest | ResetRequest | DecideRequest | AskBudgetRequest) -> str:
         """Post ``request`` and wait for the actor's answer (its error is raised)."""
         self.post(request)
         await request.done.wait()

@@ -33,10 +33,10 @@ import msgspec
 import trio
 
 from irisd.claude.wire import AnyLine, ResultLine, SystemLine, interrupt_request, line_type, user_turn
-from irisd.pool.approvals import ApprovalDesk, declined_input
+from irisd.pool.approvals import ApprovalDesk
 from irisd.pool.child_router import Routed, is_input_request, is_permission_request
 from irisd.pool.compaction import Boundary, ContextSize, boundary, compaction_due, context_size
-from irisd.pool.pair_events import DecideRequest
+from irisd.pool.pair_events import AskBudgetRequest, DecideRequest
 from irisd.pool.policy import PairKey
 from irisd.pool.process_machine import Action, ProcessMachine, SendTurn
 from irisd.store import sessions, tells
@@ -46,7 +46,7 @@ from irisd.tell import machine as tell_machine
 from irisd.tell.active import ActiveTell, end_tell, reply_first, save_tell
 from irisd.tell.phase import IRIS_COMPACTS, after_line, before_start
 from irisd.tell.transcript import Inits
-from protocol.errors import BusyError, IrisError
+from protocol.errors import BusyError, IrisError, NotFoundError
 from protocol.messages import TellNotice, TellPhase
 
 log = logging.getLogger("irisd.pair")
@@ -187,12 +187,10 @@ class PairTells:
             await save_tell(self.store, tell, self.writes, flush=True)  # it may wait long for a person
             await self.desk.on_request(line, tell, self._send, self.apply)
             return
-        if is_input_request(line):
+        if is_input_request(line):  # one of the team's MCP servers asks its person: kept like an approval
             tell.transcript.add(now, time.time(), type_, raw)
-            answer, declined = declined_input(line)
-            log.info("declined an MCP server's input request", extra={"pair": self.label, "tell": tell.id})
-            tell.publish(TellNotice(tell_id=tell.id, text=declined))
-            await self._send(answer)
+            await save_tell(self.store, tell, self.writes, flush=True)  # it may wait long for a person
+            await self.desk.on_input(line, tell, self._send, self.apply)
             return
         before = tell.machine.text
         actions = tell.machine.child_line(line, now)
@@ -260,12 +258,21 @@ class PairTells:
         await self.writes.save(None, self._status, self.from_team, self.to_team, sessions.COMPACT_PENDING)
         await self._run(self.machine.compaction_queued(compaction.id, after=tell.id))
 
+    async def ask_budget(self, request: AskBudgetRequest) -> None:
+        """Ask the person whether the running tell's chain may spend beyond its budget."""
+        tell = self.by_id.get(request.tell_id)
+        if tell is None or tell.machine.is_final:
+            request.finish(error=NotFoundError(f"tell {request.tell_id} no longer runs"))
+            return
+        request.asked = await self.desk.ask_budget(tell, request.question, request.details, self.apply)
+        request.finish()
+
     async def decide(self, request: DecideRequest) -> None:
         """A person's decision on a tell's pending approval; answers ``request``."""
         try:
             request.approval = await self.desk.decide(
                 request.approval_id, allow=request.allow, remember=request.remember, reason=request.reason,
-                by=request.by, send=self._send, apply=self.apply,
+                by=request.by, send=self._send, apply=self.apply, content=request.content,
             )
             request.finish()
         except IrisError as exc:

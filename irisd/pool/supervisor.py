@@ -8,12 +8,14 @@ through frozen snapshots."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import trio
 
 from iris_common.config import IrisConfig
 from iris_common.paths import IrisPaths
 from irisd.events import EventHub
+from irisd.pool.approvals import Pending
 from irisd.pool.pair import ChildFactory, Pair, PairSnapshot, claude_child
 from irisd.pool.policy import Evict, Grant, PairKey, PairView, decide_slot, may_start_spare
 from irisd.pool.remote import RemotePair, RemoteTeams
@@ -262,6 +264,17 @@ class Supervisor:
                 return tell
         return None
 
+    async def ask_budget(self, tell_id: str, question: str, details: dict[str, Any]) -> Pending | None:
+        """Ask the person whether the chain of the running tell ``tell_id`` may spend beyond its
+        budget, through the approval desk of the local pair that runs it (None: none does)."""
+        for pair in self.pairs.values():
+            if pair.find(tell_id) is not None:
+                try:
+                    return await pair.ask_budget(tell_id, question, details)
+                except NotFoundError:
+                    return None
+        return None
+
     def cancel(self, tell_id: str) -> ActiveTell | None:
         """Ask the pair running ``tell_id`` to cancel it; None if no pair runs it."""
         for pair in self._runners():
@@ -285,7 +298,7 @@ class Supervisor:
             if request.approval_id in pair.snapshot().pending_approvals:
                 decided = await pair.decide(
                     request.approval_id, allow=request.allow, remember=request.remember, reason=request.reason,
-                    by=request.by or "unknown",
+                    by=request.by or "unknown", content=request.content,
                 )
                 return ApprovalReply(approval=decided)
         known = await self.store.call(approvals.get, request.approval_id)

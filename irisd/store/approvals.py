@@ -13,7 +13,7 @@ from protocol.messages import ApprovalInfo, RuleInfo
 
 _COLUMNS = (
     "id, from_team, to_team, tell_id, tool_name, input, suggestions, status, created_at, expires_at, "
-    "decided_at, decided_by, reason, remembered, kind, summary"
+    "decided_at, decided_by, reason, remembered, kind, summary, message, schema, content"
 )
 _json = msgspec.json.Encoder(order="sorted")  # canonical: equal inputs give equal text
 
@@ -25,15 +25,16 @@ def canonical(value: Any) -> str:
 def _info(values: tuple[object, ...]) -> ApprovalInfo:
     decode = msgspec.json.decode
     return to_struct(
-        ApprovalInfo, _COLUMNS, values, input=decode, suggestions=decode, remembered=bool
+        ApprovalInfo, _COLUMNS, values, input=decode, suggestions=decode, remembered=bool, schema=decode,
+        content=decode,
     )
 
 
 def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None:
     db.execute(
         "INSERT INTO approvals (id, from_team, to_team, tell_id, request_id, tool_name, input, "
-        "suggestions, status, created_at, expires_at, kind, summary, decided_at, decided_by, reason) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "suggestions, status, created_at, expires_at, kind, summary, message, schema, decided_at, decided_by, "
+        "reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             approval.id,
             stored_team(approval.from_team),
@@ -48,6 +49,8 @@ def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None
             approval.expires_at,
             approval.kind,
             approval.summary,
+            approval.message,
+            canonical(approval.schema),
             approval.decided_at,
             approval.decided_by,
             approval.reason,
@@ -57,7 +60,7 @@ def insert(db: apsw.Connection, approval: ApprovalInfo, request_id: str) -> None
 
 def decide(db: apsw.Connection, approval: ApprovalInfo) -> None:
     db.execute(
-        "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, reason = ?, remembered = ? "
+        "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, reason = ?, remembered = ?, content = ? "
         "WHERE id = ?",
         (
             approval.status,
@@ -65,6 +68,7 @@ def decide(db: apsw.Connection, approval: ApprovalInfo) -> None:
             approval.decided_by,
             approval.reason,
             int(approval.remembered),
+            canonical(approval.content),
             approval.id,
         ),
     )

@@ -334,6 +334,13 @@ MIGRATIONS: list[str] = [
     DROP TABLE a2a_contexts;
     ALTER TABLE a2a_contexts_by_thread RENAME TO a2a_contexts;
     """,
+    # 13: an approval of kind 'input' (the kind column is 11's) is a form one of the team's
+    # MCP servers asks its person to fill in
+    """
+    ALTER TABLE approvals ADD COLUMN message TEXT NOT NULL DEFAULT '';
+    ALTER TABLE approvals ADD COLUMN schema TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE approvals ADD COLUMN content TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 
 

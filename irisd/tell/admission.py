@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from iris_common.config import Settings
-from irisd.budget import Budgets, RateWindow, Spending, refusal
+from irisd.budget import Budgets, RateWindow, Spending, chain_reached, exceed_question, more_usd, refusal
 from protocol.errors import (
     BudgetError,
     ClaudeError,
@@ -95,6 +95,7 @@ class Facts:
     team_daily_usd: float | None = None
     unavailable: str = ""  # iris_common.config.team_unavailable
     launch_problem: str = ""  # why claude would refuse to start (root_skip_problem)
+    chain_extra_usd: float = 0.0  # what the person let this chain spend beyond chainUsd (askToExceed)
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,10 @@ class Refuse:
     error: type[IrisError]
     message: str  # what the caller is told
     recorded: str = ""  # a refused nested tell is stored as failed with this reason
+    # the chain's budget refuses and settings.budget.askToExceed is on: the person may let
+    # it go on for this much more, asked ``question`` first
+    exceed_usd: float | None = None
+    question: str = ""
 
     def exception(self) -> IrisError:
         return self.error(self.message)
@@ -131,8 +136,12 @@ def admit(candidate: Candidate, facts: Facts) -> Decision:
     if chain is not None and (problem := chain_problem(chain, c.to_team, facts.settings.hop_limit)):
         return chain_refusal(problem, c.to_team)
     chain_id, hops = (chain.chain_id, chain.hops + 1) if chain is not None else ("", 0)
-    if spent := refusal(c.to_team, facts.spending, budgets(facts.settings, facts.team_daily_usd, chain_id)):
-        return Refuse(BudgetError, f"not sent: {spent}")
+    limits = budgets(facts.settings, facts.team_daily_usd, chain_id, facts.chain_extra_usd)
+    if spent := refusal(c.to_team, facts.spending, limits):
+        asking = facts.settings.budget.ask_to_exceed if chain_reached(facts.spending, limits) else False
+        more = more_usd(asking, facts.settings.budget.chain_usd)
+        question = exceed_question(c.to_team, facts.spending, limits, more) if more is not None else ""
+        return Refuse(BudgetError, f"not sent: {spent}", exceed_usd=more, question=question)
     wait_s = facts.rate.wait_s((c.from_team, c.to_team), facts.now)
     if wait_s is not None:
         return Refuse(
@@ -144,12 +153,14 @@ def admit(candidate: Candidate, facts: Facts) -> Decision:
     return Admit(chain_id, hops, path_of(chain, c.from_team, c.to_team))
 
 
-def budgets(settings: Settings, team_daily_usd: float | None, chain_id: str) -> Budgets:
-    """The budgets a tell is checked against (a chain's only for a nested tell)."""
+def budgets(settings: Settings, team_daily_usd: float | None, chain_id: str, chain_extra_usd: float = 0.0) -> Budgets:
+    """The budgets a tell is checked against (a chain's only for a nested tell, grown by
+    what the person allowed it beyond: ``chain_extra_usd``)."""
+    chain_usd = settings.budget.chain_usd
     return Budgets(
         daily_usd=settings.budget.daily_usd,
         team_daily_usd=team_daily_usd,
-        chain_usd=settings.budget.chain_usd if chain_id else None,
+        chain_usd=chain_usd + chain_extra_usd if chain_id and chain_usd is not None else None,
     )
 
 

@@ -17,10 +17,12 @@ irisd left unfinished has no handle: ``end_previous_run`` ends it in the store.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import trio
 
@@ -36,6 +38,7 @@ from irisd.store import ledger, notifications, rows, tells
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, OnEnd, end_tell
 from irisd.tell.admission import (
+    Admit,
     Candidate,
     ChainLink,
     Facts,
@@ -61,6 +64,7 @@ from irisd.tell.transcript import not_stored
 from protocol.errors import BudgetError, InvalidRequestError, IrisError, LoopError, NotFoundError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
+    ApprovalInfo,
     ChainRef,
     Event,
     FanOutEvent,
@@ -78,6 +82,7 @@ from protocol.messages import (
 )
 
 MAX_FAN_OUT = 32
+MAX_CHAINS_EXTENDED = 1024  # chains the person let spend beyond their budget, remembered
 
 TellKind = Literal["tell", "command", "notification"]
 
@@ -131,6 +136,20 @@ class Pool(Protocol):
 
     def waiting_for_slot(self, key: PairKey) -> int: ...
 
+    async def ask_budget(self, tell_id: str, question: str, details: dict[str, Any]) -> BudgetAsked | None:
+        """Ask the person whether the chain of the running tell ``tell_id`` may go on beyond
+        its budget (None: no local pair runs it)."""
+        ...
+
+
+class BudgetAsked(Protocol):
+    """The approval desk's record of a budget question (``irisd.pool.approvals.Pending``)."""
+
+    @property
+    def info(self) -> ApprovalInfo: ...
+    @property
+    def done(self) -> trio.Event | None: ...
+
 
 def check_sender(config: IrisConfig, from_team: str | None, *, sending: bool = True) -> None:
     """Refuse a sender that is no team here. iris-agent, an outside A2A agent ("a2a:NAME",
@@ -167,6 +186,9 @@ class TellService:
         self.hub = hub
         self.on_end = on_end  # given to every tell: called once when it ends
         self.rate = RateWindow(config.settings.rate_limit)
+        # What the person let each chain spend beyond settings.budget.chainUsd (askToExceed);
+        # in memory (after a restart the person is asked again), the oldest chains forgotten.
+        self.chain_extra: OrderedDict[str, float] = OrderedDict()
 
     def reconfigure(self, config: IrisConfig) -> None:
         """A reloaded config.yaml: read by the next tells (a changed rate limit starts afresh)."""
@@ -202,21 +224,34 @@ class TellService:
         candidate = Candidate(from_team, team.name, message, timeout_ms, max_budget_usd, parent_pair, across, kind)
         pairs = self.pool.snapshots()
         parent = parent_tell(parent_pair, pairs)
-        spending = await self._spending(team, chain_of(parent, across)[0])
+        chain_id = chain_of(parent, across)[0]
+
+        async def decide() -> Admit | Refuse:
+            now = trio.current_time()
+            return admit(
+                candidate,
+                Facts(
+                    settings=self.config.settings,
+                    pairs=pairs,
+                    spending=await self._spending(team, chain_id),
+                    rate=self.rate,
+                    now=now,
+                    team_daily_usd=team.daily_usd,
+                    unavailable=team_unavailable(team) if remote is None else "",
+                    launch_problem=self._launch_problem(team) if remote is None else "",
+                    chain_extra_usd=self.chain_extra.get(chain_id, 0.0),
+                ),
+            )
+
+        decision = await decide()
+        if isinstance(decision, Refuse) and decision.exceed_usd is not None and parent is not None:
+            if await self._may_exceed(parent.id, chain_id, decision, to_team=team.name):
+                decision = await decide()  # with the chain's budget grown
+            else:
+                decision = dataclasses.replace(
+                    decision, message=f"{decision.message} (you were asked to let it go on and did not)"
+                )
         now = trio.current_time()
-        decision = admit(
-            candidate,
-            Facts(
-                settings=self.config.settings,
-                pairs=pairs,
-                spending=spending,
-                rate=self.rate,
-                now=now,
-                team_daily_usd=team.daily_usd,
-                unavailable=team_unavailable(team) if remote is None else "",
-                launch_problem=self._launch_problem(team) if remote is None else "",
-            ),
-        )
         if isinstance(decision, Refuse):
             await self._refused(candidate, decision, parent)
             raise decision.exception()
@@ -248,6 +283,27 @@ class TellService:
             await end_tell(self.store, tell, exc.message)
             raise
         return tell
+
+    async def _may_exceed(self, tell_id: str, chain_id: str, refused: Refuse, *, to_team: str) -> bool:
+        """settings.budget.askToExceed: the chain reached its budget as the claude of tell
+        ``tell_id`` sends its next tell; ask the person (an approval of kind ``budget`` on that
+        tell, shown up its chain, so the session that asked sees it as a form) and wait. Yes:
+        the chain may spend ``refused.exceed_usd`` more."""
+        more = refused.exceed_usd
+        assert more is not None
+        details = {"chain_id": chain_id, "more_usd": more, "next_team": to_team}
+        asked = await self.pool.ask_budget(tell_id, refused.question, details)
+        if asked is None or asked.done is None:
+            return False
+        await asked.done.wait()
+        if asked.info.status != "allowed":
+            return False
+        self.chain_extra[chain_id] = self.chain_extra.get(chain_id, 0.0) + more
+        self.chain_extra.move_to_end(chain_id)
+        while len(self.chain_extra) > MAX_CHAINS_EXTENDED:
+            self.chain_extra.popitem(last=False)
+        log.info("the person let a chain spend beyond its budget", extra={"chain_id": chain_id, "more_usd": more})
+        return True
 
     async def _spending(self, team: Team, chain_id: str) -> Spending:
         """What was spent, as far as a budget is set (read from the ledger)."""

@@ -262,6 +262,68 @@ def test_events_stream_text_and_count_approvals(page: Page, fake: FakeIris) -> N
     expect(page.locator(".decided")).to_contain_text("denied by dashboard: not today")
 
 
+def test_an_mcp_servers_input_request_is_a_form_built_from_its_schema(page: Page, fake: FakeIris) -> None:
+    """One of a team's MCP servers asks for input: the Inbox shows its form (a text, a choice,
+    a number, a yes/no field); Answer posts the typed values, Decline declines."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Database"},
+            "engine": {"type": "string", "enum": ["postgres", "sqlite"]},
+            "size": {"type": "integer"},
+            "backup": {"type": "boolean"},
+        },
+        "required": ["name"],
+    }
+    asked = ApprovalInfo(
+        id="a2", from_team=None, to_team="backend", tell_id="t3", tool_name="asker", input={}, status="pending",
+        created_at=NOW, expires_at=NOW + 600, kind="input", message="Which database? <b>", schema=schema,
+    )
+    fake.replies["GET /api/approvals"] = ApprovalsReply(approvals=[asked])
+    page.goto(f"{BASE}/#/approvals")
+    expect(page.locator("#approvals-count")).to_have_text("1")
+    card = page.locator('[data-approval="a2"]')
+    expect(card.locator("h3")).to_have_text("asker asks for your input")
+    expect(card.locator("[data-input-message]")).to_have_text("Which database? <b>")
+    card.get_by_label("Database *").fill("main")
+    card.get_by_label("engine").select_option("sqlite")
+    card.get_by_label("size").fill("3")
+    card.get_by_label("backup").check()
+    fake.replies["POST /api/approvals/a2/approve"] = ApprovalReply(approval=asked)
+    card.locator('[data-action="answer"]').click()
+    expect(page.locator("#flash")).to_have_text("answered")
+    content = {"name": "main", "engine": "sqlite", "size": 3, "backup": True}
+    assert fake.posts[-1] == ("/api/approvals/a2/approve", {"content": content})
+    fake.replies["POST /api/approvals/a2/deny"] = ApprovalReply(approval=asked)
+    card.locator('[data-action="decline"]').click()
+    expect(page.locator("#flash")).to_have_text("declined")
+    assert fake.posts[-1] == ("/api/approvals/a2/deny", {})
+
+
+def test_a_chains_budget_question_says_what_continuing_allows(page: Page, fake: FakeIris) -> None:
+    """settings.budget.askToExceed: the card says in words how much more the chain may spend
+    and where it goes next (no JSON, no "Approve & remember": it is decided once)."""
+    asked = ApprovalInfo(
+        id="a3", from_team="frontend", to_team="backend", tell_id="t3", tool_name="chainUsd",
+        input={"chain_id": "c1", "more_usd": 0.5, "next_team": "db"}, status="pending", created_at=NOW,
+        expires_at=NOW + 600, kind="budget", message="The chain spent $1.00 of its $1.00 budget: continue?",
+    )
+    fake.replies["GET /api/approvals"] = ApprovalsReply(approvals=[asked])
+    page.goto(f"{BASE}/#/approvals")
+    card = page.locator('[data-approval="a3"]')
+    expect(card.locator("h3")).to_have_text("A chain reached its budget")
+    expect(card.locator("[data-budget-message]")).to_have_text("The chain spent $1.00 of its $1.00 budget: continue?")
+    expect(card.locator("[data-budget-allows]")).to_have_text(
+        "Continue lets the chain spend up to $0.50 more (its next tell goes to db); Stop refuses its next tell."
+    )
+    expect(card.locator('[data-action="remember"]')).to_have_count(0)
+    expect(card).not_to_contain_text("chain_id")
+    fake.replies["POST /api/approvals/a3/approve"] = ApprovalReply(approval=asked)
+    card.locator('[data-action="approve"]').click()
+    expect(page.locator("#flash")).to_have_text("the chain goes on")
+    assert fake.posts[-1] == ("/api/approvals/a3/approve", {})
+
+
 def test_a_page_without_login_says_how_to_log_in(page: Page, fake: FakeIris) -> None:
     fake.replies.clear()  # every API route answers 401 below
     page.route(f"{BASE}/api/**", lambda route: route.fulfill(

@@ -273,6 +273,23 @@ def test_the_chain_budget_counts_only_for_a_nested_tell() -> None:
     assert refusal.error is BudgetError and "the chain stops here" in refusal.message
 
 
+@pytest.mark.parametrize(("ask", "more"), [(False, None), (True, 0.5), (0.25, 0.25), (0.0, None)])
+def test_a_chain_at_its_budget_may_ask_the_person_to_go_on(ask: bool | float, more: float | None) -> None:
+    """settings.budget.askToExceed: true offers chainUsd more, a number that much, false or 0 nothing."""
+    settings = Settings(budget=BudgetConfig(chain_usd=0.5, ask_to_exceed=ask))
+    nested = tell("gamma", parent_pair="alpha->beta")
+    refusal = refused(admit(nested, facts(pairs=CHAIN, settings=settings, spending=Spending(chain=0.5))))
+    assert refusal.exceed_usd == more
+    if more is not None:
+        assert refusal.question.endswith(f"its next tell goes to gamma. Continue for up to ${more:g} more?")
+    # What the person allowed grows the chain's budget; the daily budgets are never asked about.
+    grown = facts(pairs=CHAIN, settings=settings, spending=Spending(chain=0.7), chain_extra_usd=0.5)
+    assert admit(nested, grown) == Admit("c1", 2, ("external", "alpha", "beta", "gamma"))
+    daily = Settings(budget=BudgetConfig(daily_usd=1.0, ask_to_exceed=True, chain_usd=0.5))
+    assert refused(admit(nested, facts(pairs=CHAIN, settings=daily, spending=Spending(today_all=1.0, chain=0.0)))
+                   ).exceed_usd is None
+
+
 def test_a_pair_over_its_rate_is_refused_with_when_to_send_and_nothing_is_counted() -> None:
     rate = RateWindow(2)
     rate.record(("alpha", "beta"), 10.0)

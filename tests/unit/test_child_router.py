@@ -127,7 +127,7 @@ def test_a_turn_no_tell_asked_for_costs_its_share_not_the_sessions_total() -> No
     assert turn.info().cost_usd == pytest.approx(0.000324 + 0.000404)  # not 0.000732 + 0.001136
 
 
-def test_an_mcp_servers_input_request_is_recognised_and_declined() -> None:
+def test_an_mcp_servers_input_request_is_recognised_and_declined_when_no_tell_waits() -> None:
     import json
 
     from irisd.pool.approvals import declined_input
@@ -140,11 +140,10 @@ def test_an_mcp_servers_input_request_is_recognised_and_declined() -> None:
     line = decode_line(raw)
     assert is_input_request(line) and not is_permission_request(line)
     assert isinstance(line, ControlRequestLine)
-    answer, notice = declined_input(line)
-    assert json.loads(answer) == {
+    assert line.request.requested_schema == {"type": "object"}
+    assert json.loads(declined_input(line)) == {
         "type": "control_response",
         "response": {"subtype": "success", "request_id": "r-7", "response": {"action": "decline"}},
     }
-    assert notice.startswith("MCP server asker asked for input: Which database?; Iris declined it")
-    # While a tell runs it is the tell's line (the pair declines it there).
+    # While a tell runs it is the tell's line (the approval desk keeps it for a person).
     assert ChildLineRouter().route(line, tell_running=True, record=None, stopping=False) == Routed("tell")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from iris_mcp.asking import (
@@ -80,3 +81,22 @@ def test_a_malformed_state_is_an_error_that_says_what_to_do() -> None:
 def test_the_model_is_told_the_commands_that_decide() -> None:
     said = ask_your_person("ap-1")
     assert "`iris approve ap-1`" in said and "`iris deny ap-1`" in said
+
+
+def test_an_input_request_is_answered_field_by_field_and_each_kind_is_listed_in_its_words() -> None:
+    from iris_mcp.render import ask_person, render_approval
+
+    said = ask_your_person("ap-2", "input")
+    assert "`iris approve ap-2 --field NAME=VALUE`" in said and "`iris deny ap-2`" in said
+    waiting = TellPhase(name="awaiting_approval", tool="asker", server="asker", detail="Which?", approval_id="ap-2")
+    assert "--field NAME=VALUE" in ask_person(waiting) and "--field" not in ask_person(PHASE)
+    base = ApprovalInfo(id="", from_team="a", to_team="web", tell_id="t", tool_name="", input={}, status="pending",
+                        created_at=0, expires_at=1)
+    asked = msgspec.structs.replace(base, id="ap-2", tool_name="asker", kind="input", message="Which database?",
+                                    schema={"type": "object", "properties": {"name": {"type": "string"}}})
+    assert render_approval(asked).startswith("ap-2: a->web's MCP server asker asks for input: Which database?")
+    budget = msgspec.structs.replace(base, id="ap-3", tool_name="chainUsd", kind="budget",
+                                     message="Continue for $1 more?")
+    assert render_approval(budget) == "ap-3: a->web: Continue for $1 more? [pending]"
+    agent = msgspec.structs.replace(base, id="ap-4", tool_name="team_wake", kind="agent", summary="wake a->web")
+    assert render_approval(agent).startswith("ap-4: iris-agent proposes to wake a->web [pending]")

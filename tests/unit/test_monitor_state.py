@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import msgspec
 from rich.console import Console
 
 from iris_cli.monitor import TELLS_SHOWN, MonitorState, render
@@ -79,6 +80,18 @@ def test_approvals_show_the_command_and_how_to_decide_until_decided() -> None:
     assert "iris approve a-1 [--remember]" in drawn and "iris deny a-1 --reason" in drawn
     state.apply(ApprovalEvent(approval=approval("denied")))
     assert "approvals waiting" not in screen(state)
+
+
+def test_an_mcp_servers_input_request_shows_its_question_its_fields_and_how_to_answer() -> None:
+    state = MonitorState()
+    schema = {"type": "object", "properties": {"name": {"type": "string", "title": "Database"}}, "required": ["name"]}
+    asked = msgspec.structs.replace(approval(), tool_name="asker", input={}, kind="input",
+                                    message="Which database?", schema=schema)
+    state.apply_approvals([asked])
+    drawn = screen(state)
+    assert "external->alpha: asker asks for your input (" in drawn and "Which database?" in drawn
+    assert "fields: name (Database: string) *" in drawn
+    assert "iris approve a-1 --field NAME=VALUE ...  |  iris deny a-1 (declines)" in drawn
 
 
 def test_unsolicited_turns_and_the_reason_it_ended_are_shown() -> None:

@@ -48,6 +48,12 @@ def test_notices_name_kind_id_team_and_the_deciding_command() -> None:
     assert (said.kind, said.id, said.team, said.command) == ("approval", "ap1", "web",
                                                              "iris approve ap1  (or: iris deny ap1)")
     assert said.message == "external->web wants to run Bash: rm -rf build"
+    asked = ApprovalInfo(id="ap2", from_team=None, to_team="web", tell_id="t", tool_name="asker", input={},
+                         status="pending", created_at=0, expires_at=1, kind="input", message="Which database?")
+    input_said = of_approval(asked)
+    assert input_said.title == "web's MCP server asker asks for your input"
+    assert (input_said.message, input_said.command) == ("external->web: Which database?",
+                                            "iris approve ap2 --field NAME=VALUE  (or: iris deny ap2)")
     proposed = of_approval(ApprovalInfo(
         id="ag-1", from_team="iris-agent", to_team="web", tell_id="", tool_name="team_wake", input={},
         status="pending", created_at=0, expires_at=1, kind="agent", summary="wake external->web",
@@ -55,6 +61,13 @@ def test_notices_name_kind_id_team_and_the_deciding_command() -> None:
     assert proposed.title == "iris-agent proposes to wake web"
     assert proposed.message == "iris-agent proposes to wake external->web"
     assert proposed.command == "iris approve ag-1  (or: iris deny ag-1)"
+    budget = of_approval(ApprovalInfo(
+        id="ap3", from_team="a", to_team="web", tell_id="t", tool_name="chainUsd", input={}, status="pending",
+        created_at=0, expires_at=1, kind="budget", message="Chain c1 spent $1.00 of $1.00: continue for $0.50 more?",
+    ))
+    assert budget.title == "a chain through a->web reached its budget"
+    assert (budget.message, budget.command) == ("Chain c1 spent $1.00 of $1.00: continue for $0.50 more?",
+                                                "iris approve ap3  (or: iris deny ap3)")
     question = QuestionInfo(id="q1", from_team="a", to_team="web", session_id="s", tell_id="t",
                             question="Which port?", context="", confidence=1, status="pending", created_at=0,
                             expires_at=1)

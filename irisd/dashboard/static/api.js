@@ -286,8 +286,7 @@ function onEvent(event) {
       const approval = event.approval;
       if (approval.status === "pending") {
         state.approvals.set(approval.id, approval);
-        notifyPerson(`approval:${approval.id}`, approval.kind === "agent" ? `iris-agent proposes to ${approval.summary}` : `${approval.to_team} asks to use ${approval.tool_name}`,
-          `iris approve ${approval.id} (or deny it in the Inbox)`);
+        notifyPerson(`approval:${approval.id}`, approvalTitle(approval), `iris approve ${approval.id} (or deny it in the Inbox)`);
       } else {
         state.approvals.delete(approval.id);
         state.decided = [approval, ...state.decided.filter((a) => a.id !== approval.id)].slice(0, 20);
@@ -337,4 +336,14 @@ function upsertProcess(process) {
   const list = state.status.processes.filter((p) => !same(p));
   list.push(process); // with the pair's cost so far: it grows as claude reports each turn
   state.status.processes = list;
+}
+
+// What a pending approval asks, in a line (irisd/notify/gate.py says the same for the notifier).
+function approvalTitle(a) {
+  switch (a.kind) {
+    case "agent": return `iris-agent proposes to ${a.summary}`;
+    case "input": return `${a.to_team}'s MCP server ${a.tool_name} asks for your input`;
+    case "budget": return `a chain through ${a.to_team} reached its budget`;
+    default: return `${a.to_team} asks to use ${a.tool_name}`;
+  }
 }

@@ -1,8 +1,9 @@
 // The Inbox: approvals and pending questions.
 
-import { ago, clock, firstLine, h, pairLabel, pill, teamColor, who } from "../dom.js";
+import { ago, clock, firstLine, h, money, pairLabel, pill, teamColor, who } from "../dom.js";
 import { toolInput } from "../transcript.js";
 import { agentProposal, agentVerdict } from "./agent.js";
+import { inputCard } from "./input_form.js";
 import { api, loadApprovals } from "../api.js";
 import { act, confirmButton, flash, render, renderView, scrolls, section, waitingLabel } from "../page.js";
 import { state, tellInfo } from "../state.js";
@@ -34,6 +35,9 @@ export function inboxView() {
 export function approvalCard(a, { compact = false } = {}) {
   const reasonId = `reason-${a.id}`;
   const decide = (verb, body, done) => (e) => act(e.currentTarget, () => api("POST", `/api/approvals/${encodeURIComponent(a.id)}/${verb}`, body), () => done);
+  const color = (state.status.teams.find((t) => t.name === a.to_team) || {}).color;
+  if (a.kind === "input") return teamColor(inputCard(a, decide, { compact }), color);
+  if (a.kind === "budget") return teamColor(budgetCard(a, decide, { compact }), color);
   // In a conversation the tool call above already shows what it wants to run.
   return teamColor(h("article", { class: `card approval${compact ? " compact" : ""}`, "data-approval": a.id },
     compact ? null : h("header", {},
@@ -48,6 +52,25 @@ export function approvalCard(a, { compact = false } = {}) {
       h("input", { id: reasonId, type: "text", placeholder: "reason (optional)", "aria-label": "Reason for denying", "data-keep": reasonId }),
       h("button", { type: "button", class: "danger", "data-action": "deny", onclick: (e) => decide("deny", { reason: document.getElementById(reasonId).value }, "denied")(e) }, "Deny"))),
     (state.status.teams.find((t) => t.name === a.to_team) || {}).color);
+}
+
+// A chain of nested tells reached settings.budget.chainUsd (askToExceed): may it go on? Said in
+// words (how much more, for which next tell); decided once, never remembered.
+function budgetCard(a, decide, { compact = false } = {}) {
+  const more = a.input && typeof a.input.more_usd === "number" ? money(a.input.more_usd) : "more";
+  const next = a.input && a.input.next_team ? ` (its next tell goes to ${a.input.next_team})` : "";
+  return h("article", { class: `card approval budget${compact ? " compact" : ""}`, "data-approval": a.id },
+    h("header", {},
+      h("h3", {}, "A chain reached its budget"),
+      compact ? null : h("span", {}, pairLabel(a.from_team, a.to_team)),
+      h("span", { class: "muted", title: `stopped by itself at ${clock(a.expires_at)} if nobody decides` }, `asked ${ago(a.created_at)}`)),
+    h("div", { class: "msg question-text" }, h("div", { class: "text", "data-budget-message": "" }, a.message)),
+    h("p", { class: "small", "data-budget-allows": "" },
+      `Continue lets the chain spend up to ${more} more${next}; Stop refuses its next tell.`),
+    compact ? null : h("p", { class: "small" }, h("a", { href: `#/tells/${a.tell_id}` }, "the tell that asks")),
+    h("div", { class: "decide" },
+      h("button", { type: "button", class: "primary", "data-action": "approve", onclick: decide("approve", {}, "the chain goes on") }, "Continue"),
+      h("button", { type: "button", class: "danger", "data-action": "deny", onclick: decide("deny", {}, "the chain stops") }, "Stop")));
 }
 
 function questionCard(x) {
