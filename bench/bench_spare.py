@@ -1,4 +1,4 @@
-"""Benchmark 17: a new conversation's first tell on a spare claude vs a cold start vs a warm tell.
+"""Benchmark 18: a new conversation's first tell on a spare claude vs a cold start vs a warm tell.
 
 Side by side, round by round, through irisd from a protocol client, one irisd with two
 teams set up alike but for ``sessions.spares`` (alpha: 1, beta: 0):
