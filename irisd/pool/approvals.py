@@ -122,25 +122,8 @@ class ApprovalDesk:
             log.info("allowed by a remembered rule", extra={"tool": body.tool_name, "tell_id": tell.id})
             await send(permission_response(line.request_id, {"behavior": "allow", "updatedInput": body.input}))
             return
-        now_wall = time.time()
-        info = ApprovalInfo(
-            id=new_approval_id(),
-            from_team=self.from_team,
-            to_team=self.to_team,
-            tell_id=tell.id,
-            tool_name=body.tool_name,
-            input=body.input,
-            suggestions=body.permission_suggestions or [],
-            status="pending",
-            created_at=now_wall,
-            expires_at=now_wall + self.timeout_s,
-        )
-        await self._write(f"approval:{info.id}", approvals.insert, info, line.request_id)
-        self.pending[info.id] = Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
-        tell.approval_id = info.id
-        await apply(tell, tell.machine.approval_requested(trio.current_time()))
-        tell.set_phase(_awaiting(info))
-        self._announce(info)
+        info = self._new(tell, body.tool_name, body.input, suggestions=body.permission_suggestions or [])
+        await self._file(Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s), apply)
 
     async def on_input(self, line: ControlRequestLine, tell: ActiveTell | None, send: Send, apply: Apply) -> None:
         """An ``elicitation`` request from the child: one of the team's MCP servers asks
@@ -149,55 +132,39 @@ class ApprovalDesk:
         if tell is None or tell.machine.is_final:
             await send(declined_input(line))
             return
-        now_wall = time.time()
-        info = ApprovalInfo(
-            id=new_approval_id(),
-            from_team=self.from_team,
-            to_team=self.to_team,
-            tell_id=tell.id,
-            tool_name=body.mcp_server_name or "?",
-            input={},
-            status="pending",
-            created_at=now_wall,
-            expires_at=now_wall + self.timeout_s,
-            kind="input",
-            message=body.message,
-            schema=body.requested_schema,
+        info = self._new(
+            tell, body.mcp_server_name or "?", {}, kind="input", message=body.message, schema=body.requested_schema
         )
-        await self._write(f"approval:{info.id}", approvals.insert, info, line.request_id)
-        self.pending[info.id] = Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s)
-        tell.approval_id = info.id
-        await apply(tell, tell.machine.approval_requested(trio.current_time()))
-        tell.set_phase(_awaiting(info))
-        self._announce(info)
+        await self._file(Pending(info, line.request_id, tell, trio.current_time() + self.timeout_s), apply)
 
     async def ask_budget(self, tell: ActiveTell, question: str, details: dict[str, Any], apply: Apply) -> Pending:
         """The chain ``tell`` belongs to reached its budget as its claude sends the next tell:
         ask the person whether it may go on. The returned record's ``done`` is set once it
         is decided (``info.status``: allowed, denied or expired)."""
-        now_wall = time.time()
-        info = ApprovalInfo(
-            id=new_approval_id(),
-            from_team=self.from_team,
-            to_team=self.to_team,
-            tell_id=tell.id,
-            tool_name="chainUsd",
-            input=details,
-            status="pending",
-            created_at=now_wall,
-            expires_at=now_wall + self.timeout_s,
-            kind="budget",
-            message=question,
-        )
-        await self._write(f"approval:{info.id}", approvals.insert, info, "")
+        info = self._new(tell, "chainUsd", details, kind="budget", message=question)
         pending = Pending(info, "", tell, trio.current_time() + self.timeout_s, done=trio.Event())
+        await self._file(pending, apply)
+        return pending
+
+    def _new(self, tell: ActiveTell, tool_name: str, tool_input: dict[str, Any], **more: Any) -> ApprovalInfo:
+        """A pending approval of ``tell`` (of kind tool unless ``more`` says another)."""
+        now_wall = time.time()
+        return ApprovalInfo(
+            id=new_approval_id(), from_team=self.from_team, to_team=self.to_team, tell_id=tell.id,
+            tool_name=tool_name, input=tool_input, status="pending", created_at=now_wall,
+            expires_at=now_wall + self.timeout_s, **more,
+        )
+
+    async def _file(self, pending: Pending, apply: Apply) -> None:
+        """Store a new approval, keep it pending, make its tell wait for it and say so."""
+        info, tell = pending.info, pending.tell
+        await self._write(f"approval:{info.id}", approvals.insert, info, pending.request_id)
         self.pending[info.id] = pending
         if not tell.machine.is_final:
             tell.approval_id = info.id
             await apply(tell, tell.machine.approval_requested(trio.current_time()))
             tell.set_phase(_awaiting(info))
         self._announce(info)
-        return pending
 
     async def decide(
         self,
