@@ -26,7 +26,7 @@ from iris_common.config import IrisConfig
 from irisd.caller import OWNER, Caller
 from irisd.dispatch import Dispatcher
 from irisd.http import listener as http_listener
-from irisd.http.api import MAX_ASK_BODY_BYTES
+from irisd.http.api import MAX_ASK_BODY_BYTES, ROUTES
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
 from irisd.http.gate import SECURITY_HEADERS, ActiveLimits
 from irisd.http.listener import HttpServer, open_http_socket
@@ -127,6 +127,7 @@ async def call(
     headers: dict[str, str] | None = None,
     token: str | None = "owner",
     websocket: bool = False,
+    client: str = "127.0.0.1",
 ) -> Answer:
     """One request through the whole app, as hypercorn would pass it (``token="owner"``:
     the owner's token; None: no Authorization header)."""
@@ -149,7 +150,7 @@ async def call(
         "query_string": query.encode(),
         "root_path": "",
         "headers": [(k.encode(), v.encode()) for k, v in sent_headers.items()],
-        "client": ("127.0.0.1", 50000),
+        "client": (client, 50000),
         "server": ("127.0.0.1", PORT),
         "extensions": {"websocket.http.response": {}} if websocket else {},
     }
@@ -256,12 +257,17 @@ async def test_the_gate_checks_host_then_origin_then_the_caller(face: HttpFace, 
             refused = await call(face, "GET", path, token=token)
             assert (refused.status, refused.code) == (401, "unauthorized"), (path, token)
             assert refused.headers["www-authenticate"].startswith("Bearer")
-        for path in ("/api/teams/alpha/session/archive", "/api/teams/alpha/session/restore"):  # this round's routes
-            refused = await call(face, "POST", path, token=token, body={})
-            assert (refused.status, refused.code) == (401, "unauthorized"), (path, token)
-    for path in ("/api/teams/alpha/session/archive", "/api/teams/alpha/session/restore"):
-        foreign = await call(face, "POST", path, body={}, headers={"origin": "http://evil.example"})
-        assert (foreign.status, foreign.code) == (403, "permission_denied"), path
+        for n, route in enumerate(ROUTES):  # every route of the API, those added later too
+            path = re.sub(r"\{\w+\}", "alpha", route.path)
+            # A client of its own for each: failed authentications from one address are rate-limited.
+            refused = await call(face, route.method, path, token=token, body={} if route.method == "POST" else b"",
+                                 client=f"127.0.{1 if token else 2}.{n + 1}")
+            assert (refused.status, refused.code) == (401, "unauthorized"), (route.method, path, token)
+    for route in ROUTES:
+        path = re.sub(r"\{\w+\}", "alpha", route.path)
+        foreign = await call(face, route.method, path, body={} if route.method == "POST" else b"",
+                             headers={"origin": "http://evil.example"})
+        assert (foreign.status, foreign.code) == (403, "permission_denied"), (route.method, path)
     assert recorder.seen == []
 
 
