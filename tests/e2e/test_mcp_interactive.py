@@ -1,7 +1,11 @@
 """The person's interactive Claude Code (``claude`` in a terminal, driven here on a
 pseudo-terminal) with Iris as its MCP server: when the tell it started waits for an
 approval, claude's TUI shows Iris's form, and keys answer it (→ opens the choices, Enter
-picks one, ↓ moves to Accept, Enter sends it). The real claude against the scripted model."""
+picks one, ↓ moves to Accept, Enter sends it). The real claude against the scripted model.
+
+What claude shows is read from a terminal emulator's screen (pyte), not from the bytes it
+wrote: its TUI redraws only what changed, so moving the cursor to ``Accept`` writes a ``❯``
+and nothing else (a test reading the byte stream failed on CI that way)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pyte
 import pytest
 
 from e2e.test_mcp_elicitation import TELL_TOOL, WRITE, tell_through_claude
@@ -22,14 +27,14 @@ from protocol.messages import ApprovalsReply, ListApprovals
 
 pytestmark = pytest.mark.claude
 
-# Escape sequences (colours, cursor moves) and all white space: the TUI draws spaces as cursor moves.
-NOISE = re.compile(r"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\s")
+COLUMNS, LINES = 120, 40
+WHITE_SPACE = re.compile(r"\s")
 RIGHT, DOWN, ENTER = b"\x1b[C", b"\x1b[B", b"\r"
 KEY_SETTLE_S = 1.0
 
 
 class Terminal:
-    """A program on a pseudo-terminal (120 x 40): what it drew so far, keys to it."""
+    """A program on a pseudo-terminal (120 x 40): what its screen shows now, keys to it."""
 
     def __init__(self, argv: list[str], *, env: dict[str, str], cwd: Path) -> None:
         import fcntl
@@ -38,16 +43,17 @@ class Terminal:
         import termios
 
         self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        env = {**env, "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40"}
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+        env = {**env, "TERM": "xterm-256color", "COLUMNS": str(COLUMNS), "LINES": str(LINES)}
         self.process = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
                                         close_fds=True, start_new_session=True)
         os.close(slave)
-        self.raw = b""
-        self.mark = 0  # expect() looks at what was drawn after this
+        self.screen = pyte.Screen(COLUMNS, LINES)
+        self.stream = pyte.ByteStream(self.screen)
 
-    def plain(self) -> str:
-        return NOISE.sub("", self.raw.decode(errors="replace"))
+    def shows(self) -> str:
+        """The screen's text, white space removed (the TUI draws spaces as cursor moves)."""
+        return WHITE_SPACE.sub("", "".join(self.screen.display))
 
     def read(self, wait_s: float = 0.2) -> None:
         """Take what it drew within ``wait_s``."""
@@ -61,17 +67,17 @@ class Terminal:
                 return
             if b"\x1b[6n" in data:  # where is the cursor? (claude asks at start)
                 os.write(self.master, b"\x1b[1;1R")
-            self.raw += data
+            self.stream.feed(data)
 
     def expect(self, text: str, timeout: float = 120.0) -> None:
-        """Wait until the terminal shows ``text`` (white space ignored) after the last mark."""
-        wanted = NOISE.sub("", text)
+        """Wait until the screen shows ``text`` (white space ignored)."""
+        wanted = WHITE_SPACE.sub("", text)
         deadline = time.monotonic() + timeout
-        while wanted not in self.plain()[self.mark:]:
+        while wanted not in self.shows():
             if time.monotonic() > deadline or self.process.poll() is not None:
-                raise AssertionError(f"the terminal never showed {text!r}; it shows:\n{self.plain()[-3000:]}")
+                screen = "\n".join(line.rstrip() for line in self.screen.display)
+                raise AssertionError(f"the terminal never showed {text!r}; it shows:\n{screen}")
             self.read()
-        self.mark = self.plain().index(wanted, self.mark) + len(wanted)
 
     def press(self, key: bytes) -> None:
         """Send ``key`` once the TUI had a moment with the frame ``expect`` saw. Measured: keys
