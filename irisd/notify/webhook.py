@@ -8,12 +8,15 @@ carries ``text`` (what Slack-compatible endpoints show) and ``title``/``message`
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-import httpx2
 import msgspec
 import trio
 
 from irisd.notify.gate import Notice
+
+if TYPE_CHECKING:
+    import httpx2
 
 log = logging.getLogger("irisd.notify")
 
@@ -45,6 +48,8 @@ async def post(client: httpx2.AsyncClient, url: str, notice: Notice,
     """POST ``notice`` to ``url`` until a 2xx answer, retrying after each of ``delays``;
     False (logged) once they are used up. A 4xx other than 408/429 is not retried: the
     receiver refuses the request itself. Cancellation stops it at once."""
+    import httpx2  # loaded with the first webhook notice (service.py)
+
     problem = ""
     for attempt, delay in enumerate((*delays, None)):
         try:
