@@ -151,6 +151,31 @@ class Iris:
         with self.client() as client:
             return client.request(request)
 
+    def wait_for_approval(self, timeout: float = 60.0) -> dict[str, Any]:
+        """The first pending approval, as ``iris approvals --json`` shows it, once there is one
+        (waited for over the socket: polling the CLI cost a core while claude needed it)."""
+        from protocol.messages import ApprovalsReply, ListApprovals
+
+        def pending() -> bool:
+            reply = self.request(ListApprovals())
+            assert isinstance(reply, ApprovalsReply), reply
+            return bool(reply.approvals)
+
+        wait_for(pending, timeout, "an approval request", every=0.05, detail=lambda: self.log()[-2000:])
+        approvals: list[dict[str, Any]] = self.cli_json("approvals")
+        return approvals[0]
+
+    def wait_for_tell_status(self, tell_id: str, status: str, timeout: float = 60.0) -> None:
+        """Wait until the tell ``tell_id`` is ``status`` (``running``, ``completed``...)."""
+        from protocol.messages import GetTell, TellReply
+
+        def reached() -> bool:
+            reply = self.request(GetTell(tell_id=tell_id))
+            assert isinstance(reply, TellReply), reply
+            return reply.tell.status == status
+
+        wait_for(reached, timeout, f"tell {tell_id} to be {status}", every=0.05, detail=lambda: self.log()[-2000:])
+
     # --- the CLI -----------------------------------------------------------------------
 
     def cli(
@@ -288,16 +313,23 @@ def wait_for(
 ) -> Any:
     """Poll ``condition`` every ``every`` seconds until it returns something truthy, and
     return that: the one way a test waits for a state it cannot be told about. After
-    ``timeout`` seconds it fails naming ``what`` (and ``detail()``: a log tail, say)."""
+    ``timeout`` seconds it fails naming ``what`` (and ``detail()``: a log tail, say).
+
+    A condition that costs time (one that runs ``iris`` costs about 0.15 s of CPU) is
+    polled at most a third of the time: the pause after it is at least twice what it took.
+    Polled back to back, such a wait kept a core busy while the claude it waited for
+    needed that core (the suite runs three workers on two cores)."""
     deadline = time.monotonic() + timeout
     while True:
+        started = time.monotonic()
         value = condition()
         if value:
             return value
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             said = f"\n{detail()}" if detail is not None else ""
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{said}")
-        time.sleep(every)
+        time.sleep(max(every, 2 * (now - started)))
 
 
 async def wait_until(condition: Callable[..., Any], *, every: float) -> Any:

@@ -51,7 +51,8 @@ def test_a_new_approval_shows_a_browser_notification_while_the_page_is_in_the_ba
         iris.cli_json("tell", "backend", WRITE, "--timeout", "-1")
         # (page.wait_for_function evaluates a string, which the page's CSP refuses: poll.)
         wait_for(lambda: page.evaluate("window.shownNotifications.length") > 0, 60, "the notification")
-        (approval,) = wait_for(lambda: iris.cli_json("approvals"), 30, "the approval")
+        iris.wait_for_approval(30)
+        (approval,) = iris.cli_json("approvals")
         assert page.evaluate("window.shownNotifications") == [{
             "title": "backend asks to use Bash",
             "body": f"iris approve {approval['id']} (or deny it in the Inbox)",

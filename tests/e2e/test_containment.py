@@ -364,7 +364,7 @@ def test_kill_9_during_a_hung_request_leaves_no_claude_and_a_restart_runs_one_pe
     iris.start()
     hung = iris.cli_json("tell", "alpha", "@hang wait for ever", "--timeout", "-1")
     assert iris.cli("tell", "beta", "hello").returncode == 0  # an idle claude too
-    wait_for(lambda: iris.cli_json("result", hung["id"])["tell_status"] == "running", 60, "the hung tell")
+    iris.wait_for_tell_status(hung["id"], "running")
     assert len(claude_processes_under(folders)) == 2
 
     iris.stop(signal.SIGKILL)

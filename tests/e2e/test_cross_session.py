@@ -150,8 +150,7 @@ def test_a_message_that_got_in_while_a_tell_ran_is_kept_out_of_the_tell_queued_b
     iris.start()
     long = iris.cli_json("tell", "alpha", "@slow:1000 @long:20", "--timeout", "-1")
     queued = iris.cli_json("tell", "alpha", "second 2", "--timeout", "-1")
-    wait_for(lambda: iris.cli_json("result", long["id"])["tell_status"] == "running", 60, "the long tell to run",
-             every=0.2, detail=lambda: iris.log()[-3000:])
+    iris.wait_for_tell_status(long["id"], "running")
     send_from_outside(iris, "alpha")
     assert iris.cli_json("result", long["id"])["tell_status"] == "running", "sent too late to test this"
     first = iris.cli_json("result", long["id"], "--wait", "120000")

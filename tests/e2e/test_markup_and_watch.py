@@ -33,7 +33,7 @@ def test_markup_in_messages_answers_and_errors_is_printed_as_written(iris: Iris)
     reader = threading.Thread(target=lambda: lines.extend(watcher.stdout or ()), daemon=True)
     reader.start()
     try:
-        wait_for(lambda: iris.cli_json("result", queued["id"])["tell_status"] == "completed", 60, "the first tell")
+        iris.wait_for_tell_status(queued["id"], "completed")
         assert iris.cli("tell", "alpha", HOSTILE).returncode == 0  # queued with its message: watch prints it
         # Watchers get events in batches (at most every 0.25 s): wait for the one with the answer.
         wait_for(lambda: any("[/code]" in line for line in lines), 30, "the watcher to print the second tell")

@@ -14,7 +14,7 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,7 +22,7 @@ import pyte
 import pytest
 
 from e2e.test_mcp_elicitation import TELL_TOOL, WRITE, tell_through_claude
-from harness import Iris, wait_for
+from harness import Iris
 from protocol.messages import ApprovalsReply, ListApprovals
 
 pytestmark = pytest.mark.claude
@@ -77,6 +77,15 @@ class Terminal:
             if time.monotonic() > deadline or self.process.poll() is not None:
                 screen = "\n".join(line.rstrip() for line in self.screen.display)
                 raise AssertionError(f"the terminal never showed {text!r}; it shows:\n{screen}")
+            self.read()
+
+    def read_until(self, condition: Callable[[], bool], what: str, detail: Callable[[], str],
+                   timeout: float = 120.0) -> None:
+        """Read on (a terminal nobody reads fills up, and claude stops drawing) until ``condition``."""
+        deadline = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout:g} s waiting for {what}\n{detail()}")
             self.read()
 
     def press(self, key: bytes) -> None:
@@ -142,13 +151,12 @@ def test_the_interactive_claude_shows_the_form_and_keys_answer_it(iris: Iris) ->
         terminal.expect("❯ Accept")
         terminal.press(ENTER)
 
-        def made() -> bool:
-            terminal.read()  # reading on: a terminal nobody reads fills up, and claude stops drawing
-            return (beta / "made.txt").exists()
+        def detail() -> str:
+            shim_log = iris.root / "shim.log"
+            return (f"{iris.request(ListApprovals(include_decided=True))}\n{iris.log()[-3000:]}\n"
+                    f"{shim_log.read_text() if shim_log.exists() else ''}")
 
-        wait_for(made, timeout=120, what="the approved tool to run", every=0.0,
-                 detail=lambda: f"{iris.request(ListApprovals(include_decided=True))}\n{iris.log()[-3000:]}\n"
-                 f"{(iris.root / 'shim.log').read_text() if (iris.root / 'shim.log').exists() else ''}")
+        terminal.read_until(lambda: (beta / "made.txt").exists(), "the approved tool to run", detail)
     assert (beta / "made.txt").read_text() == "hi\n"
     reply = iris.request(ListApprovals(include_decided=True))
     assert isinstance(reply, ApprovalsReply)

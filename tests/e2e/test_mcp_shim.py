@@ -19,7 +19,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from harness import Iris, wait_for
+from harness import Iris
 from iris_cli.daemon_control import Layout, read_pid_file, stop_pid
 from protocol.messages import GetTell, Report, ReportReply, TellReply
 
@@ -399,7 +399,7 @@ async def test_a_tell_queued_behind_an_approval_asks_the_calling_model_to_get_it
     from protocol.messages import Tell
 
     asked = iris.request(Tell(to_team="beta", message='@tool:Bash {"command": "echo hi > made.txt"}', timeout_ms=-1))
-    approval = wait_for(lambda: iris.cli_json("approvals"), 120, "the first tell's approval")[0]["id"]
+    approval = iris.wait_for_approval(120)["id"]
     seen: list[str] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness import Iris, wait_for
+from harness import Iris
 
 pytestmark = pytest.mark.claude
 
@@ -18,9 +18,7 @@ WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
 
 
 def pending_approval(iris: Iris, timeout: float = 60.0) -> dict[str, Any]:
-    waiting: list[dict[str, Any]] = wait_for(lambda: iris.cli_json("approvals"), timeout, "an approval request",
-                                             every=0.1)
-    return waiting[0]
+    return iris.wait_for_approval(timeout)
 
 
 def ask(iris: Iris) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -21,7 +21,7 @@ def test_reload_adds_changes_and_removes_teams_while_warm_claudes_and_running_te
     assert iris.cli_json("tell", "alpha", "warm up")["status"] == "completed"
     warm = pids(iris)["alpha"]
     running = iris.cli_json("tell", "beta", "@slow:300 @long:12", "--timeout", "-1")
-    wait_for(lambda: iris.cli_json("result", running["id"])["tell_status"] == "running", 60, "beta's tell to run")
+    iris.wait_for_tell_status(running["id"], "running")
 
     iris.add_team("gamma")  # a repository added as a team
     iris.write_config()

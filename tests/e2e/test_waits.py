@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import IO
 
-from harness import Iris, wait_for
+from harness import Iris
 
 TOUCH = '@tool:Bash {"command": "touch made.txt"}'
 
@@ -25,8 +25,7 @@ def test_a_fan_out_names_the_approval_a_team_waits_behind_and_how_to_decide_it(i
     iris.add_team("beta")
     iris.start()
     first = iris.cli_json("tell", "alpha", TOUCH, "--timeout", "-1")
-    approvals = wait_for(lambda: iris.cli_json("approvals"), 120, "the first tell's approval")
-    approval = approvals[0]["id"]
+    approval = iris.wait_for_approval(120)["id"]
     fan_out = subprocess.Popen(
         [sys.executable, "-m", "iris_cli", "tell", "alpha,beta", "status report please"],
         env=iris.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=iris.root,
