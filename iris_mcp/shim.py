@@ -221,6 +221,8 @@ class Shim:
                 # also names the tell, so a cancelled call cancels it), or the phase a form
                 # for the person waits on.
                 stream=progress.wanted or can_ask,
+                # Else one event naming the tell, so a cancelled call still cancels it.
+                announce=not (progress.wanted or can_ask),
                 persist=args.persist,
                 ttl_days=stored_ttl(args.persist, args.ttl_days, names=("ttlDays", "persist")),
                 parent_pair=self.parent_pair,
@@ -517,8 +519,9 @@ class Shim:
         from protocol.messages import CancelTell
 
         if tell_id is None:
-            # Not streamed (the client gave no progress token), or cancelled before its first event.
-            log.warning("call cancelled before irisd named its tell; the tell runs on")
+            # Cancelled before irisd accepted the tell (and named it): nothing runs yet, or it
+            # was refused; a tell accepted at that very moment runs on (readable by id).
+            log.warning("call cancelled before irisd named its tell; a tell accepted meanwhile runs on")
             return
         with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_TIMEOUT_S):
             try:

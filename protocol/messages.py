@@ -450,6 +450,9 @@ class Tell(_Message, tag="tell"):
     from_team: str | None = None
     timeout_ms: TimeoutMs = 0
     stream: bool = False  # push TellText events while waiting
+    # Without ``stream``: push one TellState as soon as the tell is accepted, naming it, and
+    # nothing else (a client that may be cancelled mid-wait needs the id to cancel the tell).
+    announce: bool = False
     persist: bool = False  # store it durably and deliver it later (a notification)
     ttl_days: TtlDays = DEFAULT_TTL_DAYS  # with persist: expire undelivered after this long
     # Nested tells: set by the MCP shim inside a claude child that Iris started (from

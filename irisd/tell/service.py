@@ -394,6 +394,14 @@ class TellService:
             across=request.across,
             thread=request.thread,
         )
+        if request.announce and not request.stream:
+            info = tell.info()
+            try:
+                await send_event(TellState(tell_id=info.id, status=info.status, from_team=info.from_team,
+                                           to_team=info.to_team))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                tell.caller_leaves()  # gone already: the tell runs on, readable by id
+                raise
         return await self.reply(tell, send_event if request.stream else None)
 
     async def reply(self, tell: ActiveTell, send_event: SendEvent | None) -> TellReply:

@@ -19,7 +19,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from harness import Iris
+from harness import Iris, wait_until
 from iris_cli.daemon_control import Layout, read_pid_file, stop_pid
 from protocol.messages import GetTell, Report, ReportReply, TellReply
 
@@ -215,6 +215,30 @@ async def test_cancelling_the_call_interrupts_the_tell(iris: Iris, mode: str) ->
         _, started, _ = await call(client, "team_tell", toTeam="beta", message="@hang again", timeout=-1)
         text, data, is_error = await call(client, "team_cancel", tellId=started["id"])
         assert not is_error and data["tell_status"] == "interrupted", text
+
+
+async def test_a_call_without_a_progress_token_cancelled_cancels_its_tell_too(iris: Iris) -> None:
+    """A client that asks no progress gets no events of its tell but the one that names it
+    (``Tell.announce``): its cancelled call still interrupts the tell."""
+    alpha, _ = two_teams(iris)
+    iris.start()
+
+    def running() -> str | None:
+        report = iris.request(Report(to_team="beta", from_team="alpha"))
+        assert isinstance(report, ReportReply)
+        return next((t.id for t in report.tells if t.status == "running"), None)
+
+    async with shim(iris, cwd=alpha) as client:
+        with trio.move_on_after(120):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.call_tool, "team_tell", {"toTeam": "beta", "message": "@hang forever"})
+                with trio.fail_after(90):
+                    tell_id = await wait_until(lambda: trio.to_thread.run_sync(running), every=0.1)
+                nursery.cancel_scope.cancel()  # the SDK client sends notifications/cancelled
+        with trio.fail_after(30):
+            await wait_until(lambda: trio.to_thread.run_sync(lambda: not running()), every=0.1)
+        reply = await trio.to_thread.run_sync(iris.request, GetTell(tell_id=tell_id))
+        assert isinstance(reply, TellReply) and reply.tell.status == "interrupted", reply
 
 
 async def test_pairs_reports_transcripts_and_commands(iris: Iris) -> None:
