@@ -233,7 +233,7 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(messages.ClearCache, lambda d, r, e: d.pairs.clear_cache(r)),
         _on(messages.Report, lambda d, r, e: d.records.report(r)),
         _on(messages.ListTells, lambda d, r, e: d.records.list_tells(r)),
-        _on(messages.ReadTranscript, lambda d, r, e: d.records.transcript(r.tell_id, r.steps)),
+        _on(messages.ReadTranscript, lambda d, r, e: d.records.transcript(r, e)),
         _on(messages.ReadUnsolicited, lambda d, r, e: d.records.unsolicited_transcript(r.turn_id)),
         _on(messages.ListNotifications, lambda d, r, e: d.records.notifications(r)),
         _on(messages.ListApprovals, lambda d, r, e: d.records.approvals(r)),

@@ -5,7 +5,10 @@ removed from config.yaml keeps its history, so a read that finds rows answers)."
 
 from __future__ import annotations
 
+import msgspec
+
 from irisd.config_holder import ConfigHolder
+from irisd.events import SendEvent
 from irisd.store import agent, approvals, ledger, notifications, questions, rows, stats, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.service import TellService
@@ -16,6 +19,7 @@ from protocol.messages import (
     ApprovalsReply,
     Costs,
     CostsReply,
+    Event,
     ListApprovals,
     ListNotifications,
     ListQuestions,
@@ -23,16 +27,19 @@ from protocol.messages import (
     ListTells,
     NotificationsReply,
     QuestionsReply,
+    ReadTranscript,
     Report,
     ReportReply,
     RuleReply,
     RulesReply,
     SessionStats,
     SessionStatsReply,
+    TranscriptEntry,
+    TranscriptPage,
     TranscriptReply,
     UnsolicitedReply,
 )
-from protocol.transcript import steps
+from protocol.transcript import StepReader, join
 
 
 class Records:
@@ -63,12 +70,33 @@ class Records:
                                       request.limit)
         return ReportReply(tells=[self.tells.live(info) for info in found])
 
-    async def transcript(self, tell_id: str, as_steps: bool = False) -> TranscriptReply:
-        info = await self.tells.find(tell_id)
-        entries = await self.tells.transcript(tell_id)
-        if as_steps:  # the dashboard: the one reading of the lines, not the lines
-            return TranscriptReply(tell=info, entries=[], steps=steps(entries, info))
-        return TranscriptReply(tell=info, entries=entries)
+    async def transcript(self, request: ReadTranscript, send_event: SendEvent) -> TranscriptReply:
+        """A tell's lines (or with ``steps`` its steps, ``protocol.transcript``) as
+        ``TranscriptPage`` events, a page read, sent, then the next (``TellService.read_transcript``),
+        and the reply with the tell as it is once they are sent. Unpaged: the same pages,
+        joined into the reply here. NotFoundError before any page for an unknown tell."""
+        if not request.paged:
+            pages: list[TranscriptPage] = []
+
+            async def keep(event: Event) -> None:
+                assert isinstance(event, TranscriptPage)
+                pages.append(event)
+
+            return join(pages, await self.transcript(msgspec.structs.replace(request, paged=True), keep))
+        await self.tells.find(request.tell_id)
+        reader = StepReader() if request.steps else None
+
+        async def send(entries: list[TranscriptEntry]) -> None:
+            if reader is None:
+                await send_event(TranscriptPage(entries=entries))
+            elif found := reader.feed(entries):
+                await send_event(TranscriptPage(steps=found))
+
+        await self.tells.read_transcript(request.tell_id, send)
+        info = await self.tells.find(request.tell_id)
+        if reader is not None and (rest := reader.finish(info)):
+            await send_event(TranscriptPage(steps=rest))
+        return TranscriptReply(tell=info, entries=[])
 
     async def unsolicited_transcript(self, turn_id: str) -> UnsolicitedReply:
         turn = await self.store.call(unsolicited.get, turn_id)

@@ -589,8 +589,16 @@ class Report(_Message, tag="report"):
 
 
 class ReadTranscript(_Message, tag="read_transcript"):
+    """A tell's transcript. With ``paged`` (every face of Iris asks so) the lines (or steps)
+    come in ``TranscriptPage`` events, each a bounded piece read from the database and sent
+    before the next is read, and the ``TranscriptReply`` after them holds the tell and no
+    lines: irisd holds one page at a time however long the transcript. Without it irisd
+    joins the same pages into one reply (a client of protocol 1 that knows no pages; the
+    reply must fit in one frame)."""
+
     tell_id: str
     steps: bool = False  # the steps (``TranscriptReply.steps``) instead of the raw lines
+    paged: bool = False
 
 
 class ClearCache(_Message, tag="clear_cache"):
@@ -858,6 +866,14 @@ class TranscriptReply(_Message, tag="transcript_reply"):
     steps: list[Step] = []  # with ``ReadTranscript(steps=True)``: what claude did, read from the lines
 
 
+class TranscriptPage(_Message, tag="transcript_page"):
+    """A piece of a paged ``ReadTranscript``'s answer, in order: some of the lines, or with
+    ``steps`` some of the steps. ``protocol.transcript.join`` puts the pieces together."""
+
+    entries: list[TranscriptEntry] = []
+    steps: list[Step] = []
+
+
 class ReloadReply(_Message, tag="reload_reply"):
     changes: list[str]  # what the reload did, in words ("team web added", ...)
 
@@ -1119,6 +1135,7 @@ Event = (
     | FanOutEvent
     | HealthEvent
     | SessionEvent
+    | TranscriptPage
 )
 
 ServerMessage = Reply | Event

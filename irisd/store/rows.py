@@ -8,7 +8,7 @@ session per target. Rows turn it back into None.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import apsw
 import msgspec
@@ -47,3 +47,46 @@ def transcript(db: apsw.Connection, table: str, key: str, value: str) -> list[Tr
     except UnicodeDecodeError:
         rows = db.execute(f"SELECT at, type, raw FROM {table} WHERE {key} = ? ORDER BY id", (value,))
         return [TranscriptEntry(at=at, type=kind, raw=bytes(raw).decode(errors="replace")) for at, kind, raw in rows]
+
+
+# A page of a transcript read in pieces (``ReadTranscript(paged=True)``): at most this many
+# lines, and it ends at the line that takes it past this many bytes. Small enough that
+# irisd holds little however long the transcript; large enough that the thread hop per
+# page (about 0.2 ms) stays a small part of reading it.
+PAGE_LINES = 2000
+PAGE_BYTES = 256 * 1024
+
+
+class Page(NamedTuple):
+    entries: list[TranscriptEntry]
+    last_id: int  # the row id of its last line (the cursor for the next page)
+    full: bool  # it stopped at a limit: more lines may follow
+
+
+def transcript_page(
+    db: apsw.Connection, table: str, key: str, value: str, after: int,
+    max_lines: int = PAGE_LINES, max_bytes: int = PAGE_BYTES,
+) -> Page:
+    """The lines stored in ``table`` for ``key = value`` after row id ``after``, in order, up
+    to ``max_lines`` and the line that reaches ``max_bytes`` (at least one). As ``transcript``:
+    SQLite makes the text; a line that is not UTF-8 sends the page the slow way."""
+    query = f"SELECT id, at, type, CAST(raw AS TEXT) FROM {table} WHERE {key} = ? AND id > ? ORDER BY id LIMIT ?"
+    try:
+        return _page(db.execute(query, (value, after, max_lines)), after, max_lines, max_bytes, lambda raw: raw)
+    except UnicodeDecodeError:
+        slow = query.replace("CAST(raw AS TEXT)", "raw")
+        rows = db.execute(slow, (value, after, max_lines))
+        return _page(rows, after, max_lines, max_bytes, lambda raw: bytes(raw).decode(errors="replace"))
+
+
+def _page(rows: Any, after: int, max_lines: int, max_bytes: int, text: Callable[[Any], str]) -> Page:
+    entries: list[TranscriptEntry] = []
+    size = 0
+    last = after
+    for row_id, at, kind, raw in rows:
+        entries.append(TranscriptEntry(at=at, type=kind, raw=text(raw)))
+        last = row_id
+        size += len(raw)
+        if size >= max_bytes:
+            return Page(entries, last, True)
+    return Page(entries, last, len(entries) >= max_lines)

@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol
 
 import trio
@@ -85,6 +85,7 @@ MAX_FAN_OUT = 32
 MAX_CHAINS_EXTENDED = 1024  # chains the person let spend beyond their budget, remembered
 
 TellKind = Literal["tell", "command", "notification"]
+SendLines = Callable[[list[TranscriptEntry]], Awaitable[None]]  # a page of a transcript to its reader
 
 log = logging.getLogger("irisd.tell")
 
@@ -503,19 +504,36 @@ class TellService:
             raise NotFoundError(f"no tell with id {tell_id!r}; {_WHERE_ELSE.get(tell_id[:2], _REPORT)}")
         return info
 
-    async def transcript(self, tell_id: str) -> list[TranscriptEntry]:
-        """A tell's stored lines, in order, and those of a running tell not written yet
-        (it writes them with its state, ``irisd/tell/transcript.py``)."""
-        entries = await self.store.read(rows.transcript, "tell_messages", "tell_id", tell_id)
-        active = self.pool.find_tell(tell_id)
-        if active is None:
-            return entries
-        unwritten = active.transcript.unwritten()
-        if not unwritten:
-            return entries
-        more = not_stored([(entry.at, entry.type) for entry in entries[-len(unwritten):]], unwritten)
-        return [*entries, *(TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
-                            for at, kind, raw in more)]
+    async def read_transcript(self, tell_id: str, send: SendLines) -> None:
+        """Hand a tell's lines to ``send`` in order, a page at a time (``rows.transcript_page``):
+        the stored ones read in the worker thread, each page sent before the next is read (so
+        a slow reader holds the reading, not irisd's memory); then, on the event loop with no
+        wait between the two, what was stored since and the lines of a running tell not
+        written yet (it writes them with its state, ``irisd/tell/transcript.py``).
+        Cancellation: between pages (a page being read runs to its end, unsent)."""
+        after = 0
+        while True:
+            page = await self.store.read(rows.transcript_page, "tell_messages", "tell_id", tell_id, after)
+            if page.full:
+                await send(page.entries)
+                after = page.last_id
+                continue
+            tail = await self.store.call(rows.transcript_page, "tell_messages", "tell_id", tell_id, page.last_id)
+            active = self.pool.find_tell(tell_id)  # no wait since the tail was read: the two agree
+            unwritten = active.transcript.unwritten() if active is not None and not tail.full else []
+            for lines in (page.entries, tail.entries):
+                if lines:
+                    await send(lines)
+            if tail.full:  # written meanwhile, a page of it: go on reading
+                after = tail.last_id
+                continue
+            if unwritten:
+                stored = (tail.entries or page.entries)[-len(unwritten):]
+                more = not_stored([(entry.at, entry.type) for entry in stored], unwritten)
+                if more:
+                    await send([TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
+                                for at, kind, raw in more])
+            return
 
     def live(self, info: TellInfo) -> TellInfo:
         """A stored tell, with the live text if it is still running."""
