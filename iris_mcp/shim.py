@@ -670,7 +670,7 @@ class Shim:
     async def team_cache_read(self, args: CacheReadArgs, report: ReportProgress) -> ToolOutput:
         from iris_mcp.render import ToolOutput
         from protocol.errors import InvalidRequestError
-        from protocol.messages import ReadTranscript, Report, ReportReply
+        from protocol.messages import Report, ReportReply
 
         me = await self.sender(args.from_team)
         tell_id = args.tell_id
@@ -684,7 +684,29 @@ class Shim:
             if not latest.tells:
                 return ToolOutput(f"no tells between you and {args.team} yet", {"tells": []})
             tell_id = latest.tells[0].id
-        return await self.simple(ReadTranscript(tell_id=tell_id))
+        return await self.read_transcript(tell_id)
+
+    async def read_transcript(self, tell_id: str) -> ToolOutput:
+        """A tell's steps, read in pages (irisd holds one at a time), gathered as the tool
+        shows them (``TranscriptTail``: bounded, whatever the transcript's length)."""
+        from iris_mcp.render import TranscriptTail
+        from protocol.errors import IrisError
+        from protocol.messages import ReadTranscript, TranscriptPage, TranscriptReply
+
+        shown = TranscriptTail()
+
+        async def on_event(event: Event) -> None:
+            if isinstance(event, TranscriptPage):
+                shown.add(event.steps)
+
+        with trio.move_on_after(CALL_TIMEOUT_S):
+            request = ReadTranscript(tell_id=tell_id, steps=True, paged=True)
+            # Not resent on a lost connection: the pages shown would repeat (the model may ask again).
+            reply = await self.link.call(request, idempotent=False, on_event=on_event)
+            assert isinstance(reply, TranscriptReply)
+            shown.add(reply.steps)  # none from irisd; a daemon that sent the steps whole
+            return shown.output(reply.tell)
+        raise IrisError(f"irisd did not answer ReadTranscript within {CALL_TIMEOUT_S:g} s; see its log")
 
     async def team_cache_clear(self, args: Any, report: ReportProgress) -> ToolOutput:
         from iris_common.text import pair_name

@@ -208,18 +208,44 @@ def cache_read(
 
     An id starting with u- is a turn no tell asked for: every line of it."""
     from iris_cli import render
-    from protocol.messages import ReadTranscript, ReadUnsolicited, TranscriptReply, UnsolicitedReply
+    from protocol.messages import (
+        Event,
+        ReadTranscript,
+        ReadUnsolicited,
+        TranscriptPage,
+        TranscriptReply,
+        UnsolicitedReply,
+    )
+    from protocol.transcript import join
 
-    request = ReadUnsolicited(turn_id=tell_id) if tell_id.startswith("u-") else ReadTranscript(tell_id=tell_id)
-    reply = send(request, as_json)
-    assert isinstance(reply, TranscriptReply | UnsolicitedReply)
+    if tell_id.startswith("u-"):  # an unsolicited turn: its lines as printed
+        turn = send(ReadUnsolicited(turn_id=tell_id), as_json)
+        assert isinstance(turn, UnsolicitedReply)
+        if as_json:
+            print_json(turn)
+        else:
+            for entry in turn.entries:
+                print(entry.raw)
+        return
+    # In pages (irisd holds one at a time): --raw prints each as it comes; the rest gather
+    # them (the steps, not the lines, for the conversation: irisd reads them).
+    pages: list[TranscriptPage] = []
+
+    def on_event(event: Event) -> None:
+        if not isinstance(event, TranscriptPage):
+            return
+        if raw and not as_json:
+            for entry in event.entries:
+                print(entry.raw)
+        else:
+            pages.append(event)
+
+    reply = send(ReadTranscript(tell_id=tell_id, steps=not (raw or as_json), paged=True), as_json, on_event)
+    assert isinstance(reply, TranscriptReply)
     if as_json:
-        print_json(reply)
-    elif raw or isinstance(reply, UnsolicitedReply):  # an unsolicited turn: its lines as printed
-        for entry in reply.entries:
-            print(entry.raw)
-    else:
-        render.transcript(reply)
+        print_json(join(pages, reply))
+    elif not raw:
+        render.transcript(join(pages, reply))
 
 
 @cache_app.command("clear")
