@@ -333,9 +333,10 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "GET",
         "/api/tells/{id}/transcript",
-        lambda p, q, b: ReadTranscript(tell_id=p["id"], steps=q.steps),
+        lambda p, q, b: ReadTranscript(tell_id=p["id"], steps=q.steps, paged=True),
         (TranscriptReply,),
-        "Every line claude printed during a tell, or (steps=true) what claude did, read from them",
+        "Every line claude printed during a tell, or (steps=true) what claude did, read from them "
+        "(streamed: written as irisd reads it, the tell last)",
         query=TranscriptQuery,
     ),
     ApiRoute(

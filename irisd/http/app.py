@@ -55,6 +55,7 @@ from irisd.tokens import COOKIE_NAME, Access
 from protocol.codec import UNDECODABLE, undecodable
 from protocol.errors import InvalidRequestError, NotFoundError, UnauthorizedError
 from protocol.limits import explain
+from protocol.messages import Event, ReadTranscript, TranscriptPage, TranscriptReply
 from protocol.messages import Request as IrisRequest
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a tell's message may hold 1,000,000 characters
@@ -169,8 +170,46 @@ class ApiPath:
         request = Request(scope, receive)
         built = build_request(route, request.path_params, request.query_params, await request.body())
         with self.serving.counted():
+            if isinstance(built, ReadTranscript) and built.paged:
+                await _stream_transcript(self.serving, built, scope, send)
+                return
             reply = await self.serving.dispatch(built, scope[CALLER_KEY])
             await Response(_encoder.encode(reply), media_type="application/json")(scope, receive, send)
+
+
+async def _stream_transcript(serving: Serving, request: ReadTranscript, scope: Scope, send: Send) -> None:
+    """A transcript as the JSON of its ``TranscriptReply``, written page by page as irisd reads
+    it (each page is written, then the next is read: a slow reader holds the reading, not
+    irisd's memory), the tell last: ``{"type": "transcript_reply", "entries": [...], "steps":
+    [...], "tell": {...}}``. The response starts with the first page: an error before it (no
+    such tell, not yours) is answered as any other; one after it (the database failing
+    half-way) can only cut the body short, which no JSON reader takes for a whole one."""
+    field, other = ("steps", "entries") if request.steps else ("entries", "steps")
+    started = False
+
+    async def write(body: bytes) -> None:
+        nonlocal started
+        if not started:
+            started = True
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            body = b'{"type":"transcript_reply","' + field.encode() + b'":[' + body
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+
+    first = True
+
+    async def page(event: Event) -> None:
+        nonlocal first
+        if isinstance(event, TranscriptPage) and (items := event.steps if request.steps else event.entries):
+            await write((b"" if first else b",") + _encoder.encode(items)[1:-1])  # the items, without [ ]
+            first = False
+
+    reply = await serving.dispatch(request, scope[CALLER_KEY], page)
+    assert isinstance(reply, TranscriptReply)
+    if not started:
+        await write(b"")
+    end = b'],"' + other.encode() + b'":[],"tell":' + _encoder.encode(reply.tell) + b"}"
+    await send({"type": "http.response.body", "body": end, "more_body": False})
 
 
 async def health(request: Request) -> Response:
