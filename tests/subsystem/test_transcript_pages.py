@@ -1,0 +1,193 @@
+"""A long transcript read through the socket in pages (``ReadTranscript(paged=True)``): the
+real core (fake children: no claude is needed to read what is stored), the real socket
+server on a socketpair, a client that reads frames with a small maximum size. irisd holds
+a page at a time, and a client that does not read stops the reading."""
+
+from __future__ import annotations
+
+import socket
+import time
+import tracemalloc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import cast
+
+import pytest
+import trio
+import trio.testing
+
+from fakes.core import no_events, running_core, teams_config
+from irisd.caller import OWNER
+from irisd.dispatch import Dispatcher
+from irisd.serving import Serving
+from irisd.socket_server import Server
+from irisd.store import rows, tells
+from protocol import PROTOCOL_VERSION
+from protocol.codec import decode_server_message, encode
+from protocol.framing import LengthPrefixedFramer
+from protocol.messages import (
+    Hello,
+    ReadTranscript,
+    ServerMessage,
+    TellInfo,
+    TranscriptPage,
+    TranscriptReply,
+    Welcome,
+)
+
+LINES = 10_000
+LINE_BYTES = 1024
+SMALL_FRAMES = 1024 * 1024  # the client's maximum frame: a tenth of the transcript
+
+
+def line(n: int, kind: str = "stream_event") -> bytes:
+    """A line of about LINE_BYTES that says which it is (n)."""
+    if kind == "assistant":
+        text = f"line {n} " + "x" * (LINE_BYTES - 100)
+        return b'{"type":"assistant","message":{"content":[{"type":"text","text":"' + text.encode() + b'"}]}}'
+    return b'{"type":"stream_event","n":' + str(n).encode() + b',"pad":"' + b"x" * (LINE_BYTES - 60) + b'"}'
+
+
+async def store_transcript(core: Dispatcher, tell_id: str, count: int, kind: str = "stream_event") -> None:
+    now = time.time()
+    await core.store.call(tells.insert, TellInfo(
+        id=tell_id, from_team=None, to_team="alpha", message="what is in the logs?", status="completed",
+        text="done", created_at=now, finished_at=now,
+    ))
+    await core.store.call(tells.append_messages, tell_id, [(now + n / 1000, kind, line(n, kind)) for n in range(count)])
+
+
+class Reader:
+    """The client end of a socketpair served by irisd's socket server: frames of at most
+    ``max_frame`` bytes."""
+
+    def __init__(self, stream: trio.SocketStream, max_frame: int) -> None:
+        self.stream = stream
+        self.framer = LengthPrefixedFramer(max_frame)
+
+    async def send(self, message: Hello | ReadTranscript) -> None:
+        await self.stream.send_all(encode(message))
+
+    async def receive(self) -> ServerMessage:
+        while (frame := self.framer.next_frame()) is None:
+            data = await self.stream.receive_some(65536)
+            assert data, "irisd closed the connection"
+            self.framer.receive_data(data)
+        return decode_server_message(frame)
+
+    async def transcript(self, tell_id: str) -> tuple[int, list[int], TranscriptReply]:
+        """Read a paged transcript: how many pages, the line numbers in order, the reply.
+        Keeps no page (the test's own memory stays flat too)."""
+        await self.send(ReadTranscript(tell_id=tell_id, paged=True))
+        pages, numbers = 0, []
+        while isinstance(message := await self.receive(), TranscriptPage):
+            pages += 1
+            numbers += [int(entry.raw.split('"n":', 1)[1].split(",", 1)[0]) for entry in message.entries]
+        assert isinstance(message, TranscriptReply), message
+        return pages, numbers, message
+
+
+@asynccontextmanager
+async def served(tmp_path: Path, max_frame: int = SMALL_FRAMES) -> AsyncIterator[tuple[Dispatcher, Reader]]:
+    """The core, its socket server handling one client on a socketpair, and that client."""
+    async with running_core(tmp_path, teams_config(tmp_path)) as core:
+        ours, theirs = socket.socketpair()
+        server = Server(cast(trio.SocketListener, None), Serving(core))
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.handle, trio.SocketStream(trio.socket.from_stdlib_socket(theirs)))
+            reader = Reader(trio.SocketStream(trio.socket.from_stdlib_socket(ours)), max_frame)
+            await reader.send(Hello(protocol_version=PROTOCOL_VERSION))
+            assert isinstance(await reader.receive(), Welcome)
+            yield core, reader
+            nursery.cancel_scope.cancel()
+        ours.close()
+
+
+async def test_ten_thousand_lines_come_through_the_socket_in_pages_under_a_small_frame_limit(tmp_path: Path) -> None:
+    """10 MiB of lines through a client that refuses frames over 1 MiB (the whole reply in one
+    frame was 10 MiB): pages of at most rows.PAGE_BYTES and one line, all lines in order, then
+    the reply with the tell and no lines."""
+    with trio.fail_after(60):
+        async with served(tmp_path) as (core, reader):
+            await store_transcript(core, "t-long", LINES)
+            pages, numbers, reply = await reader.transcript("t-long")
+    assert numbers == list(range(LINES))
+    assert pages >= LINES * LINE_BYTES // (rows.PAGE_BYTES + LINE_BYTES)
+    assert reply.tell.id == "t-long" and reply.tell.status == "completed" and reply.entries == []
+
+
+async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_path: Path) -> None:
+    """Python's allocations at their peak while irisd serves the read (and this client reads
+    it, page by page): the same for 10,000 lines as for 1,000, and far below the transcript
+    (the whole reply took about five times its size)."""
+    with trio.fail_after(120):
+        async with served(tmp_path) as (core, reader):
+            await store_transcript(core, "t-short", LINES // 10)
+            await store_transcript(core, "t-long", LINES)
+            peaks = {}
+            for tell_id in ("t-short", "t-long", "t-short"):  # the first read warms what stays (decoders, ...)
+                tracemalloc.start()
+                try:
+                    _, numbers, _ = await reader.transcript(tell_id)
+                    peaks[tell_id] = tracemalloc.get_traced_memory()[1]
+                finally:
+                    tracemalloc.stop()
+                assert len(numbers) == (LINES if tell_id == "t-long" else LINES // 10)
+    transcript = LINES * LINE_BYTES
+    assert peaks["t-long"] < 1.5 * peaks["t-short"], peaks
+    assert peaks["t-long"] < transcript / 4, peaks
+
+
+async def test_a_client_that_reads_nothing_stops_the_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each page is written to the socket before the next is read: while the client reads
+    nothing, irisd reads no more than fills the socket's buffers (a page or two of 40), and
+    goes on once the client reads."""
+    read: list[int] = []
+    original = rows.transcript_page
+
+    def counted(*args: object, **kwargs: object) -> rows.Page:
+        page = original(*args, **kwargs)  # type: ignore[arg-type]
+        read.append(len(page.entries))
+        return page
+
+    with trio.fail_after(60):
+        async with served(tmp_path) as (core, reader):
+            await store_transcript(core, "t-long", LINES)
+            monkeypatch.setattr(rows, "transcript_page", counted)
+            await reader.send(ReadTranscript(tell_id="t-long", paged=True))
+            await trio.testing.wait_all_tasks_blocked()  # irisd waits for the socket to take more
+            held = list(read)
+            monkeypatch.undo()
+            pages, numbers, _ = 0, [], None
+            while isinstance(message := await reader.receive(), TranscriptPage):
+                pages += 1
+                numbers += [int(e.raw.split('"n":', 1)[1].split(",", 1)[0]) for e in message.entries]
+    assert len(held) <= 3 and sum(held) < LINES // 4, held
+    assert pages >= 30 and numbers == list(range(LINES))
+
+
+async def test_the_steps_come_in_pages_too_and_the_end_carries_the_tells_figures(tmp_path: Path) -> None:
+    """steps=True: the steps of 10,000 assistant lines in pages, in order; the end step (a
+    result line last) booked with the tell's cost, as the unpaged reply has it."""
+    result = b'{"type":"result","subtype":"success","result":"done","total_cost_usd":9.0,"duration_ms":5}'
+    with trio.fail_after(60):
+        async with served(tmp_path) as (core, reader):
+            await store_transcript(core, "t-long", LINES, "assistant")
+            await core.store.call(tells.append_messages, "t-long", [(time.time(), "result", result)])
+            await core.store.call(tells.update, TellInfo(
+                id="t-long", from_team=None, to_team="alpha", message="?", status="completed", text="done",
+                created_at=1.0, finished_at=2.0, cost_usd=0.25,
+            ))
+            await reader.send(ReadTranscript(tell_id="t-long", steps=True, paged=True))
+            pages = []
+            while isinstance(message := await reader.receive(), TranscriptPage):
+                assert not message.entries
+                pages.append(message.steps)
+            whole = await core.dispatch(ReadTranscript(tell_id="t-long", steps=True), OWNER, no_events)
+    paged = [step for page in pages for step in page]
+    assert len(pages) > 10
+    assert [s.text.split(" ", 2)[:2] for s in paged[:-1]] == [["line", str(n)] for n in range(LINES)]
+    assert paged[-1].kind == "end" and paged[-1].cost_usd == 0.25
+    assert isinstance(whole, TranscriptReply) and whole.steps == paged
+
