@@ -2,7 +2,11 @@
 and ``ReadTranscript`` of 10,000 and of 100 messages, through irisd built from this
 checkout and through irisd built from another revision (``--baseline REV``), the same
 history written into each one's database, requests interleaved round by round (each side
-first in turn); and irisd's memory (VmRSS, VmHWM) before and after the reads.
+first in turn); and irisd's memory: VmRSS before and after the reads, and its peak while
+they ran (VmHWM, reset before them through /proc/PID/clear_refs).
+
+Both sides are asked for pages (``ReadTranscript(paged=True)``), as every face of Iris asks;
+code from before pages knows no such field and answers with one frame (``frames`` says so).
 
 No claude runs: the history is written straight into the databases with irisd's queries.
 
@@ -14,20 +18,37 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from _common import describe, header, median, request, rss_kib, running_iris, timed
 from bench_memory import store_history
 from bench_warm_path import checkout
 
 from harness import Iris
-from protocol.messages import ReadTranscript, Report, ReportReply, TranscriptReply
+from iris_cli.client import Client
+from protocol.messages import Event, ReadTranscript, Report, ReportReply, TranscriptPage, TranscriptReply
+from protocol.transcript import join
 
 MESSAGES = 10_000
 
 
-def read(iris: Iris, tell_id: str, expected: int) -> None:
-    reply = request(iris, ReadTranscript(tell_id=tell_id))
-    assert isinstance(reply, TranscriptReply) and len(reply.entries) == expected
+def read(iris: Iris, tell_id: str, expected: int) -> int:
+    """Read a transcript as the faces do, in pages (joined here); how many frames it took."""
+    pages: list[TranscriptPage] = []
+
+    def on_event(event: Event) -> None:
+        assert isinstance(event, TranscriptPage)
+        pages.append(event)
+
+    with Client(iris.socket, timeout=300) as client:
+        reply = client.request(ReadTranscript(tell_id=tell_id, paged=True), on_event)
+    assert isinstance(reply, TranscriptReply) and len(join(pages, reply).entries) == expected
+    return len(pages) + 1
+
+
+def reset_peak(pid: int) -> None:
+    """VmHWM back to VmRSS (Linux: 5 into clear_refs), so it shows the peak from now on."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 def report(iris: Iris) -> None:
@@ -49,6 +70,10 @@ def main() -> None:
         old.start()
         sides = {"old": old, "new": new}
         ids = {name: store_history(iris, MESSAGES, MESSAGES) for name, iris in sides.items()}
+        frames = {name: read(iris, ids[name][MESSAGES], MESSAGES) for name, iris in sides.items()}
+        for iris in sides.values():
+            assert iris.process is not None
+            reset_peak(iris.process.pid)
         rss = {name: rss_kib(iris.process.pid)["VmRSS"] for name, iris in sides.items() if iris.process}
         times: dict[str, dict[str, list[float]]] = {name: {"large": [], "small": [], "report": []} for name in sides}
         order = list(sides)
@@ -65,11 +90,12 @@ def main() -> None:
     for what, label in (("large", f"ReadTranscript, {MESSAGES} messages"), ("small", "ReadTranscript, 100 messages"),
                         ("report", f"Report, latest 1000 of {MESSAGES} tells")):
         print(f"  {label:<40} {median(times['new'][what]) / median(times['old'][what]):5.2f}x")
-    print("irisd's memory after the reads / before:")
+    print("irisd's memory after the reads / before (after a first read of each side, not timed):")
     for name in sides:
         now, peak = after[name]["VmRSS"], after[name]["VmHWM"]
-        print(f"  {name}: RSS {now / rss[name]:.2f}x, peak {peak / rss[name]:.2f}x "
-              f"({rss[name] / 1024:.1f} -> {now / 1024:.1f} MiB, peak {peak / 1024:.1f})")
+        print(f"  {name}: RSS {now / rss[name]:.2f}x, peak while reading {peak / rss[name]:.2f}x "
+              f"({rss[name] / 1024:.1f} -> {now / 1024:.1f} MiB, peak {peak / 1024:.1f}); "
+              f"{frames[name]} frames for {MESSAGES} messages")
     print("absolute:")
     for name in sides:
         label = "this checkout" if name == "new" else args.baseline

@@ -505,32 +505,28 @@ class TellService:
         return info
 
     async def read_transcript(self, tell_id: str, send: SendLines) -> None:
-        """Hand a tell's lines to ``send`` in order, a page at a time (``rows.transcript_page``):
-        the stored ones read in the worker thread, each page sent before the next is read (so
-        a slow reader holds the reading, not irisd's memory); then, on the event loop with no
-        wait between the two, what was stored since and the lines of a running tell not
-        written yet (it writes them with its state, ``irisd/tell/transcript.py``).
-        Cancellation: between pages (a page being read runs to its end, unsent)."""
+        """Hand a tell's lines to ``send`` in order, a page at a time (``rows.transcript_page``),
+        each page sent before the next is read: a slow reader holds the reading, not irisd's
+        memory. A page is small, so it is read on the event loop (``Store.call``): a hop to the
+        worker thread per page cost more than the read, and far more on a busy machine. After
+        the last stored page, with no wait in between, the lines of a running tell not written
+        yet (it writes them with its state, ``irisd/tell/transcript.py``). Cancellation:
+        between pages."""
         after = 0
+        last: list[TranscriptEntry] = []
         while True:
-            page = await self.store.read(rows.transcript_page, "tell_messages", "tell_id", tell_id, after)
-            if page.full:
+            page = await self.store.call(rows.transcript_page, "tell_messages", "tell_id", tell_id, after)
+            active = None if page.full else self.pool.find_tell(tell_id)  # agrees with the page: no wait since
+            unwritten = active.transcript.unwritten() if active is not None else []
+            if page.entries:
                 await send(page.entries)
+                last = page.entries
+            if page.full:
                 after = page.last_id
                 continue
-            tail = await self.store.call(rows.transcript_page, "tell_messages", "tell_id", tell_id, page.last_id)
-            active = self.pool.find_tell(tell_id)  # no wait since the tail was read: the two agree
-            unwritten = active.transcript.unwritten() if active is not None and not tail.full else []
-            for lines in (page.entries, tail.entries):
-                if lines:
-                    await send(lines)
-            if tail.full:  # written meanwhile, a page of it: go on reading
-                after = tail.last_id
-                continue
-            if unwritten:
-                stored = (tail.entries or page.entries)[-len(unwritten):]
-                more = not_stored([(entry.at, entry.type) for entry in stored], unwritten)
-                if more:
+            if unwritten:  # less those stored by the time the page was read (a write not marked done yet)
+                stored = [(entry.at, entry.type) for entry in last[-len(unwritten):]]
+                if more := not_stored(stored, unwritten):
                     await send([TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
                                 for at, kind, raw in more])
             return
