@@ -18,37 +18,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
-from _common import describe, header, median, request, rss_kib, running_iris, timed
+from _common import describe, header, median, read_transcript, request, reset_peak, rss_kib, running_iris, timed
 from bench_memory import store_history
 from bench_warm_path import checkout
 
 from harness import Iris
-from iris_cli.client import Client
-from protocol.messages import Event, ReadTranscript, Report, ReportReply, TranscriptPage, TranscriptReply
-from protocol.transcript import join
+from protocol.messages import Report, ReportReply
 
 MESSAGES = 10_000
 
 
 def read(iris: Iris, tell_id: str, expected: int) -> int:
-    """Read a transcript as the faces do, in pages (joined here); how many frames it took."""
-    pages: list[TranscriptPage] = []
-
-    def on_event(event: Event) -> None:
-        assert isinstance(event, TranscriptPage)
-        pages.append(event)
-
-    with Client(iris.socket, timeout=300) as client:
-        reply = client.request(ReadTranscript(tell_id=tell_id, paged=True), on_event)
-    assert isinstance(reply, TranscriptReply) and len(join(pages, reply).entries) == expected
-    return len(pages) + 1
-
-
-def reset_peak(pid: int) -> None:
-    """VmHWM back to VmRSS (Linux: 5 into clear_refs), so it shows the peak from now on."""
-    Path(f"/proc/{pid}/clear_refs").write_text("5")
+    """Read a transcript in pages; how many frames it took."""
+    reply, frames = read_transcript(iris, tell_id)
+    assert len(reply.entries) == expected
+    return frames
 
 
 def report(iris: Iris) -> None:
