@@ -65,11 +65,14 @@ class Page(NamedTuple):
 
 def transcript_page(
     db: apsw.Connection, table: str, key: str, value: str, after: int,
-    max_lines: int = PAGE_LINES, max_bytes: int = PAGE_BYTES,
+    max_lines: int | None = None, max_bytes: int | None = None,
 ) -> Page:
     """The lines stored in ``table`` for ``key = value`` after row id ``after``, in order, up
-    to ``max_lines`` and the line that reaches ``max_bytes`` (at least one). As ``transcript``:
-    SQLite makes the text; a line that is not UTF-8 sends the page the slow way."""
+    to ``max_lines`` (PAGE_LINES) and the line that reaches ``max_bytes`` (PAGE_BYTES; at
+    least one line). As ``transcript``: SQLite makes the text; a line that is not UTF-8 sends
+    the page the slow way."""
+    max_lines = PAGE_LINES if max_lines is None else max_lines
+    max_bytes = PAGE_BYTES if max_bytes is None else max_bytes
     query = f"SELECT id, at, type, CAST(raw AS TEXT) FROM {table} WHERE {key} = ? AND id > ? ORDER BY id LIMIT ?"
     try:
         return _page(db.execute(query, (value, after, max_lines)), after, max_lines, max_bytes, lambda raw: raw)
