@@ -7,7 +7,7 @@ session per target. Rows turn it back into None.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, TypeVar
 
 import apsw
@@ -75,21 +75,22 @@ def transcript_page(
     max_bytes = PAGE_BYTES if max_bytes is None else max_bytes
     query = f"SELECT id, at, type, CAST(raw AS TEXT) FROM {table} WHERE {key} = ? AND id > ? ORDER BY id LIMIT ?"
     try:
-        return _page(db.execute(query, (value, after, max_lines)), after, max_lines, max_bytes, lambda raw: raw)
+        return _page(db.execute(query, (value, after, max_lines)), after, max_lines, max_bytes)
     except UnicodeDecodeError:
         slow = query.replace("CAST(raw AS TEXT)", "raw")
-        rows = db.execute(slow, (value, after, max_lines))
-        return _page(rows, after, max_lines, max_bytes, lambda raw: bytes(raw).decode(errors="replace"))
+        rows = ((row_id, at, kind, bytes(raw).decode(errors="replace"))
+                for row_id, at, kind, raw in db.execute(slow, (value, after, max_lines)))
+        return _page(rows, after, max_lines, max_bytes)
 
 
-def _page(rows: Any, after: int, max_lines: int, max_bytes: int, text: Callable[[Any], str]) -> Page:
+def _page(rows: Iterable[tuple[int, float, str, str]], after: int, max_lines: int, max_bytes: int) -> Page:
     entries: list[TranscriptEntry] = []
+    add = entries.append
     size = 0
-    last = after
-    for row_id, at, kind, raw in rows:
-        entries.append(TranscriptEntry(at=at, type=kind, raw=text(raw)))
-        last = row_id
+    row_id = after
+    for row_id, at, kind, raw in rows:  # the last one's id is the cursor
+        add(TranscriptEntry(at=at, type=kind, raw=raw))
         size += len(raw)
         if size >= max_bytes:
-            return Page(entries, last, True)
-    return Page(entries, last, len(entries) >= max_lines)
+            return Page(entries, row_id, True)
+    return Page(entries, row_id, len(entries) >= max_lines)

@@ -136,7 +136,7 @@ async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_pat
                 assert len(numbers) == (LINES if tell_id == "t-long" else LINES // 10)
     transcript = LINES * LINE_BYTES
     assert peaks["t-long"] < 1.5 * peaks["t-short"], peaks
-    assert peaks["t-long"] < transcript / 4, peaks
+    assert peaks["t-long"] < transcript / 3, peaks
 
 
 async def test_a_client_that_reads_nothing_stops_the_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
