@@ -5,14 +5,16 @@ a page at a time, and a client that does not read stops the reading."""
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
+import h11
 import pytest
 import trio
 import trio.testing
@@ -20,9 +22,13 @@ import trio.testing
 from fakes.core import no_events, running_core, teams_config
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
+from irisd.http.app import HttpFace
+from irisd.http.listener import HttpServer, open_http_socket
+from irisd.http.security import Allowlist, host_names
 from irisd.serving import Serving
 from irisd.socket_server import Server
 from irisd.store import rows, tells
+from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
 from protocol.framing import LengthPrefixedFramer
@@ -191,3 +197,83 @@ async def test_the_steps_come_in_pages_too_and_the_end_carries_the_tells_figures
     assert paged[-1].kind == "end" and paged[-1].cost_usd == 0.25
     assert isinstance(whole, TranscriptReply) and whole.steps == paged
 
+
+
+# --- the HTTP API: the same pages, written as the body ------------------------------------
+
+
+@asynccontextmanager
+async def http_served(tmp_path: Path) -> AsyncIterator[tuple[Dispatcher, int, str]]:
+    """The core behind the HTTP face, hypercorn on a real socket; (core, port, owner token)."""
+    async with running_core(tmp_path, teams_config(tmp_path)) as core:
+        with open_http_socket("127.0.0.1", 0) as sock:
+            port = sock.getsockname()[1]
+            access = Access.open(tmp_path)
+            config = core.current.config
+            face = HttpFace(Serving(core), access, Allowlist(host_names("127.0.0.1"), port), config=lambda: config)
+            async with trio.open_nursery() as nursery:
+                await nursery.start(HttpServer(face, sock, max_connections=8).run)
+                yield core, port, access.owner_token
+                nursery.cancel_scope.cancel()
+
+
+async def http_get(port: int, token: str, path: str, *, read: bool = True) -> trio.SocketStream:
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    await stream.send_all(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+                          "Connection: close\r\n\r\n".encode())
+    return stream
+
+
+async def http_answer(stream: trio.SocketStream) -> tuple[int, Any]:
+    """The status and the JSON body of a response (chunked or not), read to its end."""
+    connection = h11.Connection(h11.CLIENT)
+    connection.send(h11.Request(method="GET", target="/", headers=[("Host", "x")]))  # h11 expects a response then
+    status, body = 0, bytearray()
+    while True:
+        event = connection.next_event()
+        if event is h11.NEED_DATA:
+            connection.receive_data(await stream.receive_some(65536))
+        elif isinstance(event, h11.Response):
+            status = event.status_code
+        elif isinstance(event, h11.Data):
+            body += event.data
+        elif isinstance(event, h11.EndOfMessage):
+            await stream.aclose()
+            return status, json.loads(body)
+
+
+async def test_the_http_api_writes_the_transcript_page_by_page_and_a_reader_that_reads_nothing_stops_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[int] = []
+    original = rows.transcript_page
+
+    def counted(*args: object, **kwargs: object) -> rows.Page:
+        page = original(*args, **kwargs)  # type: ignore[arg-type]
+        read.append(len(page.entries))
+        return page
+
+    with trio.fail_after(60):
+        async with http_served(tmp_path) as (core, port, token):
+            await store_transcript(core, "t-long", LINES)
+            monkeypatch.setattr(rows, "transcript_page", counted)
+            stream = await http_get(port, token, "/api/tells/t-long/transcript")
+            await trio.testing.wait_all_tasks_blocked()  # the body waits for this reader to read
+            held = list(read)
+            status, body = await http_answer(stream)
+    assert len(held) <= 3 and sum(held) < LINES // 4, held
+    assert status == 200 and body["type"] == "transcript_reply" and body["tell"]["id"] == "t-long"
+    assert [int(e["raw"].split('"n":', 1)[1].split(",", 1)[0]) for e in body["entries"]] == list(range(LINES))
+    assert body["steps"] == [] and len(read) >= 30
+
+
+async def test_the_http_api_answers_a_transcript_without_lines_and_an_unknown_tell_as_before(tmp_path: Path) -> None:
+    with trio.fail_after(60):
+        async with http_served(tmp_path) as (core, port, token):
+            await store_transcript(core, "t-empty", 0)
+            status, body = await http_answer(await http_get(port, token, "/api/tells/t-empty/transcript"))
+            assert status == 200 and (body["entries"], body["steps"], body["tell"]["id"]) == ([], [], "t-empty")
+            status, body = await http_answer(await http_get(port, token, "/api/tells/t-empty/transcript?steps=true"))
+            assert status == 200 and (body["entries"], body["steps"], body["tell"]["id"]) == ([], [], "t-empty")
+            status, body = await http_answer(await http_get(port, token, "/api/tells/t-none/transcript"))
+            assert status == 404 and body["code"] == "not_found" and "t-none" in body["message"]
