@@ -180,11 +180,12 @@ class ApiPath:
 async def _stream_transcript(serving: Serving, request: ReadTranscript, scope: Scope, send: Send) -> None:
     """A transcript as the JSON of its ``TranscriptReply``, written page by page as irisd reads
     it (each page is written, then the next is read: a slow reader holds the reading, not
-    irisd's memory), the tell last: ``{"type": "transcript_reply", "entries": [...], "steps":
-    [...], "tell": {...}}``. The response starts with the first page: an error before it (no
-    such tell, not yours) is answered as any other; one after it (the database failing
-    half-way) can only cut the body short, which no JSON reader takes for a whole one."""
-    field, other = ("steps", "entries") if request.steps else ("entries", "steps")
+    irisd's memory), the tell last: ``{"type": "transcript_reply", "entries": [...], "tell":
+    {...}}``, or with ``steps`` ``{..., "steps": [...], "entries": [], "tell": {...}}``. The
+    response starts with the first page: an error before it (no such tell, not yours) is
+    answered as any other; one after it (the database failing half-way) can only cut the body
+    short, which no JSON reader takes for a whole one."""
+    field = "steps" if request.steps else "entries"
     started = False
 
     async def write(body: bytes) -> None:
@@ -208,7 +209,8 @@ async def _stream_transcript(serving: Serving, request: ReadTranscript, scope: S
     assert isinstance(reply, TranscriptReply)
     if not started:
         await write(b"")
-    end = b'],"' + other.encode() + b'":[],"tell":' + _encoder.encode(reply.tell) + b"}"
+    # As msgspec writes the Struct: ``entries`` always, ``steps`` (a default) only when not empty.
+    end = (b'],"entries":[]' if request.steps else b"]") + b',"tell":' + _encoder.encode(reply.tell) + b"}"
     await send({"type": "http.response.body", "body": end, "more_body": False})
 
 

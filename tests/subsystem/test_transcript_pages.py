@@ -264,7 +264,7 @@ async def test_the_http_api_writes_the_transcript_page_by_page_and_a_reader_that
     assert len(held) <= 3 and sum(held) < LINES // 4, held
     assert status == 200 and body["type"] == "transcript_reply" and body["tell"]["id"] == "t-long"
     assert [int(e["raw"].split('"n":', 1)[1].split(",", 1)[0]) for e in body["entries"]] == list(range(LINES))
-    assert body["steps"] == [] and len(read) >= 30
+    assert "steps" not in body and len(read) >= 30  # as msgspec writes the reply: an empty default left out
 
 
 async def test_the_http_api_answers_a_transcript_without_lines_and_an_unknown_tell_as_before(tmp_path: Path) -> None:
@@ -272,7 +272,8 @@ async def test_the_http_api_answers_a_transcript_without_lines_and_an_unknown_te
         async with http_served(tmp_path) as (core, port, token):
             await store_transcript(core, "t-empty", 0)
             status, body = await http_answer(await http_get(port, token, "/api/tells/t-empty/transcript"))
-            assert status == 200 and (body["entries"], body["steps"], body["tell"]["id"]) == ([], [], "t-empty")
+            assert status == 200 and body == {"type": "transcript_reply", "entries": [], "tell": body["tell"]}
+            assert body["tell"]["id"] == "t-empty"
             status, body = await http_answer(await http_get(port, token, "/api/tells/t-empty/transcript?steps=true"))
             assert status == 200 and (body["entries"], body["steps"], body["tell"]["id"]) == ([], [], "t-empty")
             status, body = await http_answer(await http_get(port, token, "/api/tells/t-none/transcript"))
