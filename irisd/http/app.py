@@ -53,9 +53,9 @@ from irisd.http.security import Allowlist, FailedAuthLimiter
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
 from protocol.codec import UNDECODABLE, undecodable
-from protocol.errors import InvalidRequestError, NotFoundError, UnauthorizedError
+from protocol.errors import InvalidRequestError, IrisError, NotFoundError, UnauthorizedError
 from protocol.limits import explain
-from protocol.messages import Event, ReadTranscript, TranscriptPage, TranscriptReply
+from protocol.messages import ErrorReply, Event, ReadTranscript, TranscriptPage, TranscriptReply
 from protocol.messages import Request as IrisRequest
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a tell's message may hold 1,000,000 characters
@@ -183,8 +183,8 @@ async def _stream_transcript(serving: Serving, request: ReadTranscript, scope: S
     irisd's memory), the tell last: ``{"type": "transcript_reply", "entries": [...], "tell":
     {...}}``, or with ``steps`` ``{..., "steps": [...], "entries": [], "tell": {...}}``. The
     response starts with the first page: an error before it (no such tell, not yours) is
-    answered as any other; one after it (the database failing half-way) can only cut the body
-    short, which no JSON reader takes for a whole one."""
+    answered as any other; one after it (the database failing half-way) ends the body with
+    the error's JSON on a line of its own: no JSON reader takes that for a whole reply."""
     field = "steps" if request.steps else "entries"
     started = False
 
@@ -205,7 +205,15 @@ async def _stream_transcript(serving: Serving, request: ReadTranscript, scope: S
             await write((b"" if first else b",") + _encoder.encode(items)[1:-1])  # the items, without [ ]
             first = False
 
-    reply = await serving.dispatch(request, scope[CALLER_KEY], page)
+    try:
+        reply = await serving.dispatch(request, scope[CALLER_KEY], page)
+    except IrisError as exc:
+        if not started:
+            raise  # answered with its status, as any other error
+        # Too late for a status: the error ends the body, which no JSON reader then takes for a reply.
+        error = b"\n" + _encoder.encode(ErrorReply(code=exc.code, message=exc.message))
+        await send({"type": "http.response.body", "body": error, "more_body": False})
+        return
     assert isinstance(reply, TranscriptReply)
     if not started:
         await write(b"")

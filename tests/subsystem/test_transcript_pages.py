@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, cast
 
+import apsw
 import h11
 import pytest
 import trio
@@ -278,3 +279,27 @@ async def test_the_http_api_answers_a_transcript_without_lines_and_an_unknown_te
             assert status == 200 and (body["entries"], body["steps"], body["tell"]["id"]) == ([], [], "t-empty")
             status, body = await http_answer(await http_get(port, token, "/api/tells/t-none/transcript"))
             assert status == 404 and body["code"] == "not_found" and "t-none" in body["message"]
+
+
+async def test_a_failure_half_way_through_the_body_ends_it_with_the_error_not_a_whole_reply(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The status went out with the first page: the database failing after it ends the body
+    with the error's JSON on a line of its own, and the body is no JSON a reader could take
+    for the transcript."""
+    original = rows.transcript_page
+
+    def failing(db: Any, *args: Any, **kwargs: Any) -> rows.Page:
+        if args[3]:  # after the first page
+            raise apsw.IOError("disk I/O error")
+        return original(db, *args, **kwargs)
+
+    with trio.fail_after(60):
+        async with http_served(tmp_path) as (core, port, token):
+            await store_transcript(core, "t-long", LINES)
+            monkeypatch.setattr(rows, "transcript_page", failing)
+            stream = await http_get(port, token, "/api/tells/t-long/transcript")
+            with pytest.raises(json.JSONDecodeError) as cut:
+                await http_answer(stream)
+    last = json.loads(cut.value.doc.rsplit("\n", 1)[1])
+    assert last["type"] == "error" and "I/O" in last["message"], last
