@@ -21,10 +21,12 @@ import trio
 import trio.testing
 
 from fakes.core import no_events, running_core, teams_config
+from iris_mcp.render import MAX_TRANSCRIPT_CHARS, MAX_TRANSCRIPT_ENTRIES
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
 from irisd.http.app import HttpFace
 from irisd.http.listener import HttpServer, open_http_socket
+from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
 from irisd.serving import Serving
 from irisd.socket_server import Server
@@ -303,3 +305,24 @@ async def test_a_failure_half_way_through_the_body_ends_it_with_the_error_not_a_
                 await http_answer(stream)
     last = json.loads(cut.value.doc.rsplit("\n", 1)[1])
     assert last["type"] == "error" and "I/O" in last["message"], last
+
+
+async def test_irisds_own_mcp_reads_the_steps_in_pages_and_keeps_only_what_it_shows(tmp_path: Path) -> None:
+    """``team_cache_read`` through irisd's /mcp runs in irisd: it asks for the steps in pages
+    and keeps the tail it shows, so irisd holds no more for it than for the socket."""
+    async def no_progress(progress: float, message: str) -> None:
+        pass
+
+    with trio.fail_after(60):
+        async with running_core(tmp_path, teams_config(tmp_path)) as core:
+            await store_transcript(core, "t-long", LINES, "assistant")
+            shim = shim_for(Serving(core), OWNER)
+            tracemalloc.start()
+            try:
+                output = await shim.call("team_cache_read", {"tellId": "t-long"}, no_progress)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+    assert output.data["entries_truncated"] and output.data["entries"][-1]["line"].startswith("assistant: line 9999")
+    assert len(output.data["entries"]) == MAX_TRANSCRIPT_ENTRIES and len(output.text) == MAX_TRANSCRIPT_CHARS
+    assert peak < LINES * LINE_BYTES / 3, peak
