@@ -234,7 +234,7 @@ HANDLERS: dict[type[Any], Handler] = dict(
         _on(messages.Report, lambda d, r, e: d.records.report(r)),
         _on(messages.ListTells, lambda d, r, e: d.records.list_tells(r)),
         _on(messages.ReadTranscript, lambda d, r, e: d.records.transcript(r, e)),
-        _on(messages.ReadUnsolicited, lambda d, r, e: d.records.unsolicited_transcript(r.turn_id)),
+        _on(messages.ReadUnsolicited, lambda d, r, e: d.records.unsolicited_transcript(r, e)),
         _on(messages.ListNotifications, lambda d, r, e: d.records.notifications(r)),
         _on(messages.ListApprovals, lambda d, r, e: d.records.approvals(r)),
         _on(messages.ListRules, lambda d, r, e: d.records.rules(r)),

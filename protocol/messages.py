@@ -667,9 +667,11 @@ class ForgetRule(_Message, tag="forget_rule"):
 
     rule_id: str
 class ReadUnsolicited(_Message, tag="read_unsolicited"):
-    """Every line a pair's claude printed during one unsolicited turn (``u-...`` id)."""
+    """Every line a pair's claude printed during one unsolicited turn (``u-...`` id); with
+    ``paged``, in ``TranscriptPage`` events as ``ReadTranscript``'s, the reply without them."""
 
     turn_id: str
+    paged: bool = False
 
 
 class ListQuestions(_Message, tag="list_questions"):

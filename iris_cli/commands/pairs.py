@@ -207,6 +207,8 @@ def cache_read(
     """One tell's conversation: the message, the answer, tool calls and their results.
 
     An id starting with u- is a turn no tell asked for: every line of it."""
+    import msgspec
+
     from iris_cli import render
     from protocol.messages import (
         Event,
@@ -218,33 +220,33 @@ def cache_read(
     )
     from protocol.transcript import join
 
-    if tell_id.startswith("u-"):  # an unsolicited turn: its lines as printed
-        turn = send(ReadUnsolicited(turn_id=tell_id), as_json)
-        assert isinstance(turn, UnsolicitedReply)
-        if as_json:
-            print_json(turn)
-        else:
-            for entry in turn.entries:
-                print(entry.raw)
-        return
-    # In pages (irisd holds one at a time): --raw prints each as it comes; the rest gather
-    # them (the steps, not the lines, for the conversation: irisd reads them).
+    # In pages (irisd holds one at a time): the lines as printed (--raw, or an unsolicited
+    # turn's) are printed as each page comes; the rest gather them (for the conversation the
+    # steps, not the lines: irisd reads them).
+    unsolicited = tell_id.startswith("u-")
+    printed = (raw or unsolicited) and not as_json
     pages: list[TranscriptPage] = []
 
     def on_event(event: Event) -> None:
         if not isinstance(event, TranscriptPage):
             return
-        if raw and not as_json:
+        if printed:
             for entry in event.entries:
                 print(entry.raw)
         else:
             pages.append(event)
 
-    reply = send(ReadTranscript(tell_id=tell_id, steps=not (raw or as_json), paged=True), as_json, on_event)
-    assert isinstance(reply, TranscriptReply)
-    if as_json:
+    request = (ReadUnsolicited(turn_id=tell_id, paged=True) if unsolicited
+               else ReadTranscript(tell_id=tell_id, steps=not (raw or as_json), paged=True))
+    reply = send(request, as_json, on_event)
+    assert isinstance(reply, TranscriptReply | UnsolicitedReply)
+    if printed:
+        return
+    if isinstance(reply, UnsolicitedReply):  # --json
+        print_json(msgspec.structs.replace(reply, entries=[entry for page in pages for entry in page.entries]))
+    elif as_json:
         print_json(join(pages, reply))
-    elif not raw:
+    else:
         render.transcript(join(pages, reply))
 
 

@@ -37,18 +37,6 @@ def to_struct(
     return msgspec.convert(fields, cls)
 
 
-def transcript(db: apsw.Connection, table: str, key: str, value: str) -> list[TranscriptEntry]:
-    """The lines stored in ``table`` for ``key = value``, in order, as the protocol sends them.
-    SQLite turns them into text (claude writes UTF-8 JSON): about twice as fast for a long
-    history as decoding each line here; a line that is not UTF-8 is read the slow way."""
-    query = f"SELECT at, type, CAST(raw AS TEXT) FROM {table} WHERE {key} = ? ORDER BY id"
-    try:
-        return [TranscriptEntry(at=at, type=kind, raw=raw) for at, kind, raw in db.execute(query, (value,))]
-    except UnicodeDecodeError:
-        rows = db.execute(f"SELECT at, type, raw FROM {table} WHERE {key} = ? ORDER BY id", (value,))
-        return [TranscriptEntry(at=at, type=kind, raw=bytes(raw).decode(errors="replace")) for at, kind, raw in rows]
-
-
 # A page of a transcript read in pieces (``ReadTranscript(paged=True)``): at most this many
 # lines, and it ends at the line that takes it past this many bytes. Small enough that
 # irisd holds little however long the transcript; large enough that the thread hop per
@@ -69,8 +57,9 @@ def transcript_page(
 ) -> Page:
     """The lines stored in ``table`` for ``key = value`` after row id ``after``, in order, up
     to ``max_lines`` (PAGE_LINES) and the line that reaches ``max_bytes`` (PAGE_BYTES; at
-    least one line). As ``transcript``: SQLite makes the text; a line that is not UTF-8 sends
-    the page the slow way."""
+    least one line). SQLite makes the text (claude writes UTF-8 JSON): about twice as fast for
+    a long history as decoding each line here; a line that is not UTF-8 sends the page the
+    slow way."""
     max_lines = PAGE_LINES if max_lines is None else max_lines
     max_bytes = PAGE_BYTES if max_bytes is None else max_bytes
     query = f"SELECT id, at, type, CAST(raw AS TEXT) FROM {table} WHERE {key} = ? AND id > ? ORDER BY id LIMIT ?"

@@ -21,7 +21,7 @@ import dataclasses
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 import trio
@@ -34,7 +34,7 @@ from iris_common.money import day_start
 from iris_common.paths import IrisPaths
 from irisd.budget import RateWindow, Spending
 from irisd.events import EventHub, SendEvent
-from irisd.store import ledger, notifications, rows, tells
+from irisd.store import ledger, notifications, tells
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, OnEnd, end_tell
 from irisd.tell.admission import (
@@ -60,7 +60,7 @@ from irisd.tell.admission import (
 )
 from irisd.tell.answer import answer_so_far
 from irisd.tell.machine import TellMachine
-from irisd.tell.transcript import not_stored
+from irisd.tell.transcript import Line
 from protocol.errors import BudgetError, InvalidRequestError, IrisError, LoopError, NotFoundError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
@@ -78,14 +78,12 @@ from protocol.messages import (
     TellReply,
     TellsReply,
     TellState,
-    TranscriptEntry,
 )
 
 MAX_FAN_OUT = 32
 MAX_CHAINS_EXTENDED = 1024  # chains the person let spend beyond their budget, remembered
 
 TellKind = Literal["tell", "command", "notification"]
-SendLines = Callable[[list[TranscriptEntry]], Awaitable[None]]  # a page of a transcript to its reader
 
 log = logging.getLogger("irisd.tell")
 
@@ -504,32 +502,11 @@ class TellService:
             raise NotFoundError(f"no tell with id {tell_id!r}; {_WHERE_ELSE.get(tell_id[:2], _REPORT)}")
         return info
 
-    async def read_transcript(self, tell_id: str, send: SendLines) -> None:
-        """Hand a tell's lines to ``send`` in order, a page at a time (``rows.transcript_page``),
-        each page sent before the next is read: a slow reader holds the reading, not irisd's
-        memory. A page is small, so it is read on the event loop (``Store.call``): a hop to the
-        worker thread per page cost more than the read, and far more on a busy machine. After
-        the last stored page, with no wait in between, the lines of a running tell not written
-        yet (it writes them with its state, ``irisd/tell/transcript.py``). Cancellation:
-        between pages."""
-        after = 0
-        last: list[TranscriptEntry] = []
-        while True:
-            page = await self.store.call(rows.transcript_page, "tell_messages", "tell_id", tell_id, after)
-            active = None if page.full else self.pool.find_tell(tell_id)  # agrees with the page: no wait since
-            unwritten = active.transcript.unwritten() if active is not None else []
-            if page.entries:
-                await send(page.entries)
-                last = page.entries
-            if page.full:
-                after = page.last_id
-                continue
-            if unwritten:  # less those stored by the time the page was read (a write not marked done yet)
-                stored = [(entry.at, entry.type) for entry in last[-len(unwritten):]]
-                if more := not_stored(stored, unwritten):
-                    await send([TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
-                                for at, kind, raw in more])
-            return
+    def unwritten(self, tell_id: str) -> list[Line]:
+        """The lines of a running tell not written yet (it writes them with its state,
+        ``irisd/tell/transcript.py``), for a reader to add after those the database holds."""
+        active = self.pool.find_tell(tell_id)
+        return active.transcript.unwritten() if active is not None else []
 
     def live(self, info: TellInfo) -> TellInfo:
         """A stored tell, with the live text if it is still running."""

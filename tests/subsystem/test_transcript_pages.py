@@ -30,7 +30,7 @@ from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
 from irisd.serving import Serving
 from irisd.socket_server import Server
-from irisd.store import rows, tells
+from irisd.store import rows, tells, unsolicited
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
@@ -38,10 +38,14 @@ from protocol.framing import LengthPrefixedFramer
 from protocol.messages import (
     Hello,
     ReadTranscript,
+    ReadUnsolicited,
+    Request,
     ServerMessage,
     TellInfo,
     TranscriptPage,
     TranscriptReply,
+    UnsolicitedInfo,
+    UnsolicitedReply,
     Welcome,
 )
 
@@ -75,7 +79,7 @@ class Reader:
         self.stream = stream
         self.framer = LengthPrefixedFramer(max_frame)
 
-    async def send(self, message: Hello | ReadTranscript) -> None:
+    async def send(self, message: Request) -> None:
         await self.stream.send_all(encode(message))
 
     async def receive(self) -> ServerMessage:
@@ -326,3 +330,26 @@ async def test_irisds_own_mcp_reads_the_steps_in_pages_and_keeps_only_what_it_sh
     assert output.data["entries_truncated"] and output.data["entries"][-1]["line"].startswith("assistant: line 9999")
     assert len(output.data["entries"]) == MAX_TRANSCRIPT_ENTRIES and len(output.text) == MAX_TRANSCRIPT_CHARS
     assert peak < LINES * LINE_BYTES / 3, peak
+
+
+def unsolicited_lines(db: apsw.Connection, turn_id: str, count: int) -> None:
+    with db:
+        for n in range(count):
+            unsolicited.append_message(db, turn_id, float(n), "stream_event", line(n))
+
+
+async def test_an_unsolicited_turn_s_lines_come_in_pages_too(tmp_path: Path) -> None:
+    turn = UnsolicitedInfo(id="u-long", from_team=None, to_team="alpha", status="completed", started_at=1.0)
+    with trio.fail_after(60):
+        async with served(tmp_path) as (core, reader):
+            await core.store.call(unsolicited.save, turn)
+            await core.store.call(unsolicited_lines, "u-long", LINES // 2)
+            await reader.send(ReadUnsolicited(turn_id="u-long", paged=True))
+            pages, numbers = 0, []
+            while isinstance(message := await reader.receive(), TranscriptPage):
+                pages += 1
+                numbers += [int(e.raw.split('"n":', 1)[1].split(",", 1)[0]) for e in message.entries]
+            whole = await core.dispatch(ReadUnsolicited(turn_id="u-long"), OWNER, no_events)
+    assert numbers == list(range(LINES // 2)) and pages > 10
+    assert isinstance(message, UnsolicitedReply) and message.turn.id == "u-long" and message.entries == []
+    assert isinstance(whole, UnsolicitedReply) and len(whole.entries) == LINES // 2

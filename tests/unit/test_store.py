@@ -127,10 +127,10 @@ def test_a_transcript_is_read_as_text_and_a_line_that_is_not_utf8_is_kept(db: ap
 
     tells.insert(db, tell("t1", created=1, finished=2))
     tells.append_message(db, "t1", 3.0, "assistant", '{"text":"héllo"}'.encode())
-    entries = rows.transcript(db, "tell_messages", "tell_id", "t1")
+    entries = rows.transcript_page(db, "tell_messages", "tell_id", "t1", 0).entries
     assert [(e.at, e.type, e.raw) for e in entries] == [(3.0, "assistant", '{"text":"héllo"}')]
     tells.append_message(db, "t1", 4.0, "other", b'{"text":"\xff"}')  # not UTF-8: read the slow way
-    entries = rows.transcript(db, "tell_messages", "tell_id", "t1")
+    entries = rows.transcript_page(db, "tell_messages", "tell_id", "t1", 0).entries
     assert [e.raw for e in entries] == ['{"text":"héllo"}', '{"text":"\ufffd"}']
 
 
