@@ -177,13 +177,19 @@ class Shim:
         return render_reply(await self.request(request, idempotent=idempotent, within=within))
 
     async def request(
-        self, request: Request, *, idempotent: bool = True, within: float = CALL_TIMEOUT_S
+        self,
+        request: Request,
+        *,
+        idempotent: bool = True,
+        within: float = CALL_TIMEOUT_S,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
     ) -> Reply:
-        """The daemon's reply, or an error after ``within`` seconds (irisd wedged)."""
+        """The daemon's reply (its events before it to ``on_event``), or an error after
+        ``within`` seconds (irisd wedged)."""
         from protocol.errors import IrisError
 
         with trio.move_on_after(within):
-            return await self.link.call(request, idempotent=idempotent)
+            return await self.link.call(request, idempotent=idempotent, on_event=on_event)
         raise IrisError(f"irisd did not answer {type(request).__name__} within {within:g} s; see its log")
 
     # tells -----------------------------------------------------------------------------
@@ -690,7 +696,6 @@ class Shim:
         """A tell's steps, read in pages (irisd holds one at a time), gathered as the tool
         shows them (``TranscriptTail``: bounded, whatever the transcript's length)."""
         from iris_mcp.render import TranscriptTail
-        from protocol.errors import IrisError
         from protocol.messages import ReadTranscript, TranscriptPage, TranscriptReply
 
         shown = TranscriptTail()
@@ -699,14 +704,12 @@ class Shim:
             if isinstance(event, TranscriptPage):
                 shown.add(event.steps)
 
-        with trio.move_on_after(CALL_TIMEOUT_S):
-            request = ReadTranscript(tell_id=tell_id, steps=True, paged=True)
-            # Not resent on a lost connection: the pages shown would repeat (the model may ask again).
-            reply = await self.link.call(request, idempotent=False, on_event=on_event)
-            assert isinstance(reply, TranscriptReply)
-            shown.add(reply.steps)  # none from irisd; a daemon that sent the steps whole
-            return shown.output(reply.tell)
-        raise IrisError(f"irisd did not answer ReadTranscript within {CALL_TIMEOUT_S:g} s; see its log")
+        # Not resent on a lost connection: the pages shown would repeat (the model may ask again).
+        request = ReadTranscript(tell_id=tell_id, steps=True, paged=True)
+        reply = await self.request(request, idempotent=False, on_event=on_event)
+        assert isinstance(reply, TranscriptReply)
+        shown.add(reply.steps)  # none from irisd; a daemon that knows no pages sends them whole
+        return shown.output(reply.tell)
 
     async def team_cache_clear(self, args: Any, report: ReportProgress) -> ToolOutput:
         from iris_common.text import pair_name

@@ -869,8 +869,9 @@ class TranscriptReply(_Message, tag="transcript_reply"):
 
 
 class TranscriptPage(_Message, tag="transcript_page"):
-    """A piece of a paged ``ReadTranscript``'s answer, in order: some of the lines, or with
-    ``steps`` some of the steps. ``protocol.transcript.join`` puts the pieces together."""
+    """A piece of a paged ``ReadTranscript``'s (or ``ReadUnsolicited``'s) answer, in order:
+    some of the lines, or with ``steps`` some of the steps. ``protocol.transcript.join`` puts
+    the pieces together."""
 
     entries: list[TranscriptEntry] = []
     steps: list[Step] = []
