@@ -26,7 +26,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from harness import Iris, claude_binary  # noqa: E402
 from iris_cli.client import Client  # noqa: E402
-from protocol.messages import GetStatus, StatusReply  # noqa: E402
+from protocol.messages import Event, GetStatus, ReadTranscript, StatusReply, TranscriptPage, TranscriptReply  # noqa: E402
+from protocol.transcript import join  # noqa: E402
 from scripted_model import ScriptedModel  # noqa: E402
 
 
@@ -108,6 +109,26 @@ def rss_kib(pid: int) -> dict[str, int]:
         if key in ("VmRSS", "VmHWM"):
             found[key] = int(value.split()[0])
     return found
+
+
+def read_transcript(iris: Iris, tell_id: str) -> tuple[TranscriptReply, int]:
+    """A transcript read as the faces read it, in pages (joined here), and how many frames it
+    took (code from before pages answers in one)."""
+    pages: list[TranscriptPage] = []
+
+    def on_event(event: Event) -> None:
+        assert isinstance(event, TranscriptPage)
+        pages.append(event)
+
+    with Client(iris.socket, timeout=300) as client:
+        reply = client.request(ReadTranscript(tell_id=tell_id, paged=True), on_event)
+    assert isinstance(reply, TranscriptReply)
+    return join(pages, reply), len(pages) + 1
+
+
+def reset_peak(pid: int) -> None:
+    """VmHWM back to VmRSS (Linux: 5 into /proc/PID/clear_refs): it shows the peak from now on."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 # --- figures ---------------------------------------------------------------------------

@@ -5,7 +5,8 @@ In one run:
 
 * irisd's resident memory (VmRSS from /proc) idle, with ten warm pairs (ten claude
   children that each served a tell; their own memory is shown for context), and after
-  serving a 10,000-message transcript (VmHWM: the peak);
+  serving a 10,000-message transcript (VmHWM: the peak while the reads ran, reset before
+  them); the transcript is read in pages, as every face of Iris reads it;
 * the time to read a tell's transcript through the protocol (``ReadTranscript``):
   10,000 messages vs 100, and a ``Report`` of the 1,000 latest of 10,000 tells.
 
@@ -22,12 +23,23 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from _common import describe, header, median, request, rss_kib, running_iris, status, timed
+from _common import (
+    describe,
+    header,
+    median,
+    read_transcript,
+    request,
+    reset_peak,
+    rss_kib,
+    running_iris,
+    status,
+    timed,
+)
 
 from harness import Iris
 from irisd.store import tells
 from irisd.store.db import open_database
-from protocol.messages import ReadTranscript, Report, ReportReply, Tell, TellInfo, TranscriptReply
+from protocol.messages import Report, ReportReply, Tell, TellInfo
 
 PAIRS = 10
 TEAMS = [f"team{n}" for n in range(PAIRS)]
@@ -86,6 +98,7 @@ def main() -> None:
         children_kib = sum(rss_kib(child)["VmRSS"] for child in children)
 
         ids = store_history(iris, args.messages, args.messages)
+        reset_peak(pid)
         before_read = rss_kib(pid)["VmRSS"]
         large: list[float] = []
         small: list[float] = []
@@ -114,8 +127,8 @@ def main() -> None:
 
 
 def _read(iris: Iris, tell_id: str, expected: int) -> None:
-    reply = request(iris, ReadTranscript(tell_id=tell_id))
-    assert isinstance(reply, TranscriptReply) and len(reply.entries) == expected
+    reply, _ = read_transcript(iris, tell_id)
+    assert len(reply.entries) == expected
 
 
 def _report(iris: Iris) -> None:

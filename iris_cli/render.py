@@ -302,15 +302,15 @@ _SHOWN_STYLE = {
 
 def transcript(reply: TranscriptReply) -> None:
     """A tell's transcript as a conversation (``iris cache read``)."""
-    from iris_cli.transcript import conversation
+    from iris_cli.transcript import conversation, shown
 
     tell = reply.tell
     out.print(Text(f"{tell.id} {pair_name(tell.from_team, tell.to_team)} · {tell.status} · {ago(tell.created_at)}",
                    style="bold"))
     out.print(Text("asked: " + tell.message))
-    for shown in conversation(reply.entries, tell):
-        style, mark = _SHOWN_STYLE.get(shown.kind, ("", ""))
-        first, *rest = shown.text.splitlines() or [""]
+    for step in shown(reply.steps) if reply.steps else conversation(reply.entries, tell):
+        style, mark = _SHOWN_STYLE.get(step.kind, ("", ""))
+        first, *rest = step.text.splitlines() or [""]
         indent = " " * len(mark)
         out.print(Text("\n".join([mark + first, *(indent + line for line in rest)]), style=style))
     if tell.error:

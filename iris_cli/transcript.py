@@ -21,7 +21,12 @@ class Shown:
 
 def conversation(entries: list[TranscriptEntry], tell: TellInfo | None = None) -> list[Shown]:
     """``tell``: the tell the lines are of (its end says what the tell cost, as the ledger)."""
-    return [Shown(step.kind, _words(step)) for step in steps(entries, tell)]
+    return shown(steps(entries, tell))
+
+
+def shown(found: list[Step]) -> list[Shown]:
+    """Steps as the conversation shows them (irisd reads them: ``ReadTranscript(steps=True)``)."""
+    return [Shown(step.kind, _words(step)) for step in found]
 
 
 def _words(step: Step) -> str:

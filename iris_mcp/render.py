@@ -8,6 +8,7 @@ renders sensibly. Pure: no I/O.
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,7 @@ from protocol.messages import (
     SessionsReply,
     StatusReply,
     TeamsReply,
+    TellInfo,
     TellPhase,
     TellReply,
     TellsReply,
@@ -204,18 +206,44 @@ def step_line(step: Step) -> str:
 
 
 def render_transcript(reply: TranscriptReply) -> ToolOutput:
-    tell = reply.tell
-    pair = pair_name(tell.from_team, tell.to_team)
-    header = f"tell {tell.id} [{tell.status}] {pair}: {short(tell.message)}"
-    # One line per step; the raw JSON stays with the daemon ('iris cache read --raw'): the
-    # model reads this data, and raw transcripts run to megabytes.
-    lines = [(step, step_line(step)) for step in steps(reply.entries, tell) if step.kind != "thinking"]  # what it did
-    entries = [{"at": step.at, "kind": step.kind, "line": line} for step, line in lines]
-    data: dict[str, Any] = {"tell": plain(tell), "entries": entries[-MAX_TRANSCRIPT_ENTRIES:]}
-    if len(entries) > MAX_TRANSCRIPT_ENTRIES:
-        data["entries_truncated"] = True
-    body = "\n".join(line for _, line in lines)
-    return ToolOutput(tail(f"{header}\n{body}", MAX_TRANSCRIPT_CHARS), data)
+    shown = TranscriptTail()
+    shown.add(reply.steps or steps(reply.entries, reply.tell))
+    return shown.output(reply.tell)
+
+
+class TranscriptTail:
+    """What ``team_cache_read`` shows of a tell's steps, gathered page by page: one line per
+    step (the raw JSON stays with the daemon, 'iris cache read --raw': the model reads this
+    data, and raw transcripts run to megabytes), the last ``MAX_TRANSCRIPT_ENTRIES`` steps
+    and the last ``MAX_TRANSCRIPT_CHARS`` characters of their lines. It holds no more than
+    that however long the transcript (irisd's own /mcp reads it in irisd)."""
+
+    def __init__(self) -> None:
+        self.entries: deque[dict[str, Any]] = deque(maxlen=MAX_TRANSCRIPT_ENTRIES)
+        self.count = 0
+        self._lines: deque[str] = deque()
+        self._chars = 0  # of _lines, with their newlines
+
+    def add(self, found: list[Step]) -> None:
+        for step in found:
+            if step.kind == "thinking":  # what it did, not what it thought
+                continue
+            line = step_line(step)
+            self.entries.append({"at": step.at, "kind": step.kind, "line": line})
+            self.count += 1
+            self._lines.append(line)
+            self._chars += len(line) + 1
+            while len(self._lines) > 1 and self._chars - len(self._lines[0]) - 1 >= MAX_TRANSCRIPT_CHARS:
+                self._chars -= len(self._lines.popleft()) + 1
+
+    def output(self, tell: TellInfo) -> ToolOutput:
+        pair = pair_name(tell.from_team, tell.to_team)
+        header = f"tell {tell.id} [{tell.status}] {pair}: {short(tell.message)}"
+        data: dict[str, Any] = {"tell": plain(tell), "entries": list(self.entries)}
+        if self.count > MAX_TRANSCRIPT_ENTRIES:
+            data["entries_truncated"] = True
+        body = "\n".join(self._lines)
+        return ToolOutput(tail(f"{header}\n{body}", MAX_TRANSCRIPT_CHARS), data)
 
 
 def render_teams(status: StatusReply, me: str | None) -> ToolOutput:

@@ -177,13 +177,19 @@ class Shim:
         return render_reply(await self.request(request, idempotent=idempotent, within=within))
 
     async def request(
-        self, request: Request, *, idempotent: bool = True, within: float = CALL_TIMEOUT_S
+        self,
+        request: Request,
+        *,
+        idempotent: bool = True,
+        within: float = CALL_TIMEOUT_S,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
     ) -> Reply:
-        """The daemon's reply, or an error after ``within`` seconds (irisd wedged)."""
+        """The daemon's reply (its events before it to ``on_event``), or an error after
+        ``within`` seconds (irisd wedged)."""
         from protocol.errors import IrisError
 
         with trio.move_on_after(within):
-            return await self.link.call(request, idempotent=idempotent)
+            return await self.link.call(request, idempotent=idempotent, on_event=on_event)
         raise IrisError(f"irisd did not answer {type(request).__name__} within {within:g} s; see its log")
 
     # tells -----------------------------------------------------------------------------
@@ -673,7 +679,7 @@ class Shim:
     async def team_cache_read(self, args: CacheReadArgs, report: ReportProgress) -> ToolOutput:
         from iris_mcp.render import ToolOutput
         from protocol.errors import InvalidRequestError
-        from protocol.messages import ReadTranscript, Report, ReportReply
+        from protocol.messages import Report, ReportReply
 
         me = await self.sender(args.from_team)
         tell_id = args.tell_id
@@ -687,7 +693,26 @@ class Shim:
             if not latest.tells:
                 return ToolOutput(f"no tells between you and {args.team} yet", {"tells": []})
             tell_id = latest.tells[0].id
-        return await self.simple(ReadTranscript(tell_id=tell_id))
+        return await self.read_transcript(tell_id)
+
+    async def read_transcript(self, tell_id: str) -> ToolOutput:
+        """A tell's steps, read in pages (irisd holds one at a time), gathered as the tool
+        shows them (``TranscriptTail``: bounded, whatever the transcript's length)."""
+        from iris_mcp.render import TranscriptTail
+        from protocol.messages import ReadTranscript, TranscriptPage, TranscriptReply
+
+        shown = TranscriptTail()
+
+        async def on_event(event: Event) -> None:
+            if isinstance(event, TranscriptPage):
+                shown.add(event.steps)
+
+        # Not resent on a lost connection: the pages shown would repeat (the model may ask again).
+        request = ReadTranscript(tell_id=tell_id, steps=True, paged=True)
+        reply = await self.request(request, idempotent=False, on_event=on_event)
+        assert isinstance(reply, TranscriptReply)
+        shown.add(reply.steps)  # none from irisd; a daemon that knows no pages sends them whole
+        return shown.output(reply.tell)
 
     async def team_cache_clear(self, args: Any, report: ReportProgress) -> ToolOutput:
         from iris_common.text import pair_name

@@ -5,10 +5,17 @@ removed from config.yaml keeps its history, so a read that finds rows answers)."
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import msgspec
+
 from irisd.config_holder import ConfigHolder
+from irisd.events import SendEvent
 from irisd.store import agent, approvals, ledger, notifications, questions, rows, stats, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.service import TellService
+from irisd.tell.transcript import Line, not_stored
 from protocol.errors import NotFoundError, UnknownTeamError
 from protocol.messages import (
     AgentStats,
@@ -16,6 +23,7 @@ from protocol.messages import (
     ApprovalsReply,
     Costs,
     CostsReply,
+    Event,
     ListApprovals,
     ListNotifications,
     ListQuestions,
@@ -23,16 +31,20 @@ from protocol.messages import (
     ListTells,
     NotificationsReply,
     QuestionsReply,
+    ReadTranscript,
+    ReadUnsolicited,
     Report,
     ReportReply,
     RuleReply,
     RulesReply,
     SessionStats,
     SessionStatsReply,
+    TranscriptEntry,
+    TranscriptPage,
     TranscriptReply,
     UnsolicitedReply,
 )
-from protocol.transcript import steps
+from protocol.transcript import StepReader, join
 
 
 class Records:
@@ -63,19 +75,74 @@ class Records:
                                       request.limit)
         return ReportReply(tells=[self.tells.live(info) for info in found])
 
-    async def transcript(self, tell_id: str, as_steps: bool = False) -> TranscriptReply:
-        info = await self.tells.find(tell_id)
-        entries = await self.tells.transcript(tell_id)
-        if as_steps:  # the dashboard: the one reading of the lines, not the lines
-            return TranscriptReply(tell=info, entries=[], steps=steps(entries, info))
-        return TranscriptReply(tell=info, entries=entries)
+    async def transcript(self, request: ReadTranscript, send_event: SendEvent) -> TranscriptReply:
+        """A tell's lines (or with ``steps`` its steps, ``protocol.transcript``) as
+        ``TranscriptPage`` events (``_send_lines``), then the reply with the tell as it is once
+        they are sent. Unpaged: the same pages, joined into the reply here. NotFoundError
+        before any page for an unknown tell."""
+        if not request.paged:
+            paged = msgspec.structs.replace(request, paged=True)
+            pages, last = await _gathered(lambda keep: self.transcript(paged, keep))
+            return join(pages, last)
+        await self.tells.find(request.tell_id)
+        reader = StepReader() if request.steps else None
 
-    async def unsolicited_transcript(self, turn_id: str) -> UnsolicitedReply:
-        turn = await self.store.call(unsolicited.get, turn_id)
+        async def send(entries: list[TranscriptEntry]) -> None:
+            if reader is None:
+                await send_event(TranscriptPage(entries=entries))
+            elif found := reader.feed(entries):
+                await send_event(TranscriptPage(steps=found))
+
+        tell_id = request.tell_id
+        await self._send_lines("tell_messages", "tell_id", tell_id, send, lambda: self.tells.unwritten(tell_id))
+        info = await self.tells.find(request.tell_id)
+        if reader is not None and (rest := reader.finish(info)):
+            await send_event(TranscriptPage(steps=rest))
+        return TranscriptReply(tell=info, entries=[])
+
+    async def unsolicited_transcript(self, request: ReadUnsolicited, send_event: SendEvent) -> UnsolicitedReply:
+        """An unsolicited turn's lines, paged as a tell's (``transcript``)."""
+        if not request.paged:
+            paged = msgspec.structs.replace(request, paged=True)
+            pages, reply = await _gathered(lambda keep: self.unsolicited_transcript(paged, keep))
+            return msgspec.structs.replace(reply, entries=[entry for page in pages for entry in page.entries])
+        turn = await self.store.call(unsolicited.get, request.turn_id)
         if turn is None:
-            raise NotFoundError(f"no unsolicited turn with id {turn_id!r}; 'iris status' lists recent ones")
-        entries = await self.store.read(rows.transcript, "unsolicited_messages", "turn_id", turn_id)
-        return UnsolicitedReply(turn=turn, entries=entries)
+            raise NotFoundError(f"no unsolicited turn with id {request.turn_id!r}; 'iris status' lists recent ones")
+
+        async def send(entries: list[TranscriptEntry]) -> None:
+            await send_event(TranscriptPage(entries=entries))
+
+        await self._send_lines("unsolicited_messages", "turn_id", request.turn_id, send, list)
+        return UnsolicitedReply(turn=turn, entries=[])
+
+    async def _send_lines(
+        self, table: str, key: str, value: str, send: SendLines, unwritten: Callable[[], list[Line]]
+    ) -> None:
+        """Hand the lines stored in ``table`` for ``key = value`` to ``send`` in order, a page at
+        a time (``rows.transcript_page``), each page sent before the next is read: a slow reader
+        holds the reading, not irisd's memory. A page is small, so it is read on the event loop
+        (``Store.call``): a hop to the worker thread per page cost more than the read, and far
+        more on a busy machine. After the last stored page, with no wait in between, the lines
+        ``unwritten`` still holds in memory (a running tell's), less those stored by then.
+        Cancellation: between pages."""
+        after = 0
+        last: list[TranscriptEntry] = []
+        while True:
+            page = await self.store.call(rows.transcript_page, table, key, value, after)
+            held = [] if page.full else unwritten()  # agrees with the page: no wait since it was read
+            if page.entries:
+                await send(page.entries)
+                last = page.entries
+            if page.full:
+                after = page.last_id
+                continue
+            if held:  # less those stored by the time the page was read (a write not marked done yet)
+                stored = [(entry.at, entry.type) for entry in last[-len(held):]]
+                if more := not_stored(stored, held):
+                    await send([TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
+                                for at, kind, raw in more])
+            return
 
     async def notifications(self, request: ListNotifications) -> NotificationsReply:
         if request.to_team is not None:
@@ -122,3 +189,19 @@ class Records:
     async def agent_stats(self, request: AgentStats) -> AgentStatsReply:
         """What iris-agent found, proposed and cost (irisd/store/agent.py)."""
         return await self.store.read(agent.stats, request.since)
+
+
+SendLines = Callable[[list[TranscriptEntry]], Awaitable[None]]  # a page of a transcript to its reader
+R = TypeVar("R")
+
+
+async def _gathered(read: Callable[[SendEvent], Awaitable[R]]) -> tuple[list[TranscriptPage], R]:
+    """A paged read's pages and reply, for an unpaged request (joined by the caller)."""
+    pages: list[TranscriptPage] = []
+
+    async def keep(event: Event) -> None:
+        assert isinstance(event, TranscriptPage)
+        pages.append(event)
+
+    last = await read(keep)
+    return pages, last

@@ -592,8 +592,16 @@ class Report(_Message, tag="report"):
 
 
 class ReadTranscript(_Message, tag="read_transcript"):
+    """A tell's transcript. With ``paged`` (every face of Iris asks so) the lines (or steps)
+    come in ``TranscriptPage`` events, each a bounded piece read from the database and sent
+    before the next is read, and the ``TranscriptReply`` after them holds the tell and no
+    lines: irisd holds one page at a time however long the transcript. Without it irisd
+    joins the same pages into one reply (a client of protocol 1 that knows no pages; the
+    reply must fit in one frame)."""
+
     tell_id: str
     steps: bool = False  # the steps (``TranscriptReply.steps``) instead of the raw lines
+    paged: bool = False
 
 
 class ClearCache(_Message, tag="clear_cache"):
@@ -662,9 +670,11 @@ class ForgetRule(_Message, tag="forget_rule"):
 
     rule_id: str
 class ReadUnsolicited(_Message, tag="read_unsolicited"):
-    """Every line a pair's claude printed during one unsolicited turn (``u-...`` id)."""
+    """Every line a pair's claude printed during one unsolicited turn (``u-...`` id); with
+    ``paged``, in ``TranscriptPage`` events as ``ReadTranscript``'s, the reply without them."""
 
     turn_id: str
+    paged: bool = False
 
 
 class ListQuestions(_Message, tag="list_questions"):
@@ -859,6 +869,15 @@ class TranscriptReply(_Message, tag="transcript_reply"):
     tell: TellInfo
     entries: list[TranscriptEntry]  # the lines claude printed (none when the steps were asked for)
     steps: list[Step] = []  # with ``ReadTranscript(steps=True)``: what claude did, read from the lines
+
+
+class TranscriptPage(_Message, tag="transcript_page"):
+    """A piece of a paged ``ReadTranscript``'s (or ``ReadUnsolicited``'s) answer, in order:
+    some of the lines, or with ``steps`` some of the steps. ``protocol.transcript.join`` puts
+    the pieces together."""
+
+    entries: list[TranscriptEntry] = []
+    steps: list[Step] = []
 
 
 class ReloadReply(_Message, tag="reload_reply"):
@@ -1122,6 +1141,7 @@ Event = (
     | FanOutEvent
     | HealthEvent
     | SessionEvent
+    | TranscriptPage
 )
 
 ServerMessage = Reply | Event

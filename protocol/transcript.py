@@ -20,10 +20,10 @@ from typing import Any
 
 import msgspec
 
-from protocol.messages import Step, StepKind, TellInfo, TranscriptEntry
+from protocol.messages import Step, StepKind, TellInfo, TranscriptEntry, TranscriptPage, TranscriptReply
 from protocol.phases import tool_summary
 
-__all__ = ["TOOL_SUMMARY_CHARS", "Step", "StepKind", "steps"]
+__all__ = ["TOOL_SUMMARY_CHARS", "Step", "StepKind", "StepReader", "join", "steps"]
 
 TOOL_SUMMARY_CHARS = 200
 SKIPPED = frozenset({"stream_event", "control_response", "rate_limit_event"})  # most of the lines: not parsed
@@ -32,33 +32,72 @@ SKIPPED = frozenset({"stream_event", "control_response", "rate_limit_event"})  #
 def steps(entries: list[TranscriptEntry], booked: TellInfo | None = None) -> list[Step]:
     """The steps of the lines; with ``booked`` (the tell they are of), its end step
     carries the tell's own cost and tokens instead of claude's running totals."""
-    out: list[Step] = []
-    for entry in entries:
-        if entry.type in SKIPPED:
-            continue
-        try:
-            line = json.loads(entry.raw)
-        except ValueError:
-            out.append(Step(kind="other", at=entry.at, text=f"(not JSON: {entry.raw[:80]})"))
-            continue
-        if isinstance(line, dict):
-            out.extend(_one(line, entry.at))
-    return out if booked is None else _booked(out, booked)
+    reader = StepReader(booked=booked is not None)
+    return [*reader.feed(entries), *reader.finish(booked)]
 
 
-def _booked(out: list[Step], tell: TellInfo) -> list[Step]:
-    """The last end step gets the tell's figures; an earlier one (a claude that exited
-    mid-tell) none of its own: the tell's figures are the sum."""
-    ends = [i for i, step in enumerate(out) if step.kind == "end"]
-    for i in ends:
-        last = i == ends[-1]
-        out[i] = _end(msgspec.structs.replace(
-            out[i],
-            cost_usd=tell.cost_usd if last else None,
-            input_tokens=tell.input_tokens if last else None,
-            output_tokens=tell.output_tokens if last else None,
+class StepReader:
+    """``steps`` in pieces, for a transcript read page by page: ``feed`` each page's lines,
+    get the steps known so far; ``finish`` with the tell gives the rest.
+
+    With ``booked``, only the LAST end step gets the tell's figures (an earlier one, of a
+    claude that exited mid-tell, none): so an end step and the steps after it are held
+    until the next end step or ``finish``. A tell's result line is its last line or nearly,
+    so what is held is a few steps, not the transcript."""
+
+    def __init__(self, *, booked: bool = True) -> None:
+        self.booked = booked
+        self._held: list[Step] = []  # from the latest end step on (with booked)
+
+    def feed(self, entries: list[TranscriptEntry]) -> list[Step]:
+        out: list[Step] = []
+        for entry in entries:
+            if entry.type in SKIPPED:
+                continue
+            try:
+                line = json.loads(entry.raw)
+            except ValueError:
+                self._add(out, Step(kind="other", at=entry.at, text=f"(not JSON: {entry.raw[:80]})"))
+                continue
+            if isinstance(line, dict):
+                for step in _one(line, entry.at):
+                    self._add(out, step)
+        return out
+
+    def _add(self, out: list[Step], step: Step) -> None:
+        if not self.booked:
+            out.append(step)
+        elif step.kind == "end":
+            if self._held:  # an earlier end: none of the tell's figures
+                out.extend([_unbooked(self._held[0]), *self._held[1:]])
+            self._held = [step]
+        elif self._held:
+            self._held.append(step)
+        else:
+            out.append(step)
+
+    def finish(self, booked: TellInfo | None) -> list[Step]:
+        """The steps held back; the last end step with ``booked``'s figures."""
+        held, self._held = self._held, []
+        if not held or booked is None:
+            return held
+        end = _end(msgspec.structs.replace(
+            held[0], cost_usd=booked.cost_usd, input_tokens=booked.input_tokens, output_tokens=booked.output_tokens
         ))
-    return out
+        return [end, *held[1:]]
+
+
+def _unbooked(step: Step) -> Step:
+    return _end(msgspec.structs.replace(step, cost_usd=None, input_tokens=None, output_tokens=None))
+
+
+def join(pages: list[TranscriptPage], last: TranscriptReply) -> TranscriptReply:
+    """A paged ``ReadTranscript``'s pieces as one reply (what irisd sends unpaged)."""
+    return msgspec.structs.replace(
+        last,
+        entries=[entry for page in pages for entry in page.entries] or last.entries,
+        steps=[step for page in pages for step in page.steps] or last.steps,
+    )
 
 
 def _end(step: Step) -> Step:

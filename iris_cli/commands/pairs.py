@@ -207,19 +207,47 @@ def cache_read(
     """One tell's conversation: the message, the answer, tool calls and their results.
 
     An id starting with u- is a turn no tell asked for: every line of it."""
-    from iris_cli import render
-    from protocol.messages import ReadTranscript, ReadUnsolicited, TranscriptReply, UnsolicitedReply
+    import msgspec
 
-    request = ReadUnsolicited(turn_id=tell_id) if tell_id.startswith("u-") else ReadTranscript(tell_id=tell_id)
-    reply = send(request, as_json)
+    from iris_cli import render
+    from protocol.messages import (
+        Event,
+        ReadTranscript,
+        ReadUnsolicited,
+        TranscriptPage,
+        TranscriptReply,
+        UnsolicitedReply,
+    )
+    from protocol.transcript import join
+
+    # In pages (irisd holds one at a time): the lines as printed (--raw, or an unsolicited
+    # turn's) are printed as each page comes; the rest gather them (for the conversation the
+    # steps, not the lines: irisd reads them).
+    unsolicited = tell_id.startswith("u-")
+    printed = (raw or unsolicited) and not as_json
+    pages: list[TranscriptPage] = []
+
+    def on_event(event: Event) -> None:
+        if not isinstance(event, TranscriptPage):
+            return
+        if printed:
+            for entry in event.entries:
+                print(entry.raw)
+        else:
+            pages.append(event)
+
+    request = (ReadUnsolicited(turn_id=tell_id, paged=True) if unsolicited
+               else ReadTranscript(tell_id=tell_id, steps=not (raw or as_json), paged=True))
+    reply = send(request, as_json, on_event)
     assert isinstance(reply, TranscriptReply | UnsolicitedReply)
-    if as_json:
-        print_json(reply)
-    elif raw or isinstance(reply, UnsolicitedReply):  # an unsolicited turn: its lines as printed
-        for entry in reply.entries:
-            print(entry.raw)
+    if printed:
+        return
+    if isinstance(reply, UnsolicitedReply):  # --json
+        print_json(msgspec.structs.replace(reply, entries=[entry for page in pages for entry in page.entries]))
+    elif as_json:
+        print_json(join(pages, reply))
     else:
-        render.transcript(reply)
+        render.transcript(join(pages, reply))
 
 
 @cache_app.command("clear")

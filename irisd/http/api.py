@@ -86,6 +86,7 @@ from protocol.messages import (
     Tell,
     TellReply,
     TellStatus,
+    TranscriptPage,
     TranscriptReply,
     Wake,
 )
@@ -333,9 +334,10 @@ ROUTES: tuple[ApiRoute, ...] = (
     ApiRoute(
         "GET",
         "/api/tells/{id}/transcript",
-        lambda p, q, b: ReadTranscript(tell_id=p["id"], steps=q.steps),
+        lambda p, q, b: ReadTranscript(tell_id=p["id"], steps=q.steps, paged=True),
         (TranscriptReply,),
-        "Every line claude printed during a tell, or (steps=true) what claude did, read from them",
+        "Every line claude printed during a tell, or (steps=true) what claude did, read from them "
+        "(streamed: written as irisd reads it, the tell last)",
         query=TranscriptQuery,
     ),
     ApiRoute(
@@ -471,7 +473,8 @@ def by_path() -> dict[str, list[ApiRoute]]:
 def openapi() -> dict[str, Any]:
     """The API's OpenAPI 3.1 description, generated from the Structs the routes use."""
     ref = "#/components/schemas/{name}"
-    types: list[Any] = [ErrorReply, *get_args(Event)]
+    watched = [kind for kind in get_args(Event) if kind is not TranscriptPage]  # pages come in a transcript's body
+    types: list[Any] = [ErrorReply, *watched]
     for route in ROUTES:
         types += [*route.replies, *(t for t in (route.query, route.body) if t is not None)]
     unique = list(dict.fromkeys(types))
@@ -528,7 +531,7 @@ def openapi() -> dict[str, Any]:
     }
     for name in inlined:
         del components[name]
-    components["Event"] = {"oneOf": [by_type[e] for e in get_args(Event)]}
+    components["Event"] = {"oneOf": [by_type[e] for e in watched]}
     return {
         "openapi": "3.1.0",
         "info": {

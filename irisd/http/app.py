@@ -53,8 +53,9 @@ from irisd.http.security import Allowlist, FailedAuthLimiter
 from irisd.serving import Serving
 from irisd.tokens import COOKIE_NAME, Access
 from protocol.codec import UNDECODABLE, undecodable
-from protocol.errors import InvalidRequestError, NotFoundError, UnauthorizedError
+from protocol.errors import InvalidRequestError, IrisError, NotFoundError, UnauthorizedError
 from protocol.limits import explain
+from protocol.messages import ErrorReply, Event, ReadTranscript, TranscriptPage, TranscriptReply
 from protocol.messages import Request as IrisRequest
 
 MAX_BODY_BYTES = 4 * 1024 * 1024  # a tell's message may hold 1,000,000 characters
@@ -169,8 +170,56 @@ class ApiPath:
         request = Request(scope, receive)
         built = build_request(route, request.path_params, request.query_params, await request.body())
         with self.serving.counted():
+            if isinstance(built, ReadTranscript) and built.paged:
+                await _stream_transcript(self.serving, built, scope, send)
+                return
             reply = await self.serving.dispatch(built, scope[CALLER_KEY])
             await Response(_encoder.encode(reply), media_type="application/json")(scope, receive, send)
+
+
+async def _stream_transcript(serving: Serving, request: ReadTranscript, scope: Scope, send: Send) -> None:
+    """A transcript as the JSON of its ``TranscriptReply``, written page by page as irisd reads
+    it (each page is written, then the next is read: a slow reader holds the reading, not
+    irisd's memory), the tell last: ``{"type": "transcript_reply", "entries": [...], "tell":
+    {...}}``, or with ``steps`` ``{..., "steps": [...], "entries": [], "tell": {...}}``. The
+    response starts with the first page: an error before it (no such tell, not yours) is
+    answered as any other; one after it (the database failing half-way) ends the body with
+    the error's JSON on a line of its own: no JSON reader takes that for a whole reply."""
+    field = "steps" if request.steps else "entries"
+    started = False
+
+    async def write(body: bytes) -> None:
+        nonlocal started
+        if not started:
+            started = True
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"application/json")]})
+            body = b'{"type":"transcript_reply","' + field.encode() + b'":[' + body
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+
+    first = True
+
+    async def page(event: Event) -> None:
+        nonlocal first
+        if isinstance(event, TranscriptPage) and (items := event.steps if request.steps else event.entries):
+            await write((b"" if first else b",") + _encoder.encode(items)[1:-1])  # the items, without [ ]
+            first = False
+
+    try:
+        reply = await serving.dispatch(request, scope[CALLER_KEY], page)
+    except IrisError as exc:
+        if not started:
+            raise  # answered with its status, as any other error
+        # Too late for a status: the error ends the body, which no JSON reader then takes for a reply.
+        error = b"\n" + _encoder.encode(ErrorReply(code=exc.code, message=exc.message))
+        await send({"type": "http.response.body", "body": error, "more_body": False})
+        return
+    assert isinstance(reply, TranscriptReply)
+    if not started:
+        await write(b"")
+    # As msgspec writes the Struct: ``entries`` always, ``steps`` (a default) only when not empty.
+    end = (b'],"entries":[]' if request.steps else b"]") + b',"tell":' + _encoder.encode(reply.tell) + b"}"
+    await send({"type": "http.response.body", "body": end, "more_body": False})
 
 
 async def health(request: Request) -> Response:

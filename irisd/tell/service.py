@@ -34,7 +34,7 @@ from iris_common.money import day_start
 from iris_common.paths import IrisPaths
 from irisd.budget import RateWindow, Spending
 from irisd.events import EventHub, SendEvent
-from irisd.store import ledger, notifications, rows, tells
+from irisd.store import ledger, notifications, tells
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, OnEnd, end_tell
 from irisd.tell.admission import (
@@ -60,7 +60,7 @@ from irisd.tell.admission import (
 )
 from irisd.tell.answer import answer_so_far
 from irisd.tell.machine import TellMachine
-from irisd.tell.transcript import not_stored
+from irisd.tell.transcript import Line
 from protocol.errors import BudgetError, InvalidRequestError, IrisError, LoopError, NotFoundError
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
@@ -78,7 +78,6 @@ from protocol.messages import (
     TellReply,
     TellsReply,
     TellState,
-    TranscriptEntry,
 )
 
 MAX_FAN_OUT = 32
@@ -511,19 +510,11 @@ class TellService:
             raise NotFoundError(f"no tell with id {tell_id!r}; {_WHERE_ELSE.get(tell_id[:2], _REPORT)}")
         return info
 
-    async def transcript(self, tell_id: str) -> list[TranscriptEntry]:
-        """A tell's stored lines, in order, and those of a running tell not written yet
-        (it writes them with its state, ``irisd/tell/transcript.py``)."""
-        entries = await self.store.read(rows.transcript, "tell_messages", "tell_id", tell_id)
+    def unwritten(self, tell_id: str) -> list[Line]:
+        """The lines of a running tell not written yet (it writes them with its state,
+        ``irisd/tell/transcript.py``), for a reader to add after those the database holds."""
         active = self.pool.find_tell(tell_id)
-        if active is None:
-            return entries
-        unwritten = active.transcript.unwritten()
-        if not unwritten:
-            return entries
-        more = not_stored([(entry.at, entry.type) for entry in entries[-len(unwritten):]], unwritten)
-        return [*entries, *(TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
-                            for at, kind, raw in more)]
+        return active.transcript.unwritten() if active is not None else []
 
     def live(self, info: TellInfo) -> TellInfo:
         """A stored tell, with the live text if it is still running."""

@@ -19,9 +19,9 @@ from fakes.child import child_got_turn as child
 from fakes.core import no_events, running_core, teams_config
 from irisd.caller import Caller
 from irisd.dispatch import Dispatcher
-from irisd.store import tells
+from irisd.store import rows, tells
 from irisd.tell.transcript import SAVE_AFTER_S, Inits, TurnLines, not_stored
-from protocol.messages import ReadTranscript, Tell, TellReply, TranscriptReply
+from protocol.messages import Event, ReadTranscript, Tell, TellReply, TranscriptPage, TranscriptReply
 
 INIT = {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "tools": ["Bash"] * 200}
 
@@ -169,3 +169,46 @@ async def test_the_answer_leaves_before_the_end_is_written(
     assert replied and replied[0].tell.status == "completed"
     assert saved_when[-1] == ("completed", 1)  # the caller had its answer when the end was written
     assert await core.store.call(tells.get, replied[0].tell.id) is not None
+
+
+async def test_a_running_tell_read_in_pages_while_it_writes_shows_each_line_once(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages of two lines; the reader holds its first page while the tell writes the lines
+    it kept in memory: the later pages read them from the database, the lines still in
+    memory at the end come after the last page, each line once, in order."""
+    monkeypatch.setattr(rows, "PAGE_LINES", 2)
+    words = [f"w{n}" for n in range(9)]
+
+    async def say(claude: FakeChild, some: list[str]) -> None:
+        for word in some:
+            await claude.emit({"type": "assistant", "message": {"content": [{"type": "text", "text": word}]}})
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(core.tells.tell, Tell(to_team="alpha", message="long"), no_events)
+        claude = await child(0)
+        await say(claude, words[:5])
+        await trio.sleep(SAVE_AFTER_S * 2)  # written: five lines in the database
+        (tell_id,) = next(iter(core.supervisor.pairs.values())).tells.by_id
+        await say(claude, words[5:7])  # in memory
+        assert len(stored(core, tell_id)) == 5
+        holding, pages = trio.Event(), []
+
+        async def reader(event: Event) -> None:
+            assert isinstance(event, TranscriptPage)
+            pages.append([json.loads(e.raw)["message"]["content"][0]["text"] for e in event.entries])
+            if len(pages) == 1:
+                await holding.wait()
+
+        async def read() -> None:
+            await core.dispatch(ReadTranscript(tell_id=tell_id, paged=True), Caller(), reader)
+
+        nursery.start_soon(read)
+        await trio.testing.wait_all_tasks_blocked()
+        await trio.sleep(SAVE_AFTER_S * 2)  # the tell writes w5 and w6 while the reader holds
+        assert len(stored(core, tell_id)) == 7
+        await say(claude, words[7:])  # in memory again
+        holding.set()
+        await trio.testing.wait_all_tasks_blocked()
+        assert pages == [["w0", "w1"], ["w2", "w3"], ["w4", "w5"], ["w6"], ["w7", "w8"]]
+        await claude.result("done")

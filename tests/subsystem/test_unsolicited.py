@@ -25,6 +25,7 @@ from protocol.messages import (
     ClearCache,
     Event,
     GetStatus,
+    ReadTranscript,
     ReadUnsolicited,
     Report,
     ReportReply,
@@ -211,7 +212,7 @@ async def test_a_turn_claude_queued_itself_ahead_of_a_tell_is_kept_out_of_it(
         await wait_until(lambda: caller.replied_at is not None, every=0.01)
         await trio.sleep(2)
     assert caller.reply is not None and caller.reply.tell.text == "second answer"
-    transcript = await core.records.transcript(caller.reply.tell.id)
+    transcript = await core.records.transcript(ReadTranscript(tell_id=caller.reply.tell.id), no_events)
     assert [e.type for e in transcript.entries] == ["system", "result"]  # its token deltas streamed, not stored
     (turn,) = await core.store.call(unsolicited.recent, 10)
     assert turn.status == "completed" and turn.text == "injected"

@@ -127,11 +127,33 @@ def test_a_transcript_is_read_as_text_and_a_line_that_is_not_utf8_is_kept(db: ap
 
     tells.insert(db, tell("t1", created=1, finished=2))
     tells.append_message(db, "t1", 3.0, "assistant", '{"text":"héllo"}'.encode())
-    entries = rows.transcript(db, "tell_messages", "tell_id", "t1")
+    entries = rows.transcript_page(db, "tell_messages", "tell_id", "t1", 0).entries
     assert [(e.at, e.type, e.raw) for e in entries] == [(3.0, "assistant", '{"text":"héllo"}')]
     tells.append_message(db, "t1", 4.0, "other", b'{"text":"\xff"}')  # not UTF-8: read the slow way
-    entries = rows.transcript(db, "tell_messages", "tell_id", "t1")
+    entries = rows.transcript_page(db, "tell_messages", "tell_id", "t1", 0).entries
     assert [e.raw for e in entries] == ['{"text":"héllo"}', '{"text":"\ufffd"}']
+
+
+def test_a_transcript_page_ends_at_its_line_limit_or_at_the_line_that_reaches_its_byte_limit(
+    db: apsw.Connection,
+) -> None:
+    from irisd.store import rows
+
+    tells.insert(db, tell("t1", created=1, finished=2))
+    tells.append_messages(db, "t1", [(float(n), "assistant", b"x" * 100) for n in range(10)])
+    by_lines = rows.transcript_page(db, "tell_messages", "tell_id", "t1", 0, max_lines=4, max_bytes=10_000)
+    assert [e.at for e in by_lines.entries] == [0.0, 1.0, 2.0, 3.0] and by_lines.full
+    by_bytes = rows.transcript_page(db, "tell_messages", "tell_id", "t1", by_lines.last_id, max_bytes=250)
+    assert [e.at for e in by_bytes.entries] == [4.0, 5.0, 6.0] and by_bytes.full  # 300 bytes: the third reached it
+    one = rows.transcript_page(db, "tell_messages", "tell_id", "t1", by_bytes.last_id, max_bytes=1)
+    assert [e.at for e in one.entries] == [7.0] and one.full  # a line larger than the page is a page
+    rest = rows.transcript_page(db, "tell_messages", "tell_id", "t1", one.last_id)
+    assert [e.at for e in rest.entries] == [8.0, 9.0] and not rest.full
+    after = rows.transcript_page(db, "tell_messages", "tell_id", "t1", rest.last_id)
+    assert after == rows.Page([], rest.last_id, False)
+    tells.append_message(db, "t1", 10.0, "other", b'{"text":"\xff"}')  # not UTF-8: this page the slow way
+    slow = rows.transcript_page(db, "tell_messages", "tell_id", "t1", rest.last_id)
+    assert [e.raw for e in slow.entries] == ['{"text":"\ufffd"}']
 
 
 def test_notifications_stored_before_chains_were_kept_are_delivered_as_the_start_of_one(tmp_path: Path) -> None:

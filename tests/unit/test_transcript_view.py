@@ -98,3 +98,43 @@ def test_the_steps_keep_what_the_dashboard_draws() -> None:
     assert result.text == "a picture:\n[image]"
     assert (end.duration_s, end.turns, end.cost_usd, end.input_tokens, end.output_tokens) == (3.5, 3, 0.0123, 100, 20)
     assert end.text == "done (success, 3.5 s, $0.0123)" and end.answer == "ok"
+
+
+def test_the_steps_read_in_pieces_are_the_steps_read_whole() -> None:
+    """irisd reads a long transcript's steps page by page (``StepReader``): whatever the cut,
+    the same steps; with the tell, only the LAST end step carries its figures (an earlier
+    one, of a claude that exited mid-tell, none), so an end and what follows are held."""
+    from protocol.transcript import StepReader, steps
+
+    lines = entries()
+    twice = [*lines, *lines]  # two claudes' turns: two end steps
+    tell = TellInfo(id="t1", from_team=None, to_team="api", message="?", status="completed", cost_usd=0.5)
+    whole = steps(twice, tell)
+    ends = [step for step in whole if step.kind == "end"]
+    assert [end.cost_usd for end in ends] == [None, 0.5] and ends[1].text == "done (success, 2.5 s, $0.5000)"
+    for cut in range(1, len(twice)):
+        reader = StepReader()
+        pieces = [*reader.feed(twice[:cut]), *reader.feed(twice[cut:]), *reader.finish(tell)]
+        assert pieces == whole, cut
+    reader = StepReader()
+    assert reader.feed(lines)[-1].text == "Ten files."  # the end and the line after it are held ...
+    assert [step.kind for step in reader.finish(tell)] == ["end", "other"]  # ... until the tell is known
+    assert steps(lines)[-2].cost_usd == 0.01  # without the tell: claude's own figure
+
+
+def test_the_mcp_tool_keeps_a_bounded_tail_of_a_long_transcript() -> None:
+    """team_cache_read gathers the steps page by page and keeps only what it shows: the last
+    200 steps and the last 20,000 characters, the same as rendering the whole reply."""
+    from iris_mcp.render import MAX_TRANSCRIPT_CHARS, MAX_TRANSCRIPT_ENTRIES, TranscriptTail, render_transcript
+    from protocol.messages import Step
+
+    tell = TellInfo(id="t1", from_team=None, to_team="api", message="?", status="completed")
+    many = [Step(kind="text", at=float(n), text=f"step {n} " + "y" * (n % 300)) for n in range(5000)]
+    shown = TranscriptTail()
+    for start in range(0, len(many), 700):
+        shown.add(many[start:start + 700])
+    paged = shown.output(tell)
+    assert paged == render_transcript(TranscriptReply(tell=tell, entries=[], steps=many))
+    assert len(paged.text) == MAX_TRANSCRIPT_CHARS and paged.text.endswith("step 4999 " + "y" * (4999 % 300))
+    assert len(paged.data["entries"]) == MAX_TRANSCRIPT_ENTRIES and paged.data["entries_truncated"]
+    assert sum(len(line) + 1 for line in shown._lines) < MAX_TRANSCRIPT_CHARS + 1000  # what it holds
