@@ -18,6 +18,14 @@ spawn takes a spare instead of starting a claude (``launch.Spawner.launch``):
 * the spare's lines and its exit go to the pair's inbox from then on (after the pair
   heard ``Spawned``: nothing it prints is lost or early), and the pair stops it as its own.
 
+Once started, a spare warms up before it is offered: claude builds what a session's first
+turn sends the model (system prompt, tool schemas, the skills and agents it lists) only
+when a turn or a question needs it, and that made a spare's first tell cost 2.5 warm
+tells. So the spare asks claude its context usage (``wire.context_usage_request``: counted
+locally, no model request, nothing written to the session) and is offered once claude
+answered; the pair's first turn then finds that work done. It also means an offered spare
+has read its input: it is up, not still starting.
+
 A pair that resumes a conversation never takes one (``--resume`` is fixed at start), nor
 a tell with a budget of its own (``--max-budget-usd``), nor a team on another host, nor
 any pair when irisd has no HTTP face (the stdio shim's pair is in its argv).
@@ -41,7 +49,8 @@ import trio
 from iris_common.config import IrisConfig, Team
 from iris_common.paths import IrisPaths
 from irisd.claude.launcher import Child, ChildFactory, launcher_for
-from irisd.claude.process import ChildEvent, ChildExited
+from irisd.claude.process import ChildEvent, ChildExited, ChildLine
+from irisd.claude.wire import ControlResponseLine, context_usage_request
 from irisd.pool.launch import child_access, launch_spec, run_child
 from irisd.pool.pair_events import PairEvent
 from irisd.pool.policy import PairKey, PairView
@@ -53,6 +62,8 @@ log = logging.getLogger("irisd.spares")
 
 RETRY_S = 30.0  # a spare that could not start, or exited on its own: the team's next one waits this long
 LINES = 64  # what a spare may print before its pair reads it (it prints nothing until its first turn)
+WARM_UP_S = 60.0  # a claude that has not answered its warm-up by then is offered as it is
+WARM_UP_ID = "iris-spare-warm-up"
 
 
 @dataclass(eq=False)
@@ -68,8 +79,18 @@ class Spare:
     ready_at: float  # monotonic: when it started (the oldest goes first under pressure)
     taken: bool = False
     exited: bool = False
+    warmed: str = ""  # how claude answered its warm-up: "answered", "refused: why", "" (not yet, or never)
     _target: trio.MemorySendChannel[PairEvent] | None = None
     _bound: trio.Event = field(default_factory=trio.Event)
+    _settled: trio.Event = field(default_factory=trio.Event)  # warmed up, or exited
+
+    async def warm_up(self) -> None:
+        """Have claude build now what a session's first turn would (``context_usage_request``),
+        and wait for its answer (or its exit; at most WARM_UP_S). Raises IrisError if its
+        input is closed."""
+        await self.process.send(context_usage_request(WARM_UP_ID))
+        with trio.move_on_after(WARM_UP_S):
+            await self._settled.wait()
 
     def bind(self, inbox: trio.MemorySendChannel[PairEvent]) -> None:
         """Its lines and its exit go to ``inbox`` (its pair's) from now on."""
@@ -77,23 +98,39 @@ class Spare:
         self._bound.set()
 
     async def forward(self, events: trio.MemoryReceiveChannel[ChildEvent], exited: Callable[[Spare], None]) -> None:
-        """Until it exits: what it says while it waits goes nowhere (claude prints nothing
-        before its first turn; a line or an exit still on its way when it is taken goes to
-        the pair, which handles an exit as any child's); once taken, every event goes to
-        its pair, in order, after the pair was told it has this child."""
+        """Until it exits: what it says while it waits goes nowhere but its answer to the
+        warm-up (claude prints nothing else before its first turn; a line or an exit still
+        on its way when it is taken goes to the pair, which handles an exit as any
+        child's); once taken, every event goes to its pair, in order, after the pair was
+        told it has this child."""
         async for event in events:
             if not self.taken:
                 if isinstance(event, ChildExited):
                     self.exited = True
+                    self._settled.set()
                     exited(self)
                     return
-                continue  # an untaken spare has no turn: nothing it says matters
+                if (answer := _warm_up_answer(event)) is not None:
+                    self.warmed = answer
+                    self._settled.set()
+                continue  # an untaken spare has no turn: nothing else it says matters
             await self._bound.wait()
             assert self._target is not None
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self._target.send(event)
             if isinstance(event, ChildExited):
                 return
+
+
+def _warm_up_answer(event: ChildEvent) -> str | None:
+    """claude's answer to the warm-up, if ``event`` is it: "answered", or "refused: why" (a
+    claude that does not know the request: it is up all the same)."""
+    if not (isinstance(event, ChildLine) and isinstance(event.line, ControlResponseLine)):
+        return None
+    response = event.line.response
+    if response.request_id != WARM_UP_ID:
+        return None
+    return "answered" if response.subtype == "success" else f"refused: {response.error or response.subtype}"
 
 
 class SparePool:
@@ -237,10 +274,22 @@ class SparePool:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(spare.forward, receive, self._exited)
                 await nursery.start(run_child, process, grant)
+                started = trio.current_time()
+                await spare.warm_up()
+                if spare.exited:  # during its warm-up: handled as an exit of a spare
+                    log.warning("a spare claude exited before any pair took it", extra={"team": team.name})
+                    self._pause(team.name)
+                    return
+                if not spare.warmed:
+                    log.warning("a spare claude did not answer its warm-up; offered as it is",
+                                extra={"team": team.name, "pid": process.pid})
+                spare.ready_at = trio.current_time()
                 self.spares[key] = spare
                 starting = False
                 self._unstart(team.name)
-                log.info("a spare claude is ready", extra={"team": team.name, "pid": process.pid})
+                log.info("a spare claude is ready", extra={
+                    "team": team.name, "pid": process.pid, "warm_up": spare.warmed or "no answer",
+                    "warm_up_s": round(trio.current_time() - started, 3)})
         except IrisError as exc:  # claude cannot start: the team's next spare waits
             log.warning("a spare claude could not start", extra={"team": team.name, "error": exc.message})
             self._pause(team.name)
