@@ -20,20 +20,24 @@ spawn takes a spare instead of starting a claude (``launch.Spawner.launch``):
 
 Once started, a spare warms up before it is offered: claude builds what a session's first
 turn sends the model (system prompt, tool schemas, the skills and agents it lists) only
-when a turn or a question needs it, and that made a spare's first tell cost 2.5 warm
-tells. So the spare asks claude its context usage (``wire.context_usage_request``: counted
-locally, no model request, nothing written to the session) and is offered once claude
-answered; the pair's first turn then finds that work done. It also means an offered spare
-has read its input: it is up, not still starting.
+when a turn or a question needs it (measured with 2.1.330: about 300 ms of CPU on a
+session's first turn, 75 ms on a later one). So the spare asks claude its context usage
+(``wire.context_usage_request``: counted locally, no model request, nothing written to the
+session) and is offered once claude answered; the pair's first turn then finds that work
+done (about 100 ms of CPU less). It also means an offered spare has read its input: it is
+up, not still starting.
 
 A pair that resumes a conversation never takes one (``--resume`` is fixed at start), nor
 a tell with a budget of its own (``--max-budget-usd``), nor a team on another host, nor
 any pair when irisd has no HTTP face (the stdio shim's pair is in its argv).
 
 A spare holds a slot under ``maxProcesses``, starts only into a free one and is the first
-to go when a pair needs one (``policy.py``). Taken, it is replaced in the background; one
-that exits on its own is replaced after a pause; a reload stops a changed team's spares.
-The pool's nursery owns every spare's process, taken or not: cancelling it stops them.
+to go when a pair needs one (``policy.py``). Taken, it is replaced in the background once
+its first turn ended (or REPLACE_AFTER_S after the take, whichever comes first): a claude
+starting takes a core for about a second, and on a small machine the first turn, the one
+the spare is for, would share the CPU with it. One that exits on its own is replaced after
+a pause; a reload stops a changed team's spares. The pool's nursery owns every spare's
+process, taken or not: cancelling it stops them.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from iris_common.config import IrisConfig, Team
 from iris_common.paths import IrisPaths
 from irisd.claude.launcher import Child, ChildFactory, launcher_for
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine
-from irisd.claude.wire import ControlResponseLine, context_usage_request
+from irisd.claude.wire import ControlResponseLine, ResultLine, context_usage_request
 from irisd.pool.launch import child_access, launch_spec, run_child
 from irisd.pool.pair_events import PairEvent
 from irisd.pool.policy import PairKey, PairView
@@ -63,6 +67,7 @@ log = logging.getLogger("irisd.spares")
 RETRY_S = 30.0  # a spare that could not start, or exited on its own: the team's next one waits this long
 LINES = 64  # what a spare may print before its pair reads it (it prints nothing until its first turn)
 WARM_UP_S = 60.0  # a claude that has not answered its warm-up by then is offered as it is
+REPLACE_AFTER_S = 10.0  # a taken spare's replacement starts when its first turn ended, or by then
 WARM_UP_ID = "iris-spare-warm-up"
 
 
@@ -97,12 +102,19 @@ class Spare:
         self._target = inbox
         self._bound.set()
 
-    async def forward(self, events: trio.MemoryReceiveChannel[ChildEvent], exited: Callable[[Spare], None]) -> None:
+    async def forward(
+        self,
+        events: trio.MemoryReceiveChannel[ChildEvent],
+        exited: Callable[[Spare], None],
+        turned: Callable[[Spare], None],
+    ) -> None:
         """Until it exits: what it says while it waits goes nowhere but its answer to the
         warm-up (claude prints nothing else before its first turn; a line or an exit still
         on its way when it is taken goes to the pair, which handles an exit as any
         child's); once taken, every event goes to its pair, in order, after the pair was
-        told it has this child."""
+        told it has this child, and ``turned`` hears when its first turn ended (its first
+        result, or its exit)."""
+        first_turn = True
         async for event in events:
             if not self.taken:
                 if isinstance(event, ChildExited):
@@ -118,6 +130,11 @@ class Spare:
             assert self._target is not None
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self._target.send(event)
+            ended = isinstance(event, ChildExited) or (isinstance(event, ChildLine)
+                                                        and isinstance(event.line, ResultLine))
+            if first_turn and ended:
+                first_turn = False
+                turned(self)
             if isinstance(event, ChildExited):
                 return
 
@@ -156,6 +173,7 @@ class SparePool:
         self.spares: dict[PairKey, Spare] = {}  # started, not yet taken
         self._starting: dict[str, int] = {}  # team -> spares being started
         self._paused_until: dict[str, float] = {}  # team -> no new spare before then
+        self._replacing: dict[PairKey, tuple[str, float]] = {}  # taken, first turn running: (team, until)
         self._serial = 0
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -182,11 +200,14 @@ class SparePool:
 
     def take(self, team: str) -> Spare | None:
         """A started spare of ``team``, now the caller's (who binds it once its pair knows);
-        a new one starts in the background."""
+        a new one starts in the background once the spare's first turn ended (a claude
+        starting takes a core for about a second, which that turn would share on a small
+        machine), at the latest REPLACE_AFTER_S after the take."""
         for key, spare in sorted(self.spares.items(), key=lambda item: item[1].ready_at):
             if spare.team == team and not spare.exited:
                 del self.spares[key]
                 spare.taken = True
+                self._replacing[key] = (team, trio.current_time() + REPLACE_AFTER_S)
                 self._changed()
                 self.refill()
                 log.info("a pair took a spare claude", extra={"team": team, "pid": spare.process.pid})
@@ -233,15 +254,20 @@ class SparePool:
             while True:
                 self._wake = trio.Event()
                 self._start_missing(nursery)
-                deadline = min(self._paused_until.values(), default=trio.current_time() + 3600)
+                deadline = min([*self._paused_until.values(), *(until for _, until in self._replacing.values())],
+                               default=trio.current_time() + 3600)
                 with trio.move_on_at(max(deadline, trio.current_time())):
                     await self._wake.wait()
 
     def _start_missing(self, nursery: trio.Nursery) -> None:
         now = trio.current_time()
+        self._replacing = {key: held for key, held in self._replacing.items() if held[1] > now}
         for team in self.config.teams.values():
-            missing = self.wanted(team) - self._starting.get(team.name, 0) - sum(
-                s.team == team.name for s in self.spares.values()
+            missing = (
+                self.wanted(team)
+                - self._starting.get(team.name, 0)
+                - sum(s.team == team.name for s in self.spares.values())
+                - sum(held == team.name for held, _ in self._replacing.values())
             )
             if missing <= 0 or self._paused_until.get(team.name, 0.0) > now:
                 continue
@@ -272,7 +298,7 @@ class SparePool:
             spare = Spare(team=team.name, key=key, session_id=session_id, process=process, grant=grant,
                           argv=command.argv, ready_at=trio.current_time())
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(spare.forward, receive, self._exited)
+                nursery.start_soon(spare.forward, receive, self._exited, self._turned)
                 await nursery.start(run_child, process, grant)
                 started = trio.current_time()
                 await spare.warm_up()
@@ -309,6 +335,11 @@ class SparePool:
         self._starting[team] -= 1
         if not self._starting[team]:
             del self._starting[team]
+
+    def _turned(self, spare: Spare) -> None:
+        """A taken spare's first turn ended: its replacement may start."""
+        if self._replacing.pop(spare.key, None) is not None:
+            self.refill()
 
     def _exited(self, spare: Spare) -> None:
         """An untaken spare exited on its own: the team's next one waits a while (one
