@@ -6,7 +6,8 @@ teams set up alike but for ``sessions.spares`` (alpha: 1, beta: 0):
 * spare: a new conversation of alpha (``ResetSession`` first, so the next tell starts one);
   its spawn takes alpha's spare, which was started (and had settled) before the tell;
 * cold: the same for beta, which has no spare: the tell starts claude, then runs the turn;
-* warm: a tell on alpha's running claude (its second turn).
+* warm: a tell on alpha's running claude (its second turn), once the spare that replaces
+  it is up and settled (a claude starting takes a core for about a second).
 
 Beside each spare and warm tell's wall time, the CPU time the spare's claude spent on it
 (all its threads, from /proc): what claude does on a session's first turn that it does
@@ -99,6 +100,8 @@ class Side:
         wall, cpu = timed_with_cpu(pid, "alpha", self.iris, f"first on a spare {round_}")
         self.first.append(wall)
         self.first_cpu.append(cpu)
+        for side in [self, *others]:  # the warm tell on a quiet machine: its replacement is up
+            settled_spare(side.iris, "alpha")
         wall, cpu = timed_with_cpu(pid, "alpha", self.iris, f"warm {round_}")
         self.warm.append(wall)
         self.warm_cpu.append(cpu)
