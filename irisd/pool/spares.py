@@ -170,7 +170,8 @@ class SparePool:
         self.child_factory = child_factory
         self._may_start = may_start
         self._changed = changed  # the pool's holders changed: whoever waits for a slot looks again
-        self.spares: dict[PairKey, Spare] = {}  # started, not yet taken
+        self.spares: dict[PairKey, Spare] = {}  # started and warmed up, not yet taken
+        self._warming: dict[PairKey, Spare] = {}  # started, warming up: not offered, but evicted as a spare
         self._starting: dict[str, int] = {}  # team -> spares being started
         self._paused_until: dict[str, float] = {}  # team -> no new spare before then
         self._replacing: dict[PairKey, tuple[str, float]] = {}  # taken, first turn running: (team, until)
@@ -187,10 +188,11 @@ class SparePool:
         return team.spares
 
     def views(self) -> list[PairView]:
-        """The spares as the slot policy sees them (starting ones hold their slot too)."""
+        """The spares as the slot policy sees them (starting ones hold their slot too; one
+        warming up is a spare to evict like any other)."""
         ready = [
             PairView(key=s.key, state="idle", last_used_at=s.ready_at, holds_slot=True, spare=True)
-            for s in self.spares.values()
+            for s in [*self.spares.values(), *self._warming.values()]
         ]
         starting = [
             PairView(key=(f"starting spare #{n}", team, ""), state="spawning", last_used_at=0.0, holds_slot=True)
@@ -214,9 +216,13 @@ class SparePool:
                 return spare
         return None
 
+    def holds(self, key: PairKey) -> bool:
+        """Whether ``key`` is an untaken spare of this pool (warmed up or not)."""
+        return key in self.spares or key in self._warming
+
     def stop(self, key: PairKey, reason: str) -> None:
-        """Stop an untaken spare (evicted for a pair, or its team changed)."""
-        spare = self.spares.pop(key, None)
+        """Stop an untaken spare, warmed up or not (evicted for a pair, or its team changed)."""
+        spare = self.spares.pop(key, None) or self._warming.pop(key, None)
         if spare is not None:
             log.info("stopping a spare claude", extra={"team": spare.team, "pid": spare.process.pid, "reason": reason})
             spare.process.stop()
@@ -226,7 +232,7 @@ class SparePool:
         """A reloaded config: the spares of ``changed`` teams (and of removed ones) were started
         as the old config said: they go, and new ones start."""
         self.config = config
-        for key, spare in list(self.spares.items()):
+        for key, spare in [*self.spares.items(), *self._warming.items()]:
             if spare.team in changed or spare.team not in config.teams:
                 self.stop(key, "its team changed in config.yaml")
         self.refill()
@@ -266,7 +272,7 @@ class SparePool:
             missing = (
                 self.wanted(team)
                 - self._starting.get(team.name, 0)
-                - sum(s.team == team.name for s in self.spares.values())
+                - sum(s.team == team.name for s in [*self.spares.values(), *self._warming.values()])
                 - sum(held == team.name for held, _ in self._replacing.values())
             )
             if missing <= 0 or self._paused_until.get(team.name, 0.0) > now:
@@ -299,10 +305,15 @@ class SparePool:
                           argv=command.argv, ready_at=trio.current_time())
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(spare.forward, receive, self._exited, self._turned)
-                await nursery.start(run_child, process, grant)
+                await nursery.start(run_child, process, grant)  # its token is revoked when it ends
+                self._warming[key] = spare
+                starting = False
+                self._unstart(team.name)
                 started = trio.current_time()
                 await spare.warm_up()
-                if spare.exited:  # during its warm-up: handled as an exit of a spare
+                if self._warming.pop(key, None) is None:  # stopped meanwhile: evicted, or its team changed
+                    return
+                if spare.exited:  # on its own, during its warm-up
                     log.warning("a spare claude exited before any pair took it", extra={"team": team.name})
                     self._pause(team.name)
                     return
@@ -311,8 +322,7 @@ class SparePool:
                                 extra={"team": team.name, "pid": process.pid})
                 spare.ready_at = trio.current_time()
                 self.spares[key] = spare
-                starting = False
-                self._unstart(team.name)
+                self._changed()  # a pair waiting for a slot may evict it now
                 log.info("a spare claude is ready", extra={
                     "team": team.name, "pid": process.pid, "warm_up": spare.warmed or "no answer",
                     "warm_up_s": round(trio.current_time() - started, 3)})
@@ -328,6 +338,7 @@ class SparePool:
             if starting:
                 self._unstart(team.name)
             self.spares.pop(key, None)
+            self._warming.pop(key, None)
             self._changed()
             self.refill()
 

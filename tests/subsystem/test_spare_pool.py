@@ -212,3 +212,23 @@ async def test_a_taken_spare_whose_first_turn_goes_on_is_replaced_after_a_while(
         await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
         assert trio.current_time() == pytest.approx(taken + REPLACE_AFTER_S, abs=0.002)
         nursery.cancel_scope.cancel()
+
+
+async def test_a_spare_warming_up_is_a_spare_to_evict_and_its_stop_is_no_failure(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pair that needs its slot must not wait for its warm-up (up to WARM_UP_S).
+    monkeypatch.setattr(FakeChild, "answers_context_usage", False)
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: FakeChild.instances and FakeChild.instances[0].sent, every=0.001)
+        (view,) = pool.views()
+        assert view.spare and view.state == "idle" and pool.holds(view.key) and pool.pids() == {}
+        pool.stop(view.key, "its slot went to a pair")
+        stopped = trio.current_time()
+        await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
+        assert FakeChild.instances[0].stopped_at == stopped
+        assert trio.current_time() == pytest.approx(stopped, abs=0.002)  # no pause: it did not fail
+        assert not pool.holds(view.key)
+        nursery.cancel_scope.cancel()
