@@ -24,7 +24,7 @@ when a turn or a question needs it (measured with 2.1.330: about 300 ms of CPU o
 session's first turn, 75 ms on a later one). So the spare asks claude its context usage
 (``wire.context_usage_request``: counted locally, no model request, nothing written to the
 session) and is offered once claude answered; the pair's first turn then finds that work
-done (about 100 ms of CPU less). It also means an offered spare has read its input: it is
+done (70 to 100 ms of CPU less). It also means an offered spare has read its input: it is
 up, not still starting.
 
 A pair that resumes a conversation never takes one (``--resume`` is fixed at start), nor
@@ -81,7 +81,7 @@ class Spare:
     process: Child
     grant: ChildGrant
     argv: list[str]  # what was started (the pair records it as its launch)
-    ready_at: float  # monotonic: when it started (the oldest goes first under pressure)
+    ready_at: float  # monotonic: when it was offered (the oldest goes first under pressure)
     taken: bool = False
     exited: bool = False
     warmed: str = ""  # how claude answered its warm-up: "answered", "refused: why", "" (not yet, or never)
