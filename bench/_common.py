@@ -154,6 +154,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int) -> float:
+    """CPU time all threads of a process have used so far, to the nanosecond (schedstat;
+    ``cpu_seconds`` counts in clock ticks of 10 ms)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            total += int((task / "schedstat").read_text().split()[0])
+    return total / 1e9
+
+
 def wait_quiet(pid: int, *, cpu_share: float = 0.1, window: float = 0.5, timeout: float = 120.0) -> None:
     """Wait until a process uses less than ``cpu_share`` of a core over ``window`` seconds
     (e.g. irisd done importing the MCP SDK in the background after its start)."""

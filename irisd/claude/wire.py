@@ -237,3 +237,16 @@ def interrupt_request(request_id: str) -> bytes:
     """The control request that interrupts the running turn without killing the process."""
     message = {"type": "control_request", "request_id": request_id, "request": {"subtype": "interrupt"}}
     return _encoder.encode(message) + b"\n"
+
+
+def context_usage_request(request_id: str) -> bytes:
+    """The control request that asks claude what its context holds (system prompt, tools,
+    skills, agents, memory files), counted locally (``detail: summary``: no model request).
+    To answer it claude builds what a session's first turn sends the model: a spare asks it
+    before any pair takes it, so that its first turn finds it built (``irisd/pool/spares.py``)."""
+    message = {
+        "type": "control_request",
+        "request_id": request_id,
+        "request": {"subtype": "get_context_usage", "detail": "summary"},
+    }
+    return _encoder.encode(message) + b"\n"

@@ -18,14 +18,26 @@ spawn takes a spare instead of starting a claude (``launch.Spawner.launch``):
 * the spare's lines and its exit go to the pair's inbox from then on (after the pair
   heard ``Spawned``: nothing it prints is lost or early), and the pair stops it as its own.
 
+Once started, a spare warms up before it is offered: claude builds what a session's first
+turn sends the model (system prompt, tool schemas, the skills and agents it lists) only
+when a turn or a question needs it (measured with 2.1.330: about 300 ms of CPU on a
+session's first turn, 75 ms on a later one). So the spare asks claude its context usage
+(``wire.context_usage_request``: counted locally, no model request, nothing written to the
+session) and is offered once claude answered; the pair's first turn then finds that work
+done (70 to 100 ms of CPU less). It also means an offered spare has read its input: it is
+up, not still starting.
+
 A pair that resumes a conversation never takes one (``--resume`` is fixed at start), nor
 a tell with a budget of its own (``--max-budget-usd``), nor a team on another host, nor
 any pair when irisd has no HTTP face (the stdio shim's pair is in its argv).
 
 A spare holds a slot under ``maxProcesses``, starts only into a free one and is the first
-to go when a pair needs one (``policy.py``). Taken, it is replaced in the background; one
-that exits on its own is replaced after a pause; a reload stops a changed team's spares.
-The pool's nursery owns every spare's process, taken or not: cancelling it stops them.
+to go when a pair needs one (``policy.py``). Taken, it is replaced in the background once
+its first turn ended (or REPLACE_AFTER_S after the take, whichever comes first): a claude
+starting takes a core for about a second, and on a small machine the first turn, the one
+the spare is for, would share the CPU with it. One that exits on its own is replaced after
+a pause; a reload stops a changed team's spares. The pool's nursery owns every spare's
+process, taken or not: cancelling it stops them.
 """
 
 from __future__ import annotations
@@ -41,7 +53,8 @@ import trio
 from iris_common.config import IrisConfig, Team
 from iris_common.paths import IrisPaths
 from irisd.claude.launcher import Child, ChildFactory, launcher_for
-from irisd.claude.process import ChildEvent, ChildExited
+from irisd.claude.process import ChildEvent, ChildExited, ChildLine
+from irisd.claude.wire import ControlResponseLine, ResultLine, context_usage_request
 from irisd.pool.launch import child_access, launch_spec, run_child
 from irisd.pool.pair_events import PairEvent
 from irisd.pool.policy import PairKey, PairView
@@ -53,6 +66,9 @@ log = logging.getLogger("irisd.spares")
 
 RETRY_S = 30.0  # a spare that could not start, or exited on its own: the team's next one waits this long
 LINES = 64  # what a spare may print before its pair reads it (it prints nothing until its first turn)
+WARM_UP_S = 60.0  # a claude that has not answered its warm-up by then is offered as it is
+REPLACE_AFTER_S = 10.0  # a taken spare's replacement starts when its first turn ended, or by then
+WARM_UP_ID = "iris-spare-warm-up"
 
 
 @dataclass(eq=False)
@@ -65,35 +81,73 @@ class Spare:
     process: Child
     grant: ChildGrant
     argv: list[str]  # what was started (the pair records it as its launch)
-    ready_at: float  # monotonic: when it started (the oldest goes first under pressure)
+    ready_at: float  # monotonic: when it was offered (the oldest goes first under pressure)
     taken: bool = False
     exited: bool = False
+    warmed: str = ""  # how claude answered its warm-up: "answered", "refused: why", "" (not yet, or never)
     _target: trio.MemorySendChannel[PairEvent] | None = None
     _bound: trio.Event = field(default_factory=trio.Event)
+    _settled: trio.Event = field(default_factory=trio.Event)  # warmed up, or exited
+
+    async def warm_up(self) -> None:
+        """Have claude build now what a session's first turn would (``context_usage_request``),
+        and wait for its answer (or its exit; at most WARM_UP_S). Raises IrisError if its
+        input is closed."""
+        await self.process.send(context_usage_request(WARM_UP_ID))
+        with trio.move_on_after(WARM_UP_S):
+            await self._settled.wait()
 
     def bind(self, inbox: trio.MemorySendChannel[PairEvent]) -> None:
         """Its lines and its exit go to ``inbox`` (its pair's) from now on."""
         self._target = inbox
         self._bound.set()
 
-    async def forward(self, events: trio.MemoryReceiveChannel[ChildEvent], exited: Callable[[Spare], None]) -> None:
-        """Until it exits: what it says while it waits goes nowhere (claude prints nothing
-        before its first turn; a line or an exit still on its way when it is taken goes to
-        the pair, which handles an exit as any child's); once taken, every event goes to
-        its pair, in order, after the pair was told it has this child."""
+    async def forward(
+        self,
+        events: trio.MemoryReceiveChannel[ChildEvent],
+        exited: Callable[[Spare], None],
+        turned: Callable[[Spare], None],
+    ) -> None:
+        """Until it exits: what it says while it waits goes nowhere but its answer to the
+        warm-up (claude prints nothing else before its first turn; a line or an exit still
+        on its way when it is taken goes to the pair, which handles an exit as any
+        child's); once taken, every event goes to its pair, in order, after the pair was
+        told it has this child, and ``turned`` hears when its first turn ended (its first
+        result, or its exit)."""
+        first_turn = True
         async for event in events:
             if not self.taken:
                 if isinstance(event, ChildExited):
                     self.exited = True
+                    self._settled.set()
                     exited(self)
                     return
-                continue  # an untaken spare has no turn: nothing it says matters
+                if (answer := _warm_up_answer(event)) is not None:
+                    self.warmed = answer
+                    self._settled.set()
+                continue  # an untaken spare has no turn: nothing else it says matters
             await self._bound.wait()
             assert self._target is not None
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self._target.send(event)
+            ended = isinstance(event, ChildExited) or (isinstance(event, ChildLine)
+                                                        and isinstance(event.line, ResultLine))
+            if first_turn and ended:
+                first_turn = False
+                turned(self)
             if isinstance(event, ChildExited):
                 return
+
+
+def _warm_up_answer(event: ChildEvent) -> str | None:
+    """claude's answer to the warm-up, if ``event`` is it: "answered", or "refused: why" (a
+    claude that does not know the request: it is up all the same)."""
+    if not (isinstance(event, ChildLine) and isinstance(event.line, ControlResponseLine)):
+        return None
+    response = event.line.response
+    if response.request_id != WARM_UP_ID:
+        return None
+    return "answered" if response.subtype == "success" else f"refused: {response.error or response.subtype}"
 
 
 class SparePool:
@@ -116,9 +170,11 @@ class SparePool:
         self.child_factory = child_factory
         self._may_start = may_start
         self._changed = changed  # the pool's holders changed: whoever waits for a slot looks again
-        self.spares: dict[PairKey, Spare] = {}  # started, not yet taken
+        self.spares: dict[PairKey, Spare] = {}  # started and warmed up, not yet taken
+        self._warming: dict[PairKey, Spare] = {}  # started, warming up: not offered, but evicted as a spare
         self._starting: dict[str, int] = {}  # team -> spares being started
         self._paused_until: dict[str, float] = {}  # team -> no new spare before then
+        self._replacing: dict[PairKey, tuple[str, float]] = {}  # taken, first turn running: (team, until)
         self._serial = 0
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
@@ -132,10 +188,11 @@ class SparePool:
         return team.spares
 
     def views(self) -> list[PairView]:
-        """The spares as the slot policy sees them (starting ones hold their slot too)."""
+        """The spares as the slot policy sees them (starting ones hold their slot too; one
+        warming up is a spare to evict like any other)."""
         ready = [
             PairView(key=s.key, state="idle", last_used_at=s.ready_at, holds_slot=True, spare=True)
-            for s in self.spares.values()
+            for s in [*self.spares.values(), *self._warming.values()]
         ]
         starting = [
             PairView(key=(f"starting spare #{n}", team, ""), state="spawning", last_used_at=0.0, holds_slot=True)
@@ -145,20 +202,27 @@ class SparePool:
 
     def take(self, team: str) -> Spare | None:
         """A started spare of ``team``, now the caller's (who binds it once its pair knows);
-        a new one starts in the background."""
+        a new one starts in the background once the spare's first turn ended (a claude
+        starting takes a core for about a second, which that turn would share on a small
+        machine), at the latest REPLACE_AFTER_S after the take."""
         for key, spare in sorted(self.spares.items(), key=lambda item: item[1].ready_at):
             if spare.team == team and not spare.exited:
                 del self.spares[key]
                 spare.taken = True
+                self._replacing[key] = (team, trio.current_time() + REPLACE_AFTER_S)
                 self._changed()
                 self.refill()
                 log.info("a pair took a spare claude", extra={"team": team, "pid": spare.process.pid})
                 return spare
         return None
 
+    def holds(self, key: PairKey) -> bool:
+        """Whether ``key`` is an untaken spare of this pool (warmed up or not)."""
+        return key in self.spares or key in self._warming
+
     def stop(self, key: PairKey, reason: str) -> None:
-        """Stop an untaken spare (evicted for a pair, or its team changed)."""
-        spare = self.spares.pop(key, None)
+        """Stop an untaken spare, warmed up or not (evicted for a pair, or its team changed)."""
+        spare = self.spares.pop(key, None) or self._warming.pop(key, None)
         if spare is not None:
             log.info("stopping a spare claude", extra={"team": spare.team, "pid": spare.process.pid, "reason": reason})
             spare.process.stop()
@@ -168,7 +232,7 @@ class SparePool:
         """A reloaded config: the spares of ``changed`` teams (and of removed ones) were started
         as the old config said: they go, and new ones start."""
         self.config = config
-        for key, spare in list(self.spares.items()):
+        for key, spare in [*self.spares.items(), *self._warming.items()]:
             if spare.team in changed or spare.team not in config.teams:
                 self.stop(key, "its team changed in config.yaml")
         self.refill()
@@ -196,15 +260,20 @@ class SparePool:
             while True:
                 self._wake = trio.Event()
                 self._start_missing(nursery)
-                deadline = min(self._paused_until.values(), default=trio.current_time() + 3600)
+                deadline = min([*self._paused_until.values(), *(until for _, until in self._replacing.values())],
+                               default=trio.current_time() + 3600)
                 with trio.move_on_at(max(deadline, trio.current_time())):
                     await self._wake.wait()
 
     def _start_missing(self, nursery: trio.Nursery) -> None:
         now = trio.current_time()
+        self._replacing = {key: held for key, held in self._replacing.items() if held[1] > now}
         for team in self.config.teams.values():
-            missing = self.wanted(team) - self._starting.get(team.name, 0) - sum(
-                s.team == team.name for s in self.spares.values()
+            missing = (
+                self.wanted(team)
+                - self._starting.get(team.name, 0)
+                - sum(s.team == team.name for s in [*self.spares.values(), *self._warming.values()])
+                - sum(held == team.name for held, _ in self._replacing.values())
             )
             if missing <= 0 or self._paused_until.get(team.name, 0.0) > now:
                 continue
@@ -235,12 +304,28 @@ class SparePool:
             spare = Spare(team=team.name, key=key, session_id=session_id, process=process, grant=grant,
                           argv=command.argv, ready_at=trio.current_time())
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(spare.forward, receive, self._exited)
-                await nursery.start(run_child, process, grant)
-                self.spares[key] = spare
+                nursery.start_soon(spare.forward, receive, self._exited, self._turned)
+                await nursery.start(run_child, process, grant)  # its token is revoked when it ends
+                self._warming[key] = spare
                 starting = False
                 self._unstart(team.name)
-                log.info("a spare claude is ready", extra={"team": team.name, "pid": process.pid})
+                started = trio.current_time()
+                await spare.warm_up()
+                if self._warming.pop(key, None) is None:  # stopped meanwhile: evicted, or its team changed
+                    return
+                if spare.exited:  # on its own, during its warm-up
+                    log.warning("a spare claude exited before any pair took it", extra={"team": team.name})
+                    self._pause(team.name)
+                    return
+                if not spare.warmed:
+                    log.warning("a spare claude did not answer its warm-up; offered as it is",
+                                extra={"team": team.name, "pid": process.pid})
+                spare.ready_at = trio.current_time()
+                self.spares[key] = spare
+                self._changed()  # a pair waiting for a slot may evict it now
+                log.info("a spare claude is ready", extra={
+                    "team": team.name, "pid": process.pid, "warm_up": spare.warmed or "no answer",
+                    "warm_up_s": round(trio.current_time() - started, 3)})
         except IrisError as exc:  # claude cannot start: the team's next spare waits
             log.warning("a spare claude could not start", extra={"team": team.name, "error": exc.message})
             self._pause(team.name)
@@ -253,6 +338,7 @@ class SparePool:
             if starting:
                 self._unstart(team.name)
             self.spares.pop(key, None)
+            self._warming.pop(key, None)
             self._changed()
             self.refill()
 
@@ -260,6 +346,11 @@ class SparePool:
         self._starting[team] -= 1
         if not self._starting[team]:
             del self._starting[team]
+
+    def _turned(self, spare: Spare) -> None:
+        """A taken spare's first turn ended: its replacement may start."""
+        if self._replacing.pop(spare.key, None) is not None:
+            self.refill()
 
     def _exited(self, spare: Spare) -> None:
         """An untaken spare exited on its own: the team's next one waits a while (one

@@ -223,7 +223,7 @@ class Supervisor:
                     self._refresh_phases(key)
                     return
                 changed = self._changed
-                if isinstance(decision, Evict) and decision.key in self.spares.spares:
+                if isinstance(decision, Evict) and self.spares.holds(decision.key):
                     self.spares.stop(decision.key, f"its slot went to {key[0] or 'external'}->{key[1]}")
                 elif isinstance(decision, Evict):
                     victim = self.pairs[decision.key]

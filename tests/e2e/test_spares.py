@@ -4,6 +4,7 @@ as its own (its session, its token), and a new spare takes its place."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from harness import Iris, wait_for
 from protocol.messages import GetPair, GetStatus, ListSessions, StatusReply
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
@@ -74,3 +76,21 @@ def test_a_spare_gives_its_slot_to_a_pair_and_comes_back_when_there_is_room(iris
     assert iris.cli("sleep", "beta").returncode == 0
     (again,) = wait_for(lambda: spares(iris, "alpha"), what="a spare in the freed slot")
     assert again != spare
+
+
+def test_a_spare_warms_up_before_it_is_offered_with_no_model_request_and_no_turn(
+    iris: Iris, model: ScriptedModel
+) -> None:
+    # claude builds what a session's first turn sends the model when first asked; a spare asks
+    # it (its context usage) before it is offered, so that its first tell finds it built.
+    iris.add_team("alpha", sessions={"spares": 1})
+    asked = len(model.posts)
+    iris.start()
+    (pid,) = wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
+    (ready,) = [json.loads(line) for line in iris.log().splitlines() if '"a spare claude is ready"' in line]
+    assert ready["pid"] == pid and ready["warm_up"] == "answered", ready  # this claude knows the request
+    assert model.posts[asked:] == []  # counted locally: nothing asked of the model, no count_tokens
+
+    told = iris.cli_json("tell", "alpha", "hello")
+    assert told["text"] == "echo #1: hello", told  # the warm-up is no turn of the conversation
+    assert [path for path, _ in model.posts[asked:]] == ["/v1/messages"]

@@ -23,6 +23,7 @@ async def child_got_turn(index: int = 0) -> FakeChild:
 class FakeChild:
     instances: list[FakeChild] = []
     next_pid = 1000
+    answers_context_usage = True  # as claude does: a get_context_usage control request is answered at once
 
     def __init__(
         self, argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]
@@ -54,7 +55,13 @@ class FakeChild:
         self._scope.cancel()
 
     async def send(self, data: bytes) -> None:
-        self.sent.append(json.loads(data))
+        message = json.loads(data)
+        self.sent.append(message)
+        request = message.get("request") or {}
+        if message.get("type") == "control_request" and request.get("subtype") == "get_context_usage" \
+                and self.answers_context_usage:
+            await self.emit({"type": "control_response", "response": {
+                "subtype": "success", "request_id": message["request_id"], "response": {"categories": []}}})
 
     # --- driven by the test ---------------------------------------------------------
 

@@ -17,7 +17,7 @@ from iris_common.paths import IrisPaths
 from irisd.caller import Caller
 from irisd.claude.process import ChildLine
 from irisd.pool.pair_events import PairEvent
-from irisd.pool.spares import RETRY_S, SparePool
+from irisd.pool.spares import REPLACE_AFTER_S, RETRY_S, WARM_UP_S, SparePool
 from irisd.tokens import Access
 
 ALPHA_TWO = "    sessions:\n      spares: 2\n"
@@ -111,4 +111,124 @@ async def test_spares_wait_for_room_and_a_reload_renews_a_changed_teams(
         await wait_until(lambda: len(pool.pids().get("alpha", [])) == 1 and len(FakeChild.instances) == 3,
                          every=0.01)
         assert all(child.stopped_at < float("inf") for child in old)
+        nursery.cancel_scope.cancel()
+
+
+WARM_UP = {"subtype": "get_context_usage", "detail": "summary"}
+
+
+async def test_a_spare_is_offered_once_claude_answered_its_warm_up(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # claude builds a session's first request (system prompt, tools, skills) when first asked:
+    # a spare asks it before any pair may take it, so that the pair's first turn finds it built.
+    monkeypatch.setattr(FakeChild, "answers_context_usage", False)  # the test answers
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: FakeChild.instances and FakeChild.instances[0].sent, every=0.01)
+        child = FakeChild.instances[0]
+        assert [m["request"] for m in child.sent] == [WARM_UP]  # the warm-up, and no turn
+        await trio.sleep(5)
+        assert pool.pids() == {} and pool.take("alpha") is None  # not offered before it answered
+        request_id = child.sent[0]["request_id"]
+        await child.emit({"type": "control_response", "response": {"subtype": "error", "request_id": "other"}})
+        await trio.sleep(1)
+        assert pool.pids() == {}  # another request's answer is not the warm-up's
+        await child.emit({"type": "control_response", "response": {
+            "subtype": "success", "request_id": request_id, "response": {"categories": []}}})
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
+        spare = pool.take("alpha")
+        assert spare is not None and spare.warmed == "answered" and len(child.sent) == 1
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_spare_that_does_not_answer_its_warm_up_is_offered_after_a_while(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(FakeChild, "answers_context_usage", False)  # a claude wedged while starting
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: FakeChild.instances and FakeChild.instances[0].sent, every=0.001)
+        asked = trio.current_time()
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.001)
+        assert trio.current_time() == pytest.approx(asked + WARM_UP_S, abs=0.002)
+        spare = pool.take("alpha")
+        assert spare is not None and spare.warmed == ""
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_spare_that_exits_during_its_warm_up_is_replaced_after_a_pause(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(FakeChild, "answers_context_usage", False)
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: FakeChild.instances and FakeChild.instances[0].sent, every=0.01)
+        FakeChild.instances[0].exit(1)
+        exited = trio.current_time()
+        await wait_until(lambda: len(FakeChild.instances) == 2, every=0.01)
+        assert trio.current_time() == pytest.approx(exited + RETRY_S, abs=0.02)  # seen within a poll
+        assert pool.pids() == {}  # the first was never offered; the second waits for its answer
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_taken_spare_is_replaced_once_its_first_turn_ended(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # A claude starting takes a core for about a second: the replacement waits for the
+    # first turn, which would otherwise share the machine with it.
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
+        spare = pool.take("alpha")
+        assert spare is not None
+        send, receive = trio.open_memory_channel[PairEvent](10)
+        spare.bind(send)
+        await trio.sleep(5)
+        assert len(FakeChild.instances) == 1  # its first turn runs: no new claude yet
+        await FakeChild.instances[0].result("the first answer")
+        ended = trio.current_time()
+        await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
+        assert trio.current_time() == pytest.approx(ended, abs=0.002)
+        got = await receive.receive()  # the result is the pair's, as every line of its child
+        assert isinstance(got, ChildLine) and json.loads(got.raw)["result"] == "the first answer"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_taken_spare_whose_first_turn_goes_on_is_replaced_after_a_while(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
+        spare = pool.take("alpha")
+        taken = trio.current_time()
+        assert spare is not None
+        await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
+        assert trio.current_time() == pytest.approx(taken + REPLACE_AFTER_S, abs=0.002)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_spare_warming_up_is_a_spare_to_evict_and_its_stop_is_no_failure(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pair that needs its slot must not wait for its warm-up (up to WARM_UP_S).
+    monkeypatch.setattr(FakeChild, "answers_context_usage", False)
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: FakeChild.instances and FakeChild.instances[0].sent, every=0.001)
+        (view,) = pool.views()
+        assert view.spare and view.state == "idle" and pool.holds(view.key) and pool.pids() == {}
+        pool.stop(view.key, "its slot went to a pair")
+        stopped = trio.current_time()
+        await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
+        assert FakeChild.instances[0].stopped_at == stopped
+        assert trio.current_time() == pytest.approx(stopped, abs=0.002)  # no pause: it did not fail
+        assert not pool.holds(view.key)
         nursery.cancel_scope.cancel()
