@@ -146,9 +146,10 @@ def test_a_reader_that_goes_away_ends_the_hot_paths_without_a_traceback() -> Non
 
 # Modules the hot paths used to import and no longer need (each one measured, README
 # Performance row 7): the socket module's enums, pathlib and what it pulls in, dataclasses,
-# shutil, json, urllib.
+# shutil, json, urllib, and typing_extensions with inspect behind it (msgspec's).
 NOT_ON_THE_HOT_PATHS = (
-    "socket", "pathlib", "dataclasses", "shutil", "json", "urllib.parse", "threading", "rich", "typer",
+    "socket", "pathlib", "dataclasses", "shutil", "json", "urllib.parse", "typing_extensions", "inspect",
+    "threading", "rich", "typer",
 )
 
 HOT_PATH_PROBE = """

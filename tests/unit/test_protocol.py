@@ -171,3 +171,27 @@ def test_a_message_a_client_did_not_expect_is_decoded_as_without_expectations() 
             decode_server_message(body)
         assert expected.value.message == unnamed.value.message
 
+
+def test_msgspec_sees_the_same_types_with_or_without_typing_extensions() -> None:
+    """``iris status`` and ``iris tell`` import msgspec with typing_extensions hidden
+    (``iris_cli.entry.import_msgspec``), so msgspec reads every Struct's annotations with
+    ``typing.get_type_hints``; this checks that it gives what typing_extensions' gives, for
+    every message (a typing_extensions that changed that would fail here, not in a user's CLI)."""
+    import inspect
+    import typing
+
+    import typing_extensions
+
+    import protocol.health
+    import protocol.messages
+
+    assert typing_extensions.Required is typing.Required and typing_extensions.NotRequired is typing.NotRequired
+    structs = [
+        value for module in (protocol.messages, protocol.health) for value in vars(module).values()
+        if inspect.isclass(value) and issubclass(value, msgspec.Struct) and value is not msgspec.Struct
+    ]
+    assert len(structs) > 100
+    for struct_type in structs:
+        assert typing_extensions.get_type_hints(struct_type, include_extras=True) == typing.get_type_hints(
+            struct_type, include_extras=True
+        ), struct_type
