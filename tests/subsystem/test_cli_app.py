@@ -98,6 +98,7 @@ def loaded_all(*args: str) -> set[str]:
 
 def test_a_command_imports_only_what_it_needs() -> None:
     assert loaded("--version") == set()
+    assert "typer" not in loaded_all("--version")  # scripts ask it: it answers without Typer
     assert loaded("status", "--json") == set()  # the hot path: no Typer command module, no rich
     assert loaded("status") == set()
     assert "typer" not in loaded_all("status")
