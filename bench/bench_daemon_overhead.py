@@ -113,8 +113,8 @@ def main() -> None:
         extra = ms(median(samples) - base)
         print(f"  through irisd, {label:<24} {median(samples) / base:5.2f}x   (+{extra})")
     over = median(installed_cli) - median(socket)
-    print(f"target: 'iris tell' (a normal install) at most +60 ms over the protocol client: +{ms(over)} "
-          f"{'met' if over <= 0.060 else 'MISSED'}")
+    print(f"target: 'iris tell' (a normal install) at most +40 ms over the protocol client: +{ms(over)} "
+          f"{'met' if over <= 0.040 else 'MISSED'} (bench_cli_startup.py measures it without claude's turn)")
     print("absolute:")
     print(describe("direct: turn on a warm claude", direct))
     print(describe("irisd: tell from a protocol client", socket))
