@@ -82,6 +82,18 @@ def normal_install(source: Path = REPO) -> Path:
     return scratch / "venv" / "bin"
 
 
+@contextlib.contextmanager
+def revision(rev: str) -> Iterator[Path]:
+    """The files of ``rev`` in a scratch folder (``git archive``: no worktree to clean up)."""
+    folder = Path(tempfile.mkdtemp(prefix="iris-bench-rev-"))
+    try:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def timed(action: Callable[..., object], *args: Any) -> float:
     """Seconds ``action(*args)`` took."""
     started = time.perf_counter()

@@ -31,10 +31,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
-from _common import REPO, SimIris, describe, header, median, ms, normal_install, timed
+from _common import REPO, SimIris, describe, header, median, ms, normal_install, revision, timed
 
 from iris_cli.client import Client
 from protocol.messages import Tell, TellReply
@@ -43,18 +43,6 @@ STATUS_TARGET = 4.0  # x python -c pass
 TELL_TARGET = 0.040  # s: the CLI's own cost of a tell, over a protocol client
 PACKAGES = ("protocol", "iris_common", "iris_mcp", "irisd", "iris_cli")
 COMMANDS = ("iris status", "iris status --json", "iris --version", "iris tell alpha MESSAGE", "iris tell --help")
-
-
-@contextlib.contextmanager
-def revision(rev: str) -> Iterator[Path]:
-    """The files of ``rev`` in a scratch folder (``git archive``: no worktree to clean up)."""
-    folder = Path(tempfile.mkdtemp(prefix="iris-bench-rev-"))
-    try:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 def uncompiled(checkout: Path, python: str, *args: str) -> list[str]:
