@@ -96,7 +96,7 @@ app = typer.Typer(
 
 def _print_version(wanted: bool) -> None:
     if wanted:
-        from iris_cli.entry import version_line
+        from iris_cli import version_line
 
         print(version_line())
         raise typer.Exit()

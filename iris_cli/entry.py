@@ -56,6 +56,8 @@ def _main(args: list[str]) -> None:
         print(f"iris: {problem}", file=sys.stderr)
         sys.exit(2)
     if args == ["--version"]:  # scripts ask it: no Typer either
+        from iris_cli import version_line
+
         print(version_line())
         sys.exit(0)
     if args in (["status"], ["status", "--json"]):  # the hot path: no Typer, no rich
@@ -76,13 +78,6 @@ def _main(args: list[str]) -> None:
     from iris_cli.app import main as cli
 
     cli()
-
-
-def version_line() -> str:
-    from iris_common import __version__
-    from protocol import PROTOCOL_VERSION
-
-    return f"iris {__version__} (protocol {PROTOCOL_VERSION})"
 
 
 def _plain_tell(args: list[str]) -> bool:
