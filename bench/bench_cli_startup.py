@@ -45,10 +45,11 @@ PACKAGES = ("protocol", "iris_common", "iris_mcp", "irisd", "iris_cli")
 COMMANDS = ("iris status", "iris status --json", "iris --version", "iris tell alpha MESSAGE", "iris tell --help")
 
 
-def uncompiled(checkout: Path, python: str, *args: str) -> list[str]:
+def uncompiled(checkout: Path, python: str, stack: contextlib.ExitStack, *args: str) -> list[str]:
     """``iris ARGS`` run from a copy of ``checkout``'s packages that has no byte-compiled
     files and never gets any (a fresh clone on a machine that sets PYTHONDONTWRITEBYTECODE)."""
     copy = Path(tempfile.mkdtemp(prefix="iris-bench-src-"))
+    stack.callback(shutil.rmtree, copy, ignore_errors=True)
     for package in PACKAGES:
         shutil.copytree(checkout / package, copy / package, ignore=shutil.ignore_patterns("__pycache__"))
     return ["env", "PYTHONDONTWRITEBYTECODE=1", f"PYTHONPATH={copy}", python, "-m", "iris_cli", *args]
@@ -76,6 +77,9 @@ def main() -> int:
         installed = normal_install()
         old_code = stack.enter_context(revision(args.baseline)) if args.baseline else None
         old_installed = normal_install(old_code) if old_code else None
+        for bin_dir in (installed, old_installed):  # the scratch virtualenvs (venv/bin's grandparent)
+            if bin_dir is not None:
+                stack.callback(shutil.rmtree, bin_dir.parent.parent, ignore_errors=True)
         root = Path(tempfile.mkdtemp(prefix="iris-bench-"))
         iris = SimIris(root, model_url="http://127.0.0.1:9", claude="/bin/false")  # echo children: no claude
         stack.callback(shutil.rmtree, root, ignore_errors=True)
@@ -94,9 +98,9 @@ def main() -> int:
         if old_code is not None:  # the same interpreter, the baseline's code first on the path
             runs["iris status (editable, baseline)"] = [
                 "env", f"PYTHONPATH={old_code}", str(editable / "iris"), "status"]
-        runs["iris status, no .pyc"] = uncompiled(REPO, sys.executable, "status")
+        runs["iris status, no .pyc"] = uncompiled(REPO, sys.executable, stack, "status")
         if old_code is not None:
-            runs["iris status, no .pyc (baseline)"] = uncompiled(old_code, sys.executable, "status")
+            runs["iris status, no .pyc (baseline)"] = uncompiled(old_code, sys.executable, stack, "status")
 
         def run(argv: list[str]) -> None:
             # cwd "/": 'python -m' puts the working folder first on sys.path, before PYTHONPATH
