@@ -70,17 +70,29 @@ class SimIris(Iris):
         return self.process
 
 
-def normal_install() -> Path:
-    """A scratch virtualenv with this checkout installed from a wheel (no editable hook);
-    its ``bin`` folder. Dependencies come from pip's cache when they can."""
+def normal_install(source: Path = REPO) -> Path:
+    """A scratch virtualenv with ``source`` (this checkout) installed from a wheel (no
+    editable hook); its ``bin`` folder. Dependencies come from pip's cache when they can."""
     scratch = Path(tempfile.mkdtemp(prefix="iris-bench-venv-"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(scratch / "wheel"),
-                    str(REPO)], check=True, capture_output=True)
+                    str(source)], check=True, capture_output=True)
     subprocess.run([sys.executable, "-m", "venv", str(scratch / "venv")], check=True)
     wheel = next((scratch / "wheel").glob("*.whl"))
     subprocess.run([str(scratch / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
                    check=True, capture_output=True)
     return scratch / "venv" / "bin"
+
+
+@contextlib.contextmanager
+def revision(rev: str) -> Iterator[Path]:
+    """The files of ``rev`` in a scratch folder (``git archive``: no worktree to clean up)."""
+    folder = Path(tempfile.mkdtemp(prefix="iris-bench-rev-"))
+    try:
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev], check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def timed(action: Callable[..., object], *args: Any) -> float:

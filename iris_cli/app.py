@@ -96,10 +96,9 @@ app = typer.Typer(
 
 def _print_version(wanted: bool) -> None:
     if wanted:
-        from iris_common import __version__
-        from protocol import PROTOCOL_VERSION
+        from iris_cli import version_line
 
-        print(f"iris {__version__} (protocol {PROTOCOL_VERSION})")
+        print(version_line())
         raise typer.Exit()
 
 

@@ -5,13 +5,12 @@ all, and the Typer commands call the same functions. A command ends with ``Syste
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from iris_cli.client import EventHandler
+    from iris_cli.client import EventHandler, Expected
     from protocol.errors import IrisError
     from protocol.messages import Reply, Request
 
@@ -19,6 +18,8 @@ if TYPE_CHECKING:
 def fail(error: IrisError, as_json: bool = False) -> NoReturn:
     """End the command with ``error``'s message on stderr and exit code 1."""
     if as_json:
+        import json
+
         print(json.dumps({"error": {"code": error.code, "message": error.message}}), file=sys.stderr)
     else:
         from iris_cli import render
@@ -48,20 +49,24 @@ def send(
     as_json: bool = False,
     on_event: EventHandler | None = None,
     explain: Callable[[IrisError], IrisError] | None = None,
+    expect: Expected = (),
 ) -> Reply:
     """One request to irisd; an IrisError ends the command with its message (``explain``
-    may first add what the command knows, e.g. the id of a tell under way)."""
+    may first add what the command knows, e.g. the id of a tell under way). ``expect``: the
+    reply and event types the command takes (``Client.request``)."""
     from iris_cli.client import Client
     from protocol.errors import IrisError
 
     try:
         with Client() as client:
-            return client.request(request, on_event)
+            return client.request(request, on_event, expect=expect)
     except IrisError as exc:
         fail(explain(exc) if explain else exc, as_json)
 
 
 def print_json(value: object) -> None:
+    import json
+
     import msgspec
 
     print(json.dumps(msgspec.to_builtins(value), indent=2, ensure_ascii=False))

@@ -7,13 +7,16 @@ daemon raised.
 
 from __future__ import annotations
 
+# The socket type itself (C): the ``socket`` module around it builds enums of every
+# constant at import, which cost ``iris status`` more than its request. The client uses
+# only what ``_socket.socket`` has (connect, sendall, recv_into, timeouts) and its errors
+# are the same OSError subclasses.
+import _socket
 import os
-import socket
 import time
 from collections.abc import Callable
-from pathlib import Path
 from types import TracebackType
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -32,17 +35,23 @@ from protocol.messages import (
     is_event,
 )
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 EventHandler = Callable[[Event], None]
+Expected = tuple[type[msgspec.Struct], ...]  # the reply and event types a request waits for
 HELLO_TIMEOUT_S = 10.0  # connecting and the handshake; a request then waits as long as it takes
 
 
 def default_socket_path() -> Path:
-    from iris_common.paths import IrisPaths
+    from pathlib import Path
 
-    return IrisPaths.from_env().socket
+    from iris_common.locations import socket_path
+
+    return Path(socket_path(os.environ))
 
 
-def connect_error(exc: OSError, socket_path: Path) -> DaemonNotRunningError:
+def connect_error(exc: OSError, socket_path: str | os.PathLike[str]) -> DaemonNotRunningError:
     """The one place OS errors of connecting become Iris errors (for both clients)."""
     if isinstance(exc, FileNotFoundError | ConnectionRefusedError):
         return DaemonUnreachable(
@@ -55,11 +64,13 @@ def connect_error(exc: OSError, socket_path: Path) -> DaemonNotRunningError:
 
 
 class Client:
-    def __init__(self, socket_path: Path | None = None, *, timeout: float | None = None) -> None:
-        self.socket_path = socket_path or default_socket_path()
+    def __init__(self, socket_path: str | os.PathLike[str] | None = None, *, timeout: float | None = None) -> None:
+        from iris_common.locations import socket_path as from_env  # no pathlib: a short command's start-up
+
+        self.socket_path = socket_path or from_env(os.environ)
         self.timeout = timeout
         self.welcome: Welcome | None = None
-        self._sock: socket.socket | None = None
+        self._sock: _socket.socket | None = None
 
     def __enter__(self) -> Client:
         return self
@@ -77,7 +88,7 @@ class Client:
     def connect(self) -> Welcome:
         if self.welcome is not None:
             return self.welcome
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         sock.settimeout(HELLO_TIMEOUT_S)  # a wedged irisd that still accepts must not hang us
         deadline = time.monotonic() + HELLO_TIMEOUT_S
         while True:
@@ -99,24 +110,30 @@ class Client:
                 sock.close()
                 raise connect_error(exc, self.socket_path) from None
         self._sock = sock
-        reply = self._exchange(Hello(protocol_version=PROTOCOL_VERSION, client="iris-cli"), None)
+        reply = self._exchange(Hello(protocol_version=PROTOCOL_VERSION, client="iris-cli"), None, (Welcome,))
         if not isinstance(reply, Welcome):
             raise ProtocolError(f"irisd answered the hello with {type(reply).__name__}")
         sock.settimeout(self.timeout)
         self.welcome = reply
         return reply
 
-    def request(self, request: Request, on_event: EventHandler | None = None) -> Reply:
-        """Send ``request`` and return its reply; raises the daemon's IrisError on failure."""
-        self.connect()
-        return self._exchange(request, on_event)
+    def request(
+        self, request: Request, on_event: EventHandler | None = None, *, expect: Expected = ()
+    ) -> Reply:
+        """Send ``request`` and return its reply; raises the daemon's IrisError on failure.
 
-    def _exchange(self, request: Request, on_event: EventHandler | None) -> Reply:
+        ``expect``: the reply type and the events the caller takes (e.g. ``(StatusReply,)``),
+        so that only their decoder is built, a good part of a short command's start-up;
+        anything else irisd sends still arrives, decoded by the whole union's decoder."""
+        self.connect()
+        return self._exchange(request, on_event, expect)
+
+    def _exchange(self, request: Request, on_event: EventHandler | None, expect: Expected = ()) -> Reply:
         assert self._sock is not None
         try:
             self._sock.sendall(encode(request))
             while True:
-                message = self._receive()
+                message = self._receive(expect)
                 if is_event(message):
                     if on_event is not None:
                         on_event(message)
@@ -134,7 +151,7 @@ class Client:
                 "see 'iris daemon logs', or restart it ('iris daemon stop', then 'start')"
             ) from None
 
-    def _receive(self) -> Reply | Event:
+    def _receive(self, expect: Expected = ()) -> Reply | Event:
         """One frame, read straight into a buffer of its size: a long transcript (megabytes)
         is copied once, not grown chunk by chunk and copied out again."""
         (size,) = HEADER.unpack(self._read_exactly(HEADER.size))
@@ -143,7 +160,7 @@ class Client:
         except ProtocolError:
             self.close()  # the rest of the stream cannot be read in step any more
             raise
-        return decode_server_message(self._read_exactly(size))
+        return decode_server_message(self._read_exactly(size), expect)
 
     def _read_exactly(self, size: int) -> bytearray:
         assert self._sock is not None

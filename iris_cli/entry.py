@@ -55,11 +55,18 @@ def _main(args: list[str]) -> None:
     if problem := bad_argument(args):
         print(f"iris: {problem}", file=sys.stderr)
         sys.exit(2)
+    if args == ["--version"]:  # scripts ask it: no Typer either
+        from iris_cli import version_line
+
+        print(version_line())
+        sys.exit(0)
     if args in (["status"], ["status", "--json"]):  # the hot path: no Typer, no rich
+        import_msgspec()
         from iris_cli.status_cmd import run_status
 
         sys.exit(run_status(as_json=args[1:] == ["--json"]))
     if _plain_tell(args):  # 'iris tell TEAM MESSAGE [--json]': the other hot path
+        import_msgspec()
         from iris_cli.tell_cmd import run_tell
 
         run_tell(args[1], args[2], from_team=None, timeout=0, max_budget_usd=None, as_json=args[3:] == ["--json"])
@@ -84,3 +91,27 @@ def _plain_tell(args: list[str]) -> bool:
         and "," not in args[1]
         and not args[2].startswith("-")
     )
+
+
+def import_msgspec() -> None:
+    """Import msgspec without typing_extensions, for the hot paths.
+
+    msgspec does not depend on typing_extensions, but imports it when it is installed (Typer
+    installs it) for two things: its ``get_type_hints``, which msgspec always calls with
+    ``include_extras=True``, where on Python 3.11 and later it returns what
+    ``typing.get_type_hints`` returns; and ``Required``/``NotRequired``, which there are
+    typing's own objects. Without it,
+    msgspec takes the same from ``typing`` (tests/unit/test_protocol.py checks that both give
+    the Structs the same types). Importing it, and ``inspect``, ``ast``, ``dis`` and
+    ``tokenize`` behind it, was a sixth of ``iris status``'s instructions. It is hidden only
+    while msgspec is imported: whatever imports it later (Typer, rich) gets it as usual.
+    """
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return  # too late to matter, or nothing to hide
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # None: "import fails"
+    try:
+        import msgspec  # noqa: F401 (imported for what it caches: its typing helpers)
+    except ImportError:
+        pass  # a later msgspec that needs it: the command imports it as it is
+    finally:
+        del sys.modules["typing_extensions"]

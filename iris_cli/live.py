@@ -10,11 +10,12 @@ must stay readable (an approval's commands) are printed once, above it.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 from collections.abc import Iterator
 from typing import TextIO
+
+from iris_cli.table import terminal_width
 
 FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TICK_S = 0.1
@@ -103,7 +104,7 @@ class StatusLine:
         if not self._text or self._line_open:
             return
         line = f"{FRAMES[self._frame % len(FRAMES)]} {self._text} · {elapsed(time.monotonic() - self._started)}"
-        width = shutil.get_terminal_size((80, 24)).columns - 1
+        width = terminal_width() - 1
         if len(line) > width:
             line = line[: width - 1] + "…"
         self._err.write("\r\x1b[2K" + line)

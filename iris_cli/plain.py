@@ -6,12 +6,10 @@ and ``iris wake --all``."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Sequence
-from urllib.parse import urlsplit
 
-from iris_cli.table import Cell, Column, Table, clean, draw, one_line, paint, use_color
+from iris_cli.table import Cell, Column, Table, clean, draw, one_line, paint, terminal_width, use_color
 from iris_cli.text import ago, pair_name, short, usd
 from protocol.health import Finding, Recovery
 from protocol.messages import ProcessInfo, StatusReply, TeamInfo
@@ -35,6 +33,8 @@ def host_of(process: ProcessInfo) -> str:
     """Where a pair's team runs, short enough for a column: an A2A agent's host and port
     (its card's whole URL is in 'iris teams'), an ssh destination, another irisd, "local"."""
     if process.kind == "a2a":
+        from urllib.parse import urlsplit  # only here: it imports ipaddress, which few status replies need
+
         return urlsplit(process.host).netloc or process.host
     return process.host or "local"
 
@@ -153,5 +153,5 @@ def health_lines(findings: Sequence[Finding], recoveries: Sequence[Recovery], *,
 
 
 def print_status(reply: StatusReply) -> None:
-    width = shutil.get_terminal_size((80, 24)).columns
+    width = terminal_width()
     print("\n".join(status_lines(reply, width=width, color=use_color())))

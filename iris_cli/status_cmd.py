@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 
@@ -17,9 +16,11 @@ def run_status(as_json: bool) -> int:
 
     try:
         with Client() as client:
-            reply = client.request(GetStatus())
+            reply = client.request(GetStatus(), expect=(StatusReply,))
     except IrisError as exc:
         if as_json:
+            import json
+
             body = {"running": False, "message": exc.message} if exc.code == "daemon_not_running" else {
                 "error": {"code": exc.code, "message": exc.message}}
             print(json.dumps(body), file=sys.stdout if exc.code == "daemon_not_running" else sys.stderr)
@@ -28,6 +29,8 @@ def run_status(as_json: bool) -> int:
         return 1
     assert isinstance(reply, StatusReply)
     if as_json:
+        import json  # only here: the plain lines need none of it
+
         print(json.dumps({"running": True, **msgspec.to_builtins(reply)}, indent=2, ensure_ascii=False))
     else:
         from iris_cli.plain import print_status  # no rich: it costs more than the rest

@@ -16,7 +16,8 @@ import re
 import sys
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 GAP = 2  # spaces between columns
 MIN_FREE = 8  # a free column keeps this many columns, even on a terminal too narrow for the row
@@ -25,8 +26,9 @@ STYLES = {
 }
 
 
-@dataclass(frozen=True)
-class Cell:
+# Structs, not dataclasses: a dataclass compiles its methods when its module is imported,
+# and ``iris status`` imports this one.
+class Cell(msgspec.Struct, frozen=True):
     """A cell's text (team and model text: never read as markup) and its style: a name of
     ``STYLES`` or a team's '#RRGGBB'."""
 
@@ -34,15 +36,13 @@ class Cell:
     style: str = ""
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(msgspec.Struct, frozen=True):
     header: str
     free: bool = False  # free text: shares the width left by the others, cut to fit
     fold: int = 0  # (free) with less room than this, it goes under its row, whole
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(msgspec.Struct, frozen=True):
     columns: Sequence[Column]
     rows: Sequence[Sequence[Cell | str]]
     notes: Sequence[Sequence[str]] = ()  # per row: dim lines under it; the first is cut to the width
@@ -77,6 +77,22 @@ def fit(text: str, width: int) -> str:
             break
         kept.append(char)
     return "".join(kept) + "…"
+
+
+def terminal_width(fallback: int = 80) -> int:
+    """The terminal's width in columns as ``shutil.get_terminal_size`` reads it (``COLUMNS``
+    first, then standard output's terminal, else ``fallback``), without importing shutil,
+    which loads fnmatch and the compression modules on every ``iris status``."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # no stdout, closed, or not a terminal
+            columns = 0
+    return columns if columns > 0 else fallback
 
 
 def use_color(stream: object = None) -> bool:

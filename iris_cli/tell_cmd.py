@@ -42,7 +42,7 @@ def run_tell(
 
     try:
         with watcher:
-            reply = send(request, as_json, watcher.on_event, explain=lost)
+            reply = send(request, as_json, watcher.on_event, explain=lost, expect=(TellReply, *TellWatcher.EVENTS))
     except KeyboardInterrupt:
         tell_id = watcher.tell_id
         which = f"'iris result {tell_id}' or 'iris cancel {tell_id}'" if tell_id else f"'iris report {team}'"

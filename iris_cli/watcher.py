@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import sys
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from iris_cli.live import StatusLine
 from iris_cli.text import decide_line
 from protocol.messages import Event, TellNotice, TellPhase, TellPhaseEvent, TellState, TellText
 from protocol.phases import awaited_approval, describe
+
+if TYPE_CHECKING:
+    from iris_cli.live import StatusLine
 
 
 def approval_hint(phase: TellPhase, approval_id: str) -> str:
@@ -23,13 +26,19 @@ class TellWatcher:
     stdout as it comes; ``status_line``: keep a live status line on stderr; ``hints``:
     print approval commands and API retries on stderr even without a terminal."""
 
+    EVENTS = (TellText, TellState, TellPhaseEvent, TellNotice)  # what irisd streams to a tell's caller
+
     def __init__(self, *, stream_text: bool, status_line: bool, hints: bool) -> None:
         self.tell_id = ""
         self.streamed = False
         self.stream_text = stream_text
         self.hints = hints
         self._shown_approvals: set[str] = set()
-        self._status = StatusLine(sys.stderr, sys.stdout) if status_line else None
+        self._status: StatusLine | None = None
+        if status_line:  # on a terminal only: its thread and redraws
+            from iris_cli.live import StatusLine
+
+            self._status = StatusLine(sys.stderr, sys.stdout)
         self._line_open = False
 
     @property

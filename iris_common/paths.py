@@ -2,7 +2,8 @@
 
 * ``IRIS_HOME`` (default ``~/.iris``): ``config.yaml``, ``data/iris.db``, ``logs/``.
 * The socket: ``IRIS_SOCKET`` if set, else ``$XDG_RUNTIME_DIR/iris/irisd.sock``,
-  else ``$IRIS_HOME/run/irisd.sock``. Its folder is 0700, the socket 0600.
+  else ``$IRIS_HOME/run/irisd.sock`` (``iris_common.locations``). Its folder is 0700,
+  the socket 0600.
 * ``CLAUDE_CONFIG_DIR`` (default ``~/.claude``): where claude keeps session files.
 """
 
@@ -14,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from iris_common.locations import iris_home, socket_path
 
 
 @dataclass(frozen=True)
@@ -37,15 +40,8 @@ class IrisPaths:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> IrisPaths:
         env = os.environ if env is None else env
-        home = Path(env.get("IRIS_HOME") or Path.home() / ".iris").expanduser()
-        if env.get("IRIS_SOCKET"):
-            socket = Path(env["IRIS_SOCKET"]).expanduser()
-        elif env.get("XDG_RUNTIME_DIR"):
-            socket = Path(env["XDG_RUNTIME_DIR"]) / "iris" / "irisd.sock"
-        else:
-            socket = home / "run" / "irisd.sock"
         claude_dir = Path(env.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
-        return cls(home=home.absolute(), socket=socket.absolute(), claude_config_dir=claude_dir)
+        return cls(home=Path(iris_home(env)), socket=Path(socket_path(env)), claude_config_dir=claude_dir)
 
 
 def escape_project_path(path: str) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import cast, get_args
+from typing import Union, cast, get_args
 
 import msgspec
 
 from protocol.errors import InvalidRequestError, ProtocolError
 from protocol.framing import DEFAULT_MAX_FRAME, HEADER, check_body_size
 from protocol.limits import explain
-from protocol.messages import Request, ServerMessage
+from protocol.messages import ErrorReply, Request, ServerMessage
 
 # What a decoder raises for bytes that are no message: msgspec's DecodeError (and its
 # ValidationError), RecursionError for nesting past its depth, and UnicodeDecodeError
@@ -37,7 +37,20 @@ def undecodable(exc: BaseException, data: bytes | bytearray) -> str:
 
 
 _encoder = msgspec.msgpack.Encoder()
-_server_decoder = msgspec.msgpack.Decoder(ServerMessage)
+
+
+@functools.cache
+def _server_decoder() -> msgspec.msgpack.Decoder[object]:
+    """Made at the first message decoded without a list of the expected ones: building the
+    decoder of every reply and event type cost a short command a fifth of its start-up."""
+    return msgspec.msgpack.Decoder(ServerMessage)
+
+
+@functools.cache
+def _expected_decoder(expected: tuple[type[msgspec.Struct], ...]) -> msgspec.msgpack.Decoder[object]:
+    """A decoder of just ``expected`` and ``ErrorReply``: msgspec builds a decoder for the
+    types it can reach, so a command's is a small part of the whole union's."""
+    return msgspec.msgpack.Decoder(Union[(ErrorReply, *expected)])
 
 
 @functools.cache
@@ -71,9 +84,21 @@ def validated(request: Request) -> Request:
     return cast(Request, _decode(_request_decoder(), _encoder.encode(request), get_args(Request)))
 
 
-def decode_server_message(body: bytes | bytearray) -> ServerMessage:
-    """Decode a daemon's frame body (a reply or a pushed event)."""
-    return cast(ServerMessage, _decode(_server_decoder, body))
+def decode_server_message(
+    body: bytes | bytearray, expected: tuple[type[msgspec.Struct], ...] = ()
+) -> ServerMessage:
+    """Decode a daemon's frame body (a reply or a pushed event).
+
+    ``expected``: the replies and events the caller waits for (``ErrorReply`` is always
+    one); a client that names them decodes them without building the decoder of the whole
+    union. Any other message (an event added later, a reply to another request) is still
+    decoded, by the whole union's decoder, as if nothing had been named."""
+    if expected:
+        try:
+            return cast(ServerMessage, _expected_decoder(expected).decode(body))
+        except UNDECODABLE:
+            pass  # not one of them, or not a message at all: the whole union decides and says why
+    return cast(ServerMessage, _decode(_server_decoder(), body))
 
 
 def _decode(

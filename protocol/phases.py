@@ -3,7 +3,6 @@ the MCP tools, the dashboard). Pure: no I/O."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from protocol.messages import TellPhase
@@ -14,6 +13,8 @@ TOOL_DETAIL_CHARS = 80
 def tool_summary(tool: str, value: Any, limit: int = TOOL_DETAIL_CHARS) -> str:
     """A tool's input on one line: Bash's command, a file tool's path, a search's
     pattern, else the first text value, else compact JSON; cut to ``limit``."""
+    import json  # here: a tell's phases rarely need it, and 'iris tell' starts without it
+
     if not isinstance(value, dict):
         text = "" if value is None else json.dumps(value, ensure_ascii=False)
     else:

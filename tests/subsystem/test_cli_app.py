@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -95,6 +98,7 @@ def loaded_all(*args: str) -> set[str]:
 
 def test_a_command_imports_only_what_it_needs() -> None:
     assert loaded("--version") == set()
+    assert "typer" not in loaded_all("--version")  # scripts ask it: it answers without Typer
     assert loaded("status", "--json") == set()  # the hot path: no Typer command module, no rich
     assert loaded("status") == set()
     assert "typer" not in loaded_all("status")
@@ -139,3 +143,96 @@ def test_a_reader_that_goes_away_ends_the_hot_paths_without_a_traceback() -> Non
     finally:
         os.close(write_end)
     assert ran.stderr == "" and ran.returncode == 1
+
+
+# Modules the hot paths used to import and no longer need (each one measured, README
+# Performance row 7): the socket module's enums, pathlib and what it pulls in, dataclasses,
+# shutil, json, urllib, and typing_extensions with inspect behind it (msgspec's).
+NOT_ON_THE_HOT_PATHS = (
+    "socket", "pathlib", "dataclasses", "shutil", "json", "urllib.parse", "typing_extensions", "inspect",
+    "threading", "rich", "typer",
+)
+
+HOT_PATH_PROBE = """
+import sys
+sys.path[:0] = sys.argv[1].split(":")  # run with -S: no site, so nothing is imported before the command
+before = set(sys.modules)
+sys.argv = ["iris", *sys.argv[2:]]
+from iris_cli.entry import main
+try:
+    main()
+except SystemExit:
+    pass
+codec = sys.modules["protocol.codec"]
+print("loaded:", *sorted(set(sys.modules) - before), file=sys.stderr)
+built = getattr(codec._server_decoder, "cache_info", None)  # a function that makes it on first use
+print("whole-union decoder:", built().currsize if built else "made at import", file=sys.stderr)
+"""
+
+
+class FakeIrisd:
+    """A Unix socket that answers the way irisd does: a Welcome to the hello, then ``answers``
+    to each request (events first, the reply last)."""
+
+    def __init__(self, path: Path, answers: dict[str, list[Any]]) -> None:
+        self.answers = answers
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(str(path))
+        self.listener.listen()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        from protocol.codec import decode_request, encode
+        from protocol.framing import HEADER
+        from protocol.messages import Welcome
+
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            with connection:
+                while header := connection.recv(HEADER.size, socket.MSG_WAITALL):
+                    (size,) = HEADER.unpack(header)
+                    request = decode_request(connection.recv(size, socket.MSG_WAITALL))
+                    name = type(request).__name__
+                    replies = [Welcome(protocol_version=PROTOCOL_VERSION, daemon_version="t", pid=1)] \
+                        if name == "Hello" else self.answers[name]
+                    for message in replies:
+                        connection.sendall(encode(message))
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_the_hot_paths_import_only_what_they_use(tmp_path: Path) -> None:
+    """``iris status`` and ``iris tell TEAM MESSAGE``, each against a daemon that answers, import
+    none of ``NOT_ON_THE_HOT_PATHS`` and decode with a decoder of their own replies only."""
+    import os
+    import site
+    import subprocess
+    import sys
+
+    from protocol.messages import StatusReply, TeamInfo, TellInfo, TellReply, TellText
+
+    tell = TellInfo(id="t1", from_team=None, to_team="alpha", message="hi", status="completed", text="hello")
+    irisd = FakeIrisd(tmp_path / "irisd.sock", {
+        "GetStatus": [StatusReply(pid=1, daemon_version="t", started_at=0.0, socket_path="/s", config_path="/c",
+                                  teams=[TeamInfo(name="alpha", path="/a")], processes=[], max_processes=4)],
+        "Tell": [TellText(tell_id="t1", text="hello"), TellReply(status="completed", tell=tell)],
+    })
+    path = ":".join([str(Path(__file__).resolve().parents[2]), *site.getsitepackages()])
+    env = {**os.environ, "IRIS_SOCKET": str(tmp_path / "irisd.sock")}
+    try:
+        for args, shown in ((["status"], "alpha"), (["tell", "alpha", "hi"], "hello")):
+            ran = subprocess.run([sys.executable, "-S", "-c", HOT_PATH_PROBE, path, *args],
+                                 capture_output=True, text=True, env=env, timeout=60)
+            assert ran.returncode == 0 and shown in ran.stdout, (args, ran.stdout, ran.stderr)
+            lines = dict(line.split(": ", 1) for line in ran.stderr.splitlines() if ": " in line)
+            loaded = set(lines["loaded"].split())
+            assert "protocol.messages" in loaded and "iris_cli.client" in loaded  # the probe saw the command
+            assert loaded.isdisjoint(NOT_ON_THE_HOT_PATHS), (args, sorted(loaded & set(NOT_ON_THE_HOT_PATHS)))
+            assert lines["whole-union decoder"] == "0", args
+    finally:
+        irisd.close()

@@ -101,7 +101,9 @@ class FakeClient:
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         pass
 
-    def request(self, request: msgspec.Struct, on_event: Callable[[Any], None] | None = None) -> msgspec.Struct:
+    def request(
+        self, request: msgspec.Struct, on_event: Callable[[Any], None] | None = None, *, expect: object = ()
+    ) -> msgspec.Struct:
         if on_event is not None:
             for event in self.events:
                 on_event(event)
@@ -196,7 +198,7 @@ def test_an_error_message_with_markup_is_printed_as_written(
     from protocol.errors import UnknownTeamError
 
     class Refusing(FakeClient):
-        def request(self, request: msgspec.Struct, on_event: object = None) -> msgspec.Struct:
+        def request(self, request: msgspec.Struct, on_event: object = None, *, expect: object = ()) -> msgspec.Struct:
             raise UnknownTeamError(f"team {HOSTILE!r} is not configured")
 
     monkeypatch.setattr(iris_cli.client, "Client", Refusing)

@@ -139,3 +139,59 @@ def test_a_client_decoding_replies_never_builds_the_request_decoder() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "1"
+
+
+def test_a_client_naming_the_replies_it_expects_never_builds_the_whole_unions_decoder() -> None:
+    """``iris status`` expects a StatusReply (or an error): building the decoder of every reply
+    and event type was a fifth of its start-up; its own decoder is a small part of that."""
+    script = (
+        "from protocol import codec\n"
+        "from protocol.messages import ErrorReply, TeamsReply, TellText, Welcome\n"
+        "frame = lambda message: bytes(codec.encode(message))[4:]\n"
+        "teams = codec.decode_server_message(frame(TeamsReply(teams=[])), (TeamsReply,))\n"
+        "error = codec.decode_server_message(frame(ErrorReply(code='busy', message='m')), (TeamsReply,))\n"
+        "assert teams == TeamsReply(teams=[]) and error == ErrorReply(code='busy', message='m')\n"
+        "assert codec._server_decoder.cache_info().currsize == 0\n"
+        "assert codec.decode_server_message(frame(Welcome(1, 'v', 2)), (TeamsReply,)) == Welcome(1, 'v', 2)\n"
+        "print(codec._server_decoder.cache_info().currsize)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "1"  # a message it did not name: the whole union's decoder, made then
+
+
+def test_a_message_a_client_did_not_expect_is_decoded_as_without_expectations() -> None:
+    """A new event type, a reply to another request: decoded all the same (the caller decides
+    what to do with it), and bytes that are no message fail as they always did."""
+    event = TellNotice(tell_id="t1", text="claude retries the API")
+    assert decode_server_message(bytes(encode(event))[4:], (TellReply,)) == event
+    for body in (b"\xc1", msgspec.msgpack.encode({"type": "tell_reply", "status": "nope"})):
+        with pytest.raises(ProtocolError) as expected:
+            decode_server_message(body, (TellReply, TellText))
+        with pytest.raises(ProtocolError) as unnamed:
+            decode_server_message(body)
+        assert expected.value.message == unnamed.value.message
+
+
+def test_msgspec_sees_the_same_types_with_or_without_typing_extensions() -> None:
+    """``iris status`` and ``iris tell`` import msgspec with typing_extensions hidden
+    (``iris_cli.entry.import_msgspec``), so msgspec reads every Struct's annotations with
+    ``typing.get_type_hints``; this checks that it gives what typing_extensions' gives, for
+    every message (a typing_extensions that changed that would fail here, not in a user's CLI)."""
+    import inspect
+    import typing
+
+    import typing_extensions
+
+    import protocol.health
+    import protocol.messages
+
+    assert typing_extensions.Required is typing.Required and typing_extensions.NotRequired is typing.NotRequired
+    structs = [
+        value for module in (protocol.messages, protocol.health) for value in vars(module).values()
+        if inspect.isclass(value) and issubclass(value, msgspec.Struct) and value is not msgspec.Struct
+    ]
+    assert len(structs) > 100
+    for struct_type in structs:
+        assert typing_extensions.get_type_hints(struct_type, include_extras=True) == typing.get_type_hints(
+            struct_type, include_extras=True
+        ), struct_type

@@ -3,6 +3,8 @@ what a cell may never do to the terminal."""
 
 from __future__ import annotations
 
+import pytest
+
 from iris_cli.plain import team_lines
 from iris_cli.table import Cell, Column, Table, draw, fit, width_of
 from protocol.messages import TeamInfo
@@ -89,3 +91,20 @@ def test_a_team_with_a_long_address_keeps_its_description_readable() -> None:
     _header, row, description = team_lines([agent], width=80, color=False)
     assert "https://agents.example.com/a2a/v1/billing-service" in row
     assert description.strip() == "answers questions about invoices"  # under its row, not cut to "descrip…"
+
+
+def test_the_terminal_width_is_read_as_shutil_reads_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``terminal_width`` spares ``iris status`` importing shutil; it must give what shutil gives."""
+    import shutil
+
+    from iris_cli.table import terminal_width
+
+    for columns in ("132", "0", "-3", "wide", None):
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        assert terminal_width() == shutil.get_terminal_size((80, 24)).columns, columns
+    monkeypatch.setenv("COLUMNS", "0")
+    monkeypatch.setattr("sys.__stdout__", None)  # started with no stdout at all
+    assert terminal_width() == 80 == shutil.get_terminal_size((80, 24)).columns
