@@ -11,13 +11,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 
-@dataclass(frozen=True)
-class IrisPaths:
+
+class IrisPaths(msgspec.Struct, frozen=True):
     home: Path
     socket: Path
     claude_config_dir: Path

@@ -34,8 +34,8 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+import msgspec
 import trio
 
 from iris_common.config import IrisConfig, Team
@@ -55,8 +55,7 @@ RETRY_S = 30.0  # a spare that could not start, or exited on its own: the team's
 LINES = 64  # what a spare may print before its pair reads it (it prints nothing until its first turn)
 
 
-@dataclass(eq=False)
-class Spare:
+class Spare(msgspec.Struct, eq=False):
     """One started claude waiting for a pair of ``team``."""
 
     team: str
@@ -69,7 +68,7 @@ class Spare:
     taken: bool = False
     exited: bool = False
     _target: trio.MemorySendChannel[PairEvent] | None = None
-    _bound: trio.Event = field(default_factory=trio.Event)
+    _bound: trio.Event = msgspec.field(default_factory=trio.Event)
 
     def bind(self, inbox: trio.MemorySendChannel[PairEvent]) -> None:
         """Its lines and its exit go to ``inbox`` (its pair's) from now on."""

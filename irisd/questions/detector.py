@@ -25,23 +25,22 @@ precision and recall on the corpus in ``tests/unit/question_corpus.py`` are in t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 MAX_QUESTION_CHARS = 600
 CONTEXT_CHARS = 1500
 TAIL_SENTENCES = 3
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     name: str
     pattern: re.Pattern[str]
     confidence: float
     window: int = TAIL_SENTENCES  # how many of the last sentences it looks at
 
 
-@dataclass(frozen=True)
-class Detection:
+class Detection(msgspec.Struct, frozen=True):
     question: str  # the asking sentence(s), as written
     confidence: float  # 0..1: how sure the rule that matched is
     pattern: str  # the rule's name (or a configured pattern)
