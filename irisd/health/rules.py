@@ -22,7 +22,6 @@ The monitor carries the actions out and records what came of them (``Recovery``)
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable
 from typing import Literal
 
@@ -260,6 +259,8 @@ def _memory(pairs: Iterable[PairFacts], limits: Limits) -> Iterable[Finding]:
     running = [p for p in pairs if p.rss > 0]
     if len(running) < 2:
         return
+    import statistics  # with two claudes running, not at irisd's start (fractions, about 2 ms)
+
     for pair in running:
         others = [p.rss for p in running if p is not pair]
         median = statistics.median(others)
