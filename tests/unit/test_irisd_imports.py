@@ -13,6 +13,11 @@ LOADED_LATER = {
                "desktop notice, where irisd has a session bus",
     "iris_mcp.tools": "the MCP tools' table (about 4 ms): a child's and iris-agent's argv name the tools, "
                       "so it comes with the first claude started (irisd/claude/command.py, irisd/agent/runner.py)",
+    "hypercorn": "the HTTP face's server (with starlette, about 110 ms: a quarter of irisd's start-up): its "
+                 "socket is bound at start, the face loaded by its first client, child or the MCP preload "
+                 "(irisd/http/door.py)",
+    "starlette": "the HTTP face's app: loaded with hypercorn (irisd/http/door.py)",
+    "irisd.http.app": "the HTTP face's routes: loaded with hypercorn (irisd/http/door.py)",
 }
 
 
