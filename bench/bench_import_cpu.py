@@ -13,6 +13,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 
 from _common import header, median
 from bench_warm_path import checkout
@@ -20,7 +21,9 @@ from bench_warm_path import checkout
 
 def cpu_of(argv: list[str], env: dict[str, str]) -> float:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    # Not from this checkout's folder: ``python -c`` puts the working directory first on
+    # sys.path, ahead of PYTHONPATH, and the baseline's side would import this checkout.
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, cwd=tempfile.gettempdir())
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 

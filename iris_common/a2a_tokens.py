@@ -19,7 +19,6 @@ import os
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -104,13 +103,12 @@ def revoke(path: Path, name: str) -> None:
     _write(path, kept)
 
 
-@dataclass(eq=False)
-class AgentTokens:
+class AgentTokens(msgspec.Struct, eq=False):
     """irisd's view of the file: re-read when its modification time or size changed."""
 
     path: Path
     _seen: tuple[int, int] | None = None
-    _by_digest: dict[str, str] = field(default_factory=dict)  # digest -> name
+    _by_digest: dict[str, str] = msgspec.field(default_factory=dict)  # digest -> name
 
     def name_for(self, token: str) -> str | None:
         """The agent ``token`` belongs to, or None."""

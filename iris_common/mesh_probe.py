@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from dataclasses import dataclass, field
 
 import msgspec
 
@@ -26,13 +25,12 @@ TIMEOUT_S = 5.0
 SKEW_LIMIT_S = 2.0  # clocks further apart than this make "since" and "last seen" misleading
 
 
-@dataclass
-class MeshView:
+class MeshView(msgspec.Struct):
     server: str = ""
     problem: str = ""  # why the mesh could not be read ("" when it could)
     jetstream: bool = False
-    homes: dict[str, HomeEntry] = field(default_factory=dict)
-    teams: dict[str, TeamEntry] = field(default_factory=dict)
+    homes: dict[str, HomeEntry] = msgspec.field(default_factory=dict)
+    teams: dict[str, TeamEntry] = msgspec.field(default_factory=dict)
     read_at: float = 0.0
 
 

@@ -12,15 +12,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from iris_common.locations import iris_home, socket_path
 
 
-@dataclass(frozen=True)
-class IrisPaths:
+class IrisPaths(msgspec.Struct, frozen=True):
     home: Path
     socket: Path
     claude_config_dir: Path

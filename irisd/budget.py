@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Hashable
-from dataclasses import dataclass
+
+import msgspec
 
 from iris_common.money import usd
 
 WINDOW_S = 60.0
 
 
-@dataclass(frozen=True)
-class Budgets:
+class Budgets(msgspec.Struct, frozen=True):
     """Limits in USD; None is no limit."""
 
     daily_usd: float | None = None  # settings.budget.dailyUsd: all teams, today
@@ -35,8 +35,7 @@ class Budgets:
         return (self.daily_usd, self.team_daily_usd, self.chain_usd) != (None, None, None)
 
 
-@dataclass(frozen=True)
-class Spending:
+class Spending(msgspec.Struct, frozen=True):
     """What was spent: today by all teams, today on the team asked, and by the chain the
     tell would continue (None for a tell that starts a chain)."""
 

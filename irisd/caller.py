@@ -37,7 +37,6 @@ A new request type that carries a sender (``from_team``) belongs in ``_SENDERS``
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -113,8 +112,7 @@ _PROPOSES = (Tell, Wake, Sleep, CancelTell, AnswerQuestion)
 _AGENT = (Tell, GetTell, CancelTell, ListTells, ListQuestions, AnswerQuestion, DismissQuestion)
 
 
-@dataclass(frozen=True)
-class Caller:
+class Caller(msgspec.Struct, frozen=True):
     kind: Literal["owner", "child", "reader", "agent", "remote"] = "owner"
     team: str | None = None  # a child: the team whose claude it is; an agent: "a2a:NAME"; remote: "team@irisd"
     pair: str = ""  # a child: the pair it serves, "from->to" ("external->to" for no team)

@@ -17,9 +17,12 @@ tells still recorded (that cleanup is shielded), only the waiting callers get no
 
 from __future__ import annotations
 
+import functools
+import importlib
 import logging
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -30,8 +33,7 @@ from irisd.claude.launcher import marked_claude_child
 from irisd.core import Services, run_core
 from irisd.fds import http_connection_limit, open_file_limit
 from irisd.home_lock import hold_home_lock
-from irisd.http.app import HttpFace
-from irisd.http.listener import HttpServer, open_http_socket, socket_url
+from irisd.http.door import HttpDoor, open_http_socket, socket_url
 from irisd.http.security import Allowlist, host_names
 from irisd.serving import Serving
 from irisd.socket_server import Server, SocketError, open_unix_listener, prepare_socket_dir
@@ -45,6 +47,9 @@ from irisd.systemd import (
     socket_path_of,
 )
 from irisd.tokens import Access
+
+if TYPE_CHECKING:
+    from irisd.http.listener import HttpServer
 from protocol.errors import IrisError
 
 log = logging.getLogger("irisd")
@@ -163,10 +168,18 @@ class Daemon:
             await nursery.start(server.run)
             port = socket_url(http_socket)[1]
             allowlist = Allowlist(host_names(self.config.settings.http_host), port)
-            face = HttpFace(serving, access, allowlist, config=lambda: services.current.config)
             socket_clients = server.limits.max_clients + server.limits.reserve
             max_connections = http_connection_limit(open_file_limit(), socket_clients)
-            http = HttpServer(face, http_socket, max_connections=max_connections)
+
+            def http_server() -> HttpServer:  # once the face is needed (irisd/http/door.py)
+                from irisd.http.app import HttpFace
+                from irisd.http.listener import HttpServer
+
+                face = HttpFace(serving, access, allowlist, config=lambda: services.current.config)
+                return HttpServer(face, http_socket, max_connections=max_connections)
+
+            http = HttpDoor(http_socket, functools.partial(importlib.import_module, "irisd.http.listener"), http_server)
+            access.on_grant = http.want_mcp  # a child is being spawned: it connects to /mcp next
             await nursery.start(http.run)
             self.notifier.ready(f"serving {len(self.config.teams)} teams")
             if self.systemd.watchdog_s is not None:
@@ -177,7 +190,7 @@ class Daemon:
             )
             task_status.started()
             if self.config.settings.preload_mcp and any(not team.a2a for team in self.config.teams.values()):
-                face.mcp.want()  # after readiness, in a thread: the first child's /mcp finds it loaded
+                http.want_mcp()  # after readiness, in a thread: the first child's /mcp finds it loaded
             await self._stop_requested.wait()
             await self._drain(serving, server, http, core_scope, core_done)
             nursery.cancel_scope.cancel()
@@ -203,7 +216,7 @@ class Daemon:
             done.set()
 
     async def _drain(
-        self, serving: Serving, server: Server, http: HttpServer, core_scope: trio.CancelScope, core_done: trio.Event
+        self, serving: Serving, server: Server, http: HttpDoor, core_scope: trio.CancelScope, core_done: trio.Event
     ) -> None:
         log.info("draining", extra={"requests_in_flight": serving.in_flight})
         self.notifier.stopping("draining: interrupting tells, stopping claude processes")

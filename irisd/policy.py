@@ -29,7 +29,6 @@ A refusal is ``PermissionDeniedError`` (HTTP 403 on every face), with the reason
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import msgspec
@@ -55,8 +54,7 @@ if TYPE_CHECKING:
 EVERYONE = frozenset({"owner", "reader"})  # the kinds of caller that see every tell
 
 
-@dataclass(frozen=True)
-class Owned:
+class Owned(msgspec.Struct, frozen=True):
     """The facts of a tell (or of what hangs on one) that decide who may touch it."""
 
     from_team: str | None  # who sent it (None: the person, "external")

@@ -14,9 +14,7 @@ and the new configuration (``plan_reload``), applied to every service by ``core.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -33,15 +31,14 @@ log = logging.getLogger("irisd")
 AT_RESTART = ("http_host", "http_port", "retention_days", "retention_keep", "preload_mcp")
 
 
-@dataclass(frozen=True)
-class ReloadPlan:
+class ReloadPlan(msgspec.Struct, frozen=True):
     added: tuple[str, ...] = ()
     removed: tuple[str, ...] = ()
     restart: tuple[str, ...] = ()  # changed teams: their claude restarts once idle
     agents: tuple[str, ...] = ()  # those of them that are A2A agents: no claude, only new settings
     settings: tuple[str, ...] = ()  # changed settings that apply now
     at_restart: tuple[str, ...] = ()  # changed settings that wait for irisd's restart
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
     def summary(self) -> list[str]:
         """What the reload did, in words for people."""
@@ -94,7 +91,7 @@ def read_config(paths: IrisPaths) -> tuple[IrisConfig, IrisPaths]:
     config = load_config(paths.config_file)
     file_env = load_env_file(paths.home / ENV_FILE)
     if file_env.get("CLAUDE_CONFIG_DIR"):
-        paths = dataclasses.replace(paths, claude_config_dir=Path(file_env["CLAUDE_CONFIG_DIR"]).expanduser())
+        paths = msgspec.structs.replace(paths, claude_config_dir=Path(file_env["CLAUDE_CONFIG_DIR"]).expanduser())
     return msgspec.structs.replace(config, daemon_env=for_children(file_env)), paths
 
 

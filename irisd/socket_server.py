@@ -31,7 +31,6 @@ import os
 import resource
 import socket
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +68,7 @@ class SocketError(IrisError):
     code = "socket"
 
 
-@dataclass(frozen=True)
-class ConnectionLimits:
+class ConnectionLimits(msgspec.Struct, frozen=True):
     max_clients: int = 256
     reserve: int = 4  # beyond max_clients, for GetStatus only
     idle_timeout_s: float = 120.0
@@ -81,9 +79,10 @@ class ConnectionLimits:
     def for_this_process(cls) -> ConnectionLimits:
         """The defaults, with fewer clients when the open-file limit would not hold them."""
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        defaults = cls()
         if soft == resource.RLIM_INFINITY:
-            return cls()
-        return cls(max_clients=max(8, min(cls.max_clients, soft - FDS_FOR_THE_REST - cls.reserve)))
+            return defaults
+        return cls(max_clients=max(8, min(defaults.max_clients, soft - FDS_FOR_THE_REST - defaults.reserve)))
 
 
 class FrameBudget:
@@ -360,8 +359,7 @@ class PeerRefusedError(PermissionDeniedError):
     """A process of another user connected to the socket."""
 
 
-@dataclass(frozen=True)
-class PeerCredentials:
+class PeerCredentials(msgspec.Struct, frozen=True):
     pid: int
     uid: int
     gid: int

@@ -26,8 +26,8 @@ import os
 import socket
 import stat
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
 
+import msgspec
 import trio
 
 log = logging.getLogger("irisd.systemd")
@@ -101,8 +101,7 @@ def notify_message(**fields: str | int) -> bytes:
     return "\n".join(lines).encode()
 
 
-@dataclass(frozen=True)
-class SystemdEnv:
+class SystemdEnv(msgspec.Struct, frozen=True):
     """What systemd told this irisd at start-up."""
 
     notify_socket: str | None = None

@@ -6,11 +6,10 @@ fuzzer's 20,000 malformed connections must not become 20,000 log lines.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass
-class LogThrottle:
+class LogThrottle(msgspec.Struct):
     burst: int = 10
     window_s: float = 60.0
     _window_start: float = float("-inf")

@@ -19,8 +19,9 @@ import os
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from iris_common.a2a_tokens import AgentTokens, tokens_file
 from iris_common.owner_token import TOKEN_BYTES, load_or_create_owner_token, token_file, write_owner_token
@@ -37,8 +38,7 @@ def _digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-@dataclass(eq=False)
-class ChildGrant:
+class ChildGrant(msgspec.Struct, eq=False):
     """A child's token and its 0600 MCP config file; ``revoke`` ends both."""
 
     token: str
@@ -56,8 +56,7 @@ class ChildGrant:
         self.access.rebind(self.token, caller)
 
 
-@dataclass(eq=False)
-class Access:
+class Access(msgspec.Struct, eq=False):
     """Who may use the HTTP face. ``url`` is where the owner reaches it; ``child_url``
     is where irisd's own children do (loopback, unless the host is a specific address)."""
 
@@ -66,8 +65,8 @@ class Access:
     url: str = ""
     child_url: str = ""
     _owner: str = ""
-    _children: dict[str, Caller] = field(default_factory=dict)  # sha256(token) -> caller
-    _login_codes: dict[str, float] = field(default_factory=dict)  # sha256(code) -> valid until (monotonic)
+    _children: dict[str, Caller] = msgspec.field(default_factory=dict)  # sha256(token) -> caller
+    _login_codes: dict[str, float] = msgspec.field(default_factory=dict)  # sha256(code) -> valid until (monotonic)
     on_grant: Callable[[], None] = lambda: None  # a child is about to be spawned (irisd/http/mcp.py loads)
     agents: AgentTokens | None = None  # outside A2A agents' tokens (iris a2a token)
 

@@ -7,7 +7,6 @@ problem is an ``A2AAgentError`` saying what is wrong, where, and what to do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 import msgspec
@@ -22,8 +21,7 @@ LENIENT: dict[str, object] = {
 }
 
 
-@dataclass(frozen=True)
-class CardFacts:
+class CardFacts(msgspec.Struct, frozen=True):
     name: str
     rpc_url: str  # where JSON-RPC requests go
     tenant: str  # sent in each request when the interface names one

@@ -29,8 +29,6 @@ answer to a team's question is the next tell of the same pair (pending questions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import msgspec
 
 from protocol import a2a
@@ -43,8 +41,7 @@ POLL_FIRST_S = 0.25  # GetTask again this soon after a change ...
 POLL_MAX_S = 2.0  # ... backing off to this while nothing changes
 
 
-@dataclass(frozen=True)
-class Ending:
+class Ending(msgspec.Struct, frozen=True):
     """How the tell ends: its status, its answer, the reason if it did not complete, and
     the task a reply must continue (INPUT_REQUIRED)."""
 

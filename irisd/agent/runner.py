@@ -27,7 +27,6 @@ from iris_common.config import AGENT_NAME, IrisConfig
 from iris_common.environment import child_environment
 from iris_common.locate import find_claude
 from iris_common.paths import IrisPaths, session_file
-from iris_mcp.tools import AGENT_PROPOSES, READ_ONLY_TOOLS
 from irisd.agent.watch import WATCH_PROMPT
 from irisd.claude.command import stream_json_argv
 from irisd.claude.launcher import read_stored_total
@@ -77,6 +76,8 @@ def agent_argv(
 ) -> list[str]:
     """``mcp_config``: a file (irisd's /mcp with a reader's token) or JSON (the stdio shim).
     ``proposes``: irisd's /mcp, whose acting tools file approvals (the stdio shim only reads)."""
+    from iris_mcp.tools import AGENT_PROPOSES, READ_ONLY_TOOLS  # with the agent's first claude, not irisd
+
     tools = READ_ONLY_TOOLS + (AGENT_PROPOSES if proposes else ())
     return [
         *stream_json_argv(claude_path, session_id=session_id, resume=resume),

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 from iris_common.config import AGENT_NAME
 from protocol.messages import AgentClassification, AgentVerdict, QuestionInfo
@@ -93,11 +94,10 @@ def skip_reason(
     return None
 
 
-@dataclass
-class Due:
+class Due(msgspec.Struct):
     """When each watched question is due for a look (times on the caller's clock)."""
 
-    at: dict[str, float] = field(default_factory=dict)
+    at: dict[str, float] = msgspec.field(default_factory=dict)
 
     def add(self, question_id: str, when: float) -> None:
         self.at.setdefault(question_id, when)

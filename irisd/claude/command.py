@@ -7,8 +7,6 @@ import sys
 from collections.abc import Sequence
 from decimal import Decimal
 
-from iris_mcp.tools import CHILD_ALLOWED_TOOLS
-
 # A pair's conversation belongs to Iris. Claude Code (2.1.224 and later) lets any other
 # session of the user message a running claude (SendMessage): the child would take that
 # as a turn of its own, outside every check of Iris. Children refuse such messages...
@@ -87,6 +85,9 @@ def claude_argv(
     disallowed = list(disallowed_tools)
     disallowed += [tool for tool in CROSS_SESSION_TOOLS if not _names(allowed, tool)]
     if mcp_config:
+        # The tools' table is loaded with the first claude started, not with irisd.
+        from iris_mcp.tools import CHILD_ALLOWED_TOOLS
+
         # Iris's own tools need no permission prompt: the daemon guards them (loops, hops).
         argv += ["--mcp-config", mcp_config]
         # Not team_approve / team_deny: a team must not decide its own requests.

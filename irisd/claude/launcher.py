@@ -23,10 +23,10 @@ import os
 import secrets
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import msgspec
 import trio
 
 from iris_common import ssh
@@ -79,8 +79,7 @@ def marked_claude_child(new_marker: Callable[[], str], reaper: Reaper | None = N
     return factory
 
 
-@dataclass(frozen=True)
-class IrisEndpoint:
+class IrisEndpoint(msgspec.Struct, frozen=True):
     """How a child reaches Iris's MCP tools over HTTP: the URL on irisd's machine and the
     child's own token (minted at spawn, revoked at exit)."""
 
@@ -88,8 +87,7 @@ class IrisEndpoint:
     token: str
 
 
-@dataclass(frozen=True)
-class LaunchSpec:
+class LaunchSpec(msgspec.Struct, frozen=True):
     """What the pair wants started: the session and the permissions of the child."""
 
     session_id: str
@@ -103,8 +101,7 @@ class LaunchSpec:
     max_budget_usd: float | None = None  # the child serves one tell with this budget
 
 
-@dataclass(frozen=True)
-class ChildCommand:
+class ChildCommand(msgspec.Struct, frozen=True):
     argv: list[str]
     cwd: str
     env: dict[str, str]
@@ -132,8 +129,7 @@ class Launcher(Protocol):
 # --- this machine -------------------------------------------------------------------------
 
 
-@dataclass
-class LocalLauncher:
+class LocalLauncher(msgspec.Struct):
     """claude on irisd's machine, in the team's folder, with irisd's environment."""
 
     claude_path: str
@@ -184,8 +180,7 @@ class LocalLauncher:
 
 # --- another machine, over ssh ---------------------------------------------------------------
 
-@dataclass
-class SshLauncher:
+class SshLauncher(msgspec.Struct):
     """claude on another machine: ``ssh [options] HOST`` runs a small wrapper there that
     starts the remote claude in the team's folder (a path on that host) with the team's
     ``env`` (ssh forwards no environment). The stream-json protocol runs over the ssh
@@ -196,7 +191,7 @@ class SshLauncher:
     folder: str
     claude_path: str = "claude"
     ssh_options: Sequence[str] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = msgspec.field(default_factory=dict)
     local_env: Callable[[], dict[str, str]] = lambda: dict(os.environ)
     child_factory: ChildFactory = claude_child
     forward_port: Callable[[], int] = lambda: random_forward_port()

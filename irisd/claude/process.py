@@ -27,9 +27,9 @@ import collections
 import os
 import signal
 import subprocess
-from dataclasses import dataclass
 from typing import Protocol
 
+import msgspec
 import trio
 
 from iris_common.locate import not_found_fix
@@ -46,15 +46,13 @@ STDERR_DRAIN_S = 1.0
 STDIN_TIMEOUT_S = 30.0  # claude reads its input at once; one that does not is wedged
 
 
-@dataclass(frozen=True)
-class ChildLine:
+class ChildLine(msgspec.Struct, frozen=True):
     process: ClaudeProcess
     line: AnyLine
     raw: bytes
 
 
-@dataclass(frozen=True)
-class ChildExited:
+class ChildExited(msgspec.Struct, frozen=True):
     process: ClaudeProcess
     returncode: int | None
     stderr_tail: str

@@ -20,8 +20,9 @@ tests/unit/test_spend.py for the lines as claude wrote them.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 COST_STATE = "cost-state"  # the type of the line claude appends to a session's transcript on exit
 _MARK = b'"cost-state"'  # on the line of a cost-state (a line that only mentions it is parsed, then skipped)
@@ -40,8 +41,7 @@ _USAGE = (  # Spent's field <- usage's key (a turn's own tokens)
 )
 
 
-@dataclass(frozen=True)
-class Spent:
+class Spent(msgspec.Struct, frozen=True):
     """Money and tokens: a running total, or one turn's share of one."""
 
     cost_usd: float = 0.0

@@ -22,9 +22,7 @@ The monitor carries the actions out and records what came of them (``Recovery``)
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
@@ -38,8 +36,7 @@ from protocol.pairs import pair_label as label_of
 MAX_RECOVER_DELAY_S = 3600.0
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """``settings.health`` in seconds and bytes."""
 
     stuck_after_s: float = 300.0
@@ -70,8 +67,7 @@ class Limits:
 # --- facts ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RunningTell:
+class RunningTell(msgspec.Struct, frozen=True):
     id: str
     from_team: str | None
     to_team: str
@@ -79,8 +75,7 @@ class RunningTell:
     awaiting_approval: bool = False  # silent because a person decides (an approval, a question): not stuck
 
 
-@dataclass(frozen=True)
-class Waiting:
+class Waiting(msgspec.Struct, frozen=True):
     """An approval or a question that waits for a person."""
 
     kind: Literal["approval", "question"]
@@ -91,8 +86,7 @@ class Waiting:
     what: str  # the tool, or the question, in short
 
 
-@dataclass(frozen=True)
-class PairFacts:
+class PairFacts(msgspec.Struct, frozen=True):
     from_team: str | None
     to_team: str
     state: str  # ProcessState
@@ -101,8 +95,7 @@ class PairFacts:
     thread: str = ""  # which of the pair's conversations ("": the default one)
 
 
-@dataclass(frozen=True)
-class Spent:
+class Spent(msgspec.Struct, frozen=True):
     """Spending today against one daily budget."""
 
     team: str  # "" for all teams together
@@ -111,8 +104,7 @@ class Spent:
     key: str  # the config key of the limit
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(msgspec.Struct, frozen=True):
     tells: tuple[RunningTell, ...] = ()
     waiting: tuple[Waiting, ...] = ()
     pairs: tuple[PairFacts, ...] = ()
@@ -126,8 +118,7 @@ class Facts:
 # --- actions -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RestartPair:
+class RestartPair(msgspec.Struct, frozen=True):
     from_team: str | None
     to_team: str
     reason: str
@@ -138,8 +129,7 @@ class RestartPair:
         return pair_label(self.from_team, self.to_team, self.thread)
 
 
-@dataclass(frozen=True)
-class CancelTell:
+class CancelTell(msgspec.Struct, frozen=True):
     tell_id: str
     reason: str
 
@@ -269,6 +259,8 @@ def _memory(pairs: Iterable[PairFacts], limits: Limits) -> Iterable[Finding]:
     running = [p for p in pairs if p.rss > 0]
     if len(running) < 2:
         return
+    import statistics  # with two claudes running, not at irisd's start (fractions, about 2 ms)
+
     for pair in running:
         others = [p.rss for p in running if p is not pair]
         median = statistics.median(others)
@@ -309,21 +301,19 @@ def _claude(version: str, tested: str) -> Iterable[Finding]:
 # --- remembering across checks ---------------------------------------------------------
 
 
-@dataclass
-class _Attempts:
+class _Attempts(msgspec.Struct):
     count: int = 0
     last_at: float = 0.0
 
 
-@dataclass
-class HealthRules:
+class HealthRules(msgspec.Struct):
     """The findings of each check, with the memory the rules need across checks: since
     when each finding has been seen, and what was done about which (for the backoff)."""
 
     limits: Limits
-    first_seen: dict[str, float] = field(default_factory=dict)
-    _restarts: dict[str, _Attempts] = field(default_factory=dict)
-    _cancelled: set[str] = field(default_factory=set)
+    first_seen: dict[str, float] = msgspec.field(default_factory=dict)
+    _restarts: dict[str, _Attempts] = msgspec.field(default_factory=dict)
+    _cancelled: set[str] = msgspec.field(default_factory=set)
 
     def check(self, facts: Facts, now: float, *, act: bool = True) -> tuple[list[Finding], list[Action]]:
         """The findings now (``since`` filled in from the first check that saw each) and,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, get_args
 
 import msgspec
@@ -212,8 +211,7 @@ class EventsQuery(_In):
 Build = Callable[[Mapping[str, str], Any, Any], Request]
 
 
-@dataclass(frozen=True)
-class ApiRoute:
+class ApiRoute(msgspec.Struct, frozen=True):
     method: str
     path: str  # with {name} parameters
     build: Build  # (path parameters, query Struct or None, body Struct or None) -> Request

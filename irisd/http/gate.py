@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import msgspec
 import trio
@@ -176,8 +175,7 @@ class Refusals:
             pass  # the client is gone
 
 
-@dataclass
-class ActiveLimits:
+class ActiveLimits(msgspec.Struct):
     """Requests and WebSockets served at once, counted by caller (no I/O). The owner may
     use them all; every other caller (a team's child, iris-agent, the callers of the
     public paths together) at most ``per_caller``, and all of those together at most
@@ -187,7 +185,7 @@ class ActiveLimits:
     per_caller: int = MAX_ACTIVE_PER_CALLER
     owner_room: int = OWNER_ROOM
     active: int = 0
-    _by_caller: dict[Caller | None, int] = field(default_factory=dict)
+    _by_caller: dict[Caller | None, int] = msgspec.field(default_factory=dict)
 
     def admit(self, caller: Caller | None) -> None:
         """Count one more for ``caller`` (None: a public path's); BusyError if it is over."""

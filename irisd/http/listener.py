@@ -1,9 +1,9 @@
 """irisd's HTTP server: hypercorn's HTTP/1.1 and WebSocket connections (its ``TCPServer``)
 serving the HttpFace inside irisd's own nursery and ``trio.run``, under irisd's accept loop.
 
-The socket is bound before the core starts (``open_http_socket``), so a port already
-taken stops irisd at once with an error naming ``settings.httpPort``, and the children
-the core spawns already know the URL. The server accepts on a duplicate of that socket
+The socket is bound before the core starts, and this module (with hypercorn and
+starlette) loaded when the face is first needed: irisd/http/door.py. The server accepts
+on a duplicate of that socket
 (not inheritable, so nothing irisd starts could hold the port): it owns and closes the
 duplicate, the daemon its own.
 
@@ -30,7 +30,6 @@ client can take what the others and the children need:
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
 import os
@@ -48,56 +47,17 @@ from hypercorn.typing import ConnectionState
 
 from irisd.fds import CAPACITY_ERRNOS, open_file_limit, out_of_descriptors
 from irisd.http.app import MAX_BODY_BYTES, HttpFace
-from irisd.http.security import url_host
+from irisd.http.door import HttpError, open_http_socket, socket_url
 from irisd.throttle import LogThrottle
-from protocol.errors import IrisError
 
 log = logging.getLogger("irisd.http")
 
-BACKLOG = 128
+__all__ = ["HttpError", "HttpServer", "open_http_socket", "socket_url"]  # the first, third, fourth: door.py's
+
 MAX_WEBSOCKET_MESSAGE = 64 * 1024  # clients of /api/events have nothing big to say
 GRACEFUL_TIMEOUT_S = 2.0
 IDLE_TIMEOUT_S = 5.0  # no request yet, or none since the last answer: closed
 ACCEPT_BACKOFF_S = (0.05, 2.0)  # out of file descriptors: wait this long, doubling
-
-
-class HttpError(IrisError):
-    code = "http"
-
-
-def open_http_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (port 0: any free one); HttpError naming
-    the setting to change when it cannot be had."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except OSError as exc:
-        raise HttpError(
-            f"settings.httpHost {host!r} is not an address of this machine ({exc.strerror}); use 127.0.0.1"
-        ) from None
-    family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of our last run only
-        sock.bind(address)
-        sock.listen(BACKLOG)
-    except OSError as exc:
-        sock.close()
-        if exc.errno == errno.EADDRINUSE:
-            raise HttpError(
-                f"settings.httpPort {port} is already in use on {host} (another irisd, or another program); "
-                "set settings.httpPort in config.yaml to a free port, or 0 for any free port"
-            ) from None
-        raise HttpError(
-            f"cannot listen on {host}:{port} ({exc.strerror}); check settings.httpHost and settings.httpPort"
-        ) from None
-    sock.setblocking(False)
-    return sock
-
-
-def socket_url(sock: socket.socket) -> tuple[str, int]:
-    """The host (as in a URL) and port a bound socket listens on."""
-    host, port = sock.getsockname()[:2]
-    return url_host(host), port
 
 
 class _Connection(TCPServer):
@@ -137,6 +97,10 @@ class HttpServer:
     def stop_accepting(self) -> None:
         self.face.serving.stop_accepting()
         self._stop.set()
+
+    def want_mcp(self) -> None:
+        """Load the MCP SDK now (in a thread): a child connects to ``/mcp`` soon."""
+        self.face.mcp.want()
 
     def config(self) -> Config:
         config = Config()

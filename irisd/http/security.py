@@ -24,7 +24,8 @@ from __future__ import annotations
 import collections
 import functools
 import ipaddress
-from dataclasses import dataclass, field
+
+import msgspec
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 MAX_AUTH_FAILURES = 20  # per client address, within the window
@@ -60,8 +61,7 @@ def host_names(bind_host: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-@dataclass(frozen=True)
-class Allowlist:
+class Allowlist(msgspec.Struct, frozen=True, dict=True):
     """The Host header values and Origins that are irisd itself."""
 
     names: tuple[str, ...]
@@ -93,13 +93,12 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip()
 
 
-@dataclass
-class FailedAuthLimiter:
+class FailedAuthLimiter(msgspec.Struct):
     """Failed authentications per client address in a sliding window; time is an argument."""
 
     max_failures: int = MAX_AUTH_FAILURES
     window_s: float = AUTH_FAILURE_WINDOW_S
-    _failures: dict[str, collections.deque[float]] = field(default_factory=dict)
+    _failures: dict[str, collections.deque[float]] = msgspec.field(default_factory=dict)
 
     def limited(self, client: str, now: float) -> bool:
         """True while ``client`` has failed too often recently."""

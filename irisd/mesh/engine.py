@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
+import msgspec
 import nats.errors
 import nats.js.errors
 import trio
@@ -56,8 +57,7 @@ class MeshError(IrisError):
     code = "mesh"
 
 
-@dataclass
-class LinkState:
+class LinkState(msgspec.Struct):
     """What the connection is doing, for ``iris mesh status`` and the directory."""
 
     connected: bool = False
@@ -65,7 +65,7 @@ class LinkState:
     since: float = 0.0  # wall clock of the last change
     problem: str = ""  # the last error the client reported
     reconnects: int = 0
-    changes: list[str] = field(default_factory=list)
+    changes: list[str] = msgspec.field(default_factory=list)
 
     def note(self, connected: bool, server: str = "", problem: str = "") -> None:
         if connected and not self.connected and self.since:
@@ -76,8 +76,7 @@ class LinkState:
             self.problem = problem
 
 
-@dataclass
-class Link:
+class Link(msgspec.Struct):
     """One connection to the mesh, its JetStream context and the two buckets."""
 
     mesh: Mesh

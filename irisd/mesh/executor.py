@@ -19,9 +19,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
 from typing import Protocol
 
+import msgspec
 import trio
 
 from iris_common.config import Team
@@ -35,8 +35,7 @@ KIND = "mesh"
 CANCEL_GRACE_S = 5.0
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(msgspec.Struct, frozen=True):
     """Where the messages of one running remote tell go, and the one irisd that may send
     them: its home."""
 
@@ -44,8 +43,7 @@ class Route:
     send: trio.MemorySendChannel[Delivery]
 
 
-@dataclass
-class Delivery:
+class Delivery(msgspec.Struct):
     """A message for a running remote tell; ``handled`` is set once it is saved (the
     reply consumer acks a final result only then)."""
 

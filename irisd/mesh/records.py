@@ -20,9 +20,8 @@ The tables are the mesh's own (``CREATE TABLE IF NOT EXISTS``), in irisd's datab
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import apsw
+import msgspec
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS mesh_inbox (
@@ -39,8 +38,7 @@ CREATE TABLE IF NOT EXISTS mesh_outbox (
 """
 
 
-@dataclass(frozen=True)
-class Inbound:
+class Inbound(msgspec.Struct, frozen=True):
     remote_id: str
     caller: str
     local_id: str | None

@@ -11,8 +11,9 @@ sees the rest in ``iris status``, ``iris approvals`` and the dashboard.
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from irisd.health.rules import at_least
 from protocol.health import Finding
@@ -22,8 +23,7 @@ WINDOW_S = 60.0
 MAX_KEYS = 10_000  # remembered keys at most (bounded memory whatever happens)
 
 
-@dataclass(frozen=True)
-class Notice:
+class Notice(msgspec.Struct, frozen=True):
     """One thing to tell the person: what, about which, and the command that decides it."""
 
     kind: Literal["approval", "question", "health"]

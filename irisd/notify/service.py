@@ -10,7 +10,8 @@ delivery under way.
 
 The HTTP client (and the TLS context it reads the CA files for) is made when the first
 webhook notice goes out, not at start: most irisds have no webhook, and httpx2 with its
-TLS set-up was about a tenth of irisd's start-up CPU.
+TLS set-up was about a tenth of irisd's start-up CPU. The D-Bus client (jeepney) is
+loaded with the first desktop notice, for the same reason.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import trio
 
 from iris_common.config import NotifyConfig
 from irisd.events import EventHub
-from irisd.notify import desktop, webhook
+from irisd.notify import webhook
 from irisd.notify.gate import Notice, NoticeGate, of_approval, of_findings, of_question
 from protocol.health import Finding
 from protocol.messages import ApprovalEvent, QuestionEvent
@@ -115,6 +116,8 @@ class Notifier:
     async def _deliver(self, clients: AsyncExitStack, notice: Notice, limiter: trio.CapacityLimiter) -> None:
         try:
             if self._desktop():
+                from irisd.notify import desktop  # jeepney: only where there is a desktop to notify
+
                 await desktop.notify(notice, self.desktop_bus)
             url = self.settings().webhook
             if url and await webhook.post(await self._webhook_client(clients), url, notice):

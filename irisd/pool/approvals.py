@@ -29,7 +29,6 @@ import math
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -75,8 +74,7 @@ def declined_input(line: ControlRequestLine) -> bytes:
     return permission_response(line.request_id, {"action": "decline"})
 
 
-@dataclass
-class Pending:
+class Pending(msgspec.Struct):
     info: ApprovalInfo
     request_id: str
     tell: ActiveTell

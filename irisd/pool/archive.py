@@ -16,7 +16,8 @@ conversation, as for any lost transcript).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from irisd.pool.policy import PairKey
 
@@ -24,8 +25,7 @@ DAY_S = 86_400.0
 SWEEP_EVERY_S = 3_600.0  # how often irisd looks (an hour: the thresholds are days)
 
 
-@dataclass(frozen=True)
-class Aging:
+class Aging(msgspec.Struct, frozen=True):
     """What the sweep needs to know of one pair's conversation."""
 
     key: PairKey
@@ -35,8 +35,7 @@ class Aging:
     files_deleted: bool = False
 
 
-@dataclass(frozen=True)
-class Due:
+class Due(msgspec.Struct, frozen=True):
     archive: tuple[PairKey, ...] = ()
     delete_files: tuple[PairKey, ...] = ()
 

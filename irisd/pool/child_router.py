@@ -23,8 +23,9 @@ session) is the process machine's decision.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeGuard
+
+import msgspec
 
 from irisd.claude.spend import Spent, running_total, turn_share
 from irisd.claude.wire import AnyLine, CommandLifecycleLine, ControlRequestLine, ControlResponseLine, ResultLine
@@ -35,8 +36,7 @@ NO_CONVERSATION = "No conversation found"  # what claude says when a resume find
 Destination = Literal["tell", "permission", "unsolicited", "ignore"]
 
 
-@dataclass(frozen=True)
-class Routed:
+class Routed(msgspec.Struct, frozen=True):
     """Where a line goes, and (for a result) what its turn cost."""
 
     to: Destination

@@ -26,8 +26,9 @@ compact_error: too_few_groups`` and no boundary).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 DEFAULT_CONTEXT_WINDOW = 200_000
 DEFAULT_COMPACT_AT = 70  # percent of the context window
@@ -43,8 +44,7 @@ KNOWN_WINDOWS: tuple[tuple[str, int], ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ContextSize:
+class ContextSize(msgspec.Struct, frozen=True):
     """The conversation's tokens as the model last read them, against its window."""
 
     tokens: int
@@ -55,8 +55,7 @@ class ContextSize:
         return 100.0 * self.tokens / self.window if self.window > 0 else 0.0
 
 
-@dataclass(frozen=True)
-class Boundary:
+class Boundary(msgspec.Struct, frozen=True):
     """A compaction claude reports (``compact_boundary``): who started it and the tokens."""
 
     trigger: str  # "auto" (claude, near a full context), "manual" (a /compact)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
@@ -66,8 +65,7 @@ class SpareSource(Protocol):
     def take(self, team: str) -> TakenSpare | None: ...
 
 
-@dataclass(frozen=True)
-class ChildAccess:
+class ChildAccess(msgspec.Struct, frozen=True):
     """How one child reaches Iris's tools (see the module docstring)."""
 
     grant: ChildGrant | None  # its own token and MCP config file (None: irisd has no HTTP face)
@@ -111,8 +109,7 @@ async def run_child(
             grant.revoke()
 
 
-@dataclass(eq=False)
-class Spawner:
+class Spawner(msgspec.Struct, eq=False):
     """The steps of one pair's spawns. ``label`` names the pair in logs and grants."""
 
     key: PairKey

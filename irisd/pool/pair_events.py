@@ -8,9 +8,9 @@ only through the narrow ``SlotPool``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+import msgspec
 import trio
 
 from irisd.claude.launcher import Child
@@ -42,8 +42,7 @@ class SlotPool(Protocol):
     def pair_changed(self) -> None: ...
 
 
-@dataclass(frozen=True)
-class TellLink:
+class TellLink(msgspec.Struct, frozen=True):
     """Where a running tell sits in a chain of nested tells."""
 
     id: str
@@ -58,8 +57,7 @@ class TellLink:
         return TellLink(tell.id, tell.from_team, tell.to_team, tell.chain_id, tell.hops, tell.path)
 
 
-@dataclass(frozen=True)
-class PairSnapshot:
+class PairSnapshot(msgspec.Struct, frozen=True):
     """A pair as other actors may see it: frozen, taken in one go."""
 
     key: PairKey
@@ -71,11 +69,10 @@ class PairSnapshot:
 # --- requests from other tasks (answered by the actor) -----------------------------------
 
 
-@dataclass(eq=False)
-class Request:
+class Request(msgspec.Struct, eq=False):
     """A request from another task; ``done`` is set once the actor has handled it."""
 
-    done: trio.Event = field(default_factory=trio.Event)
+    done: trio.Event = msgspec.field(default_factory=trio.Event)
     message: str = ""
     error: IrisError | None = None
 
@@ -84,34 +81,29 @@ class Request:
         self.done.set()
 
 
-@dataclass(eq=False)
 class WakeRequest(Request):
     pass
 
 
-@dataclass(eq=False)
 class StopRequest(Request):
     force: bool = False
     reason: str = ""
 
 
-@dataclass(eq=False)
 class ResetRequest(Request):
     pass
 
 
-@dataclass(eq=False)
 class DecideRequest(Request):
     approval_id: str = ""
     allow: bool = False
     remember: bool = False
     reason: str = ""
     by: str = ""
-    content: dict[str, Any] = field(default_factory=dict)  # an input request's answer
+    content: dict[str, Any] = msgspec.field(default_factory=dict)  # an input request's answer
     approval: ApprovalInfo | None = None
 
 
-@dataclass(eq=False)
 class AskBudgetRequest(Request):
     """The chain of the running tell ``tell_id`` reached its budget as its claude sends the
     next tell: ask the person (``settings.budget.askToExceed``). ``asked``: the desk's record,
@@ -119,42 +111,36 @@ class AskBudgetRequest(Request):
 
     tell_id: str = ""
     question: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
     asked: BudgetAsk | None = None
 
 
-@dataclass(frozen=True)
-class Submitted:
+class Submitted(msgspec.Struct, frozen=True):
     tell: ActiveTell
 
 
-@dataclass(frozen=True)
-class CancelTell:
+class CancelTell(msgspec.Struct, frozen=True):
     tell_id: str
 
 
 # --- what the steps of a spawn report ----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SlotGranted:
+class SlotGranted(msgspec.Struct, frozen=True):
     pass
 
 
-@dataclass(frozen=True)
-class SessionProbed:
+class SessionProbed(msgspec.Struct, frozen=True):
     probe: SessionProbe
 
 
-@dataclass(frozen=True)
-class Spawned:
+class Spawned(msgspec.Struct, frozen=True):
     process: Child
     session_id: str
     start: Spent | None = None  # the running cost a resumed claude starts from, if known
 
 
-@dataclass(frozen=True)
-class SpawnFailed:
+class SpawnFailed(msgspec.Struct, frozen=True):
     reason: str
 
 

@@ -26,7 +26,6 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from functools import partial
 
 import msgspec
@@ -56,8 +55,7 @@ Send = Callable[[bytes], Awaitable[None]]  # writes to the child's stdin (if the
 NewCompaction = Callable[[], ActiveTell]  # a compaction tell for the pair (``/compact``, kind ``compaction``)
 
 
-@dataclass(frozen=True)
-class Compacting:
+class Compacting(msgspec.Struct, frozen=True):
     """When the pair compacts: the team's threshold and the window (settings.sessions), and
     how it makes a compaction (None: never)."""
 

@@ -7,7 +7,7 @@ a slot that is free: a spare never evicts anything."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from protocol.messages import ProcessState
 from protocol.pairs import PairKey as PairKey
@@ -15,8 +15,7 @@ from protocol.pairs import PairKey as PairKey
 START_RETRY_DELAYS_S = (0.25, 1.0)  # after the 1st and 2nd crash on start; the 3rd gives up
 
 
-@dataclass(frozen=True)
-class PairView:
+class PairView(msgspec.Struct, frozen=True):
     """What the policy needs to know of a pair."""
 
     key: PairKey
@@ -27,20 +26,17 @@ class PairView:
     spare: bool = False  # a spare claude, no pair's yet (pool/spares.py)
 
 
-@dataclass(frozen=True)
-class Grant:
+class Grant(msgspec.Struct, frozen=True):
     """Start the child now."""
 
 
-@dataclass(frozen=True)
-class Evict:
+class Evict(msgspec.Struct, frozen=True):
     """Stop this idle pair's child first, then ask again."""
 
     key: PairKey
 
 
-@dataclass(frozen=True)
-class Wait:
+class Wait(msgspec.Struct, frozen=True):
     """Every slot is held by a busy pair: wait until one frees up."""
 
     busy: int
@@ -93,8 +89,7 @@ def idle_deadline(state: ProcessState, last_active: float, idle_timeout_s: float
     return last_active + idle_timeout_s if state == "idle" else None
 
 
-@dataclass(frozen=True)
-class ChildExit:
+class ChildExit(msgspec.Struct, frozen=True):
     """What the pair knows when its child is gone."""
 
     stopped_by_us: bool
@@ -104,31 +99,26 @@ class ChildExit:
     renewed_already: bool = False  # the pair already started a new conversation for this
 
 
-@dataclass(frozen=True)
-class Expected:
+class Expected(msgspec.Struct, frozen=True):
     """We stopped it (sleep, eviction, idle, timeout): nothing to recover."""
 
 
-@dataclass(frozen=True)
-class Died:
+class Died(msgspec.Struct, frozen=True):
     """It exited on its own after working: its tell ends interrupted; the next one respawns."""
 
 
-@dataclass(frozen=True)
-class NewConversation:
+class NewConversation(msgspec.Struct, frozen=True):
     """The resume failed: start a new conversation and hand it the same tell (once)."""
 
 
-@dataclass(frozen=True)
-class RetryStart:
+class RetryStart(msgspec.Struct, frozen=True):
     """It crashed on start: try again after ``delay`` seconds with the same tell."""
 
     delay: float
     failures: int
 
 
-@dataclass(frozen=True)
-class GiveUp:
+class GiveUp(msgspec.Struct, frozen=True):
     """It crashed on start too often: the pair is failed."""
 
     failures: int

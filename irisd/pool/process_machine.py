@@ -51,8 +51,9 @@ from __future__ import annotations
 
 import collections
 import math
-from dataclasses import dataclass
 from typing import Literal
+
+import msgspec
 
 from irisd.pool.policy import (
     ChildExit,
@@ -78,8 +79,7 @@ AnswerError = Literal["", "busy", "claude"]
 # --- what the actor tells the machine -----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SessionProbe:
+class SessionProbe(msgspec.Struct, frozen=True):
     """What the actor found out about the pair's session once it had a slot."""
 
     resumable: bool  # claude has its conversation (the launcher looked for the transcript)
@@ -89,25 +89,21 @@ class SessionProbe:
 # --- what the machine tells the actor to do -------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PersistState:
+class PersistState(msgspec.Struct, frozen=True):
     """The process state changed: record it and let the pool know."""
 
     state: ProcessState
 
 
-@dataclass(frozen=True)
-class RequestSlot:
+class RequestSlot(msgspec.Struct, frozen=True):
     """Wait for a slot under maxProcesses: ``slot_granted``."""
 
 
-@dataclass(frozen=True)
-class ProbeSession:
+class ProbeSession(msgspec.Struct, frozen=True):
     """Find out whether the session can be resumed: ``session_probed`` (or ``spawn_failed``)."""
 
 
-@dataclass(frozen=True)
-class Spawn:
+class Spawn(msgspec.Struct, frozen=True):
     """Start a child: resume the session, or start it (under a new id if ``renew``).
     ``max_budget_usd``: the child is for one tell with a budget of its own (claude's
     ``--max-budget-usd`` caps a whole process). Report ``spawned`` or ``spawn_failed``."""
@@ -117,13 +113,11 @@ class Spawn:
     max_budget_usd: float | None = None
 
 
-@dataclass(frozen=True)
-class ReleaseSlot:
+class ReleaseSlot(msgspec.Struct, frozen=True):
     """The slot under maxProcesses is free again."""
 
 
-@dataclass(frozen=True)
-class SendTurn:
+class SendTurn(msgspec.Struct, frozen=True):
     """Hand this tell to the child. ``restarted``: the same tell again, to a new child.
     ``fresh_child``: the child has printed nothing yet (give it its start-up time).
     ``new_session``: the tell starts a new conversation (say so on it)."""
@@ -134,75 +128,64 @@ class SendTurn:
     new_session: bool = False
 
 
-@dataclass(frozen=True)
-class StopChild:
+class StopChild(msgspec.Struct, frozen=True):
     """Stop the child and everything it started; ``exited`` follows."""
 
     reason: str
 
 
-@dataclass(frozen=True)
-class FailTells:
+class FailTells(msgspec.Struct, frozen=True):
     """End these tells ``failed`` (the pair cannot serve them). The machine forgot them."""
 
     tell_ids: tuple[str, ...]
     reason: str
 
 
-@dataclass(frozen=True)
-class InterruptTells:
+class InterruptTells(msgspec.Struct, frozen=True):
     """End these tells ``interrupted`` (their child is gone). The machine forgot them."""
 
     tell_ids: tuple[str, ...]
     reason: str
 
 
-@dataclass(frozen=True)
-class ExpireApprovals:
+class ExpireApprovals(msgspec.Struct, frozen=True):
     """Pending permission requests can no longer be answered (the child is gone)."""
 
     reason: str
 
 
-@dataclass(frozen=True)
-class RenewSession:
+class RenewSession(msgspec.Struct, frozen=True):
     """Give the pair a new session id now (a reset), and answer the reset with it."""
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     """Answer the request being handled now (an error if ``error`` is set)."""
 
     message: str
     error: AnswerError = ""
 
 
-@dataclass(frozen=True)
-class AwaitStart:
+class AwaitStart(msgspec.Struct, frozen=True):
     """Park the wake request being handled until ``WakersDone``."""
 
 
-@dataclass(frozen=True)
-class AwaitExit:
+class AwaitExit(msgspec.Struct, frozen=True):
     """Park the stop request being handled until ``StoppersDone``."""
 
 
-@dataclass(frozen=True)
-class WakersDone:
+class WakersDone(msgspec.Struct, frozen=True):
     """Answer every parked wake request: the child is up, or (``error``) cannot start."""
 
     error: str = ""
 
 
-@dataclass(frozen=True)
-class StoppersDone:
+class StoppersDone(msgspec.Struct, frozen=True):
     """Answer every parked stop request: the child is gone (or ``error``)."""
 
     error: str = ""
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(msgspec.Struct, frozen=True):
     """Something worth a log line (a warning)."""
 
     message: str

@@ -26,9 +26,9 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol
 
+import msgspec
 import trio
 
 from iris_common.config import IrisConfig, Team
@@ -50,8 +50,7 @@ log = logging.getLogger("irisd.remote")
 HANDOFF_TIMEOUT_S = 30.0
 
 
-@dataclass(frozen=True)
-class RemoteTell:
+class RemoteTell(msgspec.Struct, frozen=True):
     """What an executor knows of a tell: a frozen copy (it never edits the tell itself)."""
 
     id: str

@@ -46,8 +46,8 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+import msgspec
 import trio
 
 from iris_common.config import IrisConfig, Team
@@ -71,8 +71,7 @@ REPLACE_AFTER_S = 10.0  # a taken spare's replacement starts when its first turn
 WARM_UP_ID = "iris-spare-warm-up"
 
 
-@dataclass(eq=False)
-class Spare:
+class Spare(msgspec.Struct, eq=False):
     """One started claude waiting for a pair of ``team``."""
 
     team: str
@@ -86,8 +85,8 @@ class Spare:
     exited: bool = False
     warmed: str = ""  # how claude answered its warm-up: "answered", "refused: why", "" (not yet, or never)
     _target: trio.MemorySendChannel[PairEvent] | None = None
-    _bound: trio.Event = field(default_factory=trio.Event)
-    _settled: trio.Event = field(default_factory=trio.Event)  # warmed up, or exited
+    _bound: trio.Event = msgspec.field(default_factory=trio.Event)
+    _settled: trio.Event = msgspec.field(default_factory=trio.Event)  # warmed up, or exited
 
     async def warm_up(self) -> None:
         """Have claude build now what a session's first turn would (``context_usage_request``),

@@ -24,24 +24,24 @@ precision and recall on the corpus in ``tests/unit/question_corpus.py`` are in t
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+
+import msgspec
 
 MAX_QUESTION_CHARS = 600
 CONTEXT_CHARS = 1500
 TAIL_SENTENCES = 3
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     name: str
     pattern: re.Pattern[str]
     confidence: float
     window: int = TAIL_SENTENCES  # how many of the last sentences it looks at
 
 
-@dataclass(frozen=True)
-class Detection:
+class Detection(msgspec.Struct, frozen=True):
     question: str  # the asking sentence(s), as written
     confidence: float  # 0..1: how sure the rule that matched is
     pattern: str  # the rule's name (or a configured pattern)
@@ -58,63 +58,69 @@ _ASK_OPENERS = (
     r"is\s+(?:that|this)|are\s+(?:these|those)|any\s+preference|ok(?:ay)?\s+to|want\s+me\s+to"
 )
 
-BUILTIN_RULES: tuple[Rule, ...] = (
-    _rule("y/n", r"\(\s*y(?:es)?\s*/\s*n(?:o)?\s*\)|\[\s*y\s*/\s*n\s*\]|\by/n\b|\byes/no\b", 0.97),
-    _rule(
-        "proceed?",
-        r"\b(?:should|shall|can|may)\s+(?:i|we)\s+(?:continue|proceed|go\s+ahead|start|apply|commit|push|"
-        r"merge|deploy|delete|remove|run|make|do|implement|fix|update|create|move|rename|switch|use|add|"
-        r"change|go|also|try|keep|leave|revert|open|write|refactor|install|upgrade)\b[^.!]*\?",
-        0.95,
-    ),
-    _rule(
-        "offer?",
-        r"\b(?:would|do)\s+you\s+(?:like|want|prefer)\s+(?:me|us)\s+to\b[^.!]*\?|\bwant\s+me\s+to\b[^.!]*\?"
-        r"|\bshall\s+(?:i|we)\b[^.!]*\?",
-        0.95,
-    ),
-    _rule(
-        "ready to proceed",
-        r"\bready\s+to\s+(?:proceed|continue)\b|\bready\s+to\s+\w+[^.!]*\?"
-        r"|\b(?:ok|okay|alright|fine)\s+to\s+(?:proceed|continue|go\s+ahead)\b",
-        0.85,
-    ),
-    _rule(
-        "confirm",
-        r"\bplease\s+(?:confirm|advise|let\s+me\s+know|choose|pick|decide|approve|clarify)\b"
-        r"|\b(?:waiting|wait)\s+(?:for|on)\s+your\s+"
-        r"(?:confirmation|approval|go[- ]ahead|answer|reply|decision|input|ok)"
-        r"|\b(?:need|needs|require|requires)\s+your\s+(?:confirmation|approval|go[- ]ahead|decision|input)\b"
-        r"|\bonce\s+you\s+(?:confirm|approve|decide|choose|reply)\b|\bbefore\s+i\s+(?:proceed|continue|go\s+ahead)\b"
-        r"|\bi(?:'ll|\s+will)\s+wait\s+for\s+your\b|\bawaiting\s+your\b",
-        0.85,
-    ),
-    _rule(
-        "let me know which",
-        r"\blet\s+me\s+know\s+(?:which|whether|if\s+(?:you(?:'d|\s+would)?\s+like|you\s+(?:want|prefer)|i\s+should|"
-        r"this|that|it's|it\s+is)|how|what|when|where|your\s+(?:preference|choice|decision))"
-        r"|\b(?:tell|show)\s+me\s+(?:which|whether|how|what)\b",
-        0.75,
-    ),
-    _rule("should I continue", r"\bshould\s+i\s+continue\b|\bmay\s+i\s+proceed\b|\bcan\s+i\s+proceed\b", 0.95),
-    _rule("question?", rf"(?:^|\s)(?:{_ASK_OPENERS})\b[^?]*\?\s*$", 0.8, window=2),
-    _rule("trailing ?", r"\?\s*[)\]\"'*_]*\s*$", 0.65, window=1),
-)
+@functools.cache
+def builtin_rules() -> tuple[Rule, ...]:
+    """The built-in rules, compiled when the first answer is looked at (about 6 ms of
+    CPU that an irisd whose tells all have a reader never spends)."""
+    return (
+        _rule("y/n", r"\(\s*y(?:es)?\s*/\s*n(?:o)?\s*\)|\[\s*y\s*/\s*n\s*\]|\by/n\b|\byes/no\b", 0.97),
+        _rule(
+            "proceed?",
+            r"\b(?:should|shall|can|may)\s+(?:i|we)\s+(?:continue|proceed|go\s+ahead|start|apply|commit|push|"
+            r"merge|deploy|delete|remove|run|make|do|implement|fix|update|create|move|rename|switch|use|add|"
+            r"change|go|also|try|keep|leave|revert|open|write|refactor|install|upgrade)\b[^.!]*\?",
+            0.95,
+        ),
+        _rule(
+            "offer?",
+            r"\b(?:would|do)\s+you\s+(?:like|want|prefer)\s+(?:me|us)\s+to\b[^.!]*\?|\bwant\s+me\s+to\b[^.!]*\?"
+            r"|\bshall\s+(?:i|we)\b[^.!]*\?",
+            0.95,
+        ),
+        _rule(
+            "ready to proceed",
+            r"\bready\s+to\s+(?:proceed|continue)\b|\bready\s+to\s+\w+[^.!]*\?"
+            r"|\b(?:ok|okay|alright|fine)\s+to\s+(?:proceed|continue|go\s+ahead)\b",
+            0.85,
+        ),
+        _rule(
+            "confirm",
+            r"\bplease\s+(?:confirm|advise|let\s+me\s+know|choose|pick|decide|approve|clarify)\b"
+            r"|\b(?:waiting|wait)\s+(?:for|on)\s+your\s+"
+            r"(?:confirmation|approval|go[- ]ahead|answer|reply|decision|input|ok)"
+            r"|\b(?:need|needs|require|requires)\s+your\s+(?:confirmation|approval|go[- ]ahead|decision|input)\b"
+            r"|\bonce\s+you\s+(?:confirm|approve|decide|choose|reply)\b|\bbefore\s+i\s+(?:proceed|continue|go\s+ahead)\b"
+            r"|\bi(?:'ll|\s+will)\s+wait\s+for\s+your\b|\bawaiting\s+your\b",
+            0.85,
+        ),
+        _rule(
+            "let me know which",
+            r"\blet\s+me\s+know\s+(?:which|whether|if\s+(?:you(?:'d|\s+would)?\s+like|you\s+(?:want|prefer)|i\s+should|"
+            r"this|that|it's|it\s+is)|how|what|when|where|your\s+(?:preference|choice|decision))"
+            r"|\b(?:tell|show)\s+me\s+(?:which|whether|how|what)\b",
+            0.75,
+        ),
+        _rule("should I continue", r"\bshould\s+i\s+continue\b|\bmay\s+i\s+proceed\b|\bcan\s+i\s+proceed\b", 0.95),
+        _rule("question?", rf"(?:^|\s)(?:{_ASK_OPENERS})\b[^?]*\?\s*$", 0.8, window=2),
+        _rule("trailing ?", r"\?\s*[)\]\"'*_]*\s*$", 0.65, window=1),
+    )
 
-# Sentences that look like questions but expect no answer: sign-offs and offers of help.
-PLEASANTRIES = re.compile(
-    r"^\W*(?:"
-    r"(?:is\s+there\s+)?anything\s+else(?:\s+(?:i\s+can|you'?d\s+like|you\s+need|you\s+want)[^?]*)?\??"
-    r"|any\s+(?:other\s+)?questions\??"
-    r"|(?:let\s+me\s+know|feel\s+free\s+to\s+(?:ask|reach\s+out)|happy\s+to\s+help)[^?]*"
-    r"(?:anything\s+else|any\s+(?:other\s+)?(?:questions?|changes|issues|problems|adjustments|further)|"
-    r"if\s+(?:you\s+)?(?:need|have|run\s+into|hit|see|notice|spot|want)\s+(?:anything|any|more|further|other|"
-    r"something|help|problems|issues|questions))[^?]*"
-    r"|(?:hope\s+(?:this|that)\s+helps)[^?]*"
-    r"|(?:does\s+(?:that|this)\s+help)\??"
-    r")\W*$",
-    re.IGNORECASE,
-)
+@functools.cache
+def pleasantries() -> re.Pattern[str]:
+    """Sentences that look like questions but expect no answer: sign-offs and offers of help."""
+    return re.compile(
+        r"^\W*(?:"
+        r"(?:is\s+there\s+)?anything\s+else(?:\s+(?:i\s+can|you'?d\s+like|you\s+need|you\s+want)[^?]*)?\??"
+        r"|any\s+(?:other\s+)?questions\??"
+        r"|(?:let\s+me\s+know|feel\s+free\s+to\s+(?:ask|reach\s+out)|happy\s+to\s+help)[^?]*"
+        r"(?:anything\s+else|any\s+(?:other\s+)?(?:questions?|changes|issues|problems|adjustments|further)|"
+        r"if\s+(?:you\s+)?(?:need|have|run\s+into|hit|see|notice|spot|want)\s+(?:anything|any|more|further|other|"
+        r"something|help|problems|issues|questions))[^?]*"
+        r"|(?:hope\s+(?:this|that)\s+helps)[^?]*"
+        r"|(?:does\s+(?:that|this)\s+help)\??"
+        r")\W*$",
+        re.IGNORECASE,
+    )
 
 _FENCE = re.compile(r"```.*?(?:```|$)|~~~.*?(?:~~~|$)", re.DOTALL)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
@@ -128,8 +134,14 @@ class Detector:
     """The rules in force: the configured patterns first, then (unless turned off) the built-ins."""
 
     def __init__(self, patterns: list[str] | tuple[str, ...] = (), *, builtin: bool = True) -> None:
-        custom = tuple(_rule(p, p, 0.9) for p in patterns)
-        self.rules: tuple[Rule, ...] = custom + (BUILTIN_RULES if builtin else ())
+        self.patterns = tuple(patterns)
+        self.builtin = builtin
+
+    @functools.cached_property
+    def rules(self) -> tuple[Rule, ...]:
+        """Compiled on the first answer looked at (most tells end with their caller reading)."""
+        custom = tuple(_rule(p, p, 0.9) for p in self.patterns)
+        return custom + (builtin_rules() if self.builtin else ())
 
     def detect(self, text: str) -> Detection | None:
         """The question that ends ``text``, or None."""
@@ -138,7 +150,7 @@ class Detector:
             for index, sentence in enumerate(sentences):
                 if index < len(sentences) - rule.window or _answered(sentences, index):
                     continue
-                if rule.pattern.search(sentence) and not PLEASANTRIES.match(sentence):
+                if rule.pattern.search(sentence) and not pleasantries().match(sentence):
                     # A bare "(y/n)" or "Thoughts?" is clearer with the sentence before it.
                     first = index - 1 if index > 0 and len(sentence) < 25 else index
                     question = " ".join(sentences[first:]).strip()

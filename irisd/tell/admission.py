@@ -23,8 +23,9 @@ store tells for each other go on until the hop limit, not for ever.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol
+
+import msgspec
 
 from iris_common.config import Settings
 from irisd.budget import Budgets, RateWindow, Spending, chain_reached, exceed_question, more_usd, refusal
@@ -69,8 +70,7 @@ class PairFacts(Protocol):
     def current(self) -> ChainLink | None: ...
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(msgspec.Struct, frozen=True):
     """What the caller asks: a tell of ``from_team`` (None: external) to ``to_team``."""
 
     from_team: str | None
@@ -83,8 +83,7 @@ class Candidate:
     kind: Literal["tell", "command", "notification"] = "tell"  # recorded so when refused
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(msgspec.Struct, frozen=True):
     """What the service read for ``admit``; ``rate`` is only read, never recorded into."""
 
     settings: Settings
@@ -98,15 +97,13 @@ class Facts:
     chain_extra_usd: float = 0.0  # what the person let this chain spend beyond chainUsd (askToExceed)
 
 
-@dataclass(frozen=True)
-class Admit:
+class Admit(msgspec.Struct, frozen=True):
     chain_id: str  # "" starts a chain (the tell's own id becomes its chain id)
     hops: int
     path: tuple[str, ...] = ()  # the teams waiting in the chain, this tell's own team last
 
 
-@dataclass(frozen=True)
-class Refuse:
+class Refuse(msgspec.Struct, frozen=True):
     error: type[IrisError]
     message: str  # what the caller is told
     recorded: str = ""  # a refused nested tell is stored as failed with this reason

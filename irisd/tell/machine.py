@@ -42,7 +42,8 @@ condition.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+import msgspec
 
 from irisd.claude.wire import (
     AnyLine,
@@ -59,20 +60,17 @@ class IllegalTransition(RuntimeError):
     """A tell was asked to do something its state does not allow."""
 
 
-@dataclass(frozen=True)
-class ReplyToCaller:
+class ReplyToCaller(msgspec.Struct, frozen=True):
     """The caller waiting on this tell gets its answer now (final, or partial)."""
 
 
-@dataclass(frozen=True)
-class StopChild:
+class StopChild(msgspec.Struct, frozen=True):
     """The child must be stopped (it hung, or ignored an interrupt)."""
 
     reason: str
 
 
-@dataclass(frozen=True)
-class SendInterrupt:
+class SendInterrupt(msgspec.Struct, frozen=True):
     """Write an interrupt control request to the child."""
 
 

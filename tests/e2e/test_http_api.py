@@ -51,6 +51,24 @@ def daemon_fine(iris: Iris) -> None:
     assert Http(iris).json("GET", "/health", auth=False) == (200, {"status": "ok"})
 
 
+def test_the_face_is_loaded_by_its_first_client_not_at_start(tmp_path: Path, model: ScriptedModel,
+                                                               claude_bin: Path) -> None:
+    """The port is bound at start (a taken one stops irisd at once, children know the URL),
+    the face (hypercorn, starlette: about a quarter of irisd's start-up CPU) is loaded by
+    the first client, which it then serves (irisd/http/door.py)."""
+    iris = Iris(tmp_path, model_url=model.base_url, claude=claude_bin)
+    iris.add_team("alpha")
+    iris.start()
+    try:
+        assert isinstance(iris.request(GetStatus()), StatusReply)
+        assert "HTTP face loaded" not in iris.log()
+        assert Http(iris).json("GET", "/health", auth=False) == (200, {"status": "ok"})
+        assert "HTTP face loaded" in iris.log()
+    finally:
+        iris.stop(timeout=30)
+        shutil.rmtree(iris.socket.parent, ignore_errors=True)
+
+
 # --- the gate --------------------------------------------------------------------------
 
 

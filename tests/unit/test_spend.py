@@ -4,11 +4,11 @@ holds the session's earlier spending, and the transcript's last ``cost-state`` s
 
 from __future__ import annotations
 
-from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import astuple
 
 from irisd.claude.launcher import read_stored_total
 from irisd.claude.spend import Spent, running_total, stored_total, turn_share

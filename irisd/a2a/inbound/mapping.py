@@ -25,7 +25,6 @@ import datetime
 import json
 import mimetypes
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -194,8 +193,7 @@ def decision(text: str) -> tuple[bool, str] | None:
 # --- tasks out --------------------------------------------------------------------------------
 
 
-@dataclass
-class TaskView:
+class TaskView(msgspec.Struct):
     """A task as Iris knows it: its tells, first to latest (an answered question leads to
     the next), and the question the latest one left, if any."""
 
