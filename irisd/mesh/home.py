@@ -13,11 +13,11 @@ after a restart until JetStream has stored it).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
 
+import msgspec
 import nats.errors
 import trio
 from nats.aio.client import Client
@@ -141,7 +141,7 @@ class Home:
                     await self._submit(tell, caller)
                 return
             await self.store.call(records.submitted, tell.id, found)
-            known = dataclasses.replace(known, local_id=found)
+            known = msgspec.structs.replace(known, local_id=found)
         if known is not None:  # redelivered: answered from the record, never run again
             if not known.replied and known.local_id not in self.following:
                 self._nursery.start_soon(self._answer, known)

@@ -17,13 +17,13 @@ irisd left unfinished has no handle: ``end_previous_run`` ends it in the store.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
+import msgspec
 import trio
 
 from iris_common.a2a_tokens import is_agent_sender
@@ -247,7 +247,7 @@ class TellService:
             if await self._may_exceed(parent.id, chain_id, decision, to_team=team.name):
                 decision = await decide()  # with the chain's budget grown
             else:
-                decision = dataclasses.replace(
+                decision = msgspec.structs.replace(
                     decision, message=f"{decision.message} (you were asked to let it go on and did not)"
                 )
         now = trio.current_time()
