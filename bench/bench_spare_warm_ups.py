@@ -1,0 +1,192 @@
+"""Benchmark 18b: which warm-up of a spare claude makes its first turn cheap, and what it leaves.
+
+A spare is started as a new conversation of its team would be, then warmed up before a pair
+takes it (``irisd/pool/spares.py``). This runs the bare claude a spare runs (stream-json,
+the child's settings and system prompt; no Iris MCP server, so no irisd is needed) against
+the scripted model, with each warm-up below, round by round, and measures the CPU its
+first turn takes against a later one. Beside the figures, what each warm-up costs the
+conversation: the model requests it made, the session id the first turn runs in, and what
+the model sees of it in that turn's request (user texts other than the turn's own).
+
+Warm-ups (steps in order; ``ctx`` is what irisd does today):
+  none               nothing
+  ctx                the get_context_usage control request (detail: summary)
+  ctx+clear          and then ``/clear`` as a user turn (a new session, in the same process)
+  ctx+cost           and then ``/cost`` (claude answers it locally: a turn, no model request)
+  ctx+cost+clear     both
+  ctx+turn+clear     a real turn (a paid model request) and ``/clear``: the bound of a warm-up
+
+Run: .venv/bin/python bench/bench_spare_warm_ups.py [--rounds N] [WARM-UP ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import queue
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from _common import describe, header, median, thread_cpu_seconds, wait_quiet
+
+from harness import claude_binary
+from irisd.claude.command import child_system_prompt, claude_argv
+from scripted_model import ScriptedModel
+
+Line = dict[str, Any]
+
+
+class Claude:
+    """One claude in stream-json mode, as a spare is started (no MCP server)."""
+
+    def __init__(self, model: ScriptedModel, root: Path) -> None:
+        folder = root / "team"
+        folder.mkdir()
+        env = {name: value for name, value in os.environ.items() if name in ("PATH", "HOME", "LANG", "USER", "SHELL")}
+        env |= {"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": "bench",
+                "CLAUDE_CONFIG_DIR": str(root / "claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                "IS_SANDBOX": "1"}
+        self.session_id = str(uuid.uuid4())  # what it was started with
+        argv = claude_argv(str(claude_binary()), session_id=self.session_id, resume=False,
+                           system_prompt=child_system_prompt("alpha"))
+        self.process = subprocess.Popen(argv, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL)
+        self.lines: queue.Queue[Line] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            self.lines.put(json.loads(raw))
+
+    def send(self, message: Line) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def until(self, kind: str, timeout: float = 120.0) -> Line:
+        """Read lines until one of type ``kind``; return it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            if line.get("type") == kind:
+                return line
+
+    def turn(self, text: str) -> Line:
+        self.send({"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]}})
+        return self.until("result")
+
+    def context_usage(self) -> None:
+        self.send({"type": "control_request", "request_id": "warm-up",
+                   "request": {"subtype": "get_context_usage", "detail": "summary"}})
+        self.until("control_response")
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(30)
+
+
+WARM_UPS: dict[str, list[Callable[[Claude], object]]] = {
+    "none": [],
+    "ctx": [Claude.context_usage],
+    "ctx+clear": [Claude.context_usage, lambda c: c.turn("/clear")],
+    "ctx+cost": [Claude.context_usage, lambda c: c.turn("/cost")],
+    "ctx+cost+clear": [Claude.context_usage, lambda c: c.turn("/cost"), lambda c: c.turn("/clear")],
+    "ctx+turn+clear": [Claude.context_usage, lambda c: c.turn("a warm-up"), lambda c: c.turn("/clear")],
+}
+
+
+@dataclass
+class Figures:
+    first_cpu: list[float] = field(default_factory=list)
+    warm_cpu: list[float] = field(default_factory=list)
+    first_wall: list[float] = field(default_factory=list)
+    warm_up_requests: set[int] = field(default_factory=set)
+    new_session: set[bool] = field(default_factory=set)
+    leftovers: set[str] = field(default_factory=set)
+
+
+def user_texts(request: Line) -> list[str]:
+    """The user texts of a Messages request, but claude's own system reminders."""
+    texts = []
+    for message in request["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        texts += [b["text"] for b in blocks
+                  if b.get("type") == "text" and not b["text"].startswith("<system-reminder>")]
+    return texts
+
+
+@contextlib.contextmanager
+def started(model: ScriptedModel) -> Iterator[Claude]:
+    with tempfile.TemporaryDirectory() as root:
+        claude = Claude(model, Path(root))
+        try:
+            yield claude
+        finally:
+            claude.close()
+
+
+def measure(model: ScriptedModel, name: str, figures: Figures, round_: int) -> None:
+    with started(model) as claude:
+        asked = len(model.messages_requests())
+        for step in WARM_UPS[name]:
+            step(claude)
+        figures.warm_up_requests.add(len(model.messages_requests()) - asked)
+        wait_quiet(claude.process.pid)
+        text = f"first tell {round_}"
+        before, started_at = thread_cpu_seconds(claude.process.pid), time.monotonic()
+        result = claude.turn(text)
+        figures.first_wall.append(time.monotonic() - started_at)
+        figures.first_cpu.append(thread_cpu_seconds(claude.process.pid) - before)
+        figures.new_session.add(result.get("session_id") != claude.session_id)
+        extra = [t for t in user_texts(model.messages_requests()[-1]) if t != text]
+        figures.leftovers.add(" | ".join(t.strip().split("\n")[0][:48] for t in extra) or "none")
+        before = thread_cpu_seconds(claude.process.pid)
+        claude.turn(f"warm tell {round_}")
+        figures.warm_cpu.append(thread_cpu_seconds(claude.process.pid) - before)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("warm_ups", nargs="*", metavar="WARM-UP", help=f"of {', '.join(WARM_UPS)} (default: all)")
+    args = parser.parse_args()
+    if unknown := set(args.warm_ups) - set(WARM_UPS):
+        parser.error(f"unknown warm-up {', '.join(sorted(unknown))}; known: {', '.join(WARM_UPS)}")
+    header("18b. a spare's warm-up: claude's CPU on its first turn, and what the warm-up leaves")
+    names: list[str] = args.warm_ups or list(WARM_UPS)
+    figures = {name: Figures() for name in names}
+    with ScriptedModel() as model:
+        for round_ in range(args.rounds):
+            for name in names if round_ % 2 == 0 else names[::-1]:
+                measure(model, name, figures[name], round_)
+            print(".", end="", flush=True)
+    print()
+    print("claude's CPU, first turn / a later turn (median of each):")
+    for name in names:
+        f = figures[name]
+        print(f"  {name:<16} {median(f.first_cpu) / median(f.warm_cpu):5.2f}x   model requests during the "
+              f"warm-up {sorted(f.warm_up_requests)}, a new session id {sorted(f.new_session)}")
+        print(f"  {'':<16} what the model sees of it: {sorted(f.leftovers)}")
+    print("absolute:")
+    for name in names:
+        print(describe(f"{name}: CPU, first turn", figures[name].first_cpu))
+        print(describe(f"{name}: CPU, a later turn", figures[name].warm_cpu))
+        print(describe(f"{name}: wall, first turn", figures[name].first_wall))
+
+
+if __name__ == "__main__":
+    main()
