@@ -319,6 +319,7 @@ async def reply_first(tell: ActiveTell) -> None:
     raises Cancelled (what follows must be written)."""
     if tell.replied.is_set():
         return
+    tell.note_status()  # the end's wall time and state first: the reply is built from them
     tell.replied.set()
     await trio.lowlevel.cancel_shielded_checkpoint()
     await trio.lowlevel.cancel_shielded_checkpoint()

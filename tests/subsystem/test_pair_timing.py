@@ -104,6 +104,20 @@ async def test_caller_timeout_returns_partial_text_and_the_tell_runs_on(
     assert child.stopped_at == float("inf")  # the warm child lives on
 
 
+async def test_the_answer_a_caller_waited_for_carries_the_tells_finish_time(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The answer leaves before the tell's end is written: it still says when the tell ended."""
+    async with trio.open_nursery() as nursery:
+        caller = await start_tell(nursery, core)
+        child = await child_got_turn()
+        await child.result("answer")
+        await wait_until(lambda: caller.replied_at is not None, every=0.5)
+    assert caller.reply is not None and caller.reply.status == "completed"
+    tell = caller.reply.tell
+    assert tell.finished_at is not None and tell.started_at is not None and tell.finished_at >= tell.started_at
+
+
 async def test_async_caller_gets_the_id_at_once(
     core: Dispatcher, autojump_clock: trio.testing.MockClock
 ) -> None:

@@ -113,6 +113,7 @@ async def test_a_remote_tell_runs_through_the_executor_like_a_local_one(
     reply = await dispatcher.tells.tell(Tell(to_team="far", from_team="alpha", message="answer", stream=True), on_event)
     assert trio.current_time() - start == 6
     assert reply.status == "completed" and reply.tell.text == "hello there" and reply.tell.cost_usd == 0.25
+    assert reply.tell.finished_at is not None and reply.tell.started_at is not None  # the reply's figures are whole
     assert [e.text for e in events if isinstance(e, TellText)] == ["hel", "lo", " there"]
     phases = [e.phase for e in events if isinstance(e, TellPhaseEvent)]
     assert phases[1].name == "queued" and phases[1].detail == "home unreachable since 12:00"
