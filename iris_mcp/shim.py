@@ -36,11 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("iris.mcp")
 
-INSTRUCTIONS = (
-    "Iris connects you with the Claude Code agents of other projects (teams). team_teams lists "
-    "them; team_tell asks one and returns its answer (each pair of teams keeps its own "
-    "conversation); team_result fetches an answer that took longer than the call's timeout."
-)
 CALL_TIMEOUT_S = 120.0  # a request that is not a tell: waking every team can take a while
 TELL_GRACE_S = 15.0  # beyond the tell's own timeout, before the shim stops waiting for irisd
 CANCEL_TIMEOUT_S = 5.0  # a CancelTell sent while the call is being torn down
@@ -80,13 +75,13 @@ class Shim:
         may_decide: bool = True,
         proposes: bool = False,
     ) -> None:
-        from iris_mcp.tools import AGENT_PROPOSES, READ_ONLY_TOOLS, TOOLS_BY_NAME
+        from iris_mcp.listing import offered_tools
 
         self.link = link
         self.may_decide = may_decide  # its caller is the person (approvals may be asked of it)
         self.read_only = read_only  # iris-agent's server: only the tools that read ...
         # ... and with ``proposes`` (irisd's /mcp, iris-agent's token) those irisd files as approvals
-        self.offered = tuple(TOOLS_BY_NAME) if not read_only else READ_ONLY_TOOLS + (AGENT_PROPOSES if proposes else ())
+        self.offered = offered_tools(read_only=read_only, proposes=proposes)
         self.explicit_team = team
         self.cwd = cwd
         self.parent_pair = (env or {}).get("IRIS_PARENT_PAIR", "").strip()
@@ -809,11 +804,12 @@ def build_server(
         )
 
     from iris_common import __version__
+    from iris_mcp.listing import INSTRUCTIONS, SERVER_NAME, SERVER_TITLE
 
     server = Server(
-        "iris",
+        SERVER_NAME,
         version=__version__,
-        title="Iris",
+        title=SERVER_TITLE,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -871,26 +867,10 @@ class StateSeal:
 
 
 def mcp_tool_list(read_only: bool = False, offered: tuple[str, ...] | None = None) -> list[types.Tool]:
-    """The tools to list: ``offered`` (a shim's), else all of them or (``read_only``) those that read."""
-    from iris_mcp.tools import READ_ONLY_TOOLS, TOOLS, input_schema
+    """The tools to list: ``offered`` (a shim's), else all of them or (``read_only``) those that
+    read; built from the wire form irisd's /mcp also answers with (``iris_mcp/listing.py``)."""
+    from iris_mcp.listing import offered_tools, tool_dicts
 
     if offered is None:
-        offered = READ_ONLY_TOOLS if read_only else tuple(tool.name for tool in TOOLS)
-
-    return [
-        types.Tool(
-            name=tool.name,
-            title=tool.title,
-            description=tool.description,
-            input_schema=input_schema(tool.args),
-            annotations=types.ToolAnnotations(
-                title=tool.title,
-                read_only_hint=tool.read_only,
-                destructive_hint=tool.destructive,
-                idempotent_hint=tool.idempotent,
-                open_world_hint=False,
-            ),
-        )
-        for tool in TOOLS
-        if tool.name in offered
-    ]
+        offered = offered_tools(read_only=read_only)
+    return [types.Tool.model_validate(tool) for tool in tool_dicts(offered)]

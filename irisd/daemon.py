@@ -179,7 +179,7 @@ class Daemon:
                 return HttpServer(face, http_socket, max_connections=max_connections)
 
             http = HttpDoor(http_socket, functools.partial(importlib.import_module, "irisd.http.listener"), http_server)
-            access.on_grant = http.want_mcp  # a child is being spawned: it connects to /mcp next
+            access.on_grant = http.want_face  # a child is being spawned: it connects to /mcp next
             await nursery.start(http.run)
             self.notifier.ready(f"serving {len(self.config.teams)} teams")
             if self.systemd.watchdog_s is not None:

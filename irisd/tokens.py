@@ -67,7 +67,7 @@ class Access(msgspec.Struct, eq=False):
     _owner: str = ""
     _children: dict[str, Caller] = msgspec.field(default_factory=dict)  # sha256(token) -> caller
     _login_codes: dict[str, float] = msgspec.field(default_factory=dict)  # sha256(code) -> valid until (monotonic)
-    on_grant: Callable[[], None] = lambda: None  # a child is about to be spawned (irisd/http/mcp.py loads)
+    on_grant: Callable[[], None] = lambda: None  # a child is about to be spawned (the HTTP face loads)
     agents: AgentTokens | None = None  # outside A2A agents' tokens (iris a2a token)
 
     @classmethod

@@ -90,7 +90,6 @@ class HttpFace:
         self.limiter = FailedAuthLimiter()  # shared by the gate and /login
         self.limits = limits or ActiveLimits()
         self.mcp = McpEndpoint(serving)
-        access.on_grant = self.mcp.want  # a child is being spawned: load the MCP SDK
         self.a2a = a2a_face.A2AFace(
             A2AService(serving.serve, config, watch=serving.dispatch),
             access,

@@ -94,9 +94,13 @@ class HttpDoor:
         self._mcp_wanted = False
         self._stopped = False
 
+    def want_face(self) -> None:
+        """A child is about to connect to ``/mcp``: load the face (its first requests are
+        answered without the MCP SDK, irisd/http/mcp.py). Idempotent, never blocks."""
+        self._needed.set()
+
     def want_mcp(self) -> None:
-        """A child is about to connect to ``/mcp`` (or the preload): load the face, and the
-        MCP SDK with it. Idempotent, never blocks."""
+        """The preload: load the face, and the MCP SDK with it. Idempotent, never blocks."""
         if self.server is not None:
             self.server.want_mcp()
             return

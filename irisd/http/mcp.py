@@ -11,9 +11,11 @@ name any team).
 
 Why HTTP: a stdio MCP server is a Python process per child, and importing the MCP SDK
 costs about a second of CPU before the child can take its first turn; here irisd
-pays it once. It is imported in a worker thread when the first child is spawned (or the
-first request for /mcp comes), so an irisd that spawns nobody never pays it and one that
-does is ready at once; a request that comes before the import finished waits for it.
+pays it once, and only when a client needs it: a claude child asks ``server/discover`` and
+``tools/list`` as it starts (protocol 2026-07-28), which irisd answers itself
+(``iris_mcp/listing.py``, the SDK's own answers, a test checks); most children never call a
+tool. Any other request loads the SDK (in a worker thread; the request waits for it), as
+does ``settings.preloadMcp`` once irisd is ready, so that a first tool call finds it loaded.
 
 The SDK's ``StreamableHTTPSessionManager`` runs stateless (each POST is served on its
 own; no session to expire or to leak when a child dies), answering with an SSE stream,
@@ -22,6 +24,7 @@ so a tell's progress notifications reach the child while it runs.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -35,7 +38,7 @@ from protocol.messages import Event, Reply, Request
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
-    from starlette.types import Receive, Scope, Send
+    from starlette.types import Message, Receive, Scope, Send
 
     from iris_mcp.shim import Shim
     from irisd.serving import Serving
@@ -96,12 +99,47 @@ class McpEndpoint:
             await trio.sleep_forever()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        replay = await self._answer_listing(scope, receive, send)
+        if replay is None:
+            return
+        receive = replay
         self.want()
         with trio.move_on_after(LOAD_TIMEOUT_S):
             await self.ready.wait()
         if not self.ready.is_set():
             raise BusyError("Iris's MCP server is still starting; try again in a moment")
         await self._manager.handle_request(scope, receive, send)
+
+    async def _answer_listing(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Answer a ``server/discover`` or ``tools/list`` of protocol 2026-07-28 without the
+        SDK (None: answered); else the request's ``receive`` for the SDK, its body read
+        again if it was read here."""
+        from iris_mcp.listing import MODERN_VERSION
+
+        headers = dict(scope.get("headers", ()))
+        method = headers.get(b"mcp-method", b"").decode(errors="replace")
+        if (scope.get("method") != "POST" or method not in LISTING
+                or headers.get(b"mcp-protocol-version") != MODERN_VERSION.encode()
+                or b"application/json" not in headers.get(b"accept", b"")):
+            return receive
+        body, replay = await _read_body(receive)
+        if body is None:
+            return replay
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return replay
+        if not (isinstance(message, dict) and message.get("jsonrpc") == "2.0" and message.get("method") == method
+                and isinstance(message.get("id"), str | int) and not isinstance(message.get("id"), bool)
+                and _version_of(message) in (None, MODERN_VERSION)):
+            return replay
+        result = LISTING[method](scope[CALLER_KEY])
+        payload = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(payload)).encode())]})
+        await send({"type": "http.response.body", "body": payload})
+        return None
 
     def _shim_for(self, ctx: ServerRequestContext[Any]) -> Shim:
         request = ctx.request
@@ -133,3 +171,54 @@ def _import_sdk() -> None:
     # iris_mcp.shim first: it loads the SDK lean (iris_mcp/sdk.py), without its client parts.
     import iris_mcp.shim  # noqa: F401, I001
     import mcp.server.streamable_http_manager  # noqa: F401
+
+
+def _discover(caller: Caller) -> dict[str, Any]:
+    from iris_mcp.listing import discover_result
+
+    return discover_result()
+
+
+def _tools(caller: Caller) -> dict[str, Any]:
+    from iris_mcp.listing import list_result, offered_tools
+
+    reader = caller.kind == "reader"  # as shim_for: iris-agent's token reads and proposes
+    return list_result(offered_tools(read_only=reader, proposes=reader))
+
+
+LISTING: dict[str, Callable[[Caller], dict[str, Any]]] = {"server/discover": _discover, "tools/list": _tools}
+
+
+def _version_of(message: dict[str, Any]) -> object:
+    """The protocol version a request of the 2026-07-28 era names in its ``_meta``, if any."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+
+
+async def _read_body(receive: Receive) -> tuple[bytes | None, Receive]:
+    """The request's body (None if it is over MAX_MCP_BODY_BYTES or the client left), and a
+    ``receive`` that hands it on again, for the SDK."""
+    chunks: list[bytes] = []
+    size = 0
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None, _replaying([message], receive)
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        more = message.get("more_body", False)
+        if size > MAX_MCP_BODY_BYTES:
+            break
+    body = b"".join(chunks)
+    read: list[Message] = [{"type": "http.request", "body": body, "more_body": more}]
+    return (None if more else body), _replaying(read, receive)
+
+
+def _replaying(first: list[Message], receive: Receive) -> Receive:
+    async def replay() -> Message:
+        return first.pop(0) if first else await receive()
+
+    return replay

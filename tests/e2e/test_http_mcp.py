@@ -42,6 +42,20 @@ def child_config(iris: Iris, to_team: str) -> tuple[int, Path, str]:
     return pair.process.pid, config, b" ".join(argv).decode()
 
 
+def test_a_child_that_calls_no_tool_loads_no_mcp_sdk_and_its_first_call_does(iris: Iris) -> None:
+    """A claude child asks irisd's /mcp what it serves as it starts (server/discover,
+    tools/list): irisd answers that itself. The SDK (a second of CPU) loads with the first
+    tool call, which works as ever."""
+    for name in ("alpha", "beta"):
+        iris.add_team(name)
+    iris.start()
+    assert tell(iris, "alpha", "hello")["status"] == "completed"
+    assert "MCP over HTTP ready" not in iris.log()
+    answer = tell(iris, "alpha", ask("beta", "ping"))  # the warm child's first tool call
+    assert answer["status"] == "completed" and "echo #1: ping" in str(answer["text"]), answer
+    assert "MCP over HTTP ready" in iris.log()
+
+
 def test_a_child_tells_through_http_mcp_with_its_own_token_kept_out_of_argv(iris: Iris) -> None:
     for name in ("alpha", "beta"):
         iris.add_team(name)

@@ -1,5 +1,6 @@
 """The HTTP face's door (irisd/http/door.py) on a real socket: the face is loaded and built
-only when a client connects, a child is granted its token or the MCP preload asks, and
+only when a client connects, a child is granted its token (the face alone: the child's first
+requests need no MCP SDK) or the MCP preload asks (the face and the SDK), and
 never when irisd drains first; a client that connected before it was loaded is served."""
 
 from __future__ import annotations
@@ -77,7 +78,21 @@ async def test_the_face_is_loaded_by_the_first_client_which_it_then_serves() -> 
         assert counted.faces[0].stopped.is_set()
 
 
-async def test_a_child_granted_its_token_or_the_preload_loads_the_face_and_the_mcp_sdk() -> None:
+async def test_a_child_granted_its_token_loads_the_face_but_not_the_mcp_sdk() -> None:
+    with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
+        counted = Counted(sock)
+        door = HttpDoor(sock, counted.load, counted.build)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(door.run)
+            door.want_face()
+            door.want_face()
+            await counted.built.wait()
+            await counted.faces[0].running.wait()
+            assert counted.loads == 1 and counted.faces[0].mcp_wanted == 0
+            door.stop_accepting()
+
+
+async def test_the_preload_loads_the_face_and_the_mcp_sdk() -> None:
     with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
         counted = Counted(sock)
         door = HttpDoor(sock, counted.load, counted.build)
