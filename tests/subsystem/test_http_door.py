@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 
+import pytest
 import trio
 import trio.testing
 
@@ -78,31 +79,19 @@ async def test_the_face_is_loaded_by_the_first_client_which_it_then_serves() -> 
         assert counted.faces[0].stopped.is_set()
 
 
-async def test_a_child_granted_its_token_loads_the_face_but_not_the_mcp_sdk() -> None:
+@pytest.mark.parametrize(("want", "sdk_wanted"), [("want_face", 0), ("want_mcp", 1)],
+                         ids=["a child granted its token: the face alone", "the preload: the face and the SDK"])
+async def test_a_child_granted_its_token_or_the_preload_loads_the_face(want: str, sdk_wanted: int) -> None:
     with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
         counted = Counted(sock)
         door = HttpDoor(sock, counted.load, counted.build)
         async with trio.open_nursery() as nursery:
             await nursery.start(door.run)
-            door.want_face()
-            door.want_face()
+            getattr(door, want)()
+            getattr(door, want)()
             await counted.built.wait()
             await counted.faces[0].running.wait()
-            assert counted.loads == 1 and counted.faces[0].mcp_wanted == 0
-            door.stop_accepting()
-
-
-async def test_the_preload_loads_the_face_and_the_mcp_sdk() -> None:
-    with open_http_socket("127.0.0.1", 0) as sock, trio.fail_after(30):
-        counted = Counted(sock)
-        door = HttpDoor(sock, counted.load, counted.build)
-        async with trio.open_nursery() as nursery:
-            await nursery.start(door.run)
-            door.want_mcp()
-            door.want_mcp()
-            await counted.built.wait()
-            await counted.faces[0].running.wait()
-            assert counted.loads == 1 and counted.faces[0].mcp_wanted == 1
+            assert counted.loads == 1 and counted.faces[0].mcp_wanted == sdk_wanted
             door.stop_accepting()
 
 
