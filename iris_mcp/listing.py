@@ -10,6 +10,7 @@ starts, most never call a tool, and importing the SDK costs about a second of CP
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from iris_common import __version__
@@ -51,11 +52,13 @@ def tool_dicts(offered: tuple[str, ...]) -> list[dict[str, Any]]:
     ]
 
 
+@functools.cache  # every child asks as it starts; the schemas are made once (read only: never changed)
 def list_result(offered: tuple[str, ...]) -> dict[str, Any]:
     """A ``tools/list`` result of protocol 2026-07-28."""
     return {**_complete(), "tools": tool_dicts(offered)}
 
 
+@functools.cache
 def discover_result() -> dict[str, Any]:
     """A ``server/discover`` result of protocol 2026-07-28."""
     return {
