@@ -24,15 +24,16 @@ so a tell's progress notifications reach the child while it runs.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import trio
 
 from irisd.caller import Caller
 from irisd.http.gate import CALLER_KEY
+from protocol.codec import UNDECODABLE
 from protocol.errors import BusyError
 from protocol.messages import Event, Reply, Request
 
@@ -126,15 +127,15 @@ class McpEndpoint:
         if body is None:
             return replay
         try:
-            message = json.loads(body)
-        except ValueError:
+            message = msgspec.json.decode(body)
+        except UNDECODABLE:  # the SDK answers it as it answers any body that is no JSON
             return replay
         if not (isinstance(message, dict) and message.get("jsonrpc") == "2.0" and message.get("method") == method
                 and isinstance(message.get("id"), str | int) and not isinstance(message.get("id"), bool)
                 and _version_of(message) in (None, MODERN_VERSION)):
             return replay
         result = LISTING[method](scope[CALLER_KEY])
-        payload = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}).encode()
+        payload = msgspec.json.encode({"jsonrpc": "2.0", "id": message["id"], "result": result})
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"application/json"),
                                 (b"content-length", str(len(payload)).encode())]})
@@ -152,12 +153,17 @@ def shim_for(serving: Serving, caller: Caller) -> Shim:
     from iris_mcp.shim import Shim
 
     link = ServingLink(serving, caller)
-    if caller.kind == "reader":  # iris-agent: the tools that read, and those irisd files as approvals
+    if _reads_only(caller):
         return Shim(link, identity=Identity(None, "owner"), read_only=True, proposes=True, may_decide=False)
     owner = Identity(None, "owner")
     identity = owner if caller.is_owner else Identity(caller.team, "token", pair=caller.pair)
     # Only the person decides approvals: a team's child is never asked to (it may not).
     return Shim(link, identity=identity, may_decide=caller.is_owner)
+
+
+def _reads_only(caller: Caller) -> bool:
+    """iris-agent's token: the tools that read, and those irisd files as approvals (proposes)."""
+    return caller.kind == "reader"
 
 
 def _principal(ctx: ServerRequestContext[Any]) -> str:
@@ -182,7 +188,7 @@ def _discover(caller: Caller) -> dict[str, Any]:
 def _tools(caller: Caller) -> dict[str, Any]:
     from iris_mcp.listing import list_result, offered_tools
 
-    reader = caller.kind == "reader"  # as shim_for: iris-agent's token reads and proposes
+    reader = _reads_only(caller)  # the tools shim_for's Shim offers this caller
     return list_result(offered_tools(read_only=reader, proposes=reader))
 
 

@@ -31,10 +31,11 @@ def scope_of(caller: Caller, method: str, *, version: str = MODERN) -> dict[str,
             "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 1615), CALLER_KEY: caller}
 
 
-async def answer(app: Any, scope: dict[str, Any], body: dict[str, Any]) -> tuple[int, Any]:
+async def answer(app: Any, scope: dict[str, Any], body: dict[str, Any] | bytes) -> tuple[int, Any]:
     """What ``app`` answers ``body`` with: its status and its JSON (the SDK answers a request of
     this era with JSON, not an event stream), or its text if it is none."""
-    sent = [{"type": "http.request", "body": json.dumps(body).encode(), "more_body": False}]
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    sent = [{"type": "http.request", "body": raw, "more_body": False}]
     started: list[dict[str, Any]] = []
     chunks: list[bytes] = []
 
@@ -99,6 +100,9 @@ async def test_anything_else_goes_to_the_sdk() -> None:
     endpoint = McpEndpoint(serving=None)  # type: ignore[arg-type]
     async with trio.open_nursery() as nursery:
         nursery.start_soon(endpoint.run)
+        deep = b"[" * 100_000 + b"]" * 100_000  # no JSON Python's own parser could read
+        status, _ = await answer(endpoint, scope_of(OWNER, "tools/list"), deep)
+        assert status != 200  # refused by the SDK, not a server error of the listing's own
         older = scope_of(OWNER, "tools/list", version="2025-11-25")
         await answer(endpoint, older, request("tools/list", 3))
         assert endpoint.ready.is_set()  # another era: the SDK's answer
