@@ -329,7 +329,7 @@ def wait_for(
         if now > deadline:
             said = f"\n{detail()}" if detail is not None else ""
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{said}")
-        time.sleep(max(every, 2 * (now - started)))
+        time.sleep(max(every, min(2 * (now - started), deadline - now)))  # never far past the deadline
 
 
 async def wait_until(condition: Callable[..., Any], *, every: float) -> Any:
