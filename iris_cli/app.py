@@ -64,6 +64,14 @@ class LazyGroup(TyperGroup):
     def list_commands(self, ctx: Any) -> list[str]:
         return [*COMMANDS, *(name for name in super().list_commands(ctx) if name not in COMMANDS)]
 
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # 'iris sessions archive FROM TO' is what a person who just listed 'iris sessions'
+        # types: it is 'iris session archive FROM TO' (as a TEAM, 'archive' took FROM TO as
+        # extra arguments and failed). 'iris sessions archive' alone still lists team archive's.
+        if args[:1] == ["sessions"] and args[1:2] in (["reset"], ["archive"], ["restore"]) and len(args) > 2:
+            args = ["session", *args[1:]]
+        return super().resolve_command(ctx, args)
+
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         target = COMMANDS.get(cmd_name)
         if target is None:

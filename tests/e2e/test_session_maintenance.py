@@ -81,7 +81,9 @@ def test_an_archived_pair_is_restored_by_its_next_tell_and_continues_the_convers
     iris.add_team("alpha")
     iris.start()
     assert iris.cli_json("tell", "alpha", "one")["text"] == "echo #1: one"
-    archived = iris.cli_json("session", "archive", "external", "alpha")
+    # 'iris sessions archive' (as the issue and a person who just ran 'iris sessions' write it)
+    # is 'iris session archive'; the restore below uses the singular.
+    archived = iris.cli_json("sessions", "archive", "external", "alpha")
     assert archived["status"] == "archived" and archived["archived_at"] > 0
     assert iris.request(GetPair(to_team="alpha")).process.state == "stopped"  # its claude stopped
     assert iris.cli_json("sessions") == []  # the others only
