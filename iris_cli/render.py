@@ -154,6 +154,8 @@ def duration(tell: TellInfo, now: float | None = None) -> str:
 
 def _seconds(seconds: float) -> str:
     seconds = max(seconds, 0.0)
+    if seconds < 0.95:  # a warm tell takes tens of milliseconds: "0.0 s" would read as nothing
+        return f"{seconds * 1000:.0f} ms"
     return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
 
 

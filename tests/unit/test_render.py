@@ -59,6 +59,8 @@ def test_a_tell_took_what_it_took_from_its_submission_queue_included() -> None:
     assert took(1000.2, 1012.5) == "12.5 s"  # a wait under a second is not worth a word
     assert took(None, None) == "8m20s queued"  # still queued
     assert took(None, 1003.0) == "3.0 s queued"  # cancelled before it started
+    assert took(1000.01, 1000.042) == "42 ms"  # a warm tell: not "0.0 s"
+    assert took(1000.01, 1000.96) == "1.0 s"  # no "960 ms" next to "1.0 s"
 
 
 def test_a_wide_terminal_keeps_the_message_on_the_row(monkeypatch: pytest.MonkeyPatch) -> None:
