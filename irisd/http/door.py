@@ -32,6 +32,13 @@ from protocol.errors import IrisError
 log = logging.getLogger("irisd.http")
 
 BACKLOG = 128
+# A client that takes none of what irisd writes for this long is gone: the kernel ends the
+# connection (TCP_USER_TIMEOUT, which Linux gives every connection accepted on the
+# listening socket), and the write waiting on it fails. One bound for every route: a reader
+# that read nothing of a transcript's streamed body, an A2A stream or an SSE reply held its
+# connection, and a place under the connection cap, until irisd stopped. The socket face's
+# bound is the same (irisd/socket_server.py); /api/events has a shorter one of its own.
+SEND_TIMEOUT_S = 30.0
 
 
 class HttpError(IrisError):
@@ -53,6 +60,8 @@ def open_http_socket(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of our last run only
         sock.bind(address)
         sock.listen(BACKLOG)
+        if hasattr(socket, "TCP_USER_TIMEOUT"):  # Linux; elsewhere a reader that reads nothing stays
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(SEND_TIMEOUT_S * 1000))
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:

@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from irisd.http import door
 from irisd.http.door import HttpDoor, open_http_socket
 
 
@@ -103,3 +104,34 @@ async def test_a_drain_before_anything_needed_it_loads_nothing() -> None:
             await nursery.start(door.run)
             door.stop_accepting()  # run returns: the nursery closes
         assert (counted.loads, counted.faces) == (0, [])
+
+
+async def test_a_client_that_reads_nothing_is_cut_off_by_the_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader that reads nothing of a streamed body is cut off by the kernel: one bound
+    for every route's writes, set on the door's socket."""
+    monkeypatch.setattr(door, "SEND_TIMEOUT_S", 0.5)
+    with open_http_socket("127.0.0.1", 0) as sock:
+        async with trio.SocketListener(trio.socket.from_stdlib_socket(sock.dup())) as listener:
+            with socket.socket() as reader:
+                reader.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # its buffer fills soon
+                reader.connect(sock.getsockname()[:2])
+                async with await listener.accept() as stream:
+                    assert stream.socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 500
+                    with trio.fail_after(20), pytest.raises(trio.BrokenResourceError):
+                        while True:  # until the kernel gives up on it (without the option: never)
+                            await stream.send_all(b"x" * 65536)
+            # A reader that reads is not cut off.
+            with socket.socket() as reader:
+                reader.connect(sock.getsockname()[:2])
+                async with await listener.accept() as stream:
+                    total = 4 * 1024 * 1024
+
+                    def read_all() -> int:
+                        got = 0
+                        while got < total:
+                            got += len(reader.recv(1 << 16))
+                        return got
+
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(stream.send_all, b"y" * total)
+                        assert await trio.to_thread.run_sync(read_all) == total
