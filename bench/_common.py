@@ -133,7 +133,7 @@ def read_transcript(iris: Iris, tell_id: str) -> tuple[TranscriptReply, int]:
         pages.append(event)
 
     with Client(iris.socket, timeout=300) as client:
-        reply = client.request(ReadTranscript(tell_id=tell_id, paged=True), on_event)
+        reply = client.request(ReadTranscript(tell_id=tell_id, paged=True, packed=True), on_event)
     assert isinstance(reply, TranscriptReply)
     return join(pages, reply), len(pages) + 1
 

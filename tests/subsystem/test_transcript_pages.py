@@ -30,7 +30,7 @@ from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
 from irisd.serving import Serving
 from irisd.socket_server import Server
-from irisd.store import rows, tells, unsolicited
+from irisd.store import lines, tells, unsolicited
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
@@ -48,6 +48,7 @@ from protocol.messages import (
     UnsolicitedReply,
     Welcome,
 )
+from protocol.transcript import entries
 
 LINES = 10_000
 LINE_BYTES = 1024
@@ -89,14 +90,15 @@ class Reader:
             self.framer.receive_data(data)
         return decode_server_message(frame)
 
-    async def transcript(self, tell_id: str) -> tuple[int, list[int], TranscriptReply]:
+    async def transcript(self, tell_id: str, *, packed: bool = False) -> tuple[int, list[int], TranscriptReply]:
         """Read a paged transcript: how many pages, the line numbers in order, the reply.
         Keeps no page (the test's own memory stays flat too)."""
-        await self.send(ReadTranscript(tell_id=tell_id, paged=True))
+        await self.send(ReadTranscript(tell_id=tell_id, paged=True, packed=packed))
         pages, numbers = 0, []
         while isinstance(message := await self.receive(), TranscriptPage):
             pages += 1
-            numbers += [int(entry.raw.split('"n":', 1)[1].split(",", 1)[0]) for entry in message.entries]
+            assert bool(message.packed) == packed and not (packed and message.entries)
+            numbers += [int(entry.raw.split('"n":', 1)[1].split(",", 1)[0]) for entry in entries(message)]
         assert isinstance(message, TranscriptReply), message
         return pages, numbers, message
 
@@ -117,16 +119,19 @@ async def served(tmp_path: Path, max_frame: int = SMALL_FRAMES) -> AsyncIterator
         ours.close()
 
 
-async def test_ten_thousand_lines_come_through_the_socket_in_pages_under_a_small_frame_limit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("packed", [False, True])
+async def test_ten_thousand_lines_come_through_the_socket_in_pages_under_a_small_frame_limit(
+    tmp_path: Path, packed: bool
+) -> None:
     """10 MiB of lines through a client that refuses frames over 1 MiB (the whole reply in one
-    frame was 10 MiB): pages of at most rows.PAGE_BYTES and one line, all lines in order, then
-    the reply with the tell and no lines."""
+    frame was 10 MiB): pages of at most lines.PAGE_BYTES and a row, all lines in order, then
+    the reply with the tell and no lines; the lines decoded, or packed as stored."""
     with trio.fail_after(60):
         async with served(tmp_path) as (core, reader):
             await store_transcript(core, "t-long", LINES)
-            pages, numbers, reply = await reader.transcript("t-long")
+            pages, numbers, reply = await reader.transcript("t-long", packed=packed)
     assert numbers == list(range(LINES))
-    assert pages >= LINES * LINE_BYTES // (rows.PAGE_BYTES + LINE_BYTES)
+    assert pages >= LINES * LINE_BYTES // (lines.PAGE_BYTES + lines.CHUNK_BYTES)
     assert reply.tell.id == "t-long" and reply.tell.status == "completed" and reply.entries == []
 
 
@@ -157,17 +162,17 @@ async def test_a_client_that_reads_nothing_stops_the_reading(tmp_path: Path, mon
     nothing, irisd reads no more than fills the socket's buffers (a page or two of 40), and
     goes on once the client reads."""
     read: list[int] = []
-    original = rows.transcript_page
+    original = lines.page
 
-    def counted(*args: object, **kwargs: object) -> rows.Page:
+    def counted(*args: object, **kwargs: object) -> lines.Page:
         page = original(*args, **kwargs)  # type: ignore[arg-type]
-        read.append(len(page.entries))
+        read.append(page.line_count)
         return page
 
     with trio.fail_after(60):
         async with served(tmp_path) as (core, reader):
             await store_transcript(core, "t-long", LINES)
-            monkeypatch.setattr(rows, "transcript_page", counted)
+            monkeypatch.setattr(lines, "page", counted)
             await reader.send(ReadTranscript(tell_id="t-long", paged=True))
             await trio.testing.wait_all_tasks_blocked()  # irisd waits for the socket to take more
             held = list(read)
@@ -253,17 +258,17 @@ async def test_the_http_api_writes_the_transcript_page_by_page_and_a_reader_that
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     read: list[int] = []
-    original = rows.transcript_page
+    original = lines.page
 
-    def counted(*args: object, **kwargs: object) -> rows.Page:
+    def counted(*args: object, **kwargs: object) -> lines.Page:
         page = original(*args, **kwargs)  # type: ignore[arg-type]
-        read.append(len(page.entries))
+        read.append(page.line_count)
         return page
 
     with trio.fail_after(60):
         async with http_served(tmp_path) as (core, port, token):
             await store_transcript(core, "t-long", LINES)
-            monkeypatch.setattr(rows, "transcript_page", counted)
+            monkeypatch.setattr(lines, "page", counted)
             stream = await http_get(port, token, "/api/tells/t-long/transcript")
             await trio.testing.wait_all_tasks_blocked()  # the body waits for this reader to read
             held = list(read)
@@ -293,17 +298,17 @@ async def test_a_failure_half_way_through_the_body_ends_it_with_the_error_not_a_
     """The status went out with the first page: the database failing after it ends the body
     with the error's JSON on a line of its own, and the body is no JSON a reader could take
     for the transcript."""
-    original = rows.transcript_page
+    original = lines.page
 
-    def failing(db: Any, *args: Any, **kwargs: Any) -> rows.Page:
-        if args[3]:  # after the first page
+    def failing(db: Any, *args: Any, **kwargs: Any) -> lines.Page:
+        if args[2] != (0, 0):  # after the first page
             raise apsw.IOError("disk I/O error")
         return original(db, *args, **kwargs)
 
     with trio.fail_after(60):
         async with http_served(tmp_path) as (core, port, token):
             await store_transcript(core, "t-long", LINES)
-            monkeypatch.setattr(rows, "transcript_page", failing)
+            monkeypatch.setattr(lines, "page", failing)
             stream = await http_get(port, token, "/api/tells/t-long/transcript")
             with pytest.raises(json.JSONDecodeError) as cut:
                 await http_answer(stream)
