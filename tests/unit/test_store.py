@@ -162,7 +162,7 @@ def test_a_transcript_page_ends_at_the_row_that_takes_it_to_its_line_or_byte_lim
         return [e.at for e in page.entries()]
 
     by_lines = lines.page(db, lines.TELLS, "t1", max_lines=3, max_bytes=10_000)
-    assert at(by_lines) == [0.0, 1.0, 2.0, 3.0] and by_lines.full and by_lines.line_count == 4  # the second row reached 3
+    assert at(by_lines) == [0.0, 1.0, 2.0, 3.0] and by_lines.full and by_lines.line_count == 4  # row 2 reached 3
     by_bytes = lines.page(db, lines.TELLS, "t1", by_lines.cursor, max_bytes=300)  # rows of about 260 bytes
     assert at(by_bytes) == [4.0, 5.0, 6.0, 7.0] and by_bytes.full
     one = lines.page(db, lines.TELLS, "t1", by_bytes.cursor, max_bytes=1)
