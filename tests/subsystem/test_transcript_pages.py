@@ -29,7 +29,7 @@ from irisd.http.listener import HttpServer, open_http_socket
 from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
 from irisd.serving import Serving
-from irisd.socket_server import Server
+from irisd.socket_server import SEND_BUFFER, Server
 from irisd.store import lines, tells, unsolicited
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
@@ -76,9 +76,10 @@ class Reader:
     """The client end of a socketpair served by irisd's socket server: frames of at most
     ``max_frame`` bytes."""
 
-    def __init__(self, stream: trio.SocketStream, max_frame: int) -> None:
+    def __init__(self, stream: trio.SocketStream, max_frame: int, irisd_end: socket.socket) -> None:
         self.stream = stream
         self.framer = LengthPrefixedFramer(max_frame)
+        self.irisd_end = irisd_end  # the socket irisd serves this client on
 
     async def send(self, message: Request) -> None:
         await self.stream.send_all(encode(message))
@@ -111,7 +112,7 @@ async def served(tmp_path: Path, max_frame: int = SMALL_FRAMES) -> AsyncIterator
         server = Server(cast(trio.SocketListener, None), Serving(core))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.handle, trio.SocketStream(trio.socket.from_stdlib_socket(theirs)))
-            reader = Reader(trio.SocketStream(trio.socket.from_stdlib_socket(ours)), max_frame)
+            reader = Reader(trio.SocketStream(trio.socket.from_stdlib_socket(ours)), max_frame, theirs)
             await reader.send(Hello(protocol_version=PROTOCOL_VERSION))
             assert isinstance(await reader.receive(), Welcome)
             yield core, reader
@@ -133,6 +134,17 @@ async def test_ten_thousand_lines_come_through_the_socket_in_pages_under_a_small
     assert numbers == list(range(LINES))
     assert pages >= LINES * LINE_BYTES // (lines.PAGE_BYTES + lines.CHUNK_BYTES)
     assert reply.tell.id == "t-long" and reply.tell.status == "completed" and reply.entries == []
+
+
+async def test_irisd_s_end_of_a_client_s_socket_takes_a_whole_page_in_one_send(tmp_path: Path) -> None:
+    """Its send buffer holds a page and its last row (the kernel doubles what is set, up to
+    twice net.core.wmem_max), so irisd writes a page while the client reads the last one."""
+    wmem_max = int(await trio.Path("/proc/sys/net/core/wmem_max").read_text())
+    with trio.fail_after(60):
+        async with served(tmp_path) as (_, reader):
+            buffer = reader.irisd_end.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+    assert buffer >= 2 * min(SEND_BUFFER, wmem_max)
+    assert SEND_BUFFER >= lines.PAGE_BYTES + lines.CHUNK_BYTES
 
 
 async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_path: Path) -> None:
@@ -159,8 +171,8 @@ async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_pat
 
 async def test_a_client_that_reads_nothing_stops_the_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each page is written to the socket before the next is read: while the client reads
-    nothing, irisd reads no more than fills the socket's buffers (a page or two of 40), and
-    goes on once the client reads."""
+    nothing, irisd reads no more than fills the socket's buffers (the pages its send buffer
+    takes, and one more: a few of 40), and goes on once the client reads."""
     read: list[int] = []
     original = lines.page
 
@@ -181,7 +193,7 @@ async def test_a_client_that_reads_nothing_stops_the_reading(tmp_path: Path, mon
             while isinstance(message := await reader.receive(), TranscriptPage):
                 pages += 1
                 numbers += [int(e.raw.split('"n":', 1)[1].split(",", 1)[0]) for e in message.entries]
-    assert len(held) <= 3 and sum(held) < LINES // 4, held
+    assert len(held) <= 2 * SEND_BUFFER // lines.PAGE_BYTES + 2 and sum(held) < LINES // 4, held
     assert pages >= 30 and numbers == list(range(LINES))
 
 
