@@ -195,6 +195,8 @@ SendLines = Callable[[lines.Page], Awaitable[None]]  # a page of a transcript to
 def _page(page: lines.Page, packed: bool) -> TranscriptPage:
     """A page of lines as the reader asked for it: ``packed`` as stored (never decoded here), or decoded."""
     return TranscriptPage(packed=page.packed) if packed else TranscriptPage(entries=page.entries())
+
+
 R = TypeVar("R")
 
 
