@@ -147,10 +147,11 @@ async def test_irisd_s_end_of_a_client_s_socket_takes_a_whole_page_in_one_send(t
     assert SEND_BUFFER >= lines.PAGE_BYTES + lines.CHUNK_BYTES
 
 
-async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_path: Path) -> None:
+@pytest.mark.parametrize("packed", [False, True])
+async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_path: Path, packed: bool) -> None:
     """Python's allocations at their peak while irisd serves the read (and this client reads
     it, page by page): the same for 10,000 lines as for 1,000, and far below the transcript
-    (the whole reply took about five times its size)."""
+    (the whole reply took about five times its size); the lines decoded, or packed."""
     with trio.fail_after(120):
         async with served(tmp_path) as (core, reader):
             await store_transcript(core, "t-short", LINES // 10)
@@ -159,7 +160,7 @@ async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_pat
             for tell_id in ("t-short", "t-long", "t-short"):  # the first read warms what stays (decoders, ...)
                 tracemalloc.start()
                 try:
-                    _, numbers, _ = await reader.transcript(tell_id)
+                    _, numbers, _ = await reader.transcript(tell_id, packed=packed)
                     peaks[tell_id] = tracemalloc.get_traced_memory()[1]
                 finally:
                     tracemalloc.stop()
