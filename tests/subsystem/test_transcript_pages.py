@@ -356,17 +356,19 @@ def unsolicited_lines(db: apsw.Connection, turn_id: str, count: int) -> None:
             unsolicited.append_message(db, turn_id, float(n), "stream_event", line(n))
 
 
-async def test_an_unsolicited_turn_s_lines_come_in_pages_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("packed", [False, True])
+async def test_an_unsolicited_turn_s_lines_come_in_pages_too(tmp_path: Path, packed: bool) -> None:
     turn = UnsolicitedInfo(id="u-long", from_team=None, to_team="alpha", status="completed", started_at=1.0)
     with trio.fail_after(60):
         async with served(tmp_path) as (core, reader):
             await core.store.call(unsolicited.save, turn)
             await core.store.call(unsolicited_lines, "u-long", LINES // 2)
-            await reader.send(ReadUnsolicited(turn_id="u-long", paged=True))
+            await reader.send(ReadUnsolicited(turn_id="u-long", paged=True, packed=packed))
             pages, numbers = 0, []
             while isinstance(message := await reader.receive(), TranscriptPage):
                 pages += 1
-                numbers += [int(e.raw.split('"n":', 1)[1].split(",", 1)[0]) for e in message.entries]
+                assert bool(message.packed) == packed
+                numbers += [int(e.raw.split('"n":', 1)[1].split(",", 1)[0]) for e in entries(message)]
             whole = await core.dispatch(ReadUnsolicited(turn_id="u-long"), OWNER, no_events)
     assert numbers == list(range(LINES // 2)) and pages > 10
     assert isinstance(message, UnsolicitedReply) and message.turn.id == "u-long" and message.entries == []
