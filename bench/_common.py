@@ -21,13 +21,23 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 from harness import Iris, claude_binary  # noqa: E402
 from iris_cli.client import Client  # noqa: E402
-from protocol.messages import Event, GetStatus, ReadTranscript, StatusReply, TranscriptPage, TranscriptReply  # noqa: E402
-from protocol.transcript import join  # noqa: E402
+from protocol.messages import (  # noqa: E402
+    Event,
+    GetStatus,
+    ReadTranscript,
+    StatusReply,
+    TranscriptEntry,
+    TranscriptPage,
+    TranscriptReply,
+)
+from protocol.transcript import entries  # noqa: E402
 from scripted_model import ScriptedModel  # noqa: E402
 
 
@@ -124,18 +134,22 @@ def rss_kib(pid: int) -> dict[str, int]:
 
 
 def read_transcript(iris: Iris, tell_id: str) -> tuple[TranscriptReply, int]:
-    """A transcript read as the faces read it, in pages (joined here), and how many frames it
-    took (code from before pages answers in one)."""
-    pages: list[TranscriptPage] = []
+    """A transcript read as the faces read it, in pages packed as irisd stores them, each
+    decoded as it comes (while irisd reads the next), and how many frames it took (code
+    from before pages answers in one, code from before packed pages sends the lines)."""
+    lines: list[TranscriptEntry] = []
+    frames = 1
 
     def on_event(event: Event) -> None:
+        nonlocal frames
         assert isinstance(event, TranscriptPage)
-        pages.append(event)
+        lines.extend(entries(event))
+        frames += 1
 
     with Client(iris.socket, timeout=300) as client:
-        reply = client.request(ReadTranscript(tell_id=tell_id, paged=True), on_event)
+        reply = client.request(ReadTranscript(tell_id=tell_id, paged=True, packed=True), on_event)
     assert isinstance(reply, TranscriptReply)
-    return join(pages, reply), len(pages) + 1
+    return msgspec.structs.replace(reply, entries=lines or reply.entries), frames
 
 
 def reset_peak(pid: int) -> None:

@@ -2,11 +2,13 @@
 and ``ReadTranscript`` of 10,000 and of 100 messages, through irisd built from this
 checkout and through irisd built from another revision (``--baseline REV``), the same
 history written into each one's database, requests interleaved round by round (each side
-first in turn); and irisd's memory: VmRSS before and after the reads, and its peak while
-they ran (VmHWM, reset before them through /proc/PID/clear_refs).
+first in turn); irisd's CPU per read of the 10,000 messages (all its threads, from
+/proc/PID/task/*/schedstat); and irisd's memory: VmRSS before and after the reads, and its
+peak while they ran (VmHWM, reset before them through /proc/PID/clear_refs).
 
-Both sides are asked for pages (``ReadTranscript(paged=True)``), as every face of Iris asks;
-code from before pages knows no such field and answers with one frame (``frames`` says so).
+Both sides are asked for packed pages (``ReadTranscript(paged=True, packed=True)``), as
+``iris cache read`` asks, each page decoded as it comes; code from before packed pages sends
+the lines decoded, code from before pages answers with one frame (``frames`` says so).
 
 No claude runs: the history is written straight into the databases with irisd's queries.
 
@@ -16,8 +18,10 @@ Run: .venv/bin/python bench/bench_history.py --baseline HEAD~3 [--rounds 15]
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
+from pathlib import Path
 
 from _common import describe, header, median, read_transcript, request, reset_peak, rss_kib, running_iris, timed
 from bench_memory import store_history
@@ -27,6 +31,13 @@ from harness import Iris
 from protocol.messages import Report, ReportReply
 
 MESSAGES = 10_000
+
+
+def cpu_ns(iris: Iris) -> int:
+    """irisd's CPU time so far, all its threads (schedstat: nanoseconds, not clock ticks)."""
+    assert iris.process is not None
+    return sum(int(Path(task, "schedstat").read_text().split()[0])
+               for task in glob.glob(f"/proc/{iris.process.pid}/task/*"))
 
 
 def read(iris: Iris, tell_id: str, expected: int) -> int:
@@ -62,11 +73,14 @@ def main() -> None:
             reset_peak(iris.process.pid)
         rss = {name: rss_kib(iris.process.pid)["VmRSS"] for name, iris in sides.items() if iris.process}
         times: dict[str, dict[str, list[float]]] = {name: {"large": [], "small": [], "report": []} for name in sides}
+        cpu: dict[str, list[float]] = {name: [] for name in sides}  # irisd's, per large read
         order = list(sides)
         for round_ in range(args.rounds):
             for name in order if round_ % 2 == 0 else order[::-1]:
                 iris = sides[name]
+                before = cpu_ns(iris)
                 times[name]["large"].append(timed(read, iris, ids[name][MESSAGES], MESSAGES))
+                cpu[name].append((cpu_ns(iris) - before) / 1e9)
                 times[name]["small"].append(timed(read, iris, ids[name][100], 100))
                 times[name]["report"].append(timed(report, iris))
             print(".", end="", flush=True, file=sys.stderr)
@@ -76,6 +90,8 @@ def main() -> None:
     for what, label in (("large", f"ReadTranscript, {MESSAGES} messages"), ("small", "ReadTranscript, 100 messages"),
                         ("report", f"Report, latest 1000 of {MESSAGES} tells")):
         print(f"  {label:<40} {median(times['new'][what]) / median(times['old'][what]):5.2f}x")
+    print(f"  irisd's CPU per read of {MESSAGES} messages   {median(cpu['new']) / median(cpu['old']):5.2f}x "
+          f"({median(cpu['new']) * 1000:.1f} ms against {median(cpu['old']) * 1000:.1f} ms)")
     print("irisd's memory after the reads / before any (a first read of each side, not timed, then the rounds):")
     for name in sides:
         now, peak = after[name]["VmRSS"], after[name]["VmHWM"]

@@ -23,6 +23,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
+import apsw
 from _common import (
     describe,
     header,
@@ -38,13 +39,14 @@ from _common import (
 
 from harness import Iris
 from irisd.store import tells
-from irisd.store.db import open_database
 from protocol.messages import Report, ReportReply, Tell, TellInfo
 
 PAIRS = 10
 TEAMS = [f"team{n}" for n in range(PAIRS)]
 LINE_BYTES = 1024  # a typical stream_event / assistant line from claude is 0.3-2 KB
 REPEATS = 15
+BATCH = 20  # lines a write: what a long turn prints in half a second, or so
+LINES_MANY_TO_A_ROW = 14  # the schema version since which a row holds many lines (irisd/store/lines.py)
 
 
 def fake_line(n: int) -> bytes:
@@ -57,8 +59,13 @@ def fake_line(n: int) -> bytes:
 
 def store_history(iris: Iris, messages: int, tells_count: int) -> dict[int, str]:
     """Tells with ``messages`` and 100 transcript lines, plus ``tells_count`` short tells
-    of one pair; returns {lines: tell id}. Written through a second connection (WAL)."""
-    db = open_database(iris.home / "data" / "iris.db")
+    of one pair; returns {lines: tell id}. Written through a second connection (WAL), as
+    irisd writes them: a tell's lines BATCH at a time (a running tell's new lines go in
+    every half second); into the database of code from before lines were stored many to a
+    row (schema 13, a baseline's irisd), a row per line, as that code wrote them."""
+    db = apsw.Connection(str(iris.home / "data" / "iris.db"))  # not migrated: it is irisd's
+    db.setbusytimeout(5000)
+    schema = db.execute("PRAGMA user_version").get
     now = time.time()
     ids = {}
     with db:
@@ -66,8 +73,13 @@ def store_history(iris: Iris, messages: int, tells_count: int) -> dict[int, str]
             tell_id = str(uuid.uuid4())
             ids[size] = tell_id
             tells.insert(db, _finished(tell_id, now))
-            for n in range(size):
-                tells.append_message(db, tell_id, now + n / 1000, "stream_event", fake_line(n))
+            lines = [(now + n / 1000, "stream_event", fake_line(n)) for n in range(size)]
+            for start in range(0, size, BATCH):
+                if schema >= LINES_MANY_TO_A_ROW:
+                    tells.append_messages(db, tell_id, lines[start:start + BATCH])
+                else:
+                    db.executemany("INSERT INTO tell_messages (tell_id, at, type, raw) VALUES (?, ?, ?, ?)",
+                                   [(tell_id, *line) for line in lines[start:start + BATCH]])
         for n in range(tells_count):
             tells.insert(db, _finished(str(uuid.uuid4()), now - n))
     db.close()

@@ -6,7 +6,7 @@ turn; and a turn written straight to a warm claude, for the floor.
 Wall time on a shared 2-core machine moves with the load; irisd's own CPU per tell (from
 ``/proc/PID/stat``, user + system) does not, so it is the figure to compare code by.
 
-Also what each side stored per tell: transcript rows and bytes (read from its database
+Also what each side stored per tell: transcript lines and bytes (read from its database
 after the run; claude prints about ten lines a warm turn, a 4.5 KB ``init`` line and token
 deltas among them).
 
@@ -51,11 +51,15 @@ def checkout(revision: str) -> Iterator[Path]:
 
 
 def stored_per_tell(iris: Iris) -> tuple[float, float]:
-    """Transcript rows and bytes per tell in ``iris``'s database."""
+    """Transcript lines and bytes per tell in ``iris``'s database (lines many to a row since
+    schema 14, a row each before)."""
     with contextlib.closing(sqlite3.connect(f"file:{iris.home / 'data' / 'iris.db'}?mode=ro", uri=True)) as db:
         (told,) = db.execute("SELECT count(*) FROM tells").fetchone()
-        rows, size = db.execute("SELECT count(*), coalesce(sum(length(raw)), 0) FROM tell_messages").fetchone()
-    return rows / max(told, 1), size / max(told, 1)
+        (schema,) = db.execute("PRAGMA user_version").fetchone()
+        query = ("SELECT coalesce(sum(count), 0), coalesce(sum(length(lines)), 0) FROM tell_lines" if schema >= 14
+                 else "SELECT count(*), coalesce(sum(length(raw)), 0) FROM tell_messages")
+        lines, size = db.execute(query).fetchone()
+    return lines / max(told, 1), size / max(told, 1)
 
 
 def tell(iris: Iris, text: str) -> None:
@@ -100,9 +104,9 @@ def main() -> None:
         finally:
             claude.close()
     print()
-    print("transcript stored per tell (rows, bytes):")
+    print("transcript stored per tell (lines, bytes):")
     for name in ("old", "new"):
-        print(f"  {name}: {stored[name][0]:.1f} rows, {stored[name][1] / 1024:.1f} KiB")
+        print(f"  {name}: {stored[name][0]:.1f} lines, {stored[name][1] / 1024:.1f} KiB")
     print(f"  new / old bytes: {stored['new'][1] / stored['old'][1]:.2f}x" if stored["old"][1] else "")
     base = median(walls["direct"])
     print("irisd's own CPU per warm tell (user + system; the figure to compare code by):")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import logging
 import os
 import signal
@@ -29,7 +30,30 @@ log = logging.getLogger("irisd")
 DRAIN_TIMEOUT_S = 10.0
 
 
+# glibc's mallopt parameters: buffers up to MMAP_THRESHOLD come from the heap, and up to
+# TRIM_THRESHOLD of freed memory at its top is kept for the next ones (see keep_freed_memory).
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+MMAP_THRESHOLD = 1024 * 1024
+TRIM_THRESHOLD = 2 * 1024 * 1024
+
+
+def keep_freed_memory() -> bool:
+    """Tell glibc's malloc to keep the memory of large buffers for the next ones. By default
+    a buffer over 128 KiB (a page of a transcript, its frame: 256 KiB) is mapped fresh from
+    the kernel and unmapped when freed, and freed memory at the heap's top goes back at once:
+    each page of a long transcript faulted its memory in again (measured: 643 page faults
+    and about 3 ms of irisd's 22 ms of CPU per read of 10,000 lines; 3 faults with this).
+    irisd keeps at most TRIM_THRESHOLD more than it uses. False where the C library has no
+    ``mallopt`` (musl, macOS): nothing changes there."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
 def main(argv: list[str] | None = None) -> int:
+    keep_freed_memory()
     parser = argparse.ArgumentParser(prog="irisd", description="The Iris daemon (runs in the foreground).")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--version", action="version", version=f"irisd {__version__}")

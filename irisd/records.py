@@ -12,7 +12,7 @@ import msgspec
 
 from irisd.config_holder import ConfigHolder
 from irisd.events import SendEvent
-from irisd.store import agent, approvals, ledger, notifications, questions, rows, stats, tells, unsolicited
+from irisd.store import agent, approvals, ledger, lines, notifications, questions, stats, tells, unsolicited
 from irisd.store.facade import Store
 from irisd.tell.service import TellService
 from irisd.tell.transcript import Line, not_stored
@@ -39,12 +39,11 @@ from protocol.messages import (
     RulesReply,
     SessionStats,
     SessionStatsReply,
-    TranscriptEntry,
     TranscriptPage,
     TranscriptReply,
     UnsolicitedReply,
 )
-from protocol.transcript import StepReader, join
+from protocol.transcript import StepReader, entries, join
 
 
 class Records:
@@ -87,14 +86,14 @@ class Records:
         await self.tells.find(request.tell_id)
         reader = StepReader() if request.steps else None
 
-        async def send(entries: list[TranscriptEntry]) -> None:
+        async def send(page: lines.Page) -> None:
             if reader is None:
-                await send_event(TranscriptPage(entries=entries))
-            elif found := reader.feed(entries):
+                await send_event(_page(page, request.packed))
+            elif found := reader.feed(page.entries()):
                 await send_event(TranscriptPage(steps=found))
 
         tell_id = request.tell_id
-        await self._send_lines("tell_messages", "tell_id", tell_id, send, lambda: self.tells.unwritten(tell_id))
+        await self._send_lines(lines.TELLS, tell_id, send, lambda: self.tells.unwritten(tell_id))
         info = await self.tells.find(request.tell_id)
         if reader is not None and (rest := reader.finish(info)):
             await send_event(TranscriptPage(steps=rest))
@@ -105,43 +104,42 @@ class Records:
         if not request.paged:
             paged = msgspec.structs.replace(request, paged=True)
             pages, reply = await _gathered(lambda keep: self.unsolicited_transcript(paged, keep))
-            return msgspec.structs.replace(reply, entries=[entry for page in pages for entry in page.entries])
+            return msgspec.structs.replace(reply, entries=[entry for page in pages for entry in entries(page)])
         turn = await self.store.call(unsolicited.get, request.turn_id)
         if turn is None:
             raise NotFoundError(f"no unsolicited turn with id {request.turn_id!r}; 'iris status' lists recent ones")
 
-        async def send(entries: list[TranscriptEntry]) -> None:
-            await send_event(TranscriptPage(entries=entries))
+        async def send(page: lines.Page) -> None:
+            await send_event(_page(page, request.packed))
 
-        await self._send_lines("unsolicited_messages", "turn_id", request.turn_id, send, list)
+        await self._send_lines(lines.UNSOLICITED, request.turn_id, send, list)
         return UnsolicitedReply(turn=turn, entries=[])
 
     async def _send_lines(
-        self, table: str, key: str, value: str, send: SendLines, unwritten: Callable[[], list[Line]]
+        self, table: tuple[str, str], owner: str, send: SendLines, unwritten: Callable[[], list[Line]]
     ) -> None:
-        """Hand the lines stored in ``table`` for ``key = value`` to ``send`` in order, a page at
-        a time (``rows.transcript_page``), each page sent before the next is read: a slow reader
+        """Hand ``owner``'s lines stored in ``table`` to ``send`` in order, a page at a time
+        (``lines.page``), each page sent before the next is read: a slow reader
         holds the reading, not irisd's memory. A page is small, so it is read on the event loop
         (``Store.call``): a hop to the worker thread per page cost more than the read, and far
         more on a busy machine. After the last stored page, with no wait in between, the lines
         ``unwritten`` still holds in memory (a running tell's), less those stored by then.
         Cancellation: between pages."""
-        after = 0
-        last: list[TranscriptEntry] = []
+        after = (0, 0)
+        last: lines.Page | None = None
         while True:
-            page = await self.store.call(rows.transcript_page, table, key, value, after)
+            page = await self.store.call(lines.page, table, owner, after)
             held = [] if page.full else unwritten()  # agrees with the page: no wait since it was read
-            if page.entries:
-                await send(page.entries)
-                last = page.entries
+            if page.line_count:
+                await send(page)
+                last = page
             if page.full:
-                after = page.last_id
+                after = page.cursor
                 continue
             if held:  # less those stored by the time the page was read (a write not marked done yet)
-                stored = [(entry.at, entry.type) for entry in last[-len(held):]]
+                stored = [(entry.at, entry.type) for entry in (last.entries() if last else [])[-len(held):]]
                 if more := not_stored(stored, held):
-                    await send([TranscriptEntry(at=at, type=kind, raw=raw.decode(errors="replace"))
-                                for at, kind, raw in more])
+                    await send(lines.packed(more))
             return
 
     async def notifications(self, request: ListNotifications) -> NotificationsReply:
@@ -191,7 +189,14 @@ class Records:
         return await self.store.read(agent.stats, request.since)
 
 
-SendLines = Callable[[list[TranscriptEntry]], Awaitable[None]]  # a page of a transcript to its reader
+SendLines = Callable[[lines.Page], Awaitable[None]]  # a page of a transcript to its reader
+
+
+def _page(page: lines.Page, packed: bool) -> TranscriptPage:
+    """A page of lines as the reader asked for it: ``packed`` as stored (never decoded here), or decoded."""
+    return TranscriptPage(packed=page.packed) if packed else TranscriptPage(entries=page.entries())
+
+
 R = TypeVar("R")
 
 

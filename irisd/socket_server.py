@@ -62,6 +62,13 @@ SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long is hung up on
 TURN_AWAY_LINGER_S = 0.2  # read the hello of a client turned away, so it reads our reason
 ACCEPT_BACKOFF_S = (0.05, 2.0)  # out of file descriptors: wait this long, doubling
 LISTEN_BACKLOG = 1024  # the kernel caps it at net.core.somaxconn
+# The send buffer of a client's socket (the kernel doubles it, and caps it at twice
+# net.core.wmem_max): a page of a transcript (irisd/store/lines.py: 256 KiB and a row) goes
+# out in one send while the client reads the one before, instead of a send, a wait for the
+# client and another send each (measured: 1 to 2 ms less of irisd's CPU, and less time,
+# for 10,000 lines). A client that reads nothing holds at most this much of the kernel's
+# memory, until it is hung up on (SEND_TIMEOUT_S).
+SEND_BUFFER = 512 * 1024
 
 
 class SocketError(IrisError):
@@ -224,6 +231,7 @@ class Server:
         connection = Connection(stream, self._budget)
         try:
             async with stream:
+                stream.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
                 peer_uid = peer_credentials(stream.socket).uid
                 if not peer_allowed(peer_uid, self.allowed_uid):
                     self._warn("refused a client of another user", peer_uid=peer_uid)

@@ -597,11 +597,13 @@ class ReadTranscript(_Message, tag="read_transcript"):
     before the next is read, and the ``TranscriptReply`` after them holds the tell and no
     lines: irisd holds one page at a time however long the transcript. Without it irisd
     joins the same pages into one reply (a client of protocol 1 that knows no pages; the
-    reply must fit in one frame)."""
+    reply must fit in one frame). With ``packed`` too, a page's lines come as they are stored
+    (``TranscriptPage.packed``), which irisd sends without decoding them."""
 
     tell_id: str
     steps: bool = False  # the steps (``TranscriptReply.steps``) instead of the raw lines
     paged: bool = False
+    packed: bool = False
 
 
 class ClearCache(_Message, tag="clear_cache"):
@@ -671,10 +673,12 @@ class ForgetRule(_Message, tag="forget_rule"):
     rule_id: str
 class ReadUnsolicited(_Message, tag="read_unsolicited"):
     """Every line a pair's claude printed during one unsolicited turn (``u-...`` id); with
-    ``paged``, in ``TranscriptPage`` events as ``ReadTranscript``'s, the reply without them."""
+    ``paged``, in ``TranscriptPage`` events as ``ReadTranscript``'s, the reply without them
+    (with ``packed`` too, packed as ``ReadTranscript``'s)."""
 
     turn_id: str
     paged: bool = False
+    packed: bool = False
 
 
 class ListQuestions(_Message, tag="list_questions"):
@@ -874,10 +878,13 @@ class TranscriptReply(_Message, tag="transcript_reply"):
 class TranscriptPage(_Message, tag="transcript_page"):
     """A piece of a paged ``ReadTranscript``'s (or ``ReadUnsolicited``'s) answer, in order:
     some of the lines, or with ``steps`` some of the steps. ``protocol.transcript.join`` puts
-    the pieces together."""
+    the pieces together. Asked ``packed``: the lines in ``packed`` (then ``entries`` after
+    them, if any), the msgpack of their ``list[TranscriptEntry]`` as irisd stores them;
+    ``protocol.transcript.entries`` reads both."""
 
     entries: list[TranscriptEntry] = []
     steps: list[Step] = []
+    packed: bytes = b""
 
 
 class ReloadReply(_Message, tag="reload_reply"):

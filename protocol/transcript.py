@@ -23,7 +23,7 @@ import msgspec
 from protocol.messages import Step, StepKind, TellInfo, TranscriptEntry, TranscriptPage, TranscriptReply
 from protocol.phases import tool_summary
 
-__all__ = ["TOOL_SUMMARY_CHARS", "Step", "StepKind", "StepReader", "join", "steps"]
+__all__ = ["TOOL_SUMMARY_CHARS", "Step", "StepKind", "StepReader", "entries", "join", "steps"]
 
 TOOL_SUMMARY_CHARS = 200
 SKIPPED = frozenset({"stream_event", "control_response", "rate_limit_event"})  # most of the lines: not parsed
@@ -91,11 +91,21 @@ def _unbooked(step: Step) -> Step:
     return _end(msgspec.structs.replace(step, cost_usd=None, input_tokens=None, output_tokens=None))
 
 
+_packed = msgspec.msgpack.Decoder(list[TranscriptEntry])
+
+
+def entries(page: TranscriptPage) -> list[TranscriptEntry]:
+    """A page's lines: those ``packed`` (decoded here, in C), then its ``entries``."""
+    if not page.packed:
+        return page.entries
+    return [*_packed.decode(page.packed), *page.entries] if page.entries else _packed.decode(page.packed)
+
+
 def join(pages: list[TranscriptPage], last: TranscriptReply) -> TranscriptReply:
     """A paged ``ReadTranscript``'s pieces as one reply (what irisd sends unpaged)."""
     return msgspec.structs.replace(
         last,
-        entries=[entry for page in pages for entry in page.entries] or last.entries,
+        entries=[entry for page in pages for entry in entries(page)] or last.entries,
         steps=[step for page in pages for step in page.steps] or last.steps,
     )
 

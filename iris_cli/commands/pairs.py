@@ -218,11 +218,11 @@ def cache_read(
         TranscriptReply,
         UnsolicitedReply,
     )
-    from protocol.transcript import join
+    from protocol.transcript import entries, join
 
-    # In pages (irisd holds one at a time): the lines as printed (--raw, or an unsolicited
-    # turn's) are printed as each page comes; the rest gather them (for the conversation the
-    # steps, not the lines: irisd reads them).
+    # In pages (irisd holds one at a time), the lines packed as irisd stores them: the lines
+    # as printed (--raw, or an unsolicited turn's) are printed as each page comes; the rest
+    # gather them (for the conversation the steps, not the lines: irisd reads them).
     unsolicited = tell_id.startswith("u-")
     printed = (raw or unsolicited) and not as_json
     pages: list[TranscriptPage] = []
@@ -231,19 +231,19 @@ def cache_read(
         if not isinstance(event, TranscriptPage):
             return
         if printed:
-            for entry in event.entries:
+            for entry in entries(event):
                 print(entry.raw)
         else:
             pages.append(event)
 
-    request = (ReadUnsolicited(turn_id=tell_id, paged=True) if unsolicited
-               else ReadTranscript(tell_id=tell_id, steps=not (raw or as_json), paged=True))
+    request = (ReadUnsolicited(turn_id=tell_id, paged=True, packed=True) if unsolicited
+               else ReadTranscript(tell_id=tell_id, steps=not (raw or as_json), paged=True, packed=True))
     reply = send(request, as_json, on_event)
     assert isinstance(reply, TranscriptReply | UnsolicitedReply)
     if printed:
         return
     if isinstance(reply, UnsolicitedReply):  # --json
-        print_json(msgspec.structs.replace(reply, entries=[entry for page in pages for entry in page.entries]))
+        print_json(msgspec.structs.replace(reply, entries=[entry for page in pages for entry in entries(page)]))
     elif as_json:
         print_json(join(pages, reply))
     else:

@@ -10,13 +10,55 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import apsw
 
+from irisd.store import lines
 from protocol.errors import IrisError
 
-MIGRATIONS: list[str] = [
+
+def _lines_in_rows(db: apsw.Connection) -> None:
+    """14: a transcript's lines many to a row (irisd/store/lines.py), each as its
+    TranscriptEntry's msgpack; every stored line moved over, in order, then the tables of
+    a line per row dropped."""
+    db.execute(
+        """
+        CREATE TABLE tell_lines (
+            id       INTEGER PRIMARY KEY,
+            tell_id  TEXT NOT NULL REFERENCES tells (id) ON DELETE CASCADE,
+            lines    BLOB NOT NULL,      -- each line's msgpack, one after another
+            count    INTEGER NOT NULL,   -- lines in it
+            clean    INTEGER NOT NULL    -- 1: every line's raw is text (UTF-8)
+        );
+        CREATE INDEX tell_lines_by_tell ON tell_lines (tell_id, id);
+        CREATE TABLE unsolicited_lines (
+            id       INTEGER PRIMARY KEY,
+            turn_id  TEXT NOT NULL REFERENCES unsolicited (id) ON DELETE CASCADE,
+            lines    BLOB NOT NULL,
+            count    INTEGER NOT NULL,
+            clean    INTEGER NOT NULL
+        );
+        CREATE INDEX unsolicited_lines_by_turn ON unsolicited_lines (turn_id, id);
+        """
+    )
+    for old, table in (("tell_messages", lines.TELLS), ("unsolicited_messages", lines.UNSOLICITED)):
+        key = table[1]
+        owner: str | None = None
+        batch: list[lines.Line] = []
+        for row_owner, at, type_, raw in db.execute(f"SELECT {key}, at, type, raw FROM {old} ORDER BY {key}, id"):
+            if row_owner != owner or len(batch) >= lines.CHUNK_LINES:
+                if batch:
+                    lines.append(db, table, owner or "", batch)
+                owner, batch = row_owner, []
+            batch.append((float(at), str(type_), raw if isinstance(raw, bytes) else str(raw).encode()))
+        if batch:
+            lines.append(db, table, owner or "", batch)
+        db.execute(f"DROP TABLE {old}")
+
+
+MIGRATIONS: list[str | Callable[[apsw.Connection], None]] = [
     # 1: sessions per (from_team, to_team) pair and tells with their transcript.
     """
     CREATE TABLE sessions (
@@ -341,6 +383,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE approvals ADD COLUMN schema TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE approvals ADD COLUMN content TEXT NOT NULL DEFAULT '{}';
     """,
+    # 14: a transcript's lines many to a row (irisd/store/lines.py): reading 10,000 lines was
+    # stepping through 10,000 rows and making an object of each, most of irisd's time on it.
+    _lines_in_rows,
 ]
 
 
@@ -418,7 +463,10 @@ def migrate(connection: apsw.Connection) -> None:
         )
     for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
         with connection:
-            connection.execute(script)
+            if isinstance(script, str):
+                connection.execute(script)
+            else:
+                script(connection)
             connection.execute(f"PRAGMA user_version = {number}")
 
 

@@ -1,4 +1,4 @@
-"""Queries on ``tells`` and their transcript ``tell_messages``.
+"""Queries on ``tells`` and their transcripts (``tell_lines``, irisd/store/lines.py).
 
 A tell's lines are appended in one write each time its state is saved, and at least
 every half second while it runs (``irisd/tell/transcript.py`` says which lines are kept),
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import apsw
 import msgspec
 
-from irisd.store import ledger
+from irisd.store import ledger, lines
 from irisd.store.rows import stored_team
 from protocol.messages import TellInfo
 
@@ -94,19 +94,12 @@ def _update(db: apsw.Connection, tell: TellInfo, usage: bytes | None) -> None:
 
 
 def append_message(db: apsw.Connection, tell_id: str, at: float, type_: str, raw: bytes) -> None:
-    db.execute(
-        "INSERT INTO tell_messages (tell_id, at, type, raw) VALUES (?, ?, ?, ?)",
-        (tell_id, at, type_, raw),
-    )
+    lines.append(db, lines.TELLS, tell_id, [(at, type_, raw)])
 
 
-def append_messages(db: apsw.Connection, tell_id: str, lines: list[tuple[float, str, bytes]]) -> None:
+def append_messages(db: apsw.Connection, tell_id: str, stored: list[lines.Line]) -> None:
     """A tell's lines (wall time, type, raw), in order, in one transaction."""
-    with db:
-        db.executemany(
-            "INSERT INTO tell_messages (tell_id, at, type, raw) VALUES (?, ?, ?, ?)",
-            [(tell_id, at, type_, raw) for at, type_, raw in lines],
-        )
+    lines.append(db, lines.TELLS, tell_id, stored)
 
 
 def get(db: apsw.Connection, tell_id: str) -> TellInfo | None:
@@ -114,13 +107,8 @@ def get(db: apsw.Connection, tell_id: str) -> TellInfo | None:
     return _info(row) if row else None
 
 
-def messages(db: apsw.Connection, tell_id: str) -> list[tuple[float, str, bytes]]:
-    return [
-        (float(at), str(type_), bytes(raw))
-        for at, type_, raw in db.execute(
-            "SELECT at, type, raw FROM tell_messages WHERE tell_id = ? ORDER BY id", (tell_id,)
-        )
-    ]
+def messages(db: apsw.Connection, tell_id: str) -> list[lines.Line]:
+    return lines.every(db, lines.TELLS, tell_id)
 
 
 def interrupt_unfinished(db: apsw.Connection, now: float, answer_of: Callable[[list[bytes]], str]) -> int:
@@ -221,10 +209,14 @@ def prune(db: apsw.Connection, finished_before: float, keep_per_pair: int) -> in
 def latest_init_line(db: apsw.Connection, to_team: str) -> bytes | None:
     """The newest ``init`` line a claude of ``to_team`` printed (it names its slash
     commands), from the stored transcripts: known after a restart of irisd too."""
-    row = db.execute(
-        "SELECT m.raw FROM tell_messages m JOIN tells t ON t.id = m.tell_id "
-        "WHERE t.to_team = ? AND m.type = 'system' AND instr(m.raw, ?) > 0 "  # raw is a BLOB: no LIKE
-        "ORDER BY m.id DESC LIMIT 1",
-        (to_team, b'"subtype":"init"'),
-    ).fetchone()
-    return bytes(row[0]) if row else None
+    marker = '"subtype":"init"'
+    found = db.execute(
+        "SELECT l.count, l.lines FROM tell_lines l JOIN tells t ON t.id = l.tell_id "
+        "WHERE t.to_team = ? AND instr(l.lines, ?) > 0 ORDER BY l.id DESC",  # lines is a BLOB: no LIKE
+        (to_team, marker.encode()),
+    )
+    for count, stored in found:  # the newest row naming it (another line may quote it)
+        for entry in reversed(lines.decoded(count, stored)):
+            if entry.type == "system" and marker in entry.raw:
+                return entry.raw.encode()
+    return None

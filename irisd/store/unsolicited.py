@@ -1,10 +1,11 @@
 """Queries on ``unsolicited``: turns a pair's claude took while no tell was running, and
-the lines it printed then (``unsolicited_messages``), appended as they stream."""
+the lines it printed then (``unsolicited_lines``, irisd/store/lines.py), appended as they stream."""
 
 from __future__ import annotations
 
 import apsw
 
+from irisd.store import lines
 from irisd.store.rows import stored_team, to_struct
 from protocol.messages import UnsolicitedInfo
 
@@ -37,10 +38,7 @@ def save(db: apsw.Connection, turn: UnsolicitedInfo) -> None:
 
 
 def append_message(db: apsw.Connection, turn_id: str, at: float, type_: str, raw: bytes) -> None:
-    db.execute(
-        "INSERT INTO unsolicited_messages (turn_id, at, type, raw) VALUES (?, ?, ?, ?)",
-        (turn_id, at, type_, raw),
-    )
+    lines.append(db, lines.UNSOLICITED, turn_id, [(at, type_, raw)])
 
 
 def get(db: apsw.Connection, turn_id: str) -> UnsolicitedInfo | None:
@@ -48,13 +46,8 @@ def get(db: apsw.Connection, turn_id: str) -> UnsolicitedInfo | None:
     return _info(row) if row else None
 
 
-def messages(db: apsw.Connection, turn_id: str) -> list[tuple[float, str, bytes]]:
-    return [
-        (float(at), str(type_), bytes(raw))
-        for at, type_, raw in db.execute(
-            "SELECT at, type, raw FROM unsolicited_messages WHERE turn_id = ? ORDER BY id", (turn_id,)
-        )
-    ]
+def messages(db: apsw.Connection, turn_id: str) -> list[lines.Line]:
+    return lines.every(db, lines.UNSOLICITED, turn_id)
 
 
 def recent(db: apsw.Connection, limit: int) -> list[UnsolicitedInfo]:

@@ -29,8 +29,8 @@ from irisd.http.listener import HttpServer, open_http_socket
 from irisd.http.mcp import shim_for
 from irisd.http.security import Allowlist, host_names
 from irisd.serving import Serving
-from irisd.socket_server import Server
-from irisd.store import rows, tells, unsolicited
+from irisd.socket_server import SEND_BUFFER, Server
+from irisd.store import lines, tells, unsolicited
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
@@ -48,6 +48,7 @@ from protocol.messages import (
     UnsolicitedReply,
     Welcome,
 )
+from protocol.transcript import entries
 
 LINES = 10_000
 LINE_BYTES = 1024
@@ -75,9 +76,10 @@ class Reader:
     """The client end of a socketpair served by irisd's socket server: frames of at most
     ``max_frame`` bytes."""
 
-    def __init__(self, stream: trio.SocketStream, max_frame: int) -> None:
+    def __init__(self, stream: trio.SocketStream, max_frame: int, irisd_end: socket.socket) -> None:
         self.stream = stream
         self.framer = LengthPrefixedFramer(max_frame)
+        self.irisd_end = irisd_end  # the socket irisd serves this client on
 
     async def send(self, message: Request) -> None:
         await self.stream.send_all(encode(message))
@@ -89,14 +91,15 @@ class Reader:
             self.framer.receive_data(data)
         return decode_server_message(frame)
 
-    async def transcript(self, tell_id: str) -> tuple[int, list[int], TranscriptReply]:
+    async def transcript(self, tell_id: str, *, packed: bool = False) -> tuple[int, list[int], TranscriptReply]:
         """Read a paged transcript: how many pages, the line numbers in order, the reply.
         Keeps no page (the test's own memory stays flat too)."""
-        await self.send(ReadTranscript(tell_id=tell_id, paged=True))
+        await self.send(ReadTranscript(tell_id=tell_id, paged=True, packed=packed))
         pages, numbers = 0, []
         while isinstance(message := await self.receive(), TranscriptPage):
             pages += 1
-            numbers += [int(entry.raw.split('"n":', 1)[1].split(",", 1)[0]) for entry in message.entries]
+            assert bool(message.packed) == packed and not (packed and message.entries)
+            numbers += [int(entry.raw.split('"n":', 1)[1].split(",", 1)[0]) for entry in entries(message)]
         assert isinstance(message, TranscriptReply), message
         return pages, numbers, message
 
@@ -109,7 +112,7 @@ async def served(tmp_path: Path, max_frame: int = SMALL_FRAMES) -> AsyncIterator
         server = Server(cast(trio.SocketListener, None), Serving(core))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.handle, trio.SocketStream(trio.socket.from_stdlib_socket(theirs)))
-            reader = Reader(trio.SocketStream(trio.socket.from_stdlib_socket(ours)), max_frame)
+            reader = Reader(trio.SocketStream(trio.socket.from_stdlib_socket(ours)), max_frame, theirs)
             await reader.send(Hello(protocol_version=PROTOCOL_VERSION))
             assert isinstance(await reader.receive(), Welcome)
             yield core, reader
@@ -117,23 +120,38 @@ async def served(tmp_path: Path, max_frame: int = SMALL_FRAMES) -> AsyncIterator
         ours.close()
 
 
-async def test_ten_thousand_lines_come_through_the_socket_in_pages_under_a_small_frame_limit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("packed", [False, True])
+async def test_ten_thousand_lines_come_through_the_socket_in_pages_under_a_small_frame_limit(
+    tmp_path: Path, packed: bool
+) -> None:
     """10 MiB of lines through a client that refuses frames over 1 MiB (the whole reply in one
-    frame was 10 MiB): pages of at most rows.PAGE_BYTES and one line, all lines in order, then
-    the reply with the tell and no lines."""
+    frame was 10 MiB): pages of at most lines.PAGE_BYTES and a row, all lines in order, then
+    the reply with the tell and no lines; the lines decoded, or packed as stored."""
     with trio.fail_after(60):
         async with served(tmp_path) as (core, reader):
             await store_transcript(core, "t-long", LINES)
-            pages, numbers, reply = await reader.transcript("t-long")
+            pages, numbers, reply = await reader.transcript("t-long", packed=packed)
     assert numbers == list(range(LINES))
-    assert pages >= LINES * LINE_BYTES // (rows.PAGE_BYTES + LINE_BYTES)
+    assert pages >= LINES * LINE_BYTES // (lines.PAGE_BYTES + lines.CHUNK_BYTES)
     assert reply.tell.id == "t-long" and reply.tell.status == "completed" and reply.entries == []
 
 
-async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_path: Path) -> None:
+async def test_irisd_s_end_of_a_client_s_socket_takes_a_whole_page_in_one_send(tmp_path: Path) -> None:
+    """Its send buffer holds a page and its last row (the kernel doubles what is set, up to
+    twice net.core.wmem_max), so irisd writes a page while the client reads the last one."""
+    wmem_max = int(await trio.Path("/proc/sys/net/core/wmem_max").read_text())
+    with trio.fail_after(60):
+        async with served(tmp_path) as (_, reader):
+            buffer = reader.irisd_end.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+    assert buffer >= 2 * min(SEND_BUFFER, wmem_max)
+    assert SEND_BUFFER >= lines.PAGE_BYTES + lines.CHUNK_BYTES
+
+
+@pytest.mark.parametrize("packed", [False, True])
+async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_path: Path, packed: bool) -> None:
     """Python's allocations at their peak while irisd serves the read (and this client reads
     it, page by page): the same for 10,000 lines as for 1,000, and far below the transcript
-    (the whole reply took about five times its size)."""
+    (the whole reply took about five times its size); the lines decoded, or packed."""
     with trio.fail_after(120):
         async with served(tmp_path) as (core, reader):
             await store_transcript(core, "t-short", LINES // 10)
@@ -142,7 +160,7 @@ async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_pat
             for tell_id in ("t-short", "t-long", "t-short"):  # the first read warms what stays (decoders, ...)
                 tracemalloc.start()
                 try:
-                    _, numbers, _ = await reader.transcript(tell_id)
+                    _, numbers, _ = await reader.transcript(tell_id, packed=packed)
                     peaks[tell_id] = tracemalloc.get_traced_memory()[1]
                 finally:
                     tracemalloc.stop()
@@ -154,20 +172,20 @@ async def test_irisd_holds_about_a_page_whatever_the_transcript_s_length(tmp_pat
 
 async def test_a_client_that_reads_nothing_stops_the_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each page is written to the socket before the next is read: while the client reads
-    nothing, irisd reads no more than fills the socket's buffers (a page or two of 40), and
-    goes on once the client reads."""
+    nothing, irisd reads no more than fills the socket's buffers (the pages its send buffer
+    takes, and one more: a few of 40), and goes on once the client reads."""
     read: list[int] = []
-    original = rows.transcript_page
+    original = lines.page
 
-    def counted(*args: object, **kwargs: object) -> rows.Page:
+    def counted(*args: object, **kwargs: object) -> lines.Page:
         page = original(*args, **kwargs)  # type: ignore[arg-type]
-        read.append(len(page.entries))
+        read.append(page.line_count)
         return page
 
     with trio.fail_after(60):
         async with served(tmp_path) as (core, reader):
             await store_transcript(core, "t-long", LINES)
-            monkeypatch.setattr(rows, "transcript_page", counted)
+            monkeypatch.setattr(lines, "page", counted)
             await reader.send(ReadTranscript(tell_id="t-long", paged=True))
             await trio.testing.wait_all_tasks_blocked()  # irisd waits for the socket to take more
             held = list(read)
@@ -176,7 +194,7 @@ async def test_a_client_that_reads_nothing_stops_the_reading(tmp_path: Path, mon
             while isinstance(message := await reader.receive(), TranscriptPage):
                 pages += 1
                 numbers += [int(e.raw.split('"n":', 1)[1].split(",", 1)[0]) for e in message.entries]
-    assert len(held) <= 3 and sum(held) < LINES // 4, held
+    assert len(held) <= 2 * SEND_BUFFER // lines.PAGE_BYTES + 2 and sum(held) < LINES // 4, held
     assert pages >= 30 and numbers == list(range(LINES))
 
 
@@ -253,17 +271,17 @@ async def test_the_http_api_writes_the_transcript_page_by_page_and_a_reader_that
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     read: list[int] = []
-    original = rows.transcript_page
+    original = lines.page
 
-    def counted(*args: object, **kwargs: object) -> rows.Page:
+    def counted(*args: object, **kwargs: object) -> lines.Page:
         page = original(*args, **kwargs)  # type: ignore[arg-type]
-        read.append(len(page.entries))
+        read.append(page.line_count)
         return page
 
     with trio.fail_after(60):
         async with http_served(tmp_path) as (core, port, token):
             await store_transcript(core, "t-long", LINES)
-            monkeypatch.setattr(rows, "transcript_page", counted)
+            monkeypatch.setattr(lines, "page", counted)
             stream = await http_get(port, token, "/api/tells/t-long/transcript")
             await trio.testing.wait_all_tasks_blocked()  # the body waits for this reader to read
             held = list(read)
@@ -293,17 +311,17 @@ async def test_a_failure_half_way_through_the_body_ends_it_with_the_error_not_a_
     """The status went out with the first page: the database failing after it ends the body
     with the error's JSON on a line of its own, and the body is no JSON a reader could take
     for the transcript."""
-    original = rows.transcript_page
+    original = lines.page
 
-    def failing(db: Any, *args: Any, **kwargs: Any) -> rows.Page:
-        if args[3]:  # after the first page
+    def failing(db: Any, *args: Any, **kwargs: Any) -> lines.Page:
+        if args[2] != (0, 0):  # after the first page
             raise apsw.IOError("disk I/O error")
         return original(db, *args, **kwargs)
 
     with trio.fail_after(60):
         async with http_served(tmp_path) as (core, port, token):
             await store_transcript(core, "t-long", LINES)
-            monkeypatch.setattr(rows, "transcript_page", failing)
+            monkeypatch.setattr(lines, "page", failing)
             stream = await http_get(port, token, "/api/tells/t-long/transcript")
             with pytest.raises(json.JSONDecodeError) as cut:
                 await http_answer(stream)
@@ -338,17 +356,19 @@ def unsolicited_lines(db: apsw.Connection, turn_id: str, count: int) -> None:
             unsolicited.append_message(db, turn_id, float(n), "stream_event", line(n))
 
 
-async def test_an_unsolicited_turn_s_lines_come_in_pages_too(tmp_path: Path) -> None:
+@pytest.mark.parametrize("packed", [False, True])
+async def test_an_unsolicited_turn_s_lines_come_in_pages_too(tmp_path: Path, packed: bool) -> None:
     turn = UnsolicitedInfo(id="u-long", from_team=None, to_team="alpha", status="completed", started_at=1.0)
     with trio.fail_after(60):
         async with served(tmp_path) as (core, reader):
             await core.store.call(unsolicited.save, turn)
             await core.store.call(unsolicited_lines, "u-long", LINES // 2)
-            await reader.send(ReadUnsolicited(turn_id="u-long", paged=True))
+            await reader.send(ReadUnsolicited(turn_id="u-long", paged=True, packed=packed))
             pages, numbers = 0, []
             while isinstance(message := await reader.receive(), TranscriptPage):
                 pages += 1
-                numbers += [int(e.raw.split('"n":', 1)[1].split(",", 1)[0]) for e in message.entries]
+                assert bool(message.packed) == packed
+                numbers += [int(e.raw.split('"n":', 1)[1].split(",", 1)[0]) for e in entries(message)]
             whole = await core.dispatch(ReadUnsolicited(turn_id="u-long"), OWNER, no_events)
     assert numbers == list(range(LINES // 2)) and pages > 10
     assert isinstance(message, UnsolicitedReply) and message.turn.id == "u-long" and message.entries == []

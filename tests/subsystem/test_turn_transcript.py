@@ -19,7 +19,7 @@ from fakes.child import child_got_turn as child
 from fakes.core import no_events, running_core, teams_config
 from irisd.caller import Caller
 from irisd.dispatch import Dispatcher
-from irisd.store import rows, tells
+from irisd.store import lines, tells
 from irisd.tell.transcript import SAVE_AFTER_S, Inits, TurnLines, not_stored
 from protocol.messages import Event, ReadTranscript, Tell, TellReply, TranscriptPage, TranscriptReply
 
@@ -65,8 +65,7 @@ async def core(tmp_path: Path) -> AsyncIterator[Dispatcher]:
 
 
 def stored(core: Dispatcher, tell_id: str) -> list[str]:
-    return [kind for _, kind, _ in core.store._connection.execute(
-        "SELECT at, type, raw FROM tell_messages WHERE tell_id = ? ORDER BY id", (tell_id,))]
+    return [kind for _, kind, _ in tells.messages(core.store._connection, tell_id)]
 
 
 async def turn(claude: FakeChild, uuid: str, answer: str, **init: Any) -> None:
@@ -174,10 +173,11 @@ async def test_the_answer_leaves_before_the_end_is_written(
 async def test_a_running_tell_read_in_pages_while_it_writes_shows_each_line_once(
     core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Pages of two lines; the reader holds its first page while the tell writes the lines
-    it kept in memory: the later pages read them from the database, the lines still in
-    memory at the end come after the last page, each line once, in order."""
-    monkeypatch.setattr(rows, "PAGE_LINES", 2)
+    """Pages of two lines (or the row that takes a page past two: the five lines written at
+    once); the reader holds its first page while the tell writes the lines it kept in memory
+    into the row that page ended in: the next page reads them from that row, the lines still
+    in memory at the end come after the last page, each line once, in order."""
+    monkeypatch.setattr(lines, "PAGE_LINES", 2)
     words = [f"w{n}" for n in range(9)]
 
     async def say(claude: FakeChild, some: list[str]) -> None:
@@ -210,5 +210,5 @@ async def test_a_running_tell_read_in_pages_while_it_writes_shows_each_line_once
         await say(claude, words[7:])  # in memory again
         holding.set()
         await trio.testing.wait_all_tasks_blocked()
-        assert pages == [["w0", "w1"], ["w2", "w3"], ["w4", "w5"], ["w6"], ["w7", "w8"]]
+        assert pages == [["w0", "w1", "w2", "w3", "w4"], ["w5", "w6"], ["w7", "w8"]]
         await claude.result("done")

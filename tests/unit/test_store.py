@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import apsw
+import msgspec
 import pytest
 
 from irisd.pool.approvals import new_approval_id
-from irisd.store import a2a_contexts, approvals, ledger, notifications, sessions, tells
+from irisd.store import a2a_contexts, approvals, ledger, lines, notifications, sessions, tells, unsolicited
 from irisd.store.db import MIGRATIONS, StoreError, migrate, open_database
 from irisd.tell.answer import answer_so_far
 from protocol.messages import ApprovalInfo, ChainRef, TellInfo
@@ -123,42 +124,105 @@ def test_an_id_longer_than_any_id_is_looked_up_whole_not_as_a_pattern(db: apsw.C
 
 
 def test_a_transcript_is_read_as_text_and_a_line_that_is_not_utf8_is_kept(db: apsw.Connection) -> None:
-    from irisd.store import rows
-
     tells.insert(db, tell("t1", created=1, finished=2))
     tells.append_message(db, "t1", 3.0, "assistant", '{"text":"héllo"}'.encode())
-    entries = rows.transcript_page(db, "tell_messages", "tell_id", "t1", 0).entries
-    assert [(e.at, e.type, e.raw) for e in entries] == [(3.0, "assistant", '{"text":"héllo"}')]
+    page = lines.page(db, lines.TELLS, "t1")
+    assert [(e.at, e.type, e.raw) for e in page.entries()] == [(3.0, "assistant", '{"text":"héllo"}')]
+    assert page.packed == msgspec.msgpack.encode(page.entries())  # as stored: no decoding on the way out
     tells.append_message(db, "t1", 4.0, "other", b'{"text":"\xff"}')  # not UTF-8: read the slow way
-    entries = rows.transcript_page(db, "tell_messages", "tell_id", "t1", 0).entries
-    assert [e.raw for e in entries] == ['{"text":"héllo"}', '{"text":"\ufffd"}']
+    page = lines.page(db, lines.TELLS, "t1")
+    assert [e.raw for e in page.entries()] == ['{"text":"héllo"}', '{"text":"\ufffd"}']
+    assert tells.messages(db, "t1")[1] == (4.0, "other", b'{"text":"\xff"}')  # its bytes kept
 
 
-def test_a_transcript_page_ends_at_its_line_limit_or_at_the_line_that_reaches_its_byte_limit(
-    db: apsw.Connection,
+def test_lines_fill_a_row_whatever_the_writes_and_a_larger_line_is_a_row_of_its_own(
+    db: apsw.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from irisd.store import rows
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 1000)
+    tells.insert(db, tell("t1", created=1, finished=2))
+    written = [(float(n), "assistant", b"x" * 100) for n in range(20)]
+    for n in range(0, 12, 3):  # writes of three lines: rows of up to 1,000 bytes
+        tells.append_messages(db, "t1", written[n:n + 3])
+    tells.append_messages(db, "t1", written[12:])  # one write, the rest of a row and another
+    big = (20.0, "result", b"y" * 3000)
+    tells.append_messages(db, "t1", [big, (21.0, "result", b"{}")])
+    counts = [count for (count,) in db.execute("SELECT count FROM tell_lines WHERE tell_id = 't1' ORDER BY id")]
+    assert counts == [7, 7, 6, 1, 1] and sum(counts) == 22
+    assert tells.messages(db, "t1") == [*written, big, (21.0, "result", b"{}")]
 
+
+def test_a_transcript_page_ends_at_the_row_that_takes_it_to_its_line_or_byte_limit(
+    db: apsw.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lines, "CHUNK_LINES", 2)  # rows of two lines
     tells.insert(db, tell("t1", created=1, finished=2))
     tells.append_messages(db, "t1", [(float(n), "assistant", b"x" * 100) for n in range(10)])
-    by_lines = rows.transcript_page(db, "tell_messages", "tell_id", "t1", 0, max_lines=4, max_bytes=10_000)
-    assert [e.at for e in by_lines.entries] == [0.0, 1.0, 2.0, 3.0] and by_lines.full
-    by_bytes = rows.transcript_page(db, "tell_messages", "tell_id", "t1", by_lines.last_id, max_bytes=250)
-    assert [e.at for e in by_bytes.entries] == [4.0, 5.0, 6.0] and by_bytes.full  # 300 bytes: the third reached it
-    one = rows.transcript_page(db, "tell_messages", "tell_id", "t1", by_bytes.last_id, max_bytes=1)
-    assert [e.at for e in one.entries] == [7.0] and one.full  # a line larger than the page is a page
-    rest = rows.transcript_page(db, "tell_messages", "tell_id", "t1", one.last_id)
-    assert [e.at for e in rest.entries] == [8.0, 9.0] and not rest.full
-    after = rows.transcript_page(db, "tell_messages", "tell_id", "t1", rest.last_id)
-    assert after == rows.Page([], rest.last_id, False)
-    tells.append_message(db, "t1", 10.0, "other", b'{"text":"\xff"}')  # not UTF-8: this page the slow way
-    slow = rows.transcript_page(db, "tell_messages", "tell_id", "t1", rest.last_id)
-    assert [e.raw for e in slow.entries] == ['{"text":"\ufffd"}']
+
+    def at(page: lines.Page) -> list[float]:
+        return [e.at for e in page.entries()]
+
+    by_lines = lines.page(db, lines.TELLS, "t1", max_lines=3, max_bytes=10_000)
+    assert at(by_lines) == [0.0, 1.0, 2.0, 3.0] and by_lines.full and by_lines.line_count == 4  # row 2 reached 3
+    by_bytes = lines.page(db, lines.TELLS, "t1", by_lines.cursor, max_bytes=300)  # rows of about 260 bytes
+    assert at(by_bytes) == [4.0, 5.0, 6.0, 7.0] and by_bytes.full
+    one = lines.page(db, lines.TELLS, "t1", by_bytes.cursor, max_bytes=1)
+    assert at(one) == [8.0, 9.0] and one.full  # a row larger than the page is a page
+    after = lines.page(db, lines.TELLS, "t1", one.cursor)
+    assert at(after) == [] and after.line_count == 0 and not after.full and after.cursor == one.cursor
+    tells.append_message(db, "t1", 10.0, "other", b'{"text":"\xff"}')  # a new row, not UTF-8: this page the slow way
+    slow = lines.page(db, lines.TELLS, "t1", one.cursor)
+    assert [e.raw for e in slow.entries()] == ['{"text":"\ufffd"}'] and not slow.full
+
+
+def test_a_page_after_a_row_that_grew_reads_only_its_new_lines(db: apsw.Connection) -> None:
+    tells.insert(db, tell("t1", created=1, finished=2))
+    tells.append_messages(db, "t1", [(0.0, "assistant", b"{}"), (1.0, "assistant", b"{}")])
+    first = lines.page(db, lines.TELLS, "t1")
+    tells.append_messages(db, "t1", [(2.0, "user", b"[]")])  # into the same row
+    assert db.execute("SELECT count(*) FROM tell_lines").fetchone() == (1,)
+    then = lines.page(db, lines.TELLS, "t1", first.cursor)
+    assert [e.at for e in first.entries()] == [0.0, 1.0] and [e.at for e in then.entries()] == [2.0]
+    assert lines.page(db, lines.TELLS, "t1", then.cursor).line_count == 0
+
+
+def test_a_schema_13_database_keeps_every_line_of_its_transcripts_in_order(tmp_path: Path) -> None:
+    """Migration 14 moves the lines a row each into rows of many: every line (one not UTF-8
+    too) as it was, in order, each tell's and each unsolicited turn's."""
+    old = apsw.Connection(str(tmp_path / "old.db"))
+    for number, script in enumerate(MIGRATIONS[:13], start=1):
+        assert isinstance(script, str)
+        old.execute(script)
+        old.execute(f"PRAGMA user_version = {number}")
+    init = b'{"type":"system","subtype":"init","slash_commands":["review"]}'
+    written: dict[str, list[tuple[float, str, bytes]]] = {"t1": [], "t2": []}
+    for tell_id in written:
+        old.execute("INSERT INTO tells (id, from_team, to_team, message, status, created_at) "
+                    "VALUES (?, '', 'beta', 'm', 'completed', 1.0)", (tell_id,))
+    for n in range(1200):  # the two tells' lines interleaved, as two pairs wrote them
+        tell_id = "t1" if n % 3 else "t2"
+        line = (float(n), "system", init) if n == 7 else (float(n), "assistant", b'{"n":%d}' % n)
+        written[tell_id].append(line)
+        old.execute("INSERT INTO tell_messages (tell_id, at, type, raw) VALUES (?, ?, ?, ?)", (tell_id, *line))
+    written["t2"].append((2000.0, "other", b'{"text":"\xff"}'))
+    old.execute("INSERT INTO tell_messages (tell_id, at, type, raw) VALUES ('t2', 2000.0, 'other', ?)",
+                (b'{"text":"\xff"}',))
+    old.execute("INSERT INTO unsolicited (id, from_team, to_team, status, started_at) "
+                "VALUES ('u-1', '', 'beta', 'completed', 1.0)")
+    old.execute("INSERT INTO unsolicited_messages (turn_id, at, type, raw) VALUES ('u-1', 5.0, 'result', '{}')")
+    migrate(old)
+    assert old.execute("PRAGMA user_version").fetchone() == (len(MIGRATIONS),)
+    assert tells.messages(old, "t1") == written["t1"] and tells.messages(old, "t2") == written["t2"]
+    assert unsolicited.messages(old, "u-1") == [(5.0, "result", b"{}")]
+    assert old.execute("SELECT count(*) FROM tell_lines WHERE tell_id = 't1'").fetchone() == (2,)  # 800 lines
+    assert tells.latest_init_line(old, "beta") == init
+    tables = {name for (name,) in old.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert "tell_messages" not in tables and "unsolicited_messages" not in tables
 
 
 def test_notifications_stored_before_chains_were_kept_are_delivered_as_the_start_of_one(tmp_path: Path) -> None:
     old = apsw.Connection(str(tmp_path / "old.db"))
     for number, script in enumerate(MIGRATIONS[:8], start=1):  # a database of schema 8
+        assert isinstance(script, str)
         old.execute(script)
         old.execute(f"PRAGMA user_version = {number}")
     old.execute("INSERT INTO notifications (id, from_team, to_team, message, created_at, expires_at) "
@@ -208,6 +272,7 @@ def test_a_schema_10_or_11_database_keeps_each_pairs_conversation_as_its_default
 ) -> None:
     old = apsw.Connection(str(tmp_path / "old.db"))
     for number, script in enumerate(MIGRATIONS[:schema], start=1):  # a database from before threads (12)
+        assert isinstance(script, str)
         old.execute(script)
         old.execute(f"PRAGMA user_version = {number}")
     old.execute("INSERT INTO sessions (from_team, to_team, session_id, created_at, last_used_at, message_count, "
