@@ -30,7 +30,7 @@ from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp_types import ClientCapabilities, RequestId
 from pydantic import ValidationError
 
-FAST_METHODS = ("tools/call", "tools/list", "ping")
+FAST_METHODS = ("tools/call", "tools/list")  # ping is no method of this era: the SDK refuses it
 INTERNAL_ERROR = -32603  # what the SDK answers when a handler raised (mcp.server.runner.modern_error_data)
 
 
@@ -52,7 +52,7 @@ class _CallParams(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class _EnvelopeOnly(msgspec.Struct, forbid_unknown_fields=True):
-    """``tools/list`` (no cursor: one page) and ``ping``."""
+    """``tools/list`` (no cursor: one page)."""
 
     meta: dict[str, Any] = msgspec.field(name="_meta")
 

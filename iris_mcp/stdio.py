@@ -26,7 +26,7 @@ import logging
 import os
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -108,8 +108,8 @@ class Front:
         self.modern = False  # the SDK's server serves the 2026-07-28 era (decided by the first request)
         self.decided = False
         self._write_lock = trio.Lock()
+        self.taken = 0  # requests the fast path took
         self._calls: dict[RequestId, trio.CancelScope] = {}
-        self._cancelled: set[RequestId] = set()
 
     async def write(self, line: bytes) -> None:
         """Write one whole line: shielded, as a line cut short by a cancel would corrupt the wire."""
@@ -161,7 +161,6 @@ class Front:
             if isinstance(fast, Cancel):
                 scope = self._calls.get(fast.request_id)
                 if scope is not None:
-                    self._cancelled.add(fast.request_id)
                     scope.cancel()
                     return
             elif fast is not None and len(self._calls) < MAX_FAST_CALLS:
@@ -169,6 +168,7 @@ class Front:
 
                 key = coerce_request_id(fast.id)
                 self._calls[key] = scope = trio.CancelScope()
+                self.taken += 1
                 calls.start_soon(self._answer, fast, key, scope)
                 return
         await to_sdk.send(self._parsed(line))
@@ -191,7 +191,9 @@ class Front:
         return SessionMessage(message)
 
     async def _answer(self, request: FastRequest, key: RequestId, scope: trio.CancelScope) -> None:
-        """Run one fast request and write its answer; nothing if the client cancelled it."""
+        """Run one fast request and write its answer. A call the client cancelled
+        (``scope``) is not answered; one still running when the session ends (this task
+        cancelled from outside) is answered "Connection closed", as the SDK answers."""
         from iris_mcp import fastpath
 
         try:
@@ -204,21 +206,19 @@ class Front:
                 else:
                     line = fastpath.response(request.id, result)
                 await self.write(line)
-                return
-            if key not in self._cancelled:  # cancelled because the client left
+        except trio.Cancelled:
+            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                 await self.write(fastpath.error_response(request.id, CONNECTION_CLOSED, "Connection closed"))
+            raise
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             log.info("stdout closed before the answer to %s", request.method)
         finally:
             self._calls.pop(key, None)
-            self._cancelled.discard(key)
 
     async def _result(self, request: FastRequest) -> dict[str, Any]:
         from iris_mcp import fastpath
 
         info = self.server.server_info_stamp
-        if request.method == "ping":
-            return fastpath.complete({}, info)
         if request.method == "tools/list":
             from iris_mcp.listing import list_result
 
