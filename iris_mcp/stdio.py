@@ -108,6 +108,7 @@ class Front:
         self.modern = False  # the SDK's server serves the 2026-07-28 era (decided by the first request)
         self.decided = False
         self._write_lock = trio.Lock()
+        self.server_info = server.server_info_stamp  # encoded into each answer, never changed
         self.taken = 0  # requests the fast path took
         self._calls: dict[RequestId, trio.CancelScope] = {}
 
@@ -218,7 +219,7 @@ class Front:
     async def _result(self, request: FastRequest) -> dict[str, Any]:
         from iris_mcp import fastpath
 
-        info = self.server.server_info_stamp
+        info = self.server_info
         if request.method == "tools/list":
             from iris_mcp.listing import list_result
 
