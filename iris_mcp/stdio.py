@@ -26,7 +26,7 @@ import logging
 import os
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -108,15 +108,23 @@ class Front:
         self.modern = False  # the SDK's server serves the 2026-07-28 era (decided by the first request)
         self.decided = False
         self._write_lock = trio.Lock()
+        self.broken = False  # stdout
         self.server_info = server.server_info_stamp  # encoded into each answer, never changed
         self.taken = 0  # requests the fast path took
         self._calls: dict[RequestId, trio.CancelScope] = {}
 
     async def write(self, line: bytes) -> None:
-        """Write one whole line: shielded, as a line cut short by a cancel would corrupt the wire."""
+        """Write one whole line: shielded, as a line cut short by a cancel would corrupt the
+        wire. Once stdout broke (the client is gone) lines are dropped: stdin ends next."""
         with trio.CancelScope(shield=True):
             async with self._write_lock:
-                await self.stdout.send_all(line)
+                if self.broken:
+                    return
+                try:
+                    await self.stdout.send_all(line)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    log.info("stdout broke: the MCP client is gone")
+                    self.broken = True
 
     async def serve(self, stdin: trio.abc.ReceiveStream) -> None:
         """Route stdin's lines until it ends, then wind down (see the module docstring)."""
@@ -195,12 +203,16 @@ class Front:
         """Run one fast request and write its answer. A call the client cancelled
         (``scope``) is not answered; one still running when the session ends (this task
         cancelled from outside) is answered "Connection closed", as the SDK answers."""
+        from mcp.shared.exceptions import MCPError
+
         from iris_mcp import fastpath
 
         try:
             with scope:
                 try:
                     result = await self._result(request)
+                except MCPError as exc:  # the seal refused (as the SDK's path answers it)
+                    line = fastpath.error_response(request.id, exc.error.code, exc.error.message, exc.error.data)
                 except Exception:
                     log.exception("%s failed", request.method)
                     line = fastpath.error_response(request.id, fastpath.INTERNAL_ERROR, "Internal server error")
@@ -208,11 +220,8 @@ class Front:
                     line = fastpath.response(request.id, result)
                 await self.write(line)
         except trio.Cancelled:
-            with suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                await self.write(fastpath.error_response(request.id, CONNECTION_CLOSED, "Connection closed"))
+            await self.write(fastpath.error_response(request.id, CONNECTION_CLOSED, "Connection closed"))
             raise
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            log.info("stdout closed before the answer to %s", request.method)
         finally:
             self._calls.pop(key, None)
 

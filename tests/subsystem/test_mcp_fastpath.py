@@ -262,3 +262,24 @@ async def test_calls_running_when_the_client_leaves_are_answered_closed() -> Non
         closed = await client.line()
     assert closed == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "Connection closed"}}
     assert CancelTell(tell_id="t-3") in link.sent
+
+
+async def test_a_client_gone_from_stdout_ends_the_session_quietly() -> None:
+    """Its answers are dropped (no crash, no hang); the session ends with stdin."""
+    client_out, front_in = trio.testing.memory_stream_one_way_pair()
+    front_out, client_in = trio.testing.memory_stream_one_way_pair()
+    link = ScriptLink()
+    shim = Shim(link, team="alpha")
+    seal = StateSeal(lambda ctx: None)
+    front = Front(shim, build_server(shim, seal=seal), seal, front_out)
+    client = Client(client_out, client_in)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(front.serve, front_in)
+            await client.ask(0, "server/discover", {"_meta": PLAIN})
+            await client_in.aclose()
+            await client.write({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": call("team_tell", {"toTeam": "echo", "message": "m"}, PLAIN)})
+            await client.write({"jsonrpc": "2.0", "id": 2, "method": "resources/list", "params": {"_meta": PLAIN}})
+            await client_out.aclose()
+    assert front.broken and front.taken == 1
