@@ -7,10 +7,12 @@ the front end's own milliseconds are not lost in a claude turn's noise):
 * socket:          the tell from a protocol client on a kept connection (what the shim
                    itself sends);
 * raw JSON-RPC:    ``team_tell`` through an ``iris mcp`` subprocess from a client that
-                   writes and reads JSON-RPC lines and does nothing else, sending what
-                   Claude Code 2.1.330 sends (protocol 2026-07-28, its capabilities, form
-                   elicitation among them, in each request's ``_meta``), without and
-                   with a progress token: the shim's own cost, the fair measure of it;
+                   writes and reads JSON-RPC lines and does nothing else (protocol
+                   2026-07-28, the envelope in each request's ``_meta``): the shim's own
+                   cost, the fair measure of it. Without and with a progress token,
+                   declaring no capabilities; and as Claude Code 2.1.330 calls (a progress
+                   token, form elicitation declared: the tell streams, so that a wait for
+                   an approval can become a form);
 * MCP SDK client:  the same through the MCP SDK's ``Client`` over stdio (no elicitation
                    declared), without and with a progress token (``progress_callback``):
                    this adds the SDK client's own JSON-RPC, the caller's cost;
@@ -57,12 +59,16 @@ from iris_mcp.shim import Shim
 from protocol.framing import LineFramer
 from protocol.messages import Tell, TellReply
 
-# What Claude Code 2.1.330 puts in each request's _meta (claude-cli-facts.md, 2026-11-27).
+# What Claude Code 2.1.330 puts in each request's _meta (claude-cli-facts.md, 2026-11-27), with
+# a progress token in every tool call: it can show a form, so iris mcp has irisd stream the tell
+# (its phases say when the tell waits for an approval the person may answer in that form).
 CLAUDE_CODE_META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientInfo": {"name": "claude-code", "version": "2.1.330"},
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}, "roots": {}},
 }
+# A client of the same era that declares nothing (as the SDK's client in this bench).
+PLAIN_META = {**CLAUDE_CODE_META, "io.modelcontextprotocol/clientCapabilities": {}}
 
 TARGET_S = 0.002
 
@@ -144,16 +150,17 @@ async def raw_client(env: dict[str, str], cwd: Path, errlog: Any) -> AsyncIterat
 def raw_sides(name: str, client: RawClient) -> list[Side]:
     tokens = itertools.count()
 
-    async def tell(text: str, token: bool) -> int:
-        meta = {**CLAUDE_CODE_META, "progressToken": next(tokens)} if token else CLAUDE_CODE_META
+    async def tell(text: str, token: bool, meta: dict[str, Any]) -> int:
+        meta = {**meta, "progressToken": next(tokens)} if token else meta
         params = {"name": "team_tell", "arguments": {"toTeam": "alpha", "message": text}, "_meta": meta}
         result, seen = await client.request("tools/call", params)
         assert not result.get("isError"), result
         return seen
 
     pid = client.process.pid
-    return [Side(f"{name}, raw JSON-RPC, no token", partial(tell, token=False), pid),
-            Side(f"{name}, raw JSON-RPC, progress token", partial(tell, token=True), pid)]
+    return [Side(f"{name}, raw JSON-RPC, no token", partial(tell, token=False, meta=PLAIN_META), pid),
+            Side(f"{name}, raw JSON-RPC, progress token", partial(tell, token=True, meta=PLAIN_META), pid),
+            Side(f"{name}, raw JSON-RPC as Claude Code", partial(tell, token=True, meta=CLAUDE_CODE_META), pid)]
 
 
 def mcp_sides(name: str, client: Client, pid: int | None) -> list[Side]:

@@ -11,8 +11,9 @@ loaded by irisd's ``/mcp``, which must not import the CLI). What both transports
 Start-up is on every Claude Code session's path, so this module imports only Typer (about
 25 ms), the MCP SDK and trio; ``protocol/``, msgspec and the tool definitions load on the
 first ``tools/list``, and the daemon is contacted on the first tool call. stdout is the MCP
-wire: logs go to stderr, and while serving the SDK points fd 1 at stderr so that nothing
-else can reach the wire either.
+wire: logs go to stderr, and while serving fd 1 points at stderr so that nothing else can
+reach the wire either. The transport, and the fast path that answers ``tools/call`` and
+``tools/list`` without the SDK's JSON-RPC, are ``iris_mcp/stdio.py``.
 
 Tool calls reuse kept connections to irisd (``aclient.ConnectionPool``: a new one costs
 a connect and a hello, about 0.5 ms); one irisd closed (it restarted) is seen before it is

@@ -119,11 +119,21 @@ def read_line(line: bytes) -> FastRequest | Cancel | None:
 
 
 def _capabilities(value: Any) -> ClientCapabilities | None:
-    """The client's capabilities as the SDK's ``Connection.from_envelope`` reads them."""
+    """The client's capabilities as the SDK's ``Connection.from_envelope`` reads them (a
+    client sends the same ones with every request: the last are kept)."""
+    global _last_capabilities
+    last_value, last = _last_capabilities
+    if value == last_value:
+        return last
     try:
-        return ClientCapabilities.model_validate(value, by_name=False)
+        capabilities: ClientCapabilities | None = ClientCapabilities.model_validate(value, by_name=False)
     except ValidationError:
-        return None
+        capabilities = None
+    _last_capabilities = (value, capabilities)
+    return capabilities
+
+
+_last_capabilities: tuple[Any, ClientCapabilities | None] = (object(), None)
 
 
 def opens_modern(method: str, params: Any) -> bool:
