@@ -77,6 +77,11 @@ class ScriptLink:
                 if on_event is not None:
                     await on_event(TellText(tell_id="t-2", text="hello"))
                 return TellReply(status="completed", tell=info("t-2", "echo", "hello"))
+            case Tell(to_team="behind"):  # queued behind another tell: progress says so at once
+                if on_event is not None:
+                    await on_event(TellPhaseEvent(tell_id="t-4", phase=TellPhase(name="queued", ahead=1)))
+                    await on_event(TellText(tell_id="t-4", text="hello"))
+                return TellReply(status="completed", tell=info("t-4", "behind", "hello"))
             case Tell(to_team="slow"):
                 assert on_event is not None
                 await on_event(TellState(tell_id="t-3", status="running"))
@@ -151,7 +156,7 @@ SESSION: list[tuple[str, dict[str, Any]]] = [
     ("tools/list", {"_meta": PLAIN}),
     ("ping", {"_meta": PLAIN}),  # no method of this era: the SDK's answer
     ("tools/call", call("team_tell", {"toTeam": "echo", "message": "m"}, PLAIN)),
-    ("tools/call", call("team_tell", {"toTeam": "echo", "message": "m"}, {**PLAIN, "progressToken": "p-1"})),
+    ("tools/call", call("team_tell", {"toTeam": "behind", "message": "m"}, {**PLAIN, "progressToken": "p-1"})),
     ("tools/call", call("team_tell", {"toTeam": "echo", "message": "m"}, {**PLAIN, "progressToken": 7})),
     ("tools/call", call("team_getTeamName", {}, PLAIN)),
     ("tools/call", call("team_nonesuch", {}, PLAIN)),
@@ -184,8 +189,9 @@ async def test_the_fast_path_answers_what_the_sdk_answers() -> None:
     answers = {request_id: lines[-1] for request_id, lines in enumerate(fast)}
     assert answers[3]["result"]["structuredContent"]["text"] == "hello" and not answers[3]["result"]["isError"]
     assert [line["params"] for line in fast[4][:-1]] == [
-        {"progressToken": "p-1", "progress": 1.0, "message": "hello"}
+        {"progressToken": "p-1", "progress": 1.0, "message": "behind: queued behind 1 tell"}
     ]
+    assert len(fast[5]) == 1  # answered at once: no progress (the first interval runs from the call's start)
     assert answers[7]["result"]["isError"] and "unknown tool" in answers[7]["result"]["content"][0]["text"]
     assert answers[8]["result"]["isError"] and "invalid arguments" in answers[8]["result"]["content"][0]["text"]
     assert answers[11]["result"]["resultType"] == "complete"  # an unknown field: the SDK's, ignoring it
