@@ -289,3 +289,35 @@ async def test_a_client_gone_from_stdout_ends_the_session_quietly() -> None:
             await client.write({"jsonrpc": "2.0", "id": 2, "method": "resources/list", "params": {"_meta": PLAIN}})
             await client_out.aclose()
     assert front.broken and front.taken == 1
+
+
+# What claude 2.1.330 sent iris mcp (recorded 2026-11-27 through a pass-through wrapper, `claude -p`
+# calling team_tell against the scripted model), in its order: the fast path must take both.
+CLAUDE_CODE_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {
+        "name": "claude-code", "title": "Claude Code", "version": "2.1.330",
+        "description": "Anthropic's agentic coding tool", "websiteUrl": "https://claude.com/claude-code",
+    },
+    "io.modelcontextprotocol/clientCapabilities": {
+        "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}},
+    },
+}
+CLAUDE_CODE_LINES = [
+    {"method": "tools/list", "jsonrpc": "2.0", "id": 0, "params": {"_meta": CLAUDE_CODE_META}},
+    {"method": "tools/call",
+     "params": {"name": "team_tell", "arguments": {"toTeam": "beta", "message": "ping"},
+                "_meta": {**CLAUDE_CODE_META, "claudecode/toolUseId": "toolu_scripted_000001", "progressToken": 1}},
+     "jsonrpc": "2.0", "id": 1},
+]
+
+
+def test_what_claude_code_sends_takes_the_fast_path() -> None:
+    from iris_mcp.fastpath import FastRequest, read_line
+    from iris_mcp.shim import can_elicit
+
+    listed, called = (read_line(json.dumps(line).encode()) for line in CLAUDE_CODE_LINES)
+    assert isinstance(listed, FastRequest) and listed.method == "tools/list"
+    assert isinstance(called, FastRequest) and called.method == "tools/call" and called.name == "team_tell"
+    assert called.progress_token == 1 and called.arguments == {"toTeam": "beta", "message": "ping"}
+    assert can_elicit(called.protocol_version, called.capabilities)  # it declares forms
