@@ -766,7 +766,7 @@ def build_server(
     It speaks both eras: the 2026-07-28 one (``server/discover``, capabilities in each
     request's ``_meta``, ``resultType`` on results; the SDK's runner) and the
     ``initialize`` handshake. ``seal``: the ``StateSeal`` to use (the stdio fast path
-    shares it, ``iris_mcp/fastpath.py``), else one of its own for ``principal``."""
+    shares it, ``iris_mcp/stdio.py``), else one of its own for ``principal``."""
     shim_for = shim if callable(shim) else (lambda ctx: shim)
     listed: dict[tuple[str, ...], list[types.Tool]] = {}  # offered -> the tools (one server serves every kind)
     seal = seal or StateSeal(principal or (lambda ctx: None))
