@@ -11,8 +11,9 @@ loaded by irisd's ``/mcp``, which must not import the CLI). What both transports
 Start-up is on every Claude Code session's path, so this module imports only Typer (about
 25 ms), the MCP SDK and trio; ``protocol/``, msgspec and the tool definitions load on the
 first ``tools/list``, and the daemon is contacted on the first tool call. stdout is the MCP
-wire: logs go to stderr, and while serving the SDK points fd 1 at stderr so that nothing
-else can reach the wire either.
+wire: logs go to stderr, and while serving fd 1 points at stderr so that nothing else can
+reach the wire either. The transport, and the fast path that answers ``tools/call`` and
+``tools/list`` without the SDK's JSON-RPC, are ``iris_mcp/stdio.py``.
 
 Tool calls reuse kept connections to irisd (``aclient.ConnectionPool``: a new one costs
 a connect and a hello, about 0.5 ms); one irisd closed (it restarted) is seen before it is
@@ -34,16 +35,15 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import trio
 import typer
 
-from iris_mcp.shim import Shim, build_server
+from iris_mcp import stdio
+from iris_mcp.shim import Shim, StateSeal, build_server
 
 if TYPE_CHECKING:
-    from mcp.server.lowlevel import Server
-
     from iris_cli.aclient import ConnectionPool
     from protocol.messages import Event, Reply, Request
 
@@ -102,19 +102,12 @@ def run(*, team: str | None, autostart: bool, read_only: bool, log_level: str) -
     )
     link = DaemonLink(autostart=autostart)
     shim = Shim(link, team=team, cwd=os.getcwd(), env=os.environ, read_only=read_only)
+    seal = StateSeal(lambda ctx: None)  # one client: the stdio principal is nobody in particular
     try:
-        trio.run(serve, build_server(shim))
+        trio.run(stdio.serve_stdio, shim, build_server(shim, seal=seal), seal)
     except KeyboardInterrupt:
         return 130
     return 0
-
-
-async def serve(server: Server[Any]) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin."""
-    from mcp.server.stdio import stdio_server
-
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 class DaemonLink:

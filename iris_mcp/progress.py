@@ -5,9 +5,11 @@ How it works: a tell's events come faster than anybody reads (a text delta each 
 milliseconds); each progress message says the whole current state (the answer so far,
 or what the tell waits for), so a newer message replaces an older one that has not
 gone out. ``offer`` says whether a message goes out now; one that may not (the last
-went out less than ``interval`` ago) is held, and ``next_deadline`` says when the held
-one is due (``take_due``). An urgent message (the tell is queued behind another, or
-waits for an approval: somebody must act) goes out at once whatever the interval.
+went out less than ``interval`` ago, or the call began less than ``interval`` ago:
+``start``) is held, and ``next_deadline`` says when the held one is due (``take_due``).
+An urgent message (the tell is queued behind another, or waits for an approval:
+somebody must act) goes out at once whatever the interval. So a call answered within
+the first interval sends no notification at all: its result says more, sooner.
 
 Pure: time is an argument (``now``); the trio side (``iris_mcp.progress_sender``) arms
 one timer from ``next_deadline``.
@@ -32,10 +34,10 @@ class Said:
 class Coalescer:
     """When each progress message goes out (see the module docstring)."""
 
-    def __init__(self, interval: float = PROGRESS_INTERVAL_S) -> None:
+    def __init__(self, interval: float = PROGRESS_INTERVAL_S, start: float = -math.inf) -> None:
         self.interval = interval
         self._held: str | None = None
-        self._last_sent = -math.inf
+        self._last_sent = start  # the call's start counts as news: the first interval runs from it
 
     def offer(self, said: Said, now: float) -> str | None:
         """The message to send now, or None: it is held (replacing any held before it)

@@ -64,10 +64,11 @@ class Progress:
 
 @asynccontextmanager
 async def open_progress(report: ReportProgress, coalescer: Coalescer | None = None) -> AsyncIterator[Progress]:
-    """A ``Progress`` for the duration of one tool call. On exit a message still held is
-    dropped: the call's result follows, and says more. Exceptions of the body come out as
-    they were raised (not in an ExceptionGroup)."""
-    coalescer = coalescer or Coalescer()
+    """A ``Progress`` for the duration of one tool call. Its first interval runs from now
+    (a call answered within it sends nothing but its result). On exit a message still held
+    is dropped: the call's result follows, and says more. Exceptions of the body come out
+    as they were raised (not in an ExceptionGroup)."""
+    coalescer = coalescer or Coalescer(start=trio.current_time())
     if report is None:
         yield Progress(None, None, coalescer)
         return

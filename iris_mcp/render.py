@@ -81,6 +81,24 @@ class ToolOutput:
             return self.data
         return {"summary": self.text, **self.data}
 
+    def wire(self) -> dict[str, Any]:
+        """The ``tools/call`` result, as sent: the SDK's path and the stdio fast path
+        (``iris_mcp/fastpath.py``) both send this (the requestState of an ``ask`` is sealed
+        on the way out, ``StateSeal``). A test checks it is what the SDK's models make."""
+        if self.ask is not None:
+            form = {"mode": "form", "message": self.ask.message, "requestedSchema": self.ask.schema}
+            return {
+                "resultType": "input_required",
+                "inputRequests": {self.ask.key: {"method": "elicitation/create", "params": form}},
+                "requestState": self.ask.state,
+            }
+        return {
+            "content": [{"type": "text", "text": self.text}],
+            "structuredContent": self.structured(),
+            "isError": self.is_error,
+            "resultType": "complete",
+        }
+
 
 def plain(value: object) -> Any:
     return msgspec.to_builtins(value)

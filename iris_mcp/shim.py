@@ -753,7 +753,10 @@ Principal = Callable[[ServerRequestContext[Any]], "str | None"]
 
 
 def build_server(
-    shim: Shim | Callable[[ServerRequestContext[Any]], Shim], *, principal: Principal | None = None
+    shim: Shim | Callable[[ServerRequestContext[Any]], Shim],
+    *,
+    principal: Principal | None = None,
+    seal: StateSeal | None = None,
 ) -> Server[Any]:
     """The low-level SDK server (MCPServer would add schema generation we do not need).
     ``shim`` serves every call, or names the Shim for each call's context (irisd's /mcp:
@@ -762,10 +765,11 @@ def build_server(
 
     It speaks both eras: the 2026-07-28 one (``server/discover``, capabilities in each
     request's ``_meta``, ``resultType`` on results; the SDK's runner) and the
-    ``initialize`` handshake."""
+    ``initialize`` handshake. ``seal``: the ``StateSeal`` to use (the stdio fast path
+    shares it, ``iris_mcp/stdio.py``), else one of its own for ``principal``."""
     shim_for = shim if callable(shim) else (lambda ctx: shim)
     listed: dict[tuple[str, ...], list[types.Tool]] = {}  # offered -> the tools (one server serves every kind)
-    seal = StateSeal(principal or (lambda ctx: None))
+    seal = seal or StateSeal(principal or (lambda ctx: None))
 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -790,18 +794,12 @@ def build_server(
             key: response.model_dump(mode="json", by_alias=True, exclude_none=True)
             for key, response in (params.input_responses or {}).items()
         }
-        asking = Asking(can_ask=can_elicit(ctx), state=params.request_state, responses=responses, spent=seal.spent())
+        can_ask = can_elicit(ctx.protocol_version, ctx.session.client_capabilities)
+        asking = Asking(can_ask=can_ask, state=params.request_state, responses=responses, spent=seal.spent())
         output = await shim_for(ctx).call(params.name, params.arguments, report, asking)
-        if output.ask is not None:
-            form = types.ElicitRequestFormParams(message=output.ask.message, requested_schema=output.ask.schema)
-            return types.InputRequiredResult(
-                input_requests={output.ask.key: types.ElicitRequest(params=form)}, request_state=output.ask.state
-            )
-        return types.CallToolResult(
-            content=[types.TextContent(text=output.text)],
-            structured_content=output.structured(),
-            is_error=output.is_error,
-        )
+        if output.ask is not None:  # the wire form the stdio fast path sends, as the SDK's model
+            return types.InputRequiredResult.model_validate(output.wire(), by_name=False)
+        return types.CallToolResult.model_validate(output.wire(), by_name=False)
 
     from iris_common import __version__
     from iris_mcp.listing import INSTRUCTIONS, SERVER_NAME, SERVER_TITLE
@@ -818,14 +816,13 @@ def build_server(
     return server
 
 
-def can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+def can_elicit(protocol_version: str, capabilities: types.ClientCapabilities | None) -> bool:
     """The client can show its person a form in answer to an ``input_required`` result:
     it speaks 2026-07-28 and declared form elicitation (in this request's ``_meta``)."""
     from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+    if protocol_version not in MODERN_PROTOCOL_VERSIONS:
         return False
-    capabilities = ctx.session.client_capabilities
     elicitation = capabilities.elicitation if capabilities is not None else None
     # An empty declaration means form (the spec's default); url alone is no form.
     return elicitation is not None and (elicitation.form is not None or elicitation.url is None)

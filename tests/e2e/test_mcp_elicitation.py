@@ -356,13 +356,15 @@ def test_iris_mcp_speaks_2026_07_28_as_claude_does(iris: Iris) -> None:
         try:
             process.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
             process.stdin.flush()
-            replies = [json.loads(process.stdout.readline()) for _ in range(3)]
+            # by id: answers may come in another order (the SDK's server runs requests at once,
+            # and tools/list and tools/call take iris mcp's fast path)
+            replies = {reply["id"]: reply for reply in (json.loads(process.stdout.readline()) for _ in range(3))}
             process.stdin.close()
             assert process.wait(timeout=30) == 0
         finally:
             if process.poll() is None:
                 process.kill()
-    discovered, listed, called = (r["result"] for r in replies)
+    discovered, listed, called = (replies[request_id]["result"] for request_id in (1, 2, 3))
     assert "2026-07-28" in discovered["supportedVersions"] and "tools" in discovered["capabilities"]
     assert "team_tell" in discovered["instructions"]
     assert listed["resultType"] == "complete" and called["resultType"] == "complete"

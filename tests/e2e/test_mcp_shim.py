@@ -217,9 +217,11 @@ async def test_cancelling_the_call_interrupts_the_tell(iris: Iris, mode: str) ->
         assert not is_error and data["tell_status"] == "interrupted", text
 
 
-async def test_a_call_without_a_progress_token_cancelled_cancels_its_tell_too(iris: Iris) -> None:
+@ERAS
+async def test_a_call_without_a_progress_token_cancelled_cancels_its_tell_too(iris: Iris, mode: str) -> None:
     """A client that asks no progress gets no events of its tell but the one that names it
-    (``Tell.announce``): its cancelled call still interrupts the tell."""
+    (``Tell.announce``): its cancelled call still interrupts the tell. In the 2026-07-28 era
+    ("auto": the client discovers first) the call takes ``iris mcp``'s fast path."""
     alpha, _ = two_teams(iris)
     iris.start()
 
@@ -228,7 +230,7 @@ async def test_a_call_without_a_progress_token_cancelled_cancels_its_tell_too(ir
         assert isinstance(report, ReportReply)
         return next((t.id for t in report.tells if t.status == "running"), None)
 
-    async with shim(iris, cwd=alpha) as client:
+    async with shim(iris, cwd=alpha, mode=mode) as client:
         with trio.move_on_after(120):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(client.call_tool, "team_tell", {"toTeam": "beta", "message": "@hang forever"})

@@ -106,8 +106,8 @@ async def test_a_tell_goes_out_as_the_derived_team_with_the_parent_pair() -> Non
     assert (sent.from_team, sent.parent_pair, sent.stream, sent.timeout_ms) == (
         "alpha", "external->alpha", True, 50_000
     )
-    # The text came within the progress interval of the state change: the answer carries it.
-    assert reports == [(1.0, "beta is working on it")]
+    # Answered within the call's first progress interval: no notification, the answer says more.
+    assert reports == []
     assert isinstance(link.sent[0], ListTeams)  # identity: asked once...
     await shim.call("team_tell", {"toTeam": "beta", "message": "again"}, report)
     assert sum(isinstance(r, ListTeams) for r in link.sent) == 1  # ...and remembered

@@ -32,6 +32,17 @@ def test_at_most_one_message_per_interval_the_newest_held_and_the_urgent_at_once
     assert coalescer.offer(Said("abcdef"), now=0.625) == "abcdef"
 
 
+def test_the_first_interval_runs_from_the_calls_start() -> None:
+    coalescer = Coalescer(interval=0.25, start=10.0)
+    assert coalescer.offer(Said("queued for beta"), now=10.001) is None  # held: the call just began
+    assert coalescer.offer(Said("a"), now=10.1) is None
+    assert coalescer.next_deadline() == 10.25
+    assert coalescer.offer(Said("beta: awaiting your approval", urgent=True), now=10.2) == (
+        "beta: awaiting your approval"
+    )
+    assert coalescer.offer(Said("ab"), now=10.3) is None and coalescer.next_deadline() == 10.45
+
+
 def test_at_most_four_a_second() -> None:
     assert PROGRESS_INTERVAL_S == 0.25
 
@@ -55,13 +66,29 @@ async def test_deltas_become_a_few_notifications_at_exact_times(autojump_clock: 
         await progress.say(Said("after"))  # held until 0.85, then the call ends first
         await trio.sleep(0.1)
     assert [(round(at - start, 6), number, message) for at, number, message in sent] == [
-        (0.0, 1.0, "0"),
-        (0.25, 2.0, "0123456"),  # what was said by then, the deltas between dropped
-        (0.5, 3.0, "0123456789"),
-        (0.6, 4.0, "beta: awaiting your approval"),
+        (0.25, 1.0, "0123456"),  # what was said by then (the first interval runs from the call's start)
+        (0.5, 2.0, "0123456789"),
+        (0.6, 3.0, "beta: awaiting your approval"),
     ]
     await trio.sleep(1)
-    assert len(sent) == 4  # what was held when the call ended is dropped: the result says more
+    assert len(sent) == 3  # what was held when the call ended is dropped: the result says more
+
+
+async def test_a_call_answered_within_the_first_interval_sends_nothing(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    sent: list[str] = []
+
+    async def report(progress: float, message: str) -> None:
+        sent.append(message)
+
+    async with open_progress(report) as progress:
+        await progress.say(Said("queued for beta"))
+        await trio.sleep(0.1)
+        await progress.say(Said("beta is working on it"))
+        await trio.sleep(0.1)
+    await trio.sleep(1)
+    assert sent == []
 
 
 async def test_no_progress_token_no_notifications(autojump_clock: trio.testing.MockClock) -> None:

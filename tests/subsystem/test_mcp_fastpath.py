@@ -1,0 +1,323 @@
+"""The stdio ``iris mcp``'s fast path (``iris_mcp/fastpath.py``, ``iris_mcp/stdio.py``)
+answers as the MCP SDK's server answers: the same lines for the same requests, driven
+over in-memory streams both ways (the fast path on, and every line to the SDK), with a
+scripted link standing in for irisd. A cancelled fast call cancels its tell and is not
+answered; a form's requestState sealed on the fast path is the SDK's to verify."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from iris_mcp.shim import Shim, StateSeal, build_server
+from iris_mcp.stdio import Front
+from protocol.framing import LineFramer
+from protocol.messages import (
+    ApprovalInfo,
+    ApprovalReply,
+    ApprovalsReply,
+    CancelTell,
+    Decide,
+    Event,
+    GetTell,
+    ListApprovals,
+    Reply,
+    Request,
+    Tell,
+    TellInfo,
+    TellPhase,
+    TellPhaseEvent,
+    TellReply,
+    TellState,
+    TellText,
+)
+
+MODERN = "2026-07-28"
+PLAIN = {"io.modelcontextprotocol/protocolVersion": MODERN,
+         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+         "io.modelcontextprotocol/clientCapabilities": {}}
+FORMS = {**PLAIN, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+
+WAITING = TellPhase(name="awaiting_approval", tool="Bash", detail="ls", approval_id="a-1")
+APPROVAL = ApprovalInfo(
+    id="a-1", from_team="alpha", to_team="gated", tell_id="t-1", tool_name="Bash", input={"command": "ls"},
+    status="pending", created_at=0.0, expires_at=600.0,
+)
+
+
+def info(tell_id: str, to_team: str, text: str, status: Any = "completed") -> TellInfo:
+    return TellInfo(id=tell_id, from_team="alpha", to_team=to_team, message="m", status=status, text=text)
+
+
+class ScriptLink:
+    """irisd as the shim sees it: ``echo`` answers (one text event first), ``slow`` is
+    named and runs until cancelled, ``gated`` waits for approval a-1 until it is decided."""
+
+    def __init__(self) -> None:
+        self.sent: list[Request] = []
+        self.slow_running = trio.Event()
+        self.cancelled = trio.Event()
+
+    async def call(
+        self,
+        request: Request,
+        *,
+        idempotent: bool,
+        on_event: Callable[[Event], Awaitable[None]] | None = None,
+        start_daemon: bool = True,
+    ) -> Reply:
+        self.sent.append(request)
+        match request:
+            case Tell(to_team="echo"):
+                if on_event is not None:
+                    await on_event(TellText(tell_id="t-2", text="hello"))
+                return TellReply(status="completed", tell=info("t-2", "echo", "hello"))
+            case Tell(to_team="behind"):  # queued behind another tell: progress says so at once
+                if on_event is not None:
+                    await on_event(TellPhaseEvent(tell_id="t-4", phase=TellPhase(name="queued", ahead=1)))
+                    await on_event(TellText(tell_id="t-4", text="hello"))
+                return TellReply(status="completed", tell=info("t-4", "behind", "hello"))
+            case Tell(to_team="slow"):
+                assert on_event is not None
+                await on_event(TellState(tell_id="t-3", status="running"))
+                self.slow_running.set()
+                await trio.sleep_forever()
+            case Tell(to_team="gated"):
+                assert on_event is not None
+                await on_event(TellPhaseEvent(tell_id="t-1", phase=WAITING))
+                await trio.sleep_forever()
+            case CancelTell():
+                self.cancelled.set()
+                return TellReply(status="completed", tell=info("t-3", "slow", "", "cancelled"), cancelled=True)
+            case ListApprovals():
+                return ApprovalsReply(approvals=[APPROVAL])
+            case Decide():
+                return ApprovalReply(approval=APPROVAL)
+            case GetTell():
+                return TellReply(status="completed", tell=info("t-1", "gated", "done"))
+        raise AssertionError(f"unexpected {request}")
+
+
+class Client:
+    """A raw JSON-RPC client on the Front's streams."""
+
+    def __init__(self, send: trio.abc.SendStream, receive: trio.abc.ReceiveStream) -> None:
+        self.send, self.receive = send, receive
+        self.framer = LineFramer()
+
+    async def write(self, message: dict[str, Any]) -> None:
+        await self.send.send_all(json.dumps(message).encode() + b"\n")
+
+    async def line(self) -> dict[str, Any]:
+        with trio.fail_after(10):
+            while (line := self.framer.next_frame()) is None:
+                self.framer.receive_data(await self.receive.receive_some())
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    async def ask(self, request_id: int, method: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        """The request's answer and every line before it (its progress notifications)."""
+        await self.write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        lines = [await self.line()]
+        while lines[-1].get("id") != request_id:
+            lines.append(await self.line())
+        return lines
+
+
+async def run_front(
+    fast: bool, script: Callable[[Client, ScriptLink], Awaitable[Any]], *, team: str = "alpha"
+) -> tuple[Any, Front, ScriptLink]:
+    """``script`` against a Front (fast path ``fast``) on a Shim over a ScriptLink."""
+    link = ScriptLink()
+    shim = Shim(link, team=team)
+    seal = StateSeal(lambda ctx: None)
+    client_out, front_in = trio.testing.memory_stream_one_way_pair()
+    front_out, client_in = trio.testing.memory_stream_one_way_pair()
+    front = Front(shim, build_server(shim, seal=seal), seal, front_out, fast=fast)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(front.serve, front_in)
+        result = await script(Client(client_out, client_in), link)
+        await client_out.aclose()  # the client leaves: the Front winds down
+    return result, front, link
+
+
+def call(name: str, arguments: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments, "_meta": meta}
+
+
+# Opened by server/discover (the SDK's, both ways), then what the fast path takes, and what it leaves.
+SESSION: list[tuple[str, dict[str, Any]]] = [
+    ("server/discover", {"_meta": PLAIN}),
+    ("tools/list", {"_meta": PLAIN}),
+    ("ping", {"_meta": PLAIN}),  # no method of this era: the SDK's answer
+    ("tools/call", call("team_tell", {"toTeam": "echo", "message": "m"}, PLAIN)),
+    ("tools/call", call("team_tell", {"toTeam": "behind", "message": "m"}, {**PLAIN, "progressToken": "p-1"})),
+    ("tools/call", call("team_tell", {"toTeam": "echo", "message": "m"}, {**PLAIN, "progressToken": 7})),
+    ("tools/call", call("team_getTeamName", {}, PLAIN)),
+    ("tools/call", call("team_nonesuch", {}, PLAIN)),
+    ("tools/call", call("team_tell", {"toTeam": "echo"}, PLAIN)),
+    ("tools/call", call("team_tell", {"toTeam": "echo", "message": "m"}, FORMS)),
+    ("tools/call", {"name": "team_getTeamName", "_meta": PLAIN}),
+    # what the fast path leaves to the SDK: its answers are the same either way
+    ("tools/call", {**call("team_getTeamName", {}, PLAIN), "task": {"ttl": 1000}}),
+    ("tools/call", call("team_getTeamName", {}, {**PLAIN, "progressToken": None})),
+    ("tools/call", {"arguments": {}, "_meta": PLAIN}),
+    ("tools/call", call("team_getTeamName", {}, {**PLAIN, "io.modelcontextprotocol/protocolVersion": "2099-01-01"})),
+    ("tools/list", {"_meta": PLAIN, "cursor": "x"}),
+    ("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}),
+    ("resources/list", {"_meta": PLAIN}),
+]
+
+
+async def play_session(client: Client, link: ScriptLink) -> list[list[dict[str, Any]]]:
+    return [await client.ask(request_id, method, params) for request_id, (method, params) in enumerate(SESSION)]
+
+
+async def test_the_fast_path_answers_what_the_sdk_answers() -> None:
+    fast, front, _ = await run_front(True, play_session)
+    sdk, sdk_front, _ = await run_front(False, play_session)
+    assert sdk_front.taken == 0
+    assert front.taken == 9  # tools/list and the eight calls it takes
+    for request, mine, theirs in zip(SESSION, fast, sdk, strict=True):
+        assert mine == theirs, request
+    # and the answers are what they should be (not merely alike)
+    answers = {request_id: lines[-1] for request_id, lines in enumerate(fast)}
+    assert answers[3]["result"]["structuredContent"]["text"] == "hello" and not answers[3]["result"]["isError"]
+    assert [line["params"] for line in fast[4][:-1]] == [
+        {"progressToken": "p-1", "progress": 1.0, "message": "behind: queued behind 1 tell"}
+    ]
+    assert len(fast[5]) == 1  # answered at once: no progress (the first interval runs from the call's start)
+    assert answers[7]["result"]["isError"] and "unknown tool" in answers[7]["result"]["content"][0]["text"]
+    assert answers[8]["result"]["isError"] and "invalid arguments" in answers[8]["result"]["content"][0]["text"]
+    assert answers[11]["result"]["resultType"] == "complete"  # an unknown field: the SDK's, ignoring it
+    assert answers[2]["error"]["message"] == "Method not found"  # ping is no method of this era
+    assert "error" in answers[13] and "error" in answers[14] and "error" in answers[16] and "error" in answers[17]
+
+
+async def test_a_form_asked_on_the_fast_path_is_the_sdks_and_its_answer_resumes_the_tell() -> None:
+    """The tell waits for an approval: the call ends with a form (input_required), its
+    requestState sealed; the retry answering it goes to the SDK, which verifies the seal."""
+    arguments = {"toTeam": "gated", "message": "m", "timeout": 0}
+
+    async def ask_and_answer(client: Client, link: ScriptLink) -> tuple[dict[str, Any], dict[str, Any]]:
+        await client.ask(0, "server/discover", {"_meta": FORMS})
+        (asked,) = await client.ask(1, "tools/call", call("team_tell", arguments, FORMS))
+        state = asked["result"]["requestState"]
+        answer = {"approval": {"action": "accept", "content": {"decision": "approve"}}}
+        retry = {**call("team_tell", arguments, FORMS), "inputResponses": answer, "requestState": state}
+        (done,) = await client.ask(2, "tools/call", retry)
+        return asked, done
+
+    (fast_asked, fast_done), front, link = await run_front(True, ask_and_answer)
+    (sdk_asked, sdk_done), _, _ = await run_front(False, ask_and_answer)
+    assert front.taken == 1  # the first call; the retry was the SDK's
+    assert fast_asked["result"]["resultType"] == "input_required"
+    assert fast_asked["result"]["requestState"] != sdk_asked["result"]["requestState"]  # sealed, each its own
+    for asked in (fast_asked, sdk_asked):
+        asked["result"]["requestState"] = "sealed"
+    assert fast_asked == sdk_asked
+    assert fast_done == sdk_done and fast_done["result"]["structuredContent"]["text"] == "done"
+    assert [r for r in link.sent if isinstance(r, Decide)] == [Decide(approval_id="a-1", allow=True,
+                                                                        by="alpha (Claude Code)")]
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["fast path", "sdk"])
+async def test_a_cancelled_call_cancels_its_tell_and_is_not_answered(fast: bool) -> None:
+    async def cancel(client: Client, link: ScriptLink) -> list[dict[str, Any]]:
+        await client.ask(0, "server/discover", {"_meta": PLAIN})
+        await client.write({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": call("team_tell", {"toTeam": "slow", "message": "m"}, PLAIN)})
+        with trio.fail_after(10):
+            await link.slow_running.wait()
+        await client.write({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": 1, "reason": "the person pressed Esc"}})
+        with trio.fail_after(10):
+            await link.cancelled.wait()
+        return await client.ask(2, "tools/list", {"_meta": PLAIN})
+
+    after, front, link = await run_front(fast, cancel)
+    assert [line["id"] for line in after] == [2]  # nothing for the cancelled call before the next answer
+    assert CancelTell(tell_id="t-3") in link.sent
+    assert front.taken == (2 if fast else 0)  # with the fast path: the call (never answered) was its own
+
+
+async def test_calls_running_when_the_client_leaves_are_answered_closed() -> None:
+    async def leave(client: Client, link: ScriptLink) -> None:
+        await client.ask(0, "server/discover", {"_meta": PLAIN})
+        await client.write({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": call("team_tell", {"toTeam": "slow", "message": "m"}, PLAIN)})
+        with trio.fail_after(10):
+            await link.slow_running.wait()
+
+    client_out, front_in = trio.testing.memory_stream_one_way_pair()
+    front_out, client_in = trio.testing.memory_stream_one_way_pair()
+    link = ScriptLink()
+    shim = Shim(link, team="alpha")
+    seal = StateSeal(lambda ctx: None)
+    front = Front(shim, build_server(shim, seal=seal), seal, front_out)
+    client = Client(client_out, client_in)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(front.serve, front_in)
+        await leave(client, link)
+        await client_out.aclose()
+        closed = await client.line()
+    assert closed == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32000, "message": "Connection closed"}}
+    assert CancelTell(tell_id="t-3") in link.sent
+
+
+async def test_a_client_gone_from_stdout_ends_the_session_quietly() -> None:
+    """Its answers are dropped (no crash, no hang); the session ends with stdin."""
+    client_out, front_in = trio.testing.memory_stream_one_way_pair()
+    front_out, client_in = trio.testing.memory_stream_one_way_pair()
+    link = ScriptLink()
+    shim = Shim(link, team="alpha")
+    seal = StateSeal(lambda ctx: None)
+    front = Front(shim, build_server(shim, seal=seal), seal, front_out)
+    client = Client(client_out, client_in)
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(front.serve, front_in)
+            await client.ask(0, "server/discover", {"_meta": PLAIN})
+            await client_in.aclose()
+            await client.write({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                "params": call("team_tell", {"toTeam": "echo", "message": "m"}, PLAIN)})
+            await client.write({"jsonrpc": "2.0", "id": 2, "method": "resources/list", "params": {"_meta": PLAIN}})
+            await client_out.aclose()
+    assert front.broken and front.taken == 1
+
+
+# What claude 2.1.330 sent iris mcp (recorded 2026-11-27 through a pass-through wrapper, `claude -p`
+# calling team_tell against the scripted model), in its order: the fast path must take both.
+CLAUDE_CODE_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {
+        "name": "claude-code", "title": "Claude Code", "version": "2.1.330",
+        "description": "Anthropic's agentic coding tool", "websiteUrl": "https://claude.com/claude-code",
+    },
+    "io.modelcontextprotocol/clientCapabilities": {
+        "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}},
+    },
+}
+CLAUDE_CODE_LINES = [
+    {"method": "tools/list", "jsonrpc": "2.0", "id": 0, "params": {"_meta": CLAUDE_CODE_META}},
+    {"method": "tools/call",
+     "params": {"name": "team_tell", "arguments": {"toTeam": "beta", "message": "ping"},
+                "_meta": {**CLAUDE_CODE_META, "claudecode/toolUseId": "toolu_scripted_000001", "progressToken": 1}},
+     "jsonrpc": "2.0", "id": 1},
+]
+
+
+def test_what_claude_code_sends_takes_the_fast_path() -> None:
+    from iris_mcp.fastpath import FastRequest, read_line
+    from iris_mcp.shim import can_elicit
+
+    listed, called = (read_line(json.dumps(line).encode()) for line in CLAUDE_CODE_LINES)
+    assert isinstance(listed, FastRequest) and listed.method == "tools/list"
+    assert isinstance(called, FastRequest) and called.method == "tools/call" and called.name == "team_tell"
+    assert called.progress_token == 1 and called.arguments == {"toTeam": "beta", "message": "ping"}
+    assert can_elicit(called.protocol_version, called.capabilities)  # it declares forms
