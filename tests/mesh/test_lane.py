@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from harness import wait_until
 from iris_common.mesh import Mesh
 from irisd.mesh.bridge import open_bridge
 from irisd.mesh.engine import TELLS, Link, durable_consumer, ensure_consumer, lane_for, open_link
@@ -63,14 +64,16 @@ async def test_a_tell_is_stored_once_per_message_id_and_pulled_once(nats_server:
             assert (message.subject, message.data) == ("iris.tell.ws-1.ws-2", b'{"n": 1}')
             await lane.js_publish(tell_subject("ws-1", "ws-2"), b'{"n": 2}', headers={"Nats-Msg-Id": "t-lane-2"})
             assert (await tells.receive()).data == b'{"n": 2}'  # the one stored once came once
-            while (await link.bridge.call(link.js.stream_info, TELLS)).state.messages:  # acked: gone
-                await trio.sleep(0.05)
+            async def acked() -> bool:  # a work queue: gone once acked
+                return not (await link.bridge.call(link.js.stream_info, TELLS)).state.messages
+
+            await wait_until(acked, every=0.05)
 
 
 async def test_a_publish_no_stream_takes_is_refused_in_words(nats_server: NatsServer) -> None:
     with trio.fail_after(30):
         async with open_lane(nats_server.url) as (_, lane, _nursery):
-            with pytest.raises(LaneError, match="nothing on NATS takes nowhere.at.all"):
+            with pytest.raises(LaneError, match=r"nothing on NATS takes nowhere\.at\.all"):
                 await lane.js_publish("nowhere.at.all", b"{}")
 
 
@@ -81,8 +84,7 @@ async def test_while_the_server_is_away_nothing_is_kept_and_the_pull_goes_on_aft
             async with open_lane(server.url) as (link, lane, nursery):
                 tells = await pulled(link, lane, nursery)
                 await trio.to_thread.run_sync(server.stop)
-                while lane.connected:
-                    await trio.sleep(0.02)
+                await wait_until(lambda: not lane.connected, every=0.02)
                 with pytest.raises(LaneError, match="down"):  # never kept to be sent on reconnecting
                     lane.publish_nowait(tell_subject("ws-1", "ws-2"), b"lost")
                 await trio.to_thread.run_sync(server.start)
