@@ -54,6 +54,7 @@ from protocol.messages import (
     TellPhaseEvent,
     TellReply,
     TellState,
+    TellStatus,
     TellText,
     Watch,
 )
@@ -142,25 +143,56 @@ class Home:
         await self._submit(tell, caller)
 
     async def _submit(self, tell: RemoteTellMsg, caller: str) -> None:
-        """Hand the tell to the dispatcher, as from ``team@caller``, and follow it."""
+        """Hand the tell to the dispatcher, as from ``team@caller``, record its local
+        tell, and follow it (``_serve``)."""
+        try:
+            local, status = await self._nursery.start(self._serve, tell, caller)
+        except IrisError as exc:  # refused (admission, a budget, the rate limit...)
+            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=exc.message))
+            return
+        await self.store.call(records.submitted, tell.id, local)
+        self._live(caller, LiveMsg(id=tell.id, status=status))
+
+    async def _serve(self, tell: RemoteTellMsg, caller: str,
+                     *, task_status: trio.TaskStatus[tuple[str, TellStatus]] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the tell as a caller that waits for its end, then send its final result.
+        Started with (its local id, its status) once the dispatcher took it; IrisError
+        before that if it was refused.
+
+        Waiting as its caller, not as a reader of its result after it was submitted:
+        a caller's answer leaves on the result line, before the writes of the end (the
+        reply is read from the tell in memory), a reader's once they are written."""
         # The chain goes on here, one hop further (as across A2A): admission checks its hop
         # limit and loop guard, and the tells this team's claude sends while answering count
         # on from it, so the hop limit and the chain's budget hold for the whole chain, not
         # per irisd.
-        request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=-1,
+        request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=0, announce=True,
                        max_budget_usd=tell.max_budget_usd, across=chain_in(tell, self.name), thread=tell.thread)
+        local = ""
+
+        async def accepted(event: Event) -> None:  # the one event ``announce`` sends: it names the tell
+            nonlocal local
+            if isinstance(event, TellState) and not local:
+                local = event.tell_id
+                self.following[local] = (tell.id, caller)  # before any await: its first events are near
+                task_status.started((local, event.status))
+
         try:
-            reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), no_events)
-        except IrisError as exc:
-            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=exc.message))
-            return
-        assert isinstance(reply, TellReply)
-        local = reply.tell.id
-        self.following[local] = (tell.id, caller)  # before any await: its first events are near
-        await self.store.call(records.submitted, tell.id, local)
-        self._live(caller, LiveMsg(id=tell.id, status=reply.tell.status,
-                                         detail=reply.tell.phase.detail if reply.tell.phase else ""))
-        self._nursery.start_soon(self._follow, local, tell.id, caller)
+            try:
+                reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), accepted)
+            except IrisError as exc:
+                if not local:
+                    raise  # refused: _submit answers
+                error = f"home irisd `{self.name}`: {exc.message}"
+                await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=error))
+                return
+            assert isinstance(reply, TellReply)
+            if reply.tell.status in UNFINISHED_TELL_STATUSES:  # answered before its end (it should not be)
+                await self._follow(local, tell.id, caller)
+                return
+            await self._send_final(caller, final_of(tell.id, reply.tell))
+        finally:
+            self.following.pop(local, None)
 
     def _refusal(self, tell: RemoteTellMsg, caller: str) -> str:
         config = self.config()
