@@ -106,6 +106,7 @@ class Lane:
         self._credentials = credentials
         self._inbox = f"{inbox}.{secrets.token_hex(6)}"  # this lane's: requests' replies, pulled messages
         self._subscriptions: dict[int, _Subscription] = {}
+        self._subscribed: set[int] = set()  # sids sent as the connection was opened
         self._waiting: dict[str, _Waiting] = {}
         self._next_sid = MUX_SID + 1
         self._next_token = 0
@@ -244,8 +245,9 @@ class Lane:
                 await stream.send_all(nats_wire.connect(self._connect_options(info, where.username, where.password)))
                 await _receive_pong(stream, reader)
                 subscribe = nats_wire.sub(f"{self._inbox}.r.*", MUX_SID)
-                for sid, subscription in self._subscriptions.items():
-                    subscribe += nats_wire.sub(subscription.subject, sid)
+                self._subscribed = set(self._subscriptions)
+                for sid in self._subscribed:
+                    subscribe += nats_wire.sub(self._subscriptions[sid].subject, sid)
                 await stream.send_all(subscribe)
             except BaseException:
                 await trio.aclose_forcefully(stream)
@@ -333,8 +335,10 @@ class Lane:
 
     def _up(self) -> None:
         """A connection is made: publishes go to it from now on (written once ``run``
-        serves it)."""
+        serves it), after the subscriptions made while it was being opened."""
         self.connected, self._pings_out = True, 0
+        for sid in self._subscriptions.keys() - self._subscribed:
+            self._out += nats_wire.sub(self._subscriptions[sid].subject, sid)
         self._connected.set()
 
     def _down(self) -> None:
@@ -369,21 +373,23 @@ async def serve_pull(lane: Lane, stream: str, consumer: str, handle: Callable[[M
         except LaneError:
             continue  # it broke just now: wait for the next connection
         left = PULL_BATCH
-        with trio.move_on_after(PULL_EXPIRES_S + REQUEST_TIMEOUT_S):  # an expiry note lost: ask again
-            while left:
+        deadline = trio.current_time() + PULL_EXPIRES_S + REQUEST_TIMEOUT_S  # its expiry note lost: ask again
+        while left:
+            message: Message | None = None
+            with trio.move_on_at(deadline):  # only the wait: a message being handled is never cut short
                 message = await messages.receive()
-                if message is None:
-                    break  # the connection broke: the request went with it
-                if message.status == 100:  # a heartbeat
-                    continue
-                if message.status:
-                    if message.status not in (404, 408):  # 409 and the like: the consumer is busy or away
-                        log.info("mesh: NATS refused a pull request", extra={
-                            "consumer": consumer, "error": f"{message.status} {message.description}"})
-                        await trio.sleep(PULL_RETRY_S)
-                    break
-                left -= 1
-                await handle(message)
+            if message is None:
+                break  # expired, or the connection broke (the request went with it)
+            if message.status == 100:  # a heartbeat
+                continue
+            if message.status:
+                if message.status not in (404, 408):  # 409 and the like: the consumer is busy or away
+                    log.info("mesh: NATS refused a pull request", extra={
+                        "consumer": consumer, "error": f"{message.status} {message.description}"})
+                    await trio.sleep(PULL_RETRY_S)
+                break
+            left -= 1
+            await handle(message)
 
 
 def ack(lane: Lane, message: Message, verdict: bytes = b"+ACK") -> None:
