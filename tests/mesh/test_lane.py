@@ -1,10 +1,12 @@
 """The fast lane (irisd/mesh/lane.py) on a real NATS server: JetStream publishes acked and
 stored once per message id, pulled and acked through the durable consumer, refused with
 words when no stream takes them; while the server is away nothing is kept for later,
-and once it is back the lane connects again and its pull goes on."""
+and once it is back the lane connects again and its pull goes on; a server that wants TLS
+is spoken to over TLS, its certificate checked as nats-py checks it."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -96,5 +98,36 @@ async def test_while_the_server_is_away_nothing_is_kept_and_the_pull_goes_on_aft
                     except LaneError:
                         await trio.sleep(0.1)
                 assert (await tells.receive()).data == b"after"  # subscribed again, the pull renewed
+    finally:
+        server.stop()
+
+
+def certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA, and a certificate for 127.0.0.1 it signed: (ca, cert, key)."""
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=folder)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test CA",
+            "-keyout", "ca.key", "-out", "ca.pem")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", "server.key",
+            "-out", "server.csr")
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "1", "-extfile", "san.ext", "-out", "server.pem")
+    return folder / "ca.pem", folder / "server.pem", folder / "server.key"
+
+
+@pytest.mark.parametrize("scheme", ["tls", "nats"])  # asked for by the URL, or by the server's INFO
+async def test_a_server_that_wants_tls_is_spoken_to_over_tls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scheme: str
+) -> None:
+    ca, cert, key = certificates(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # trusted as a system CA would be, by both connections
+    server = NatsServer(tmp_path / "nats", extra=["--tls", "--tlscert", str(cert), "--tlskey", str(key)]).start()
+    try:
+        with trio.fail_after(30):
+            async with open_lane(f"{scheme}://127.0.0.1:{server.port}") as (_, lane, _nursery):
+                ack = await lane.js_publish(tell_subject("ws-1", "ws-2"), b"{}", headers={"Nats-Msg-Id": "tls-1"})
+                assert ack.stream == TELLS
     finally:
         server.stop()
