@@ -139,16 +139,6 @@ class MeshService:
         except MeshError as exc:
             await self._wait_after_failure(f"mesh: not connected: {exc.message}", exc.message)
             return
-        lane = lane_for(link)
-        try:
-            await lane.connect(FIRST_CONNECT_S)
-        except LaneError as exc:
-            await _close(link)
-            await self._wait_after_failure(f"mesh: not connected: {exc}", str(exc))
-            return
-        except BaseException:
-            await _close(link)
-            raise
         directory = Directory(link, version=__version__, on_change=self._sync_teams)
         try:
             taken = await directory.name_taken()
@@ -159,6 +149,16 @@ class MeshService:
             await _close(link)
             await self._wait_after_failure(f"mesh: not joined: {taken}", taken)
             return
+        lane = lane_for(link)  # served from its first connection on (run), closed with it
+        try:
+            await lane.connect(FIRST_CONNECT_S)
+        except LaneError as exc:
+            await _close(link)
+            await self._wait_after_failure(f"mesh: not connected: {exc}", str(exc))
+            return
+        except BaseException:
+            await _close(link)
+            raise
         self.problem, self._failures = "", 0
         self.link, self.lane = link, lane
         self.directory = directory
