@@ -150,7 +150,8 @@ class Lane:
         if reply is None:
             raise LaneError(waiting.problem or f"no answer from NATS in {timeout_s:g} s")
         if reply.status == 503:
-            raise LaneError(f"nothing on NATS takes {subject}")
+            raise LaneError(f"nothing on NATS takes {subject} (no stream for it, or JetStream is away or "
+                            "electing a leader)")
         return reply
 
     async def js_publish(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None) -> PubAck:
