@@ -8,20 +8,21 @@ the client's own tasks (pings, reconnects, flushes) never share a loop with iris
 stall on one side cannot delay the other.
 
 ``call`` runs a coroutine on the loop and waits for it without holding a trio worker
-thread: the loop's done-callback wakes the trio task through the trio token. ``post``
-starts one without waiting, for sends whose outcome changes nothing on the trio side (an
-ack, a best-effort live message): a wait costs two thread switches, each a scheduler
-slot on a busy machine, and a home's loop over incoming tells paid three of them per
-tell where one (the fetch) is needed. ``to_trio``
+thread: the loop's done-callback wakes the trio task through the trio token. ``to_trio``
 is the way back for callbacks the client makes (a message arrived, the connection
 dropped).
+
+Each call costs two thread hand-offs (each a wait for a CPU slot on a busy machine) on
+top of nats-py's own work: what every remote tell crosses (its publish, its delivery,
+its result and that result's delivery) goes through the fast lane instead
+(``irisd/mesh/lane.py``), on irisd's trio loop; this thread keeps the rest (streams,
+buckets, consumers made, the directory's watch and heartbeats).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -30,8 +31,6 @@ from typing import Any, TypeVar
 import trio
 
 T = TypeVar("T")
-
-log = logging.getLogger("irisd.mesh")
 
 
 class Bridge:
@@ -53,13 +52,6 @@ class Bridge:
             future.cancel()
             raise
         return future.result()
-
-    def post(self, function: Callable[..., Coroutine[Any, Any, object]], *args: Any) -> None:
-        """Start ``function(*args)`` on the asyncio loop and return at once. Posted and
-        called coroutines start in the order they were handed over (so an ack posted
-        before the next fetch is sent before it); a failure is logged, never raised."""
-        future = asyncio.run_coroutine_threadsafe(function(*args), self.loop)
-        future.add_done_callback(_log_failure)
 
     def to_trio(self, function: Callable[..., object], *args: Any) -> None:
         """Run ``function(*args)`` soon in the trio loop (from the asyncio thread); nothing
@@ -86,14 +78,6 @@ async def open_bridge() -> AsyncIterator[Bridge]:
             loop.call_soon_threadsafe(loop.stop)
             await trio.to_thread.run_sync(thread.join)
             loop.close()
-
-
-def _log_failure(future: concurrent.futures.Future[object]) -> None:
-    """(asyncio thread) a posted coroutine's failure, in the log."""
-    if future.cancelled():
-        return
-    if (exc := future.exception()) is not None:
-        log.info("mesh: a send failed", extra={"error": str(exc) or type(exc).__name__})
 
 
 async def _cancel_all() -> None:

@@ -39,6 +39,7 @@ from nats.js.kv import KeyValue
 
 from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh, inbox_prefix
 from irisd.mesh.bridge import Bridge
+from irisd.mesh.lane import Credentials, Lane
 from protocol.errors import IrisError
 
 log = logging.getLogger("irisd.mesh")
@@ -231,9 +232,43 @@ async def _scale_up(bridge: Bridge, js: JetStreamContext, stream: str, replicas:
     log.info("mesh stream scaled up", extra={"stream": stream, "replicas": replicas, "was": have})
 
 
+async def ensure_consumer(link: Link, stream: str, config: ConsumerConfig) -> str:
+    """Make the durable consumer ``config`` of ``stream`` unless it is there (as nats-py's
+    pull_subscribe does, with the same API calls, so the same permissions); its name."""
+    name = config.durable_name
+    assert name is not None
+    try:
+        await link.bridge.call(link.js.consumer_info, stream, name)
+    except nats.js.errors.NotFoundError:
+        await link.bridge.call(link.js.add_consumer, stream, config=config)
+    return name
+
+
+def lane_for(link: Link) -> Lane:
+    """The fast lane of ``link``'s irisd (not connected yet): the servers nats-py knows
+    (the one it is connected to first), its credentials, its inbox prefix."""
+    mesh, client = link.mesh, link.client
+    connected = client.connected_url
+    servers = [uri.geturl() for uri in client.servers]
+    if connected is not None and connected.geturl() in servers:
+        servers.remove(connected.geturl())
+        servers.insert(0, connected.geturl())
+    # A creds file's JWT and the nonce's signature: nats-py's own callbacks, made from it
+    # at connect (they need the nkeys package, as nats-py does).
+    signed = bool(mesh.creds)
+    credentials = Credentials(
+        user=mesh.user, password=mesh.password, token=mesh.token,
+        jwt=client._user_jwt_cb if signed else None,
+        sign=client._signature_cb if signed else None,
+    )
+    return Lane(servers or list(mesh.servers), name=f"irisd {mesh.name} (fast lane)",
+                inbox=inbox_prefix(mesh.name), credentials=credentials)
+
+
 def durable_consumer(name: str, subject: str) -> ConsumerConfig:
     """A pull consumer that survives restarts: every message is delivered until acked."""
     return ConsumerConfig(
+        name=name,
         durable_name=name,
         filter_subject=subject,
         ack_policy=AckPolicy.EXPLICIT,

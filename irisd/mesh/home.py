@@ -18,16 +18,15 @@ import time
 from collections.abc import Callable
 
 import msgspec
-import nats.errors
 import trio
-from nats.aio.client import Client
-from nats.aio.msg import Msg
 
 from iris_common.config import IrisConfig
 from irisd.caller import OWNER, Caller, Dispatch
 from irisd.events import no_events
 from irisd.mesh import records
-from irisd.mesh.engine import TELLS, Link, durable_consumer
+from irisd.mesh.engine import TELLS, Link, durable_consumer, ensure_consumer
+from irisd.mesh.lane import Lane, LaneError, ack, serve_pull
+from irisd.mesh.nats_wire import Message
 from irisd.mesh.wire import (
     ENCODER,
     INBOUND,
@@ -55,6 +54,7 @@ from protocol.messages import (
     TellPhaseEvent,
     TellReply,
     TellState,
+    TellStatus,
     TellText,
     Watch,
 )
@@ -69,8 +69,10 @@ RETRY_S = 1.0
 class Home:
     """Serves this irisd's offered teams to the mesh until cancelled."""
 
-    def __init__(self, link: Link, store: Store, dispatch: Dispatch, config: Callable[[], IrisConfig]) -> None:
+    def __init__(self, link: Link, lane: Lane, store: Store, dispatch: Dispatch,
+                 config: Callable[[], IrisConfig]) -> None:
         self.link = link
+        self.lane = lane
         self.name = link.mesh.name
         self.store = store
         self.dispatch = dispatch
@@ -78,31 +80,19 @@ class Home:
         self.following: dict[str, tuple[str, str]] = {}  # local tell id -> (remote id, caller)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        bridge = self.link.bridge
+        """Take the tells of ``IRIS_TELLS`` for this irisd through the fast lane, until
+        cancelled (the consumer made through nats-py first)."""
         await self.store.call(records.ensure)
         consumer = durable_consumer(f"home-{self.name}", f"iris.tell.{self.name}.>")
-        subscription = await bridge.call(
-            self.link.js.pull_subscribe, f"iris.tell.{self.name}.>", durable=consumer.durable_name,
-            stream=TELLS, config=consumer,
-        )
+        name = await ensure_consumer(self.link, TELLS, consumer)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             await nursery.start(self._forward_events)
             await self._resume(nursery)
             task_status.started()
-            while True:
-                try:
-                    batch = await bridge.call(subscription.fetch, 1, 30)
-                except (nats.errors.TimeoutError, TimeoutError):
-                    continue
-                except nats.errors.Error as exc:  # the server is away: the client reconnects
-                    log.warning("mesh: cannot read tells", extra={"error": str(exc) or type(exc).__name__})
-                    await trio.sleep(RETRY_S)
-                    continue
-                for message in batch:
-                    await self._take(message)
+            await serve_pull(self.lane, TELLS, name, self._take)
 
-    async def _take(self, message: Msg) -> None:
+    async def _take(self, message: Message) -> None:
         caller = speaker(message.subject)
         inbound = read(INBOUND, message.data)
         if inbound is None:
@@ -113,14 +103,14 @@ class Home:
                                                         error=f"irisd `{self.name}` refuses this tell: {why}"))
             else:
                 log.warning("mesh: dropped a message that is not an Iris tell", extra={"from": caller})
-            self.link.bridge.post(message.term)
+            ack(self.lane, message, b"+TERM")
             return
         match inbound:
             case RemoteTellMsg():
                 await self._tell(inbound, caller)
             case CancelMsg(id=remote_id):
                 await self._cancel(remote_id, caller)
-        self.link.bridge.post(message.ack)  # once recorded; a lost ack is a redelivery the record answers
+        ack(self.lane, message)  # once recorded; a lost ack is a redelivery the record answers
 
     async def _tell(self, tell: RemoteTellMsg, caller: str) -> None:
         known = await self.store.call(records.receive, tell.id, caller, time.time())
@@ -153,25 +143,56 @@ class Home:
         await self._submit(tell, caller)
 
     async def _submit(self, tell: RemoteTellMsg, caller: str) -> None:
-        """Hand the tell to the dispatcher, as from ``team@caller``, and follow it."""
+        """Hand the tell to the dispatcher, as from ``team@caller``, record its local
+        tell, and follow it (``_serve``)."""
+        try:
+            local, status = await self._nursery.start(self._serve, tell, caller)
+        except IrisError as exc:  # refused (admission, a budget, the rate limit...)
+            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=exc.message))
+            return
+        await self.store.call(records.submitted, tell.id, local)
+        self._live(caller, LiveMsg(id=tell.id, status=status))
+
+    async def _serve(self, tell: RemoteTellMsg, caller: str,
+                     *, task_status: trio.TaskStatus[tuple[str, TellStatus]] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the tell as a caller that waits for its end, then send its final result.
+        Started with (its local id, its status) once the dispatcher took it; IrisError
+        before that if it was refused.
+
+        Waiting as its caller, not as a reader of its result after it was submitted:
+        a caller's answer leaves on the result line, before the writes of the end (the
+        reply is read from the tell in memory), a reader's once they are written."""
         # The chain goes on here, one hop further (as across A2A): admission checks its hop
         # limit and loop guard, and the tells this team's claude sends while answering count
         # on from it, so the hop limit and the chain's budget hold for the whole chain, not
         # per irisd.
-        request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=-1,
+        request = Tell(to_team=tell.to_team, message=tell.message, timeout_ms=0, announce=True,
                        max_budget_usd=tell.max_budget_usd, across=chain_in(tell, self.name), thread=tell.thread)
+        local = ""
+
+        async def accepted(event: Event) -> None:  # the one event ``announce`` sends: it names the tell
+            nonlocal local
+            if isinstance(event, TellState) and not local:
+                local = event.tell_id
+                self.following[local] = (tell.id, caller)  # before any await: its first events are near
+                task_status.started((local, event.status))
+
         try:
-            reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), no_events)
-        except IrisError as exc:
-            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=exc.message))
-            return
-        assert isinstance(reply, TellReply)
-        local = reply.tell.id
-        self.following[local] = (tell.id, caller)  # before any await: its first events are near
-        await self.store.call(records.submitted, tell.id, local)
-        self._live(caller, LiveMsg(id=tell.id, status=reply.tell.status,
-                                         detail=reply.tell.phase.detail if reply.tell.phase else ""))
-        self._nursery.start_soon(self._follow, local, tell.id, caller)
+            try:
+                reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), accepted)
+            except IrisError as exc:
+                if not local:
+                    raise  # refused: _submit answers
+                error = f"home irisd `{self.name}`: {exc.message}"
+                await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=error))
+                return
+            assert isinstance(reply, TellReply)
+            if reply.tell.status in UNFINISHED_TELL_STATUSES:  # answered before its end (it should not be)
+                await self._follow(local, tell.id, caller)
+                return
+            await self._send_final(caller, final_of(tell.id, reply.tell))
+        finally:
+            self.following.pop(local, None)
 
     def _refusal(self, tell: RemoteTellMsg, caller: str) -> str:
         config = self.config()
@@ -256,12 +277,10 @@ class Home:
         result dropped as its duplicate; a second copy of a result changes nothing."""
         while True:
             try:
-                await self.link.bridge.call(
-                    self.link.js.publish, reply_subject(caller, self.name), ENCODER.encode(final)
-                )
+                await self.lane.js_publish(reply_subject(caller, self.name), ENCODER.encode(final))
                 break
-            except (nats.errors.Error, TimeoutError) as exc:
-                log.warning("mesh: final result not stored yet", extra={"error": str(exc) or type(exc).__name__})
+            except LaneError as exc:
+                log.warning("mesh: final result not stored yet", extra={"error": str(exc)})
                 await trio.sleep(RETRY_S)
         await self.store.call(records.replied, final.id, time.time())
 
@@ -295,17 +314,12 @@ class Home:
                 await trio.sleep(RETRY_S)
 
     def _live(self, caller: str, live: LiveMsg) -> None:
-        """Sent without waiting: the live view is best effort; the final result is durable."""
-        self.link.bridge.post(_publish_quietly, self.link.client, live_subject(caller, self.name),
-                              ENCODER.encode(live))
-
-
-async def _publish_quietly(client: Client, subject: str, payload: bytes) -> None:
-    """(asyncio thread) a plain publish whose failure (the server away) is nobody's news."""
-    try:
-        await client.publish(subject, payload)
-    except (nats.errors.Error, TimeoutError):
-        pass
+        """Sent without waiting: the live view is best effort (a lane that is down loses
+        it); the final result is durable."""
+        try:
+            self.lane.publish_nowait(live_subject(caller, self.name), ENCODER.encode(live))
+        except LaneError:
+            pass
 
 
 def phase_words(detail: str, tool: str) -> str:

@@ -45,12 +45,12 @@ from irisd.tell.active import OnEnd, end_late
 from protocol.messages import FINAL_TELL_STATUSES, UNFINISHED_TELL_STATUSES
 
 if TYPE_CHECKING:
-    from nats.aio.msg import Msg
-
     from irisd.mesh.bridge import Bridge
     from irisd.mesh.directory import Directory
     from irisd.mesh.engine import Link
     from irisd.mesh.home import Home
+    from irisd.mesh.lane import Lane
+    from irisd.mesh.nats_wire import Message
 
 log = logging.getLogger("irisd.mesh")
 
@@ -58,6 +58,7 @@ RECONNECT_S = 3.0  # the first wait before connecting again; doubled up to MAX_R
 MAX_RECONNECT_S = 60.0
 RETRY_S = 1.0
 HANDLED_WAIT_S = 10.0  # a running tell saves a final result in this time, or it is saved here
+LIVE_WAITING = 1024  # live messages waiting to be delivered (best effort: past it, dropped)
 
 
 class MeshService:
@@ -79,6 +80,7 @@ class MeshService:
         self.dispatch = dispatch
         self.routes: dict[str, Route] = {}
         self.link: Link | None = None
+        self.lane: Lane | None = None  # the fast lane: tells, results and live messages (irisd/mesh/lane.py)
         self.directory: Directory | None = None
         self.home: Home | None = None
         self.problem = ""  # why there is no connection now
@@ -128,8 +130,9 @@ class MeshService:
         import nats.errors
 
         from irisd.mesh.directory import Directory
-        from irisd.mesh.engine import MeshError, open_link
+        from irisd.mesh.engine import FIRST_CONNECT_S, MeshError, lane_for, open_link
         from irisd.mesh.home import Home
+        from irisd.mesh.lane import LaneError
 
         try:
             link = await open_link(bridge, mesh)
@@ -146,20 +149,31 @@ class MeshService:
             await _close(link)
             await self._wait_after_failure(f"mesh: not joined: {taken}", taken)
             return
+        lane = lane_for(link)  # served from its first connection on (run), closed with it
+        try:
+            await lane.connect(FIRST_CONNECT_S)
+        except LaneError as exc:
+            await _close(link)
+            await self._wait_after_failure(f"mesh: not connected: {exc}", str(exc))
+            return
+        except BaseException:
+            await _close(link)
+            raise
         self.problem, self._failures = "", 0
-        self.link = link
+        self.link, self.lane = link, lane
         self.directory = directory
         try:
             async with trio.open_nursery() as nursery:
+                nursery.start_soon(lane.run)
                 self._changed = trio.Event()  # a change made while away is in this announcement
                 nursery.start_soon(directory.serve_watch)
                 await directory.announce(self._offered())  # once the watch has read the others' claims
                 nursery.start_soon(directory.serve_heartbeat)
                 nursery.start_soon(self._announce_on_change, directory)
-                self.home = Home(link, self.store, self.dispatch, lambda: self.config)
+                self.home = Home(link, lane, self.store, self.dispatch, lambda: self.config)
                 await nursery.start(self.home.run)
-                nursery.start_soon(self._serve_replies, link)
-                await bridge.call(link.client.subscribe, f"iris.live.{mesh.name}.*", cb=self._on_live)
+                await nursery.start(self._serve_replies, link, lane)
+                nursery.start_soon(self._serve_live, lane, mesh.name)
                 log.info("mesh: connected", extra={"irisd": mesh.name, "server": link.state.server})
                 self._connected.set()
         finally:
@@ -169,7 +183,7 @@ class MeshService:
                 except (nats.errors.Error, TimeoutError):
                     pass
                 await link.close()
-            self.link = self.directory = self.home = None
+            self.link = self.directory = self.home = self.lane = None
             self._connected = trio.Event()
 
     async def _wait_after_failure(self, logged: str, problem: str) -> None:
@@ -225,6 +239,8 @@ class MeshService:
     def unreachable_words(self, home: str) -> str:
         if self.link is None or not self.link.state.connected:
             return f"the mesh is unreachable: {self.problem or 'reconnecting to NATS'}"
+        if self.lane is None or not self.lane.connected:
+            return f"the mesh is unreachable: {(self.lane.problem if self.lane else '') or 'reconnecting to NATS'}"
         return self.directory.unreachable_words(home) if self.directory is not None else ""
 
     def chain_path(self, tell: RemoteTell) -> list[str]:
@@ -242,7 +258,7 @@ class MeshService:
 
         A cancel has no message id: one that another irisd knew could be stored first
         under it, and this one dropped as its duplicate; a cancel twice is harmless."""
-        import nats.errors
+        from irisd.mesh.lane import LaneError
 
         headers: dict[str, str] | None = None
         if isinstance(message, RemoteTellMsg):
@@ -251,18 +267,16 @@ class MeshService:
         payload = ENCODER.encode(message)
         sent = False
         while True:
-            link = self.link
-            if link is not None and link.client.is_connected:
+            lane, mesh = self.lane, self.config.mesh
+            if lane is not None and lane.connected and mesh is not None:
                 if report is not None and not sent:
                     sent = True
                     await report.sent()
                 try:
-                    await link.bridge.call(
-                        link.js.publish, tell_subject(home, link.mesh.name), payload, headers=headers
-                    )
+                    await lane.js_publish(tell_subject(home, mesh.name), payload, headers=headers)
                     return
-                except (nats.errors.Error, TimeoutError) as exc:
-                    log.warning("mesh: tell not stored yet", extra={"error": str(exc) or type(exc).__name__})
+                except LaneError as exc:
+                    log.warning("mesh: tell not stored yet", extra={"error": str(exc)})
             if report is not None:
                 words = self.unreachable_words(home) or "no answer from the mesh"
                 report.phase(
@@ -274,14 +288,12 @@ class MeshService:
                 await self._connected.wait()
                 await trio.lowlevel.checkpoint()
 
-    async def _on_live(self, message: Msg) -> None:
-        """(asyncio thread) a live change of one of our remote tells."""
-        live = read(LIVE, message.data)
-        if live is None:
-            return
-        link = self.link
-        if link is not None:
-            link.bridge.to_trio(self._deliver_live, live, speaker(message.subject))
+    async def _serve_live(self, lane: Lane, name: str) -> None:
+        """Live changes of this irisd's remote tells (best effort: more than
+        ``LIVE_WAITING`` waiting are dropped)."""
+        async for message in lane.subscribe(f"iris.live.{name}.*", capacity=LIVE_WAITING):
+            if message is not None and (live := read(LIVE, message.data)) is not None:
+                self._deliver_live(live, speaker(message.subject))
 
     def _deliver_live(self, live: LiveMsg, sender: str) -> None:
         route = self.routes.get(live.id)
@@ -293,34 +305,26 @@ class MeshService:
             return
         route.send.send_nowait(Delivery(live, trio.Event()))
 
-    async def _serve_replies(self, link: Link) -> None:
+    async def _serve_replies(self, link: Link, lane: Lane,
+                             *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Final results of this irisd's remote tells, durably: also after a restart."""
-        import nats.errors
-
-        from irisd.mesh.engine import REPLIES, durable_consumer
+        from irisd.mesh.engine import REPLIES, durable_consumer, ensure_consumer
+        from irisd.mesh.lane import ack, serve_pull
 
         name = link.mesh.name
         consumer = durable_consumer(f"caller-{name}", f"iris.reply.{name}.>")
-        subscription = await link.bridge.call(
-            link.js.pull_subscribe, f"iris.reply.{name}.>", durable=consumer.durable_name, stream=REPLIES,
-            config=consumer,
-        )
-        while True:
-            try:
-                batch = await link.bridge.call(subscription.fetch, 1, 30)
-            except (nats.errors.TimeoutError, TimeoutError):
-                continue
-            except nats.errors.Error as exc:
-                log.warning("mesh: cannot read results", extra={"error": str(exc) or type(exc).__name__})
-                await trio.sleep(RETRY_S)
-                continue
-            for message in batch:
-                final = read(FINAL, message.data)
-                if final is None:
-                    link.bridge.post(message.term)
-                    continue
-                await self._take_final(final, speaker(message.subject))
-                link.bridge.post(message.ack)  # once saved; a lost ack is a redelivery, saved once
+        durable = await ensure_consumer(link, REPLIES, consumer)
+        task_status.started()
+
+        async def take(message: Message) -> None:
+            final = read(FINAL, message.data)
+            if final is None:
+                ack(lane, message, b"+TERM")
+                return
+            await self._take_final(final, speaker(message.subject))
+            ack(lane, message)  # once saved; a lost ack is a redelivery, saved once
+
+        await serve_pull(lane, REPLIES, durable, take)
 
     async def _take_final(self, final: FinalMsg, sender: str) -> None:
         """A final result from irisd ``sender`` (the subject's, so its credentials'): taken

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import logging
 import socket
 import struct
 from functools import partial
@@ -48,37 +47,6 @@ async def test_cancelling_a_call_cancels_it_on_the_asyncio_side() -> None:
             await bridge.call(asyncio.sleep, 30)
         assert scope.cancelled_caught
         assert await bridge.call(asyncio.wait_for, asyncio.sleep(0, "still serving"), 1) == "still serving"
-
-
-async def test_a_posted_call_is_not_waited_for_and_runs_in_order(caplog: pytest.LogCaptureFixture) -> None:
-    """``post`` returns at once; what was posted starts before what is called after it
-    (an ack before the next fetch), and a failure there is logged, not raised."""
-    caplog.set_level(logging.INFO, logger="irisd.mesh")
-    ran: list[str] = []
-    release = asyncio.Event()
-
-    async def note(word: str) -> None:
-        ran.append(word)
-        if word == "first":
-            await release.wait()  # still running when post returned, and when later calls start
-            ran.append("first done")
-
-    async def fail() -> None:
-        raise RuntimeError("the server went away")
-
-    async def called() -> str:
-        return "called"
-
-    async with open_bridge() as bridge:
-        bridge.post(note, "first")
-        bridge.post(fail)
-        bridge.post(note, "second")
-        assert await bridge.call(called) == "called"
-        assert ran == ["first", "second"]
-        bridge.loop.call_soon_threadsafe(release.set)
-        await bridge.call(asyncio.sleep, 0)
-        assert ran == ["first", "second", "first done"]
-    assert [r.__dict__.get("error") for r in caplog.records if r.name == "irisd.mesh"] == ["the server went away"]
 
 
 async def test_no_server_is_a_clear_error() -> None:

@@ -37,7 +37,8 @@ async def test_a_redelivered_tell_adopts_the_local_tell_it_had_submitted(tmp_pat
                      created_at=100.2)
     await store.call(tells.insert, local)  # ... after submitting it, before recording that
     link: Any = SimpleNamespace(mesh=SimpleNamespace(name="ws-2"))
-    home = Home(link, store, _no_dispatch, lambda: config)
+    lane: Any = SimpleNamespace()  # nothing is sent: the tell is adopted
+    home = Home(link, lane, store, _no_dispatch, lambda: config)
     home.following[local.id] = ("r-1", CALLER)  # already followed: no answer task to start here
     async with trio.open_nursery() as nursery:
         home._nursery = nursery

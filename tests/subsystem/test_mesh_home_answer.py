@@ -1,0 +1,75 @@
+"""A home irisd sends a remote tell's final result as a local caller gets its answer: on
+claude's result line, read from the tell in memory, before the home writes the tell's
+end (irisd/mesh/home.py); and the record says the tell was answered once that is sent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import trio
+
+from fakes.child import child_got_turn
+from fakes.core import running_core, teams_config
+from harness import wait_until
+from irisd.mesh import records
+from irisd.mesh.home import Home
+from irisd.mesh.lane import PubAck
+from irisd.mesh.wire import FinalMsg, RemoteTellMsg
+from irisd.store import tells
+from irisd.store.facade import Store
+
+CALLER, HOME = "ws-1", "ws-2"
+
+
+class RecordingLane:
+    """Stores nothing: notes each final result, and the home's own row of the tell then."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.finals: list[tuple[FinalMsg, str]] = []  # (the result, the row's status when it left)
+        self.sent = trio.Event()
+
+    async def js_publish(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None) -> PubAck:
+        final = msgspec.json.decode(payload, type=FinalMsg)
+        known = await self.store.call(records.get, final.id)
+        assert known is not None and known.local_id is not None
+        row = await self.store.call(tells.get, known.local_id)
+        self.finals.append((final, row.status if row is not None else "not written"))
+        self.sent.set()
+        return PubAck(stream="IRIS_REPLIES", seq=len(self.finals))
+
+    def publish_nowait(self, subject: str, payload: bytes, **_: Any) -> None:
+        """A live message: best effort, dropped here."""
+
+
+async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_path: Path) -> None:
+    config = teams_config(tmp_path, f"  mesh:\n    url: nats://127.0.0.1:4222\n    name: {HOME}\n", teams="alpha")
+    async with running_core(tmp_path, config) as dispatcher:
+        store = dispatcher.store
+        await store.call(records.ensure)
+        lane = RecordingLane(store)
+        link: Any = SimpleNamespace(mesh=SimpleNamespace(name=HOME))
+        home = Home(link, lane, store, dispatcher.dispatch, lambda: config)  # type: ignore[arg-type]
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                home._nursery = nursery
+                await home._tell(RemoteTellMsg(id="r-1", from_team="web", to_team="alpha", message="hi"), CALLER)
+                child = await child_got_turn()
+                await child.text("he")
+                await child.result("hello")
+                await lane.sent.wait()
+                known = await wait_until(lambda: replied(store), every=0.001)  # the record says it left
+                nursery.cancel_scope.cancel()
+        [(final, status_then)] = lane.finals
+        assert (final.id, final.status, final.text) == ("r-1", "completed", "hello")
+        assert status_then == "running"  # its end not written yet: it left on the result line
+        row = await store.call(tells.get, known.local_id or "")
+        assert row is not None and (row.status, row.text) == ("completed", "hello")  # written after
+
+
+async def replied(store: Store) -> records.Inbound | None:
+    known = await store.call(records.get, "r-1")
+    return known if known is not None and known.replied else None
