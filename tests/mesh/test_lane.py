@@ -25,10 +25,10 @@ from mesh.nats import NatsServer
 
 
 @asynccontextmanager
-async def open_lane(url: str) -> AsyncIterator[tuple[Link, Lane, trio.Nursery]]:
+async def open_lane(url: str, *, token: str = "") -> AsyncIterator[tuple[Link, Lane, trio.Nursery]]:
     """irisd ``ws-1``'s connection (streams laid out) and its fast lane, served."""
     async with open_bridge() as bridge:
-        link = await open_link(bridge, Mesh(servers=(url,), name="ws-1"))
+        link = await open_link(bridge, Mesh(servers=(url,), name="ws-1", token=token))
         try:
             lane = lane_for(link)
             await lane.connect(5)
@@ -128,6 +128,19 @@ async def test_a_server_that_wants_tls_is_spoken_to_over_tls(
         with trio.fail_after(30):
             async with open_lane(f"{scheme}://127.0.0.1:{server.port}") as (_, lane, _nursery):
                 ack = await lane.js_publish(tell_subject("ws-1", "ws-2"), b"{}", headers={"Nats-Msg-Id": "tls-1"})
+                assert ack.stream == TELLS
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("given", ["setting", "url"])  # settings.mesh.token, or nats://TOKEN@host
+async def test_a_server_that_wants_a_token_is_given_it(tmp_path: Path, given: str) -> None:
+    server = NatsServer(tmp_path / "nats", extra=["--auth", "s3cret-token"]).start()
+    try:
+        with trio.fail_after(30):
+            url = f"nats://{'s3cret-token@' if given == 'url' else ''}127.0.0.1:{server.port}"
+            async with open_lane(url, token="s3cret-token" if given == "setting" else "") as (_, lane, _nursery):
+                ack = await lane.js_publish(tell_subject("ws-1", "ws-2"), b"{}", headers={"Nats-Msg-Id": "token-1"})
                 assert ack.stream == TELLS
     finally:
         server.stop()
