@@ -215,6 +215,25 @@ async def test_a_taken_spare_whose_first_turn_goes_on_is_replaced_after_a_while(
         nursery.cancel_scope.cancel()
 
 
+async def test_a_taken_spare_whose_first_turn_ends_late_is_replaced_no_later_than_after_a_while(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
+        spare = pool.take("alpha")
+        taken = trio.current_time()
+        assert spare is not None
+        send, _receive = trio.open_memory_channel[PairEvent](10)
+        spare.bind(send)
+        await trio.sleep(REPLACE_AFTER_S - AFTER_TURN_S / 2)
+        await FakeChild.instances[0].result("a late first answer")
+        await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
+        assert trio.current_time() == pytest.approx(taken + REPLACE_AFTER_S, abs=0.002)
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_spare_warming_up_is_a_spare_to_evict_and_its_stop_is_no_failure(
     tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
