@@ -12,6 +12,10 @@ teams set up alike but for ``sessions.spares`` (alpha: 1, beta: 0):
 Beside each spare and warm tell's wall time, the CPU time the spare's claude spent on it
 (all its threads, from /proc): what claude does on a session's first turn that it does
 not on a later one, in a figure that a busy machine does not stretch as it does wall time.
+And what of the wall time is outside claude: the tell's wall time less the time from
+irisd handing the message to claude to irisd having its result (``started_at`` and
+``finished_at``, which the tell carries): irisd's share (the take, the tell's writes, the
+reply) and the client's.
 
 Then what a spare costs: its claude's resident memory once settled (VmRSS, VmHWM).
 Target (issue 31): a new conversation's first tell at most 2x a warm tell.
@@ -49,9 +53,10 @@ from harness import Iris
 from protocol.messages import ResetSession, SessionReply, Tell, TellReply
 
 
-def tell(iris: Iris, team: str, text: str) -> None:
+def tell(iris: Iris, team: str, text: str) -> TellReply:
     reply = request(iris, Tell(to_team=team, message=text))
     assert isinstance(reply, TellReply) and reply.status == "completed", reply
+    return reply
 
 
 def new_conversation(iris: Iris, team: str) -> None:
@@ -71,11 +76,15 @@ def settled_spare(iris: Iris, team: str) -> int:
     raise AssertionError(f"{team}'s spare did not start")
 
 
-def timed_with_cpu(pid: int, team: str, iris: Iris, text: str) -> tuple[float, float]:
-    """The tell's wall time, and the CPU time claude ``pid`` spent meanwhile (seconds)."""
+def timed_with_cpu(pid: int, team: str, iris: Iris, text: str) -> tuple[float, float, float]:
+    """The tell's wall time, the CPU time claude ``pid`` spent meanwhile, and the wall time
+    outside claude (irisd's and the client's), in seconds."""
     before = thread_cpu_seconds(pid)
-    wall = timed(tell, iris, team, text)
-    return wall, thread_cpu_seconds(pid) - before
+    started = time.perf_counter()
+    reply = tell(iris, team, text)
+    wall = time.perf_counter() - started
+    assert reply.tell.started_at is not None and reply.tell.finished_at is not None, reply
+    return wall, thread_cpu_seconds(pid) - before, wall - (reply.tell.finished_at - reply.tell.started_at)
 
 
 @dataclass
@@ -87,6 +96,8 @@ class Side:
     warm: list[float] = field(default_factory=list)
     first_cpu: list[float] = field(default_factory=list)
     warm_cpu: list[float] = field(default_factory=list)
+    first_outside: list[float] = field(default_factory=list)  # the wall time outside claude: irisd's, the client's
+    warm_outside: list[float] = field(default_factory=list)
     memory: list[dict[str, int]] = field(default_factory=list)
 
     def spare_round(self, round_: int, others: list[Side]) -> None:
@@ -97,22 +108,32 @@ class Side:
         for other in others:  # a replacement starting in another irisd would take the CPU
             settled_spare(other.iris, "alpha")
         self.memory.append(rss_kib(pid))
-        wall, cpu = timed_with_cpu(pid, "alpha", self.iris, f"first on a spare {round_}")
+        wall, cpu, outside = timed_with_cpu(pid, "alpha", self.iris, f"first on a spare {round_}")
         self.first.append(wall)
         self.first_cpu.append(cpu)
+        self.first_outside.append(outside)
         for side in [self, *others]:  # the warm tell on a quiet machine: its replacement is up
             settled_spare(side.iris, "alpha")
-        wall, cpu = timed_with_cpu(pid, "alpha", self.iris, f"warm {round_}")
+        wall, cpu, outside = timed_with_cpu(pid, "alpha", self.iris, f"warm {round_}")
         self.warm.append(wall)
         self.warm_cpu.append(cpu)
+        self.warm_outside.append(outside)
+
+    def paired(self) -> float:
+        """The median of each round's first tell over the warm tell that came seconds after it
+        (the machine's load, which other work changes over a run, changes both alike)."""
+        return median([first / warm for first, warm in zip(self.first, self.warm, strict=True)])
 
     def report(self, name: str) -> None:
-        print(f"  {name}: first tell on a spare / warm tell {median(self.first) / median(self.warm):6.2f}x, "
+        print(f"  {name}: first tell on a spare / warm tell {median(self.first) / median(self.warm):6.2f}x "
+              f"(round by round {self.paired():.2f}x), "
               f"claude's CPU {median(self.first_cpu) / median(self.warm_cpu):6.2f}x")
         print(describe(f"{name}: first tell on a spare", self.first))
         print(describe(f"{name}: warm tell", self.warm))
         print(describe(f"{name}: claude's CPU, first tell on a spare", self.first_cpu))
         print(describe(f"{name}: claude's CPU, warm tell", self.warm_cpu))
+        print(describe(f"{name}: outside claude, first tell on a spare", self.first_outside))
+        print(describe(f"{name}: outside claude, warm tell", self.warm_outside))
 
 
 def main() -> None:
@@ -146,6 +167,7 @@ def main() -> None:
     print("ratios:")
     print(f"  first tell on a spare / warm tell      {median(this.first) / median(this.warm):6.2f}x   "
           "(target: at most 2x)")
+    print(f"  the same, round by round               {this.paired():6.2f}x   (the median of each round's ratio)")
     print(f"  first tell cold / warm tell            {median(cold) / median(this.warm):6.2f}x")
     print(f"  first tell on a spare / cold           {median(this.first) / median(cold):6.2f}x")
     print(f"  claude's CPU: first tell on a spare / warm tell {median(this.first_cpu) / median(this.warm_cpu):6.2f}x")
@@ -155,6 +177,8 @@ def main() -> None:
     print(describe("warm: a tell on a running claude", this.warm))
     print(describe("claude's CPU for a first tell on a spare", this.first_cpu))
     print(describe("claude's CPU for a warm tell", this.warm_cpu))
+    print(describe("outside claude (irisd, the client): first tell on a spare", this.first_outside))
+    print(describe("outside claude (irisd, the client): warm tell", this.warm_outside))
     rss = sorted(m["VmRSS"] for m in this.memory)
     peak = sorted(m["VmHWM"] for m in this.memory)
     print(f"  a spare's claude, settled: RSS median {rss[len(rss) // 2] / 1024:.0f} MiB, "

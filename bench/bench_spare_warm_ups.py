@@ -5,8 +5,10 @@ takes it (``irisd/pool/spares.py``). This runs the bare claude a spare runs (str
 the child's settings and system prompt; no Iris MCP server, so no irisd is needed) against
 the scripted model, with each warm-up below, round by round, and measures the CPU its
 first turn takes against a later one. Beside the figures, what each warm-up costs the
-conversation: the model requests it made, the session id the first turn runs in, and what
-the model sees of it in that turn's request (user texts other than the turn's own).
+conversation: the requests to the API it made (any path: a Messages request is a model
+request, ``count_tokens`` is not but is one per category), whether it wrote the session's
+file, the session id the first turn runs in, and what the model sees of it in that turn's
+request (user texts other than the turn's own).
 
 Warm-ups (steps in order; ``ctx`` is what irisd does today):
   none               nothing
@@ -15,6 +17,16 @@ Warm-ups (steps in order; ``ctx`` is what irisd does today):
   ctx+cost           and then ``/cost`` (claude answers it locally: a turn, no model request)
   ctx+cost+clear     both
   ctx+turn+clear     a real turn (a paid model request) and ``/clear``: the bound of a warm-up
+  ctx+init           the context usage and ``initialize`` (the Agent SDK's first control
+                     request: slash commands, agents, models; 30 ms of claude's CPU)
+  ctx+controls       the context usage and every other control request claude 2.1.330 answers
+                     in stream-json with no model request and no trace in the conversation,
+                     that reads rather than changes (10 to 45 ms of CPU each: ``initialize``,
+                     ``mcp_status``, ``get_settings``, ``get_status``, ``list_models``,
+                     ``get_session_cost``, ``export_conversation``, ``background_tasks``,
+                     ``list_permission_rules``)
+  ctx-full           the context usage with ``detail: full`` (counted with the API's
+                     ``count_tokens``: one request per category, 27 here)
 
 Run: .venv/bin/python bench/bench_spare_warm_ups.py [--rounds N] [WARM-UP ...]
 """
@@ -33,12 +45,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from _common import describe, header, median, thread_cpu_seconds, wait_quiet
 
 from harness import claude_binary
+from iris_common.paths import session_file
 from irisd.claude.command import child_system_prompt, claude_argv
 from scripted_model import ScriptedModel
 
@@ -49,6 +63,7 @@ class Claude:
     """One claude in stream-json mode, as a spare is started (no MCP server)."""
 
     def __init__(self, model: ScriptedModel, root: Path) -> None:
+        self.root = root
         folder = root / "team"
         folder.mkdir()
         env = {name: value for name, value in os.environ.items() if name in ("PATH", "HOME", "LANG", "USER", "SHELL")}
@@ -86,9 +101,18 @@ class Claude:
         return self.until("result")
 
     def context_usage(self) -> None:
-        self.send({"type": "control_request", "request_id": "warm-up",
-                   "request": {"subtype": "get_context_usage", "detail": "summary"}})
-        self.until("control_response")
+        self.control("get_context_usage", detail="summary")
+
+    def control(self, subtype: str, **fields: object) -> None:
+        """A control request, answered (claude 2.1.330 answers each of those used here)."""
+        self.send({"type": "control_request", "request_id": f"warm-up {subtype}",
+                   "request": {"subtype": subtype, **fields}})
+        answer = self.until("control_response")["response"]
+        assert answer.get("subtype") == "success", answer
+
+    def session_written(self) -> bool:
+        """Whether claude wrote its session's file (where a turn would be kept)."""
+        return session_file(self.root / "claude", str(self.root / "team"), self.session_id).exists()
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -103,7 +127,14 @@ WARM_UPS: dict[str, list[Callable[[Claude], object]]] = {
     "ctx+cost": [Claude.context_usage, lambda c: c.turn("/cost")],
     "ctx+cost+clear": [Claude.context_usage, lambda c: c.turn("/cost"), lambda c: c.turn("/clear")],
     "ctx+turn+clear": [Claude.context_usage, lambda c: c.turn("a warm-up"), lambda c: c.turn("/clear")],
+    "ctx+init": [Claude.context_usage, lambda c: c.control("initialize")],
+    "ctx+controls": [Claude.context_usage, *(
+        partial(Claude.control, subtype=subtype) for subtype in (
+            "initialize", "mcp_status", "get_settings", "get_status", "list_models", "get_session_cost",
+            "export_conversation", "background_tasks", "list_permission_rules"))],
+    "ctx-full": [lambda c: c.control("get_context_usage", detail="full")],
 }
+DEFAULT = ["none", "ctx", "ctx+clear", "ctx+cost", "ctx+cost+clear", "ctx+turn+clear", "ctx+init", "ctx+controls"]
 
 
 @dataclass
@@ -112,6 +143,7 @@ class Figures:
     warm_cpu: list[float] = field(default_factory=list)
     first_wall: list[float] = field(default_factory=list)
     warm_up_requests: set[int] = field(default_factory=set)
+    session_written: set[bool] = field(default_factory=set)
     new_session: set[bool] = field(default_factory=set)
     leftovers: set[str] = field(default_factory=set)
 
@@ -141,10 +173,11 @@ def started(model: ScriptedModel) -> Iterator[Claude]:
 
 def measure(model: ScriptedModel, name: str, figures: Figures, round_: int) -> None:
     with started(model) as claude:
-        asked = len(model.messages_requests())
+        asked = len(model.posts)
         for step in WARM_UPS[name]:
             step(claude)
-        figures.warm_up_requests.add(len(model.messages_requests()) - asked)
+        figures.warm_up_requests.add(len(model.posts) - asked)
+        figures.session_written.add(claude.session_written())
         wait_quiet(claude.process.pid)
         text = f"first tell {round_}"
         before, started_at = thread_cpu_seconds(claude.process.pid), time.monotonic()
@@ -162,12 +195,13 @@ def measure(model: ScriptedModel, name: str, figures: Figures, round_: int) -> N
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
-    parser.add_argument("warm_ups", nargs="*", metavar="WARM-UP", help=f"of {', '.join(WARM_UPS)} (default: all)")
+    parser.add_argument("warm_ups", nargs="*", metavar="WARM-UP",
+                        help=f"of {', '.join(WARM_UPS)} (default: all but ctx-full)")
     args = parser.parse_args()
     if unknown := set(args.warm_ups) - set(WARM_UPS):
         parser.error(f"unknown warm-up {', '.join(sorted(unknown))}; known: {', '.join(WARM_UPS)}")
     header("18b. a spare's warm-up: claude's CPU on its first turn, and what the warm-up leaves")
-    names: list[str] = args.warm_ups or list(WARM_UPS)
+    names: list[str] = args.warm_ups or DEFAULT
     figures = {name: Figures() for name in names}
     with ScriptedModel() as model:
         for round_ in range(args.rounds):
@@ -178,8 +212,9 @@ def main() -> None:
     print("claude's CPU, first turn / a later turn (median of each):")
     for name in names:
         f = figures[name]
-        print(f"  {name:<16} {median(f.first_cpu) / median(f.warm_cpu):5.2f}x   model requests during the "
-              f"warm-up {sorted(f.warm_up_requests)}, a new session id {sorted(f.new_session)}")
+        print(f"  {name:<16} {median(f.first_cpu) / median(f.warm_cpu):5.2f}x   API requests during the "
+              f"warm-up {sorted(f.warm_up_requests)}, the session's file written {sorted(f.session_written)}, "
+              f"a new session id {sorted(f.new_session)}")
         print(f"  {'':<16} what the model sees of it: {sorted(f.leftovers)}")
     print("absolute:")
     for name in names:

@@ -32,12 +32,14 @@ a tell with a budget of its own (``--max-budget-usd``), nor a team on another ho
 any pair when irisd has no HTTP face (the stdio shim's pair is in its argv).
 
 A spare holds a slot under ``maxProcesses``, starts only into a free one and is the first
-to go when a pair needs one (``policy.py``). Taken, it is replaced in the background once
-its first turn ended (or REPLACE_AFTER_S after the take, whichever comes first): a claude
-starting takes a core for about a second, and on a small machine the first turn, the one
-the spare is for, would share the CPU with it. One that exits on its own is replaced after
-a pause; a reload stops a changed team's spares. The pool's nursery owns every spare's
-process, taken or not: cancelling it stops them.
+to go when a pair needs one (``policy.py``). Taken, it is replaced in the background
+AFTER_TURN_S after its first turn ended (or REPLACE_AFTER_S after the take, whichever comes
+first): a claude starting takes a core for about a second, and on a small machine the
+first turn, the one the spare is for, would share the CPU with it; so would the turn's
+reply (starting a claude holds irisd's loop for a few milliseconds: measured, 3 ms more
+between the tell's end and its caller having the reply). One that exits on its own is
+replaced after a pause; a reload stops a changed team's spares. The pool's nursery owns
+every spare's process, taken or not: cancelling it stops them.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ log = logging.getLogger("irisd.spares")
 RETRY_S = 30.0  # a spare that could not start, or exited on its own: the team's next one waits this long
 LINES = 64  # what a spare may print before its pair reads it (it prints nothing until its first turn)
 WARM_UP_S = 60.0  # a claude that has not answered its warm-up by then is offered as it is
-REPLACE_AFTER_S = 10.0  # a taken spare's replacement starts when its first turn ended, or by then
+REPLACE_AFTER_S = 10.0  # a taken spare's replacement starts AFTER_TURN_S after its first turn ended, or by then
+AFTER_TURN_S = 1.0  # long enough for the turn's reply to reach its caller; short against a claude's start
 WARM_UP_ID = "iris-spare-warm-up"
 
 
@@ -201,9 +204,9 @@ class SparePool:
 
     def take(self, team: str) -> Spare | None:
         """A started spare of ``team``, now the caller's (who binds it once its pair knows);
-        a new one starts in the background once the spare's first turn ended (a claude
-        starting takes a core for about a second, which that turn would share on a small
-        machine), at the latest REPLACE_AFTER_S after the take."""
+        a new one starts in the background AFTER_TURN_S after the spare's first turn ended
+        (a claude starting takes a core for about a second, which that turn and its reply
+        would share on a small machine), at the latest REPLACE_AFTER_S after the take."""
         for key, spare in sorted(self.spares.items(), key=lambda item: item[1].ready_at):
             if spare.team == team and not spare.exited:
                 del self.spares[key]
@@ -347,8 +350,12 @@ class SparePool:
             del self._starting[team]
 
     def _turned(self, spare: Spare) -> None:
-        """A taken spare's first turn ended: its replacement may start."""
-        if self._replacing.pop(spare.key, None) is not None:
+        """A taken spare's first turn ended: its replacement starts AFTER_TURN_S from now
+        (once the turn's reply is out), if not sooner."""
+        held = self._replacing.get(spare.key)
+        if held is not None:
+            team, until = held
+            self._replacing[spare.key] = (team, min(until, trio.current_time() + AFTER_TURN_S))
             self.refill()
 
     def _exited(self, spare: Spare) -> None:

@@ -17,7 +17,7 @@ from iris_common.paths import IrisPaths
 from irisd.caller import Caller
 from irisd.claude.process import ChildLine
 from irisd.pool.pair_events import PairEvent
-from irisd.pool.spares import REPLACE_AFTER_S, RETRY_S, WARM_UP_S, SparePool
+from irisd.pool.spares import AFTER_TURN_S, REPLACE_AFTER_S, RETRY_S, WARM_UP_S, SparePool
 from irisd.tokens import Access
 
 ALPHA_TWO = "    sessions:\n      spares: 2\n"
@@ -175,11 +175,12 @@ async def test_a_spare_that_exits_during_its_warm_up_is_replaced_after_a_pause(
         nursery.cancel_scope.cancel()
 
 
-async def test_a_taken_spare_is_replaced_once_its_first_turn_ended(
+async def test_a_taken_spare_is_replaced_once_its_first_turn_ended_and_its_reply_is_out(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
     # A claude starting takes a core for about a second: the replacement waits for the
-    # first turn, which would otherwise share the machine with it.
+    # first turn, which would otherwise share the machine with it, and a while longer for
+    # the turn's reply (starting one holds irisd's loop for a few milliseconds).
     pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
     async with trio.open_nursery() as nursery:
         await nursery.start(pool.run)
@@ -193,7 +194,7 @@ async def test_a_taken_spare_is_replaced_once_its_first_turn_ended(
         await FakeChild.instances[0].result("the first answer")
         ended = trio.current_time()
         await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
-        assert trio.current_time() == pytest.approx(ended, abs=0.002)
+        assert trio.current_time() == pytest.approx(ended + AFTER_TURN_S, abs=0.002)
         got = await receive.receive()  # the result is the pair's, as every line of its child
         assert isinstance(got, ChildLine) and json.loads(got.raw)["result"] == "the first answer"
         nursery.cancel_scope.cancel()
@@ -209,6 +210,25 @@ async def test_a_taken_spare_whose_first_turn_goes_on_is_replaced_after_a_while(
         spare = pool.take("alpha")
         taken = trio.current_time()
         assert spare is not None
+        await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
+        assert trio.current_time() == pytest.approx(taken + REPLACE_AFTER_S, abs=0.002)
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_taken_spare_whose_first_turn_ends_late_is_replaced_no_later_than_after_a_while(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
+        spare = pool.take("alpha")
+        taken = trio.current_time()
+        assert spare is not None
+        send, _receive = trio.open_memory_channel[PairEvent](10)
+        spare.bind(send)
+        await trio.sleep(REPLACE_AFTER_S - AFTER_TURN_S / 2)
+        await FakeChild.instances[0].result("a late first answer")
         await wait_until(lambda: len(FakeChild.instances) == 2, every=0.001)
         assert trio.current_time() == pytest.approx(taken + REPLACE_AFTER_S, abs=0.002)
         nursery.cancel_scope.cancel()
