@@ -20,7 +20,7 @@ rate of a tell's deltas, and all of them together a bounded share of irisd's tim
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, NoReturn
 
 import trio
@@ -44,6 +44,61 @@ SendEvent = Callable[[Event], Awaitable[None]]
 
 async def no_events(event: Event) -> None:
     """The ``SendEvent`` of a caller that takes no events (they are dropped)."""
+
+
+class BatchSender:
+    """A ``SendEvent`` that can write several events at once: the socket's, whose frames
+    go out in one write, one wake-up of the client for all of them instead of one each
+    (frames are length-prefixed: the client reads them as if each had come alone).
+    ``send_events`` and ``send_with_reply`` use it where a face gives one; any other
+    ``SendEvent`` gets the events one a call, as before."""
+
+    async def __call__(self, event: Event) -> None:
+        await self.send_many((event,))
+
+    async def send_many(self, events: Sequence[Event]) -> None:
+        """Write ``events``, in order, at once; trio.BrokenResourceError once the caller is gone."""
+        raise NotImplementedError
+
+    def with_reply(self, events: Sequence[Event]) -> None:
+        """Keep ``events`` to be written ahead of the next frame: the request's reply, in its
+        write (it always comes: every request is answered)."""
+        raise NotImplementedError
+
+
+async def send_events(send_event: SendEvent, events: Sequence[Event]) -> None:
+    """``events`` in order: in one write where the face can (``BatchSender``), else one by one."""
+    if isinstance(send_event, BatchSender):
+        await send_event.send_many(events)
+    else:
+        for event in events:
+            await send_event(event)
+
+
+async def send_with_reply(send_event: SendEvent, events: Sequence[Event]) -> None:
+    """The last ``events`` of a request, whose reply follows at once: in the reply's write
+    where the face can (``BatchSender``), else sent now."""
+    if isinstance(send_event, BatchSender):
+        send_event.with_reply(events)
+    else:
+        await send_events(send_event, events)
+
+
+async def receive_batch(channel: trio.MemoryReceiveChannel[Event]) -> tuple[list[Event], bool]:
+    """Wait for the next event on ``channel``, then take whatever else waits there already
+    (events published in one step of whoever publishes them): a batch to send at once, and
+    whether the channel ended after it ([] and True: it had ended)."""
+    try:
+        batch = [await channel.receive()]
+    except trio.EndOfChannel:
+        return [], True
+    while True:
+        try:
+            batch.append(channel.receive_nowait())
+        except trio.WouldBlock:
+            return batch, False
+        except trio.EndOfChannel:
+            return batch, True
 
 
 class Published(NamedTuple):
@@ -259,8 +314,7 @@ async def serve_watch(
     with hub.subscribe(team, accepts) as subscription:
         await send_event(Watching(team=team))
         while batch := await subscription.wait_batch():
-            for event in batch:
-                await send_event(event)
+            await send_events(send_event, batch)
             await trio.sleep(hub.flush_interval())
     if subscription.closed:
         raise ShuttingDownError("irisd is stopping; watch again once it is back")
