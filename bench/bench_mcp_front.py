@@ -105,7 +105,7 @@ class Side:
         self.cpu = 0.0  # this process's CPU time over the rounds
         self.shim_cpu = 0.0  # the iris mcp process's
         self.irisd: SimIris | None = None  # the irisd it tells
-        self.irisd_cpu = 0.0  # that irisd's CPU time over the rounds
+        self.irisd_cpu = 0.0  # that irisd's CPU time for its tells (IrisdCpu)
 
 
 class RawClient:
@@ -207,6 +207,25 @@ def children() -> set[int]:
     return found
 
 
+class IrisdCpu:
+    """An irisd's CPU time, each share given to the side whose tell it did: from the start
+    of that side's call to the start of the next call to the same irisd (so what irisd does
+    after a reply, writing the tell's end, counts too, while the other irisd is told)."""
+
+    def __init__(self, iris: SimIris) -> None:
+        assert iris.process is not None
+        self.pid = iris.process.pid
+        self.last: Side | None = None
+        self.at = thread_cpu_seconds(self.pid)
+
+    def mark(self, side: Side | None) -> None:
+        """``side``'s call starts now (None: the rounds are over)."""
+        now = thread_cpu_seconds(self.pid)
+        if self.last is not None:
+            self.last.irisd_cpu += now - self.at
+        self.last, self.at = side, now
+
+
 class Group:
     """One irisd (this checkout's, or the baseline's with its ``iris mcp``) and its sides."""
 
@@ -278,24 +297,27 @@ async def run(rounds: int, baseline: str | None, old_code: Path | None) -> None:
                 for side in group.sides:
                     side.irisd = group.iris
             sides = [side for group in groups for side in group.sides]
+            irisd_cpus = {group.iris: IrisdCpu(group.iris) for group in groups}
             for warm in range(3):  # the pair, the kept connections, the shims' lazy imports
                 for side in sides:
                     await side.send(f"warm {warm}")
             for round_ in range(rounds):
                 shift = round_ % len(sides)
                 for side in sides[shift:] + sides[:shift]:
-                    assert side.irisd is not None and side.irisd.process is not None
+                    assert side.irisd is not None
                     shim_cpu = thread_cpu_seconds(side.pid) if side.pid is not None else 0.0
-                    irisd_cpu = thread_cpu_seconds(side.irisd.process.pid)
+                    irisd_cpus[side.irisd].mark(side)
                     start, cpu = trio.current_time(), time.process_time()
                     seen = await side.send(f"question {round_}")
                     side.samples.append(trio.current_time() - start)
                     side.cpu += time.process_time() - cpu
-                    side.irisd_cpu += thread_cpu_seconds(side.irisd.process.pid) - irisd_cpu
                     if side.pid is not None:
                         side.shim_cpu += thread_cpu_seconds(side.pid) - shim_cpu
                     side.notifications.append(seen)
                 print(".", end="", flush=True, file=sys.stderr)
+            await trio.sleep(0.5)  # the last tells' writes after their replies
+            for cpus in irisd_cpus.values():
+                cpus.mark(None)
         for group in groups:
             await group.pool.aclose()
     finally:
@@ -306,7 +328,8 @@ async def run(rounds: int, baseline: str | None, old_code: Path | None) -> None:
         shutil.rmtree(root, ignore_errors=True)
     print(file=sys.stderr)
     print("irisd streaming a tell (what iris mcp asks for with a progress token, or a client that takes forms), "
-          "over the same tell announced; irisd's CPU per tell (/proc/PID/task/*/schedstat):")
+          "over the same tell announced; irisd's CPU per tell, what it writes after the reply included "
+          "(/proc/PID/task/*/schedstat):")
     for group in groups:
         announced, streamed = group.sides[:2]
         over = median(streamed.samples) - median(announced.samples)

@@ -167,16 +167,17 @@ class Connection:
         self._held_frames += encode_many(messages)
 
     async def _write(self, frames: bytearray) -> None:
-        with trio.CancelScope(shield=True):
+        # One scope for both: shielded from cancellations outside, cancelled by its own deadline.
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + SEND_TIMEOUT_S) as sending:
             async with self._send_lock:
                 if self._held_frames:
                     frames[:0] = self._held_frames
                     self._held_frames = bytearray()
-                with trio.move_on_after(SEND_TIMEOUT_S) as sending:
-                    await self.stream.send_all(frames)
-                if sending.cancelled_caught:
-                    await trio.aclose_forcefully(self.stream)
-                    raise trio.BrokenResourceError(f"the client read nothing for {SEND_TIMEOUT_S:g} s")
+                await self.stream.send_all(frames)
+        if sending.cancelled_caught:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+            raise trio.BrokenResourceError(f"the client read nothing for {SEND_TIMEOUT_S:g} s")
 
 
 class ConnectionEvents(BatchSender):
