@@ -16,6 +16,8 @@ import trio
 
 from fakes.child import child_got_turn as child
 from fakes.core import running_core, teams_config
+from harness import wait_until
+from irisd.dispatch import Dispatcher
 from irisd.serving import Serving
 from irisd.socket_server import Server
 from protocol import PROTOCOL_VERSION
@@ -87,6 +89,12 @@ class Client:
 async def served(tmp_path: Path) -> AsyncIterator[tuple[Client, list[bytes]]]:
     """A greeted client of the core's socket server, and what irisd wrote to it since the
     greeting, write by write."""
+    async with served_by_core(tmp_path) as (_, client, writes):
+        yield client, writes
+
+
+@asynccontextmanager
+async def served_by_core(tmp_path: Path) -> AsyncIterator[tuple[Dispatcher, Client, list[bytes]]]:
     async with running_core(tmp_path, teams_config(tmp_path)) as core:
         ours, theirs = socket.socketpair()
         irisd_end = trio.SocketStream(trio.socket.from_stdlib_socket(theirs))
@@ -105,7 +113,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Client, list[bytes]]]:
             await client.send(Hello(protocol_version=PROTOCOL_VERSION))
             assert isinstance(await client.receive(), Welcome)
             writes.clear()
-            yield client, writes
+            yield core, client, writes
             nursery.cancel_scope.cancel()
         ours.close()
 
@@ -140,3 +148,20 @@ async def test_a_streamed_tell_sends_its_events_in_order_to_its_end_in_few_write
     assert any({"text Hel", "phase answering"} <= set(data) for data in written)  # published in one step: one write
     assert written[-1] == ["text lo", "state completed", "reply completed Hello"]
     assert len(written) < len(received)
+
+
+async def test_a_streaming_caller_that_hangs_up_leaves_the_tell_running_its_answer_unread(tmp_path: Path) -> None:
+    with trio.fail_after(20):
+        async with served_by_core(tmp_path) as (core, client, _):
+            await client.send(Tell(to_team="alpha", message="hi", stream=True))
+            first = await client.receive()
+            assert isinstance(first, TellState) and first.status == "queued"
+            claude = await child(0)
+            tell = core.tells.pool.find_tell(first.tell_id)
+            assert tell is not None and not tell.caller_left
+            await client.stream.aclose()  # the client is gone (a Ctrl-C, a cancelled MCP call)
+            await claude.text("Hel")  # the next write finds it gone
+            await wait_until(lambda: tell.caller_left, every=0.01)  # nobody reads the answer now
+            await claude.result("Hello")
+            await tell.finished.wait()
+            assert tell.machine.status == "completed" and tell.machine.text == "Hello"  # it ran on
