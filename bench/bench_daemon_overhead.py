@@ -6,10 +6,13 @@ scripted model answering at once):
 * direct:   a user turn written straight to a warm ``claude`` stream-json process,
             until its ``result`` line;
 * socket:   the same turn as a tell through irisd, from a blocking protocol client
-            (connect + hello + tell + reply: what the MCP shim pays);
+            (connect + hello + tell + reply), and the same tell streamed (``stream=True``:
+            what ``iris tell`` asks for, and ``iris mcp`` for a Claude Code call, which gives
+            a progress token: the tell's events pushed as they come);
 * CLI:      the same through ``iris tell`` (adds the CLI's Python start-up), from the editable
             checkout and from a normal install (a wheel in a scratch virtualenv); with
-            ``--baseline REV`` also the ``iris tell`` of that revision, installed the same way.
+            ``--baseline REV`` also the ``iris tell`` of that revision, installed the same way,
+            and an irisd of that revision (its own warm claude) taking the socket's tells.
 
 Run: .venv/bin/python bench/bench_daemon_overhead.py [--rounds N] [--baseline REV]
 """
@@ -23,11 +26,13 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from _common import describe, header, median, ms, normal_install, request, revision, running_iris, timed
 
 from harness import Iris
+from iris_cli.client import Client
 from iris_common.environment import child_environment
 from irisd.claude.command import claude_argv
 from irisd.claude.wire import user_turn
@@ -61,8 +66,9 @@ class DirectClaude:
         self.process.wait(timeout=30)
 
 
-def via_socket(iris: Iris, text: str) -> None:
-    reply = request(iris, Tell(to_team="alpha", message=text))
+def via_socket(iris: Iris, text: str, *, stream: bool = False) -> None:
+    with Client(iris.socket, timeout=300) as client:
+        reply = client.request(Tell(to_team="alpha", message=text, stream=stream), on_event=lambda event: None)
     assert isinstance(reply, TellReply) and reply.status == "completed", reply
 
 
@@ -78,6 +84,12 @@ def via_installed_cli(installed: Path, iris: Iris, text: str) -> None:
     assert result.returncode == 0, result.stderr
 
 
+def versus(samples: list[float], base: list[float]) -> str:
+    """The ratio of two medians, and their difference."""
+    over = median(samples) - median(base)
+    return f"{median(samples) / median(base):5.2f}x ({'+' if over >= 0 else '-'}{ms(abs(over))})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
@@ -86,6 +98,9 @@ def main() -> None:
     header("1. daemon overhead: warm tell through irisd vs straight to a warm claude")
     direct: list[float] = []
     socket: list[float] = []
+    streamed: list[float] = []
+    old_socket: list[float] = []
+    old_streamed: list[float] = []
     cli: list[float] = []
     installed_cli: list[float] = []
     baseline_cli: list[float] = []
@@ -94,6 +109,11 @@ def main() -> None:
         old_code = stack.enter_context(revision(args.baseline)) if args.baseline else None
         old_installed = normal_install(old_code) if old_code else None
         iris = stack.enter_context(running_iris(["alpha"]))
+        old_iris = stack.enter_context(running_iris(["alpha"], start=False)) if old_code else None
+        if old_iris is not None and old_code is not None:
+            old_iris.env["PYTHONPATH"] = str(old_code)  # ahead of the editable install of this checkout
+            old_iris.start()
+            request(old_iris, Tell(to_team="alpha", message="warm up"))
         claude = DirectClaude(iris.claude, str(iris.teams_dir / "alpha"), iris.env)
         try:
             claude.turn("warm up")  # both sides start warm: spawn and first turn excluded
@@ -103,11 +123,14 @@ def main() -> None:
                 sides: list[tuple[list[float], Callable[..., object], tuple[object, ...]]] = [
                     (direct, claude.turn, ()),
                     (socket, via_socket, (iris,)),
+                    (streamed, partial(via_socket, stream=True), (iris,)),
                     (cli, via_cli, (iris,)),
                     (installed_cli, via_installed_cli, (installed, iris)),
                 ]
-                if old_installed is not None:
+                if old_installed is not None and old_iris is not None:
                     sides.append((baseline_cli, via_installed_cli, (old_installed, iris)))
+                    sides.append((old_socket, via_socket, (old_iris,)))
+                    sides.append((old_streamed, partial(via_socket, stream=True), (old_iris,)))
                 # Each side goes first as often as the others: no order bias.
                 shift = round_ % len(sides)
                 for samples, action, before in sides[shift:] + sides[:shift]:
@@ -116,20 +139,30 @@ def main() -> None:
         finally:
             claude.close()
     print()
-    base = median(direct)
     print("ratios (median time / median direct turn):")
-    for label, samples in (("protocol client", socket), ("'iris tell' CLI", cli), ("'iris tell', installed",
-                           installed_cli), (f"'iris tell' at {args.baseline}", baseline_cli)):
+    for label, samples in (("protocol client", socket), ("protocol client, streamed", streamed),
+                           ("'iris tell' CLI", cli), ("'iris tell', installed", installed_cli),
+                           (f"'iris tell' at {args.baseline}", baseline_cli),
+                           (f"{args.baseline}: protocol client", old_socket),
+                           (f"{args.baseline}: streamed", old_streamed)):
         if not samples:
             continue
-        extra = ms(median(samples) - base)
-        print(f"  through irisd, {label:<24} {median(samples) / base:5.2f}x   (+{extra})")
+        print(f"  through irisd, {label:<32} {versus(samples, direct)}")
     over = median(installed_cli) - median(socket)
     print(f"target: 'iris tell' (a normal install) at most +40 ms over the protocol client: +{ms(over)} "
           f"{'met' if over <= 0.040 else 'MISSED'} (bench_cli_startup.py measures it without claude's turn)")
+    print("a streamed tell over the same tell not streamed (target: the warm tell through irisd at most 1.02x "
+          "a direct turn, whoever asks for its events):")
+    print(f"  this code: {versus(streamed, socket)}")
+    if old_socket:
+        print(f"  at {args.baseline}: {versus(old_streamed, old_socket)}")
     print("absolute:")
     print(describe("direct: turn on a warm claude", direct))
     print(describe("irisd: tell from a protocol client", socket))
+    print(describe("irisd: the same tell streamed", streamed))
+    if old_socket:
+        print(describe(f"irisd at {args.baseline}: protocol client", old_socket))
+        print(describe(f"irisd at {args.baseline}: streamed", old_streamed))
     print(describe("irisd: 'iris tell' (a new CLI process)", cli))
     print(describe("irisd: 'iris tell', normal install", installed_cli))
     if baseline_cli:

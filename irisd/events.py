@@ -12,15 +12,18 @@ of a tell's text and its state is kept). A watcher whose cursor fell out of the 
 published) is dropped, with the reason it sees (``BusyError`` ends its watch: the
 socket's error reply, the WebSocket's close reason).
 
-``serve_watch`` sends a batch, then lets events gather before it reads again: for
+``serve_watch`` sends a batch, then lets events gather before it reads again (``Pace``): at
+once for its first ``FLUSH_BURST`` batches, so that a warm tell's few steps (queued,
+running, its text, its end: 50 ms in all) each arrive when they happen, then one every
 ``FLUSH_INTERVAL_S``, longer when many watch, so that all of them together send about
-``FRAMES_PER_S`` batches a second. So a watcher costs a few frames a second whatever the
-rate of a tell's deltas, and all of them together a bounded share of irisd's time.
+``FRAMES_PER_S`` batches a second; a quiet spell gives the burst back. So a watcher costs a
+few frames a second whatever the rate of a tell's deltas, and all of them together a
+bounded share of irisd's time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, NoReturn
 
 import trio
@@ -32,6 +35,7 @@ LOG_EVENTS = 4096  # events kept for watchers still to read them (up to twice th
 LOG_TEXT = 2 * 1024 * 1024  # characters of tell text kept likewise
 FLUSH_INTERVAL_S = 0.25  # after a batch, events gather at least this long before the next
 FRAMES_PER_S = 200  # batches a second of all watchers together, once more than 50 watch
+FLUSH_BURST = 8  # batches a watcher sends at once before the interval applies (a warm tell's are fewer)
 
 # Which events a subscriber may see, by whose they are (``from_team, to_team, chain_id``): a
 # caller's view (irisd/policy.py's ``event_filter``).
@@ -44,6 +48,80 @@ SendEvent = Callable[[Event], Awaitable[None]]
 
 async def no_events(event: Event) -> None:
     """The ``SendEvent`` of a caller that takes no events (they are dropped)."""
+
+
+class BatchSender:
+    """A ``SendEvent`` that can write several events at once: the socket's, whose frames
+    go out in one write, one wake-up of the client for all of them instead of one each
+    (frames are length-prefixed: the client reads them as if each had come alone).
+    ``send_events`` and ``send_with_reply`` use it where a face gives one; any other
+    ``SendEvent`` gets the events one a call, as before."""
+
+    async def __call__(self, event: Event) -> None:
+        await self.send_many((event,))
+
+    async def send_many(self, events: Sequence[Event]) -> None:
+        """Write ``events``, in order, at once; trio.BrokenResourceError once the caller is gone."""
+        raise NotImplementedError
+
+    def with_reply(self, events: Sequence[Event]) -> None:
+        """Keep ``events`` to be written ahead of the next frame: the request's reply, in its
+        write (it always comes: every request is answered)."""
+        raise NotImplementedError
+
+
+async def send_events(send_event: SendEvent, events: Sequence[Event]) -> None:
+    """``events`` in order: in one write where the face can (``BatchSender``), else one by one."""
+    if isinstance(send_event, BatchSender):
+        await send_event.send_many(events)
+    else:
+        for event in events:
+            await send_event(event)
+
+
+async def send_with_reply(send_event: SendEvent, events: Sequence[Event]) -> None:
+    """The last ``events`` of a request, whose reply follows at once: in the reply's write
+    where the face can (``BatchSender``), else sent now."""
+    if isinstance(send_event, BatchSender):
+        send_event.with_reply(events)
+    else:
+        await send_events(send_event, events)
+
+
+async def receive_batch(channel: trio.MemoryReceiveChannel[Event]) -> tuple[list[Event], bool]:
+    """Wait for the next event on ``channel``, then take whatever else waits there already
+    (events published in one step of whoever publishes them): a batch to send at once, and
+    whether the channel ended after it ([] and True: it had ended)."""
+    try:
+        batch = [await channel.receive()]
+    except trio.EndOfChannel:
+        return [], True
+    while True:
+        try:
+            batch.append(channel.receive_nowait())
+        except trio.WouldBlock:
+            return batch, False
+        except trio.EndOfChannel:
+            return batch, True
+
+
+class Pace:
+    """When a watcher's next batch may go: at once while it sent fewer than ``burst`` lately,
+    else one an interval (a token bucket: a batch takes a token, an interval gives one back,
+    up to ``burst``). Pure: time is an argument."""
+
+    def __init__(self, burst: int = FLUSH_BURST) -> None:
+        self.burst = burst
+        self.tokens = float(burst)
+        self.last: float | None = None
+
+    def sent(self, now: float, interval: float) -> float:
+        """A batch went out at ``now``: how long events gather before the next one."""
+        if self.last is not None:
+            self.tokens = min(float(self.burst), self.tokens + (now - self.last) / interval)
+        self.last = now
+        self.tokens -= 1
+        return max(0.0, (1 - self.tokens) * interval)
 
 
 class Published(NamedTuple):
@@ -254,14 +332,15 @@ async def serve_watch(
     """``Watch``: a ``Watching`` event once subscribed, then the events of ``team`` until
     irisd stops (ShuttingDownError) or the watcher falls behind and is dropped (BusyError,
     saying why). Events that came while the last batch was sent go out together, at most
-    every ``EventHub.flush_interval()``. Every front end gets its events here: the socket, the
-    WebSocket, the MCP tools."""
+    every ``EventHub.flush_interval()`` after a burst of ``FLUSH_BURST`` (``Pace``). Every front
+    end gets its events here: the socket, the WebSocket, the MCP tools, the A2A face and the
+    mesh's live view (which follow a tell to its end through it)."""
+    pace = Pace()
     with hub.subscribe(team, accepts) as subscription:
         await send_event(Watching(team=team))
         while batch := await subscription.wait_batch():
-            for event in batch:
-                await send_event(event)
-            await trio.sleep(hub.flush_interval())
+            await send_events(send_event, batch)
+            await trio.sleep(pace.sent(trio.current_time(), hub.flush_interval()))
     if subscription.closed:
         raise ShuttingDownError("irisd is stopping; watch again once it is back")
     raise BusyError(subscription.dropped)

@@ -31,6 +31,7 @@ import os
 import resource
 import socket
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +40,12 @@ import trio
 
 from iris_common.paths import socket_dir_problem
 from irisd.caller import OWNER
+from irisd.events import BatchSender
 from irisd.fds import CAPACITY_ERRNOS, FDS_FOR_THE_REST, open_file_limit, out_of_descriptors
 from irisd.serving import Serving
 from irisd.throttle import LogThrottle
 from protocol import PROTOCOL_VERSION
-from protocol.codec import decode_request, encode
+from protocol.codec import decode_request, encode, encode_many
 from protocol.errors import (
     BusyError,
     InvalidRequestError,
@@ -52,7 +54,7 @@ from protocol.errors import (
     ProtocolError,
 )
 from protocol.framing import LengthPrefixedFramer
-from protocol.messages import ErrorReply, GetStatus, Hello, Request
+from protocol.messages import ErrorReply, Event, GetStatus, Hello, Request
 
 log = logging.getLogger("irisd.server")
 
@@ -113,6 +115,8 @@ class Connection:
         self.idle_since: float | None = None  # waiting for a request since then
         self.reserve = False  # let in beyond max_clients: GetStatus only
         self.evicted = False
+        self._held_frames = bytearray()  # frames written ahead of the next one (a reply's last events)
+        self.events = ConnectionEvents(self)  # the SendEvent of its requests
 
     async def receive(self) -> Request | None:
         """The next request, or None when the client closed the connection."""
@@ -149,17 +153,48 @@ class Connection:
         self.scope.cancel()
 
     async def send(self, message: msgspec.Struct) -> None:
-        """Send one frame. Shielded: a frame is never cut in half by a cancellation; but a
-        client that stops reading is hung up on after SEND_TIMEOUT_S, so that it can hold
-        up neither its handler nor the drain."""
-        frame = encode(message)
-        with trio.CancelScope(shield=True):
+        """Send one frame (after those held, ``hold``). Shielded: a frame is never cut in
+        half by a cancellation; but a client that stops reading is hung up on after
+        SEND_TIMEOUT_S, so that it can hold up neither its handler nor the drain."""
+        await self._write(encode(message))
+
+    async def send_many(self, messages: Sequence[msgspec.Struct]) -> None:
+        """Send several frames in one write, as ``send`` sends one."""
+        await self._write(encode_many(messages))
+
+    def hold(self, messages: Sequence[msgspec.Struct]) -> None:
+        """Keep these frames to go out in the next write, ahead of its own frames."""
+        self._held_frames += encode_many(messages)
+
+    async def _write(self, frames: bytearray) -> None:
+        # One scope for both: shielded from cancellations outside, cancelled by its own deadline.
+        with trio.CancelScope(shield=True, deadline=trio.current_time() + SEND_TIMEOUT_S) as sending:
             async with self._send_lock:
-                with trio.move_on_after(SEND_TIMEOUT_S) as sending:
-                    await self.stream.send_all(frame)
-                if sending.cancelled_caught:
-                    await trio.aclose_forcefully(self.stream)
-                    raise trio.BrokenResourceError(f"the client read nothing for {SEND_TIMEOUT_S:g} s")
+                if self._held_frames:
+                    frames[:0] = self._held_frames
+                    self._held_frames = bytearray()
+                await self.stream.send_all(frames)
+        if sending.cancelled_caught:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+            raise trio.BrokenResourceError(f"the client read nothing for {SEND_TIMEOUT_S:g} s")
+
+
+class ConnectionEvents(BatchSender):
+    """The events of a connection's requests: frames, several in one write when they come
+    together (``irisd.events.send_events``), the last ones of a tell in its reply's."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    async def __call__(self, event: Event) -> None:
+        await self.connection.send(event)
+
+    async def send_many(self, events: Sequence[Event]) -> None:
+        await self.connection.send_many(events)
+
+    def with_reply(self, events: Sequence[Event]) -> None:
+        self.connection.hold(events)
 
 
 class Server:
@@ -317,7 +352,7 @@ class Server:
         """The reply, or the error as an ErrorReply. A client that left (a watcher's
         Ctrl-C) raises out: nothing failed."""
         try:
-            return await self.serving.dispatch(request, OWNER, connection.send)
+            return await self.serving.dispatch(request, OWNER, connection.events)
         except IrisError as exc:
             return ErrorReply(code=exc.code, message=exc.message)
 

@@ -283,7 +283,7 @@ class PairTells:
         for action in actions:
             match action:
                 case tell_machine.ReplyToCaller():
-                    tell.replied.set()
+                    tell.reply_due()
                 case tell_machine.StopChild(reason):
                     await self._run(self.machine.stop_child(reason))
                 case tell_machine.SendInterrupt():

@@ -385,7 +385,7 @@ class RemotePair:
     def _act(self, tell: ActiveTell, action: tell_machine.Action) -> None:
         match action:
             case tell_machine.ReplyToCaller():
-                tell.replied.set()
+                tell.reply_due()
             case tell_machine.StopChild() | tell_machine.SendInterrupt():
                 scope = self._runs.get(tell.id)
                 if scope is not None:

@@ -106,7 +106,9 @@ class ActiveTell:
         self.finished = trio.Event()
         self._last_status: TellStatus = machine.status
         self._listeners: set[trio.MemorySendChannel[Event]] = set()
+        self._end_announced = False  # its final state was published: listeners have had all
         self.listener: trio.MemoryReceiveChannel[Event] | None = None  # the submitter's, if streaming
+        self._caller_channel: trio.MemorySendChannel[Event] | None = None  # its sending side
 
     # --- who reads the answer ---------------------------------------------------------
 
@@ -238,15 +240,40 @@ class ActiveTell:
     # --- live listeners (streaming callers, watchers) --------------------------------
 
     def listen(self) -> trio.MemoryReceiveChannel[Event]:
+        """The tell's events from now on, up to its final state (then the channel ends); a
+        tell whose end was announced already has none (an ended channel)."""
+        return self._listen(ended=self._end_announced)[1]
+
+    def listen_as_caller(self) -> None:
+        """The submitter streams: ``listener`` gets the tell's events until the caller's
+        reply is due (``reply_due`` ends it there, after what came before)."""
+        self._caller_channel, self.listener = self._listen(ended=self._end_announced or self.replied.is_set())
+
+    def _listen(self, *, ended: bool) -> tuple[trio.MemorySendChannel[Event], trio.MemoryReceiveChannel[Event]]:
         send, receive = trio.open_memory_channel[Event](LISTENER_BUFFER)
-        self._listeners.add(send)
-        if self.machine.is_final:
+        if ended:
             send.close()
-            self._listeners.discard(send)
-        return receive
+        else:
+            self._listeners.add(send)
+        return send, receive
+
+    @property
+    def end_announced(self) -> bool:
+        """Its final state was published: its listeners have had all its events."""
+        return self._end_announced
+
+    def reply_due(self) -> None:
+        """The submitting caller gets its answer now: wake it, and end its listener after
+        the events published so far (its reply follows them)."""
+        self.replied.set()
+        if self._caller_channel is not None:
+            self._caller_channel.close()
+            self._listeners.discard(self._caller_channel)
+            self._caller_channel = None
 
     def publish(self, event: Event) -> None:
-        """Best effort: a listener that cannot keep up is dropped, never waited for."""
+        """Best effort: a listener that cannot keep up is dropped, never waited for. The
+        tell's final state is the last event its listeners get (their channels end)."""
         if self.hub is not None:
             self.hub.publish(event, self.from_team, self.to_team, self.chain_id)
         for listener in list(self._listeners):
@@ -255,10 +282,12 @@ class ActiveTell:
             except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
                 listener.close()
                 self._listeners.discard(listener)
-        if self.machine.is_final:
+        if isinstance(event, TellState) and event.status not in UNFINISHED_TELL_STATUSES:
+            self._end_announced = True
             for listener in self._listeners:
                 listener.close()
             self._listeners.clear()
+            self._caller_channel = None
 
     def publish_text(self, before: str) -> None:
         """Publish what the answer grew by since ``before`` (if it only grew)."""
@@ -303,7 +332,7 @@ async def save_tell(
     if not tell.machine.is_final or tell._ended:
         return
     tell._ended = True
-    tell.replied.set()
+    tell.reply_due()
     tell.finished.set()
     if tell.on_end is not None:
         try:
@@ -320,7 +349,7 @@ async def reply_first(tell: ActiveTell) -> None:
     if tell.replied.is_set():
         return
     tell.note_status()  # the end's wall time and state first: the reply is built from them
-    tell.replied.set()
+    tell.reply_due()
     await trio.lowlevel.cancel_shielded_checkpoint()
     await trio.lowlevel.cancel_shielded_checkpoint()
 

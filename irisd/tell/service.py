@@ -33,7 +33,7 @@ from iris_common.mesh import is_mesh_sender
 from iris_common.money import day_start
 from iris_common.paths import IrisPaths
 from irisd.budget import RateWindow, Spending
-from irisd.events import EventHub, SendEvent
+from irisd.events import EventHub, SendEvent, receive_batch, send_events, send_with_reply
 from irisd.store import ledger, notifications, tells
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell, OnEnd, end_tell
@@ -274,7 +274,7 @@ class TellService:
         )
         await self.store.call(tells.insert, tell.info())
         if listen:
-            tell.listener = tell.listen()
+            tell.listen_as_caller()
         try:
             runner = await self.pool.runner(from_team, team.name, thread)
             runner.submit(tell)  # right after: the pair cannot end in between
@@ -538,7 +538,8 @@ def reply_status(info: TellInfo) -> ReplyStatus:
 async def _follow(tell: ActiveTell, timeout_s: float, send_event: SendEvent) -> None:
     """Wait up to ``timeout_s`` for the end of a tell someone else submitted, pushing its
     events meanwhile, its current phase first (a caller resuming its wait sees at once
-    that the tell waits for an approval). A client that left just stops the pushing."""
+    that the tell waits for an approval), what waits at once in one write where the face
+    can. A client that left just stops the pushing."""
     with tell.listen() as listener:
         if not tell.machine.is_final:
             await send_event(TellPhaseEvent(tell_id=tell.id, phase=tell.phase))
@@ -546,8 +547,10 @@ async def _follow(tell: ActiveTell, timeout_s: float, send_event: SendEvent) -> 
 
             async def forward() -> None:
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-                    async for event in listener:
-                        await send_event(event)
+                    ended = False
+                    while not ended:
+                        batch, ended = await receive_batch(listener)
+                        await send_events(send_event, batch)
 
             nursery.start_soon(forward)
             await tell.wait_result(timeout_s)
@@ -555,22 +558,20 @@ async def _follow(tell: ActiveTell, timeout_s: float, send_event: SendEvent) -> 
 
 
 async def _forward_until(tell: ActiveTell, listener: trio.MemoryReceiveChannel[Event], send_event: SendEvent) -> None:
-    """Push the tell's events to the client until its caller reply is due."""
-    async with trio.open_nursery() as nursery:
-
-        async def forward() -> None:
-            try:
-                async for event in listener:
-                    await send_event(event)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                tell.caller_leaves()  # the client left; the tell runs on, unread
-
-        nursery.start_soon(forward)
-        await tell.replied.wait()
-        nursery.cancel_scope.cancel()
-    while True:  # what arrived just before the reply
-        try:
-            await send_event(listener.receive_nowait())
-        except (trio.WouldBlock, trio.EndOfChannel, trio.BrokenResourceError):
-            break
-    listener.close()
+    """Push the tell's events to the client until its caller reply is due, when its
+    listener ends (``ActiveTell.reply_due``). The events waiting when the forwarder wakes
+    (published in one step of the pair: a state and a phase, a text and the end) go out
+    together, in one write where the face can; the last ones go in the reply's write. A
+    client that left raises trio.BrokenResourceError (the tell runs on, unread)."""
+    with listener:
+        while True:
+            batch, ended = await receive_batch(listener)
+            if not ended:
+                await send_events(send_event, batch)
+            elif tell.replied.is_set() or tell.end_announced:  # the reply follows at once
+                await send_with_reply(send_event, batch)
+                break
+            else:  # dropped: it read too slowly; its reply says the rest
+                await send_events(send_event, batch)
+                break
+    await tell.replied.wait()

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from irisd.events import FLUSH_INTERVAL_S, FRAMES_PER_S, EventHub, EventLog, FellBehindError, Published
+from irisd.events import (
+    FLUSH_BURST,
+    FLUSH_INTERVAL_S,
+    FRAMES_PER_S,
+    EventHub,
+    EventLog,
+    FellBehindError,
+    Pace,
+    Published,
+)
 from protocol.messages import TellState, TellText
 
 
@@ -74,3 +83,12 @@ def test_watchers_together_send_a_bounded_number_of_batches_a_second() -> None:
     for _ in range(250):
         hub.subscribe()
     assert hub.flush_interval() == 250 / FRAMES_PER_S  # 0.625 s: FRAMES_PER_S for all of them
+
+
+def test_a_watcher_sends_a_burst_at_once_then_one_batch_an_interval_and_a_quiet_spell_gives_it_back() -> None:
+    pace = Pace(burst=3)
+    assert [pace.sent(0.0, 0.25) for _ in range(3)] == [0.0, 0.0, 0.25]  # the third took the last token
+    assert [pace.sent(0.25, 0.25), pace.sent(0.5, 0.25)] == [0.25, 0.25]  # from then on: one an interval
+    assert [pace.sent(1.5, 0.25) for _ in range(3)] == [0.0, 0.0, 0.25]  # a quiet second: the burst is back
+    assert pace.sent(1.6, 0.25) == pytest.approx(0.4)  # 0.1 s later: 0.4 of a token back, so 0.6 owed
+    assert Pace().burst == FLUSH_BURST and FLUSH_BURST >= 4  # a warm tell's steps: queued, running, text, end

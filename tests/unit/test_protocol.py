@@ -7,7 +7,7 @@ import sys
 import msgspec
 import pytest
 
-from protocol.codec import decode_request, decode_server_message, encode
+from protocol.codec import decode_request, decode_server_message, encode, encode_many
 from protocol.errors import (
     BusyError,
     IrisError,
@@ -23,7 +23,9 @@ from protocol.messages import (
     TellInfo,
     TellNotice,
     TellReply,
+    TellState,
     TellText,
+    Welcome,
     is_event,
 )
 
@@ -53,6 +55,19 @@ def test_oversized_frame_is_refused_from_its_header_alone() -> None:
         framer.next_frame()
     with pytest.raises(FrameTooLargeError):
         encode_frame(b"x" * 11, max_size=10)
+
+
+def test_several_messages_in_one_write_are_read_as_if_each_came_alone() -> None:
+    messages = [TellText(tell_id="t", text="é" * 300), TellState(tell_id="t", status="completed", to_team="a"),
+                Welcome(protocol_version=1, daemon_version="1", pid=1)]
+    data = encode_many(messages)
+    assert data == b"".join(encode(message) for message in messages)
+    framer = LengthPrefixedFramer()
+    framer.receive_data(data)
+    assert [decode_server_message(frame) for frame in frames(framer)] == messages
+    assert encode_many([]) == b""
+    with pytest.raises(FrameTooLargeError):
+        encode_many([TellText(tell_id="t", text="x"), TellText(tell_id="t", text="x" * 100)], max_size=50)
 
 
 def test_line_framer_splits_lines_and_keeps_the_tail() -> None:
