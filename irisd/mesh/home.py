@@ -63,6 +63,7 @@ log = logging.getLogger("irisd.mesh")
 
 FOLLOW_WAIT_MS = 600_000
 RETRY_S = 1.0
+REPLIED_NOTE_S = 0.5  # the stored final results are noted in one write per this long
 
 
 
@@ -78,6 +79,7 @@ class Home:
         self.dispatch = dispatch
         self.config = config
         self.following: dict[str, tuple[str, str]] = {}  # local tell id -> (remote id, caller)
+        self.replied = RepliedNotes(store)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Take the tells of ``IRIS_TELLS`` for this irisd through the fast lane, until
@@ -87,6 +89,7 @@ class Home:
         name = await ensure_consumer(self.link, TELLS, consumer)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            nursery.start_soon(self.replied.run)
             await nursery.start(self._forward_events)
             await self._resume(nursery)
             task_status.started()
@@ -272,7 +275,8 @@ class Home:
             self.following.pop(local, None)
 
     async def _send_final(self, caller: str, final: FinalMsg) -> None:
-        """Store the final result in IRIS_REPLIES (trying until it is), then note it. No
+        """Store the final result in IRIS_REPLIES (trying until it is), then note it
+        (``RepliedNotes``: soon, with the others of that moment). No
         message id: one that another irisd knew could be stored first under it, and this
         result dropped as its duplicate; a second copy of a result changes nothing."""
         while True:
@@ -282,7 +286,7 @@ class Home:
             except LaneError as exc:
                 log.warning("mesh: final result not stored yet", extra={"error": str(exc)})
                 await trio.sleep(RETRY_S)
-        await self.store.call(records.replied, final.id, time.time())
+        self.replied.add(final.id, time.time())
 
     async def _forward_events(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The live view: events of followed tells, to their callers (best effort)."""
@@ -320,6 +324,40 @@ class Home:
             self.lane.publish_nowait(live_subject(caller, self.name), ENCODER.encode(live))
         except LaneError:
             pass
+
+
+class RepliedNotes:
+    """Which remote tells' final results JetStream has stored, noted in the database in one
+    transaction per ``REPLIED_NOTE_S`` (not one per tell, after its result left), and at
+    once when the home stops. Only the next start reads the notes (``records.unreplied``:
+    the results to send again), so irisd killed in between sends those few results again,
+    which their callers drop as known (the at-least-once promise, as for a lost ack)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.waiting: dict[str, float] = {}  # remote tell id -> when its result was stored
+        self._due = trio.Event()
+
+    def add(self, remote_id: str, at: float) -> None:
+        self.waiting[remote_id] = at
+        self._due.set()
+
+    async def run(self) -> None:
+        """Note them until cancelled; what waits then is noted before it returns."""
+        try:
+            while True:
+                await self._due.wait()
+                await trio.sleep(REPLIED_NOTE_S)
+                self._due = trio.Event()
+                await self._write()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._write()
+
+    async def _write(self) -> None:
+        waiting, self.waiting = self.waiting, {}
+        if waiting:
+            await self.store.call(records.replied, waiting)
 
 
 def phase_words(detail: str, tool: str) -> str:

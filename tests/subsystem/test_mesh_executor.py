@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import apsw
 import pytest
 import trio
 import trio.testing
@@ -95,3 +96,40 @@ async def test_the_phase_says_where_a_tell_waits_until_the_home_takes_it_then_it
     ]
     assert [type(m) for m in face.published] == [RemoteTellMsg]
     assert not face.routes  # the route goes with the tell
+
+
+async def test_a_home_notes_its_stored_results_in_one_write_and_at_once_when_it_stops(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from irisd.mesh import records
+    from irisd.mesh.home import REPLIED_NOTE_S, RepliedNotes
+    from irisd.store.db import open_database
+    from irisd.store.facade import Store
+
+    db = open_database(tmp_path / "iris.db")
+    records.ensure(db)
+    for remote_id in ("r-1", "r-2", "r-3"):
+        records.receive(db, remote_id, "ws-1", 100.0)
+    writes: list[dict[str, float]] = []
+    write = records.replied
+
+    def counted(connection: apsw.Connection, stored: dict[str, float]) -> None:
+        writes.append(dict(stored))
+        write(connection, stored)
+
+    monkeypatch.setattr(records, "replied", counted)
+    notes = RepliedNotes(Store(db, inline=True))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(notes.run)
+        notes.add("r-1", 101.0)
+        await trio.sleep(REPLIED_NOTE_S / 2)
+        notes.add("r-2", 102.0)
+        assert writes == [] and len(records.unreplied(db)) == 3  # not one write per result
+        await trio.sleep(REPLIED_NOTE_S / 2)
+        await trio.testing.wait_all_tasks_blocked()
+        assert writes == [{"r-1": 101.0, "r-2": 102.0}]  # both in one
+        assert [known.remote_id for known in records.unreplied(db)] == ["r-3"]
+        notes.add("r-3", 103.0)
+        nursery.cancel_scope.cancel()  # the home stops: what waits is written now
+    assert writes == [{"r-1": 101.0, "r-2": 102.0}, {"r-3": 103.0}]
+    assert records.unreplied(db) == []
