@@ -148,19 +148,21 @@ class Home:
     async def _submit(self, tell: RemoteTellMsg, caller: str) -> None:
         """Hand the tell to the dispatcher, as from ``team@caller``, record its local
         tell, and follow it (``_serve``)."""
-        try:
-            local, status = await self._nursery.start(self._serve, tell, caller)
-        except IrisError as exc:  # refused (admission, a budget, the rate limit...)
-            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=exc.message))
+        taken = Taken()  # (a task started with start_soon and this: not Nursery.start's nursery per tell)
+        self._nursery.start_soon(self._serve, tell, caller, taken)
+        await taken.done.wait()
+        if taken.refused:  # refused (admission, a budget, the rate limit...)
+            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=taken.refused))
             return
-        await self.store.call(records.submitted, tell.id, local)
-        self._live(caller, LiveMsg(id=tell.id, status=status))
+        if not taken.local:  # its task failed first (that error ends the home): not acked, it comes again
+            raise RuntimeError(f"remote tell {tell.id}: its task ended before the dispatcher answered")
+        await self.store.call(records.submitted, tell.id, taken.local)
+        self._live(caller, LiveMsg(id=tell.id, status=taken.status))
 
-    async def _serve(self, tell: RemoteTellMsg, caller: str,
-                     *, task_status: trio.TaskStatus[tuple[str, TellStatus]] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _serve(self, tell: RemoteTellMsg, caller: str, taken: Taken) -> None:
         """Run the tell as a caller that waits for its end, then send its final result.
-        Started with (its local id, its status) once the dispatcher took it; IrisError
-        before that if it was refused.
+        ``taken`` is done once the dispatcher took it (its local id and status) or
+        refused it (why), or this ended before either.
 
         Waiting as its caller, not as a reader of its result after it was submitted:
         a caller's answer leaves on the result line, before the writes of the end (the
@@ -178,14 +180,16 @@ class Home:
             if isinstance(event, TellState) and not local:
                 local = event.tell_id
                 self.following[local] = (tell.id, caller)  # before any await: its first events are near
-                task_status.started((local, event.status))
+                taken.local, taken.status = local, event.status
+                taken.done.set()
 
         try:
             try:
                 reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), accepted)
             except IrisError as exc:
                 if not local:
-                    raise  # refused: _submit answers
+                    taken.refused = exc.message  # _submit answers
+                    return
                 error = f"home irisd `{self.name}`: {exc.message}"
                 await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=error))
                 return
@@ -196,6 +200,7 @@ class Home:
             await self._send_final(caller, final_of(tell.id, reply.tell))
         finally:
             self.following.pop(local, None)
+            taken.done.set()
 
     def _refusal(self, tell: RemoteTellMsg, caller: str) -> str:
         config = self.config()
@@ -324,6 +329,16 @@ class Home:
             self.lane.publish_nowait(live_subject(caller, self.name), ENCODER.encode(live))
         except LaneError:
             pass
+
+
+class Taken(msgspec.Struct):
+    """A remote tell handed to the dispatcher: ``done`` once it took it (``local``,
+    ``status``) or refused it (``refused``: why)."""
+
+    done: trio.Event = msgspec.field(default_factory=trio.Event)
+    local: str = ""
+    status: TellStatus = "queued"
+    refused: str = ""
 
 
 class RepliedNotes:
