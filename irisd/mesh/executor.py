@@ -106,47 +106,54 @@ class MeshExecutor:
                     await self.service.publish_tell(self.home, CancelMsg(id=tell.id), None)
 
     async def _follow(self, receive: trio.MemoryReceiveChannel[Delivery], report: TellReport) -> bool:
-        """Report what the home sends until its final result (True)."""
+        """Report what the home sends until its final result (True). Until the home takes
+        the tell, its phase says whether the home is reachable, looked at again whenever
+        the home has said nothing for ``HEARTBEAT_S`` (in the tell's own task: no second
+        task per tell to start and cancel)."""
         text = ""
-        taken = trio.Event()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._say_where_it_waits, report, taken)
-            async for delivery in receive:
-                match delivery.message:
-                    case FinalMsg(status=status, text=final, error=error, cost_usd=cost):
-                        await report.finished(status, final, error, cost_usd=cost)
-                        delivery.handled.set()
-                        nursery.cancel_scope.cancel()
-                        return True
-                    case LiveMsg(status=status, text=delta, phase=phase, detail=detail):
-                        if status in ("running", "awaiting_approval") and not taken.is_set():
-                            taken.set()
-                            await report.started(silence_s=None)  # the home keeps the timeouts
-                        if status == "awaiting_approval":
-                            await report.awaiting_input(f"approval on home irisd `{self.home}`: {detail}".rstrip(": "))
-                        elif status == "running":
-                            await report.resumed()
-                        elif status == "queued":
-                            report.phase(f"queued on home irisd `{self.home}`" + (f": {detail}" if detail else ""),
-                                         queued=True)
-                        if delta:
-                            text += delta
-                            await report.text(text)
-                        if phase == "awaiting_approval":
-                            await report.awaiting_input(f"approval on home irisd `{self.home}`: {detail}".rstrip(": "))
-                        elif phase and not status and taken.is_set():
-                            words = phase.replace("_", " ") + (f": {detail}" if detail else "")
-                            report.phase(f"on `{self.home}`: {words}")
-                delivery.handled.set()
-        return False
-
-    async def _say_where_it_waits(self, report: TellReport, taken: trio.Event) -> None:
-        """Until the home takes the tell: whether it is reachable, in the tell's phase."""
+        taken = False
         said = ""
-        while not taken.is_set():
-            words = self.service.unreachable_words(self.home) or f"stored for home irisd `{self.home}`"
-            if words != said:
-                report.phase(words, queued=True)
-                said = words
-            with trio.move_on_after(HEARTBEAT_S):
-                await taken.wait()
+        while True:
+            if not taken:
+                words = self.service.unreachable_words(self.home) or f"stored for home irisd `{self.home}`"
+                if words != said:
+                    report.phase(words, queued=True)
+                    said = words
+            try:
+                delivery = await _next(receive, math.inf if taken else HEARTBEAT_S)
+            except trio.EndOfChannel:
+                return False
+            if delivery is None:
+                continue
+            match delivery.message:
+                case FinalMsg(status=status, text=final, error=error, cost_usd=cost):
+                    await report.finished(status, final, error, cost_usd=cost)
+                    delivery.handled.set()
+                    return True
+                case LiveMsg(status=status, text=delta, phase=phase, detail=detail):
+                    if status in ("running", "awaiting_approval") and not taken:
+                        taken = True
+                        await report.started(silence_s=None)  # the home keeps the timeouts
+                    if status == "awaiting_approval":
+                        await report.awaiting_input(f"approval on home irisd `{self.home}`: {detail}".rstrip(": "))
+                    elif status == "running":
+                        await report.resumed()
+                    elif status == "queued":
+                        report.phase(f"queued on home irisd `{self.home}`" + (f": {detail}" if detail else ""),
+                                     queued=True)
+                    if delta:
+                        text += delta
+                        await report.text(text)
+                    if phase == "awaiting_approval":
+                        await report.awaiting_input(f"approval on home irisd `{self.home}`: {detail}".rstrip(": "))
+                    elif phase and not status and taken:
+                        words = phase.replace("_", " ") + (f": {detail}" if detail else "")
+                        report.phase(f"on `{self.home}`: {words}")
+            delivery.handled.set()
+
+
+async def _next(receive: trio.MemoryReceiveChannel[Delivery], within_s: float) -> Delivery | None:
+    """The next message for a tell, or None after ``within_s`` without one."""
+    with trio.move_on_after(within_s):
+        return await receive.receive()
+    return None

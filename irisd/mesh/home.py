@@ -63,6 +63,7 @@ log = logging.getLogger("irisd.mesh")
 
 FOLLOW_WAIT_MS = 600_000
 RETRY_S = 1.0
+REPLIED_NOTE_S = 0.5  # the stored final results are noted in one write per this long
 
 
 
@@ -78,6 +79,7 @@ class Home:
         self.dispatch = dispatch
         self.config = config
         self.following: dict[str, tuple[str, str]] = {}  # local tell id -> (remote id, caller)
+        self.replied = RepliedNotes(store)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Take the tells of ``IRIS_TELLS`` for this irisd through the fast lane, until
@@ -87,6 +89,7 @@ class Home:
         name = await ensure_consumer(self.link, TELLS, consumer)
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            nursery.start_soon(self.replied.run)
             await nursery.start(self._forward_events)
             await self._resume(nursery)
             task_status.started()
@@ -145,19 +148,21 @@ class Home:
     async def _submit(self, tell: RemoteTellMsg, caller: str) -> None:
         """Hand the tell to the dispatcher, as from ``team@caller``, record its local
         tell, and follow it (``_serve``)."""
-        try:
-            local, status = await self._nursery.start(self._serve, tell, caller)
-        except IrisError as exc:  # refused (admission, a budget, the rate limit...)
-            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=exc.message))
+        taken = Taken()  # (a task started with start_soon and this: not Nursery.start's nursery per tell)
+        self._nursery.start_soon(self._serve, tell, caller, taken)
+        await taken.done.wait()
+        if taken.refused:  # refused (admission, a budget, the rate limit...)
+            await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=taken.refused))
             return
-        await self.store.call(records.submitted, tell.id, local)
-        self._live(caller, LiveMsg(id=tell.id, status=status))
+        if not taken.local:  # its task failed first (that error ends the home): not acked, it comes again
+            raise RuntimeError(f"remote tell {tell.id}: its task ended before the dispatcher answered")
+        await self.store.call(records.submitted, tell.id, taken.local)
+        self._live(caller, LiveMsg(id=tell.id, status=taken.status))
 
-    async def _serve(self, tell: RemoteTellMsg, caller: str,
-                     *, task_status: trio.TaskStatus[tuple[str, TellStatus]] = trio.TASK_STATUS_IGNORED) -> None:
+    async def _serve(self, tell: RemoteTellMsg, caller: str, taken: Taken) -> None:
         """Run the tell as a caller that waits for its end, then send its final result.
-        Started with (its local id, its status) once the dispatcher took it; IrisError
-        before that if it was refused.
+        ``taken`` is done once the dispatcher took it (its local id and status) or
+        refused it (why), or this ended before either.
 
         Waiting as its caller, not as a reader of its result after it was submitted:
         a caller's answer leaves on the result line, before the writes of the end (the
@@ -175,14 +180,16 @@ class Home:
             if isinstance(event, TellState) and not local:
                 local = event.tell_id
                 self.following[local] = (tell.id, caller)  # before any await: its first events are near
-                task_status.started((local, event.status))
+                taken.local, taken.status = local, event.status
+                taken.done.set()
 
         try:
             try:
                 reply = await self.dispatch(request, Caller.remote(caller, tell.from_team), accepted)
             except IrisError as exc:
                 if not local:
-                    raise  # refused: _submit answers
+                    taken.refused = exc.message  # _submit answers
+                    return
                 error = f"home irisd `{self.name}`: {exc.message}"
                 await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=error))
                 return
@@ -193,6 +200,7 @@ class Home:
             await self._send_final(caller, final_of(tell.id, reply.tell))
         finally:
             self.following.pop(local, None)
+            taken.done.set()
 
     def _refusal(self, tell: RemoteTellMsg, caller: str) -> str:
         config = self.config()
@@ -272,7 +280,8 @@ class Home:
             self.following.pop(local, None)
 
     async def _send_final(self, caller: str, final: FinalMsg) -> None:
-        """Store the final result in IRIS_REPLIES (trying until it is), then note it. No
+        """Store the final result in IRIS_REPLIES (trying until it is), then note it
+        (``RepliedNotes``: soon, with the others of that moment). No
         message id: one that another irisd knew could be stored first under it, and this
         result dropped as its duplicate; a second copy of a result changes nothing."""
         while True:
@@ -282,7 +291,7 @@ class Home:
             except LaneError as exc:
                 log.warning("mesh: final result not stored yet", extra={"error": str(exc)})
                 await trio.sleep(RETRY_S)
-        await self.store.call(records.replied, final.id, time.time())
+        self.replied.add(final.id, time.time())
 
     async def _forward_events(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The live view: events of followed tells, to their callers (best effort)."""
@@ -320,6 +329,50 @@ class Home:
             self.lane.publish_nowait(live_subject(caller, self.name), ENCODER.encode(live))
         except LaneError:
             pass
+
+
+class Taken(msgspec.Struct):
+    """A remote tell handed to the dispatcher: ``done`` once it took it (``local``,
+    ``status``) or refused it (``refused``: why)."""
+
+    done: trio.Event = msgspec.field(default_factory=trio.Event)
+    local: str = ""
+    status: TellStatus = "queued"
+    refused: str = ""
+
+
+class RepliedNotes:
+    """Which remote tells' final results JetStream has stored, noted in the database in one
+    transaction per ``REPLIED_NOTE_S`` (not one per tell, after its result left), and at
+    once when the home stops. Only the next start reads the notes (``records.unreplied``:
+    the results to send again), so irisd killed in between sends those few results again,
+    which their callers drop as known (the at-least-once promise, as for a lost ack)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.waiting: dict[str, float] = {}  # remote tell id -> when its result was stored
+        self._due = trio.Event()
+
+    def add(self, remote_id: str, at: float) -> None:
+        self.waiting[remote_id] = at
+        self._due.set()
+
+    async def run(self) -> None:
+        """Note them until cancelled; what waits then is noted before it returns."""
+        try:
+            while True:
+                await self._due.wait()
+                await trio.sleep(REPLIED_NOTE_S)
+                self._due = trio.Event()
+                await self._write()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._write()
+
+    async def _write(self) -> None:
+        waiting, self.waiting = self.waiting, {}
+        if waiting:
+            await self.store.call(records.replied, waiting)
 
 
 def phase_words(detail: str, tool: str) -> str:

@@ -83,8 +83,12 @@ def submitted(db: apsw.Connection, remote_id: str, local_id: str) -> None:
     db.execute("UPDATE mesh_inbox SET local_id = ? WHERE remote_id = ?", (local_id, remote_id))
 
 
-def replied(db: apsw.Connection, remote_id: str, now: float) -> None:
-    db.execute("UPDATE mesh_inbox SET replied_at = ? WHERE remote_id = ?", (now, remote_id))
+def replied(db: apsw.Connection, stored: dict[str, float]) -> None:
+    """The final results of these remote tells (id -> when) are stored in JetStream: one
+    transaction for all of them."""
+    with db:
+        db.executemany("UPDATE mesh_inbox SET replied_at = ? WHERE remote_id = ?",
+                       [(at, remote_id) for remote_id, at in stored.items()])
 
 
 def unreplied(db: apsw.Connection) -> list[Inbound]:

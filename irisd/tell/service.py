@@ -321,8 +321,10 @@ class TellService:
         )
 
     def _launch_problem(self, team: Team) -> str:
-        """Why a local claude of ``team`` would refuse to start (a remote one is checked there)."""
-        if team.host:
+        """Why a local claude of ``team`` would refuse to start (a remote one is checked there).
+        Only ``permissions: skip`` can (``root_skip_problem``): no other team's environment
+        is built for it on every tell."""
+        if team.host or team.permissions != "skip":
             return ""
         env = child_environment(
             claude_config_dir=self.paths.claude_config_dir, daemon_env=self.config.daemon_env, team_env=team.env
