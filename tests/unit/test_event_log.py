@@ -92,3 +92,17 @@ def test_a_watcher_sends_a_burst_at_once_then_one_batch_an_interval_and_a_quiet_
     assert [pace.sent(1.5, 0.25) for _ in range(3)] == [0.0, 0.0, 0.25]  # a quiet second: the burst is back
     assert pace.sent(1.6, 0.25) == pytest.approx(0.4)  # 0.1 s later: 0.4 of a token back, so 0.6 owed
     assert Pace().burst == FLUSH_BURST and FLUSH_BURST >= 4  # a warm tell's steps: queued, running, text, end
+
+
+def test_the_burst_shrinks_as_more_watch_so_all_bursts_together_stay_bounded() -> None:
+    hub = EventHub()
+    assert hub.flush_burst() == FLUSH_BURST  # one watcher, or none yet
+    for _ in range(10):
+        hub.subscribe()
+    assert hub.flush_burst() == 5  # 10 x 5 batches at once: FRAMES_PER_S x FLUSH_INTERVAL_S
+    for _ in range(90):
+        hub.subscribe()
+    assert hub.flush_burst() == 1  # a hundred: a batch, then the interval, each
+    pace = Pace()
+    assert [pace.sent(0.0, 0.5, burst=1), pace.sent(0.5, 0.5, burst=1)] == [0.5, 0.5]  # never at once
+    assert pace.sent(10.0, 0.25, burst=FLUSH_BURST) == 0.0  # the watchers went: the burst is back
