@@ -42,8 +42,9 @@ from protocol.messages import Tell, TellReply
 class DirectClaude:
     """A warm claude child, driven the way irisd drives one, minus irisd."""
 
-    def __init__(self, claude: str, cwd: str, env: dict[str, str]) -> None:
-        argv = claude_argv(claude, session_id=str(uuid.uuid4()), resume=False)
+    def __init__(self, claude: str, cwd: str, env: dict[str, str], *, session_id: str | None = None,
+                 resume: bool = False) -> None:
+        argv = claude_argv(claude, session_id=session_id or str(uuid.uuid4()), resume=resume)
         child_env = child_environment(claude_config_dir=Path(env["CLAUDE_CONFIG_DIR"]), environ=env)
         self.process = subprocess.Popen(
             argv, cwd=cwd, env=child_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,

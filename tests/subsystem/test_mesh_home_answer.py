@@ -1,6 +1,7 @@
 """A home irisd sends a remote tell's final result as a local caller gets its answer: on
 claude's result line, read from the tell in memory, before the home writes the tell's
-end (irisd/mesh/home.py); and the record says the tell was answered once that is sent."""
+end (irisd/mesh/home.py); and the record says the tell was answered once that is sent
+(within ``REPLIED_NOTE_S``: the notes are written together)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,7 @@ async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
                 home._nursery = nursery
+                nursery.start_soon(home.replied.run)  # as Home.run starts it: notes what was stored
                 await home._tell(RemoteTellMsg(id="r-1", from_team="web", to_team="alpha", message="hi"), CALLER)
                 child = await child_got_turn()
                 await child.text("he")
