@@ -144,6 +144,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     max_processes: Count = 10
     health_check_interval: typing.Annotated[int, _at_least(100)] = 30_000
     session_init_timeout: Milliseconds = 30_000
+    # A tell to a remote team (another irisd of the mesh, an A2A agent) not held there this long
+    # fails "not sent" (or, sent but unconfirmed, is answered in progress): its caller waits
+    # until then, so that a tell it was told about never exists only in this irisd's memory.
+    handoff_timeout: Milliseconds = 30_000
     claude_path: str = "claude"
     queue_limit: Count = 100
     hop_limit: Count = 4  # nested tells: how deep a chain may go

@@ -46,7 +46,8 @@ log = logging.getLogger("irisd.remote")
 
 # How long a remote tell may take to be held on the far side (an agent's task, a stored
 # stream message) before it fails: until then its caller hears nothing, so that a tell
-# it was told about is never one that exists only in this irisd's memory.
+# it was told about is never one that exists only in this irisd's memory. The default of
+# settings.handoffTimeout (each RemotePair is given the setting's value).
 HANDOFF_TIMEOUT_S = 30.0
 
 
@@ -226,9 +227,11 @@ class RemotePair:
         store: Store,
         on_change: Callable[[], None] | None = None,
         thread: str = "",
+        handoff_timeout_s: float = HANDOFF_TIMEOUT_S,
     ) -> None:
         self.from_team = from_team
         self.thread = thread
+        self.handoff_timeout_s = handoff_timeout_s
         self.executor = executor
         self.store = store
         self.on_change = on_change
@@ -315,7 +318,7 @@ class RemotePair:
         report = TellReport(self, tell)
         try:
             async with trio.open_nursery() as nursery:
-                tell.machine.await_handoff(trio.current_time(), HANDOFF_TIMEOUT_S)
+                tell.machine.await_handoff(trio.current_time(), self.handoff_timeout_s)
                 nursery.start_soon(self._keep_time, tell)
                 await self.apply(tell, tell.machine.caller_attached(trio.current_time()))
                 with run_scope:

@@ -88,10 +88,12 @@ class Supervisor:
                 store=self.store,
                 on_change=self.pair_changed,
                 thread=thread,
+                handoff_timeout_s=self.config.settings.handoff_timeout / 1000,
             )
             assert self._nursery is not None
             await self._nursery.start(self._guard_remote, remote)
             self.remote_pairs[key] = remote
+        remote.handoff_timeout_s = self.config.settings.handoff_timeout / 1000  # as reloaded last
         return remote
 
     async def _guard_remote(

@@ -260,6 +260,9 @@ def on_one_server(tmp_path: Path, model: ScriptedModel, claude_bin: Path) -> Ite
     """A NATS server of its own (the test stops it), ``ws-a`` and ``ws-b`` (home of ``ledger``)."""
     server = NatsServer(tmp_path / "nats").start()
     caller = on_mesh(tmp_path, "ws-a", server.url, model, claude_bin)
+    # A tell not stored within this is "not sent" (sent, unconfirmed: in progress): 30 s by
+    # default, which these tests would wait out twice; a healthy publish takes milliseconds.
+    caller.settings["handoffTimeout"] = 5000
     home = on_mesh(tmp_path, "ws-b", server.url, model, claude_bin)
     home.add_team("ledger")
     try:

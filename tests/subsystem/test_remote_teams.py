@@ -213,3 +213,21 @@ async def test_a_misspelt_remote_team_gets_its_did_you_mean(core: tuple[Dispatch
     for request in (Tell(to_team="fra", message="hi"), Report(to_team="fra")):
         with pytest.raises(UnknownTeamError, match="did you mean 'far'\\? known teams: alpha, far"):
             await dispatcher.dispatch(request, OWNER, ignore)
+
+
+async def test_the_handoff_timeout_is_the_settings_and_a_reload_changes_it(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    executor = ScriptedExecutor()
+    config = teams_config(tmp_path, "  handoffTimeout: 5000\n", teams="alpha")
+    async with running_core(tmp_path, config) as dispatcher:
+        dispatcher.supervisor.remote_teams.register(executor)
+        start = trio.current_time()
+        lost = await dispatcher.tells.tell(Tell(to_team="far", message="never stored", timeout_ms=-1), ignore)
+        assert trio.current_time() - start == 5
+        assert lost.status == "failed" and "did not take it within 5 s" in lost.tell.error
+        dispatcher.supervisor.config = teams_config(tmp_path, "  handoffTimeout: 2000\n", teams="alpha")
+        start = trio.current_time()
+        again = await dispatcher.tells.tell(Tell(to_team="far", message="never stored", timeout_ms=-1), ignore)
+        assert trio.current_time() - start == 2  # the same pair, the setting as reloaded
+        assert again.status == "failed" and "within 2 s" in again.tell.error
