@@ -24,6 +24,7 @@ bounded share of irisd's time.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from typing import NamedTuple, NoReturn
 
@@ -51,7 +52,7 @@ async def no_events(event: Event) -> None:
     """The ``SendEvent`` of a caller that takes no events (they are dropped)."""
 
 
-class BatchSender:
+class BatchSender(ABC):
     """A ``SendEvent`` that can write several events at once: the socket's, whose frames
     go out in one write, one wake-up of the client for all of them instead of one each
     (frames are length-prefixed: the client reads them as if each had come alone).
@@ -61,14 +62,14 @@ class BatchSender:
     async def __call__(self, event: Event) -> None:
         await self.send_many((event,))
 
+    @abstractmethod
     async def send_many(self, events: Sequence[Event]) -> None:
         """Write ``events``, in order, at once; trio.BrokenResourceError once the caller is gone."""
-        raise NotImplementedError
 
+    @abstractmethod
     def with_reply(self, events: Sequence[Event]) -> None:
         """Keep ``events`` to be written ahead of the next frame: the request's reply, in its
         write (it always comes: every request is answered)."""
-        raise NotImplementedError
 
 
 async def send_events(send_event: SendEvent, events: Sequence[Event]) -> None:
