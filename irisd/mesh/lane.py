@@ -371,8 +371,10 @@ async def serve_pull(lane: Lane, stream: str, consumer: str, handle: Callable[[M
         await lane.wait_connected()
         try:
             lane.publish_nowait(next_subject, request, reply=inbox)
-        except LaneError:
-            continue  # it broke just now: wait for the next connection
+        except LaneError:  # it broke just now (wait for the next connection), or it is behind
+            if lane.connected:
+                await trio.sleep(PULL_RETRY_S)  # let it write what waits, rather than ask again at once
+            continue
         left = PULL_BATCH
         deadline = trio.current_time() + PULL_EXPIRES_S + REQUEST_TIMEOUT_S  # its expiry note lost: ask again
         while left:

@@ -11,7 +11,7 @@ import msgspec
 import trio
 import trio.testing
 
-from irisd.mesh.lane import PULL_BATCH, PULL_EXPIRES_S, PULL_RETRY_S, REQUEST_TIMEOUT_S, serve_pull
+from irisd.mesh.lane import PULL_BATCH, PULL_EXPIRES_S, PULL_RETRY_S, REQUEST_TIMEOUT_S, LaneError, serve_pull
 from irisd.mesh.nats_wire import Message
 
 INBOX = "_INBOX.ws-1.x.p.home-ws-1"
@@ -98,4 +98,34 @@ async def test_a_message_being_handled_is_never_cut_short_by_its_requests_end(
         lane.deliver()
         assert await lane.next_request() == PULL_EXPIRES_S * 2  # handled to its end, then asked again
         assert finished == [PULL_EXPIRES_S * 2]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_lane_that_refuses_while_connected_is_asked_again_after_a_pause(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Falling behind (its writes not out yet) the lane refuses a publish while connected:
+    the pull asks again after PULL_RETRY_S, not at once in a loop."""
+
+    class Behind(RecordingLane):
+        connected = True
+        refusals = 0
+
+        def publish_nowait(self, subject: str, payload: bytes, *, reply: str = "", **_: Any) -> None:
+            if self.refusals < 3:
+                self.refusals += 1
+                self.requests.append((trio.current_time(), {}))
+                raise LaneError("the fast lane to NATS is falling behind (8 MiB not written yet)")
+            super().publish_nowait(subject, payload, reply=reply)
+
+    lane = Behind()
+
+    async def handle(message: Message) -> None:
+        pass
+
+    async with trio.open_nursery() as nursery:
+        start = trio.current_time()
+        nursery.start_soon(serve_pull, lane, "IRIS_TELLS", "home-ws-1", handle)  # type: ignore[arg-type]
+        await lane.next_request()
+        assert [at - start for at, _ in lane.requests] == [0, PULL_RETRY_S, 2 * PULL_RETRY_S, 3 * PULL_RETRY_S]
         nursery.cancel_scope.cancel()
