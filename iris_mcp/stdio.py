@@ -176,6 +176,9 @@ class Front:
                 from mcp.shared.dispatcher import coerce_request_id
 
                 key = coerce_request_id(fast.id)
+                if key in self._calls:  # an id still in use: the SDK answers that as it does
+                    await to_sdk.send(self._parsed(line))
+                    return
                 self._calls[key] = scope = trio.CancelScope()
                 self.taken += 1
                 calls.start_soon(self._answer, fast, key, scope)

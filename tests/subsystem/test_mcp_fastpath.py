@@ -321,3 +321,21 @@ def test_what_claude_code_sends_takes_the_fast_path() -> None:
     assert isinstance(called, FastRequest) and called.method == "tools/call" and called.name == "team_tell"
     assert called.progress_token == 1 and called.arguments == {"toTeam": "beta", "message": "ping"}
     assert can_elicit(called.protocol_version, called.capabilities)  # it declares forms
+
+
+async def test_an_id_still_in_use_goes_to_the_sdk_and_the_running_call_stays_cancellable() -> None:
+    async def reuse(client: Client, link: ScriptLink) -> list[dict[str, Any]]:
+        await client.ask(0, "server/discover", {"_meta": PLAIN})
+        await client.write({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": call("team_tell", {"toTeam": "slow", "message": "m"}, PLAIN)})
+        with trio.fail_after(10):
+            await link.slow_running.wait()
+        again = await client.ask(1, "tools/call", call("team_getTeamName", {}, PLAIN))  # the same id
+        await client.write({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}})
+        with trio.fail_after(10):
+            await link.cancelled.wait()  # the first call, still known by its id
+        return again
+
+    again, front, link = await run_front(True, reuse)
+    assert "You are team" in again[-1]["result"]["content"][0]["text"]  # answered (by the SDK's server)
+    assert front.taken == 1 and CancelTell(tell_id="t-3") in link.sent
