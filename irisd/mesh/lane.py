@@ -24,6 +24,7 @@ the first comes again as a redelivery, the second is best effort).
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import ssl
 from collections.abc import Awaitable, Callable
@@ -112,6 +113,8 @@ class Lane:
         self._next_token = 0
         self._out = bytearray()
         self._wake = trio.Event()
+        self._fd: int | None = None  # the served plain socket, written from publish_nowait itself
+        self._writing = False  # the writer task is in a send: what comes meanwhile waits for it
         self._pings_out = 0
         self._connected = trio.Event()
         self._first: tuple[trio.abc.Stream, Reader] | None = None  # made by connect, served by run
@@ -130,7 +133,7 @@ class Lane:
         if len(self._out) > MAX_OUTGOING:
             raise LaneError("the fast lane to NATS is falling behind (8 MiB not written yet)")
         self._out += nats_wire.pub(subject, payload, reply, headers)
-        self._wake.set()
+        self._flush()
 
     async def request(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None,
                       timeout_s: float = REQUEST_TIMEOUT_S) -> Message:
@@ -175,7 +178,7 @@ class Lane:
         self._subscriptions[sid] = _Subscription(subject, send)
         if self.connected:
             self._out += nats_wire.sub(subject, sid)
-            self._wake.set()
+            self._flush()
         return receive
 
     async def wait_connected(self) -> None:
@@ -208,10 +211,15 @@ class Lane:
                 self._up()
             stream, reader = opened
             try:
-                async with stream, trio.open_nursery() as nursery:
-                    nursery.start_soon(self._read, stream, reader)
-                    nursery.start_soon(self._write, stream)
-                    nursery.start_soon(self._ping)
+                async with stream:
+                    self._fd = stream.socket.fileno() if isinstance(stream, trio.SocketStream) else None
+                    try:
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(self._read, stream, reader)
+                            nursery.start_soon(self._write, stream)
+                            nursery.start_soon(self._ping)
+                    finally:
+                        self._fd = None  # before the socket closes: its number may be another file's then
             except* (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolViolation, _Broken) as group:
                 self.problem = _words(group.exceptions[0])
             finally:
@@ -291,7 +299,7 @@ class Lane:
                         self._deliver(op)
                     case Ping():
                         self._out += nats_wire.PONG
-                        self._wake.set()
+                        self._flush()
                     case Pong():
                         self._pings_out = 0
                     case Err(words=words):
@@ -316,6 +324,22 @@ class Lane:
             log.info("mesh: the fast lane dropped a message its reader had no room for",
                      extra={"subject": message.subject})
 
+    def _flush(self) -> None:
+        """Write what waits now, from the caller's own step, when the socket takes it
+        (it is a plain one, served, and the writer task is not in a send); what is left
+        goes to the writer task. A message then leaves as it is published, not after the
+        other tasks of the loop's next round (a home's final result after the writes of
+        the tell's end, the caller's tell after its own bookkeeping). Errors are the
+        writer's to meet and report: it tries the same bytes again."""
+        if self._fd is not None and not self._writing and self._out:
+            try:
+                sent = os.write(self._fd, self._out)
+            except OSError:  # full (BlockingIOError) or broken: the writer task sees which
+                sent = 0
+            del self._out[:sent]
+        if self._out:
+            self._wake.set()
+
     async def _write(self, stream: trio.abc.Stream) -> None:
         while True:
             await self._wake.wait()
@@ -323,7 +347,11 @@ class Lane:
             while self._out:
                 data = bytes(self._out)
                 self._out.clear()
-                await stream.send_all(data)
+                self._writing = True
+                try:
+                    await stream.send_all(data)
+                finally:
+                    self._writing = False
 
     async def _ping(self) -> None:
         while True:
@@ -332,7 +360,7 @@ class Lane:
                 raise _Broken(f"no PONG from the server in {PING_S * MAX_PINGS_OUT:g} s")
             self._pings_out += 1
             self._out += nats_wire.PING
-            self._wake.set()
+            self._flush()
 
     def _up(self) -> None:
         """A connection is made: publishes go to it from now on (written once ``run``
