@@ -142,8 +142,8 @@ def profile(side: Side, rounds: int, folder: Path) -> None:
     pids = {"caller": side.caller.process.pid, "home": side.home.process.pid}  # type: ignore[union-attr]
     for kind in ("local", "remote"):
         spies = {
-            # --gil: only the samples of the thread that runs Python (CPU, not waits)
-            who: subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--rate", "500", "--gil", "--format", "raw",
+            # (no --idle: only the samples of a thread that runs, in Python or in SQLite)
+            who: subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--rate", "500", "--format", "raw",
                                    "--nolineno", "--output", str(folder / f"{kind}-{who}.txt")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for who, pid in pids.items() if kind == "remote" or who == "caller"
