@@ -80,7 +80,9 @@ class _Waiting(msgspec.Struct):
 
 class _Subscription(msgspec.Struct):
     subject: str
-    send: trio.MemorySendChannel[Message | None]  # None: the connection broke (a pull request is gone)
+    # Takes each message, and None when the connection broke (a pull request is gone);
+    # raises trio.WouldBlock when it has no room (the message is dropped).
+    send: Callable[[Message | None], None]
 
 
 class ApiError(msgspec.Struct, frozen=True):
@@ -172,14 +174,28 @@ class Lane:
     def subscribe(self, subject: str, capacity: int) -> trio.MemoryReceiveChannel[Message | None]:
         """Messages on ``subject`` from now on, and None each time the connection breaks.
         At most ``capacity`` wait: more are dropped (a JetStream message comes again)."""
+        send, receive = trio.open_memory_channel[Message | None](capacity)
+        self._subscribe(subject, send.send_nowait)
+        return receive
+
+    def listen(self, subject: str, handle: Callable[[Message], None]) -> None:
+        """Hand each message on ``subject`` from now on to ``handle`` as it is read, in
+        the reader's own step (no task and channel between: for a handler that only
+        hands it on, never blocks and never raises)."""
+
+        def send(message: Message | None) -> None:
+            if message is not None:
+                handle(message)
+
+        self._subscribe(subject, send)
+
+    def _subscribe(self, subject: str, send: Callable[[Message | None], None]) -> None:
         sid = self._next_sid
         self._next_sid += 1
-        send, receive = trio.open_memory_channel[Message | None](capacity)
         self._subscriptions[sid] = _Subscription(subject, send)
         if self.connected:
             self._out += nats_wire.sub(subject, sid)
             self._flush()
-        return receive
 
     async def wait_connected(self) -> None:
         await self._connected.wait()
@@ -319,7 +335,7 @@ class Lane:
         if subscription is None:
             return
         try:
-            subscription.send.send_nowait(message)
+            subscription.send(message)
         except trio.WouldBlock:
             log.info("mesh: the fast lane dropped a message its reader had no room for",
                      extra={"subject": message.subject})
@@ -381,7 +397,7 @@ class Lane:
         self._waiting.clear()
         for subscription in self._subscriptions.values():
             try:
-                subscription.send.send_nowait(None)
+                subscription.send(None)
             except trio.WouldBlock:
                 pass
 

@@ -58,7 +58,6 @@ RECONNECT_S = 3.0  # the first wait before connecting again; doubled up to MAX_R
 MAX_RECONNECT_S = 60.0
 RETRY_S = 1.0
 HANDLED_WAIT_S = 10.0  # a running tell saves a final result in this time, or it is saved here
-LIVE_WAITING = 1024  # live messages waiting to be delivered (best effort: past it, dropped)
 RECENTLY_ENDED = 4096  # remote tells ended here whose stored result may still come (kept in memory)
 
 
@@ -179,7 +178,7 @@ class MeshService:
                 self.home = Home(link, lane, self.store, self.dispatch, lambda: self.config)
                 await nursery.start(self.home.run)
                 await nursery.start(self._serve_replies, link, lane)
-                nursery.start_soon(self._serve_live, lane, mesh.name)
+                lane.listen(f"iris.live.{mesh.name}.*", self._on_live)
                 log.info("mesh: connected", extra={"irisd": mesh.name, "server": link.state.server})
                 self._connected.set()
         finally:
@@ -300,13 +299,12 @@ class MeshService:
                 await self._connected.wait()
                 await trio.lowlevel.checkpoint()
 
-    async def _serve_live(self, lane: Lane, name: str) -> None:
-        """Live changes of this irisd's remote tells, and the first copy of their final
-        results (best effort: more than ``LIVE_WAITING`` waiting are dropped; a final
+    def _on_live(self, message: Message) -> None:
+        """A live change of one of this irisd's remote tells, or the first copy of its
+        final result, handed to the tell as the lane reads it (best effort: a final
         result comes again from IRIS_REPLIES)."""
-        async for message in lane.subscribe(f"iris.live.{name}.*", capacity=LIVE_WAITING):
-            if message is not None and (live := read(LIVE, message.data)) is not None:
-                self._deliver_live(live, speaker(message.subject))
+        if (live := read(LIVE, message.data)) is not None:
+            self._deliver_live(live, speaker(message.subject))
 
     def _deliver_live(self, live: LiveMsg | FinalMsg, sender: str) -> None:
         route = self.routes.get(live.id)

@@ -2,7 +2,7 @@
 (irisd/mesh/lane.py ``_flush``), not in a writer task's turn after the loop's other
 tasks: against a stand-in server on a real socket, the bytes are there before the
 publisher yields; what the socket does not take at once goes through the writer task,
-in order."""
+in order. A subject it listens to is handed to its handler as the reader reads it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ import os
 import trio
 import trio.testing
 
+from harness import wait_until
 from irisd.mesh.lane import Credentials, Lane
+from irisd.mesh.nats_wire import Message
 
 
 async def test_a_publish_is_on_the_socket_before_the_publisher_yields() -> None:
@@ -33,10 +35,16 @@ async def test_a_publish_is_on_the_socket_before_the_publisher_yields() -> None:
 
             nursery.start_soon(serve)
             await lane.connect(5)
+            heard: list[Message] = []
+            lane.listen("iris.live.ws-1.*", heard.append)
             nursery.start_soon(lane.run)
             await trio.testing.wait_all_tasks_blocked()
             fd = server[0].socket.fileno()
-            _drain(fd)  # its subscriptions
+            subscribed = _drain(fd)
+            (sid,) = [line.split()[-1] for line in subscribed.split(b"\r\n") if line.startswith(b"SUB iris.live")]
+            await server[0].send_all(b"MSG iris.live.ws-1.ws-2 " + sid + b" 2\r\nhi\r\n")
+            await wait_until(lambda: heard, every=0.001)
+            assert heard == [Message("iris.live.ws-1.ws-2", int(sid), "", b"hi")]
             lane.publish_nowait("iris.live.ws-2.ws-1", b"hello")
             assert _drain(fd) == b"PUB iris.live.ws-2.ws-1 5\r\nhello\r\n"  # no checkpoint in between
             big = os.urandom(8 * 1024 * 1024)  # more than the socket takes at once: the rest via the task

@@ -6,6 +6,7 @@ of a result the caller has saved already is acked at once, with no database read
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,23 +29,23 @@ CALLER, HOME = "ws-1", "ws-2"
 
 class FakeLane:
     """JetStream stores every publish at once; what comes on the live subject is fed by
-    the test."""
+    the test, to the handler the mesh face listens with."""
 
     connected = True
 
     def __init__(self) -> None:
-        self.send, self.live = trio.open_memory_channel[Message | None](16)
+        self.handle: Callable[[Message], None] | None = None
 
-    def subscribe(self, subject: str, capacity: int) -> trio.MemoryReceiveChannel[Message | None]:
+    def listen(self, subject: str, handle: Callable[[Message], None]) -> None:
         assert subject == f"iris.live.{CALLER}.*"
-        return self.live
+        self.handle = handle
 
     async def js_publish(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None) -> PubAck:
         return PubAck(stream="IRIS_TELLS", seq=1)
 
     def from_home(self, message: FinalMsg) -> None:
-        self.send.send_nowait(Message(subject=live_subject(CALLER, HOME), sid=2, reply="",
-                                      data=ENCODER.encode(message)))
+        assert self.handle is not None
+        self.handle(Message(subject=live_subject(CALLER, HOME), sid=2, reply="", data=ENCODER.encode(message)))
 
 
 async def test_the_caller_answers_from_the_live_copy_and_acks_the_stored_one_at_once(
@@ -60,6 +61,7 @@ async def test_the_caller_answers_from_the_live_copy_and_acks_the_stored_one_at_
         mesh = MeshService(config=config, store=store, remote_teams=dispatcher.supervisor.remote_teams,
                            dispatch=dispatcher.dispatch)
         mesh.lane = lane  # type: ignore[assignment]
+        lane.listen(f"iris.live.{CALLER}.*", mesh._on_live)  # as MeshService._serve does
         dispatcher.supervisor.remote_teams.register(MeshExecutor(team, HOME, mesh))
 
         async def home() -> None:
@@ -68,11 +70,12 @@ async def test_the_caller_answers_from_the_live_copy_and_acks_the_stored_one_at_
 
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(mesh._serve_live, lane, CALLER)  # type: ignore[arg-type]
                 nursery.start_soon(home)
                 reply = await dispatcher.tells.tell(Tell(to_team="far", from_team="alpha", message="hi"), no_events)
                 nursery.cancel_scope.cancel()
         assert (reply.status, reply.tell.text, reply.tell.cost_usd) == ("completed", "hello", 0.25)
+        with trio.fail_after(10):  # its end is written after the answer left, then noted
+            await wait_until(lambda: reply.tell.id in mesh._ended, every=0.001)
         saved = await store.call(tells.get, reply.tell.id)
         assert saved is not None and (saved.status, saved.text) == ("completed", "hello")
 
