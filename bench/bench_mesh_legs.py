@@ -17,8 +17,9 @@ With ``--revision REV`` the same runs on that revision's code too (a git worktre
 interleaved: code against code on the same machine at the same time (each round
 runs every side's local and remote tell once, in a shuffled order).
 
-With ``--profile DIR`` (this checkout only; py-spy on the PATH or beside Python) it
-records where both irisds spend their CPU instead: py-spy on the caller and the home
+With ``--profile DIR`` (py-spy on the PATH or beside Python; with ``--revision`` that
+revision's code instead of this checkout's) it records where both irisds spend their CPU
+instead: py-spy on the caller and the home
 over ``--rounds`` local tells, then over as many remote ones, each phase in its own
 folded-stacks file in DIR (``local-caller.txt``, ``remote-caller.txt``,
 ``remote-home.txt``), and prints each file's heaviest functions (own and total share).
@@ -142,8 +143,9 @@ def profile(side: Side, rounds: int, folder: Path) -> None:
     pids = {"caller": side.caller.process.pid, "home": side.home.process.pid}  # type: ignore[union-attr]
     for kind in ("local", "remote"):
         spies = {
-            # (no --idle: only the samples of a thread that runs, in Python or in SQLite)
-            who: subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--rate", "500", "--format", "raw",
+            # --gil: the thread running Python (not nats-py's idle loop; SQLite releases the GIL, so its
+            # own time shows as the gaps; py-spy's pauses make every figure somewhat larger)
+            who: subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--rate", "500", "--gil", "--format", "raw",
                                    "--nolineno", "--output", str(folder / f"{kind}-{who}.txt")],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             for who, pid in pids.items() if kind == "remote" or who == "caller"
@@ -192,7 +194,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="py-spy both irisds into this folder instead")
     args = parser.parse_args()
     if args.profile is not None:
-        run_profile(args.rounds, args.profile)
+        run_profile(args.rounds, args.profile, args.revision)
         return
     root = Path(tempfile.mkdtemp(prefix="iris-bench-legs-"))
     server = NatsServer(root).start()
@@ -244,10 +246,11 @@ def main() -> None:
             print(describe(f"[{side.label}] {name}", values))
 
 
-def run_profile(rounds: int, folder: Path) -> None:
+def run_profile(rounds: int, folder: Path, revision: str | None) -> None:
     root = Path(tempfile.mkdtemp(prefix="iris-bench-legs-"))
     server = NatsServer(root).start()
-    side = Side(root, "this", server.url, REPO)
+    other = checkout(revision, root) if revision else None
+    side = Side(root, "this", server.url, other or REPO)
     try:
         side.start()
         header("Where the CPU of a local and a remote tell goes (py-spy)")
@@ -256,6 +259,8 @@ def run_profile(rounds: int, folder: Path) -> None:
     finally:
         side.stop()
         server.stop()
+        if other is not None:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(other)], check=False)
         shutil.rmtree(root, ignore_errors=True)
 
 
