@@ -11,7 +11,8 @@ in turn), one blocking tell at a time from the same caller team:
 * the mesh's legs of each remote tell, from both irisds' records (one machine, one
   clock): caller recorded -> home recorded, plus home finished -> caller finished
   (target: at most 3 ms median);
-* CPU per tell: ws-1 (caller) and ws-2 (home) for the remote tells vs ws-1 for the local.
+* CPU per tell (every thread, to the nanosecond: schedstat): ws-1 (caller) and ws-2 (home) for the
+  remote tells vs ws-1 for the local.
 
 With ``--revision REV`` the same runs on that revision's code too (a git worktree of it),
 interleaved: code against code on the same machine at the same time (each round
@@ -41,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, SimIris, cpu_seconds, describe, header, median, ms, request, wait_quiet
+from _common import REPO, SimIris, describe, header, median, ms, request, thread_cpu_seconds, wait_quiet
 
 from harness import claude_binary
 from mesh.nats import NatsServer  # tests/ is on the path (_common)
@@ -92,11 +93,11 @@ class Side:
     def one(self, side: str, index: int) -> None:
         """One blocking tell, ``side`` "local" or "remote", and its CPU on both irisds."""
         pids = [self.caller.process.pid, self.home.process.pid]  # type: ignore[union-attr]
-        before = [cpu_seconds(pid) for pid in pids]
+        before = [thread_cpu_seconds(pid) for pid in pids]
         started = time.perf_counter()
         info = self.tell(self.far if side == "remote" else "near", f"{side} {index}")
         self.samples[side].append(time.perf_counter() - started)
-        after = [cpu_seconds(pid) for pid in pids]
+        after = [thread_cpu_seconds(pid) for pid in pids]
         if side == "remote":
             self.remote.append(info)
             self.cpu["remote caller"] += after[0] - before[0]
