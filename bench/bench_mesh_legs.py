@@ -11,27 +11,38 @@ in turn), one blocking tell at a time from the same caller team:
 * the mesh's legs of each remote tell, from both irisds' records (one machine, one
   clock): caller recorded -> home recorded, plus home finished -> caller finished
   (target: at most 3 ms median);
-* CPU per tell: ws-1 (caller) and ws-2 (home) for the remote tells vs ws-1 for the local.
+* CPU per tell (every thread, to the nanosecond: schedstat): ws-1 (caller) and ws-2 (home) for the
+  remote tells vs ws-1 for the local.
 
 With ``--revision REV`` the same runs on that revision's code too (a git worktree of it),
 interleaved: code against code on the same machine at the same time (each round
 runs every side's local and remote tell once, in a shuffled order).
 
-Run: .venv/bin/python bench/bench_mesh_legs.py [--rounds N] [--revision REV]
+With ``--profile DIR`` (py-spy on the PATH or beside Python; with ``--revision`` that
+revision's code instead of this checkout's) it records where both irisds spend their CPU
+instead: py-spy on the caller and the home
+over ``--rounds`` local tells, then over as many remote ones, each phase in its own
+folded-stacks file in DIR (``local-caller.txt``, ``remote-caller.txt``,
+``remote-home.txt``), and prints each file's heaviest functions (own and total share).
+
+Run: .venv/bin/python bench/bench_mesh_legs.py [--rounds N] [--revision REV | --profile DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import random
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, SimIris, cpu_seconds, describe, header, median, ms, request, wait_quiet
+from _common import REPO, SimIris, describe, header, median, ms, request, thread_cpu_seconds, wait_quiet
 
 from harness import claude_binary
 from mesh.nats import NatsServer  # tests/ is on the path (_common)
@@ -82,11 +93,11 @@ class Side:
     def one(self, side: str, index: int) -> None:
         """One blocking tell, ``side`` "local" or "remote", and its CPU on both irisds."""
         pids = [self.caller.process.pid, self.home.process.pid]  # type: ignore[union-attr]
-        before = [cpu_seconds(pid) for pid in pids]
+        before = [thread_cpu_seconds(pid) for pid in pids]
         started = time.perf_counter()
         info = self.tell(self.far if side == "remote" else "near", f"{side} {index}")
         self.samples[side].append(time.perf_counter() - started)
-        after = [cpu_seconds(pid) for pid in pids]
+        after = [thread_cpu_seconds(pid) for pid in pids]
         if side == "remote":
             self.remote.append(info)
             self.cpu["remote caller"] += after[0] - before[0]
@@ -119,11 +130,73 @@ def checkout(revision: str, root: Path) -> Path:
     return path
 
 
+def py_spy() -> str:
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.exists() else shutil.which("py-spy")
+    if found is None:
+        raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
+    return found
+
+
+def profile(side: Side, rounds: int, folder: Path) -> None:
+    """py-spy on both irisds over ``rounds`` local tells, then ``rounds`` remote ones."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pids = {"caller": side.caller.process.pid, "home": side.home.process.pid}  # type: ignore[union-attr]
+    for kind in ("local", "remote"):
+        spies = {
+            # --gil: the thread running Python (not nats-py's idle loop; SQLite releases the GIL, so its
+            # own time shows as the gaps; py-spy's pauses make every figure somewhat larger)
+            who: subprocess.Popen([py_spy(), "record", "--pid", str(pid), "--rate", "500", "--gil", "--format", "raw",
+                                   "--nolineno", "--output", str(folder / f"{kind}-{who}.txt")],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for who, pid in pids.items() if kind == "remote" or who == "caller"
+        }
+        time.sleep(1.0)  # py-spy attached
+        for index in range(rounds):
+            side.one(kind, index)
+        for spy in spies.values():
+            spy.send_signal(signal.SIGINT)
+        for spy in spies.values():
+            spy.wait(timeout=60)
+    for who, cpu in side.cpu.items():
+        print(f"  CPU per tell, {who}: {cpu / rounds * 1000:.2f} ms")
+    for path in sorted(folder.glob("*.txt")):
+        heaviest(path)
+
+
+def heaviest(path: Path, top: int = 25) -> None:
+    """The functions of a folded-stacks file that take the most samples: own and total."""
+    own: collections.Counter[str] = collections.Counter()
+    total: collections.Counter[str] = collections.Counter()
+    samples = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        samples += n
+        frames = stack.split(";")
+        own[frames[-1]] += n
+        for frame in set(frames):
+            total[frame] += n
+    print(f"\n-- {path.name}: {samples} samples --")
+    print("  own:")
+    for frame, n in own.most_common(top):
+        print(f"    {n / samples:6.1%}  {frame}")
+    print("  total:")
+    for frame, n in total.most_common(top * 2):
+        print(f"    {n / samples:6.1%}  {frame}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--revision", help="also run this revision's code, interleaved")
+    parser.add_argument("--profile", type=Path, help="py-spy both irisds into this folder instead")
     args = parser.parse_args()
+    if args.profile is not None:
+        run_profile(args.rounds, args.profile, args.revision)
+        return
     root = Path(tempfile.mkdtemp(prefix="iris-bench-legs-"))
     server = NatsServer(root).start()
     sides: list[Side] = []
@@ -172,6 +245,24 @@ def main() -> None:
     for side in sides:
         for name, values in (*side.samples.items(), ("legs", legs[side.label])):
             print(describe(f"[{side.label}] {name}", values))
+
+
+def run_profile(rounds: int, folder: Path, revision: str | None) -> None:
+    root = Path(tempfile.mkdtemp(prefix="iris-bench-legs-"))
+    server = NatsServer(root).start()
+    other = checkout(revision, root) if revision else None
+    side = Side(root, "this", server.url, other or REPO)
+    try:
+        side.start()
+        header("Where the CPU of a local and a remote tell goes (py-spy)")
+        print(f"load average (1 min): {os.getloadavg()[0]:.1f}")
+        profile(side, rounds, folder.resolve())
+    finally:
+        side.stop()
+        server.stop()
+        if other is not None:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(other)], check=False)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

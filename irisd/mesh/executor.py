@@ -58,6 +58,7 @@ class Mesh(Protocol):
 
     def unreachable_words(self, home: str) -> str: ...
     def chain_path(self, tell: RemoteTell) -> list[str]: ...
+    def ended(self, tell_id: str, home: str) -> None: ...
     async def publish_tell(
         self, home: str, message: RemoteTellMsg | CancelMsg, report: TellReport | None
     ) -> None: ...
@@ -100,6 +101,9 @@ class MeshExecutor:
         finally:
             if self.service.routes.get(tell.id) is route:
                 del self.service.routes[tell.id]
+            if answered:  # its end is saved: the other copy of its result, here or to come, is done
+                self.service.ended(tell.id, self.home)
+                _settle(receive)
             if report.cancelled and not answered:  # cancelled here, not irisd stopping: tell the home
                 with trio.move_on_after(CANCEL_GRACE_S) as scope:
                     scope.shield = True
@@ -150,6 +154,16 @@ class MeshExecutor:
                         words = phase.replace("_", " ") + (f": {detail}" if detail else "")
                         report.phase(f"on `{self.home}`: {words}")
             delivery.handled.set()
+
+
+def _settle(receive: trio.MemoryReceiveChannel[Delivery]) -> None:
+    """Mark handled what came for a tell after its final result (the result's other copy:
+    its reader may ack it)."""
+    while True:
+        try:
+            receive.receive_nowait().handled.set()
+        except (trio.WouldBlock, trio.EndOfChannel):
+            return
 
 
 async def _next(receive: trio.MemoryReceiveChannel[Delivery], within_s: float) -> Delivery | None:

@@ -24,6 +24,7 @@ the first comes again as a redelivery, the second is best effort).
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import ssl
 from collections.abc import Awaitable, Callable
@@ -79,7 +80,9 @@ class _Waiting(msgspec.Struct):
 
 class _Subscription(msgspec.Struct):
     subject: str
-    send: trio.MemorySendChannel[Message | None]  # None: the connection broke (a pull request is gone)
+    # Takes each message, and None when the connection broke (a pull request is gone);
+    # raises trio.WouldBlock when it has no room (the message is dropped).
+    send: Callable[[Message | None], None]
 
 
 class ApiError(msgspec.Struct, frozen=True):
@@ -112,6 +115,8 @@ class Lane:
         self._next_token = 0
         self._out = bytearray()
         self._wake = trio.Event()
+        self._fd: int | None = None  # the served plain socket, written from publish_nowait itself
+        self._writing = False  # the writer task is in a send: what comes meanwhile waits for it
         self._pings_out = 0
         self._connected = trio.Event()
         self._first: tuple[trio.abc.Stream, Reader] | None = None  # made by connect, served by run
@@ -130,7 +135,7 @@ class Lane:
         if len(self._out) > MAX_OUTGOING:
             raise LaneError("the fast lane to NATS is falling behind (8 MiB not written yet)")
         self._out += nats_wire.pub(subject, payload, reply, headers)
-        self._wake.set()
+        self._flush()
 
     async def request(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None,
                       timeout_s: float = REQUEST_TIMEOUT_S) -> Message:
@@ -169,14 +174,28 @@ class Lane:
     def subscribe(self, subject: str, capacity: int) -> trio.MemoryReceiveChannel[Message | None]:
         """Messages on ``subject`` from now on, and None each time the connection breaks.
         At most ``capacity`` wait: more are dropped (a JetStream message comes again)."""
+        send, receive = trio.open_memory_channel[Message | None](capacity)
+        self._subscribe(subject, send.send_nowait)
+        return receive
+
+    def listen(self, subject: str, handle: Callable[[Message], None]) -> None:
+        """Hand each message on ``subject`` from now on to ``handle`` as it is read, in
+        the reader's own step (no task and channel between: for a handler that only
+        hands it on, never blocks and never raises)."""
+
+        def send(message: Message | None) -> None:
+            if message is not None:
+                handle(message)
+
+        self._subscribe(subject, send)
+
+    def _subscribe(self, subject: str, send: Callable[[Message | None], None]) -> None:
         sid = self._next_sid
         self._next_sid += 1
-        send, receive = trio.open_memory_channel[Message | None](capacity)
         self._subscriptions[sid] = _Subscription(subject, send)
         if self.connected:
             self._out += nats_wire.sub(subject, sid)
-            self._wake.set()
-        return receive
+            self._flush()
 
     async def wait_connected(self) -> None:
         await self._connected.wait()
@@ -208,10 +227,15 @@ class Lane:
                 self._up()
             stream, reader = opened
             try:
-                async with stream, trio.open_nursery() as nursery:
-                    nursery.start_soon(self._read, stream, reader)
-                    nursery.start_soon(self._write, stream)
-                    nursery.start_soon(self._ping)
+                async with stream:
+                    self._fd = stream.socket.fileno() if isinstance(stream, trio.SocketStream) else None
+                    try:
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(self._read, stream, reader)
+                            nursery.start_soon(self._write, stream)
+                            nursery.start_soon(self._ping)
+                    finally:
+                        self._fd = None  # before the socket closes: its number may be another file's then
             except* (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolViolation, _Broken) as group:
                 self.problem = _words(group.exceptions[0])
             finally:
@@ -291,7 +315,7 @@ class Lane:
                         self._deliver(op)
                     case Ping():
                         self._out += nats_wire.PONG
-                        self._wake.set()
+                        self._flush()
                     case Pong():
                         self._pings_out = 0
                     case Err(words=words):
@@ -311,10 +335,26 @@ class Lane:
         if subscription is None:
             return
         try:
-            subscription.send.send_nowait(message)
+            subscription.send(message)
         except trio.WouldBlock:
             log.info("mesh: the fast lane dropped a message its reader had no room for",
                      extra={"subject": message.subject})
+
+    def _flush(self) -> None:
+        """Write what waits now, from the caller's own step, when the socket takes it
+        (it is a plain one, served, and the writer task is not in a send); what is left
+        goes to the writer task. A message then leaves as it is published, not after the
+        other tasks of the loop's next round (a home's final result after the writes of
+        the tell's end, the caller's tell after its own bookkeeping). Errors are the
+        writer's to meet and report: it tries the same bytes again."""
+        if self._fd is not None and not self._writing and self._out:
+            try:
+                sent = os.write(self._fd, self._out)
+            except OSError:  # full (BlockingIOError) or broken: the writer task sees which
+                sent = 0
+            del self._out[:sent]
+        if self._out:
+            self._wake.set()
 
     async def _write(self, stream: trio.abc.Stream) -> None:
         while True:
@@ -323,7 +363,11 @@ class Lane:
             while self._out:
                 data = bytes(self._out)
                 self._out.clear()
-                await stream.send_all(data)
+                self._writing = True
+                try:
+                    await stream.send_all(data)
+                finally:
+                    self._writing = False
 
     async def _ping(self) -> None:
         while True:
@@ -332,7 +376,7 @@ class Lane:
                 raise _Broken(f"no PONG from the server in {PING_S * MAX_PINGS_OUT:g} s")
             self._pings_out += 1
             self._out += nats_wire.PING
-            self._wake.set()
+            self._flush()
 
     def _up(self) -> None:
         """A connection is made: publishes go to it from now on (written once ``run``
@@ -353,7 +397,7 @@ class Lane:
         self._waiting.clear()
         for subscription in self._subscriptions.values():
             try:
-                subscription.send.send_nowait(None)
+                subscription.send(None)
             except trio.WouldBlock:
                 pass
 

@@ -58,7 +58,7 @@ RECONNECT_S = 3.0  # the first wait before connecting again; doubled up to MAX_R
 MAX_RECONNECT_S = 60.0
 RETRY_S = 1.0
 HANDLED_WAIT_S = 10.0  # a running tell saves a final result in this time, or it is saved here
-LIVE_WAITING = 1024  # live messages waiting to be delivered (best effort: past it, dropped)
+RECENTLY_ENDED = 4096  # remote tells ended here whose stored result may still come (kept in memory)
 
 
 class MeshService:
@@ -79,6 +79,11 @@ class MeshService:
         self.remote_teams = remote_teams
         self.dispatch = dispatch
         self.routes: dict[str, Route] = {}
+        # Remote tells that ended here on a final result (the live subject's copy, as a
+        # rule), by id -> their home: the stored copy of that result, which comes after,
+        # is acked at once, without a database read (the oldest are forgotten first: those
+        # go the database's way, as after a restart).
+        self._ended: dict[str, str] = {}
         self.link: Link | None = None
         self.lane: Lane | None = None  # the fast lane: tells, results and live messages (irisd/mesh/lane.py)
         self.directory: Directory | None = None
@@ -173,7 +178,7 @@ class MeshService:
                 self.home = Home(link, lane, self.store, self.dispatch, lambda: self.config)
                 await nursery.start(self.home.run)
                 await nursery.start(self._serve_replies, link, lane)
-                nursery.start_soon(self._serve_live, lane, mesh.name)
+                lane.listen(f"iris.live.{mesh.name}.*", self._on_live)
                 log.info("mesh: connected", extra={"irisd": mesh.name, "server": link.state.server})
                 self._connected.set()
         finally:
@@ -243,6 +248,12 @@ class MeshService:
             return f"the mesh is unreachable: {(self.lane.problem if self.lane else '') or 'reconnecting to NATS'}"
         return self.directory.unreachable_words(home) if self.directory is not None else ""
 
+    def ended(self, tell_id: str, home: str) -> None:
+        """Remote tell ``tell_id`` ended here on its home's final result, saved."""
+        self._ended[tell_id] = home
+        if len(self._ended) > RECENTLY_ENDED:
+            del self._ended[next(iter(self._ended))]
+
     def chain_path(self, tell: RemoteTell) -> list[str]:
         mesh = self.config.mesh
         return path_out(tell.path, tell.from_team, mesh.name if mesh is not None else "")
@@ -288,16 +299,16 @@ class MeshService:
                 await self._connected.wait()
                 await trio.lowlevel.checkpoint()
 
-    async def _serve_live(self, lane: Lane, name: str) -> None:
-        """Live changes of this irisd's remote tells (best effort: more than
-        ``LIVE_WAITING`` waiting are dropped)."""
-        async for message in lane.subscribe(f"iris.live.{name}.*", capacity=LIVE_WAITING):
-            if message is not None and (live := read(LIVE, message.data)) is not None:
-                self._deliver_live(live, speaker(message.subject))
+    def _on_live(self, message: Message) -> None:
+        """A live change of one of this irisd's remote tells, or the first copy of its
+        final result, handed to the tell as the lane reads it (best effort: a final
+        result comes again from IRIS_REPLIES)."""
+        if (live := read(LIVE, message.data)) is not None:
+            self._deliver_live(live, speaker(message.subject))
 
-    def _deliver_live(self, live: LiveMsg, sender: str) -> None:
+    def _deliver_live(self, live: LiveMsg | FinalMsg, sender: str) -> None:
         route = self.routes.get(live.id)
-        if route is None:
+        if route is None:  # not running here (any more): a final result's stored copy settles it
             return
         if route.home != sender:
             log.warning("mesh: dropped a live message from an irisd that is not the tell's home",
@@ -330,6 +341,9 @@ class MeshService:
         """A final result from irisd ``sender`` (the subject's, so its credentials'): taken
         only if that is the tell's home."""
         route = self.routes.get(final.id)
+        if route is None and self._ended.get(final.id) == sender:
+            del self._ended[final.id]  # ended here on its live copy, saved: nothing to do
+            return
         home = route.home if route is not None else await self.store.call(records.home_of, final.id)
         if home != sender:
             log.warning("mesh: dropped a result from an irisd that is not the tell's home",

@@ -41,7 +41,7 @@ class CancelMsg(msgspec.Struct, tag="cancel", kw_only=True):
 
 class LiveMsg(msgspec.Struct, tag="live", kw_only=True, omit_defaults=True):
     """A change of a running remote tell, for the live view (not stored: the final
-    result comes durably as a ``FinalMsg``)."""
+    result comes durably as a ``FinalMsg``, and first as a copy on the live subject)."""
 
     id: str
     status: TellStatus | Literal[""] = ""
@@ -51,6 +51,10 @@ class LiveMsg(msgspec.Struct, tag="live", kw_only=True, omit_defaults=True):
 
 
 class FinalMsg(msgspec.Struct, tag="final", kw_only=True, omit_defaults=True):
+    """A remote tell's end. Sent twice, the same bytes: on the live subject, which the
+    caller answers from at once, and stored in ``IRIS_REPLIES``, which counts (a caller
+    that missed the first copy, or was down, reads it there)."""
+
     id: str
     status: TellStatus
     text: str = ""
@@ -61,7 +65,7 @@ class FinalMsg(msgspec.Struct, tag="final", kw_only=True, omit_defaults=True):
 Inbound = RemoteTellMsg | CancelMsg
 
 INBOUND = msgspec.json.Decoder(Inbound)
-LIVE = msgspec.json.Decoder(LiveMsg)
+LIVE = msgspec.json.Decoder(LiveMsg | FinalMsg)  # what comes on the live subject
 FINAL = msgspec.json.Decoder(FinalMsg)
 
 T = TypeVar("T")

@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from fakes.core import running_core, teams_config
+from fakes.core import no_events, running_core, teams_config
 from iris_common.config import Team
 from iris_common.mesh import HEARTBEAT_S
 from irisd.dispatch import Dispatcher
@@ -30,12 +30,16 @@ class FakeMesh:
         self.routes: dict[str, Route] = {}
         self.words = ""
         self.published: list[RemoteTellMsg | CancelMsg] = []
+        self.ends: list[tuple[str, str]] = []
 
     def unreachable_words(self, home: str) -> str:
         return self.words
 
     def chain_path(self, tell: RemoteTell) -> list[str]:
         return []
+
+    def ended(self, tell_id: str, home: str) -> None:
+        self.ends.append((tell_id, home))
 
     async def publish_tell(self, home: str, message: RemoteTellMsg | CancelMsg, report: TellReport | None) -> None:
         self.published.append(message)
@@ -133,3 +137,29 @@ async def test_a_home_notes_its_stored_results_in_one_write_and_at_once_when_it_
         nursery.cancel_scope.cancel()  # the home stops: what waits is written now
     assert writes == [{"r-1": 101.0, "r-2": 102.0}, {"r-3": 103.0}]
     assert records.unreplied(db) == []
+
+
+async def test_the_other_copy_of_a_final_result_is_handled_once_the_first_is_saved(
+    mesh: tuple[Dispatcher, FakeMesh], autojump_clock: trio.testing.MockClock
+) -> None:
+    # The home sends a result twice (live, then stored): the second may come while the first
+    # is being saved. Its reader acks it once handled; it must not wait for a reader gone.
+    dispatcher, face = mesh
+    copies = []
+
+    async def home() -> None:
+        await trio.testing.wait_all_tasks_blocked()
+        (tell_id,) = face.routes
+        for _ in range(2):
+            copy = Delivery(FinalMsg(id=tell_id, status="completed", text="hello"), trio.Event())
+            face.routes[tell_id].send.send_nowait(copy)
+            copies.append(copy)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(home)
+        reply = await dispatcher.tells.tell(Tell(to_team="far", from_team="alpha", message="hi"), no_events)
+    with trio.fail_after(1):
+        for copy in copies:
+            await copy.handled.wait()
+    assert reply.status == "completed" and reply.tell.text == "hello"
+    assert face.ends == [(reply.tell.id, "ws-2")] and not face.routes

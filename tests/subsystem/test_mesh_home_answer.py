@@ -1,7 +1,8 @@
 """A home irisd sends a remote tell's final result as a local caller gets its answer: on
 claude's result line, read from the tell in memory, before the home writes the tell's
-end (irisd/mesh/home.py); and the record says the tell was answered once that is sent
-(within ``REPLIED_NOTE_S``: the notes are written together)."""
+end (irisd/mesh/home.py), first on the caller's live subject, then stored; and the
+record says the tell was answered once that is stored (within ``REPLIED_NOTE_S``: the
+notes are written together)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from harness import wait_until
 from irisd.mesh import records
 from irisd.mesh.home import Home
 from irisd.mesh.lane import PubAck
-from irisd.mesh.wire import FinalMsg, RemoteTellMsg
+from irisd.mesh.wire import FinalMsg, RemoteTellMsg, live_subject, reply_subject
 from irisd.store import tells
 from irisd.store.facade import Store
 
@@ -32,6 +33,8 @@ class RecordingLane:
         self.store = store
         self.finals: list[tuple[FinalMsg, str]] = []  # (the result, the row's status when it left)
         self.sent = trio.Event()
+        self.live: list[tuple[str, bytes]] = []
+        self.live_before_stored: list[tuple[str, bytes]] = []  # what had left live when a result was stored
 
     async def js_publish(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None) -> PubAck:
         final = msgspec.json.decode(payload, type=FinalMsg)
@@ -39,11 +42,13 @@ class RecordingLane:
         assert known is not None and known.local_id is not None
         row = await self.store.call(tells.get, known.local_id)
         self.finals.append((final, row.status if row is not None else "not written"))
+        self.live_before_stored = [(subject, payload), *self.live]
         self.sent.set()
         return PubAck(stream="IRIS_REPLIES", seq=len(self.finals))
 
     def publish_nowait(self, subject: str, payload: bytes, **_: Any) -> None:
-        """A live message: best effort, dropped here."""
+        """A live message: best effort, noted here."""
+        self.live.append((subject, payload))
 
 
 async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_path: Path) -> None:
@@ -68,6 +73,10 @@ async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_
         [(final, status_then)] = lane.finals
         assert (final.id, final.status, final.text) == ("r-1", "completed", "hello")
         assert status_then == "running"  # its end not written yet: it left on the result line
+        # Its first copy left on the caller's live subject, the same bytes, before it was stored.
+        stored, *live = lane.live_before_stored
+        assert (live_subject(CALLER, HOME), stored[1]) == live[-1]
+        assert stored[0] == reply_subject(CALLER, HOME)
         row = await store.call(tells.get, known.local_id or "")
         assert row is not None and (row.status, row.text) == ("completed", "hello")  # written after
 
