@@ -16,8 +16,8 @@ def run_tell(
     from iris_cli.calls import print_json, send
     from iris_cli.text import ANSWERED, tell_data
     from iris_cli.watcher import TellWatcher
+    from protocol.core_messages import Tell, TellReply  # not protocol.messages: the hot path creates these alone
     from protocol.errors import DaemonNotRunningError, IrisError
-    from protocol.messages import Tell, TellReply
 
     # Streaming also tells us the tell's id early (for the Ctrl-C message) and what it
     # waits for (the status line on a terminal, an approval's commands everywhere).

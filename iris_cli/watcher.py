@@ -8,11 +8,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from iris_cli.text import decide_line
-from protocol.messages import Event, TellNotice, TellPhase, TellPhaseEvent, TellState, TellText
+from protocol.core_messages import TellNotice, TellPhase, TellPhaseEvent, TellState, TellText
 from protocol.phases import awaited_approval, describe
 
 if TYPE_CHECKING:
     from iris_cli.live import StatusLine
+    from protocol.messages import Event
 
 
 def approval_hint(phase: TellPhase, approval_id: str) -> str:

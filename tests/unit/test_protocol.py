@@ -210,3 +210,34 @@ def test_msgspec_sees_the_same_types_with_or_without_typing_extensions() -> None
         assert typing_extensions.get_type_hints(struct_type, include_extras=True) == typing.get_type_hints(
             struct_type, include_extras=True
         ), struct_type
+
+
+def test_every_event_and_no_other_message_derives_from_the_event_base() -> None:
+    """The client tells an event from the reply that ends its request with
+    ``protocol.core_messages.is_event`` (an isinstance of the events' base), so that
+    ``iris tell`` needs none of the unions' types: the base must match the ``Event`` union."""
+    import typing
+
+    import protocol.core_messages
+    import protocol.messages
+
+    events = set(typing.get_args(protocol.messages.Event))
+    others = set(typing.get_args(protocol.messages.Reply)) | set(typing.get_args(protocol.messages.Request))
+    assert events and others and not events & others
+    assert all(issubclass(event, protocol.core_messages._Event) for event in events)
+    assert not any(issubclass(message, protocol.core_messages._Event) for message in others)
+    assert set(protocol.messages.EVENT_TYPES) == events
+
+
+def test_the_core_messages_are_the_messages_modules_own() -> None:
+    """``protocol.messages`` re-exports every Struct and literal of ``protocol.core_messages``
+    (one type either way: ``Tell`` from one is ``Tell`` from the other)."""
+    import protocol.core_messages
+    import protocol.limits
+    import protocol.messages
+
+    public = {name: value for name, value in vars(protocol.core_messages).items()  # its own, not what it imports
+              if name[0].isupper() and name not in vars(protocol.limits) and name not in ("Literal", "TypeGuard")}
+    assert {"Hello", "Welcome", "ErrorReply", "Tell", "TellReply", "TellInfo", "TellText"} <= set(public)
+    for name, value in public.items():
+        assert getattr(protocol.messages, name) is value, name
