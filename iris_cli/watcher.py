@@ -7,7 +7,6 @@ import sys
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from iris_cli.text import decide_line
 from protocol.core_messages import TellNotice, TellPhase, TellPhaseEvent, TellState, TellText
 from protocol.phases import awaited_approval, describe
 
@@ -19,6 +18,8 @@ if TYPE_CHECKING:
 def approval_hint(phase: TellPhase, approval_id: str) -> str:
     """The lines that tell a person how to decide the approval a tell waits for (its own,
     or the one of the tell ahead of it in the queue)."""
+    from iris_cli.text import decide_line  # here: most tells wait for no approval
+
     return f"{describe(phase)}\n{decide_line(approval_id)}"
 
 

@@ -8,7 +8,9 @@ Defining a Struct costs about as much as importing a small module: a message joi
 module only if the plain tell sends or receives it.
 """
 
-from __future__ import annotations
+# No 'from __future__ import annotations': msgspec reads a Struct's annotations when it
+# first encodes or decodes one, and a string annotation costs a compile() each (56 of
+# them in a tell, a tenth of its run); these are evaluated once, as the classes are made.
 
 from typing import Literal, TypeGuard
 
@@ -36,6 +38,9 @@ FINAL_TELL_STATUSES: frozenset[str] = frozenset(
 
 # What a caller sees: the final state, or "in_progress" when it stopped waiting first.
 ReplyStatus = Literal["completed", "timed_out", "interrupted", "failed", "in_progress"]
+# The reply statuses that answered the caller: the answer, or the tell running on past the
+# caller's wait (the CLI exits 0 with these, 1 with the others).
+ANSWERED_STATUSES: frozenset[str] = frozenset({"completed", "in_progress"})
 
 # What an unfinished tell waits for right now (see ``TellPhase``).
 PhaseName = Literal[
@@ -80,7 +85,7 @@ class TellPhase(msgspec.Struct, kw_only=True, omit_defaults=True):
     server: str = ""  # awaiting_approval of an input request: the team's MCP server that asks (``detail``: what)
     # queued: what the tell at the head of the pair's queue (the one running) waits for, so
     # that a tell stuck behind an undecided approval, a question or a long tool says so.
-    head: TellPhase | None = None
+    head: "TellPhase | None" = None  # a string: the class is not made yet
     head_id: str = ""  # queued: that tell's id
     text: str = ""  # the phase in words (``describe``), for a front end that cannot word it (the dashboard)
 

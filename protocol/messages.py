@@ -20,6 +20,7 @@ import msgspec
 
 # The handshake's and a tell's messages, and the base of every message, live in
 # ``core_messages`` (what ``iris tell`` creates); they are this module's as much as the rest.
+from protocol.core_messages import ANSWERED_STATUSES as ANSWERED_STATUSES
 from protocol.core_messages import FINAL_TELL_STATUSES as FINAL_TELL_STATUSES
 from protocol.core_messages import UNFINISHED_TELL_STATUSES as UNFINISHED_TELL_STATUSES
 from protocol.core_messages import ChainRef as ChainRef
