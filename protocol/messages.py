@@ -10,9 +10,12 @@ Three tagged unions, one per direction and kind:
 Compatibility rules: new fields get defaults; a field's type never changes; a new
 message is a new tag. ``Hello`` carries ``PROTOCOL_VERSION`` so both sides can refuse
 a peer they do not understand.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here (nor in ``core_messages`` and ``health``):
+msgspec reads a Struct's annotations when it first encodes or decodes one, and each string
+annotation costs a ``compile()``: the decoders of every request and every reply and event
+took 10 to 17 ms to make with them, 2.5 to 3 ms without.
+"""
 
 from typing import Any, Literal, TypeGuard, get_args
 

@@ -241,3 +241,26 @@ def test_the_core_messages_are_the_messages_modules_own() -> None:
     assert {"Hello", "Welcome", "ErrorReply", "Tell", "TellReply", "TellInfo", "TellText"} <= set(public)
     for name, value in public.items():
         assert getattr(protocol.messages, name) is value, name
+
+
+def test_the_wire_structs_annotations_are_evaluated_once_as_their_classes_are_made() -> None:
+    """msgspec reads a Struct's annotations when it first encodes or decodes one, and compiles
+    each string annotation (``from __future__ import annotations``) then: 56 compiles in a
+    plain ``iris tell``, the decoders of every message 4x slower to make. The modules of the
+    wire Structs therefore do not postpone them; a string is left only where a class names
+    itself."""
+    import inspect
+
+    import protocol.core_messages
+    import protocol.health
+    import protocol.messages
+
+    strings = {
+        f"{value.__name__}.{field}"
+        for module in (protocol.core_messages, protocol.messages, protocol.health)
+        for value in vars(module).values()
+        if inspect.isclass(value) and issubclass(value, msgspec.Struct)
+        for field, annotation in vars(value).get("__annotations__", {}).items()
+        if isinstance(annotation, str)
+    }
+    assert strings == {"TellPhase.head"}
