@@ -11,10 +11,13 @@ Compatibility rules: new fields get defaults; a field's type never changes; a ne
 message is a new tag. ``Hello`` carries ``PROTOCOL_VERSION`` so both sides can refuse
 a peer they do not understand.
 
-No ``from __future__ import annotations`` here (nor in ``core_messages`` and ``health``):
-msgspec reads a Struct's annotations when it first encodes or decodes one, and each string
-annotation costs a ``compile()``: the decoders of every request and every reply and event
-took 10 to 17 ms to make with them, 2.5 to 3 ms without.
+The handshake's and a tell's messages are in ``core_messages``, ``iris status``'s in
+``status_messages`` (the CLI's hot paths import those alone); all are re-exported here.
+
+No ``from __future__ import annotations`` here (nor in ``core_messages``, ``status_messages``
+and ``health``): msgspec reads a Struct's annotations when it first encodes or decodes
+one, and each string annotation costs a ``compile()``: the decoders of every request and
+every reply and event took 10 to 17 ms to make with them, 2.5 to 3 ms without.
 """
 
 from typing import Any, Literal, TypeGuard, get_args
@@ -52,46 +55,15 @@ from protocol.limits import (
     ThreadName,
     TimeoutMs,
 )
-
-ProcessState = Literal["stopped", "spawning", "idle", "processing", "terminating", "failed"]
-
-
+from protocol.status_messages import GetStatus as GetStatus
+from protocol.status_messages import LogEntry as LogEntry
+from protocol.status_messages import ProcessInfo as ProcessInfo
+from protocol.status_messages import ProcessState as ProcessState
+from protocol.status_messages import StatusReply as StatusReply
+from protocol.status_messages import TeamInfo as TeamInfo
+from protocol.status_messages import UnsolicitedInfo as UnsolicitedInfo
 
 # --- shared records -------------------------------------------------------------
-
-
-class TeamInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    name: str
-    path: str
-    description: str = ""
-    color: str = ""
-    host: str = ""  # the ssh destination of a team on another machine ("" for this one)
-    unavailable: str = ""  # why it cannot answer now (its folder is missing), with the fix
-    kind: str = ""  # "" a claude here or over ssh; "a2a" an A2A agent; "mesh" a team homed on another irisd
-    remote: str = ""  # where a remote team lives: the agent's URL, the home irisd's name
-
-
-class ProcessInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One (from_team, to_team) pair's process, for ``iris status``."""
-
-    from_team: str | None
-    to_team: str
-    state: ProcessState
-    session_id: str = ""
-    pid: int | None = None
-    queued: int = 0
-    current_tell: str = ""
-    last_used_at: float | None = None
-    reason: str = ""  # why the pair is failed / was stopped
-    unsolicited: str = ""  # the id of a turn no tell asked for, under way (the next tell waits)
-    host: str = ""  # where its claude runs: an ssh destination, "" for this machine
-    # A remote team's pair ("a2a": an A2A agent, "mesh": a team of another irisd): no claude
-    # process here (``host`` then says where the team is); "" for a claude of Iris's own.
-    kind: str = ""
-    # Spent on the pair's tells, all time: the cost ledger's sum when the pair's actor
-    # started, plus each tell's share as claude reports it.
-    cost_usd: float = 0.0
-    thread: str = ""  # the pair's conversation this process serves ("": the default thread)
 
 
 class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -173,24 +145,6 @@ class NotificationInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     tell_id: str = ""
     error: str = ""
     chain: ChainRef | None = None  # the chain it was sent in; None: it starts one when delivered
-
-
-class UnsolicitedInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A turn a pair's claude took while no tell of Iris was running (a message from
-    another Claude Code session, a background task finishing): kept, never dropped, and
-    never part of a tell's answer. ``id`` starts with ``u-``; its lines are read with
-    ``ReadUnsolicited``."""
-
-    id: str
-    from_team: str | None
-    to_team: str
-    status: TellStatus  # running, then completed / failed / timed_out / interrupted
-    started_at: float
-    text: str = ""  # what it said
-    session_id: str = ""
-    finished_at: float | None = None
-    error: str = ""
-    cost_usd: float | None = None
 
 
 ApprovalStatus = Literal["pending", "allowed", "denied", "expired"]
@@ -341,15 +295,6 @@ class RuleInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_name: str
     input: dict[str, Any]
     created_at: float
-class LogEntry(msgspec.Struct, kw_only=True):
-    """A warning or error irisd logged (for the dashboard's health view)."""
-
-    at: float
-    level: str
-    logger: str
-    message: str
-
-
 # --- requests -------------------------------------------------------------------
 
 
@@ -392,10 +337,6 @@ class Command(_Message, tag="command"):
 
 
 class ListTeams(_Message, tag="list_teams"):
-    pass
-
-
-class GetStatus(_Message, tag="get_status"):
     pass
 
 
@@ -674,31 +615,6 @@ Request = (
 
 class TeamsReply(_Message, tag="teams_reply"):
     teams: list[TeamInfo]
-
-
-class StatusReply(_Message, tag="status_reply"):
-    pid: int
-    daemon_version: str
-    started_at: float
-    socket_path: str
-    config_path: str
-    teams: list[TeamInfo]
-    processes: list[ProcessInfo]
-    max_processes: int
-    pending_approvals: int = 0
-    http_url: str = ""  # irisd's HTTP face (API, dashboard, MCP for its children)
-    environment: dict[str, list[str]] = {}  # team -> the NAMES of its claude's variables
-    unsolicited: list[UnsolicitedInfo] = []  # the latest turns no tell asked for, newest first
-    memory_rss: int = 0  # irisd's resident memory, bytes (0 where /proc is missing)
-    children_rss: int = 0  # its claude processes' resident memory, bytes
-    # Spare claudes (settings.sessions.spares): started, idle, no pair's yet; team -> their pids.
-    spares: dict[str, list[int]] = {}
-    recent_errors: list[LogEntry] = []  # the newest warnings and errors irisd logged, newest first
-    claude_version: str = ""  # the local claude irisd runs ("" when none was found)
-    claude_tested: str = ""  # the claude version this Iris was tested with
-    config_problem: str = ""  # why the last reload of config.yaml was refused ("" once one works)
-    findings: list[Finding] = []  # what the health monitor finds wrong now, worst first
-    recoveries: list[Recovery] = []  # what irisd did about findings itself (settings.health.recover), newest first
 
 
 class HealthReply(_Message, tag="health_reply"):

@@ -148,16 +148,17 @@ def test_a_reader_that_goes_away_ends_the_hot_paths_without_a_traceback() -> Non
 # Modules the hot paths used to import and no longer need (each one measured, README
 # Performance row 7): the socket module's enums, pathlib and what it pulls in, dataclasses,
 # shutil, json, urllib, and typing_extensions with inspect behind it (msgspec's); what
-# msgspec's __init__ imports beyond its core (iris_cli.entry.import_msgspec), and the
-# platform module uuid imports for its platform.system().
+# msgspec's __init__ imports beyond its core (iris_cli.entry.import_msgspec), the platform
+# module uuid imports for its platform.system(), datetime's pure-Python half, and the
+# hundred Structs of protocol.messages (each path creates those of its own module:
+# protocol.core_messages, protocol.status_messages).
 NOT_ON_THE_HOT_PATHS = (
     "socket", "pathlib", "dataclasses", "shutil", "json", "urllib.parse", "typing_extensions", "inspect",
     "threading", "rich", "typer", "platform", "textwrap", "msgspec.inspect", "msgspec.json", "msgspec._json_schema",
-    "msgspec.toml", "msgspec.yaml", "msgspec.structs",
+    "msgspec.toml", "msgspec.yaml", "msgspec.structs", "datetime", "protocol.messages",
 )
-# And what the plain tell alone does without: the hundred Structs of protocol.messages
-# (it creates those of protocol.core_messages) and datetime's pure-Python half.
-NOT_ON_THE_TELL_PATH = ("protocol.messages", "datetime")
+# And what the plain tell alone does without: the status's Structs and the CLI's text helpers.
+NOT_ON_THE_TELL_PATH = ("protocol.status_messages", "protocol.health", "iris_cli.text", "iris_common.money")
 
 HOT_PATH_PROBE = """
 import sys

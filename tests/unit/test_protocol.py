@@ -229,16 +229,29 @@ def test_every_event_and_no_other_message_derives_from_the_event_base() -> None:
     assert set(protocol.messages.EVENT_TYPES) == events
 
 
-def test_the_core_messages_are_the_messages_modules_own() -> None:
-    """``protocol.messages`` re-exports every Struct and literal of ``protocol.core_messages``
-    (one type either way: ``Tell`` from one is ``Tell`` from the other)."""
+@pytest.mark.parametrize(
+    ("module_name", "some"),
+    [
+        ("protocol.core_messages", {"Hello", "Welcome", "ErrorReply", "Tell", "TellReply", "TellInfo", "TellText"}),
+        ("protocol.status_messages", {"GetStatus", "StatusReply", "TeamInfo", "ProcessInfo", "ProcessState"}),
+    ],
+)
+def test_the_hot_paths_messages_are_the_messages_modules_own(module_name: str, some: set[str]) -> None:
+    """``protocol.messages`` re-exports every Struct and literal of the modules the CLI's hot
+    paths import alone (one type either way: ``Tell`` from one is ``Tell`` from the other)."""
+    import importlib
+
     import protocol.core_messages
+    import protocol.health
     import protocol.limits
     import protocol.messages
 
-    public = {name: value for name, value in vars(protocol.core_messages).items()  # its own, not what it imports
-              if name[0].isupper() and name not in vars(protocol.limits) and name not in ("Literal", "TypeGuard")}
-    assert {"Hello", "Welcome", "ErrorReply", "Tell", "TellReply", "TellInfo", "TellText"} <= set(public)
+    module = importlib.import_module(module_name)
+    imported = {*vars(protocol.limits), *vars(protocol.health), "Literal", "TypeGuard"}
+    if module is not protocol.core_messages:
+        imported |= set(vars(protocol.core_messages))
+    public = {name: value for name, value in vars(module).items() if name[0].isupper() and name not in imported}
+    assert some <= set(public)
     for name, value in public.items():
         assert getattr(protocol.messages, name) is value, name
 
@@ -254,10 +267,11 @@ def test_the_wire_structs_annotations_are_evaluated_once_as_their_classes_are_ma
     import protocol.core_messages
     import protocol.health
     import protocol.messages
+    import protocol.status_messages
 
     strings = {
         f"{value.__name__}.{field}"
-        for module in (protocol.core_messages, protocol.messages, protocol.health)
+        for module in (protocol.core_messages, protocol.status_messages, protocol.messages, protocol.health)
         for value in vars(module).values()
         if inspect.isclass(value) and issubclass(value, msgspec.Struct)
         for field, annotation in vars(value).get("__annotations__", {}).items()
