@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import os
 import sys
-from types import ModuleType
-from typing import TYPE_CHECKING, NoReturn
 
+# typing.TYPE_CHECKING without importing typing, a third of 'iris --version' (mypy takes any
+# name TYPE_CHECKING as true); the commands that talk to irisd import it with msgspec.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import NoReturn
 
 _CLI_ONLY = {"install", "uninstall", "--help", "-h"}
 
@@ -136,7 +139,7 @@ def import_msgspec() -> None:
 
         stand_ins["datetime"] = _datetime
     if "uuid" not in sys.modules and "platform" not in sys.modules:
-        platform = ModuleType("platform", "A stand-in for uuid's import (iris_cli.entry.import_msgspec).")
+        platform = type(sys)("platform", "A stand-in for uuid's import (iris_cli.entry.import_msgspec).")
         platform.system = _system  # type: ignore[attr-defined]
         stand_ins["platform"] = platform
     sys.modules.update(stand_ins)  # type: ignore[arg-type]  # None entries: "import fails"
@@ -164,7 +167,7 @@ def _import_msgspec_core() -> None:
         import msgspec  # noqa: F401
 
         return
-    package = ModuleType("msgspec")
+    package = type(sys)("msgspec")  # types.ModuleType
     package.__spec__ = spec
     package.__loader__ = spec.loader
     package.__file__ = spec.origin

@@ -247,6 +247,23 @@ def test_the_hot_paths_import_only_what_they_use(tmp_path: Path) -> None:
         irisd.close()
 
 
+def test_iris_version_imports_no_typing() -> None:
+    """``iris --version`` (scripts ask it) imports neither msgspec nor ``typing``, which was a
+    third of its instructions: ``iris_cli.entry`` imports nothing of typing at its top."""
+    import site
+    import subprocess
+    import sys
+
+    shown = 'print("loaded:", *sorted(set(sys.modules) - before), file=sys.stderr)'
+    probe = HOT_PATH_PROBE.split("codec = ")[0] + shown  # no codec: --version talks to no irisd
+    path = ":".join([str(Path(__file__).resolve().parents[2]), *site.getsitepackages()])
+    ran = subprocess.run([sys.executable, "-S", "-c", probe, path, "--version"], capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 0 and ran.stdout.startswith("iris "), ran.stderr
+    loaded = set(ran.stderr.split("loaded:", 1)[1].split())
+    assert "iris_cli.entry" in loaded and not loaded & {"typing", "msgspec", "re", "enum"}, sorted(loaded)
+
+
 MSGSPEC_PROBE = """
 import sys, json
 lean = sys.argv[1] == "lean"
