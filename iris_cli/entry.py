@@ -135,9 +135,12 @@ def import_msgspec() -> None:
     if "typing_extensions" not in sys.modules:
         stand_ins["typing_extensions"] = None  # None: "import fails"
     if "datetime" not in sys.modules:
-        import _datetime  # type: ignore[import-not-found]  # the C module, no stubs
-
-        stand_ins["datetime"] = _datetime
+        try:
+            import _datetime  # type: ignore[import-not-found]  # the C module, no stubs
+        except ImportError:  # a Python without it: datetime is its pure-Python self
+            pass
+        else:
+            stand_ins["datetime"] = _datetime
     if "uuid" not in sys.modules and "platform" not in sys.modules:
         platform = type(sys)("platform", "A stand-in for uuid's import (iris_cli.entry.import_msgspec).")
         platform.system = _system  # type: ignore[attr-defined]
