@@ -219,7 +219,6 @@ class TellPhaseEvent(_Event, tag="tell_phase"):
     phase: TellPhase
 
 
-
 def is_event(message: object) -> TypeGuard[_Event]:
     """A pushed event, never the reply that ends a request: every type of the ``Event``
     union of ``protocol.messages`` derives from ``_Event`` and no other message does
