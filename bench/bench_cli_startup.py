@@ -12,7 +12,10 @@ at once, so what is measured is the CLI, not a model or claude.
 
 Each side is a normal install, as a user has it: a wheel in a scratch virtualenv (an
 editable install adds an import hook to every start of the interpreter, ``python -c pass``
-included, which would flatter the ratio); the editable checkout's figures are printed too.
+included, which would flatter the ratio); the editable checkout's figures are printed too, and
+``iris tell`` from the checkout on ``sys.path`` as a plain path, the way ``scripts/install``
+installs it (setuptools' compat editable mode; here the scratch virtualenv's ``iris`` with
+the checkout first on ``PYTHONPATH``).
 Rounds are interleaved, each in a rotated order, so a busier moment of the machine hits
 every side alike. Byte-compiled files are allowed (PYTHONDONTWRITEBYTECODE unset for the
 runs), after one warm-up run of each; the "no .pyc" rows run a copy of the sources that
@@ -42,6 +45,7 @@ from protocol.messages import Tell, TellReply
 STATUS_TARGET = 4.0  # x python -c pass
 TELL_TARGET = 0.040  # s: the CLI's own cost of a tell, over a protocol client
 PACKAGES = ("protocol", "iris_common", "iris_mcp", "irisd", "iris_cli")
+CHECKOUT_TELL = "iris tell alpha MESSAGE (checkout on the path)"
 COMMANDS = ("iris status", "iris status --json", "iris --version", "iris tell alpha MESSAGE", "iris tell --help")
 
 
@@ -98,6 +102,10 @@ def main() -> int:
         if old_code is not None:  # the same interpreter, the baseline's code first on the path
             runs["iris status (editable, baseline)"] = [
                 "env", f"PYTHONPATH={old_code}", str(editable / "iris"), "status"]
+        runs[CHECKOUT_TELL] = ["env", f"PYTHONPATH={REPO}", str(installed / "iris"), "tell", "alpha", "a question"]
+        if old_code is not None and old_installed is not None:
+            runs[CHECKOUT_TELL + " (baseline)"] = [
+                "env", f"PYTHONPATH={old_code}", str(old_installed / "iris"), "tell", "alpha", "a question"]
         runs["iris status, no .pyc"] = uncompiled(REPO, sys.executable, stack, "status")
         if old_code is not None:
             runs["iris status, no .pyc (baseline)"] = uncompiled(old_code, sys.executable, stack, "status")
@@ -150,6 +158,9 @@ def main() -> int:
     tell, old_tell = "iris tell alpha MESSAGE", ("iris tell alpha MESSAGE" + old if old else None)
     print(f"  {'over a protocol client':<34} {cost(tell, False):>9}   {cost(old_tell, False) if old_tell else '':>9}")
     print(f"  {'and over python -c pass':<34} {cost(tell, True):>9}   {cost(old_tell, True) if old_tell else '':>9}")
+    old_checkout = CHECKOUT_TELL + " (baseline)" if old else None
+    print(f"  {'the checkout on the path, over pass':<34} {cost(CHECKOUT_TELL, True):>9}   "
+          f"{cost(old_checkout, True) if old_checkout else '':>9}")
     print("absolute:")
     for label, values in samples.items():
         print(describe(label, values))

@@ -16,29 +16,23 @@ import os
 import time
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import msgspec
 
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
+from protocol.core_messages import ErrorReply, Hello, Welcome, is_event
 from protocol.errors import DaemonNotRunningError, IrisError, ProtocolError
 from protocol.errors import DaemonUnreachable as DaemonUnreachable
 from protocol.framing import HEADER, check_frame_size
-from protocol.messages import (
-    ErrorReply,
-    Event,
-    Hello,
-    Reply,
-    Request,
-    Welcome,
-    is_event,
-)
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-EventHandler = Callable[[Event], None]
+    from protocol.messages import Event, Reply, Request  # the unions: every message (not on the hot paths)
+
+EventHandler: TypeAlias = "Callable[[Event], None]"  # a string: Event is the union of every event type
 Expected = tuple[type[msgspec.Struct], ...]  # the reply and event types a request waits for
 HELLO_TIMEOUT_S = 10.0  # connecting and the handshake; a request then waits as long as it takes
 
@@ -136,11 +130,11 @@ class Client:
                 message = self._receive(expect)
                 if is_event(message):
                     if on_event is not None:
-                        on_event(message)
+                        on_event(cast("Event", message))
                     continue
                 if isinstance(message, ErrorReply):
                     raise IrisError.from_wire(message.code, message.message)
-                return cast(Reply, message)  # not an event: a reply
+                return cast("Reply", message)  # not an event: a reply
         except (BrokenPipeError, ConnectionResetError):
             self.close()
             raise DaemonNotRunningError("irisd closed the connection (did it stop?)") from None

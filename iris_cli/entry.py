@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
+
+# typing.TYPE_CHECKING without importing typing, a third of 'iris --version' (mypy takes any
+# name TYPE_CHECKING as true); the commands that talk to irisd import it with msgspec.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import NoReturn
 
 _CLI_ONLY = {"install", "uninstall", "--help", "-h"}
 
@@ -94,24 +101,113 @@ def _plain_tell(args: list[str]) -> bool:
 
 
 def import_msgspec() -> None:
-    """Import msgspec without typing_extensions, for the hot paths.
+    """Import msgspec for the hot paths, without what msgspec loads that they never use.
 
-    msgspec does not depend on typing_extensions, but imports it when it is installed (Typer
-    installs it) for two things: its ``get_type_hints``, which msgspec always calls with
-    ``include_extras=True``, where on Python 3.11 and later it returns what
-    ``typing.get_type_hints`` returns; and ``Required``/``NotRequired``, which there are
-    typing's own objects. Without it,
-    msgspec takes the same from ``typing`` (tests/unit/test_protocol.py checks that both give
-    the Structs the same types). Importing it, and ``inspect``, ``ast``, ``dis`` and
-    ``tokenize`` behind it, was a sixth of ``iris status``'s instructions. It is hidden only
-    while msgspec is imported: whatever imports it later (Typer, rich) gets it as usual.
+    - ``typing_extensions`` (and ``inspect``, ``ast``, ``dis``, ``tokenize`` behind it), a
+      sixth of ``iris status``'s instructions: msgspec imports it, when installed (Typer
+      installs it), for its ``get_type_hints``, which msgspec always calls with
+      ``include_extras=True``, where on Python 3.11 and later it returns what
+      ``typing.get_type_hints`` returns, and for ``Required``/``NotRequired``, which there
+      are typing's own objects; without it msgspec takes the same from ``typing``
+      (tests/unit/test_protocol.py checks that both give the Structs the same types).
+    - The pure-Python half of ``datetime``: msgspec's core asks ``datetime`` for the C API
+      of ``_datetime``, whose types ``datetime`` re-exports, so it is given ``_datetime``
+      itself; a later ``import datetime`` loads the real module, with the same types.
+    - ``platform`` (eight regular expressions compiled at import): ``uuid``, which msgspec
+      imports for its ``UUID`` type, calls ``platform.system()`` once to know whether it
+      runs on AIX or Linux; it is given a stand-in whose ``system()`` answers what
+      ``platform.system()`` does, and a later ``import platform`` loads the real module.
+    - Running ``msgspec/__init__.py`` before something asks for a name the core does not
+      give: it imports ``msgspec.inspect`` (forty Structs), ``json`` with its schema module
+      and ``textwrap``, ``toml``, ``yaml`` and ``structs``, a fifth of msgspec's import.
+      The package is made from msgspec's own spec, with the core's names; the first other
+      name asked for (``msgspec.json``, ``msgspec.field``, ...) runs ``__init__.py`` in
+      it, so from then on it is the package as ``import msgspec`` makes it.
+
+    Each stand-in is in ``sys.modules`` only while msgspec's core is imported; whatever
+    imports these modules later (Typer, rich) gets them as usual. Any surprise (another
+    msgspec that is no package of files, a core that fails to load) imports msgspec the
+    ordinary way (tests/subsystem/test_cli_app.py compares the two).
     """
-    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
-        return  # too late to matter, or nothing to hide
-    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # None: "import fails"
+    if "msgspec" in sys.modules:
+        return  # too late to matter
+    stand_ins: dict[str, ModuleType | None] = {}
+    if "typing_extensions" not in sys.modules:
+        stand_ins["typing_extensions"] = None  # None: "import fails"
+    if "datetime" not in sys.modules:
+        try:
+            import _datetime  # type: ignore[import-not-found]  # the C module, no stubs
+        except ImportError:  # a Python without it: datetime is its pure-Python self
+            pass
+        else:
+            stand_ins["datetime"] = _datetime
+    if "uuid" not in sys.modules and "platform" not in sys.modules:
+        platform = type(sys)("platform", "A stand-in for uuid's import (iris_cli.entry.import_msgspec).")
+        platform.system = _system  # type: ignore[attr-defined]
+        stand_ins["platform"] = platform
+    sys.modules.update(stand_ins)  # type: ignore[arg-type]  # None entries: "import fails"
     try:
-        import msgspec  # noqa: F401 (imported for what it caches: its typing helpers)
+        _import_msgspec_core()
     except ImportError:
-        pass  # a later msgspec that needs it: the command imports it as it is
+        pass  # a later msgspec that needs them: the command imports it as it is
     finally:
-        del sys.modules["typing_extensions"]
+        for name in stand_ins:
+            del sys.modules[name]
+
+
+# The names msgspec/__init__.py takes from its core, that the hot paths use.
+_CORE_NAMES = (
+    "NODEFAULT", "UNSET", "DecodeError", "EncodeError", "Meta", "MsgspecError", "Raw", "Struct", "StructMeta",
+    "UnsetType", "ValidationError", "convert", "defstruct", "to_builtins",
+)
+
+
+def _import_msgspec_core() -> None:
+    """The ``msgspec`` package with its core loaded and ``__init__.py`` not run yet (see
+    ``import_msgspec``); the ordinary import where msgspec is not a package of files."""
+    spec = next((found for finder in sys.meta_path if (found := _find_spec(finder, "msgspec"))), None)
+    if spec is None or spec.loader is None or not spec.submodule_search_locations:
+        import msgspec  # noqa: F401
+
+        return
+    package = type(sys)("msgspec")  # types.ModuleType
+    package.__spec__ = spec
+    package.__loader__ = spec.loader
+    package.__file__ = spec.origin
+    package.__cached__ = spec.cached  # type: ignore[attr-defined]
+    package.__path__ = list(spec.submodule_search_locations)
+    package.__package__ = "msgspec"
+    loader = spec.loader
+    running = False
+
+    def rest_of_msgspec(name: str) -> object:
+        """PEP 562: a name the core did not give runs msgspec's ``__init__.py``, once."""
+        nonlocal running
+        if running:
+            raise AttributeError(f"module 'msgspec' has no attribute {name!r}")
+        running = True
+        del vars(package)["__getattr__"]
+        loader.exec_module(package)
+        return getattr(package, name)
+
+    vars(package)["__getattr__"] = rest_of_msgspec
+    sys.modules["msgspec"] = package
+    try:
+        __import__("msgspec._core")  # not 'from msgspec import _core': that asks the package for the name first
+    except BaseException:
+        for name in [name for name in sys.modules if name == "msgspec" or name.startswith("msgspec.")]:
+            del sys.modules[name]
+        raise
+    core = sys.modules["msgspec._core"]
+    for name in _CORE_NAMES:
+        setattr(package, name, getattr(core, name))
+
+
+def _find_spec(finder: object, name: str) -> ModuleSpec | None:
+    find_spec = getattr(finder, "find_spec", None)
+    return find_spec(name, None) if find_spec is not None else None
+
+
+def _system() -> str:
+    """What ``platform.system()`` answers on a POSIX system: the kernel's name."""
+    return os.uname().sysname

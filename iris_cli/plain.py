@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from iris_cli.table import Cell, Column, Table, clean, draw, one_line, paint, terminal_width, use_color
 from iris_cli.text import ago, pair_name, short, usd
 from protocol.health import Finding, Recovery
-from protocol.messages import ProcessInfo, StatusReply, TeamInfo
+from protocol.status_messages import ProcessInfo, StatusReply, TeamInfo
 
 
 def team_place(team: TeamInfo) -> str:

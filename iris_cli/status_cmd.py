@@ -12,7 +12,7 @@ def run_status(as_json: bool) -> int:
 
     from iris_cli.client import Client
     from protocol.errors import IrisError
-    from protocol.messages import GetStatus, StatusReply
+    from protocol.status_messages import GetStatus, StatusReply  # not protocol.messages: these alone are made
 
     try:
         with Client() as client:

@@ -14,10 +14,13 @@ def run_tell(
     """Send the tell, stream its answer, print the outcome; exits non-zero unless it completed
     (or is still running by the caller's choice)."""
     from iris_cli.calls import print_json, send
-    from iris_cli.text import ANSWERED, tell_data
     from iris_cli.watcher import TellWatcher
+    from protocol.core_messages import (  # not protocol.messages: the hot path creates these alone
+        ANSWERED_STATUSES,
+        Tell,
+        TellReply,
+    )
     from protocol.errors import DaemonNotRunningError, IrisError
-    from protocol.messages import Tell, TellReply
 
     # Streaming also tells us the tell's id early (for the Ctrl-C message) and what it
     # waits for (the status line on a terminal, an approval's commands everywhere).
@@ -57,6 +60,8 @@ def run_tell(
     streamed = watcher.streamed
     info = reply.tell
     if as_json:
+        from iris_cli.text import tell_data  # here: the streamed tell needs none of the CLI's text
+
         print_json(tell_data(reply))
     elif timeout == -1 and reply.status == "in_progress":
         print(info.id)
@@ -73,5 +78,5 @@ def run_tell(
             from iris_cli import render
 
             render.tell_outcome(reply.status, info)
-    if reply.status not in ANSWERED:
+    if reply.status not in ANSWERED_STATUSES:
         raise SystemExit(1)

@@ -10,9 +10,9 @@ from iris_common.text import pair_name as pair_name
 from iris_common.text import short as short
 from iris_common.text import tail as tail
 from iris_common.text import tell_data as tell_data
+from protocol.core_messages import ANSWERED_STATUSES
 
-ANSWERED = frozenset({"completed", "in_progress"})  # a tell's reply status; the others exit 1
-
+ANSWERED = ANSWERED_STATUSES  # a tell's reply status; the others exit 1
 
 def decide_line(approval_id: str, *, kind: str = "tool") -> str:
     """How to decide an approval, in 80 columns: its id's first characters are enough

@@ -7,17 +7,19 @@ import sys
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from iris_cli.text import decide_line
-from protocol.messages import Event, TellNotice, TellPhase, TellPhaseEvent, TellState, TellText
+from protocol.core_messages import TellNotice, TellPhase, TellPhaseEvent, TellState, TellText
 from protocol.phases import awaited_approval, describe
 
 if TYPE_CHECKING:
     from iris_cli.live import StatusLine
+    from protocol.messages import Event
 
 
 def approval_hint(phase: TellPhase, approval_id: str) -> str:
     """The lines that tell a person how to decide the approval a tell waits for (its own,
     or the one of the tell ahead of it in the queue)."""
+    from iris_cli.text import decide_line  # here: most tells wait for no approval
+
     return f"{describe(phase)}\n{decide_line(approval_id)}"
 
 

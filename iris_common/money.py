@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
-
 
 def usd(amount: float) -> str:
     """Money for people: cents for large sums, more digits for small ones."""
@@ -12,6 +10,8 @@ def usd(amount: float) -> str:
 
 def day_start(now: float) -> float:
     """The local midnight that began the day of ``now`` (epoch seconds)."""
+    import datetime  # here: 'iris tell' shows money and never needs the day (nor datetime)
+
     moment = datetime.datetime.fromtimestamp(now).astimezone()
     midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
     return midnight.timestamp()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from protocol.messages import TellReply
 from protocol.pairs import pair_label
+
+if TYPE_CHECKING:
+    from protocol.messages import TellReply
 
 
 def pair_name(from_team: str | None, to_team: str, thread: str = "") -> str:

@@ -5,20 +5,26 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
-from typing import Union, cast, get_args
+from typing import TYPE_CHECKING, Union, cast, get_args
 
 import msgspec
+import msgspec.msgpack  # by name: the CLI's hot paths load msgspec's submodules one by one (iris_cli.entry)
 
+from protocol.core_messages import ErrorReply
 from protocol.errors import InvalidRequestError, ProtocolError
 from protocol.framing import DEFAULT_MAX_FRAME, HEADER, check_body_size
 from protocol.limits import explain
-from protocol.messages import ErrorReply, Request, ServerMessage
+
+# The unions of every message (protocol.messages) are imported where a decoder of them is
+# made: a client that names the replies it expects never creates the hundred Structs.
+if TYPE_CHECKING:
+    from protocol.messages import Request, ServerMessage
 
 # What a decoder raises for bytes that are no message: msgspec's DecodeError (and its
 # ValidationError), RecursionError for nesting past its depth, and UnicodeDecodeError
 # for a string that is not UTF-8 (msgspec lets that one through as it is: measured).
 UNDECODABLE = (msgspec.DecodeError, RecursionError, UnicodeDecodeError)
-_LONE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}"  # compiled by re's cache when a message fails
 
 
 def undecodable(exc: BaseException, data: bytes | bytearray) -> str:
@@ -28,7 +34,7 @@ def undecodable(exc: BaseException, data: bytes | bytearray) -> str:
         return f"a string is not valid UTF-8 (byte {exc.object[exc.start:exc.start + 1]!r}); send text as UTF-8"
     if isinstance(exc, RecursionError):
         return "it is nested too deep"
-    if isinstance(exc, msgspec.DecodeError) and (found := _LONE_SURROGATE.search(data)):
+    if isinstance(exc, msgspec.DecodeError) and (found := re.search(_LONE_SURROGATE, data)):
         escape = found.group().decode()
         return (
             f"a JSON string holds {escape}, half of a UTF-16 surrogate pair without its other half: it is no "
@@ -45,6 +51,8 @@ _HEADER_ROOM = bytes(HEADER.size)
 def _server_decoder() -> msgspec.msgpack.Decoder[object]:
     """Made at the first message decoded without a list of the expected ones: building the
     decoder of every reply and event type cost a short command a fifth of its start-up."""
+    from protocol.messages import ServerMessage
+
     return msgspec.msgpack.Decoder(ServerMessage)
 
 
@@ -59,7 +67,16 @@ def _expected_decoder(expected: tuple[type[msgspec.Struct], ...]) -> msgspec.msg
 def _request_decoder() -> msgspec.msgpack.Decoder[object]:
     """Made at the first request decoded: a client (``iris status``) never decodes one, and
     building the decoder of every request type was a tenth of its start-up's CPU."""
+    from protocol.messages import Request
+
     return msgspec.msgpack.Decoder(Request)
+
+
+@functools.cache
+def _request_types() -> tuple[type[msgspec.Struct], ...]:
+    from protocol.messages import Request
+
+    return get_args(Request)
 
 
 def encode(message: msgspec.Struct, max_size: int = DEFAULT_MAX_FRAME) -> bytearray:
@@ -90,14 +107,14 @@ def decode_request(body: bytes | bytearray) -> Request:
     """Decode a client's frame body. A value out of a field's declared range (protocol/limits.py)
     raises InvalidRequestError naming the field, its range and what to do (the connection is
     fine); anything else that is not a valid request raises ProtocolError."""
-    return cast(Request, _decode(_request_decoder(), body, get_args(Request)))
+    return cast("Request", _decode(_request_decoder(), body, _request_types()))
 
 
 def validated(request: Request) -> Request:
     """``request`` checked against its type's declared limits, as a decoder would check it:
     for the requests a face builds in process (the HTTP API's, /mcp's, A2A's), which no
     decoder saw. InvalidRequestError names the field, its range and the fix."""
-    return cast(Request, _decode(_request_decoder(), _encoder.encode(request), get_args(Request)))
+    return cast("Request", _decode(_request_decoder(), _encoder.encode(request), _request_types()))
 
 
 def decode_server_message(
@@ -111,10 +128,10 @@ def decode_server_message(
     decoded, by the whole union's decoder, as if nothing had been named."""
     if expected:
         try:
-            return cast(ServerMessage, _expected_decoder(expected).decode(body))
+            return cast("ServerMessage", _expected_decoder(expected).decode(body))
         except UNDECODABLE:
             pass  # not one of them, or not a message at all: the whole union decides and says why
-    return cast(ServerMessage, _decode(_server_decoder(), body))
+    return cast("ServerMessage", _decode(_server_decoder(), body))
 
 
 def _decode(

@@ -3,7 +3,7 @@ and the command that fixes it, and what irisd did about them itself
 (``settings.health.recover``). Shown by ``iris status``, ``GET /api/health``, the
 dashboard's Health view, ``iris doctor`` and the ``team_status`` tool."""
 
-from __future__ import annotations
+# No 'from __future__ import annotations' (see protocol.messages): iris status decodes these.
 
 from typing import Literal
 

@@ -129,7 +129,7 @@ def explain(error: msgspec.ValidationError, structs: typing.Iterable[type[msgspe
     """msgspec's words for a value that breaks a declared limit (they name the field and the
     range), and what to do instead; None if the error is not about such a field of ``structs``
     (then it is a malformed message, not a value out of range)."""
-    found = _FIELD.search(str(error))
+    found = re.search(_FIELD, str(error))
     if found is None or ", got `" in str(error):  # a wrong type is a malformed message, not a range
         return None
     for struct in structs:
@@ -141,7 +141,7 @@ def explain(error: msgspec.ValidationError, structs: typing.Iterable[type[msgspe
     return None
 
 
-_FIELD = re.compile(r"- at `\$\.(\w+)`$")
+_FIELD = r"- at `\$\.(\w+)`$"  # compiled (and cached by re) at the first error: a client may never see one
 
 
 def _fix(kind: msgspec.inspect.Type) -> str | None:

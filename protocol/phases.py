@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.messages import TellPhase
+from protocol.core_messages import TellPhase
 
 TOOL_DETAIL_CHARS = 80
 

@@ -147,11 +147,18 @@ def test_a_reader_that_goes_away_ends_the_hot_paths_without_a_traceback() -> Non
 
 # Modules the hot paths used to import and no longer need (each one measured, README
 # Performance row 7): the socket module's enums, pathlib and what it pulls in, dataclasses,
-# shutil, json, urllib, and typing_extensions with inspect behind it (msgspec's).
+# shutil, json, urllib, and typing_extensions with inspect behind it (msgspec's); what
+# msgspec's __init__ imports beyond its core (iris_cli.entry.import_msgspec), the platform
+# module uuid imports for its platform.system(), datetime's pure-Python half, and the
+# hundred Structs of protocol.messages (each path creates those of its own module:
+# protocol.core_messages, protocol.status_messages).
 NOT_ON_THE_HOT_PATHS = (
     "socket", "pathlib", "dataclasses", "shutil", "json", "urllib.parse", "typing_extensions", "inspect",
-    "threading", "rich", "typer",
+    "threading", "rich", "typer", "platform", "textwrap", "msgspec.inspect", "msgspec.json", "msgspec._json_schema",
+    "msgspec.toml", "msgspec.yaml", "msgspec.structs", "datetime", "protocol.messages",
 )
+# And what the plain tell alone does without: the status's Structs and the CLI's text helpers.
+NOT_ON_THE_TELL_PATH = ("protocol.status_messages", "protocol.health", "iris_cli.text", "iris_common.money")
 
 HOT_PATH_PROBE = """
 import sys
@@ -231,8 +238,81 @@ def test_the_hot_paths_import_only_what_they_use(tmp_path: Path) -> None:
             assert ran.returncode == 0 and shown in ran.stdout, (args, ran.stdout, ran.stderr)
             lines = dict(line.split(": ", 1) for line in ran.stderr.splitlines() if ": " in line)
             loaded = set(lines["loaded"].split())
-            assert "protocol.messages" in loaded and "iris_cli.client" in loaded  # the probe saw the command
+            assert "protocol.core_messages" in loaded and "iris_cli.client" in loaded  # the probe saw the command
             assert loaded.isdisjoint(NOT_ON_THE_HOT_PATHS), (args, sorted(loaded & set(NOT_ON_THE_HOT_PATHS)))
+            if args[0] == "tell":
+                assert loaded.isdisjoint(NOT_ON_THE_TELL_PATH), sorted(loaded & set(NOT_ON_THE_TELL_PATH))
             assert lines["whole-union decoder"] == "0", args
     finally:
         irisd.close()
+
+
+def test_iris_version_imports_no_typing() -> None:
+    """``iris --version`` (scripts ask it) imports neither msgspec nor ``typing``, which was a
+    third of its instructions: ``iris_cli.entry`` imports nothing of typing at its top."""
+    import site
+    import subprocess
+    import sys
+
+    shown = 'print("loaded:", *sorted(set(sys.modules) - before), file=sys.stderr)'
+    probe = HOT_PATH_PROBE.split("codec = ")[0] + shown  # no codec: --version talks to no irisd
+    path = ":".join([str(Path(__file__).resolve().parents[2]), *site.getsitepackages()])
+    ran = subprocess.run([sys.executable, "-S", "-c", probe, path, "--version"], capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 0 and ran.stdout.startswith("iris "), ran.stderr
+    loaded = set(ran.stderr.split("loaded:", 1)[1].split())
+    assert "iris_cli.entry" in loaded and not loaded & {"typing", "msgspec", "re", "enum"}, sorted(loaded)
+
+
+MSGSPEC_PROBE = """
+import sys, json
+lean = sys.argv[1] == "lean"
+if lean:
+    from iris_cli.entry import import_msgspec
+    import_msgspec()
+    before = sorted(name for name in sys.modules if name.split(".")[0] in (
+        "msgspec", "datetime", "platform", "uuid", "typing_extensions", "textwrap"))
+import msgspec
+import datetime, decimal, uuid, platform
+core = {name: getattr(msgspec, name) is getattr(msgspec._core, name) for name in ("Struct", "Meta", "to_builtins")}
+when = datetime.datetime(2026, 11, 27, 16, 0, tzinfo=datetime.timezone.utc)
+values = [when, when.date(), datetime.timedelta(seconds=3), uuid.UUID(int=7), decimal.Decimal("1.25")]
+class Point(msgspec.Struct):
+    at: datetime.datetime
+    id: uuid.UUID
+    amount: decimal.Decimal
+point = Point(at=when, id=uuid.UUID(int=7), amount=decimal.Decimal("1.25"))
+round_trip = msgspec.msgpack.decode(msgspec.msgpack.encode(point), type=Point) == point
+encoded = [msgspec.json.encode(values).decode(), msgspec.msgpack.encode(values).hex()]  # json: the rest of msgspec
+names = {name: type(getattr(msgspec, name)).__name__ for name in dir(msgspec) }
+print(json.dumps({
+    "loaded_first": before if lean else None,
+    "names": names,
+    "core": core,
+    "encoded": encoded,
+    "round_trip": round_trip,
+    "modules": [sys.modules["datetime"].__name__, sys.modules["platform"].__name__, platform.system(),
+                uuid._LINUX, "__getattr__" in vars(msgspec)],
+}))
+"""
+
+
+def test_msgspec_for_the_hot_paths_is_msgspec_once_asked_for_more() -> None:
+    """``iris_cli.entry.import_msgspec`` loads msgspec's core without its __init__'s
+    submodules, ``datetime``'s pure-Python half or ``platform``; anything more asked of it
+    then gives what an ordinary ``import msgspec`` gives: the same names, the same
+    encodings of dates, UUIDs and decimals, the real datetime and platform modules."""
+    import subprocess
+    import sys
+
+    def probe(how: str) -> dict[str, Any]:
+        ran = subprocess.run([sys.executable, "-c", MSGSPEC_PROBE, how], capture_output=True, text=True, timeout=60)
+        assert ran.returncode == 0, ran.stderr
+        answer: dict[str, Any] = json.loads(ran.stdout)
+        return answer
+
+    lean, ordinary = probe("lean"), probe("ordinary")
+    assert lean["loaded_first"] == ["msgspec", "msgspec._core", "msgspec._utils", "uuid"]
+    assert lean["core"] == {"Struct": True, "Meta": True, "to_builtins": True}
+    assert {**lean, "loaded_first": None} == ordinary
+    assert ordinary["modules"] == ["datetime", "platform", "Linux", True, False]

@@ -210,3 +210,71 @@ def test_msgspec_sees_the_same_types_with_or_without_typing_extensions() -> None
         assert typing_extensions.get_type_hints(struct_type, include_extras=True) == typing.get_type_hints(
             struct_type, include_extras=True
         ), struct_type
+
+
+def test_every_event_and_no_other_message_derives_from_the_event_base() -> None:
+    """The client tells an event from the reply that ends its request with
+    ``protocol.core_messages.is_event`` (an isinstance of the events' base), so that
+    ``iris tell`` needs none of the unions' types: the base must match the ``Event`` union."""
+    import typing
+
+    import protocol.core_messages
+    import protocol.messages
+
+    events = set(typing.get_args(protocol.messages.Event))
+    others = set(typing.get_args(protocol.messages.Reply)) | set(typing.get_args(protocol.messages.Request))
+    assert events and others and not events & others
+    assert all(issubclass(event, protocol.core_messages._Event) for event in events)
+    assert not any(issubclass(message, protocol.core_messages._Event) for message in others)
+    assert set(protocol.messages.EVENT_TYPES) == events
+
+
+@pytest.mark.parametrize(
+    ("module_name", "some"),
+    [
+        ("protocol.core_messages", {"Hello", "Welcome", "ErrorReply", "Tell", "TellReply", "TellInfo", "TellText"}),
+        ("protocol.status_messages", {"GetStatus", "StatusReply", "TeamInfo", "ProcessInfo", "ProcessState"}),
+    ],
+)
+def test_the_hot_paths_messages_are_the_messages_modules_own(module_name: str, some: set[str]) -> None:
+    """``protocol.messages`` re-exports every Struct and literal of the modules the CLI's hot
+    paths import alone (one type either way: ``Tell`` from one is ``Tell`` from the other)."""
+    import importlib
+
+    import protocol.core_messages
+    import protocol.health
+    import protocol.limits
+    import protocol.messages
+
+    module = importlib.import_module(module_name)
+    imported = {*vars(protocol.limits), *vars(protocol.health), "Literal", "TypeGuard"}
+    if module is not protocol.core_messages:
+        imported |= set(vars(protocol.core_messages))
+    public = {name: value for name, value in vars(module).items() if name[0].isupper() and name not in imported}
+    assert some <= set(public)
+    for name, value in public.items():
+        assert getattr(protocol.messages, name) is value, name
+
+
+def test_the_wire_structs_annotations_are_evaluated_once_as_their_classes_are_made() -> None:
+    """msgspec reads a Struct's annotations when it first encodes or decodes one, and compiles
+    each string annotation (``from __future__ import annotations``) then: 56 compiles in a
+    plain ``iris tell``, the decoders of every message 4x slower to make. The modules of the
+    wire Structs therefore do not postpone them; a string is left only where a class names
+    itself."""
+    import inspect
+
+    import protocol.core_messages
+    import protocol.health
+    import protocol.messages
+    import protocol.status_messages
+
+    strings = {
+        f"{value.__name__}.{field}"
+        for module in (protocol.core_messages, protocol.status_messages, protocol.messages, protocol.health)
+        for value in vars(module).values()
+        if inspect.isclass(value) and issubclass(value, msgspec.Struct)
+        for field, annotation in vars(value).get("__annotations__", {}).items()
+        if isinstance(annotation, str)
+    }
+    assert strings == {"TellPhase.head"}
