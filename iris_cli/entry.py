@@ -148,11 +148,20 @@ def import_msgspec() -> None:
     sys.modules.update(stand_ins)  # type: ignore[arg-type]  # None entries: "import fails"
     try:
         _import_msgspec_core()
-    except ImportError:
-        pass  # a later msgspec that needs them: the command imports it as it is
+    except Exception:  # any surprise (a later msgspec, a later Python): the ordinary import
+        _forget("msgspec")
     finally:
         for name in stand_ins:
             del sys.modules[name]
+    import msgspec  # noqa: F401  # the lean package made above, or the ordinary one
+
+
+def _forget(*packages: str) -> None:
+    """Drop what a failed lean import left half made. Not ``uuid``: msgspec's core keeps the
+    ``UUID`` class it met, and a second ``uuid`` module's would be another class (its
+    platform stand-in served its import and is not used after)."""
+    for name in [name for name in sys.modules if name.split(".")[0] in packages]:
+        del sys.modules[name]
 
 
 # The names msgspec/__init__.py takes from its core, that the hot paths use.
@@ -192,12 +201,7 @@ def _import_msgspec_core() -> None:
 
     vars(package)["__getattr__"] = rest_of_msgspec
     sys.modules["msgspec"] = package
-    try:
-        __import__("msgspec._core")  # not 'from msgspec import _core': that asks the package for the name first
-    except BaseException:
-        for name in [name for name in sys.modules if name == "msgspec" or name.startswith("msgspec.")]:
-            del sys.modules[name]
-        raise
+    __import__("msgspec._core")  # not 'from msgspec import _core': that asks the package for the name first
     core = sys.modules["msgspec._core"]
     for name in _CORE_NAMES:
         setattr(package, name, getattr(core, name))

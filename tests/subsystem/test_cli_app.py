@@ -316,3 +316,24 @@ def test_msgspec_for_the_hot_paths_is_msgspec_once_asked_for_more() -> None:
     assert lean["core"] == {"Struct": True, "Meta": True, "to_builtins": True}
     assert {**lean, "loaded_first": None} == ordinary
     assert ordinary["modules"] == ["datetime", "platform", "Linux", True, False]
+
+
+def test_a_lean_msgspec_import_that_fails_in_any_way_falls_back_to_the_ordinary_one() -> None:
+    """A later msgspec or Python that the lean import does not fit (here: a core name that is
+    not there) must cost the command nothing but the time: msgspec imported as usual, and
+    no stand-in left behind."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, json\n"
+        "from iris_cli import entry\n"
+        "entry._CORE_NAMES = (*entry._CORE_NAMES, 'NoSuchName')\n"
+        "entry.import_msgspec()\n"
+        "import msgspec, uuid, platform, datetime\n"
+        "print(json.dumps([msgspec.json.encode({'a': uuid.UUID(int=1)}).decode(), platform.__file__ is not None,\n"
+        "                  hasattr(datetime, 'datetime_CAPI'), platform.system() == 'Linux']))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == ['{"a":"00000000-0000-0000-0000-000000000001"}', True, True, True]
