@@ -62,19 +62,21 @@ Line = dict[str, Any]
 class Claude:
     """One claude in stream-json mode, as a spare is started (no MCP server)."""
 
-    def __init__(self, model: ScriptedModel, root: Path) -> None:
+    def __init__(self, model: ScriptedModel, root: Path, *, env: dict[str, str] | None = None,
+                 argv: list[str] | None = None) -> None:
         self.root = root
         folder = root / "team"
         folder.mkdir()
-        env = {name: value for name, value in os.environ.items() if name in ("PATH", "HOME", "LANG", "USER", "SHELL")}
-        env |= {"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": "bench",
-                "CLAUDE_CONFIG_DIR": str(root / "claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "IS_SANDBOX": "1"}
+        environment = {name: value for name, value in os.environ.items()
+                       if name in ("PATH", "HOME", "LANG", "USER", "SHELL")}
+        environment |= {"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": "bench",
+                        "CLAUDE_CONFIG_DIR": str(root / "claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                        "IS_SANDBOX": "1", **(env or {})}
         self.session_id = str(uuid.uuid4())  # what it was started with
-        argv = claude_argv(str(claude_binary()), session_id=self.session_id, resume=False,
-                           system_prompt=child_system_prompt("alpha"))
-        self.process = subprocess.Popen(argv, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL)
+        command = claude_argv(str(claude_binary()), session_id=self.session_id, resume=False,
+                              system_prompt=child_system_prompt("alpha"))
+        self.process = subprocess.Popen([*command, *(argv or [])], cwd=folder, env=environment,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.lines: queue.Queue[Line] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -162,9 +164,10 @@ def user_texts(request: Line) -> list[str]:
 
 
 @contextlib.contextmanager
-def started(model: ScriptedModel) -> Iterator[Claude]:
+def started(model: ScriptedModel, *, env: dict[str, str] | None = None,
+            argv: list[str] | None = None) -> Iterator[Claude]:
     with tempfile.TemporaryDirectory() as root:
-        claude = Claude(model, Path(root))
+        claude = Claude(model, Path(root), env=env, argv=argv)
         try:
             yield claude
         finally:
