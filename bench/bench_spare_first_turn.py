@@ -50,9 +50,10 @@ PHASES = {  # a phase ends at the first line of claude's debug log holding this 
 }
 
 
-def thread_cpu(pid: int) -> Counter[str]:
-    """CPU seconds each group of claude's threads has used: main, JITWorker, other."""
-    used: Counter[str] = Counter()
+def thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds each group of claude's threads has used: main, JITWorker, other (a
+    thread that ended meanwhile is not counted)."""
+    used = dict.fromkeys(("main", "JITWorker", "other"), 0.0)
     for task in Path(f"/proc/{pid}/task").iterdir():
         with contextlib.suppress(OSError):  # a thread that ended meanwhile
             name = (task / "comm").read_text().strip()
@@ -70,7 +71,7 @@ def minor_faults(pid: int) -> int:
 class Turn:
     wall: list[float] = field(default_factory=list)
     cpu: dict[str, list[float]] = field(default_factory=lambda: {"main": [], "JITWorker": [], "other": []})
-    faults: list[int] = field(default_factory=list)
+    faults: list[float] = field(default_factory=list)
     requests: Counter[str] = field(default_factory=Counter)
     phases: dict[str, list[float]] = field(default_factory=dict)
 
