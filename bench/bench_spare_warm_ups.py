@@ -27,6 +27,12 @@ Warm-ups (steps in order; ``ctx`` is what irisd does today):
                      ``list_permission_rules``)
   ctx-full           the context usage with ``detail: full`` (counted with the API's
                      ``count_tokens``: one request per category, 27 here)
+  ctx x3             the context usage three times (the code it runs compiled further)
+  ctx+draft          and ``prompt_draft_activity`` (the SDK's "the person is typing"; claude
+                     may get the next request ready meanwhile)
+  ctx+reads          and seven more control requests that read: ``get_hooks_listing``,
+                     ``get_skills_dialog``, ``get_memory_dialog``, ``get_usage``, ``get_plan``,
+                     ``file_suggestions``, ``get_binary_version``
 
 Run: .venv/bin/python bench/bench_spare_warm_ups.py [--rounds N] [WARM-UP ...]
 """
@@ -135,6 +141,12 @@ WARM_UPS: dict[str, list[Callable[[Claude], object]]] = {
             "initialize", "mcp_status", "get_settings", "get_status", "list_models", "get_session_cost",
             "export_conversation", "background_tasks", "list_permission_rules"))],
     "ctx-full": [lambda c: c.control("get_context_usage", detail="full")],
+    "ctx x3": [Claude.context_usage] * 3,
+    "ctx+draft": [Claude.context_usage, lambda c: c.control("prompt_draft_activity")],
+    "ctx+reads": [Claude.context_usage, *(
+        partial(Claude.control, subtype=subtype) for subtype in (
+            "get_hooks_listing", "get_skills_dialog", "get_memory_dialog", "get_usage", "get_plan",
+            "file_suggestions", "get_binary_version"))],
 }
 DEFAULT = ["none", "ctx", "ctx+clear", "ctx+cost", "ctx+cost+clear", "ctx+turn+clear", "ctx+init", "ctx+controls"]
 
