@@ -18,11 +18,13 @@ context usage), then three turns, each once claude is quiet. For each turn:
   first chunk of the answer (the request sent; the scripted model answers at once), to
   the turn's end, and to its ``result`` line read here.
 
-With ``--traffic``, each round also runs a claude with its nonessential traffic on
-(``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` empty, as a user's claude runs unless they set
-it; the tests and the other benchmarks set it): the first turn's requests and cost then.
+With ``--also NAME``, each round also runs a claude started otherwise, side by side:
+``traffic``, its nonessential traffic on (``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC`` empty,
+as a user's claude runs unless they set it; the tests and the other benchmarks set it);
+``keep-freed``, its allocator keeping the memory it freed (``MIMALLOC_PURGE_DELAY=-1``;
+by default it gives it back to the system, and a turn then faults it in again).
 
-Run: .venv/bin/python bench/bench_spare_first_turn.py [--rounds N] [--phases] [--traffic]
+Run: .venv/bin/python bench/bench_spare_first_turn.py [--rounds N] [--phases] [--also traffic|keep-freed]
 """
 
 from __future__ import annotations
@@ -136,9 +138,10 @@ def run_turns(
     return times
 
 
-CONFIGURATIONS = {
-    "nonessential traffic off (as the tests run claude)": {},
-    "nonessential traffic on (a user's default)": {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""},
+CONFIGURATIONS = {  # name: (what it is, claude's environment beside the bench's)
+    "default": ("as the tests start claude", {}),
+    "traffic": ("nonessential traffic on, a user's default", {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}),
+    "keep-freed": ("the allocator keeping what it freed", {"MIMALLOC_PURGE_DELAY": "-1"}),
 }
 
 
@@ -146,15 +149,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--phases", action="store_true", help="also claude's phases of each turn (its debug log on)")
-    parser.add_argument("--traffic", action="store_true", help="also a claude with its nonessential traffic on")
+    parser.add_argument("--also", action="append", default=[], choices=list(CONFIGURATIONS)[1:],
+                        help="also a claude started so, side by side")
     args = parser.parse_args()
     header("18c. what a spare's first turn does that a later turn does not")
-    names = list(CONFIGURATIONS)[:2 if args.traffic else 1]
+    names = ["default", *args.also]
     figures = {name: {turn: Turn() for turn in TURNS} for name in names}
     with ScriptedModel() as model:
         for round_ in range(args.rounds):
             for name in names if round_ % 2 == 0 else names[::-1]:
-                measure(model, figures[name], round_, debug=args.phases, env=CONFIGURATIONS[name])
+                measure(model, figures[name], round_, debug=args.phases, env=CONFIGURATIONS[name][1])
             print(".", end="", flush=True)
     print()
     for name in names:
@@ -163,7 +167,7 @@ def main() -> None:
 
 def report(name: str, turns: dict[str, Turn], *, phased: bool) -> None:
     first = turns["first"]
-    print(f"{name}: the first turn over the second, and over the third (medians):")
+    print(f"{name} ({CONFIGURATIONS[name][0]}): the first turn over the second, and over the third (medians):")
     for later_name in TURNS[1:]:
         later = turns[later_name]
         print(f"  wall {median(first.wall) / median(later.wall):5.2f}x   claude's CPU "
