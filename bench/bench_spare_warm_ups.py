@@ -27,6 +27,12 @@ Warm-ups (steps in order; ``ctx`` is what irisd does today):
                      ``list_permission_rules``)
   ctx-full           the context usage with ``detail: full`` (counted with the API's
                      ``count_tokens``: one request per category, 27 here)
+  ctx x3             the context usage three times (the code it runs compiled further)
+  ctx+draft          and ``prompt_draft_activity`` (the SDK's "the person is typing"; claude
+                     may get the next request ready meanwhile)
+  ctx+reads          and seven more control requests that read: ``get_hooks_listing``,
+                     ``get_skills_dialog``, ``get_memory_dialog``, ``get_usage``, ``get_plan``,
+                     ``file_suggestions``, ``get_binary_version``
 
 Run: .venv/bin/python bench/bench_spare_warm_ups.py [--rounds N] [WARM-UP ...]
 """
@@ -62,19 +68,21 @@ Line = dict[str, Any]
 class Claude:
     """One claude in stream-json mode, as a spare is started (no MCP server)."""
 
-    def __init__(self, model: ScriptedModel, root: Path) -> None:
+    def __init__(self, model: ScriptedModel, root: Path, *, env: dict[str, str] | None = None,
+                 argv: list[str] | None = None) -> None:
         self.root = root
         folder = root / "team"
         folder.mkdir()
-        env = {name: value for name, value in os.environ.items() if name in ("PATH", "HOME", "LANG", "USER", "SHELL")}
-        env |= {"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": "bench",
-                "CLAUDE_CONFIG_DIR": str(root / "claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                "IS_SANDBOX": "1"}
+        environment = {name: value for name, value in os.environ.items()
+                       if name in ("PATH", "HOME", "LANG", "USER", "SHELL")}
+        environment |= {"ANTHROPIC_BASE_URL": model.base_url, "ANTHROPIC_API_KEY": "bench",
+                        "CLAUDE_CONFIG_DIR": str(root / "claude"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                        "IS_SANDBOX": "1", **(env or {})}
         self.session_id = str(uuid.uuid4())  # what it was started with
-        argv = claude_argv(str(claude_binary()), session_id=self.session_id, resume=False,
-                           system_prompt=child_system_prompt("alpha"))
-        self.process = subprocess.Popen(argv, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL)
+        command = claude_argv(str(claude_binary()), session_id=self.session_id, resume=False,
+                              system_prompt=child_system_prompt("alpha"))
+        self.process = subprocess.Popen([*command, *(argv or [])], cwd=folder, env=environment,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.lines: queue.Queue[Line] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -133,6 +141,12 @@ WARM_UPS: dict[str, list[Callable[[Claude], object]]] = {
             "initialize", "mcp_status", "get_settings", "get_status", "list_models", "get_session_cost",
             "export_conversation", "background_tasks", "list_permission_rules"))],
     "ctx-full": [lambda c: c.control("get_context_usage", detail="full")],
+    "ctx x3": [Claude.context_usage] * 3,
+    "ctx+draft": [Claude.context_usage, lambda c: c.control("prompt_draft_activity")],
+    "ctx+reads": [Claude.context_usage, *(
+        partial(Claude.control, subtype=subtype) for subtype in (
+            "get_hooks_listing", "get_skills_dialog", "get_memory_dialog", "get_usage", "get_plan",
+            "file_suggestions", "get_binary_version"))],
 }
 DEFAULT = ["none", "ctx", "ctx+clear", "ctx+cost", "ctx+cost+clear", "ctx+turn+clear", "ctx+init", "ctx+controls"]
 
@@ -162,9 +176,10 @@ def user_texts(request: Line) -> list[str]:
 
 
 @contextlib.contextmanager
-def started(model: ScriptedModel) -> Iterator[Claude]:
+def started(model: ScriptedModel, *, env: dict[str, str] | None = None,
+            argv: list[str] | None = None) -> Iterator[Claude]:
     with tempfile.TemporaryDirectory() as root:
-        claude = Claude(model, Path(root))
+        claude = Claude(model, Path(root), env=env, argv=argv)
         try:
             yield claude
         finally:

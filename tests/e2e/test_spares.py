@@ -94,3 +94,28 @@ def test_a_spare_warms_up_before_it_is_offered_with_no_model_request_and_no_turn
     told = iris.cli_json("tell", "alpha", "hello")
     assert told["text"] == "echo #1: hello", told  # the warm-up is no turn of the conversation
     assert [path for path, _ in model.posts[asked:]] == ["/v1/messages"]
+
+
+def test_a_spares_first_tell_sends_the_model_what_a_claude_started_for_it_would(
+    iris: Iris, model: ScriptedModel
+) -> None:
+    # The warm-up must leave the conversation as it is: the model is sent, on a spare's
+    # first tell, the very request a claude started for that tell sends (but for the names).
+    iris.add_team("alpha", sessions={"spares": 1})
+    iris.add_team("beta")  # no spare: its first tell starts claude
+    iris.start()
+    wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
+    sent = []
+    for team in ("alpha", "beta"):
+        asked = len(model.posts)
+        told = iris.cli_json("tell", team, "hello")
+        assert told["text"] == "echo #1: hello" and told["new_session"], told
+        (request,) = [body for path, body in model.posts[asked:] if path == "/v1/messages"]
+        sent.append(json.loads(_as_alpha(json.dumps(request), team, told["session_id"])))
+    on_spare, started = sent
+    assert on_spare == started
+
+
+def _as_alpha(request: str, team: str, session_id: str) -> str:
+    """A request as team alpha's, its session id as such: what is the team's or the session's."""
+    return request.replace(session_id, "SESSION").replace(team, "alpha")
