@@ -21,6 +21,7 @@ from irisd.dispatch import Dispatcher
 from irisd.events import EventHub
 from irisd.health.monitor import HealthMonitor
 from irisd.logs import recent_problems
+from irisd.mesh import records as mesh_records
 from irisd.mesh.service import MeshService
 from irisd.notifications import Courier
 from irisd.notify.service import Notifier
@@ -249,6 +250,7 @@ async def _retention(current: ConfigHolder, store: Store) -> None:
         try:
             pruned = await store.call(tells.prune, cutoff, config.settings.retention_keep)
             pruned += await store.call(unsolicited.prune, cutoff, config.settings.retention_keep)
+            await store.call(mesh_records.prune, cutoff)  # the mesh's records of tells now gone
         except StoreError as exc:  # tried again next time
             log.warning("could not prune old tells", extra={"error": exc.message})
             pruned = 0

@@ -15,7 +15,8 @@ The caller's side keeps which home each of its remote tells was sent to
 (``mesh_outbox``): a result is taken only from that home (the subject it comes on names
 the irisd whose credentials published it), also after a restart.
 
-The tables are the mesh's own (``CREATE TABLE IF NOT EXISTS``), in irisd's database.
+The tables are the mesh's own (``CREATE TABLE IF NOT EXISTS``), in irisd's database. Their
+rows live as long as the tells they speak of: irisd's retention prunes them with the tells.
 """
 
 from __future__ import annotations
@@ -112,6 +113,23 @@ def _inbound(row: tuple[object, ...]) -> Inbound:
         str(row[0]), str(row[1]), str(row[2]) if row[2] is not None else None, row[3] is not None,
         float(received) if isinstance(received, int | float) else 0.0,
     )
+
+
+def prune(db: apsw.Connection, received_before: float) -> int:
+    """Retention: the records of tells that are gone. A caller's record goes with its tell;
+    a home's once its tell is gone (or never was made), its result was stored, and it was
+    received before ``received_before`` (a message JetStream could still redeliver is far
+    younger). An unreplied one stays: its result is still to be sent."""
+    with db:
+        db.execute("DELETE FROM mesh_outbox WHERE tell_id NOT IN (SELECT id FROM tells)")
+        pruned = db.changes()
+        db.execute(
+            "DELETE FROM mesh_inbox WHERE replied_at IS NOT NULL AND received_at < ? "
+            "AND (local_id IS NULL OR local_id NOT IN (SELECT id FROM tells))",
+            (received_before,),
+        )
+        pruned += db.changes()
+    return pruned
 
 
 def find_submitted(db: apsw.Connection, from_team: str, to_team: str, message: str, since: float) -> str | None:

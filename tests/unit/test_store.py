@@ -55,6 +55,31 @@ def test_retention_drops_old_finished_tells_but_keeps_the_newest_and_the_unfinis
     assert tells.messages(db, "old0") == []  # their transcripts went with them
 
 
+def test_retention_prunes_the_mesh_records_of_tells_that_are_gone_and_keeps_the_rest(db: apsw.Connection) -> None:
+    from irisd.mesh import records
+
+    records.ensure(db)
+    tells.insert(db, tell("kept", created=100, finished=101))
+    records.sending(db, "kept", "home-a")  # the caller's side
+    records.sending(db, "gone", "home-a")
+    for remote_id, local_id, received, replied in [
+        ("r-kept", "kept", 1.0, True),  # its tell is still here
+        ("r-gone", "gone", 1.0, True),  # its tell was pruned: goes
+        ("r-none", None, 1.0, True),  # never made into a tell, replied: goes
+        ("r-unreplied", "gone", 1.0, False),  # its result still to send: stays
+        ("r-young", "gone", 90.0, True),  # received after the cutoff: stays
+    ]:
+        records.receive(db, remote_id, "caller", received)
+        if local_id is not None:
+            records.submitted(db, remote_id, local_id)
+        if replied:
+            records.replied(db, {remote_id: received + 1})
+    assert records.prune(db, received_before=50.0) == 3
+    assert records.home_of(db, "kept") == "home-a" and records.home_of(db, "gone") is None
+    left = {r: records.get(db, r) is not None for r in ("r-kept", "r-gone", "r-none", "r-unreplied", "r-young")}
+    assert left == {"r-kept": True, "r-gone": False, "r-none": False, "r-unreplied": True, "r-young": True}
+
+
 def test_unfinished_tells_of_a_dead_daemon_become_interrupted(db: apsw.Connection) -> None:
     tells.insert(db, tell("t1", created=1, finished=None))
     tells.insert(db, tell("t2", created=2, finished=None))
