@@ -130,8 +130,8 @@ class MeshExecutor:
             if delivery is None:
                 continue
             match delivery.message:
-                case FinalMsg(status=status, text=final, error=error, cost_usd=cost):
-                    await report.finished(status, final, error, cost_usd=cost)
+                case FinalMsg(status=status, text=final, error=error, cost_usd=cost, ran_s=ran_s):
+                    await report.finished(status, final, error, cost_usd=cost, ran_s=ran_s)
                     delivery.handled.set()
                     return True
                 case LiveMsg(status=status, text=delta, phase=phase, detail=detail):

@@ -394,4 +394,6 @@ def phase_words(detail: str, tool: str) -> str:
 def final_of(remote_id: str, info: TellInfo) -> FinalMsg:
     status = info.status
     assert status not in UNFINISHED_TELL_STATUSES
-    return FinalMsg(id=remote_id, status=status, text=info.text, error=info.error, cost_usd=info.cost_usd)
+    ran_s = info.finished_at - info.started_at if info.finished_at and info.started_at else None
+    return FinalMsg(id=remote_id, status=status, text=info.text, error=info.error, cost_usd=info.cost_usd,
+                    ran_s=ran_s)

@@ -60,6 +60,10 @@ class FinalMsg(msgspec.Struct, tag="final", kw_only=True, omit_defaults=True):
     text: str = ""
     error: str = ""
     cost_usd: float | None = None
+    # How long it ran on the home (its start to its end there, one clock): a caller that
+    # heard no "running" before the end dates the start from it, instead of showing a
+    # tell that ran as one that waited in its queue all along. None: it never ran.
+    ran_s: float | None = None
 
 
 Inbound = RemoteTellMsg | CancelMsg

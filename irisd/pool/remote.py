@@ -201,12 +201,19 @@ class TellReport:
             await self._pair.apply(tell, tell.machine.approval_settled(trio.current_time()))
 
     async def finished(
-        self, status: TellStatus, text: str = "", error: str = "", *, cost_usd: float | None = None
+        self, status: TellStatus, text: str = "", error: str = "", *, cost_usd: float | None = None,
+        ran_s: float | None = None,
     ) -> None:
-        """The far side's final state and whole answer (``cost_usd``: what it cost, if known)."""
+        """The far side's final state and whole answer (``cost_usd``: what it cost, if known;
+        ``ran_s``: how long it ran there, if it did, for a tell this side never heard start)."""
         tell = self._tell
         if tell.machine.is_final:
             return
+        if ran_s is not None and tell.machine.status == "queued":
+            await self.started()
+            # Its start as the far side's own clock measured it (the end is now): else the
+            # record says it waited in its queue until it ended.
+            tell.started_wall = max(tell.created_wall, time.time() - max(ran_s, 0.0))
         if cost_usd is not None:
             tell.book(Spent(cost_usd=cost_usd))
         before = tell.machine.text

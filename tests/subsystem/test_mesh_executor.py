@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import apsw
+import msgspec
 import pytest
 import trio
 import trio.testing
@@ -19,6 +20,7 @@ from irisd.dispatch import Dispatcher
 from irisd.mesh.executor import Delivery, MeshExecutor, Route
 from irisd.mesh.wire import CancelMsg, FinalMsg, LiveMsg, RemoteTellMsg
 from irisd.pool.remote import RemoteTell, TellReport
+from irisd.store import tells as stored_tells
 from protocol.messages import Event, Tell, TellPhaseEvent
 
 
@@ -163,3 +165,55 @@ async def test_the_other_copy_of_a_final_result_is_handled_once_the_first_is_sav
             await copy.handled.wait()
     assert reply.status == "completed" and reply.tell.text == "hello"
     assert face.ends == [(reply.tell.id, "ws-2")] and not face.routes
+
+
+@pytest.mark.parametrize("ran_s", [0.0, 3600.0])
+async def test_a_tell_whose_end_came_before_its_start_is_dated_by_the_homes_run_time(
+    mesh: tuple[Dispatcher, FakeMesh], autojump_clock: trio.testing.MockClock, ran_s: float
+) -> None:
+    # A short remote tell often ends before the home's "running" reaches the caller: it ran
+    # there (ran_s), it did not wait in a queue all along ("45 ms queued" in `iris report`).
+    dispatcher, face = mesh
+
+    async def home() -> None:
+        await trio.testing.wait_all_tasks_blocked()
+        (tell_id,) = face.routes
+        await deliver(face, FinalMsg(id=tell_id, status="completed", text="hello", ran_s=ran_s))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(home)
+        reply = await dispatcher.tells.tell(Tell(to_team="far", from_team="alpha", message="hi"), no_events)
+    tell = reply.tell
+    assert reply.status == "completed" and tell.started_at is not None and tell.finished_at is not None
+    if ran_s == 0.0:  # it ran no time there: started as it ended
+        assert 0.0 <= tell.finished_at - tell.started_at < 0.5
+    else:  # longer than it has existed here (another clock): never before it was made
+        assert tell.started_at == tell.created_at
+    stored = await dispatcher.tells.store.call(stored_tells.get, tell.id)
+    assert stored is not None and stored.started_at == tell.started_at
+
+
+async def test_a_tell_the_home_refused_unrun_stays_a_tell_that_never_started(
+    mesh: tuple[Dispatcher, FakeMesh], autojump_clock: trio.testing.MockClock
+) -> None:
+    dispatcher, face = mesh
+
+    async def home() -> None:
+        await trio.testing.wait_all_tasks_blocked()
+        (tell_id,) = face.routes
+        await deliver(face, FinalMsg(id=tell_id, status="failed", error="refused"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(home)
+        reply = await dispatcher.tells.tell(Tell(to_team="far", from_team="alpha", message="hi"), no_events)
+    assert reply.status == "failed" and reply.tell.started_at is None
+
+
+def test_the_homes_final_result_says_how_long_the_tell_ran_there() -> None:
+    from irisd.mesh.home import final_of
+    from protocol.messages import TellInfo
+
+    ran = TellInfo(id="t", from_team="a@ws-1", to_team="b", message="m", status="completed", created_at=10.0,
+                   started_at=12.0, finished_at=12.25)
+    never = msgspec.structs.replace(ran, status="cancelled", started_at=None)
+    assert final_of("r", ran).ran_s == 0.25 and final_of("r", never).ran_s is None
