@@ -297,9 +297,12 @@ class Pair:
         match event:
             case ev.Submitted(tell):
                 tell.session_id = self.session_id  # the session it will join (set again when it starts)
-                await self.tells.apply(tell, tell.machine.caller_attached(now))
-                if not tell.machine.is_final:
-                    await self._run(self.machine.tell_queued(tell.id, now, max_budget_usd=tell.max_budget_usd))
+                # An idle child gets the turn first; the pair's state and the tell's are
+                # written after, in one transaction.
+                async with self.writes.batch():
+                    await self.tells.apply(tell, tell.machine.caller_attached(now))
+                    if not tell.machine.is_final:
+                        await self._run(self.machine.tell_queued(tell.id, now, max_budget_usd=tell.max_budget_usd))
             case ev.CancelTell(tell_id):
                 cancelled = self.tells.get(tell_id)
                 if cancelled is not None and not cancelled.machine.is_final:
