@@ -260,3 +260,30 @@ async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_i
     row = await core.store.call(tells.get, replies[-1].tell.id)
     assert row is not None and row.status == "completed" and row.text == "the second answer"
     assert stored(core, row.id) == ["system", "assistant", "result"]
+
+
+async def test_the_lines_of_a_turn_cost_the_pair_no_cancel_scope_each(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pair's actor waits for its next event under one scope whose deadline moves (a
+    new scope a wait was a quarter of its time on a warm turn's twenty events)."""
+    entered = 0
+    entering = trio.CancelScope.__enter__
+
+    def counted(scope: trio.CancelScope) -> trio.CancelScope:
+        nonlocal entered
+        entered += 1
+        return entering(scope)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(core.tells.tell, Tell(to_team="alpha", message="long"), no_events)
+        claude = await child(0)
+        await claude.emit({**INIT, "uuid": "u1"})
+        await trio.testing.wait_all_tasks_blocked()
+        monkeypatch.setattr(trio.CancelScope, "__enter__", counted)
+        for n in range(100):
+            await claude.text(f"w{n} ")
+            await trio.testing.wait_all_tasks_blocked()
+        monkeypatch.undo()
+        await claude.result("done")
+    assert entered < 10  # 100 and more before
