@@ -88,7 +88,8 @@ class PendingWrites:
             yield
         finally:
             with trio.CancelScope(shield=True):
-                await self.flush()
+                while self._batch:  # (another task may save while a flush waits its turn)
+                    await self.flush()
             self._batch = None
 
     async def flush(self) -> None:

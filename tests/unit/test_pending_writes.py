@@ -28,6 +28,19 @@ class FlakyStore:
         self.written.append(args)
 
 
+class Gate:
+    """A store whose writes wait until the test opens it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.entered, self.opened = trio.Event(), trio.Event()
+
+    async def call(self, query: Any, *args: Any) -> Any:
+        self.entered.set()
+        await self.opened.wait()
+        return await self.store.call(query, *args)
+
+
 def recovery_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "takes writes again" in r.getMessage()]
 
@@ -93,13 +106,26 @@ def test_a_batch_is_one_transaction_at_its_end_and_a_refused_one_waits_in_order(
                 scope.cancel()
                 await trio.sleep(1)
         assert rows() == ["a", "b", "c"]  # cancelled, the batch is written all the same
+        gate = Gate(store)
+        writes.store = cast(Store, gate)
+
+        async def batch_of_d() -> None:
+            async with writes.batch():
+                await writes.save(None, write, "d")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batch_of_d)
+            await gate.entered.wait()  # the batch's flush waits its turn...
+            await writes.save(None, write, "e")  # ... as another task saves: it joins the batch
+            gate.opened.set()
+        assert rows() == ["a", "b", "c", "d", "e"]  # not lost
         refusing = FlakyStore(failures=1)
         writes.store = cast(Store, refusing)
         async with writes.batch():
-            await writes.save(None, write, "d")
-            await writes.save(None, write, "e")
+            await writes.save(None, write, "f")
+            await writes.save(None, write, "g")
         assert len(writes) == 2  # refused: both wait, in order
         await writes.retry(math.inf)
-        assert refusing.written == [("d",), ("e",)] and len(writes) == 0
+        assert refusing.written == [("f",), ("g",)] and len(writes) == 0
 
     trio.run(main)
