@@ -18,25 +18,32 @@ Each round, on both sides in turn (each first as often as the other):
 What is compared is the k-th warm tell after the resume, side against side, and all of them
 together. Both sides resume a conversation of the same length. ``--no-resume``: the same
 tells back to back on claudes that stay up, to tell what the resume adds from what tells
-sent back to back cost.
+sent back to back cost. ``--kept``: the protocol client keeps one connection for all its
+tells (as ``iris mcp`` does), instead of a new connection and hello for each.
+``--baseline REV``: an irisd of that revision too (its own claude, the same tells), a third
+side in the same rounds.
 
-Run: .venv/bin/python bench/bench_after_resume.py [--rounds N] [--after K]
+Run: .venv/bin/python bench/bench_after_resume.py [--rounds N] [--after K] [--no-resume] [--kept]
+     [--baseline REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-from _common import describe, header, median, request, running_iris, status, timed
+from _common import describe, header, median, request, revision, running_iris, status, timed
 from bench_daemon_overhead import DirectClaude, versus, via_socket
 
 from harness import Iris
-from protocol.messages import Sleep, Tell
+from iris_cli.client import Client
+from protocol.messages import Sleep, Tell, TellReply
 
 
 class ChildAsItRuns:
@@ -62,17 +69,50 @@ def resume_direct(iris: Iris, child: ChildAsItRuns, session_id: str) -> DirectCl
     return direct
 
 
+class KeptConnection:
+    """A protocol client that keeps its connection (and hello) for all its tells, as
+    ``iris mcp`` keeps one."""
+
+    def __init__(self, iris: Iris) -> None:
+        self.iris = iris
+        self.client: Client | None = None
+
+    def tell(self, text: str) -> None:
+        if self.client is None:
+            self.client = Client(self.iris.socket, timeout=300)
+            self.client.connect()
+        reply = self.client.request(Tell(to_team="alpha", message=text), on_event=lambda event: None)
+        assert isinstance(reply, TellReply) and reply.status == "completed", reply
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--after", type=int, default=3, help="warm tells timed after each resume")
     parser.add_argument("--no-resume", action="store_true",
                         help="the same tells back to back on claudes that stay up (no sleep, no restart)")
+    parser.add_argument("--kept", action="store_true",
+                        help="the protocol client keeps one connection for all its tells (as 'iris mcp' does)")
+    parser.add_argument("--baseline", help="also an irisd of this git revision (its own claude), e.g. main")
     args = parser.parse_args()
     header("1b. warm tells soon after a resume: through irisd vs straight to claude")
-    cold: dict[str, list[float]] = {"irisd": [], "direct": []}
-    warm: dict[str, list[list[float]]] = {side: [[] for _ in range(args.after)] for side in ("irisd", "direct")}
-    with running_iris(["alpha"]) as iris:
+    names = ["irisd", "direct", *(["baseline"] if args.baseline else [])]
+    cold: dict[str, list[float]] = {side: [] for side in names}
+    warm: dict[str, list[list[float]]] = {side: [[] for _ in range(args.after)] for side in names}
+    with contextlib.ExitStack() as stack:
+        iris = stack.enter_context(running_iris(["alpha"]))
+        old: Iris | None = None
+        if args.baseline:
+            old_code = stack.enter_context(revision(args.baseline))
+            old = stack.enter_context(running_iris(["alpha"], start=False))
+            old.env["PYTHONPATH"] = str(old_code)  # ahead of the editable install of this checkout
+            old.start()
+            request(old, Tell(to_team="alpha", message="the conversation begins"))
         session_id = str(uuid.uuid4())
         claude = DirectClaude(iris.claude, str(iris.teams_dir / "alpha"), iris.env, session_id=session_id)
         claude.turn("the conversation begins")
@@ -82,22 +122,34 @@ def main() -> None:
         request(iris, Tell(to_team="alpha", message="resumed once"))  # a child with --resume to copy
 
         child = ChildAsItRuns(iris)
+        kept = {side: KeptConnection(daemon) for side, daemon in (("irisd", iris), ("baseline", old)) if daemon}
+        for connection in kept.values():
+            stack.callback(connection.close)
+
+        def teller(side: str, daemon: Iris) -> Callable[[str], None]:
+            if args.kept:
+                return kept[side].tell
+            return lambda text: via_socket(daemon, text)
+
+        def through(side: str, daemon: Iris, round_: int) -> None:
+            tell = teller(side, daemon)
+            if not args.no_resume:
+                request(daemon, Sleep(to_team="alpha"))
+            cold[side].append(timed(tell, f"resumed {round_}"))
+            for k in range(args.after):
+                warm[side][k].append(timed(tell, f"round {round_}, tell {k}"))
 
         def through_irisd(round_: int) -> None:
             nonlocal child
-            if not args.no_resume:
-                request(iris, Sleep(to_team="alpha"))
-            cold["irisd"].append(timed(via_socket, iris, f"resumed {round_}"))
-            for k in range(args.after):
-                warm["irisd"][k].append(timed(via_socket, iris, f"round {round_}, tell {k}"))
+            through("irisd", iris, round_)
             child = ChildAsItRuns(iris)  # its token is the one the pair holds now
 
-        kept: DirectClaude | None = None  # --no-resume: the direct claude that stays up
+        staying: DirectClaude | None = None  # --no-resume: the direct claude that stays up
 
         def direct(round_: int) -> None:
-            nonlocal kept
+            nonlocal staying
             started = time.perf_counter()
-            resumed = kept or resume_direct(iris, child, session_id)  # spawned here, as irisd spawns it on the tell
+            resumed = staying or resume_direct(iris, child, session_id)  # spawned here, as irisd spawns it on the tell
             try:
                 resumed.turn(f"resumed {round_}")
                 cold["direct"].append(time.perf_counter() - started)
@@ -105,17 +157,21 @@ def main() -> None:
                     warm["direct"][k].append(timed(resumed.turn, f"round {round_}, tell {k}"))
             finally:
                 if args.no_resume:
-                    kept = resumed
+                    staying = resumed
                 else:
                     resumed.close()
 
+        sides: list[Callable[[int], None]] = [through_irisd, direct]
+        if old is not None:
+            baseline = old
+            sides.append(lambda round_: through("baseline", baseline, round_))
         for round_ in range(args.rounds):
-            sides = [through_irisd, direct] if round_ % 2 == 0 else [direct, through_irisd]
-            for run in sides:
+            shift = round_ % len(sides)  # each side first as often as the others
+            for run in sides[shift:] + sides[:shift]:
                 run(round_)
             print(".", end="", flush=True, file=sys.stderr)
-        if kept is not None:
-            kept.close()
+        if staying is not None:
+            staying.close()
     print()
     print("ratios, irisd / direct (medians; target: the warm tell at most 1.02x):")
     for k in range(args.after):
@@ -124,8 +180,14 @@ def main() -> None:
     every_direct = [t for samples in warm["direct"] for t in samples]
     print(f"  every warm tell after a resume          {versus(every_irisd, every_direct)}")
     print(f"  the resuming tell itself (cold)         {versus(cold['irisd'], cold['direct'])}")
+    if args.baseline:
+        every_old = [t for samples in warm["baseline"] for t in samples]
+        print(f"  {args.baseline}: every warm tell          {versus(every_old, every_direct)}")
+        print(f"  this code / {args.baseline}, every warm tell  {versus(every_irisd, every_old)}")
+    print(f"({'one kept connection' if args.kept else 'a new connection and hello'} for each tell; "
+          f"{'back to back on claudes that stay up' if args.no_resume else 'each round after a resume'})")
     print("absolute:")
-    for side in ("irisd", "direct"):
+    for side in names:
         print(describe(f"{side}: the resuming tell", cold[side]))
         for k in range(args.after):
             print(describe(f"{side}: warm tell {k + 1} after it", warm[side][k]))

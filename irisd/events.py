@@ -20,6 +20,11 @@ running, its text, its end: 50 ms in all) each arrive when they happen, then one
 as more watch (to one batch from 50 watchers), within the same bound. So a watcher costs a
 few frames a second whatever the rate of a tell's deltas, and all of them together a
 bounded share of irisd's time.
+
+irisd's own watchers of a few rare kinds (approvals, questions: the notifier, iris-agent's
+watcher) subscribe to those kinds only (``subscribe_kinds``): the hub hands them those
+events as they are published and never wakes them for a tell's steps and text. While no
+one watches everything, publishing a tell's steps costs no more than that.
 """
 
 from __future__ import annotations
@@ -273,10 +278,59 @@ class Subscription:
         return []
 
 
+class KindSubscription:
+    """One watcher of a few kinds of events only (``EventHub.subscribe_kinds``): the hub
+    hands it each one as it is published. A context manager: leaving it unsubscribes."""
+
+    def __init__(self, hub: EventHub, kinds: tuple[type[Event], ...]) -> None:
+        self.hub = hub
+        self.kinds = kinds
+        self.closed = False  # irisd is stopping
+        self.dropped = ""  # why it fell behind, once it did
+        self._events: list[Event] = []
+        self._arrived = trio.Event()
+
+    def __enter__(self) -> KindSubscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.hub.unsubscribe_kinds(self)
+
+    @property
+    def ended(self) -> bool:
+        return self.closed or bool(self.dropped)
+
+    def offer(self, event: Event) -> None:
+        """An event of its kinds was published; one that read none of the last
+        ``LOG_EVENTS`` fell behind (``dropped``), as a watcher of everything does."""
+        if len(self._events) >= LOG_EVENTS:
+            self.dropped = str(FellBehindError(len(self._events) + 1))
+            self.hub.unsubscribe_kinds(self)
+        else:
+            self._events.append(event)
+        self._arrived.set()
+
+    def end(self) -> None:
+        self.closed = True
+        self._arrived.set()
+
+    async def wait_batch(self) -> list[Event]:
+        """Its events published since its last read, once there are some; [] once the
+        subscription ended (irisd stopping, or fallen behind: ``dropped`` says why)."""
+        while not self.ended:
+            if self._events:
+                batch, self._events = self._events, []
+                return batch
+            self._arrived = trio.Event()
+            await self._arrived.wait()
+        return []
+
+
 class EventHub:
     def __init__(self) -> None:
         self.log = EventLog()
         self._subscriptions: set[Subscription] = set()
+        self._kind_subscriptions: set[KindSubscription] = set()
         self._published: trio.Event | None = None  # set at the next publish, for those waiting
         self.closed = False
 
@@ -286,6 +340,9 @@ class EventHub:
         for subscription in self._subscriptions:
             subscription.closed = True
         self._subscriptions.clear()
+        for kind_subscription in self._kind_subscriptions:
+            kind_subscription.end()
+        self._kind_subscriptions.clear()
         self._wake()
 
     def subscribe(self, team: str | None = None, accepts: EventFilter | None = None) -> Subscription:
@@ -301,9 +358,28 @@ class EventHub:
     def unsubscribe(self, subscription: Subscription) -> None:
         self._subscriptions.discard(subscription)
 
+    def subscribe_kinds(self, *kinds: type[Event]) -> KindSubscription:
+        """Events of these kinds only (of every team), from now on, each handed over as it
+        is published: for irisd's own watchers of rare events (approvals, questions)."""
+        subscription = KindSubscription(self, kinds)
+        if self.closed:
+            subscription.end()
+        else:
+            self._kind_subscriptions.add(subscription)
+        return subscription
+
+    def unsubscribe_kinds(self, subscription: KindSubscription) -> None:
+        self._kind_subscriptions.discard(subscription)
+
     @property
     def watchers(self) -> int:
+        """Watchers of everything (those that set the pace: ``flush_interval``)."""
         return len(self._subscriptions)
+
+    @property
+    def kind_watchers(self) -> int:
+        """Watchers of a few kinds (``subscribe_kinds``)."""
+        return len(self._kind_subscriptions)
 
     def flush_interval(self) -> float:
         """How long a watcher lets events gather after a batch (see the module's docstring)."""
@@ -316,8 +392,13 @@ class EventHub:
         return max(1, min(FLUSH_BURST, int(FRAMES_PER_S * FLUSH_INTERVAL_S) // max(1, self.watchers)))
 
     def publish(self, event: Event, from_team: str | None, to_team: str, chain_id: str = "") -> None:
-        """Never waits, and costs the same however many watch."""
+        """Never waits, and costs the same however many watch everything."""
         if self.closed:
+            return
+        for kind_subscription in list(self._kind_subscriptions):
+            if isinstance(event, kind_subscription.kinds):
+                kind_subscription.offer(event)
+        if not self._subscriptions:  # nobody reads the log: a later watcher starts after this anyway
             return
         self.log.append(event, from_team, to_team, chain_id)
         self._wake()

@@ -81,7 +81,7 @@ class Watcher:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._timer)
             while not self.hub.closed:
-                with self.hub.subscribe() as events:  # before reading the store: nothing filed in between is missed
+                with self.hub.subscribe_kinds(QuestionEvent) as events:  # before reading the store: none missed
                     try:
                         for question in await self.store.call(questions.listing, None, False):
                             self.offer(question)

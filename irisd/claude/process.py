@@ -262,10 +262,19 @@ class ClaudeProcess:
                     framer = LineFramer(MAX_LINE)
                 if raw is None:
                     break
-                await self._events.send(ChildLine(self, decode_line(raw), raw))
+                await self._deliver(ChildLine(self, decode_line(raw), raw))
         tail = framer.tail()
         if tail.strip():
             await self._events.send(ChildLine(self, decode_line(tail), tail))
+
+    async def _deliver(self, line: ChildLine) -> None:
+        """To the owner's channel; waits only while it is full. (The next read of stdout
+        lets the owner run: a checkpoint after each line, as ``send`` takes, was a
+        wake-up of this task more per line, thirteen a warm turn.)"""
+        try:
+            self._events.send_nowait(line)
+        except trio.WouldBlock:
+            await self._events.send(line)
 
     async def _pump_stderr(self, stderr: trio.abc.ReceiveStream, scope: trio.CancelScope) -> None:
         framer = LineFramer(MAX_LINE)

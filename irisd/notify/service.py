@@ -130,7 +130,7 @@ class Notifier:
     async def _watch(self) -> None:
         """New approvals and questions, from the hub (subscribed again if it dropped us)."""
         while not self.hub.closed:
-            with self.hub.subscribe() as events:
+            with self.hub.subscribe_kinds(ApprovalEvent, QuestionEvent) as events:
                 while batch := await events.wait_batch():
                     for event in batch:
                         match event:

@@ -204,16 +204,20 @@ class PairTells:
             await self._compacted(tell, found)
         if isinstance(line, ResultLine) and tell.machine.is_final and tell.kind != "compaction":
             # The caller has (or is about to have) its answer: what follows is written
-            # whatever happens, also if irisd stops meanwhile.
+            # whatever happens, also if irisd stops meanwhile; the exchange, the transcript
+            # and the end in one transaction (``save_tell`` writes them before the end
+            # counts), then the pair's state with the next tell's start, if one waits,
+            # after its turn went to claude.
             with trio.CancelScope(shield=True):
                 await self._reply_now(tell, actions)
-                # One more exchange, and how full the conversation is now (a compaction is
-                # neither: its figures come with its boundary line).
-                size = context_size(line.usage, line.model_usage, override=self.compacting.context_window)
-                await self.writes.save(None, self._turn, self.from_team, self.to_team, time.time(),
-                                       size.tokens if size else None, size.window if size else None)
-                await self._compact_if_due(tell, size)
-                await self.apply(tell, actions)
+                async with self.writes.batch():
+                    # One more exchange, and how full the conversation is now (a compaction is
+                    # neither: its figures come with its boundary line).
+                    size = context_size(line.usage, line.model_usage, override=self.compacting.context_window)
+                    await self.writes.save(None, self._turn, self.from_team, self.to_team, time.time(),
+                                           size.tokens if size else None, size.window if size else None)
+                    await self._compact_if_due(tell, size)
+                    await self.apply(tell, actions)
             return
         await self.apply(tell, actions)
 

@@ -309,9 +309,11 @@ async def save_tell(
     """The one place a tell's change is saved: when its status changed, it ended, its
     unsaved lines are due (``TurnLines``) or ``flush`` says so, its transcript lines are
     written in one go, then its state (with the usage, once it ended). Through ``writes``
-    if given: a refused write waits there and never raises. The first time it is saved
-    ended, it ends: whoever waits on it is woken and its end hook is called (before they
-    run: the hook sees who waited)."""
+    if given: a refused write waits there and never raises; inside its ``batch()`` a
+    change without lines waits for the batch's end, but lines and an end are written
+    (with what the batch held) before this returns. The first time it is saved ended, it
+    ends: whoever waits on it is woken and its end hook is called (before they run: the
+    hook sees who waited), once the end is written."""
     changed = tell.note_status()
     if changed or flush or tell.machine.is_final or tell.transcript.due(trio.current_time()):
         lines = tell.transcript.take()
@@ -323,6 +325,8 @@ async def save_tell(
                 if lines:
                     await writes.save(None, tells.append_messages, tell.id, lines)
                 await writes.save(f"tell:{tell.id}", tells.update, tell.info(), usage)
+                if lines or tell.machine.is_final:  # readers and those who act on the end find them stored
+                    await writes.flush()
             else:
                 if lines:
                     await store.call(tells.append_messages, tell.id, lines)

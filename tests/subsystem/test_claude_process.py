@@ -155,3 +155,31 @@ async def test_a_child_that_cannot_start_for_lack_of_file_descriptors_says_so_no
         "(LimitNOFILE= in irisd.service, or 'ulimit -n' in the shell that starts irisd) and restart it, or "
         "close programs that hold many connections to irisd"
     )
+
+
+async def test_a_burst_of_lines_reaches_the_owner_without_a_wake_up_of_the_child_task_per_line() -> None:
+    """Lines that arrive together go to the owner's channel in one step of the child's task
+    (it waited after each line before: a wake-up more per line, 13 a warm claude turn)."""
+
+    class Steps(trio.abc.Instrument):
+        def __init__(self) -> None:
+            self.count = 0
+
+        def before_task_step(self, task: trio.lowlevel.Task) -> None:
+            if task.name.endswith("ClaudeProcess.run"):
+                self.count += 1
+
+    send, receive = trio.open_memory_channel[ChildEvent](1000)
+    lines = "".join(f'{{"type":"stream_event","n":{n}}}\\n' for n in range(200))
+    child = ClaudeProcess(["sh", "-c", f"printf '{lines}'; exec sleep 600"], cwd="/",
+                          env={"PATH": "/usr/bin:/bin"}, events=send, grace=0.5)
+    steps = Steps()
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(child.run)
+            trio.lowlevel.add_instrument(steps)
+            got = [await receive.receive() for _ in range(200)]
+            trio.lowlevel.remove_instrument(steps)
+            child.stop()
+    assert all(isinstance(event, ChildLine) for event in got)
+    assert steps.count < 50  # a step or two a read of stdout; 200 and more before

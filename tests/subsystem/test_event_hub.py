@@ -1,5 +1,6 @@
 """The event hub on trio's virtual clock: a watcher wakes a few times a second, not at
-every event published for others; a tell's few steps reach it as they happen."""
+every event published for others; a tell's few steps reach it as they happen; a watcher
+of a few kinds (irisd's own: approvals, questions) is never woken by a tell's steps."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import pytest
 import trio
 import trio.testing
 
-from irisd.events import FLUSH_INTERVAL_S, EventHub, EventLog, Published, serve_watch
-from protocol.messages import Event, TellState, TellText
+from irisd.events import FLUSH_INTERVAL_S, LOG_EVENTS, EventHub, EventLog, Published, serve_watch
+from protocol.messages import ApprovalEvent, ApprovalInfo, Event, TellState, TellText
 
 
 async def test_a_watcher_of_another_team_looks_a_few_times_a_second_not_at_every_delta(
@@ -68,3 +69,34 @@ async def test_a_warm_tells_steps_reach_a_watcher_as_they_happen_not_a_quarter_s
     assert [(round(at - started, 3), name) for at, name in got[1:]] == [
         (0.0, "TellState"), (0.01, "TellState"), (0.02, "TellText"), (0.03, "TellState"),
     ]
+
+
+async def test_a_watcher_of_a_few_kinds_wakes_for_those_only_and_nobody_logs_a_tells_steps(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    hub = EventHub()
+    approval = ApprovalEvent(approval=ApprovalInfo(
+        id="a-1", from_team=None, to_team="beta", tell_id="t", tool_name="Bash", input={}, status="pending",
+        created_at=0.0, expires_at=60.0))
+    batches: list[list[Event]] = []
+    with hub.subscribe_kinds(ApprovalEvent) as approvals:
+
+        async def watch() -> None:
+            while batch := await approvals.wait_batch():
+                batches.append(batch)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            await trio.testing.wait_all_tasks_blocked()
+            for _ in range(LOG_EVENTS * 3):  # a busy day of tells: never a wake-up, never behind
+                hub.publish(TellText(tell_id="t", text="x"), "alpha", "beta")
+                hub.publish(TellState(tell_id="t", status="running"), "alpha", "beta")
+            await trio.testing.wait_all_tasks_blocked()
+            assert batches == [] and hub.log.next == 0  # nobody watches everything: nothing kept
+            hub.publish(approval, None, "beta")
+            await trio.testing.wait_all_tasks_blocked()
+            assert batches == [[approval]]
+            hub.close()
+    assert not approvals.dropped
+    everything = hub.subscribe()
+    assert everything.closed  # the hub closed: a new watcher ends at once

@@ -182,7 +182,7 @@ async def test_new_approvals_and_questions_on_the_hub_reach_the_webhook_decided_
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             await nursery.start(notifier.run)
-            await wait_until(lambda: hub.watchers, every=0.01)  # subscribed
+            await wait_until(lambda: hub.kind_watchers, every=0.01)  # subscribed
             hub.publish(ApprovalEvent(approval=approval), "a", "web")
             hub.publish(ApprovalEvent(approval=msgspec.structs.replace(approval, status="allowed")), "a", "web")
             hub.publish(QuestionEvent(question=question), "a", "web")

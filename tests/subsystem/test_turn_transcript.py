@@ -212,3 +212,78 @@ async def test_a_running_tell_read_in_pages_while_it_writes_shows_each_line_once
         await trio.testing.wait_all_tasks_blocked()
         assert pages == [["w0", "w1", "w2", "w3", "w4"], ["w5", "w6"], ["w7", "w8"]]
         await claude.result("done")
+
+
+async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_in_one_transaction(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an idle claude: the tell's row, then its turn to claude, then the pair's state and
+    the tell's start in one commit; at the result, the exchange, the transcript and the end
+    in one commit, then the pair's state (7 commits a tell before, 3 of them ahead of the turn)."""
+    happened: list[str] = []
+
+    def committing() -> bool:
+        happened.append("commit")
+        return False  # it goes ahead
+
+    core.store._connection.set_commit_hook(committing)
+    sending = FakeChild.send
+
+    async def send(self: FakeChild, data: bytes) -> None:
+        happened.append("turn")
+        await sending(self, data)
+
+    monkeypatch.setattr(FakeChild, "send", send)
+
+    replies: list[TellReply] = []
+
+    async def tell(message: str) -> None:
+        replies.append(await core.tells.tell(Tell(to_team="alpha", message=message), no_events))
+        happened.append(f"reply {replies[-1].status}")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "one")  # starts the claude
+        claude = await child(0)
+        await claude.result("first")
+    await trio.testing.wait_all_tasks_blocked()
+    happened.clear()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "two")
+        await trio.testing.wait_all_tasks_blocked()
+        assert happened == ["commit", "turn", "commit"]
+        happened.clear()
+        await turn(claude, "u2", "the second answer")
+        assert happened == []  # nothing written during the turn
+        await claude.result("the second answer")
+    await trio.testing.wait_all_tasks_blocked()
+    assert happened == ["reply completed", "commit", "commit"]
+    row = await core.store.call(tells.get, replies[-1].tell.id)
+    assert row is not None and row.status == "completed" and row.text == "the second answer"
+    assert stored(core, row.id) == ["system", "assistant", "result"]
+
+
+async def test_the_lines_of_a_turn_cost_the_pair_no_cancel_scope_each(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pair's actor waits for its next event under one scope whose deadline moves (a
+    new scope a wait was a quarter of its time on a warm turn's twenty events)."""
+    entered = 0
+    entering = trio.CancelScope.__enter__
+
+    def counted(scope: trio.CancelScope) -> trio.CancelScope:
+        nonlocal entered
+        entered += 1
+        return entering(scope)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(core.tells.tell, Tell(to_team="alpha", message="long"), no_events)
+        claude = await child(0)
+        await claude.emit({**INIT, "uuid": "u1"})
+        await trio.testing.wait_all_tasks_blocked()
+        monkeypatch.setattr(trio.CancelScope, "__enter__", counted)
+        for n in range(100):
+            await claude.text(f"w{n} ")
+            await trio.testing.wait_all_tasks_blocked()
+        monkeypatch.undo()
+        await claude.result("done")
+    assert entered < 10  # 100 and more before

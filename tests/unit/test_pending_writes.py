@@ -28,6 +28,19 @@ class FlakyStore:
         self.written.append(args)
 
 
+class Gate:
+    """A store whose writes wait until the test opens it."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.entered, self.opened = trio.Event(), trio.Event()
+
+    async def call(self, query: Any, *args: Any) -> Any:
+        self.entered.set()
+        await self.opened.wait()
+        return await self.store.call(query, *args)
+
+
 def recovery_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if "takes writes again" in r.getMessage()]
 
@@ -57,3 +70,62 @@ def test_after_a_refused_write_the_retry_saves_it_and_says_so(caplog: pytest.Log
     assert store.written == [("row",)]
     assert len(writes) == 0
     assert recovery_lines(caplog) == ["the database takes writes again; saved what waited"]
+
+
+def test_a_batch_is_one_transaction_at_its_end_and_a_refused_one_waits_in_order(tmp_path: Any) -> None:
+    from irisd.store.db import open_database
+
+    connection = open_database(tmp_path / "iris.db")
+    connection.execute("CREATE TABLE written (value TEXT)")
+    commits: list[int] = []
+
+    def committing() -> bool:
+        commits.append(1)
+        return False
+
+    connection.set_commit_hook(committing)
+    store = Store(connection, inline=True)
+    writes = PendingWrites(store, owner="external->api")
+
+    def write(db: Any, value: str) -> None:
+        db.execute("INSERT INTO written VALUES (?)", (value,))
+
+    def rows() -> list[str]:
+        return [value for (value,) in connection.execute("SELECT value FROM written")]
+
+    async def main() -> None:
+        async with writes.batch():
+            await writes.save(None, write, "a")
+            async with writes.batch():  # joins the outer one
+                await writes.save("key", write, "b")
+            assert rows() == [] and commits == []  # not yet
+        assert rows() == ["a", "b"] and len(commits) == 1
+        with trio.CancelScope() as scope:
+            async with writes.batch():
+                await writes.save(None, write, "c")
+                scope.cancel()
+                await trio.sleep(1)
+        assert rows() == ["a", "b", "c"]  # cancelled, the batch is written all the same
+        gate = Gate(store)
+        writes.store = cast(Store, gate)
+
+        async def batch_of_d() -> None:
+            async with writes.batch():
+                await writes.save(None, write, "d")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(batch_of_d)
+            await gate.entered.wait()  # the batch's flush waits its turn...
+            await writes.save(None, write, "e")  # ... as another task saves: it joins the batch
+            gate.opened.set()
+        assert rows() == ["a", "b", "c", "d", "e"]  # not lost
+        refusing = FlakyStore(failures=1)
+        writes.store = cast(Store, refusing)
+        async with writes.batch():
+            await writes.save(None, write, "f")
+            await writes.save(None, write, "g")
+        assert len(writes) == 2  # refused: both wait, in order
+        await writes.retry(math.inf)
+        assert refusing.written == [("f",), ("g",)] and len(writes) == 0
+
+    trio.run(main)
