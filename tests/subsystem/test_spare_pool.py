@@ -184,7 +184,7 @@ async def test_a_spare_whose_warm_up_prompt_is_not_blocked_is_never_offered_and_
         stopped = FakeChild.instances[0].stopped_at
         await wait_until(lambda: "alpha" in pool.pids(), every=0.01)  # the next one, after a pause
         assert FakeChild.instances[1].created_at == pytest.approx(stopped + RETRY_S, abs=0.01)
-        assert [m["request"]["subtype"] for m in FakeChild.instances[1].sent] == ["get_context_usage"]
+        assert [m["request"] for m in FakeChild.instances[1].sent] == [WARM_UP]  # the context usage alone
         spare = pool.take("alpha")
         assert spare is not None and spare.warmed == "answered"
         nursery.cancel_scope.cancel()
