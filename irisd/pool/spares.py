@@ -24,8 +24,11 @@ when a turn or a question needs it (measured with 2.1.330: about 300 ms of CPU o
 session's first turn, 75 ms on a later one). So the spare asks claude its context usage
 (``wire.context_usage_request``: counted locally, no model request, nothing written to the
 session) and is offered once claude answered; the pair's first turn then finds that work
-done (70 to 100 ms of CPU less). It also means an offered spare has read its input: it is
-up, not still starting.
+done (70 to 100 ms of CPU less). Then it submits a throw-away prompt that a hook blocks
+(``WarmUp``: the hook added to claude's flag settings before, removed after): claude runs
+what a prompt's submission runs (attachments, the built-in plugins' prompt hooks: most of
+what a first turn does more than a later one), with no model request and no turn. It also
+means an offered spare has read its input: it is up, not still starting.
 
 A pair that resumes a conversation never takes one (``--resume`` is fixed at start), nor
 a tell with a budget of its own (``--max-budget-usd``), nor a team on another host, nor
@@ -46,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -54,7 +58,7 @@ import msgspec
 import trio
 
 from iris_common.config import IrisConfig, Team
-from iris_common.paths import IrisPaths
+from iris_common.paths import IrisPaths, session_file
 from irisd.claude.launcher import Child, ChildFactory, launcher_for
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine
 from irisd.claude.wire import (
@@ -219,6 +223,14 @@ class Spare(msgspec.Struct, eq=False):
                 return
 
 
+def _forget_session(paths: IrisPaths, team: Team, session_id: str) -> None:
+    """Remove the session file an untaken spare's warm-up left (its blocked prompt's record:
+    no conversation), so that no one is offered a session no pair ever had. Inline: one
+    unlink (a worker thread would let trio's autojump clock, in the tests, skip ahead)."""
+    with contextlib.suppress(OSError):
+        os.unlink(session_file(paths.claude_config_dir, team.path, session_id))
+
+
 class SparePool:
     """The spares of every team. ``slots``: the supervisor, which counts them under
     ``maxProcesses`` (``may_start``) and evicts them first (``stop``)."""
@@ -361,6 +373,7 @@ class SparePool:
         key: PairKey = (f"spare #{self._serial}", team.name, "")
         starting = True
         grant: ChildGrant | None = None
+        spare: Spare | None = None
         try:
             launcher = launcher_for(team, self.config, self.paths.claude_config_dir, self.child_factory)
             session_id = str(uuid.uuid4())
@@ -411,6 +424,8 @@ class SparePool:
             log.exception("a spare claude failed", extra={"team": team.name})
             self._pause(team.name)
         finally:
+            if spare is not None and not spare.taken:  # its process has ended (the nursery above)
+                _forget_session(self.paths, team, spare.session_id)
             if grant is not None and starting:
                 grant.revoke()
             if starting:

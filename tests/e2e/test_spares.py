@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness import Iris, wait_for
+from harness import Iris, transcript_file, wait_for
 from irisd.pool.spares import BLOCKED
 from protocol.messages import GetPair, GetStatus, ListSessions, StatusReply
 from scripted_model import ScriptedModel
@@ -67,12 +67,15 @@ def test_a_spare_answers_a_new_pairs_first_tell_and_is_replaced(iris: Iris) -> N
 
 def test_a_spare_gives_its_slot_to_a_pair_and_comes_back_when_there_is_room(iris: Iris) -> None:
     iris.settings["maxProcesses"] = 1
-    iris.add_team("alpha", sessions={"spares": 1})
+    folder = iris.add_team("alpha", sessions={"spares": 1})
     iris.add_team("beta")
     iris.start()
     (spare,) = wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
+    sessions = transcript_file(iris, folder, "*").parent
+    assert len(list(sessions.glob("*.jsonl"))) == 1  # what its warm-up's blocked prompt left
     assert iris.cli_json("tell", "beta", "hi")["status"] == "completed"  # the one slot: the spare's went
     wait_for(lambda: not Path(f"/proc/{spare}").exists(), what="the spare stopped")
+    wait_for(lambda: not list(sessions.glob("*.jsonl")), what="the untaken spare's session file removed")
     assert spares(iris, "alpha") == []  # and no spare evicts a pair to come back
     assert iris.cli("sleep", "beta").returncode == 0
     (again,) = wait_for(lambda: spares(iris, "alpha"), what="a spare in the freed slot")
