@@ -33,6 +33,11 @@ Warm-ups (steps in order; ``ctx`` is what irisd does today):
   ctx+reads          and seven more control requests that read: ``get_hooks_listing``,
                      ``get_skills_dialog``, ``get_memory_dialog``, ``get_usage``, ``get_plan``,
                      ``file_suggestions``, ``get_binary_version``
+  ctx+block          and a prompt a ``UserPromptSubmit`` hook blocks (exit code 2): the hook
+                     added to claude's flag settings (``apply_flag_settings``) before, removed
+                     after; claude runs the prompt's submission, then no model request, no turn
+                     (what irisd does since: ``irisd/pool/spares.py``)
+  ctx+block x2       two such prompts
 
 Run: .venv/bin/python bench/bench_spare_warm_ups.py [--rounds N] [WARM-UP ...]
 """
