@@ -80,7 +80,7 @@ log = logging.getLogger("irisd.spares")
 
 RETRY_S = 30.0  # a spare that could not start, or exited on its own: the team's next one waits this long
 LINES = 64  # what a spare may print before its pair reads it (it prints nothing until its first turn)
-WARM_UP_S = 60.0  # a claude that has not answered its warm-up by then is offered as it is
+WARM_UP_S = 60.0  # a warm-up not done by then: offered as it is (stopped if the hook was asked for)
 REPLACE_AFTER_S = 10.0  # a taken spare's replacement starts AFTER_TURN_S after its first turn ended, or by then
 AFTER_TURN_S = 1.0  # long enough for the turn's reply to reach its caller; short against a claude's start
 WARM_UP_ID = "iris-spare-warm-up"
