@@ -33,6 +33,11 @@ Warm-ups (steps in order; ``ctx`` is what irisd does today):
   ctx+reads          and seven more control requests that read: ``get_hooks_listing``,
                      ``get_skills_dialog``, ``get_memory_dialog``, ``get_usage``, ``get_plan``,
                      ``file_suggestions``, ``get_binary_version``
+  ctx+block          and a prompt a ``UserPromptSubmit`` hook blocks (exit code 2): the hook
+                     added to claude's flag settings (``apply_flag_settings``) before, removed
+                     after; claude runs the prompt's submission, then no model request, no turn
+                     (what irisd does since: ``irisd/pool/spares.py``)
+  ctx+block x2       two such prompts
 
 Run: .venv/bin/python bench/bench_spare_warm_ups.py [--rounds N] [WARM-UP ...]
 """
@@ -118,6 +123,13 @@ class Claude:
         answer = self.until("control_response")["response"]
         assert answer.get("subtype") == "success", answer
 
+    def blocked_prompt(self) -> None:
+        """A prompt a ``UserPromptSubmit`` hook blocks: the hook added before, removed after."""
+        self.control("apply_flag_settings", settings=BLOCKING_HOOK)
+        result = self.turn(WARM_UP_PROMPT)
+        assert result.get("num_turns") == 0, result
+        self.control("apply_flag_settings", settings={"hooks": None})
+
     def session_written(self) -> bool:
         """Whether claude wrote its session's file (where a turn would be kept)."""
         return session_file(self.root / "claude", str(self.root / "team"), self.session_id).exists()
@@ -127,6 +139,9 @@ class Claude:
         self.process.stdin.close()
         self.process.wait(30)
 
+
+WARM_UP_PROMPT = "a spare's warm-up"
+BLOCKING_HOOK = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 2"}]}]}}
 
 WARM_UPS: dict[str, list[Callable[[Claude], object]]] = {
     "none": [],
@@ -147,6 +162,8 @@ WARM_UPS: dict[str, list[Callable[[Claude], object]]] = {
         partial(Claude.control, subtype=subtype) for subtype in (
             "get_hooks_listing", "get_skills_dialog", "get_memory_dialog", "get_usage", "get_plan",
             "file_suggestions", "get_binary_version"))],
+    "ctx+block": [Claude.context_usage, Claude.blocked_prompt],
+    "ctx+block x2": [Claude.context_usage, Claude.blocked_prompt, Claude.blocked_prompt],
 }
 DEFAULT = ["none", "ctx", "ctx+clear", "ctx+cost", "ctx+cost+clear", "ctx+turn+clear", "ctx+init", "ctx+controls"]
 

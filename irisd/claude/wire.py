@@ -239,6 +239,15 @@ def interrupt_request(request_id: str) -> bytes:
     return _encoder.encode(message) + b"\n"
 
 
+def flag_settings_request(request_id: str, settings: dict[str, Any]) -> bytes:
+    """The control request that merges ``settings`` into claude's flag settings (the layer
+    ``--settings`` sets; a key set to None removes it): how a spare adds, then removes, the
+    hook that blocks its warm-up prompt (``irisd/pool/spares.py``)."""
+    message = {"type": "control_request", "request_id": request_id,
+               "request": {"subtype": "apply_flag_settings", "settings": settings}}
+    return _encoder.encode(message) + b"\n"
+
+
 def context_usage_request(request_id: str) -> bytes:
     """The control request that asks claude what its context holds (system prompt, tools,
     skills, agents, memory files), counted locally (``detail: summary``: no model request).

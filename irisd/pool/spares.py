@@ -24,8 +24,11 @@ when a turn or a question needs it (measured with 2.1.330: about 300 ms of CPU o
 session's first turn, 75 ms on a later one). So the spare asks claude its context usage
 (``wire.context_usage_request``: counted locally, no model request, nothing written to the
 session) and is offered once claude answered; the pair's first turn then finds that work
-done (70 to 100 ms of CPU less). It also means an offered spare has read its input: it is
-up, not still starting.
+done (70 to 100 ms of CPU less). Then it submits a throw-away prompt that a hook blocks
+(``WarmUp``: the hook added to claude's flag settings before, removed after): claude runs
+what a prompt's submission runs (attachments, the built-in plugins' prompt hooks: most of
+what a first turn does more than a later one), with no model request and no turn. It also
+means an offered spare has read its input: it is up, not still starting.
 
 A pair that resumes a conversation never takes one (``--resume`` is fixed at start), nor
 a tell with a budget of its own (``--max-budget-usd``), nor a team on another host, nor
@@ -46,17 +49,26 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import trio
 
 from iris_common.config import IrisConfig, Team
-from iris_common.paths import IrisPaths
+from iris_common.paths import IrisPaths, session_file
 from irisd.claude.launcher import Child, ChildFactory, launcher_for
 from irisd.claude.process import ChildEvent, ChildExited, ChildLine
-from irisd.claude.wire import ControlResponseLine, ResultLine, context_usage_request
+from irisd.claude.wire import (
+    AnyLine,
+    ControlResponseLine,
+    ResultLine,
+    context_usage_request,
+    flag_settings_request,
+    user_turn,
+)
 from irisd.pool.launch import child_access, launch_spec, run_child
 from irisd.pool.pair_events import PairEvent
 from irisd.pool.policy import PairKey, PairView
@@ -68,10 +80,76 @@ log = logging.getLogger("irisd.spares")
 
 RETRY_S = 30.0  # a spare that could not start, or exited on its own: the team's next one waits this long
 LINES = 64  # what a spare may print before its pair reads it (it prints nothing until its first turn)
-WARM_UP_S = 60.0  # a claude that has not answered its warm-up by then is offered as it is
+WARM_UP_S = 60.0  # a warm-up not done by then: offered as it is (stopped if the hook was asked for)
 REPLACE_AFTER_S = 10.0  # a taken spare's replacement starts AFTER_TURN_S after its first turn ended, or by then
 AFTER_TURN_S = 1.0  # long enough for the turn's reply to reach its caller; short against a claude's start
 WARM_UP_ID = "iris-spare-warm-up"
+HOOK_ID = "iris-spare-warm-up-hook"
+UNHOOK_ID = "iris-spare-warm-up-unhook"
+WARM_UP_PROMPT = "Iris warms up a spare claude: a hook blocks this prompt before any model request."
+# Every prompt blocked (exit code 2) before it reaches the model; only while the hook is there.
+BLOCKING_HOOK: dict[str, Any] = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 2"}]}]}}
+NO_HOOKS: dict[str, Any] = {"hooks": None}  # the flag settings' hooks removed (the team's own are in its files)
+BLOCKED = "a blocked prompt"  # the whole warm-up went as planned
+
+
+class WarmUp(msgspec.Struct):
+    """A spare's warm-up, step by step: pure, fed claude's lines, it says what to send next.
+
+    0. its context usage (``get_context_usage``, counted locally): claude builds what a
+       session's first request sends the model (system prompt, tools, skills, agents);
+    1. (``block``) a ``UserPromptSubmit`` hook that blocks every prompt, added to claude's flag
+       settings (``apply_flag_settings``, the layer ``--settings`` sets);
+    2. a throw-away prompt: claude runs what a prompt's submission runs (its attachments, the
+       built-in plugins' prompt hooks), then the hook blocks it: no model request, no turn
+       (``num_turns`` 0), the prompt not kept; what a later ``--resume`` sends is unchanged;
+    3. the hook removed, so that no later prompt runs it.
+
+    ``outcome``: "" while it runs; "answered" (the context usage, no prompt), BLOCKED, "refused:
+    why" (an older claude: up all the same), or "spoiled: why" (the prompt reached the model,
+    or the hook stayed): such a spare is never offered."""
+
+    block: bool = True
+    step: int = 0
+    outcome: str = ""
+
+    def start(self) -> bytes:
+        return context_usage_request(WARM_UP_ID)
+
+    def offerable(self) -> bool:
+        """Whether the spare may be offered as it is now (once done, or before any hook)."""
+        return not self.outcome.startswith("spoiled") and (self.outcome != "" or self.step == 0)
+
+    def heard(self, line: AnyLine) -> bytes | None:
+        """What to send claude after ``line`` (None: nothing, e.g. not an answer of this step)."""
+        if self.outcome:
+            return None
+        if self.step == 2:
+            if not isinstance(line, ResultLine):
+                return None
+            if line.num_turns != 0:
+                self.outcome = "spoiled: the warm-up prompt reached the model (no hook blocked it)"
+                return None
+            self.step = 3
+            return flag_settings_request(UNHOOK_ID, NO_HOOKS)
+        expected = (WARM_UP_ID, HOOK_ID, "", UNHOOK_ID)[self.step]
+        if not (isinstance(line, ControlResponseLine) and line.response.request_id == expected):
+            return None
+        refused = "" if line.response.subtype == "success" else line.response.error or line.response.subtype
+        if self.step == 0:
+            if refused or not self.block:
+                self.outcome = f"refused: {refused}" if refused else "answered"
+                return None
+            self.step = 1
+            return flag_settings_request(HOOK_ID, BLOCKING_HOOK)
+        if self.step == 1:
+            if refused:
+                self.outcome = "answered"  # no hook, so no prompt: the context usage alone
+                return None
+            self.step = 2
+            return user_turn(WARM_UP_PROMPT)
+        self.outcome = f"spoiled: claude kept the hook that blocks prompts ({refused})" if refused else BLOCKED
+        return None
 
 
 class Spare(msgspec.Struct, eq=False):
@@ -86,16 +164,17 @@ class Spare(msgspec.Struct, eq=False):
     ready_at: float  # monotonic: when it was offered (the oldest goes first under pressure)
     taken: bool = False
     exited: bool = False
-    warmed: str = ""  # how claude answered its warm-up: "answered", "refused: why", "" (not yet, or never)
+    warmed: str = ""  # how its warm-up went: WarmUp.outcome, "" (not yet, or never)
+    warming: WarmUp = msgspec.field(default_factory=WarmUp)
     _target: trio.MemorySendChannel[PairEvent] | None = None
     _bound: trio.Event = msgspec.field(default_factory=trio.Event)
     _settled: trio.Event = msgspec.field(default_factory=trio.Event)  # warmed up, or exited
 
     async def warm_up(self) -> None:
-        """Have claude build now what a session's first turn would (``context_usage_request``),
-        and wait for its answer (or its exit; at most WARM_UP_S). Raises IrisError if its
-        input is closed."""
-        await self.process.send(context_usage_request(WARM_UP_ID))
+        """Have claude run now what a session's first turn would (``WarmUp``: ``forward``
+        sends each next step as claude answers the last), and wait until it is done (or it
+        exits; at most WARM_UP_S). Raises IrisError if its input is closed."""
+        await self.process.send(self.warming.start())
         with trio.move_on_after(WARM_UP_S):
             await self._settled.wait()
 
@@ -124,8 +203,11 @@ class Spare(msgspec.Struct, eq=False):
                     self._settled.set()
                     exited(self)
                     return
-                if (answer := _warm_up_answer(event)) is not None:
-                    self.warmed = answer
+                if isinstance(event, ChildLine) and (following := self.warming.heard(event.line)) is not None:
+                    with contextlib.suppress(IrisError):  # its input closed: its exit follows
+                        await self.process.send(following)
+                if self.warming.outcome and not self._settled.is_set():
+                    self.warmed = self.warming.outcome
                     self._settled.set()
                 continue  # an untaken spare has no turn: nothing else it says matters
             await self._bound.wait()
@@ -141,15 +223,12 @@ class Spare(msgspec.Struct, eq=False):
                 return
 
 
-def _warm_up_answer(event: ChildEvent) -> str | None:
-    """claude's answer to the warm-up, if ``event`` is it: "answered", or "refused: why" (a
-    claude that does not know the request: it is up all the same)."""
-    if not (isinstance(event, ChildLine) and isinstance(event.line, ControlResponseLine)):
-        return None
-    response = event.line.response
-    if response.request_id != WARM_UP_ID:
-        return None
-    return "answered" if response.subtype == "success" else f"refused: {response.error or response.subtype}"
+def _forget_session(paths: IrisPaths, team: Team, session_id: str) -> None:
+    """Remove the session file an untaken spare's warm-up left (its blocked prompt's record:
+    no conversation), so that no one is offered a session no pair ever had. Inline: one
+    unlink (a worker thread would let trio's autojump clock, in the tests, skip ahead)."""
+    with contextlib.suppress(OSError):
+        os.unlink(session_file(paths.claude_config_dir, team.path, session_id))
 
 
 class SparePool:
@@ -178,6 +257,7 @@ class SparePool:
         self._paused_until: dict[str, float] = {}  # team -> no new spare before then
         self._replacing: dict[PairKey, tuple[str, float]] = {}  # taken, first turn running: (team, until)
         self._serial = 0
+        self.block_warm_up = True  # off once a warm-up prompt was not blocked (a team's settings may forbid hooks)
         self._wake = trio.Event()
         self._nursery: trio.Nursery | None = None
 
@@ -293,6 +373,7 @@ class SparePool:
         key: PairKey = (f"spare #{self._serial}", team.name, "")
         starting = True
         grant: ChildGrant | None = None
+        spare: Spare | None = None
         try:
             launcher = launcher_for(team, self.config, self.paths.claude_config_dir, self.child_factory)
             session_id = str(uuid.uuid4())
@@ -304,7 +385,7 @@ class SparePool:
             process = launcher.child(command, send)
             assert grant is not None  # wanted() is 0 without an HTTP face
             spare = Spare(team=team.name, key=key, session_id=session_id, process=process, grant=grant,
-                          argv=command.argv, ready_at=trio.current_time())
+                          argv=command.argv, ready_at=trio.current_time(), warming=WarmUp(block=self.block_warm_up))
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(spare.forward, receive, self._exited, self._turned)
                 await nursery.start(run_child, process, grant)  # its token is revoked when it ends
@@ -317,6 +398,14 @@ class SparePool:
                     return
                 if spare.exited:  # on its own, during its warm-up
                     log.warning("a spare claude exited before any pair took it", extra={"team": team.name})
+                    self._pause(team.name)
+                    return
+                if not spare.warming.offerable():  # its conversation or its settings are not a new one's
+                    if spare.warmed:  # the prompt got through, or the hook stayed: no more such warm-ups
+                        self.block_warm_up = False
+                    log.warning("a spare claude's warm-up went wrong; stopped, not offered", extra={
+                        "team": team.name, "pid": process.pid, "warm_up": spare.warmed or "no answer in time"})
+                    process.stop()
                     self._pause(team.name)
                     return
                 if not spare.warmed:
@@ -335,6 +424,8 @@ class SparePool:
             log.exception("a spare claude failed", extra={"team": team.name})
             self._pause(team.name)
         finally:
+            if spare is not None and not spare.taken:  # its process has ended (the nursery above)
+                _forget_session(self.paths, team, spare.session_id)
             if grant is not None and starting:
                 grant.revoke()
             if starting:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from harness import Iris, wait_for
+from harness import Iris, transcript_file, wait_for
+from irisd.pool.spares import BLOCKED
 from protocol.messages import GetPair, GetStatus, ListSessions, StatusReply
 from scripted_model import ScriptedModel
 
@@ -66,12 +67,15 @@ def test_a_spare_answers_a_new_pairs_first_tell_and_is_replaced(iris: Iris) -> N
 
 def test_a_spare_gives_its_slot_to_a_pair_and_comes_back_when_there_is_room(iris: Iris) -> None:
     iris.settings["maxProcesses"] = 1
-    iris.add_team("alpha", sessions={"spares": 1})
+    folder = iris.add_team("alpha", sessions={"spares": 1})
     iris.add_team("beta")
     iris.start()
     (spare,) = wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
+    sessions = transcript_file(iris, folder, "*").parent
+    assert len(list(sessions.glob("*.jsonl"))) == 1  # what its warm-up's blocked prompt left
     assert iris.cli_json("tell", "beta", "hi")["status"] == "completed"  # the one slot: the spare's went
     wait_for(lambda: not Path(f"/proc/{spare}").exists(), what="the spare stopped")
+    wait_for(lambda: not list(sessions.glob("*.jsonl")), what="the untaken spare's session file removed")
     assert spares(iris, "alpha") == []  # and no spare evicts a pair to come back
     assert iris.cli("sleep", "beta").returncode == 0
     (again,) = wait_for(lambda: spares(iris, "alpha"), what="a spare in the freed slot")
@@ -82,14 +86,15 @@ def test_a_spare_warms_up_before_it_is_offered_with_no_model_request_and_no_turn
     iris: Iris, model: ScriptedModel
 ) -> None:
     # claude builds what a session's first turn sends the model when first asked; a spare asks
-    # it (its context usage) before it is offered, so that its first tell finds it built.
+    # it (its context usage) before it is offered, then submits a prompt a hook blocks (added
+    # and removed again), so that its first tell finds that built and that code run.
     iris.add_team("alpha", sessions={"spares": 1})
     asked = len(model.posts)
     iris.start()
     (pid,) = wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
     (ready,) = [json.loads(line) for line in iris.log().splitlines() if '"a spare claude is ready"' in line]
-    assert ready["pid"] == pid and ready["warm_up"] == "answered", ready  # this claude knows the request
-    assert model.posts[asked:] == []  # counted locally: nothing asked of the model, no count_tokens
+    assert ready["pid"] == pid and ready["warm_up"] == BLOCKED, ready  # this claude knows the requests
+    assert model.posts[asked:] == []  # nothing asked of the model, no count_tokens
 
     told = iris.cli_json("tell", "alpha", "hello")
     assert told["text"] == "echo #1: hello", told  # the warm-up is no turn of the conversation
@@ -114,6 +119,16 @@ def test_a_spares_first_tell_sends_the_model_what_a_claude_started_for_it_would(
         sent.append(json.loads(_as_alpha(json.dumps(request), team, told["session_id"])))
     on_spare, started = sent
     assert on_spare == started
+    # Nor does the conversation kept on disk: what the next claude of each pair resumes and sends.
+    resumed = []
+    for team in ("alpha", "beta"):
+        assert iris.cli("sleep", team).returncode == 0
+        asked = len(model.posts)
+        told = iris.cli_json("tell", team, "again")
+        assert told["text"] == "echo #2: again" and not told.get("new_session"), told
+        (request,) = [body for path, body in model.posts[asked:] if path == "/v1/messages"]
+        resumed.append(json.loads(_as_alpha(json.dumps(request), team, told["session_id"])))
+    assert resumed[0] == resumed[1]
 
 
 def _as_alpha(request: str, team: str, session_id: str) -> str:

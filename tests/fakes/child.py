@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import trio
 
@@ -24,6 +25,7 @@ class FakeChild:
     instances: list[FakeChild] = []
     next_pid = 1000
     answers_context_usage = True  # as claude does: a get_context_usage control request is answered at once
+    answers_flag_settings = True  # and apply_flag_settings (a UserPromptSubmit hook then blocks every prompt)
 
     def __init__(
         self, argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]
@@ -32,6 +34,7 @@ class FakeChild:
         FakeChild.next_pid += 1
         self.pid: int | None = FakeChild.next_pid
         self.sent: list[dict[str, object]] = []
+        self.flag_settings: dict[str, Any] = {}
         self.returncode: int | None = None
         self._scope = trio.CancelScope()
         self._exit = trio.Event()
@@ -62,6 +65,15 @@ class FakeChild:
                 and self.answers_context_usage:
             await self.emit({"type": "control_response", "response": {
                 "subtype": "success", "request_id": message["request_id"], "response": {"categories": []}}})
+        if message.get("type") == "control_request" and request.get("subtype") == "apply_flag_settings" \
+                and self.answers_flag_settings:
+            self.flag_settings = {**self.flag_settings, **request["settings"]}  # shallow, as claude merges
+            self.flag_settings = {k: v for k, v in self.flag_settings.items() if v is not None}
+            await self.emit({"type": "control_response", "response": {
+                "subtype": "success", "request_id": message["request_id"]}})
+        if message.get("type") == "user" and "UserPromptSubmit" in self.flag_settings.get("hooks", {}):
+            # as claude with a hook that exits 2: the prompt blocked, no model request, no turn
+            await self.emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": 0, "result": ""})
 
     # --- driven by the test ---------------------------------------------------------
 

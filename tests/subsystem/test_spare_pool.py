@@ -17,7 +17,17 @@ from iris_common.paths import IrisPaths
 from irisd.caller import Caller
 from irisd.claude.process import ChildLine
 from irisd.pool.pair_events import PairEvent
-from irisd.pool.spares import AFTER_TURN_S, REPLACE_AFTER_S, RETRY_S, WARM_UP_S, SparePool
+from irisd.pool.spares import (
+    AFTER_TURN_S,
+    BLOCKED,
+    BLOCKING_HOOK,
+    NO_HOOKS,
+    REPLACE_AFTER_S,
+    RETRY_S,
+    WARM_UP_PROMPT,
+    WARM_UP_S,
+    SparePool,
+)
 from irisd.tokens import Access
 
 ALPHA_TWO = "    sessions:\n      spares: 2\n"
@@ -139,7 +149,83 @@ async def test_a_spare_is_offered_once_claude_answered_its_warm_up(
             "subtype": "success", "request_id": request_id, "response": {"categories": []}}})
         await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
         spare = pool.take("alpha")
-        assert spare is not None and spare.warmed == "answered" and len(child.sent) == 1
+        # then a prompt a hook blocks (added before, removed after): claude runs what a prompt's
+        # submission runs, with no model request and no turn; the pair's prompts run no hook
+        assert spare is not None and spare.warmed == BLOCKED
+        assert [m.get("request", m.get("message")) for m in child.sent[1:]] == [
+            {"subtype": "apply_flag_settings", "settings": BLOCKING_HOOK},
+            {"role": "user", "content": [{"type": "text", "text": WARM_UP_PROMPT}]},
+            {"subtype": "apply_flag_settings", "settings": NO_HOOKS},
+        ]
+        assert child.flag_settings == {}
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_spare_whose_warm_up_prompt_is_not_blocked_is_never_offered_and_the_next_warms_up_without(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A team's settings may forbid hooks (disableAllHooks): the prompt then reaches the model and
+    # is a turn of the spare's conversation, which a pair's new conversation must not have.
+    async def not_blocked(self: FakeChild, data: bytes) -> None:
+        message = json.loads(data)
+        self.sent.append(message)
+        if message.get("type") == "user":
+            await self.emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": 1, "result": "?"})
+        elif message.get("type") == "control_request":
+            await self.emit({"type": "control_response", "response": {
+                "subtype": "success", "request_id": message["request_id"]}})
+
+    monkeypatch.setattr(FakeChild, "send", not_blocked)
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: FakeChild.instances and FakeChild.instances[0].stopped_at < 1e9, every=0.01)
+        assert pool.pids() == {} and pool.take("alpha") is None  # stopped, never offered
+        stopped = FakeChild.instances[0].stopped_at
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)  # the next one, after a pause
+        assert FakeChild.instances[1].created_at == pytest.approx(stopped + RETRY_S, abs=0.01)
+        assert [m["request"] for m in FakeChild.instances[1].sent] == [WARM_UP]  # the context usage alone
+        spare = pool.take("alpha")
+        assert spare is not None and spare.warmed == "answered"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_spare_whose_hook_claude_would_not_remove_is_never_offered(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The hook blocks every prompt while it is there: a spare that keeps it would block the pair's tells.
+    monkeypatch.setattr(FakeChild, "answers_flag_settings", False)  # the test answers
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: FakeChild.instances and len(FakeChild.instances[0].sent) == 2, every=0.01)
+        child = FakeChild.instances[0]
+        child.flag_settings = dict(BLOCKING_HOOK)
+        await child.emit({"type": "control_response", "response": {
+            "subtype": "success", "request_id": child.sent[1]["request_id"]}})
+        await wait_until(lambda: len(child.sent) == 4, every=0.01)  # the prompt, blocked; the hook's removal
+        await child.emit({"type": "control_response", "response": {
+            "subtype": "error", "request_id": child.sent[3]["request_id"], "error": "settings are locked"}})
+        await wait_until(lambda: child.stopped_at < 1e9, every=0.01)
+        assert pool.pids() == {} and pool.take("alpha") is None
+        assert not pool.block_warm_up  # later spares warm up without a prompt
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_spare_that_does_not_answer_its_hook_in_time_is_never_offered(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Once the hook was asked for, claude may have it: offered as it is, it could block the pair's tells.
+    monkeypatch.setattr(FakeChild, "answers_flag_settings", False)
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: FakeChild.instances and len(FakeChild.instances[0].sent) == 2, every=0.001)
+        asked = trio.current_time()
+        await wait_until(lambda: FakeChild.instances[0].stopped_at < 1e9, every=0.001)
+        assert FakeChild.instances[0].stopped_at == pytest.approx(asked + WARM_UP_S, abs=0.002)
+        assert pool.pids() == {} and pool.take("alpha") is None
+        assert pool.block_warm_up  # no answer is no proof that hooks cannot work
         nursery.cancel_scope.cancel()
 
 
