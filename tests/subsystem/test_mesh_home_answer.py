@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import apsw
 import msgspec
 import trio
 
@@ -19,44 +20,54 @@ from harness import wait_until
 from irisd.mesh import records
 from irisd.mesh.home import Home
 from irisd.mesh.lane import PubAck
-from irisd.mesh.wire import FinalMsg, RemoteTellMsg, live_subject, reply_subject
+from irisd.mesh.wire import FINAL, FinalMsg, RemoteTellMsg, live_subject, read, reply_subject
 from irisd.store import tells
+from irisd.store.db import open_database
 from irisd.store.facade import Store
 
 CALLER, HOME = "ws-1", "ws-2"
 
 
 class RecordingLane:
-    """Stores nothing: notes each final result, and the home's own row of the tell then."""
+    """Stores nothing: notes each final result, and the home's own row of the tell as the
+    result left (read on the loop, in the step that sent it: the moment it left)."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, db: apsw.Connection) -> None:
         self.store = store
-        self.finals: list[tuple[FinalMsg, str]] = []  # (the result, the row's status when it left)
+        self.db = db
+        self.finals: list[tuple[FinalMsg, str]] = []  # (the stored result, the row's status then)
+        self.live_finals: list[tuple[FinalMsg, str]] = []  # (the live copy, the row's status then)
         self.sent = trio.Event()
         self.live: list[tuple[str, bytes]] = []
         self.live_before_stored: list[tuple[str, bytes]] = []  # what had left live when a result was stored
 
+    def _status_of(self, final: FinalMsg) -> str:
+        known = records.get(self.db, final.id)
+        assert known is not None and known.local_id is not None
+        row = tells.get(self.db, known.local_id)
+        return row.status if row is not None else "not written"
+
     async def js_publish(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None) -> PubAck:
         final = msgspec.json.decode(payload, type=FinalMsg)
-        known = await self.store.call(records.get, final.id)
-        assert known is not None and known.local_id is not None
-        row = await self.store.call(tells.get, known.local_id)
-        self.finals.append((final, row.status if row is not None else "not written"))
+        self.finals.append((final, self._status_of(final)))
         self.live_before_stored = [(subject, payload), *self.live]
         self.sent.set()
         return PubAck(stream="IRIS_REPLIES", seq=len(self.finals))
 
     def publish_nowait(self, subject: str, payload: bytes, **_: Any) -> None:
-        """A live message: best effort, noted here."""
+        """A live message: best effort, noted here (a final result's copy with its row's status)."""
         self.live.append((subject, payload))
+        if (final := read(FINAL, payload)) is not None and final.status != "running":
+            self.live_finals.append((final, self._status_of(final)))
 
 
 async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_path: Path) -> None:
     config = teams_config(tmp_path, f"  mesh:\n    url: nats://127.0.0.1:4222\n    name: {HOME}\n", teams="alpha")
-    async with running_core(tmp_path, config) as dispatcher:
+    db = open_database(tmp_path / "iris.db")
+    async with running_core(tmp_path, config, connection=db) as dispatcher:
         store = dispatcher.store
         await store.call(records.ensure)
-        lane = RecordingLane(store)
+        lane = RecordingLane(store, db)
         link: Any = SimpleNamespace(mesh=SimpleNamespace(name=HOME))
         home = Home(link, lane, store, dispatcher.dispatch, lambda: config)  # type: ignore[arg-type]
         with trio.fail_after(10):
@@ -70,9 +81,10 @@ async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_
                 await lane.sent.wait()
                 known = await wait_until(lambda: replied(store), every=0.001)  # the record says it left
                 nursery.cancel_scope.cancel()
-        [(final, status_then)] = lane.finals
+        [(final, status_then)] = lane.live_finals
         assert (final.id, final.status, final.text) == ("r-1", "completed", "hello")
         assert status_then == "running"  # its end not written yet: it left on the result line
+        assert [stored for stored, _ in lane.finals] == [final]  # then stored, the same result
         # Its first copy left on the caller's live subject, the same bytes, before it was stored.
         stored, *live = lane.live_before_stored
         assert (live_subject(CALLER, HOME), stored[1]) == live[-1]
