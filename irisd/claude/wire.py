@@ -135,6 +135,7 @@ class ControlResponseBody(msgspec.Struct, kw_only=True):
     subtype: str = ""
     request_id: str = ""
     error: str = ""
+    response: dict[str, Any] = {}  # what a request asked for (e.g. ``get_settings``'s settings)
 
 
 class ControlResponseLine(_Line, tag="control_response"):
@@ -245,6 +246,13 @@ def flag_settings_request(request_id: str, settings: dict[str, Any]) -> bytes:
     hook that blocks its warm-up prompt (``irisd/pool/spares.py``)."""
     message = {"type": "control_request", "request_id": request_id,
                "request": {"subtype": "apply_flag_settings", "settings": settings}}
+    return _encoder.encode(message) + b"\n"
+
+
+def settings_request(request_id: str) -> bytes:
+    """The control request that asks claude its settings (``effective``: merged from every
+    source): a spare's warm-up asks whether the team's settings let a hook run."""
+    message = {"type": "control_request", "request_id": request_id, "request": {"subtype": "get_settings"}}
     return _encoder.encode(message) + b"\n"
 
 

@@ -67,6 +67,7 @@ from irisd.claude.wire import (
     ResultLine,
     context_usage_request,
     flag_settings_request,
+    settings_request,
     user_turn,
 )
 from irisd.pool.launch import child_access, launch_spec, run_child
@@ -84,6 +85,7 @@ WARM_UP_S = 60.0  # a warm-up not done by then: offered as it is (stopped if the
 REPLACE_AFTER_S = 10.0  # a taken spare's replacement starts AFTER_TURN_S after its first turn ended, or by then
 AFTER_TURN_S = 1.0  # long enough for the turn's reply to reach its caller; short against a claude's start
 WARM_UP_ID = "iris-spare-warm-up"
+SETTINGS_ID = "iris-spare-warm-up-settings"
 HOOK_ID = "iris-spare-warm-up-hook"
 UNHOOK_ID = "iris-spare-warm-up-unhook"
 WARM_UP_PROMPT = "Iris warms up a spare claude: a hook blocks this prompt before any model request."
@@ -91,6 +93,7 @@ WARM_UP_PROMPT = "Iris warms up a spare claude: a hook blocks this prompt before
 BLOCKING_HOOK: dict[str, Any] = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "exit 2"}]}]}}
 NO_HOOKS: dict[str, Any] = {"hooks": None}  # the flag settings' hooks removed (the team's own are in its files)
 BLOCKED = "a blocked prompt"  # the whole warm-up went as planned
+HOOKS_OFF = "answered; the team's settings turn hooks off, so no prompt"  # the context usage alone
 
 
 class WarmUp(msgspec.Struct):
@@ -98,16 +101,19 @@ class WarmUp(msgspec.Struct):
 
     0. its context usage (``get_context_usage``, counted locally): claude builds what a
        session's first request sends the model (system prompt, tools, skills, agents);
-    1. (``block``) a ``UserPromptSubmit`` hook that blocks every prompt, added to claude's flag
-       settings (``apply_flag_settings``, the layer ``--settings`` sets);
-    2. a throw-away prompt: claude runs what a prompt's submission runs (its attachments, the
+    1. (``block``) its effective settings (``get_settings``): where the team's settings turn
+       hooks off (``disableAllHooks``, or only managed hooks allowed) no hook would block the
+       prompt below, which would reach the model (a paid request): the warm-up ends here;
+    2. a ``UserPromptSubmit`` hook that blocks every prompt, added to claude's flag settings
+       (``apply_flag_settings``, the layer ``--settings`` sets);
+    3. a throw-away prompt: claude runs what a prompt's submission runs (its attachments, the
        built-in plugins' prompt hooks), then the hook blocks it: no model request, no turn
        (``num_turns`` 0), the prompt not kept; what a later ``--resume`` sends is unchanged;
-    3. the hook removed, so that no later prompt runs it.
+    4. the hook removed, so that no later prompt runs it.
 
-    ``outcome``: "" while it runs; "answered" (the context usage, no prompt), BLOCKED, "refused:
-    why" (an older claude: up all the same), or "spoiled: why" (the prompt reached the model,
-    or the hook stayed): such a spare is never offered."""
+    ``outcome``: "" while it runs; "answered" (the context usage, no prompt), HOOKS_OFF,
+    BLOCKED, "refused: why" (an older claude: up all the same), or "spoiled: why" (the prompt
+    reached the model, or the hook stayed): such a spare is never offered."""
 
     block: bool = True
     step: int = 0
@@ -118,21 +124,21 @@ class WarmUp(msgspec.Struct):
 
     def offerable(self) -> bool:
         """Whether the spare may be offered as it is now (once done, or before any hook)."""
-        return not self.outcome.startswith("spoiled") and (self.outcome != "" or self.step == 0)
+        return not self.outcome.startswith("spoiled") and (self.outcome != "" or self.step <= 1)
 
     def heard(self, line: AnyLine) -> bytes | None:
         """What to send claude after ``line`` (None: nothing, e.g. not an answer of this step)."""
         if self.outcome:
             return None
-        if self.step == 2:
+        if self.step == 3:
             if not isinstance(line, ResultLine):
                 return None
             if line.num_turns != 0:
                 self.outcome = "spoiled: the warm-up prompt reached the model (no hook blocked it)"
                 return None
-            self.step = 3
+            self.step = 4
             return flag_settings_request(UNHOOK_ID, NO_HOOKS)
-        expected = (WARM_UP_ID, HOOK_ID, "", UNHOOK_ID)[self.step]
+        expected = (WARM_UP_ID, SETTINGS_ID, HOOK_ID, "", UNHOOK_ID)[self.step]
         if not (isinstance(line, ControlResponseLine) and line.response.request_id == expected):
             return None
         refused = "" if line.response.subtype == "success" else line.response.error or line.response.subtype
@@ -141,15 +147,29 @@ class WarmUp(msgspec.Struct):
                 self.outcome = f"refused: {refused}" if refused else "answered"
                 return None
             self.step = 1
-            return flag_settings_request(HOOK_ID, BLOCKING_HOOK)
+            return settings_request(SETTINGS_ID)
         if self.step == 1:
+            if refused:  # a claude that cannot say: the prompt's answer will tell (num_turns)
+                pass
+            elif hooks_off(line.response.response.get("effective")):
+                self.outcome = HOOKS_OFF
+                return None
+            self.step = 2
+            return flag_settings_request(HOOK_ID, BLOCKING_HOOK)
+        if self.step == 2:
             if refused:
                 self.outcome = "answered"  # no hook, so no prompt: the context usage alone
                 return None
-            self.step = 2
+            self.step = 3
             return user_turn(WARM_UP_PROMPT)
         self.outcome = f"spoiled: claude kept the hook that blocks prompts ({refused})" if refused else BLOCKED
         return None
+
+
+def hooks_off(effective: object) -> bool:
+    """Whether claude's effective settings keep a hook of its flag settings from running."""
+    return isinstance(effective, dict) and bool(
+        effective.get("disableAllHooks") or effective.get("allowManagedHooksOnly"))
 
 
 class Spare(msgspec.Struct, eq=False):

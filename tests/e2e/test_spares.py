@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness import Iris, transcript_file, wait_for
-from irisd.pool.spares import BLOCKED
+from irisd.pool.spares import BLOCKED, HOOKS_OFF
 from protocol.messages import GetPair, GetStatus, ListSessions, StatusReply
 from scripted_model import ScriptedModel
 
@@ -99,6 +99,24 @@ def test_a_spare_warms_up_before_it_is_offered_with_no_model_request_and_no_turn
     told = iris.cli_json("tell", "alpha", "hello")
     assert told["text"] == "echo #1: hello", told  # the warm-up is no turn of the conversation
     assert [path for path, _ in model.posts[asked:]] == ["/v1/messages"]
+
+
+def test_a_team_whose_settings_turn_hooks_off_gets_a_spare_with_no_model_request(
+    iris: Iris, model: ScriptedModel
+) -> None:
+    # No hook runs in this team's claude, so a throw-away prompt would reach the model (a paid
+    # request, and a turn): the spare asks claude its settings first and leaves the prompt out.
+    folder = iris.add_team("alpha", sessions={"spares": 1})
+    (folder / ".claude").mkdir()
+    (folder / ".claude" / "settings.json").write_text(json.dumps({"disableAllHooks": True}))
+    asked = len(model.posts)
+    iris.start()
+    (pid,) = wait_for(lambda: spares(iris, "alpha"), what="alpha's spare up")
+    (ready,) = [json.loads(line) for line in iris.log().splitlines() if '"a spare claude is ready"' in line]
+    assert ready["pid"] == pid and ready["warm_up"] == HOOKS_OFF, ready
+    assert model.posts[asked:] == []  # nothing asked of the model
+    told = iris.cli_json("tell", "alpha", "hello")
+    assert told["text"] == "echo #1: hello", told  # its first tell is its conversation's first turn
 
 
 def test_a_spares_first_tell_sends_the_model_what_a_claude_started_for_it_would(

@@ -26,6 +26,7 @@ class FakeChild:
     next_pid = 1000
     answers_context_usage = True  # as claude does: a get_context_usage control request is answered at once
     answers_flag_settings = True  # and apply_flag_settings (a UserPromptSubmit hook then blocks every prompt)
+    settings: dict[str, Any] = {}  # and get_settings: these, with its flag settings, are its effective settings
 
     def __init__(
         self, argv: list[str], cwd: str, env: dict[str, str], events: trio.MemorySendChannel[ChildEvent]
@@ -71,7 +72,12 @@ class FakeChild:
             self.flag_settings = {k: v for k, v in self.flag_settings.items() if v is not None}
             await self.emit({"type": "control_response", "response": {
                 "subtype": "success", "request_id": message["request_id"]}})
-        if message.get("type") == "user" and "UserPromptSubmit" in self.flag_settings.get("hooks", {}):
+        if message.get("type") == "control_request" and request.get("subtype") == "get_settings":
+            await self.emit({"type": "control_response", "response": {
+                "subtype": "success", "request_id": message["request_id"],
+                "response": {"effective": {**self.settings, **self.flag_settings}}}})
+        if message.get("type") == "user" and "UserPromptSubmit" in self.flag_settings.get("hooks", {}) \
+                and not self.settings.get("disableAllHooks"):
             # as claude with a hook that exits 2: the prompt blocked, no model request, no turn
             await self.emit({"type": "result", "subtype": "success", "is_error": False, "num_turns": 0, "result": ""})
 

@@ -21,6 +21,7 @@ from irisd.pool.spares import (
     AFTER_TURN_S,
     BLOCKED,
     BLOCKING_HOOK,
+    HOOKS_OFF,
     NO_HOOKS,
     REPLACE_AFTER_S,
     RETRY_S,
@@ -153,6 +154,7 @@ async def test_a_spare_is_offered_once_claude_answered_its_warm_up(
         # submission runs, with no model request and no turn; the pair's prompts run no hook
         assert spare is not None and spare.warmed == BLOCKED
         assert [m.get("request", m.get("message")) for m in child.sent[1:]] == [
+            {"subtype": "get_settings"},  # do the team's settings let a hook run?
             {"subtype": "apply_flag_settings", "settings": BLOCKING_HOOK},
             {"role": "user", "content": [{"type": "text", "text": WARM_UP_PROMPT}]},
             {"subtype": "apply_flag_settings", "settings": NO_HOOKS},
@@ -190,6 +192,24 @@ async def test_a_spare_whose_warm_up_prompt_is_not_blocked_is_never_offered_and_
         nursery.cancel_scope.cancel()
 
 
+async def test_a_team_whose_settings_turn_hooks_off_gets_spares_warmed_without_a_prompt(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # disableAllHooks in the team's settings: no hook would block the prompt, which would reach
+    # the model (a paid request). claude says so when asked its settings: no hook, no prompt.
+    monkeypatch.setattr(FakeChild, "settings", {"disableAllHooks": True})
+    pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(pool.run)
+        await wait_until(lambda: "alpha" in pool.pids(), every=0.01)
+        child = FakeChild.instances[0]
+        assert [m["request"] for m in child.sent] == [WARM_UP, {"subtype": "get_settings"}]
+        spare = pool.take("alpha")
+        assert spare is not None and spare.warmed == HOOKS_OFF and child.flag_settings == {}
+        assert pool.block_warm_up  # another team's spares still warm up with the prompt
+        nursery.cancel_scope.cancel()
+
+
 async def test_a_spare_whose_hook_claude_would_not_remove_is_never_offered(
     tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -198,14 +218,14 @@ async def test_a_spare_whose_hook_claude_would_not_remove_is_never_offered(
     pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
     async with trio.open_nursery() as nursery:
         await nursery.start(pool.run)
-        await wait_until(lambda: FakeChild.instances and len(FakeChild.instances[0].sent) == 2, every=0.01)
-        child = FakeChild.instances[0]
+        await wait_until(lambda: FakeChild.instances and len(FakeChild.instances[0].sent) == 3, every=0.01)
+        child = FakeChild.instances[0]  # asked: the context usage, the settings, the hook
         child.flag_settings = dict(BLOCKING_HOOK)
         await child.emit({"type": "control_response", "response": {
-            "subtype": "success", "request_id": child.sent[1]["request_id"]}})
-        await wait_until(lambda: len(child.sent) == 4, every=0.01)  # the prompt, blocked; the hook's removal
+            "subtype": "success", "request_id": child.sent[2]["request_id"]}})
+        await wait_until(lambda: len(child.sent) == 5, every=0.01)  # the prompt, blocked; the hook's removal
         await child.emit({"type": "control_response", "response": {
-            "subtype": "error", "request_id": child.sent[3]["request_id"], "error": "settings are locked"}})
+            "subtype": "error", "request_id": child.sent[4]["request_id"], "error": "settings are locked"}})
         await wait_until(lambda: child.stopped_at < 1e9, every=0.01)
         assert pool.pids() == {} and pool.take("alpha") is None
         assert not pool.block_warm_up  # later spares warm up without a prompt
@@ -220,7 +240,7 @@ async def test_a_spare_that_does_not_answer_its_hook_in_time_is_never_offered(
     pool, _ = pool_for(tmp_path, [True], alpha="    sessions:\n      spares: 1\n")
     async with trio.open_nursery() as nursery:
         await nursery.start(pool.run)
-        await wait_until(lambda: FakeChild.instances and len(FakeChild.instances[0].sent) == 2, every=0.001)
+        await wait_until(lambda: FakeChild.instances and len(FakeChild.instances[0].sent) == 3, every=0.001)
         asked = trio.current_time()
         await wait_until(lambda: FakeChild.instances[0].stopped_at < 1e9, every=0.001)
         assert FakeChild.instances[0].stopped_at == pytest.approx(asked + WARM_UP_S, abs=0.002)
