@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import threading
+from typing import Any
 
 from harness import Iris, wait_for
 
@@ -57,28 +58,34 @@ def test_watch_labels_the_text_of_tells_that_stream_at_once(iris: Iris) -> None:
     iris.start()
     for team in ("alpha", "beta"):  # warm: both answer at once below
         iris.cli_json("tell", team, "warm up")
-    with iris.watch() as ready:  # (its own watcher: the human one below starts just as fast)
-        human = subprocess.Popen([sys.executable, "-m", "iris_cli", "watch"], env=iris.env, cwd=iris.root,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert human.stderr is not None
-        assert "watching every team" in human.stderr.readline()
-        first = iris.cli_json("tell", "alpha", "@slow:150 @long:8", "--timeout", "-1")
-        second = iris.cli_json("tell", "beta", "@slow:150 @long:8", "--timeout", "-1")
-        lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(human.stdout or ()), daemon=True)
-        reader.start()
-        for tell in (first, second):
-            ready.until(lambda e, t=tell: e["type"] == "tell_state" and e["tell_id"] == t["id"]
-                        and e["status"] == "completed", what="both tells' ends")
-        # The human watcher gets its events in batches too: wait until it printed both ends.
-        wait_for(lambda: all(any(t["id"] in line and "completed" in line for line in lines) for t in (first, second)),
-                 30, "the watcher to print both tells' ends")
-        human.terminate()
-        human.wait(timeout=30)
+    # (the test's own watcher, and a human's: it starts just as fast)
+    with iris.watch() as ready, subprocess.Popen([sys.executable, "-m", "iris_cli", "watch"], env=iris.env,
+                                                 cwd=iris.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                 text=True) as human:
+        try:
+            assert human.stderr is not None
+            assert "watching every team" in human.stderr.readline()
+            first = iris.cli_json("tell", "alpha", "@slow:150 @long:8", "--timeout", "-1")
+            second = iris.cli_json("tell", "beta", "@slow:150 @long:8", "--timeout", "-1")
+            lines: list[str] = []
+            reader = threading.Thread(target=lambda: lines.extend(human.stdout or ()), daemon=True)
+            reader.start()
+            ended: set[str] = set()  # either may end first
+
+            def both_ended(event: dict[str, Any]) -> bool:
+                if event["type"] == "tell_state" and event["status"] == "completed":
+                    ended.add(event["tell_id"])
+                return ended >= {first["id"], second["id"]}
+
+            ready.until(both_ended, what="both tells' ends")
+            # The human watcher gets its events in batches too: wait until it printed both ends.
+            wait_for(lambda: all(any(t["id"] in line and "completed" in line for line in lines)
+                                 for t in (first, second)), 30, "the watcher to print both tells' ends")
+        finally:
+            human.terminate()
+            human.wait(timeout=30)
         reader.join(timeout=30)
-        assert human.stdout is not None
-        with human.stdout, human.stderr:
-            out = "".join(lines)
+        out = "".join(lines)
     runs = re.findall(r"^\[(\w{8}) external->(\w+)\] (.*)$", out, re.MULTILINE)
     assert {team for _, team, _ in runs} == {"alpha", "beta"}, out
     for tell, team in ((first, "alpha"), (second, "beta")):
