@@ -155,52 +155,30 @@ def _as_alpha(request: str, team: str, session_id: str) -> str:
 
 
 def test_the_warm_up_hook_comes_and_goes_and_the_childs_own_flag_settings_stay(
-    iris: Iris, claude_bin: Path, tmp_path: Path
+    model: ScriptedModel, tmp_path: Path
 ) -> None:
     """The spare's hook goes into claude's flag settings, the layer ``--settings`` set with
     the child's own (``crossSessionInbound: refuse``): adding and removing it must leave
     those as they were (a claude whose ``apply_flag_settings`` replaced the layer would take
     other sessions' messages)."""
-    import subprocess
-
+    from e2e.stream_claude import Claude
     from irisd.claude.command import CHILD_SETTINGS
-    from irisd.claude.wire import flag_settings_request
+    from irisd.claude.wire import flag_settings_request, settings_request
     from irisd.pool.spares import BLOCKING_HOOK, NO_HOOKS
 
-    folder = tmp_path / "project"
-    folder.mkdir()
-    claude = subprocess.Popen(
-        [str(claude_bin), "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-         "--settings", json.dumps(CHILD_SETTINGS)],
-        env=iris.env, cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    )
-    assert claude.stdin is not None and claude.stdout is not None
-
-    def answer(request: bytes, request_id: str) -> dict[str, Any]:
-        assert claude.stdin is not None and claude.stdout is not None
-        claude.stdin.write(request)
-        claude.stdin.flush()
-        while line := claude.stdout.readline():
-            message = json.loads(line)
-            if message.get("type") == "control_response" and message["response"].get("request_id") == request_id:
-                response: dict[str, Any] = message["response"]
-                assert response["subtype"] == "success", response
-                return response
-        raise AssertionError("claude ended without answering")
+    claude = Claude(tmp_path / "claude", model.base_url, "--settings", json.dumps(CHILD_SETTINGS))
 
     def flag_settings(request_id: str) -> dict[str, Any]:
-        asked = {"type": "control_request", "request_id": request_id, "request": {"subtype": "get_settings"}}
-        answered = answer(json.dumps(asked).encode() + b"\n", request_id)["response"]
+        answered = claude.control(settings_request(request_id), request_id)["response"]
         (flags,) = [source["settings"] for source in answered["sources"] if source["source"] == "flagSettings"]
         settings: dict[str, Any] = flags
         return settings
 
     try:
         assert flag_settings("before") == CHILD_SETTINGS
-        answer(flag_settings_request("hook", BLOCKING_HOOK), "hook")
+        claude.control(flag_settings_request("hook", BLOCKING_HOOK), "hook")
         assert flag_settings("hooked") == {**CHILD_SETTINGS, **BLOCKING_HOOK}
-        answer(flag_settings_request("unhook", NO_HOOKS), "unhook")
+        claude.control(flag_settings_request("unhook", NO_HOOKS), "unhook")
         assert flag_settings("after") == CHILD_SETTINGS
     finally:
-        claude.kill()
-        claude.communicate()  # closes its pipes
+        claude.close()
