@@ -149,9 +149,8 @@ class WarmUp(msgspec.Struct):
             self.step = 1
             return settings_request(SETTINGS_ID)
         if self.step == 1:
-            if refused:  # a claude that cannot say: the prompt's answer will tell (num_turns)
-                pass
-            elif hooks_off(line.response.response.get("effective")):
+            # (a claude that cannot say goes on: the prompt's answer tells, by its num_turns)
+            if not refused and hooks_off(line.response.response.get("effective")):
                 self.outcome = HOOKS_OFF
                 return None
             self.step = 2
