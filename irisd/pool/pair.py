@@ -371,6 +371,7 @@ class Pair:
 
     async def _on_child_line(self, line: AnyLine, raw: bytes, now: float) -> None:
         """Where the line goes is the router's (child_router.py) to say."""
+        self.machine.line_heard()
         if not self.machine.child_spoke:
             await self._run(self.machine.first_line(now, conversation_lost=self.router.says_conversation_lost(line)))
             if not self.machine.child_spoke:

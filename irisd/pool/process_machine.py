@@ -30,7 +30,11 @@ here by id only: their own lifecycle is ``irisd/tell/machine.py``.
 * A child that dies before its first line "crashed on start": it is retried after a
   backoff with the same tell (``policy.start_retry_delay``); after too many the pair
   is ``failed`` and refuses tells for a cooldown, then tries again. A child that
-  worked and then died ends its tell interrupted; the next tell starts a new one.
+  worked and then died ends its tell interrupted; the next tell starts a new one. But
+  a child that dies having printed nothing since it was handed its tell never started
+  that turn (claude's first line of a turn comes before the model is asked, so before
+  any tool runs): the tell goes again to a new child, once (a claude killed while idle,
+  and the next tell written to it before its exit was read).
 * A tell with a budget of its own (``--max-budget-usd``) gets a child of its own:
   claude's budget caps a whole process, so the child is started with that budget for
   that one tell and stopped when the tell ends. A child with no budget never serves it,
@@ -240,6 +244,8 @@ class ProcessMachine:
         self._launch_resume = False  # what the spawn under way does
         self._resumed = False  # the child was started with --resume
         self._spoke = False  # the child printed at least one line
+        self._turn_heard = True  # the child printed a line since it was handed the current tell
+        self._resent_unheard: str | None = None  # the tell handed again because its child died unheard
         self._conversation_lost = False  # the child said it has no conversation
         self._force_new_session = False  # the next spawn renews the session (once)
         self._new_session_pending = False  # the next tell handed out starts a conversation
@@ -428,6 +434,10 @@ class ProcessMachine:
         actions: list[Action] = [Note("conversation lost; starting a new one")] if renew else []
         return [*actions, Spawn(resume=self._launch_resume, renew=renew, max_budget_usd=self._launch_budget)]
 
+    def line_heard(self) -> None:
+        """The child printed a line: the current tell's turn, if any, is under way."""
+        self._turn_heard = True
+
     def spawned(self, now: float, pid: int | None) -> list[Action]:
         """The child process exists; it gets the tell that waits, if any."""
         self._require("spawned", "spawning", phase="launch")
@@ -513,6 +523,13 @@ class ProcessMachine:
                 return actions + self._enter_failed(
                     f"claude keeps crashing on start ({failures} times): {detail}", now
                 )
+            case Died() if self._unheard_turn():
+                actions.append(Note(f"claude exited before it read tell {self.current}; "
+                                    f"the tell goes to a new claude: {detail}"))
+                self._resent_unheard = self.current
+                self._resend = True
+                self.reason = detail
+                actions += self._set("stopped")
             case Expected() | Died():
                 if isinstance(verdict, Died):
                     actions.append(Note(f"claude exited: {detail}"))
@@ -553,6 +570,10 @@ class ProcessMachine:
 
     # --- internals ---------------------------------------------------------------------
 
+    def _unheard_turn(self) -> bool:
+        """The child was handed the current tell and printed nothing since (once a tell)."""
+        return self.current is not None and not self._turn_heard and self._resent_unheard != self.current
+
     def _wanted(self) -> bool:
         return bool(self.queue) or self.current is not None or self._wakers > 0
 
@@ -588,6 +609,7 @@ class ProcessMachine:
     def _turn(self, tell_id: str, *, restarted: bool) -> SendTurn:
         new_session, self._new_session_pending = self._new_session_pending, False
         self._child_served = True
+        self._turn_heard = False
         return SendTurn(tell_id, restarted=restarted, fresh_child=not self._spoke, new_session=new_session)
 
     def _enter_failed(self, reason: str, now: float, cooldown_s: float | None = None) -> list[Action]:

@@ -164,8 +164,11 @@ class TellMachine:
         return []
 
     def child_restarted(self, now: float, *, startup_s: float = 0.0) -> list[Action]:
-        """The message was handed again, to a new child (the last one crashed on start)."""
+        """The message was handed again, to a new child (the last one crashed on start, or
+        died before it read the message). A tell cancelled meanwhile goes no further."""
         self._require("child_restarted", "running", "awaiting_approval")
+        if self._interrupting:
+            return self._finish("interrupted", now, "interrupted by request")
         self._response_deadline = now + max(self._response_timeout_s, startup_s)
         return []
 

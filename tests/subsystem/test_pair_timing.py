@@ -220,6 +220,29 @@ async def test_a_child_that_crashes_on_start_is_retried_with_backoff_then_failed
     assert quick.status == "failed" and "crashing" in quick.tell.error
 
 
+async def test_a_tell_written_to_a_claude_that_died_unread_goes_to_a_new_one_and_a_turn_under_way_does_not(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A claude killed while idle: the next tell may be written to it before its end is read.
+    It printed nothing for that tell, so no turn (no tool) ran: the tell goes to a new claude.
+    A claude that dies after printing a line of the turn ends its tell interrupted."""
+    async with trio.open_nursery() as nursery:
+        first = await start_tell(nursery, core, message="one")
+        await (await child_got_turn(0)).result("re: one")
+        await wait_until(lambda: first.replied_at is not None, every=0.1)
+        second = await start_tell(nursery, core, message="two")
+        await wait_until(lambda: len(FakeChild.instances[0].sent) == 2, every=0.01)
+        FakeChild.instances[0].exit(-9)  # the turn written, nothing printed
+        again = await child_got_turn(1)
+        assert again.sent[-1]["message"]["content"][0]["text"] == "two"  # type: ignore[index]
+        await again.text("re: t")
+        again.exit(-9)
+        await wait_until(lambda: second.replied_at is not None, every=0.1)
+    assert first.reply is not None and first.reply.status == "completed"
+    assert second.reply is not None and second.reply.status == "interrupted"
+    assert second.reply.tell.text == "re: t" and len(FakeChild.instances) == 2
+
+
 @pytest.mark.settings("  maxProcesses: 1\n")
 async def test_a_full_pool_of_busy_processes_makes_a_tell_wait_never_evicting(
     core: Dispatcher, autojump_clock: trio.testing.MockClock

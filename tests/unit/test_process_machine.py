@@ -416,6 +416,7 @@ def test_a_tell_that_stops_the_child_then_ends() -> None:
 
 def test_a_child_that_dies_mid_tell_ends_it_interrupted() -> None:
     m = processing("t1")
+    m.line_heard()  # the turn is under way
     detail = "claude (pid 42) was killed by SIGKILL"
     assert m.exited(5.0, returncode=-9, detail=detail) == [
         ReleaseSlot(),
@@ -426,6 +427,37 @@ def test_a_child_that_dies_mid_tell_ends_it_interrupted() -> None:
     ]
     assert m.reason == detail and m.current is None
     assert m.tell_queued("t2", 6.0) == [PersistState("spawning"), RequestSlot()]  # no backoff: it had worked
+
+
+def test_a_child_that_dies_before_it_read_its_tell_hands_the_tell_to_a_new_child_once() -> None:
+    """Killed while idle, its exit not read yet when the tell was written to it: it printed
+    nothing for the tell, so the turn never started (and no tool ran)."""
+    m = processing("t1")
+    detail = "claude (pid 42) was killed by SIGKILL"
+    assert m.exited(5.0, returncode=-9, detail=detail) == [
+        ReleaseSlot(),
+        EXPIRED,
+        Note(f"claude exited before it read tell t1; the tell goes to a new claude: {detail}"),
+        PersistState("stopped"),
+        PersistState("spawning"),
+        RequestSlot(),  # no backoff: it had worked
+    ]
+    assert m.current == "t1" and m.reason == detail
+    m.slot_granted(5.1)
+    m.session_probed(5.1, RESUMABLE)
+    assert m.spawned(5.2, 43) == [PersistState("processing"), SendTurn("t1", restarted=True, fresh_child=True)]
+    m.first_line(5.3)  # (the actor says line_heard too; left out: the second death would go again)
+    again = m.exited(6.0, returncode=-9, detail=detail)
+    assert again[-2:] == [PersistState("stopped"), InterruptTells(("t1",), detail)]
+
+
+def test_a_tell_goes_again_only_if_its_child_printed_nothing_since_it_was_handed() -> None:
+    m = processing("t1")
+    m.tell_queued("t2", 1.0)
+    m.line_heard()
+    assert m.tell_ended("t1", 2.0)[-1] == SendTurn("t2")  # a new turn: unheard again
+    actions = m.exited(3.0, returncode=-9, detail="killed")
+    assert actions[-2:] == [PersistState("spawning"), RequestSlot()] and m.current == "t2"
 
 
 # --- crashes on start, retries, failed -------------------------------------------------------------

@@ -221,6 +221,14 @@ def test_a_fresh_child_gets_the_start_up_grace_for_its_first_line() -> None:
     assert m.child_restarted(6.0, startup_s=30.0) == [] and m.next_deadline() == 36.0
 
 
+def test_a_tell_cancelled_while_its_child_went_is_not_handed_again() -> None:
+    m = machine()
+    m.start(0.0)
+    assert m.cancel(1.0) == [SendInterrupt()]
+    assert m.child_restarted(2.0) == [ReplyToCaller()]
+    assert status_of(m) == "interrupted" and m.error == "interrupted by request"
+
+
 def test_child_restarted_needs_a_running_tell() -> None:
     with pytest.raises(IllegalTransition):
         machine().child_restarted(1.0)
