@@ -9,11 +9,12 @@ loaded by irisd's ``/mcp``, which must not import the CLI). What both transports
 ``Shim`` and its tools, is ``iris_mcp``'s (``iris_mcp/shim.py``).
 
 Start-up is on every Claude Code session's path, so this module imports only Typer (about
-25 ms), the MCP SDK and trio; ``protocol/``, msgspec and the tool definitions load on the
-first ``tools/list``, and the daemon is contacted on the first tool call. stdout is the MCP
+25 ms), trio, msgspec and the tool definitions; the MCP SDK loads only for a line the
+transport's fast path leaves to it (an ``initialize``: the older protocol era; a retry
+answering a form), and the daemon is contacted on the first tool call. stdout is the MCP
 wire: logs go to stderr, and while serving fd 1 points at stderr so that nothing else can
-reach the wire either. The transport, and the fast path that answers ``tools/call`` and
-``tools/list`` without the SDK's JSON-RPC, are ``iris_mcp/stdio.py``.
+reach the wire either. The transport, and the fast path that answers a session of the 2026-07-28
+era without the SDK, are ``iris_mcp/stdio.py``.
 
 Tool calls reuse kept connections to irisd (``aclient.ConnectionPool``: a new one costs
 a connect and a hello, about 0.5 ms); one irisd closed (it restarted) is seen before it is
@@ -41,7 +42,7 @@ import trio
 import typer
 
 from iris_mcp import stdio
-from iris_mcp.shim import Shim, StateSeal, build_server
+from iris_mcp.shim import Shim, StateSeal
 
 if TYPE_CHECKING:
     from iris_cli.aclient import ConnectionPool
@@ -104,7 +105,7 @@ def run(*, team: str | None, autostart: bool, read_only: bool, log_level: str) -
     shim = Shim(link, team=team, cwd=os.getcwd(), env=os.environ, read_only=read_only)
     seal = StateSeal(lambda ctx: None)  # one client: the stdio principal is nobody in particular
     try:
-        trio.run(stdio.serve_stdio, shim, build_server(shim, seal=seal), seal)
+        trio.run(stdio.serve_stdio, shim, seal)
     except KeyboardInterrupt:
         return 130
     return 0

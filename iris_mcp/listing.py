@@ -18,6 +18,7 @@ from iris_mcp.tools import AGENT_PROPOSES, READ_ONLY_TOOLS, TOOLS, TOOLS_BY_NAME
 
 MODERN_VERSION = "2026-07-28"  # the protocol era of server/discover (claude 2.1.330 speaks it)
 SERVER_NAME, SERVER_TITLE = "iris", "Iris"
+SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE, "version": __version__}  # who answers, in each result
 INSTRUCTIONS = (
     "Iris connects you with the Claude Code agents of other projects (teams). team_teams lists "
     "them; team_tell asks one and returns its answer (each pair of teams keeps its own "
@@ -75,6 +76,5 @@ def _complete() -> dict[str, Any]:
         "cacheScope": "private",
         "resultType": "complete",
         "ttlMs": 0,
-        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": SERVER_NAME, "title": SERVER_TITLE,
-                                                          "version": __version__}},
+        "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO},
     }

@@ -4,8 +4,11 @@ client of irisd's socket) and, in irisd itself, ``/mcp`` for irisd's own claude 
 ``Link`` carries them (the CLI's ``DaemonLink``: the socket; irisd's ``ServingLink``: the
 dispatcher, in process) and the replies render the same way (``iris_mcp.tools``).
 
-Start-up is on every Claude Code session's path, so this module imports only the MCP SDK
-and trio; ``protocol/``, msgspec and the tool definitions load on the first ``tools/list``.
+Start-up is on every Claude Code session's path, so this module imports only trio;
+``protocol/``, msgspec and the tool definitions load on the first ``tools/list``, and the
+MCP SDK when a server is built (``build_server``) or a ``requestState`` sealed
+(``StateSeal``): the stdio ``iris mcp`` answers a session of the 2026-07-28 era without it
+(``iris_mcp/stdio.py``).
 """
 
 from __future__ import annotations
@@ -14,17 +17,16 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-import mcp_types as types
 import trio
 
 from iris_mcp import sdk
 
-sdk.lean()  # before the first import of mcp: only the server parts load
-from mcp.server.context import ServerRequestContext  # noqa: E402
-from mcp.server.lowlevel import Server  # noqa: E402
+sdk.lean()  # before the first import of mcp (it imports nothing): only the server parts load then
 
 if TYPE_CHECKING:
-    from mcp.server.context import CallNext, HandlerResult
+    import mcp_types as types
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+    from mcp.server.lowlevel import Server
 
     from iris_mcp.asking import Asking, AskState, SpentStates
     from iris_mcp.identity import Identity
@@ -749,7 +751,7 @@ class Shim:
 # --- the MCP server -------------------------------------------------------------------
 
 
-Principal = Callable[[ServerRequestContext[Any]], "str | None"]
+Principal = Callable[["ServerRequestContext[Any]"], "str | None"]
 
 
 def build_server(
@@ -767,6 +769,9 @@ def build_server(
     request's ``_meta``, ``resultType`` on results; the SDK's runner) and the
     ``initialize`` handshake. ``seal``: the ``StateSeal`` to use (the stdio fast path
     shares it, ``iris_mcp/stdio.py``), else one of its own for ``principal``."""
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
     shim_for = shim if callable(shim) else (lambda ctx: shim)
     listed: dict[tuple[str, ...], list[types.Tool]] = {}  # offered -> the tools (one server serves every kind)
     seal = seal or StateSeal(principal or (lambda ctx: None))
@@ -870,4 +875,6 @@ def mcp_tool_list(read_only: bool = False, offered: tuple[str, ...] | None = Non
 
     if offered is None:
         offered = offered_tools(read_only=read_only)
+    import mcp_types as types
+
     return [types.Tool.model_validate(tool) for tool in tool_dicts(offered)]

@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from iris_mcp.shim import Shim, StateSeal, build_server
+from iris_mcp.shim import Shim, StateSeal
 from iris_mcp.stdio import Front
 from protocol.framing import LineFramer
 from protocol.messages import (
@@ -138,7 +138,7 @@ async def run_front(
     seal = StateSeal(lambda ctx: None)
     client_out, front_in = trio.testing.memory_stream_one_way_pair()
     front_out, client_in = trio.testing.memory_stream_one_way_pair()
-    front = Front(shim, build_server(shim, seal=seal), seal, front_out, fast=fast)
+    front = Front(shim, seal, front_out, fast=fast)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(front.serve, front_in)
         result = await script(Client(client_out, client_in), link)
@@ -182,7 +182,7 @@ async def test_the_fast_path_answers_what_the_sdk_answers() -> None:
     fast, front, _ = await run_front(True, play_session)
     sdk, sdk_front, _ = await run_front(False, play_session)
     assert sdk_front.taken == 0
-    assert front.taken == 9  # tools/list and the eight calls it takes
+    assert front.taken == 10  # server/discover, tools/list and the eight calls it takes
     for request, mine, theirs in zip(SESSION, fast, sdk, strict=True):
         assert mine == theirs, request
     # and the answers are what they should be (not merely alike)
@@ -215,7 +215,7 @@ async def test_a_form_asked_on_the_fast_path_is_the_sdks_and_its_answer_resumes_
 
     (fast_asked, fast_done), front, link = await run_front(True, ask_and_answer)
     (sdk_asked, sdk_done), _, _ = await run_front(False, ask_and_answer)
-    assert front.taken == 1  # the first call; the retry was the SDK's
+    assert front.taken == 2  # discover and the first call; the retry was the SDK's
     assert fast_asked["result"]["resultType"] == "input_required"
     assert fast_asked["result"]["requestState"] != sdk_asked["result"]["requestState"]  # sealed, each its own
     for asked in (fast_asked, sdk_asked):
@@ -243,7 +243,7 @@ async def test_a_cancelled_call_cancels_its_tell_and_is_not_answered(fast: bool)
     after, front, link = await run_front(fast, cancel)
     assert [line["id"] for line in after] == [2]  # nothing for the cancelled call before the next answer
     assert CancelTell(tell_id="t-3") in link.sent
-    assert front.taken == (2 if fast else 0)  # with the fast path: the call (never answered) was its own
+    assert front.taken == (3 if fast else 0)  # with the fast path: discover, the call (never answered) was its own
 
 
 async def test_calls_running_when_the_client_leaves_are_answered_closed() -> None:
@@ -259,7 +259,7 @@ async def test_calls_running_when_the_client_leaves_are_answered_closed() -> Non
     link = ScriptLink()
     shim = Shim(link, team="alpha")
     seal = StateSeal(lambda ctx: None)
-    front = Front(shim, build_server(shim, seal=seal), seal, front_out)
+    front = Front(shim, seal, front_out)
     client = Client(client_out, client_in)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(front.serve, front_in)
@@ -277,7 +277,7 @@ async def test_a_client_gone_from_stdout_ends_the_session_quietly() -> None:
     link = ScriptLink()
     shim = Shim(link, team="alpha")
     seal = StateSeal(lambda ctx: None)
-    front = Front(shim, build_server(shim, seal=seal), seal, front_out)
+    front = Front(shim, seal, front_out)
     client = Client(client_out, client_in)
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
@@ -288,7 +288,7 @@ async def test_a_client_gone_from_stdout_ends_the_session_quietly() -> None:
                                 "params": call("team_tell", {"toTeam": "echo", "message": "m"}, PLAIN)})
             await client.write({"jsonrpc": "2.0", "id": 2, "method": "resources/list", "params": {"_meta": PLAIN}})
             await client_out.aclose()
-    assert front.broken and front.taken == 1
+    assert front.broken and front.taken == 2
 
 
 # What claude 2.1.330 sent iris mcp (recorded 2026-11-27 through a pass-through wrapper, `claude -p`
@@ -314,13 +314,12 @@ CLAUDE_CODE_LINES = [
 
 def test_what_claude_code_sends_takes_the_fast_path() -> None:
     from iris_mcp.fastpath import FastRequest, read_line
-    from iris_mcp.shim import can_elicit
 
     listed, called = (read_line(json.dumps(line).encode()) for line in CLAUDE_CODE_LINES)
     assert isinstance(listed, FastRequest) and listed.method == "tools/list"
     assert isinstance(called, FastRequest) and called.method == "tools/call" and called.name == "team_tell"
     assert called.progress_token == 1 and called.arguments == {"toTeam": "beta", "message": "ping"}
-    assert can_elicit(called.protocol_version, called.capabilities)  # it declares forms
+    assert called.forms  # it declares forms
 
 
 async def test_an_id_still_in_use_goes_to_the_sdk_and_the_running_call_stays_cancellable() -> None:
@@ -338,4 +337,4 @@ async def test_an_id_still_in_use_goes_to_the_sdk_and_the_running_call_stays_can
 
     again, front, link = await run_front(True, reuse)
     assert "You are team" in again[-1]["result"]["content"][0]["text"]  # answered (by the SDK's server)
-    assert front.taken == 1 and CancelTell(tell_id="t-3") in link.sent
+    assert front.taken == 2 and CancelTell(tell_id="t-3") in link.sent
