@@ -443,3 +443,108 @@ async def test_a_tell_queued_behind_an_approval_asks_the_calling_model_to_get_it
     assert iris.cli("approve", approval).returncode == 0
     assert iris.cli_json("result", result.structured_content["id"], "--wait", "60000")["status"] == "completed"
     assert (beta / "made.txt").exists()
+
+
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}},
+}
+SDK_MODULES = ("mcp.", "mcp_types", "pydantic")  # what a session of the 2026-07-28 era never imports
+
+
+def imported_modules(stderr: str) -> set[str]:
+    """The modules a process imported, from its ``-X importtime`` report on stderr."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_a_session_of_the_newer_era_never_loads_the_sdk(iris: Iris) -> None:
+    """What Claude Code 2.1.330 sends (discover, list, a call with progress, a cancelled
+    call) answered by ``iris mcp`` without importing the MCP SDK or pydantic."""
+    alpha, _ = two_teams(iris)
+    iris.start()
+    log = iris.root / "lean-shim.log"
+    env = {**iris.env, "PYTHONPROFILEIMPORTTIME": "1"}
+
+    def request(request_id: int, method: str, params: dict[str, Any]) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n"
+
+    def tell(message: str, token: int) -> dict[str, Any]:
+        meta = {**ENVELOPE, "progressToken": token}
+        return {"name": "team_tell", "arguments": {"toTeam": "beta", "message": message}, "_meta": meta}
+
+    with log.open("w") as stderr, subprocess.Popen(
+        [*iris_command(), "mcp", "--log-level", "debug"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=alpha,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        stdin, stdout = process.stdin, process.stdout
+
+        def send(line: str) -> None:
+            stdin.write(line)
+            stdin.flush()
+
+        def until(request_id: int) -> list[dict[str, Any]]:
+            lines = [json.loads(stdout.readline())]
+            while lines[-1].get("id") != request_id:
+                lines.append(json.loads(stdout.readline()))
+            return lines
+
+        try:
+            send(request(1, "server/discover", {"_meta": ENVELOPE}))
+            (discovered,) = until(1)
+            send(request(2, "tools/list", {"_meta": ENVELOPE}))
+            (listed,) = until(2)
+            send(request(3, "tools/call", tell("@chunks:3 @slow:300 one two three", 3)))
+            *progress, answered = until(3)
+            send(request(4, "tools/call", tell("@hang forever", 4)))
+            line = json.loads(stdout.readline())
+            while "waiting for the model" not in line["params"]["message"]:  # only its progress comes
+                line = json.loads(stdout.readline())
+            send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}}) + "\n")
+            send(request(5, "tools/list", {"_meta": ENVELOPE}))
+            after = until(5)
+            stdin.close()
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert discovered["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "iris"
+    assert {tool["name"] for tool in listed["result"]["tools"]} == TOOL_NAMES
+    assert answered["result"]["structuredContent"]["text"] == "echo #1: one two three"
+    assert progress and all(line["params"]["progressToken"] == 3 for line in progress)
+    assert all(line.get("id") != 4 for line in after)  # the cancelled call is not answered
+    report = iris.request(Report(to_team="beta", from_team="alpha"))
+    assert isinstance(report, ReportReply) and report.tells[0].status in ("interrupted", "running")
+    loaded = imported_modules(log.read_text())
+    assert "iris_mcp.fastpath" in loaded  # the report is there
+    assert not [m for m in loaded if m.startswith(SDK_MODULES)], sorted(m for m in loaded if m.startswith(SDK_MODULES))
+
+
+def test_an_initialize_first_loads_the_sdk_and_it_serves_the_session(iris: Iris) -> None:
+    two_teams(iris)
+    iris.start()
+    log = iris.root / "sdk-shim.log"
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "team_teams", "arguments": {}}},
+    ]
+    with log.open("w") as stderr, subprocess.Popen(
+        [*iris_command(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True,
+        env={**iris.env, "PYTHONPROFILEIMPORTTIME": "1"}, cwd=iris.root,
+    ) as process:
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+            process.stdin.flush()
+            replies = [json.loads(process.stdout.readline()) for _ in range(2)]
+            process.stdin.close()
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert replies[0]["result"]["protocolVersion"] == "2025-11-25"
+    assert "alpha" in replies[1]["result"]["content"][0]["text"]
+    assert {"mcp_types", "mcp.server.lowlevel.server"} <= imported_modules(log.read_text())
