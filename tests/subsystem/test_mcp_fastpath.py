@@ -171,6 +171,16 @@ SESSION: list[tuple[str, dict[str, Any]]] = [
     ("tools/list", {"_meta": PLAIN, "cursor": "x"}),
     ("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}),
     ("resources/list", {"_meta": PLAIN}),
+    # odd envelopes and capabilities: refused, or read, as the SDK does either way
+    ("tools/list", {"_meta": {**PLAIN, "io.modelcontextprotocol/clientCapabilities": {"elicitation": 5}}}),
+    ("tools/call", call("team_getTeamName", {}, {**PLAIN, "io.modelcontextprotocol/clientCapabilities": []})),
+    ("tools/call", call("team_getTeamName", {}, {**PLAIN, "io.modelcontextprotocol/clientInfo": {"name": 1}})),
+    ("tools/call", call("team_getTeamName", {}, {"io.modelcontextprotocol/protocolVersion": MODERN})),
+    ("tools/call", call("team_getTeamName", {}, {**PLAIN, "io.modelcontextprotocol/protocolVersion": 2026})),
+    ("server/discover", {"_meta": PLAIN, "extra": 1}),
+    ("server/discover", {"_meta": {**PLAIN, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}}),
+    ("tools/list", {"_meta": "no object"}),
+    ("tools/list", {}),
 ]
 
 
@@ -183,6 +193,7 @@ async def test_the_fast_path_answers_what_the_sdk_answers() -> None:
     sdk, sdk_front, _ = await run_front(False, play_session)
     assert sdk_front.taken == 0
     assert front.taken == 10  # server/discover, tools/list and the eight calls it takes
+    assert sdk_front.server is not None and front.server is not None  # loaded for ping, the first line it left
     for request, mine, theirs in zip(SESSION, fast, sdk, strict=True):
         assert mine == theirs, request
     # and the answers are what they should be (not merely alike)
@@ -338,3 +349,147 @@ async def test_an_id_still_in_use_goes_to_the_sdk_and_the_running_call_stays_can
     again, front, link = await run_front(True, reuse)
     assert "You are team" in again[-1]["result"]["content"][0]["text"]  # answered (by the SDK's server)
     assert front.taken == 2 and CancelTell(tell_id="t-3") in link.sent
+
+
+async def test_a_session_the_fast_path_answers_whole_never_loads_the_sdk() -> None:
+    """discover, list, a call with progress, a cancelled call: the SDK's server is never
+    built (the subprocess test in tests/e2e/test_mcp_shim.py checks that nothing of it is
+    imported either)."""
+
+    async def session(client: Client, link: ScriptLink) -> list[dict[str, Any]]:
+        await client.ask(0, "server/discover", {"_meta": PLAIN})
+        await client.ask(1, "tools/list", {"_meta": PLAIN})
+        await client.ask(2, "tools/call", call("team_tell", {"toTeam": "behind", "message": "m"},
+                                               {**PLAIN, "progressToken": 2}))
+        await client.write({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                            "params": call("team_tell", {"toTeam": "slow", "message": "m"}, PLAIN)})
+        with trio.fail_after(10):
+            await link.slow_running.wait()
+        await client.write({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+        await client.write({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 99}})
+        with trio.fail_after(10):
+            await link.cancelled.wait()
+        return await client.ask(4, "tools/list", {"_meta": PLAIN})
+
+    after, front, link = await run_front(True, session)
+    assert [line["id"] for line in after] == [4]
+    assert front.server is None and front.taken == 5 and CancelTell(tell_id="t-3") in link.sent
+
+
+async def test_an_initialize_first_is_the_sdks_and_so_is_the_rest_of_the_session() -> None:
+    async def legacy(client: Client, link: ScriptLink) -> list[list[dict[str, Any]]]:
+        return [
+            await client.ask(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                               "clientInfo": {"name": "x", "version": "0"}}),
+            await client.ask(1, "tools/list", {"_meta": PLAIN}),  # an envelope on this era: refused
+            await client.ask(2, "tools/call", {"name": "team_getTeamName", "arguments": {}}),
+        ]
+
+    (opened, enveloped, called), front, _ = await run_front(True, legacy)
+    assert front.server is not None and front.taken == 0 and not front.modern
+    assert opened[-1]["result"]["protocolVersion"] == "2025-11-25"
+    assert enveloped[-1]["error"]["code"] == -32600
+    assert "You are team" in called[-1]["result"]["content"][0]["text"]
+
+
+# --- the fast path's helpers are the SDK's rules, for the same inputs -------------------
+
+ENVELOPES: list[Any] = [
+    None, [], "x", {}, {"_meta": None}, {"_meta": []}, {"_meta": {}}, {"_meta": PLAIN}, {"_meta": FORMS},
+    {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}},
+    {"_meta": {"io.modelcontextprotocol/clientCapabilities": {}}},
+    {"_meta": {**PLAIN, "io.modelcontextprotocol/protocolVersion": "2025-11-25"}},
+    {"_meta": {**PLAIN, "io.modelcontextprotocol/protocolVersion": 20260728}},
+    {"_meta": {**PLAIN, "io.modelcontextprotocol/protocolVersion": None}},
+    {"_meta": {**PLAIN, "io.modelcontextprotocol/clientCapabilities": None}},
+    {"_meta": {**PLAIN, "io.modelcontextprotocol/clientInfo": None}},
+]
+
+
+@pytest.mark.parametrize("params", ENVELOPES)
+def test_classify_routes_and_refuses_as_the_sdk(params: Any) -> None:
+    from mcp.shared.inbound import InboundModernRoute, classify_inbound_request
+
+    from iris_mcp.fastpath import classify
+
+    theirs = classify_inbound_request({"method": "tools/list", "params": params})
+    mine = classify(params)
+    if isinstance(theirs, InboundModernRoute):
+        assert mine == (theirs.protocol_version, theirs.client_capabilities)
+    else:
+        assert mine is None
+
+
+CAPABILITIES: list[Any] = [
+    {}, {"elicitation": {}}, {"elicitation": {"form": {}}}, {"elicitation": {"url": {}}},
+    {"elicitation": {"form": {}, "url": {}}}, {"elicitation": None}, {"elicitation": {"form": None, "url": {}}},
+    {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}}, {"roots": {}}, {"roots": None},
+    {"experimental": {"x": {}}}, {"extensions": {"io.example/x": {"a": 1}}}, {"sampling": {}}, {"tasks": {}},
+    {"future": [1, 2]}, {"elicitation": {"form": {"anything": 1}}},
+    # mis-shaped: the SDK reads them as no capabilities (or by rules of its own): the fast path leaves them
+    None, [], "x", 5, {"elicitation": 5}, {"elicitation": []}, {"elicitation": {"form": 5}},
+    {"elicitation": {"url": "yes"}}, {"roots": {"listChanged": "yes"}}, {"roots": {"listChanged": 1}},
+    {"roots": []}, {"experimental": {"x": 5}}, {"experimental": []}, {"extensions": "x"},
+    {"sampling": {"context": {}}}, {"sampling": 5}, {"tasks": {"list": {}}},
+]
+PLAIN_CAPABILITIES = 16  # the first ones: the fast path reads them itself
+
+
+@pytest.mark.parametrize("capabilities", CAPABILITIES)
+def test_client_forms_reads_capabilities_as_the_sdk(capabilities: Any) -> None:
+    import mcp_types
+    from pydantic import ValidationError
+
+    from iris_mcp.fastpath import client_forms
+    from iris_mcp.shim import can_elicit
+
+    try:
+        model: mcp_types.ClientCapabilities | None = mcp_types.ClientCapabilities.model_validate(
+            capabilities, by_name=False)
+    except ValidationError:
+        model = None
+    mine = client_forms(capabilities)
+    if CAPABILITIES.index(capabilities) < PLAIN_CAPABILITIES:
+        assert mine is not None
+    assert mine is None or mine == can_elicit(MODERN, model)  # None: the SDK's to read (lax rules of its own)
+
+
+@pytest.mark.parametrize("value", [7, "7", "x", "-3", " 8 ", "1_0", True, False, None, 1.5, [], {}, "", "٣"])
+def test_request_ids_are_read_and_coerced_as_the_sdk(value: Any) -> None:
+    from mcp.shared.dispatcher import as_request_id, coerce_request_id
+    from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
+
+    from iris_mcp import fastpath
+
+    assert fastpath.as_request_id(value) == as_request_id(value)
+    assert fastpath.cancelled_request_id({"requestId": value}) == cancelled_request_id_from_params({"requestId": value})
+    if (request_id := as_request_id(value)) is not None:
+        assert fastpath.coerce_request_id(request_id) == coerce_request_id(request_id)
+        assert type(fastpath.coerce_request_id(request_id)) is type(coerce_request_id(request_id))
+    for params in (None, {}, {"reason": "x"}):  # a cancel naming no request
+        assert fastpath.cancelled_request_id(params) is None is cancelled_request_id_from_params(params)
+
+
+@pytest.mark.parametrize("line", [
+    {"jsonrpc": "2.0", "id": True, "method": "tools/list", "params": {"_meta": PLAIN}},
+    {"jsonrpc": "2.0", "id": None, "method": "tools/list", "params": {"_meta": PLAIN}},
+    {"jsonrpc": "1.0", "id": 1, "method": "tools/list", "params": {"_meta": PLAIN}},
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": [1]},
+    {"jsonrpc": "2.0", "id": 1.5, "method": "tools/list", "params": {"_meta": PLAIN}},
+    {"jsonrpc": "2.0", "id": 1, "result": {}},
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"reason": "no id"}},
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": True}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+])
+def test_odd_lines_are_left_to_the_sdk(line: dict[str, Any]) -> None:
+    from iris_mcp.fastpath import read_line
+
+    assert read_line(json.dumps(line).encode()) is None
+
+
+def test_the_server_info_stamped_on_each_answer_is_the_sdks() -> None:
+    from iris_mcp.listing import SERVER_INFO
+    from iris_mcp.shim import build_server
+
+    shim = Shim(ScriptLink(), team="alpha")
+    assert build_server(shim).server_info_stamp == SERVER_INFO
