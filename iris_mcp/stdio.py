@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-import msgspec
 import trio
 
 if TYPE_CHECKING:
@@ -233,6 +232,8 @@ class Front:
     async def _send_sdk(self, line: bytes) -> None:
         """Hand ``line`` to the SDK's server (loaded now if it is not yet)."""
         if self.server is None:
+            import msgspec
+
             self._load_sdk()
             if self.opening is not None:  # the fast path opened the era: tell the SDK's server
                 prime = {"jsonrpc": "2.0", "id": self._prime_id, "method": "server/discover",
