@@ -9,7 +9,8 @@ loaded by irisd's ``/mcp``, which must not import the CLI). What both transports
 ``Shim`` and its tools, is ``iris_mcp``'s (``iris_mcp/shim.py``).
 
 Start-up is on every Claude Code session's path, so this module imports only Typer (about
-25 ms), trio, msgspec and the tool definitions; the MCP SDK loads only for a line the
+25 ms; trio, msgspec and the tool definitions when it serves: ``iris mcp install`` needs
+none of them); the MCP SDK loads only for a line the
 transport's fast path leaves to it (an ``initialize``: the older protocol era; a retry
 answering a form), and the daemon is contacted on the first tool call. stdout is the MCP
 wire: logs go to stderr, and while serving fd 1 points at stderr so that nothing else can
@@ -38,13 +39,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
-import trio
 import typer
 
-from iris_mcp import stdio
-from iris_mcp.shim import Shim, StateSeal
-
 if TYPE_CHECKING:
+    import trio
+
     from iris_cli.aclient import ConnectionPool
     from protocol.messages import Event, Reply, Request
 
@@ -101,6 +100,11 @@ def run(*, team: str | None, autostart: bool, read_only: bool, log_level: str) -
         level=log_level.upper(),
         format="%(asctime)s iris-mcp %(levelname)s %(name)s: %(message)s",
     )
+    import trio
+
+    from iris_mcp import stdio
+    from iris_mcp.shim import Shim, StateSeal
+
     link = DaemonLink(autostart=autostart)
     shim = Shim(link, team=team, cwd=os.getcwd(), env=os.environ, read_only=read_only)
     seal = StateSeal(lambda ctx: None)  # one client: the stdio principal is nobody in particular
@@ -117,7 +121,9 @@ class DaemonLink:
     def __init__(self, socket_path: Path | None = None, *, autostart: bool = True) -> None:
         self._socket_path = socket_path
         self.autostart = autostart
-        self._start_lock = trio.Lock()
+        import trio
+
+        self._start_lock: trio.Lock = trio.Lock()
         self._pool: ConnectionPool | None = None
 
     @property
@@ -179,6 +185,8 @@ class DaemonLink:
             log.info("starting irisd for %s", self.socket_path)
             # Abandoned on cancel: the caller's deadline holds even while systemctl or the
             # start lock is slow (the thread finishes on its own; a second start is harmless).
+            import trio
+
             await trio.to_thread.run_sync(
                 partial(ensure_daemon, self.socket_path, timeout=DAEMON_START_TIMEOUT_S), abandon_on_cancel=True
             )
