@@ -222,7 +222,8 @@ class Front:
                 if key not in self._calls:  # an id still in use: the SDK answers that as it does
                     if not self.decided:  # this request opens the 2026-07-28 era
                         self.decided = self.modern = True
-                        self.opening = fast.params["_meta"]
+                        meta = fast.params["_meta"]
+                        self.opening = {k: v for k, v in meta.items() if k.startswith("io.modelcontextprotocol/")}
                     self._calls[key] = scope = trio.CancelScope()
                     self.taken += 1
                     calls.start_soon(self._answer, fast, key, scope)

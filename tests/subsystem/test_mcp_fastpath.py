@@ -493,3 +493,23 @@ def test_the_server_info_stamped_on_each_answer_is_the_sdks() -> None:
 
     shim = Shim(ScriptLink(), team="alpha")
     assert build_server(shim).server_info_stamp == SERVER_INFO
+
+
+async def test_the_sdk_loaded_late_serves_the_era_the_fast_path_opened() -> None:
+    """The fast path answered the first request (no discover: a call straight away); the
+    SDK's server, loaded for a later line, refuses an initialize as a 2026-07-28 connection
+    does, as it would have had it seen the session from its start."""
+    late = [
+        ("tools/call", call("team_getTeamName", {}, {**PLAIN, "progressToken": 5})),
+        ("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}),
+        ("ping", {"_meta": PLAIN}),
+        ("tools/list", {"_meta": PLAIN}),
+    ]
+
+    async def session(client: Client, link: ScriptLink) -> list[list[dict[str, Any]]]:
+        return [await client.ask(request_id, method, params) for request_id, (method, params) in enumerate(late)]
+
+    fast, front, _ = await run_front(True, session)
+    sdk, _, _ = await run_front(False, session)
+    assert fast == sdk and front.taken == 2 and front.server is not None
+    assert fast[1][-1]["error"]["code"] == -32022  # initialize on a connection of the 2026-07-28 era
