@@ -501,7 +501,8 @@ async def test_the_sdk_loaded_late_serves_the_era_the_fast_path_opened() -> None
     does, as it would have had it seen the session from its start."""
     late = [
         ("tools/call", call("team_getTeamName", {}, {**PLAIN, "progressToken": 5})),
-        ("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "0"}}),
+        ("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                        "clientInfo": {"name": "x", "version": "0"}}),
         ("ping", {"_meta": PLAIN}),
         ("tools/list", {"_meta": PLAIN}),
     ]
