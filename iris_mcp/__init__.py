@@ -2,8 +2,8 @@
 validation), the tool definitions and the read-only and children's tool sets
 (``tools``), the rendering of replies for a model (``tools``), and the ``Shim`` that runs
 them over a ``Link`` (``server``). The stdio ``iris mcp`` (iris_cli) and irisd's ``/mcp``
-both serve this same code; the stdio one on its own transport (``stdio``), which answers
-``tools/call`` and ``tools/list`` without the SDK's JSON-RPC (``fastpath``).
+both serve this same code; the stdio one on its own transport (``stdio``), which answers a
+session of the 2026-07-28 era without importing the SDK (``fastpath``).
 
 Layering (enforced by ``lint-imports``, contracts in pyproject.toml): may import
 ``iris_common`` and ``protocol``; never ``irisd`` or ``iris_cli`` (a ``Link`` is handed in).
