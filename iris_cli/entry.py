@@ -78,6 +78,10 @@ def _main(args: list[str]) -> None:
 
         run_tell(args[1], args[2], from_team=None, timeout=0, max_budget_usd=None, as_json=args[3:] == ["--json"])
         sys.exit(0)
+    from iris_cli.argv import plain_form
+
+    if (plain := plain_form(args)) is not None:  # 'iris approvals', 'iris report TEAM', ...: no Typer
+        run_plain(*plain)
     if args[:1] == ["mcp"] and not _CLI_ONLY.intersection(args[1:2]):
         from iris_cli.mcp_stdio import mcp_app
 
@@ -85,6 +89,19 @@ def _main(args: list[str]) -> None:
     from iris_cli.app import main as cli
 
     cli()
+
+
+def run_plain(runner: str, arguments: dict[str, object]) -> NoReturn:
+    """Run a command of ``iris_cli.runs`` in its plain form (``iris_cli.argv``), as Typer
+    would: exit 0 when it returns, 130 on Ctrl-C."""
+    import_msgspec()
+    from iris_cli import runs
+
+    try:
+        getattr(runs, runner)(**arguments)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0)
 
 
 def _plain_tell(args: list[str]) -> bool:

@@ -40,12 +40,9 @@ def approvals(
     as_json: JsonOption = False,
 ) -> None:
     """Requests of teams to use a tool, waiting for your decision."""
-    from iris_cli import render
-    from protocol.messages import ApprovalsReply, ListApprovals
+    from iris_cli import runs
 
-    reply = send(ListApprovals(team=team, include_decided=include_decided), as_json)
-    assert isinstance(reply, ApprovalsReply)
-    print_json(reply.approvals) if as_json else render.approvals(reply.approvals)
+    runs.approvals(team, include_decided, as_json)
 
 
 @approvals_app.command()

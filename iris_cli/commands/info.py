@@ -29,17 +29,9 @@ def status(as_json: JsonOption = False) -> None:
 @app.command()
 def teams(as_json: JsonOption = False) -> None:
     """List the configured teams."""
-    from iris_cli import render
-    from protocol.messages import ListTeams, TeamsReply
+    from iris_cli import runs
 
-    reply = send(ListTeams(), as_json)
-    assert isinstance(reply, TeamsReply)
-    if as_json:
-        print_json(reply.teams)
-    elif not reply.teams:
-        render.err.print("no teams configured; add them under 'teams:' in config.yaml")
-    else:
-        render.teams(reply.teams)
+    runs.teams(as_json)
 
 
 @app.command()
@@ -119,15 +111,9 @@ def reload(as_json: JsonOption = False) -> None:
     """Read config.yaml again and apply it without a restart.
 
     Warm claudes of unchanged teams are kept. An invalid file is refused (exit 1), and irisd keeps its config."""
-    from protocol.messages import Reload, ReloadReply
+    from iris_cli import runs
 
-    reply = send(Reload(), as_json)
-    assert isinstance(reply, ReloadReply)
-    if as_json:
-        print_json(reply)
-        return
-    for change in reply.changes:
-        print(f"reloaded: {change}")
+    runs.reload(as_json)
 
 
 @app.command()
