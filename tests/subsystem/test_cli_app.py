@@ -404,7 +404,7 @@ def test_each_plain_form_takes_what_its_typer_command_takes() -> None:
     from iris_cli import runs
     from iris_cli.argv import FORMS
 
-    root = typer.main.get_command(app)
+    root: Any = typer.main.get_command(app)  # the LazyGroup
     ctx = root.context_class(root)
     for name, form in FORMS.items():
         command = root.get_command(ctx, name)
@@ -426,7 +426,6 @@ def test_each_plain_form_takes_what_its_typer_command_takes() -> None:
                 assert param.type.name == kind, (name, option, param.type.name)
         runner = inspect.signature(getattr(runs, form.runner)).parameters
         assert {*form.arguments, *form.flags.values(), *(p for p, _ in form.options.values())} <= set(runner), name
-        for parameter in runner.values():
-            param = params[parameter.name]
-            assert parameter.default is inspect.Parameter.empty or parameter.default == param.default, (
-                name, parameter.name)
+        for argument in runner.values():
+            default = params[argument.name].default
+            assert argument.default is inspect.Parameter.empty or argument.default == default, (name, argument.name)
