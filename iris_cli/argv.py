@@ -22,7 +22,7 @@ class Form:
     """A command's plain form: ``runner`` (a function of ``iris_cli.runs``) takes the
     keyword arguments that ``parse`` makes from the words after the command's name."""
 
-    __slots__ = ("arguments", "flags", "options", "required", "reserved", "runner")
+    __slots__ = ("arguments", "flags", "options", "required", "reserved", "runner", "single")
 
     def __init__(
         self,
@@ -33,6 +33,7 @@ class Form:
         flags: dict[str, str] | None = None,
         options: dict[str, tuple[str, Kind]] | None = None,
         reserved: tuple[str, ...] = (),
+        single: tuple[str, ...] = (),
     ) -> None:
         self.runner = runner
         self.arguments = arguments  # the positional parameters, in order
@@ -40,6 +41,7 @@ class Form:
         self.flags = {"--json": "as_json", **(flags or {})}  # option -> parameter set to True
         self.options = options or {}  # option -> (parameter, kind of its value)
         self.reserved = reserved  # words that are the Typer group's subcommands, not an argument
+        self.single = single  # arguments naming one team: several ('alpha,beta') are Typer's
 
     def parse(self, words: list[str]) -> dict[str, object] | None:
         """The runner's keyword arguments, or None when Typer must decide."""
@@ -73,16 +75,19 @@ class Form:
         if positional[:1] and positional[0] in self.reserved:
             return None
         given.update(zip(self.arguments, positional, strict=False))
+        if any("," in str(given.get(parameter, "")) for parameter in self.single):
+            return None
         return given
 
 
 def _converted(value: str, kind: Kind) -> object | None:
+    if kind == "int":  # '-1' too ('iris tell --timeout -1'), as click reads it
+        digits = value.removeprefix("-")
+        return int(value) if digits.isascii() and digits.isdigit() else None
     if value.startswith("-") or not value:
-        return None  # a negative number, an option forgotten its value, or nothing: Typer says
+        return None  # an option that forgot its value, or nothing: Typer says what is wrong
     if isinstance(kind, tuple):
         return value if value in kind else None
-    if kind == "int":
-        return int(value) if value.isascii() and value.isdigit() else None
     return value
 
 
@@ -90,6 +95,12 @@ FROM = {"--from": ("from_team", "str")}
 
 # Command name -> its plain form.
 FORMS: dict[str, Form] = {
+    # 'iris tell TEAM MESSAGE': the hot path (no Typer, no rich, only the tell's own Structs);
+    # '-' for standard input, --persist, --thread and the rest are Typer's.
+    "tell": Form(
+        "tell", arguments=("team", "message"), required=2, options={**FROM, "--timeout": ("timeout", "int")},
+        single=("team",),
+    ),
     "result": Form("result", arguments=("tell_id",), required=1, options={"--wait": ("wait", "int")}),
     "report": Form(
         "report", arguments=("team",), required=1, flags={"--all-callers": "all_callers"},

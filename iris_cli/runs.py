@@ -1,6 +1,6 @@
-"""The bodies of the commands people and scripts run most after ``status`` and ``tell``
-(``result``, ``report``, ``approvals``, ``questions``, ``sessions``, ``costs``, ``sleep``,
-``reload``, ``teams``), without Typer: ``iris_cli.entry`` runs their plain forms
+"""The bodies of the commands people and scripts run most after ``status`` (``tell`` in its
+plain form, ``result``, ``report``, ``approvals``, ``questions``, ``sessions``, ``costs``,
+``sleep``, ``reload``, ``teams``), without Typer: ``iris_cli.entry`` runs their plain forms
 (``iris_cli.argv``) straight from here, and their Typer commands (``iris_cli.commands.*``,
 for ``--help``, the other options and usage errors) call the same functions.
 
@@ -57,6 +57,13 @@ def thread_named(thread: str, as_json: bool) -> str:
     if problem := thread_problem(thread):
         fail(InvalidRequestError(f"--thread: {problem}"), as_json)
     return thread
+
+
+def tell(team: str, message: str, from_team: str | None = None, timeout: int = 0, as_json: bool = False) -> None:
+    """``iris tell TEAM MESSAGE``: the tell streamed, its answer printed (``iris_cli.tell_cmd``)."""
+    from iris_cli.tell_cmd import run_tell
+
+    run_tell(team, message, from_team=caller(from_team), timeout=timeout, max_budget_usd=None, as_json=as_json)
 
 
 def result(tell_id: str, wait: int = 0, as_json: bool = False) -> None:

@@ -104,7 +104,8 @@ def test_a_command_imports_only_what_it_needs() -> None:
     assert "typer" not in loaded_all("status")
     plain_tell = loaded_all("tell", "alpha", "hi", "--json")  # the plain form needs no Typer and no rich
     assert "typer" not in plain_tell and "rich" not in plain_tell
-    assert "typer" in loaded_all("tell", "alpha", "hi", "--timeout", "5000")  # options: Typer parses them
+    assert "typer" not in loaded_all("tell", "alpha", "hi", "--timeout", "5000", "--from", "beta")  # a plain form too
+    assert "typer" in loaded_all("tell", "alpha", "hi", "--persist")  # the other options: Typer parses them
 
 
 def test_a2a_tokens_are_issued_listed_and_revoked_without_a_daemon(

@@ -19,18 +19,25 @@ def test_a_plain_form_gives_its_runner_the_arguments_given() -> None:
     assert plain_form(["sleep", "alpha", "--force", "--thread", "t1"]) == (
         "sleep", {"team": "alpha", "force": True, "thread": "t1"})
     assert plain_form(["teams", "--json"]) == ("teams", {"as_json": True})
+    assert plain_form(["tell", "alpha", "hi", "--json"]) == (
+        "tell", {"team": "alpha", "message": "hi", "as_json": True})
+    assert plain_form(["tell", "alpha", "hi", "--timeout", "-1", "--from", "beta"]) == (
+        "tell", {"team": "alpha", "message": "hi", "timeout": -1, "from_team": "beta"})
     assert plain_form(["report", "alpha", "--limit", "3", "--limit", "4"]) == (
         "report", {"team": "alpha", "limit": 4})  # the last one, as click takes it
 
 
 @pytest.mark.parametrize("args", [
     [],
-    ["tell", "alpha", "hi", "--timeout", "5"],  # not a command with a plain form
+    ["dashboard"],  # not a command with a plain form
+    ["tell", "alpha,beta", "hi"],  # several teams: Typer's (iris_cli.commands.fanout)
+    ["tell", "alpha", "-"],  # standard input
+    ["tell", "alpha", "hi", "--persist"], ["tell", "alpha", "hi", "--thread", "t"],  # options of Typer's only
+    ["tell", "alpha", "hi", "--timeout", "--json"],  # --timeout forgot its value
     ["report"],  # TEAM missing: Typer's usage error names it
     ["report", "alpha", "beta"],  # one argument too many
     ["report", "alpha", "--limit"],  # an option without its value
     ["report", "alpha", "--limit", "five"],  # a value that does not convert
-    ["report", "alpha", "--limit", "-1"],  # a negative number: Typer decides
     ["report", "alpha", "--limit", "٣"],  # a digit that is not ASCII
     ["costs", "--by", "week"],  # not one of the choices
     ["teams", "-h"], ["teams", "--help"],  # help is Typer's
