@@ -9,7 +9,11 @@ Target (leancli): each of these commands at most 80 ms of CPU, ``iris status`` a
 ``--help`` go through Typer, and are shown too. The irisd is the real daemon with echo
 children (``bench/sim_irisd.py``), so what is measured is the CLI.
 
-Run: .venv/bin/python bench/bench_cli_commands.py --baseline REV [--rounds 15]
+CPU time on a shared 2-core machine moves by 10 to 20 % from run to run; ``--instructions``
+also counts the instructions of one run of each side under callgrind (valgrind), which do
+not move with the load.
+
+Run: .venv/bin/python bench/bench_cli_commands.py --baseline REV [--rounds 15] [--instructions]
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -55,6 +60,15 @@ def cpu_of(argv: list[str], env: dict[str, str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def instructions_of(argv: list[str], env: dict[str, str]) -> int:
+    """The instructions ``argv`` ran, counted by callgrind."""
+    ran = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tempfile.gettempdir())
+    counted = re.search(r"Collected : (\d+)", ran.stderr)
+    assert counted is not None, ran.stderr
+    return int(counted.group(1))
+
+
 def a_tell_id(iris: SimIris) -> str:
     from iris_cli.client import Client
     from protocol.messages import Tell, TellReply
@@ -69,6 +83,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, help="the code to compare with, e.g. HEAD~3")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--instructions", action="store_true", help="also count instructions (callgrind)")
     args = parser.parse_args()
     header(f"CPU of python -m iris_cli CMD: this checkout vs {args.baseline}")
     loads = [os.getloadavg()[0]]
@@ -102,6 +117,7 @@ def main() -> int:
                 cpu[key].append(cpu_of(*sides[key]))
             print(".", end="", flush=True, file=sys.stderr)
         print(file=sys.stderr)
+        counted = {key: instructions_of(*sides[key]) for key in sides} if args.instructions else {}
     loads.append(os.getloadavg()[0])
     base = median(cpu[("python -c pass", "")])
     print(f"median CPU of {args.rounds} runs each (python -c pass: {base * 1000:.0f} ms)")
@@ -114,6 +130,13 @@ def main() -> int:
         if verdict == "MISSED":
             missed.append(label)
         print(f"  {'iris ' + label:<40} {new * 1000:>6.0f} ms {old * 1000:>7.0f} ms {new / old:>8.2f}x   {verdict}")
+    if counted:
+        print(f"instructions (callgrind, one run each; python -c pass: {counted[('python -c pass', '')] / 1e6:.0f} M)")
+        for command in COMMANDS:
+            label = " ".join(command)
+            new_count, old_count = counted[(label, "new")], counted[(label, "old")]
+            print(f"  {'iris ' + label:<40} {new_count / 1e6:>6.0f} M {old_count / 1e6:>8.0f} M "
+                  f"{new_count / old_count:>8.2f}x")
     print(f"load average (1 min) at the start and the end: {loads[0]:.1f}, {loads[1]:.1f}")
     return 1 if missed else 0
 

@@ -11,14 +11,16 @@ and ends with ``SystemExit`` for an exit code other than 0, which Typer passes t
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from iris_cli.calls import caller, fail, print_json, send
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # and not at run time: 'iris tell TEAM MESSAGE' imports this module too
+    from typing import Literal
+
     from protocol.messages import AgentVerdict, CostRow
 
-CostsBy = Literal["team", "pair", "chain", "day"]
+    CostsBy = Literal["team", "pair", "chain", "day"]
 _UNIT_S = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
