@@ -13,7 +13,7 @@ CPU time on a shared 2-core machine moves by 10 to 20 % from run to run; ``--ins
 also counts the instructions of one run of each side under callgrind (valgrind), which do
 not move with the load.
 
-Run: .venv/bin/python bench/bench_cli_commands.py --baseline REV [--rounds 15] [--instructions]
+Run: .venv/bin/python bench/bench_cli_commands.py [--baseline REV] [--rounds 15] [--instructions]
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def a_tell_id(iris: SimIris) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", required=True, help="the code to compare with, e.g. HEAD~3")
+    parser.add_argument("--baseline", default="0769880", help="the code to compare with (default: before leancli)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--instructions", action="store_true", help="also count instructions (callgrind)")
     args = parser.parse_args()
