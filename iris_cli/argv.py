@@ -120,6 +120,11 @@ FORMS: dict[str, Form] = {
         options={"--by": ("by", ("team", "pair", "chain", "day")), "--since": ("since", "str"),
                  "--team": ("team", "str")},
     ),
+    "cancel": Form("cancel", arguments=("tell_id",), required=1),
+    "wake": Form("wake", arguments=("team",), required=1, options={**FROM, "--thread": ("thread", "str")}),
+    "approve": Form("approve", arguments=("approval_id",), required=1, flags={"--remember": "remember"}),
+    "deny": Form("deny", arguments=("approval_id",), required=1, options={"--reason": ("reason", "str")}),
+    "notifications": Form("notifications", arguments=("team",), flags={"--all": "include_done"}),
     "reload": Form("reload"),
     "teams": Form("teams"),
 }

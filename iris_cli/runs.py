@@ -1,6 +1,7 @@
 """The bodies of the commands people and scripts run most after ``status`` (``tell`` in its
-plain form, ``result``, ``report``, ``approvals``, ``questions``, ``sessions``, ``costs``,
-``sleep``, ``reload``, ``teams``), without Typer: ``iris_cli.entry`` runs their plain forms
+plain form, ``result``, ``cancel``, ``report``, ``sessions``, ``sleep``, ``wake``,
+``approvals``, ``approve``, ``deny``, ``questions``, ``costs``, ``notifications``, ``reload``,
+``teams``), without Typer: ``iris_cli.entry`` runs their plain forms
 (``iris_cli.argv``) straight from here, and their Typer commands (``iris_cli.commands.*``,
 for ``--help``, the other options and usage errors) call the same functions.
 
@@ -18,7 +19,7 @@ from iris_cli.calls import caller, fail, print_json, send
 if TYPE_CHECKING:  # and not at run time: 'iris tell TEAM MESSAGE' imports this module too
     from typing import Literal
 
-    from protocol.messages import AgentVerdict, CostRow
+    from protocol.messages import AgentVerdict, CostRow, Decide
 
     CostsBy = Literal["team", "pair", "chain", "day"]
 _UNIT_S = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -92,6 +93,26 @@ def result(tell_id: str, wait: int = 0, as_json: bool = False) -> None:
         raise SystemExit(1)
 
 
+def cancel(tell_id: str, as_json: bool = False) -> None:
+    """``iris cancel ID``: interrupt a tell (its claude stays warm)."""
+    from iris_cli import render
+    from iris_cli.text import tell_data
+    from protocol.messages import CancelTell, TellReply
+
+    reply = send(CancelTell(tell_id=tell_id), as_json)
+    assert isinstance(reply, TellReply)
+    if as_json:
+        print_json(tell_data(reply))
+    else:
+        status = reply.tell.status
+        if not reply.cancelled and status in ("completed", "failed", "timed_out", "interrupted"):
+            render.out.print(f"tell {reply.tell.id} had already ended ({status}); nothing to cancel")
+            return
+        render.out.print(f"tell {reply.tell.id} is {status}")  # the whole id, not the prefix typed
+        if reply.tell.text:
+            print(reply.tell.text)
+
+
 def report(
     team: str, from_team: str | None = None, all_callers: bool = False, limit: int = 20, as_json: bool = False
 ) -> None:
@@ -131,6 +152,55 @@ def sleep(
     print_json(reply) if as_json else render.out.print(reply.message)
     if "busy" in reply.message:
         raise SystemExit(1)
+
+
+def wake(team: str, from_team: str | None = None, thread: str = "", as_json: bool = False) -> None:
+    """``iris wake TEAM``: start a pair's claude now (``--all``: Typer's ``iris wake``)."""
+    from iris_cli import render
+    from protocol.messages import PairReply, Wake
+
+    reply = send(Wake(to_team=team, from_team=caller(from_team), thread=thread_named(thread, as_json)), as_json)
+    assert isinstance(reply, PairReply)
+    print_json(reply) if as_json else render.out.print(reply.message)
+
+
+def approve(approval_id: str, remember: bool = False, as_json: bool = False, field: list[str] | None = None) -> None:
+    """``iris approve ID``: allow a team's tool use (or answer its MCP server's form)."""
+    from iris_cli.calls import me
+    from protocol.forms import parse_fields
+    from protocol.messages import Decide
+
+    content = parse_fields(field or [])
+    decide(Decide(approval_id=approval_id, allow=True, remember=remember, by=me(), content=content), as_json)
+
+
+def deny(approval_id: str, reason: str = "", as_json: bool = False) -> None:
+    """``iris deny ID``: refuse a team's tool use (or decline its MCP server's form)."""
+    from iris_cli.calls import me
+    from protocol.messages import Decide
+
+    decide(Decide(approval_id=approval_id, allow=False, reason=reason, by=me()), as_json)
+
+
+def decide(request: Decide, as_json: bool) -> None:
+    from iris_cli import render
+    from protocol.messages import ApprovalReply
+
+    reply = send(request, as_json)
+    assert isinstance(reply, ApprovalReply)
+    if as_json:
+        print_json(reply.approval)
+    else:
+        decided = reply.approval
+        remembered = " (remembered for this pair)" if decided.remembered else ""
+        if decided.kind == "input":
+            said = "answered" if decided.status == "allowed" else "declined"
+            render.out.print(f"{decided.tool_name}: {said}")
+        elif decided.kind == "budget":
+            said = "the chain goes on" if decided.status == "allowed" else "the chain stops"
+            render.out.print(f"{decided.tool_name}: {said}")
+        else:
+            render.out.print(f"{decided.tool_name}: {decided.status}{remembered}")
 
 
 def approvals(team: str | None = None, include_decided: bool = False, as_json: bool = False) -> None:
@@ -222,6 +292,16 @@ def _cost_cells(row: CostRow, maintenance: bool = False) -> tuple[str, ...]:
         str(row.num_turns),
         f"{row.duration_ms / 1000:.1f} s",
     )
+
+
+def notifications(team: str | None = None, include_done: bool = False, as_json: bool = False) -> None:
+    """``iris notifications [TEAM]``: stored tells and whether they were delivered."""
+    from iris_cli import render
+    from protocol.messages import ListNotifications, NotificationsReply
+
+    reply = send(ListNotifications(to_team=team, include_done=include_done), as_json)
+    assert isinstance(reply, NotificationsReply)
+    print_json(reply.notifications) if as_json else render.notifications(reply.notifications)
 
 
 def reload(as_json: bool = False) -> None:

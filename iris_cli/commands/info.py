@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from iris_cli.commands.common import JsonOption, print_json, send
+from iris_cli.commands.common import JsonOption, send
 
 if TYPE_CHECKING:
     from protocol.messages import Event
@@ -123,9 +123,6 @@ def notifications(
     as_json: JsonOption = False,
 ) -> None:
     """Persisted tells and whether they were delivered."""
-    from iris_cli import render
-    from protocol.messages import ListNotifications, NotificationsReply
+    from iris_cli import runs
 
-    reply = send(ListNotifications(to_team=team, include_done=include_done), as_json)
-    assert isinstance(reply, NotificationsReply)
-    print_json(reply.notifications) if as_json else render.notifications(reply.notifications)
+    runs.notifications(team, include_done, as_json)

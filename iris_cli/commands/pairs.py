@@ -23,7 +23,7 @@ def wake(
     """Start a pair's claude process now, so the next tell is fast."""
     from iris_cli import render
     from protocol.errors import IrisError
-    from protocol.messages import PairReply, PairsReply, Wake, WakeAll
+    from protocol.messages import PairsReply, WakeAll
 
     if all_teams == (team is not None):
         fail(IrisError("name a TEAM, or use --all"), as_json)
@@ -41,9 +41,9 @@ def wake(
         if many.errors:
             raise typer.Exit(1)
         return
-    reply = send(Wake(to_team=team, from_team=caller(from_team), thread=thread_named(thread, as_json)), as_json)
-    assert isinstance(reply, PairReply)
-    print_json(reply) if as_json else render.out.print(reply.message)
+    from iris_cli import runs
+
+    runs.wake(team, from_team, thread, as_json)
 
 
 @app.command()

@@ -119,22 +119,9 @@ def cancel(
     as_json: JsonOption = False,
 ) -> None:
     """Interrupt a tell without killing the team's warm claude process."""
-    from iris_cli import render
-    from iris_cli.text import tell_data
-    from protocol.messages import CancelTell, TellReply
+    from iris_cli import runs
 
-    reply = send(CancelTell(tell_id=tell_id), as_json)
-    assert isinstance(reply, TellReply)
-    if as_json:
-        print_json(tell_data(reply))
-    else:
-        status = reply.tell.status
-        if not reply.cancelled and status in ("completed", "failed", "timed_out", "interrupted"):
-            render.out.print(f"tell {reply.tell.id} had already ended ({status}); nothing to cancel")
-            return
-        render.out.print(f"tell {reply.tell.id} is {status}")  # the whole id, not the prefix typed
-        if reply.tell.text:
-            print(reply.tell.text)
+    runs.cancel(tell_id, as_json)
 
 
 @app.command()

@@ -23,6 +23,9 @@ def test_a_plain_form_gives_its_runner_the_arguments_given() -> None:
         "tell", {"team": "alpha", "message": "hi", "as_json": True})
     assert plain_form(["tell", "alpha", "hi", "--timeout", "-1", "--from", "beta"]) == (
         "tell", {"team": "alpha", "message": "hi", "timeout": -1, "from_team": "beta"})
+    assert plain_form(["approve", "ap-1", "--remember"]) == ("approve", {"approval_id": "ap-1", "remember": True})
+    assert plain_form(["deny", "ap-1", "--reason", "not now"]) == (
+        "deny", {"approval_id": "ap-1", "reason": "not now"})
     assert plain_form(["report", "alpha", "--limit", "3", "--limit", "4"]) == (
         "report", {"team": "alpha", "limit": 4})  # the last one, as click takes it
 
@@ -48,6 +51,8 @@ def test_a_plain_form_gives_its_runner_the_arguments_given() -> None:
     ["sessions", "archive", "beta", "alpha"],  # 'iris session archive': Typer's (iris_cli.app.LazyGroup)
     ["approvals", "rules"], ["approvals", "forget", "r1"], ["approvals", "list"],  # subcommands
     ["questions", "--stats"],  # the other command behind the same name
+    ["wake", "--all"], ["wake"],  # every team: Typer's
+    ["deny", "ap-1", "--reason", ""],  # an empty value: Typer's
 ])
 def test_anything_else_is_typers(args: list[str]) -> None:
     assert plain_form(args) is None
