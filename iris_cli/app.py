@@ -10,6 +10,7 @@ module imports rich, the protocol types and the client only when it needs them.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -60,6 +61,24 @@ class LazyGroup(TyperGroup):
     command's parameters up front, which costs more than running most commands)."""
 
     _built: dict[str, TyperGroup] = {}  # noqa: RUF012 -- a cache shared on purpose, per process
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Typer's ``main``, but a usage error is printed as click prints it ("Usage: ...",
+        "Try 'iris report -h' for help.", "Error: Missing argument 'TEAM'.") instead of in
+        Typer's rich box, whose module imports rich's markdown and traceback (0.1 s of CPU
+        for a mistyped command); ``--help`` keeps Typer's rich layout."""
+        return typer.core._main(  # private, and typer is pinned (pyproject.toml)
+            self, args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=standalone_mode,
+            windows_expand_args=windows_expand_args, rich_markup_mode=None, **extra,
+        )
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [*COMMANDS, *(name for name in super().list_commands(ctx) if name not in COMMANDS)]

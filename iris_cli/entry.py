@@ -72,12 +72,10 @@ def _main(args: list[str]) -> None:
         from iris_cli.status_cmd import run_status
 
         sys.exit(run_status(as_json=args[1:] == ["--json"]))
-    if _plain_tell(args):  # 'iris tell TEAM MESSAGE [--json]': the other hot path
-        import_msgspec()
-        from iris_cli.tell_cmd import run_tell
+    from iris_cli.argv import plain_form
 
-        run_tell(args[1], args[2], from_team=None, timeout=0, max_budget_usd=None, as_json=args[3:] == ["--json"])
-        sys.exit(0)
+    if (plain := plain_form(args)) is not None:  # 'iris tell TEAM MESSAGE', 'iris approvals', ...: no Typer
+        run_plain(*plain)
     if args[:1] == ["mcp"] and not _CLI_ONLY.intersection(args[1:2]):
         from iris_cli.mcp_stdio import mcp_app
 
@@ -87,17 +85,17 @@ def _main(args: list[str]) -> None:
     cli()
 
 
-def _plain_tell(args: list[str]) -> bool:
-    """The plain form of ``iris tell``: one team, a message given in full, no option but
-    ``--json``. Anything else (options, several teams, '-' for standard input) is Typer's."""
-    return (
-        len(args) in (3, 4)
-        and args[0] == "tell"
-        and args[3:] in ([], ["--json"])
-        and not args[1].startswith("-")
-        and "," not in args[1]
-        and not args[2].startswith("-")
-    )
+def run_plain(runner: str, arguments: dict[str, object]) -> NoReturn:
+    """Run a command of ``iris_cli.runs`` in its plain form (``iris_cli.argv``), as Typer
+    would: exit 0 when it returns, 130 on Ctrl-C."""
+    import_msgspec()
+    from iris_cli import runs
+
+    try:
+        getattr(runs, runner)(**arguments)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(0)
 
 
 def import_msgspec() -> None:

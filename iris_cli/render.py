@@ -1,6 +1,8 @@
-"""Human output with rich; scripts use ``--json``. Tables are drawn by ``iris_cli.table`` (the
-one renderer, plain lines that ``iris status`` prints without rich) and printed here through
-rich, which knows the terminal; team and model text is never read as markup (see ``out``)."""
+"""Human output; scripts use ``--json``. Tables are drawn by ``iris_cli.table`` (the one
+renderer, plain lines with ANSI colours on a terminal) and printed here, with the rest of
+what the commands say, through ``iris_cli.printer``: rich is imported only when a command
+prints something of rich's own (a panel, a live view). Team and model text is never read as
+markup (see ``out``)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,9 @@ import json
 import time
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
 from iris_cli import plain
-from iris_cli.table import Column, Table, draw
+from iris_cli.printer import Printer, Styled
+from iris_cli.table import Column, Table, draw, use_color
 from iris_cli.text import ago as ago  # the commands call render.ago
 from iris_cli.text import decide_line, pair_name, short, usd
 from protocol import session_words
@@ -34,19 +34,19 @@ from protocol.messages import (
 )
 
 # A str is printed as written, never read as markup: team and model text ("[/code]",
-# "list[int]") is most of what the CLI prints. Styles come from Text or the tables' ANSI.
-out = Console(highlight=False, soft_wrap=True, markup=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
+# "list[int]") is most of what the CLI prints. Styles come from Styled parts or the tables' ANSI.
+out = Printer()
+err = Printer(stderr=True)
 
 
 def error(message: str) -> None:
     """``error: MESSAGE`` on stderr."""
-    err.print(Text.assemble(("error:", "red"), " ", message))
+    err.print(Styled(("error:", "red"), " ", message))
 
 
-def note(text: str, console: Console | None = None) -> None:
+def note(text: str, console: Printer | None = None) -> None:
     """A line of help around the output, dim (on ``out`` unless told)."""
-    (console or out).print(Text(text, style="dim"))
+    (console or out).print(Styled(text, style="dim"))
 
 
 MESSAGE_MIN = 30  # with less room, a tell's message goes on a line of its own under its row
@@ -54,29 +54,34 @@ MESSAGE_MIN = 30  # with less room, a tell's message goes on a line of its own u
 
 def show(table: Table) -> None:
     """A table (iris_cli.table, the one the whole CLI draws) at the terminal's width."""
-    lines(draw(table, width=out.width, color=True))
+    lines(draw(table, width=out.width, color=_color()))
 
 
 def lines(drawn: list[str]) -> None:
-    """Plain lines with ANSI styles, through rich: it knows whether the terminal shows them."""
+    """Lines drawn with ``color=_color()``: ANSI styles only where the terminal shows them."""
     for line in drawn:
-        out.print(Text.from_ansi(line))
+        out.print(line)
+
+
+def _color() -> bool:
+    """Whether ``out`` shows colours (a terminal, no ``NO_COLOR``)."""
+    return use_color(out.file)
 
 
 def teams(items: list[TeamInfo]) -> None:
-    lines(plain.team_lines(items, width=out.width, color=True))
+    lines(plain.team_lines(items, width=out.width, color=_color()))
 
 
 def status(reply: StatusReply) -> None:
     """``iris status`` (plain lines: see ``iris_cli.plain``)."""
-    lines(plain.status_lines(reply, width=out.width, color=True))
+    lines(plain.status_lines(reply, width=out.width, color=_color()))
 
 
 def unsolicited(turn: UnsolicitedInfo, *, limit: int | None = None) -> None:
     """A turn a pair's claude took by itself, with what it said (all of it, or its start
     on one line); ``iris cache read ID`` shows every line it printed."""
     error = f" ({turn.error})" if turn.error else ""
-    out.print(Text.assemble(
+    out.print(Styled(
         (turn.id, "bold"), f" {pair_name(turn.from_team, turn.to_team)} ", (f"unsolicited {turn.status}", "red"),
         f"{error} {ago(turn.started_at)}",
     ))
@@ -87,7 +92,7 @@ def unsolicited(turn: UnsolicitedInfo, *, limit: int | None = None) -> None:
 
 
 def processes(items: list[ProcessInfo]) -> None:
-    lines(plain.process_lines(items, width=out.width, color=True))
+    lines(plain.process_lines(items, width=out.width, color=_color()))
 
 
 def sessions(items: list[SessionInfo], *, archived: bool = False) -> None:
@@ -190,20 +195,20 @@ def notifications(items: list[NotificationInfo]) -> None:
 
 
 def tell_notice(event: TellNotice) -> None:
-    out.print(Text.assemble((event.tell_id, "bold"), " ", (event.text, "yellow")))
+    out.print(Styled((event.tell_id, "bold"), " ", (event.text, "yellow")))
 
 
 def tell_phase(event: TellPhaseEvent) -> None:
     from protocol.phases import describe
 
-    out.print(Text(f"{event.tell_id} {describe(event.phase)}", style="dim"))
+    out.print(Styled(f"{event.tell_id} {describe(event.phase)}", style="dim"))
 
 
 def tell_state(event: TellState) -> None:
     pair = pair_name(event.from_team, event.to_team)
     detail = f": {_short(event.message)}" if event.message and event.status == "queued" else ""
     error = f" ({event.error})" if event.error else ""
-    out.print(Text.assemble((event.tell_id, "bold"), f" {pair} ", (event.status, "cyan"), detail, error))
+    out.print(Styled((event.tell_id, "bold"), f" {pair} ", (event.status, "cyan"), detail, error))
 
 
 def approvals(items: list[ApprovalInfo]) -> None:
@@ -212,14 +217,14 @@ def approvals(items: list[ApprovalInfo]) -> None:
         return
     for a in items:
         if a.kind == "agent":  # an action iris-agent proposes: what it will do
-            out.print(Text.assemble(
+            out.print(Styled(
                 (a.id, "bold"), " iris-agent proposes to ", (a.summary, "bold"), f" ({a.status}, {ago(a.created_at)})"
             ))
         else:
             wants = {"input": " asks for your input through its MCP server ", "budget": " would go beyond "}.get(
                 a.kind, " wants "
             )
-            out.print(Text.assemble(
+            out.print(Styled(
                 (a.id, "bold"), f" {pair_name(a.from_team, a.to_team)}{wants}", (a.tool_name, "bold"),
                 f" ({a.status}, {ago(a.created_at)}, tell {a.tell_id})",
             ))
@@ -264,7 +269,7 @@ def approval_event(a: ApprovalInfo) -> None:
     if a.kind == "agent":
         what = f"iris-agent proposes to {a.summary}"
     title = "input request" if a.kind == "input" else "approval"
-    out.print(Text.assemble("\n", (f"{title} {a.status}", "magenta"), f" {a.id} {what}"))
+    out.print(Styled("\n", (f"{title} {a.status}", "magenta"), f" {a.id} {what}"))
     if a.status == "pending" and a.kind != "agent":
         out.print(asked(a))
 
@@ -287,10 +292,10 @@ def tell_outcome(status: str, tell: TellInfo) -> None:
     """Explain on stderr a tell that did not simply complete."""
     if status == "in_progress":
         so_far = "this is the answer so far. Fetch the rest" if tell.text else "no answer yet. Fetch it"
-        err.print(Text.assemble((f"still {tell.status}", "yellow"), f": {so_far} with: iris result {tell.id}"))
+        err.print(Styled((f"still {tell.status}", "yellow"), f": {so_far} with: iris result {tell.id}"))
     elif status != "completed":
         reason = f": {tell.error}" if tell.error else ""
-        err.print(Text.assemble((f"tell {tell.id} {status}", "red"), reason))
+        err.print(Styled((f"tell {tell.id} {status}", "red"), reason))
     if tell.new_session and tell.session_id and status in ("completed", "in_progress"):
         note(f"started a new conversation (session {tell.session_id})", err)
 
@@ -307,16 +312,16 @@ def transcript(reply: TranscriptReply) -> None:
     from iris_cli.transcript import conversation, shown
 
     tell = reply.tell
-    out.print(Text(f"{tell.id} {pair_name(tell.from_team, tell.to_team)} · {tell.status} · {ago(tell.created_at)}",
+    out.print(Styled(f"{tell.id} {pair_name(tell.from_team, tell.to_team)} · {tell.status} · {ago(tell.created_at)}",
                    style="bold"))
-    out.print(Text("asked: " + tell.message))
+    out.print(Styled("asked: " + tell.message))
     for step in shown(reply.steps) if reply.steps else conversation(reply.entries, tell):
         style, mark = _SHOWN_STYLE.get(step.kind, ("", ""))
         first, *rest = step.text.splitlines() or [""]
         indent = " " * len(mark)
-        out.print(Text("\n".join([mark + first, *(indent + line for line in rest)]), style=style))
+        out.print(Styled("\n".join([mark + first, *(indent + line for line in rest)]), style=style))
     if tell.error:
-        out.print(Text(f"error: {tell.error}", style="red"))
+        out.print(Styled(f"error: {tell.error}", style="red"))
 
 
 def rules(items: list[RuleInfo]) -> None:

@@ -3,15 +3,12 @@ for a person, and the requests remembered with ``--remember``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
-from iris_cli.commands.common import JsonOption, me, print_json, send
-
-if TYPE_CHECKING:
-    from protocol.messages import Decide
+from iris_cli.commands.common import JsonOption, print_json, send
 
 app = typer.Typer()
 
@@ -40,12 +37,9 @@ def approvals(
     as_json: JsonOption = False,
 ) -> None:
     """Requests of teams to use a tool, waiting for your decision."""
-    from iris_cli import render
-    from protocol.messages import ApprovalsReply, ListApprovals
+    from iris_cli import runs
 
-    reply = send(ListApprovals(team=team, include_decided=include_decided), as_json)
-    assert isinstance(reply, ApprovalsReply)
-    print_json(reply.approvals) if as_json else render.approvals(reply.approvals)
+    runs.approvals(team, include_decided, as_json)
 
 
 @approvals_app.command()
@@ -104,11 +98,9 @@ def approve(
     as_json: JsonOption = False,
 ) -> None:
     """Allow a team's tool use (or answer its MCP server's form with --field)."""
-    from protocol.forms import parse_fields
-    from protocol.messages import Decide
+    from iris_cli import runs
 
-    content = parse_fields(field or [])
-    _decide(Decide(approval_id=approval_id, allow=True, remember=remember, by=me(), content=content), as_json)
+    runs.approve(approval_id, remember, as_json, field)
 
 
 @app.command()
@@ -118,28 +110,6 @@ def deny(
     as_json: JsonOption = False,
 ) -> None:
     """Refuse a team's tool use (or decline its MCP server's form)."""
-    from protocol.messages import Decide
+    from iris_cli import runs
 
-    _decide(Decide(approval_id=approval_id, allow=False, reason=reason, by=me()), as_json)
-
-
-def _decide(request: Decide, as_json: bool) -> None:
-    from iris_cli import render
-    from protocol.messages import ApprovalReply
-
-    reply = send(request, as_json)
-    assert isinstance(reply, ApprovalReply)
-    if as_json:
-        print_json(reply.approval)
-    else:
-        decided = reply.approval
-        remembered = " (remembered for this pair)" if decided.remembered else ""
-        if decided.kind == "input":
-            said = "answered" if decided.status == "allowed" else "declined"
-            render.out.print(f"{decided.tool_name}: {said}")
-        elif decided.kind == "budget":
-            said = "the chain goes on" if decided.status == "allowed" else "the chain stops"
-            render.out.print(f"{decided.tool_name}: {said}")
-        else:
-            render.out.print(f"{decided.tool_name}: {decided.status}{remembered}")
-
+    runs.deny(approval_id, reason, as_json)

@@ -17,6 +17,7 @@ from iris_cli.calls import me as me
 from iris_cli.calls import print_json as print_json
 from iris_cli.calls import read_stdin as read_stdin
 from iris_cli.calls import send as send
+from iris_cli.runs import thread_named as thread_named
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 FromOption = Annotated[
@@ -32,13 +33,3 @@ ThreadOption = Annotated[
         "left out, the pair's default conversation.",
     ),
 ]
-
-
-def thread_named(thread: str, as_json: bool) -> str:
-    """``--thread`` as given, or exit with what a thread name is (before anything is sent)."""
-    from protocol.errors import InvalidRequestError
-    from protocol.limits import thread_problem
-
-    if problem := thread_problem(thread):
-        fail(InvalidRequestError(f"--thread: {problem}"), as_json)
-    return thread

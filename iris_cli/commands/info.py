@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from iris_cli.commands.common import JsonOption, print_json, send
+from iris_cli.commands.common import JsonOption, send
 
 if TYPE_CHECKING:
     from protocol.messages import Event
@@ -29,17 +29,9 @@ def status(as_json: JsonOption = False) -> None:
 @app.command()
 def teams(as_json: JsonOption = False) -> None:
     """List the configured teams."""
-    from iris_cli import render
-    from protocol.messages import ListTeams, TeamsReply
+    from iris_cli import runs
 
-    reply = send(ListTeams(), as_json)
-    assert isinstance(reply, TeamsReply)
-    if as_json:
-        print_json(reply.teams)
-    elif not reply.teams:
-        render.err.print("no teams configured; add them under 'teams:' in config.yaml")
-    else:
-        render.teams(reply.teams)
+    runs.teams(as_json)
 
 
 @app.command()
@@ -119,15 +111,9 @@ def reload(as_json: JsonOption = False) -> None:
     """Read config.yaml again and apply it without a restart.
 
     Warm claudes of unchanged teams are kept. An invalid file is refused (exit 1), and irisd keeps its config."""
-    from protocol.messages import Reload, ReloadReply
+    from iris_cli import runs
 
-    reply = send(Reload(), as_json)
-    assert isinstance(reply, ReloadReply)
-    if as_json:
-        print_json(reply)
-        return
-    for change in reply.changes:
-        print(f"reloaded: {change}")
+    runs.reload(as_json)
 
 
 @app.command()
@@ -137,9 +123,6 @@ def notifications(
     as_json: JsonOption = False,
 ) -> None:
     """Persisted tells and whether they were delivered."""
-    from iris_cli import render
-    from protocol.messages import ListNotifications, NotificationsReply
+    from iris_cli import runs
 
-    reply = send(ListNotifications(to_team=team, include_done=include_done), as_json)
-    assert isinstance(reply, NotificationsReply)
-    print_json(reply.notifications) if as_json else render.notifications(reply.notifications)
+    runs.notifications(team, include_done, as_json)

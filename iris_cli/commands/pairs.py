@@ -23,7 +23,7 @@ def wake(
     """Start a pair's claude process now, so the next tell is fast."""
     from iris_cli import render
     from protocol.errors import IrisError
-    from protocol.messages import PairReply, PairsReply, Wake, WakeAll
+    from protocol.messages import PairsReply, WakeAll
 
     if all_teams == (team is not None):
         fail(IrisError("name a TEAM, or use --all"), as_json)
@@ -41,9 +41,9 @@ def wake(
         if many.errors:
             raise typer.Exit(1)
         return
-    reply = send(Wake(to_team=team, from_team=caller(from_team), thread=thread_named(thread, as_json)), as_json)
-    assert isinstance(reply, PairReply)
-    print_json(reply) if as_json else render.out.print(reply.message)
+    from iris_cli import runs
+
+    runs.wake(team, from_team, thread, as_json)
 
 
 @app.command()
@@ -55,15 +55,9 @@ def sleep(
     as_json: JsonOption = False,
 ) -> None:
     """Stop a pair's claude process (its conversation is kept)."""
-    from iris_cli import render
-    from protocol.messages import PairReply, Sleep
+    from iris_cli import runs
 
-    request = Sleep(to_team=team, from_team=caller(from_team), force=force, thread=thread_named(thread, as_json))
-    reply = send(request, as_json)
-    assert isinstance(reply, PairReply)
-    print_json(reply) if as_json else render.out.print(reply.message)
-    if "busy" in reply.message:
-        raise typer.Exit(1)
+    runs.sleep(team, from_team, force, thread, as_json)
 
 
 @app.command()
@@ -75,13 +69,9 @@ def report(
     as_json: JsonOption = False,
 ) -> None:
     """Recent tells of a pair: status, duration, cost."""
-    from iris_cli import render
-    from protocol.messages import Report, ReportReply
+    from iris_cli import runs
 
-    request = Report(to_team=team, from_team=caller(from_team), all_callers=all_callers, limit=limit)
-    reply = send(request, as_json)
-    assert isinstance(reply, ReportReply)
-    print_json(reply.tells) if as_json else render.report(reply.tells)
+    runs.report(team, from_team, all_callers, limit, as_json)
 
 
 @app.command()
@@ -94,25 +84,19 @@ def sessions(
     as_json: JsonOption = False,
 ) -> None:
     """List the pairs' persistent conversations: how full each is, its compactions (--stats: analytics)."""
-    from iris_cli import render
-    from protocol.messages import ListSessions, SessionsReply
+    from iris_cli import runs
 
     if stats:
         _stats(team, since, as_json)
         return
-    reply = send(ListSessions(to_team=team, archived=archived), as_json)
-    assert isinstance(reply, SessionsReply)
-    if as_json:
-        print_json(reply.sessions)
-    else:
-        render.sessions(reply.sessions, archived=archived)
+    runs.sessions(team, archived, as_json)
 
 
 def _stats(team: str | None, since: str, as_json: bool) -> None:
     import time
 
     from iris_cli import render
-    from iris_cli.commands.costs import parse_since
+    from iris_cli.runs import parse_since
     from protocol.errors import InvalidRequestError
     from protocol.messages import SessionStats, SessionStatsReply
 

@@ -10,7 +10,7 @@ import typer
 from iris_cli.commands.common import JsonOption, me, print_json, read_stdin, send
 
 if TYPE_CHECKING:
-    from protocol.messages import AgentVerdict, QuestionInfo
+    from protocol.messages import QuestionInfo
 
 app = typer.Typer()
 QuestionId = Annotated[str, typer.Argument(metavar="QID", help="The question's id (see 'iris questions').")]
@@ -29,33 +29,12 @@ def questions(
     as_json: JsonOption = False,
 ) -> None:
     """Questions teams asked that nobody has answered yet."""
-    from iris_cli import render
-    from iris_cli.table import Column, Table
-    from iris_cli.text import pair_name
-    from protocol.messages import ListQuestions, QuestionsReply
+    from iris_cli import runs
 
     if stats:
         show_stats(since_hours, as_json)
         return
-    reply = send(ListQuestions(team=team, include_closed=include_closed), as_json)
-    assert isinstance(reply, QuestionsReply)
-    if as_json:
-        print_json(reply.questions)
-        return
-    if not reply.questions:
-        render.out.print("no pending questions" if not include_closed else "no questions")
-        return
-    rows = [
-        (q.id, pair_name(q.from_team, q.to_team), q.status, render.ago(q.created_at), q.question)
-        for q in reply.questions
-    ]
-    columns = [Column(h) for h in ("id", "pair", "status", "when")]
-    render.show(Table([*columns, Column("message", free=True, fold=render.MESSAGE_MIN)], rows))
-    for q in reply.questions:  # what iris-agent's watcher made of them (settings.agent.watch)
-        if q.agent is not None:
-            render.out.print(f"{q.id} iris-agent: {verdict(q.agent)}", highlight=False, markup=False)
-    if any(q.status == "pending" for q in reply.questions):
-        render.note('answer with: iris answer QID "TEXT" (it continues that conversation)', render.err)
+    runs.questions(team, include_closed, as_json)
 
 
 @app.command()
@@ -146,14 +125,6 @@ def to_builtins(value: object) -> dict[str, object]:
     built = msgspec.to_builtins(value)
     assert isinstance(built, dict)
     return built
-
-
-def verdict(a: AgentVerdict) -> str:
-    """What iris-agent's watcher made of a question, in a line."""
-    why = f": {a.reason}" if a.reason else ""
-    suggests = f"; suggests {a.suggestion!r}" if a.suggestion else ""
-    approval = f" (iris approve {a.approval_id})" if a.approval_id else ""
-    return f"{a.classification}, {a.confidence:.0%}{why}{suggests}{approval}"
 
 
 def question_event(q: QuestionInfo) -> None:

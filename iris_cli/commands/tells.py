@@ -108,26 +108,9 @@ def result(
     """Show the status and answer of one tell (partial while it runs).
 
     Exits 1 if the tell ended other than completed, as 'iris tell' does."""
-    from iris_cli import render
-    from iris_cli.text import ANSWERED, pair_name, tell_data
-    from iris_cli.watcher import approval_hint
-    from protocol.messages import GetTell, TellReply
-    from protocol.phases import awaited_approval, describe
+    from iris_cli import runs
 
-    reply = send(GetTell(tell_id=tell_id, wait_ms=wait), as_json)
-    assert isinstance(reply, TellReply)
-    info = reply.tell
-    if as_json:
-        print_json(tell_data(reply))
-    else:
-        pair = pair_name(info.from_team, info.to_team, info.thread)
-        phase = f" · {describe(info.phase)}" if info.phase is not None else ""
-        render.err.print(f"{pair} · {info.status}{phase} · {render.ago(info.created_at)}", style="dim")
-        if info.phase is not None and (approval := awaited_approval(info.phase)) is not None:
-            render.err.print(approval_hint(info.phase, approval.approval_id))
-        render.answer(reply.status, info)
-    if reply.status not in ANSWERED:
-        raise typer.Exit(1)
+    runs.result(tell_id, wait, as_json)
 
 
 @app.command()
@@ -136,22 +119,9 @@ def cancel(
     as_json: JsonOption = False,
 ) -> None:
     """Interrupt a tell without killing the team's warm claude process."""
-    from iris_cli import render
-    from iris_cli.text import tell_data
-    from protocol.messages import CancelTell, TellReply
+    from iris_cli import runs
 
-    reply = send(CancelTell(tell_id=tell_id), as_json)
-    assert isinstance(reply, TellReply)
-    if as_json:
-        print_json(tell_data(reply))
-    else:
-        status = reply.tell.status
-        if not reply.cancelled and status in ("completed", "failed", "timed_out", "interrupted"):
-            render.out.print(f"tell {reply.tell.id} had already ended ({status}); nothing to cancel")
-            return
-        render.out.print(f"tell {reply.tell.id} is {status}")  # the whole id, not the prefix typed
-        if reply.tell.text:
-            print(reply.tell.text)
+    runs.cancel(tell_id, as_json)
 
 
 @app.command()

@@ -104,7 +104,8 @@ def test_a_command_imports_only_what_it_needs() -> None:
     assert "typer" not in loaded_all("status")
     plain_tell = loaded_all("tell", "alpha", "hi", "--json")  # the plain form needs no Typer and no rich
     assert "typer" not in plain_tell and "rich" not in plain_tell
-    assert "typer" in loaded_all("tell", "alpha", "hi", "--timeout", "5000")  # options: Typer parses them
+    assert "typer" not in loaded_all("tell", "alpha", "hi", "--timeout", "5000", "--from", "beta")  # a plain form too
+    assert "typer" in loaded_all("tell", "alpha", "hi", "--persist")  # the other options: Typer parses them
 
 
 def test_a2a_tokens_are_issued_listed_and_revoked_without_a_daemon(
@@ -337,3 +338,96 @@ def test_a_lean_msgspec_import_that_fails_in_any_way_falls_back_to_the_ordinary_
     ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == ['{"a":"00000000-0000-0000-0000-000000000001"}', True, True, True]
+
+
+# What the plain forms of the commands of iris_cli.runs (iris_cli.argv) run without: Typer and
+# rich cost more CPU than the rest of such a command; a usage error goes through Typer, but
+# not through typer.rich_utils, whose import (rich's markdown and traceback) cost 0.1 s.
+NOT_ON_THE_PLAIN_FORMS = ("typer", "rich", "iris_cli.commands", "iris_cli.app")
+NOT_FOR_A_USAGE_ERROR = ("typer.rich_utils", "rich.markdown", "rich.traceback", "markdown_it")
+
+
+def test_the_plain_forms_run_without_typer_or_rich_and_usage_errors_without_rich_help(tmp_path: Path) -> None:
+    import os
+    import site
+    import subprocess
+    import sys
+
+    from protocol.messages import ApprovalInfo, ApprovalsReply, CostRow, CostsReply, ReportReply, TeamInfo, TeamsReply
+
+    waiting = ApprovalInfo(id="ap-1", from_team=None, to_team="alpha", tell_id="t1", tool_name="Bash",
+                           input={"command": "ls"}, status="pending", created_at=0.0, expires_at=0.0)
+    irisd = FakeIrisd(tmp_path / "irisd.sock", {
+        "ListApprovals": [ApprovalsReply(approvals=[waiting])],
+        "Report": [ReportReply(tells=[])],
+        "ListTeams": [TeamsReply(teams=[TeamInfo(name="alpha", path="/a")])],
+        "Costs": [CostsReply(by="pair", since=0.0, rows=[CostRow(key="external->alpha", tells=2)],
+                             total=CostRow(key="total", tells=2))],
+    })
+    shown = 'print("loaded:", *sorted(set(sys.modules) - before), file=sys.stderr)'
+    probe = HOT_PATH_PROBE.split("codec = ")[0] + shown
+    path = ":".join([str(Path(__file__).resolve().parents[2]), *site.getsitepackages()])
+    env = {**os.environ, "IRIS_SOCKET": str(tmp_path / "irisd.sock")}
+
+    def run(*args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+        ran = subprocess.run([sys.executable, "-S", "-c", probe, path, *args],
+                             capture_output=True, text=True, env=env, timeout=60)
+        return ran, set(ran.stderr.split("loaded:", 1)[1].split())
+
+    try:
+        for args, said in (
+            (["approvals", "--json"], '"id": "ap-1"'),
+            (["approvals"], "ap-1 external->alpha wants Bash"),
+            (["report", "alpha", "--limit=5"], "no tells yet"),
+            (["teams"], "alpha"),
+            (["costs", "--by", "pair"], "external->alpha"),
+        ):
+            ran, loaded = run(*args)
+            assert ran.returncode == 0 and said in ran.stdout, (args, ran.stdout, ran.stderr)
+            assert "iris_cli.runs" in loaded and "iris_cli.client" in loaded  # the probe saw the command
+            assert not {m for m in loaded if m.startswith(NOT_ON_THE_PLAIN_FORMS)}, (args, sorted(loaded))
+        ran, loaded = run("approvals", "--bogus")  # not a plain form: Typer's usage error, in click's words
+        assert "Error: No such option: --bogus" in ran.stderr, ran.stderr  # (the probe ends with exit code 0)
+        assert "Try 'iris approvals list -h' for help." in ran.stderr and "Traceback" not in ran.stderr
+        assert "typer" in loaded and not loaded & set(NOT_FOR_A_USAGE_ERROR), sorted(loaded)
+    finally:
+        irisd.close()
+
+
+def test_each_plain_form_takes_what_its_typer_command_takes() -> None:
+    """``iris_cli.argv.FORMS`` against the Typer commands: the same arguments in the same
+    order, the same flags and options with values of the same kind; and each runner's
+    defaults are the Typer command's (an option left out means the same either way)."""
+    import inspect
+
+    import typer.main
+
+    from iris_cli import runs
+    from iris_cli.argv import FORMS
+
+    root: Any = typer.main.get_command(app)  # the LazyGroup
+    ctx = root.context_class(root)
+    for name, form in FORMS.items():
+        command = root.get_command(ctx, name)
+        if form.reserved:  # a group whose default subcommand is the form's (iris approvals -> list)
+            assert set(form.reserved) <= set(command.commands), name
+            command = command.commands["list"]
+        params = {param.name: param for param in command.params}
+        arguments = [param for param in command.params if param.param_type_name == "argument"]
+        assert [param.name for param in arguments] == list(form.arguments), name
+        # The form may ask for more than Typer ('iris wake' needs a TEAM unless --all, Typer's).
+        assert sum(param.required for param in arguments) <= form.required, name
+        for option, parameter in form.flags.items():
+            assert option in params[parameter].opts and params[parameter].is_flag, (name, option)
+        for option, (parameter, kind) in form.options.items():
+            param = params[parameter]
+            assert option in param.opts and not param.is_flag, (name, option)
+            if isinstance(kind, tuple):
+                assert tuple(param.type.choices) == kind, (name, option)
+            else:
+                assert param.type.name == kind, (name, option, param.type.name)
+        runner = inspect.signature(getattr(runs, form.runner)).parameters
+        assert {*form.arguments, *form.flags.values(), *(p for p, _ in form.options.values())} <= set(runner), name
+        for argument in runner.values():
+            default = params[argument.name].default
+            assert argument.default is inspect.Parameter.empty or argument.default == default, (name, argument.name)
