@@ -10,16 +10,20 @@ token dies with it. The owner's token works here too (as the external caller, fr
 name any team).
 
 Why HTTP: a stdio MCP server is a Python process per child, and importing the MCP SDK
-costs about a second of CPU before the child can take its first turn; here irisd
-pays it once, and only when a client needs it: a claude child asks ``server/discover`` and
-``tools/list`` as it starts (protocol 2026-07-28), which irisd answers itself
-(``iris_mcp/listing.py``, the SDK's own answers, a test checks); most children never call a
-tool. Any other request loads the SDK (in a worker thread; the request waits for it), as
-does ``settings.preloadMcp`` once irisd is ready, so that a first tool call finds it loaded.
-
-The SDK's ``StreamableHTTPSessionManager`` runs stateless (each POST is served on its
-own; no session to expire or to leak when a child dies), answering with an SSE stream,
-so a tell's progress notifications reach the child while it runs.
+costs about a second of CPU before the child can take its first turn. Here irisd answers
+what a claude child sends (protocol 2026-07-28) without the SDK: ``server/discover`` and
+``tools/list`` as it starts (``iris_mcp/listing.py``), and a ``tools/call`` of the plain
+shape claude sends (``iris_mcp/fastpath.py`` reads it; no ``requestState``, the headers
+the SDK checks in agreement), run on the same ``Shim`` and ``StateSeal`` as the SDK's
+path (``iris_mcp/fastcall.py``) and answered as the SDK's stateless
+``StreamableHTTPSessionManager`` answers it, byte for byte (a test compares): JSON when
+the call ends with nothing to stream, else an event stream (its progress notifications
+as the tell runs, a ping each SSE_PING_INTERVAL_S of silence, then the answer); the
+client leaving cancels the call and its tell. Any other request (a form's answer, an
+older client, a shape only the SDK reads) loads the SDK (in a worker thread; the request
+waits for it), as does ``settings.preloadMcp`` (off by default) once irisd is ready. The
+SDK runs stateless: each POST is served on its own; no session to expire or to leak when
+a child dies.
 """
 
 from __future__ import annotations
