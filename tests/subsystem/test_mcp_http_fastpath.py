@@ -8,6 +8,7 @@ path is the SDK's to verify, for the same caller only."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import trio
@@ -170,11 +171,13 @@ def request(request_id: int | str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
-async def loaded(serving: ScriptServing, nursery: trio.Nursery) -> McpEndpoint:
+async def loaded(serving: ScriptServing, nursery: trio.Nursery, *, deadline: float = 60) -> McpEndpoint:
+    """An endpoint with the SDK loaded (in a worker thread: on the autojump clock, whose
+    time jumps while the loop waits for it, pass ``deadline=math.inf``)."""
     endpoint = McpEndpoint(serving)  # type: ignore[arg-type]  # the script serves what the tools ask
     nursery.start_soon(endpoint.run)
     endpoint.want()
-    with trio.fail_after(60):
+    with trio.fail_after(deadline):
         await endpoint.ready.wait()
     return endpoint
 
@@ -255,7 +258,7 @@ async def test_a_call_silent_past_the_ping_interval_streams_pings_as_the_sdk_doe
         start = trio.current_time()
         mine = await post(endpoint, scope_of(CHILD, params), request(1, params))
         assert not endpoint.ready.is_set()
-        sdk_endpoint = await loaded(ScriptServing(), nursery)
+        sdk_endpoint = await loaded(ScriptServing(), nursery, deadline=math.inf)
         sdk_start = trio.current_time()
         theirs = await post(sdk_endpoint._manager.handle_request, scope_of(CHILD, params), request(1, params))
         nursery.cancel_scope.cancel()
