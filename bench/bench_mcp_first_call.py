@@ -11,8 +11,10 @@ preload done, if that side preloads) and reads irisd's CPU (user + system,
 tool call, the first nested tell: ``beta``'s child starts) and, once irisd is quiet again,
 its CPU is read a second time. Printed: irisd's CPU to the first tell's end (start-up,
 the hello, any preload), for the nested tell, and the whole, side by side with ratios.
+``--no-preload``: both sides with ``preloadMcp: false`` (the older code then loads the SDK
+at the first tool call: the nested tell pays it).
 
-Run: .venv/bin/python bench/bench_mcp_first_call.py --baseline main [--rounds 4]
+Run: .venv/bin/python bench/bench_mcp_first_call.py --baseline main [--rounds 4] [--no-preload]
 """
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ from scripted_model import ScriptedModel
 NESTED = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "beta", "message": "ping"})
 
 
-def one_round(model_url: str, pythonpath: Path | None) -> tuple[float, float, bool]:
+def one_round(model_url: str, pythonpath: Path | None, preload: bool | None) -> tuple[float, float, bool]:
     """irisd's CPU seconds to the hello's end (quiet), for the nested tell, and whether it
     loaded the MCP SDK."""
     root = Path(tempfile.mkdtemp(prefix="iris-bench-mcp-call-"))
     iris = Iris(root, model_url=model_url, claude=claude_binary())
-    iris.settings.pop("preloadMcp", None)  # each side's own default
+    iris.settings.pop("preloadMcp", None)  # each side's own default...
+    if preload is not None:
+        iris.settings["preloadMcp"] = preload  # ...unless told
     iris.env.pop("PYTHONDONTWRITEBYTECODE", None)  # .pyc files, as an installed Iris has
     if pythonpath is not None:
         iris.env["PYTHONPATH"] = str(pythonpath)
@@ -72,8 +76,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", required=True, help="the git revision to compare with, e.g. main")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--no-preload", action="store_true", help="preloadMcp: false on both sides")
     args = parser.parse_args()
-    header(f"irisd's CPU for a child's first nested tell through /mcp, this code vs {args.baseline}")
+    settings = "preloadMcp: false" if args.no_preload else "default settings"
+    header(f"irisd's CPU for a child's first nested tell through /mcp, this code vs {args.baseline} ({settings})")
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
     sides = ("this", args.baseline)
     to_hello: dict[str, list[float]] = {side: [] for side in sides}
@@ -84,7 +90,8 @@ def main() -> None:
         model = stack.enter_context(ScriptedModel())
         for round_ in range(args.rounds):
             for side in sides if round_ % 2 == 0 else sides[::-1]:
-                hello, call, sdk = one_round(model.base_url, None if side == "this" else old)
+                pythonpath = None if side == "this" else old
+                hello, call, sdk = one_round(model.base_url, pythonpath, False if args.no_preload else None)
                 to_hello[side].append(hello)
                 nested[side].append(call)
                 loaded[side].add(sdk)
