@@ -238,6 +238,8 @@ class McpEndpoint:
             if done:
                 await _json_response(answer[0], scope, receive, send)
             else:
+                streamed = {"tool": request.name, "progress": event is not None}  # else a ping: silent for long
+                log.debug("streaming a tools/call's answer", extra=streamed)
                 await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
                 while not done:
                     await send({"type": "http.response.body", "body": event or SSE_PING, "more_body": True})

@@ -59,6 +59,19 @@ def test_a_childs_nested_tell_through_http_mcp_loads_no_mcp_sdk(iris: Iris) -> N
     assert "MCP over HTTP ready" not in iris.log()
 
 
+def test_a_childs_long_nested_tell_streams_its_progress_to_the_child_without_the_sdk(iris: Iris) -> None:
+    """claude asks for progress: a nested tell that takes a while is answered as an event
+    stream (its progress notifications while it runs, then the answer), still without
+    the SDK."""
+    for name in ("alpha", "beta"):
+        iris.add_team(name)
+    iris.start()
+    answer = tell(iris, "alpha", ask("beta", "@slow:800 @long:5"))
+    assert answer["status"] == "completed" and "word1 word2 word3 word4 word5" in str(answer["text"]), answer
+    assert "streaming a tools/call's answer" in iris.log() and '"progress":true' in iris.log()
+    assert "MCP over HTTP ready" not in iris.log()
+
+
 def test_a_child_tells_through_http_mcp_with_its_own_token_kept_out_of_argv(iris: Iris) -> None:
     for name in ("alpha", "beta"):
         iris.add_team(name)
