@@ -159,9 +159,10 @@ class Settings(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename=
     disallowed_tools: list[str] = []
     http_port: Port = 1615  # irisd's HTTP face (API, dashboard, MCP for its children); 0: any free port
     http_host: str = "127.0.0.1"  # loopback by default; another address exposes it (token still required)
-    # Load what /mcp needs (the MCP SDK, 0.5-1.5 s of CPU) in the background once irisd is
-    # ready, so the first tell does not wait for it; false: at the first claude child.
-    preload_mcp: bool = True
+    # Load the MCP SDK (0.5-1.5 s of CPU) in the background once irisd is ready. Off: /mcp
+    # answers what a claude child sends without it (irisd/http/mcp.py); it loads at the
+    # first request that needs it (a form's answer, an older client).
+    preload_mcp: bool = False
     budget: BudgetConfig = msgspec.field(default_factory=BudgetConfig)
     rate_limit: PerMinute | None = None  # tells per minute per pair
     questions: QuestionsConfig = msgspec.field(default_factory=QuestionsConfig)

@@ -226,23 +226,39 @@ def cancelled_request_id(params: dict[str, Any] | None) -> RequestId | None:
 
 def complete(result: dict[str, Any], server_info: dict[str, Any]) -> dict[str, Any]:
     """A result of this era as the SDK finishes it: ``resultType`` and who answered."""
-    return {"resultType": "complete", **result, "_meta": {"io.modelcontextprotocol/serverInfo": server_info}}
+    finished = {**result, "resultType": result.get("resultType", "complete")}  # appended if absent, as the SDK
+    return {**finished, "_meta": {"io.modelcontextprotocol/serverInfo": server_info}}
+
+
+def response_message(request_id: int | str, result: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-RPC message answering ``request_id``."""
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_message(request_id: int | str, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """The JSON-RPC message refusing ``request_id``."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def progress_message(token: int | str, value: float, message: str) -> dict[str, Any]:
+    """A ``notifications/progress``, as the SDK's ``report_progress`` sends it."""
+    params = {"progressToken": token, "progress": value, "message": message}
+    return {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
 
 
 def response(request_id: int | str, result: dict[str, Any]) -> bytes:
     """The line answering ``request_id``."""
-    return _encode({"jsonrpc": "2.0", "id": request_id, "result": result}) + b"\n"
+    return _encode(response_message(request_id, result)) + b"\n"
 
 
 def error_response(request_id: int | str, code: int, message: str, data: Any = None) -> bytes:
     """The line refusing ``request_id``."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return _encode({"jsonrpc": "2.0", "id": request_id, "error": error}) + b"\n"
+    return _encode(error_message(request_id, code, message, data)) + b"\n"
 
 
 def progress(token: int | str, value: float, message: str) -> bytes:
-    """A ``notifications/progress`` line, as the SDK's ``report_progress`` sends it."""
-    params = {"progressToken": token, "progress": value, "message": message}
-    return _encode({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}) + b"\n"
+    """A ``notifications/progress`` line."""
+    return _encode(progress_message(token, value, message)) + b"\n"

@@ -92,11 +92,11 @@ class ToolOutput:
                 "inputRequests": {self.ask.key: {"method": "elicitation/create", "params": form}},
                 "requestState": self.ask.state,
             }
-        return {
-            "content": [{"type": "text", "text": self.text}],
-            "structuredContent": self.structured(),
+        return {  # in the order the SDK's result sieve sends (irisd's /mcp answers byte for byte)
+            "content": [{"text": self.text, "type": "text"}],
             "isError": self.is_error,
             "resultType": "complete",
+            "structuredContent": self.structured(),
         }
 
 

@@ -10,8 +10,8 @@ fast path first, while the connection serves (or opens) the 2026-07-28 era: what
 Code sends (``server/discover``, ``tools/list``, ``tools/call``,
 ``notifications/cancelled``) is answered here, so a normal session never imports the SDK
 (nor pydantic). A fast ``tools/call`` runs as its own task on the same ``Shim`` and
-``StateSeal`` as the SDK's ``call_tool``, and its answer and progress notifications are
-written here; a form it asks for (an ``input_required`` result) is sealed by the SDK's
+``StateSeal`` as the SDK's ``call_tool`` (``iris_mcp/fastcall.py``), and its answer and
+progress notifications are written here; a form it asks for (an ``input_required`` result) is sealed by the SDK's
 ``RequestStateBoundary``, loaded then. A ``notifications/cancelled`` for a fast call
 cancels that task (its tell is cancelled as the SDK path cancels it) and nothing is
 answered, as the SDK does.
@@ -37,9 +37,8 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -94,14 +93,6 @@ def claimed_stdio() -> Iterator[tuple[int, int] | None]:
         os.close(null)
         os.dup2(wire[0], 0, inheritable=True)
         os.dup2(wire[1], 1, inheritable=True)
-
-
-@dataclass
-class _Call:
-    """What ``RequestStateBoundary`` reads of a request's context (the stdio principal is None)."""
-
-    method: str
-    params: dict[str, Any]
 
 
 class Front:
@@ -299,7 +290,7 @@ class Front:
     async def _call_tool(self, request: FastRequest) -> dict[str, Any]:
         """``tools/call`` on the SDK path's terms: the same Shim, asking, seal and result."""
         from iris_mcp import fastpath
-        from iris_mcp.asking import Asking
+        from iris_mcp.fastcall import CallContext, call_tool
 
         report: ReportProgress = None
         token = request.progress_token
@@ -310,29 +301,7 @@ class Front:
 
             report = report_progress
 
-        can_ask = request.forms and request.protocol_version in fastpath.MODERN_PROTOCOL_VERSIONS
-        asking = Asking(can_ask=can_ask, spent=self.seal.spent())
-        output = await self.shim.call(request.name, request.arguments, report, asking)
-        wire = output.wire()
-        if output.ask is None:
-            return wire  # no requestState to seal: the SDK's boundary passes it as it is
-        return await self._sealed(request, wire)
-
-    async def _sealed(self, request: FastRequest, wire: dict[str, Any]) -> dict[str, Any]:
-        """``wire`` (a form, ``input_required``) with its requestState sealed by the SDK's
-        ``RequestStateBoundary``, as the SDK's server seals it."""
-        from mcp.shared.exceptions import MCPError
-
-        from iris_mcp.fastpath import FastError
-
-        async def computed(ctx: Any) -> dict[str, Any]:
-            return wire
-
-        ctx = cast(Any, _Call(request.method, request.params))
-        try:
-            return cast(dict[str, Any], await self.seal(ctx, cast(Callable[..., Any], computed)))
-        except MCPError as exc:
-            raise FastError(exc.error.code, exc.error.message, exc.error.data) from None
+        return await call_tool(self.shim, self.seal, request, report, CallContext(request.method, request.params))
 
 
 def _build_server(shim: Shim, seal: StateSeal) -> Server[Any]:

@@ -10,22 +10,29 @@ token dies with it. The owner's token works here too (as the external caller, fr
 name any team).
 
 Why HTTP: a stdio MCP server is a Python process per child, and importing the MCP SDK
-costs about a second of CPU before the child can take its first turn; here irisd
-pays it once, and only when a client needs it: a claude child asks ``server/discover`` and
-``tools/list`` as it starts (protocol 2026-07-28), which irisd answers itself
-(``iris_mcp/listing.py``, the SDK's own answers, a test checks); most children never call a
-tool. Any other request loads the SDK (in a worker thread; the request waits for it), as
-does ``settings.preloadMcp`` once irisd is ready, so that a first tool call finds it loaded.
-
-The SDK's ``StreamableHTTPSessionManager`` runs stateless (each POST is served on its
-own; no session to expire or to leak when a child dies), answering with an SSE stream,
-so a tell's progress notifications reach the child while it runs.
+costs about a second of CPU before the child can take its first turn. Here irisd answers
+what a claude child sends (protocol 2026-07-28) without the SDK: ``server/discover`` and
+``tools/list`` as it starts (``iris_mcp/listing.py``), and a ``tools/call`` of the plain
+shape claude sends (``iris_mcp/fastpath.py`` reads it; no ``requestState``, the headers
+the SDK checks in agreement), run on the same ``Shim`` and ``StateSeal`` as the SDK's
+path (``iris_mcp/fastcall.py``) and answered as the SDK's stateless
+``StreamableHTTPSessionManager`` answers it, byte for byte (a test compares): JSON when
+the call ends with nothing to stream, else an event stream (its progress notifications
+as the tell runs, a ping each SSE_PING_INTERVAL_S of silence, then the answer); the
+client leaving cancels the call and its tell. Any other request (a form's answer, an
+older client, a shape only the SDK reads) loads the SDK (in a worker thread; the request
+waits for it), as does ``settings.preloadMcp`` (off by default) once irisd is ready. The
+SDK runs stateless: each POST is served on its own; no session to expire or to leak when
+a child dies.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -41,13 +48,23 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from starlette.types import Message, Receive, Scope, Send
 
-    from iris_mcp.shim import Shim
+    from iris_mcp.fastpath import FastRequest
+    from iris_mcp.progress_sender import ReportProgress
+    from iris_mcp.shim import Shim, StateSeal
     from irisd.serving import Serving
 
 log = logging.getLogger("irisd.http.mcp")
 
 LOAD_TIMEOUT_S = 60.0  # a loaded machine may take long to import the SDK
 MAX_MCP_BODY_BYTES = 4 * 1024 * 1024
+# How the SDK's stateless streamable HTTP answers a request of the 2026-07-28 era
+# (mcp/server/_streamable_http_modern.py; tests/subsystem/test_mcp_http_fastpath.py compares):
+SSE_PING_INTERVAL_S = 15.0  # a call silent this long commits the event stream (then pinged as often)
+SSE_PING = b": ping\r\n\r\n"
+SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache, no-transform"),
+               (b"connection", b"keep-alive"), (b"x-accel-buffering", b"no")]
+ERROR_HTTP_STATUS = {-32700: 400, -32600: 400, -32602: 400, -32020: 400, -32021: 400, -32022: 400, -32601: 404}
+ROUTING_HEADERS = (b"mcp-method", b"mcp-protocol-version", b"mcp-name")
 
 
 class ServingLink:
@@ -74,6 +91,7 @@ class McpEndpoint:
         self.ready = trio.Event()
         self._wanted = trio.Event()
         self._manager: Any = None
+        self._seal: StateSeal | None = None
 
     def want(self) -> None:
         """Start loading the SDK now (a child is being spawned). Idempotent, never blocks."""
@@ -90,7 +108,7 @@ class McpEndpoint:
         from iris_mcp.shim import build_server
 
         self._manager = StreamableHTTPSessionManager(
-            app=build_server(self._shim_for, principal=_principal),
+            app=build_server(self._shim_for, seal=self.seal),
             stateless=True,
             max_request_body_size=MAX_MCP_BODY_BYTES,
         )
@@ -99,8 +117,18 @@ class McpEndpoint:
             log.info("MCP over HTTP ready", extra={"load_s": round(trio.current_time() - started, 3)})
             await trio.sleep_forever()
 
+    @property
+    def seal(self) -> StateSeal:
+        """The seal of every ``requestState`` this endpoint hands out, the fast path's and
+        the SDK's alike (a form asked on one is answered on the other), bound to the caller."""
+        if self._seal is None:
+            from iris_mcp.shim import StateSeal
+
+            self._seal = StateSeal(_principal)
+        return self._seal
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        replay = await self._answer_listing(scope, receive, send)
+        replay = await self._answer_fast(scope, receive, send)
         if replay is None:
             return
         receive = replay
@@ -111,18 +139,39 @@ class McpEndpoint:
             raise BusyError("Iris's MCP server is still starting; try again in a moment")
         await self._manager.handle_request(scope, receive, send)
 
-    async def _answer_listing(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
-        """Answer a ``server/discover`` or ``tools/list`` of protocol 2026-07-28 without the
-        SDK (None: answered); else the request's ``receive`` for the SDK, its body read
-        again if it was read here."""
+    async def _answer_fast(self, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        """Answer a ``server/discover``, ``tools/list`` or ``tools/call`` of protocol
+        2026-07-28 without the SDK (None: answered); else the request's ``receive`` for the
+        SDK, its body read again if it was read here."""
         from iris_mcp.listing import MODERN_VERSION
 
         headers = dict(scope.get("headers", ()))
         method = headers.get(b"mcp-method", b"").decode(errors="replace")
-        if (scope.get("method") != "POST" or method not in LISTING
-                or headers.get(b"mcp-protocol-version") != MODERN_VERSION.encode()
-                or b"application/json" not in headers.get(b"accept", b"")):
+        if scope.get("method") != "POST" or headers.get(b"mcp-protocol-version") != MODERN_VERSION.encode():
             return receive
+        if method in LISTING:
+            if b"application/json" not in headers.get(b"accept", b""):
+                return receive
+            return await self._answer_listing(method, scope, receive, send)
+        if method != "tools/call" or not _plain_call_headers(scope.get("headers", ())):
+            return receive
+        body, replay = await _read_body(receive)
+        if body is None:
+            return replay
+        from iris_mcp.fastpath import FastRequest, read_line
+
+        request = read_line(body)
+        if not (isinstance(request, FastRequest) and request.method == method
+                and request.protocol_version == MODERN_VERSION
+                and headers.get(b"mcp-name", b"").decode("latin-1") == request.name
+                and not request.name.startswith("=?")):  # a name the SDK reads base64-encoded in the header
+            return replay
+        await self._answer_call(request, scope, receive, send)
+        return None
+
+    async def _answer_listing(self, method: str, scope: Scope, receive: Receive, send: Send) -> Receive | None:
+        from iris_mcp.listing import MODERN_VERSION
+
         body, replay = await _read_body(receive)
         if body is None:
             return replay
@@ -141,6 +190,62 @@ class McpEndpoint:
                                 (b"content-length", str(len(payload)).encode())]})
         await send({"type": "http.response.body", "body": payload})
         return None
+
+    async def _answer_call(self, request: FastRequest, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run a fast ``tools/call`` as its caller and answer it as the SDK's stateless
+        streamable HTTP answers one: JSON if the call ends before it has anything to
+        stream, else an event stream (its progress, a ping each SSE_PING_INTERVAL_S of
+        silence, then the answer). The client leaving cancels the call (and its tell)."""
+        from iris_mcp import fastpath
+        from iris_mcp.fastcall import CallContext, call_tool
+        from iris_mcp.listing import SERVER_INFO
+
+        shim = shim_for(self.serving, scope[CALLER_KEY])
+        context = CallContext(request.method, request.params, _HttpRequest(scope))
+        events_in, events = trio.open_memory_channel[bytes](0)  # unbuffered, as the SDK's
+        answer: list[dict[str, Any]] = []
+        report: ReportProgress = None
+        token = request.progress_token
+        if token is not None:
+
+            async def report_progress(value: float, message: str) -> None:
+                with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                    await events_in.send(_sse_event(fastpath.progress_message(token, value, message)))
+
+            report = report_progress
+
+        async def run_call() -> None:
+            async with events_in:
+                try:
+                    result = await call_tool(shim, self.seal, request, report, context)
+                except fastpath.FastError as exc:  # the seal refused (as the SDK's path answers it)
+                    answer.append(fastpath.error_message(request.id, exc.code, exc.message, exc.data))
+                except Exception:
+                    log.exception("tools/call failed")
+                    answer.append(fastpath.error_message(request.id, fastpath.INTERNAL_ERROR, "Internal server error"))
+                else:
+                    answer.append(fastpath.response_message(request.id, fastpath.complete(result, SERVER_INFO)))
+
+        async def watch_disconnect(cancel_scope: trio.CancelScope) -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            cancel_scope.cancel()
+
+        async with trio.open_nursery() as nursery, events:
+            nursery.start_soon(run_call)
+            nursery.start_soon(watch_disconnect, nursery.cancel_scope)
+            event, done = await _next_event(events)
+            if done:
+                await _json_response(answer[0], scope, receive, send)
+            else:
+                streamed = {"tool": request.name, "progress": event is not None}  # else a ping: silent for long
+                log.debug("streaming a tools/call's answer", extra=streamed)
+                await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+                while not done:
+                    await send({"type": "http.response.body", "body": event or SSE_PING, "more_body": True})
+                    event, done = await _next_event(events)
+                await send({"type": "http.response.body", "body": _sse_event(answer[0]), "more_body": False})
+            nursery.cancel_scope.cancel()
 
     def _shim_for(self, ctx: ServerRequestContext[Any]) -> Shim:
         request = ctx.request
@@ -193,6 +298,60 @@ def _tools(caller: Caller) -> dict[str, Any]:
 
 
 LISTING: dict[str, Callable[[Caller], dict[str, Any]]] = {"server/discover": _discover, "tools/list": _tools}
+
+
+@dataclass
+class _HttpRequest:
+    """What ``_principal`` reads of a fast call's HTTP request: its scope (the caller)."""
+
+    scope: Scope
+
+
+def _plain_call_headers(raw: Iterable[tuple[bytes, bytes]]) -> bool:
+    """A ``tools/call``'s headers pass every check the SDK makes of them before it calls
+    the tool: a JSON body, answers taken as JSON and as an event stream, each routing header
+    once, no ``Mcp-Param-*`` header (Iris's tools declare none)."""
+    seen: list[bytes] = []
+    accept = content_type = b""
+    for name, value in raw:
+        seen.append(name)
+        if name == b"accept":
+            accept = value
+        elif name == b"content-type":
+            content_type = value
+    types = [part.split(b";")[0].strip().lower() for part in accept.split(b",")]
+    takes_json = any(t in (b"*/*", b"application/json", b"application/*") for t in types)
+    takes_sse = any(t in (b"*/*", b"text/event-stream", b"text/*") for t in types)
+    return (content_type.lower().startswith(b"application/json") and takes_json and takes_sse
+            and all(seen.count(name) == 1 for name in ROUTING_HEADERS)
+            and not any(name.startswith(b"mcp-param-") for name in seen))
+
+
+async def _next_event(events: trio.MemoryReceiveChannel[bytes]) -> tuple[bytes | None, bool]:
+    """The call's next event (None: SSE_PING_INTERVAL_S went by without one), and whether
+    the call is done instead."""
+    with trio.move_on_after(SSE_PING_INTERVAL_S):
+        try:
+            return await events.receive(), False
+        except trio.EndOfChannel:
+            return None, True
+    return None, False
+
+
+def _dumps(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"))  # the SDK's own encoding (ASCII, no spaces)
+
+
+def _sse_event(message: dict[str, Any]) -> bytes:
+    return f"event: message\r\ndata: {_dumps(message)}\r\n\r\n".encode()
+
+
+async def _json_response(message: dict[str, Any], scope: Scope, receive: Receive, send: Send) -> None:
+    from starlette.responses import Response
+
+    error = message.get("error")
+    status = ERROR_HTTP_STATUS.get(error["code"], 200) if error is not None else 200
+    await Response(_dumps(message), status_code=status, media_type="application/json")(scope, receive, send)
 
 
 def _version_of(message: dict[str, Any]) -> object:

@@ -42,18 +42,34 @@ def child_config(iris: Iris, to_team: str) -> tuple[int, Path, str]:
     return pair.process.pid, config, b" ".join(argv).decode()
 
 
-def test_a_child_that_calls_no_tool_loads_no_mcp_sdk_and_its_first_call_does(iris: Iris) -> None:
+def test_a_childs_nested_tell_through_http_mcp_loads_no_mcp_sdk(iris: Iris) -> None:
     """A claude child asks irisd's /mcp what it serves as it starts (server/discover,
-    tools/list): irisd answers that itself. The SDK (a second of CPU) loads with the first
-    tool call, which works as ever."""
+    tools/list) and then calls team_tell: irisd answers all of it itself, without the SDK
+    (a second of CPU); the nested tell works as ever. With irisd's default settings, so
+    nothing preloads it either."""
+    del iris.settings["preloadMcp"]
     for name in ("alpha", "beta"):
         iris.add_team(name)
     iris.start()
     assert tell(iris, "alpha", "hello")["status"] == "completed"
-    assert "MCP over HTTP ready" not in iris.log()
     answer = tell(iris, "alpha", ask("beta", "ping"))  # the warm child's first tool call
     assert answer["status"] == "completed" and "echo #1: ping" in str(answer["text"]), answer
-    assert "MCP over HTTP ready" in iris.log()
+    answer = tell(iris, "alpha", ask("beta", "pong"))
+    assert answer["status"] == "completed" and "echo #2: pong" in str(answer["text"]), answer
+    assert "MCP over HTTP ready" not in iris.log()
+
+
+def test_a_childs_long_nested_tell_streams_its_progress_to_the_child_without_the_sdk(iris: Iris) -> None:
+    """claude asks for progress: a nested tell that takes a while is answered as an event
+    stream (its progress notifications while it runs, then the answer), still without
+    the SDK."""
+    for name in ("alpha", "beta"):
+        iris.add_team(name)
+    iris.start()
+    answer = tell(iris, "alpha", ask("beta", "@slow:800 @long:5"))
+    assert answer["status"] == "completed" and "word1 word2 word3 word4 word5" in str(answer["text"]), answer
+    assert "streaming a tools/call's answer" in iris.log() and '"progress":true' in iris.log()
+    assert "MCP over HTTP ready" not in iris.log()
 
 
 def test_a_child_tells_through_http_mcp_with_its_own_token_kept_out_of_argv(iris: Iris) -> None:
@@ -134,9 +150,9 @@ def _parent(pid: int) -> int:
 
 
 def test_irisd_loads_what_mcp_needs_once_ready_before_any_tell(iris: Iris) -> None:
-    """The first tell after a start does not wait for the MCP SDK: irisd loads it in the
-    background once ready (settings.preloadMcp, on unless said otherwise; the other tests
-    turn it off), and only when some team is a local claude."""
+    """Asked to (settings.preloadMcp, off by default: a child's requests no longer need
+    it), irisd loads the MCP SDK in the background once ready, and only when some team is
+    a local claude."""
     iris.settings["preloadMcp"] = True
     iris.add_team("alpha")
     iris.start()
