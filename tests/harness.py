@@ -55,9 +55,8 @@ class Iris:
         self.teams_dir = root / "teams"
         self.claude = str(claude)
         # httpPort 0: any free port, so that no test binds 1615 and parallel tests never collide.
-        # preloadMcp off: an irisd of a test that never starts a claude does not spend a
-        # second of CPU loading the MCP SDK (tests/e2e/test_startup.py checks the preload).
-        self.settings: dict[str, Any] = {"claudePath": self.claude, "httpPort": 0, "preloadMcp": False}
+        # (preloadMcp is off by default: a child's requests no longer need the MCP SDK.)
+        self.settings: dict[str, Any] = {"claudePath": self.claude, "httpPort": 0}
         self.teams: dict[str, dict[str, Any]] = {}
         self.env = dict(os.environ)
         for key in [k for k in self.env if k.startswith(("IRIS_", "CLAUDE", "ANTHROPIC"))]:

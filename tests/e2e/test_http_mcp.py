@@ -47,7 +47,6 @@ def test_a_childs_nested_tell_through_http_mcp_loads_no_mcp_sdk(iris: Iris) -> N
     tools/list) and then calls team_tell: irisd answers all of it itself, without the SDK
     (a second of CPU); the nested tell works as ever. With irisd's default settings, so
     nothing preloads it either."""
-    del iris.settings["preloadMcp"]
     for name in ("alpha", "beta"):
         iris.add_team(name)
     iris.start()
