@@ -200,7 +200,9 @@ class McpEndpoint:
         from iris_mcp.fastcall import CallContext, call_tool
         from iris_mcp.listing import SERVER_INFO
 
-        shim = shim_for(self.serving, scope[CALLER_KEY])
+        caller: Caller = scope[CALLER_KEY]
+        log.debug("a tools/call answered without the SDK", extra={"tool": request.name, "caller": caller.kind})
+        shim = shim_for(self.serving, caller)
         context = CallContext(request.method, request.params, _HttpRequest(scope))
         events_in, events = trio.open_memory_channel[bytes](0)  # unbuffered, as the SDK's
         answer: list[dict[str, Any]] = []

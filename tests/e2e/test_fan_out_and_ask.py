@@ -46,9 +46,11 @@ def test_iris_ask_calls_an_iris_tool_and_answers_from_its_result(iris: Iris) -> 
     assert reply["tools"] == ["team_teams"]
     assert reply["text"].startswith("tool mcp__iris__team_teams said:")
     assert "alpha: The web app" in reply["text"] and "beta: The API" in reply["text"]
-    # It reached Iris over irisd's own /mcp (no team's claude ran to load it) with a token
-    # of its own, gone with its run.
-    assert "MCP over HTTP ready" in iris.log()
+    # It reached Iris over irisd's own /mcp (no team's claude ran), answered there without
+    # the MCP SDK, with a token of its own, gone with its run.
+    calls = [line for line in iris.log().splitlines() if "a tools/call answered without the SDK" in line]
+    assert len(calls) == 1 and '"tool":"team_teams"' in calls[0] and '"caller":"reader"' in calls[0], calls
+    assert "MCP over HTTP ready" not in iris.log()
     assert list((iris.home / "run" / "mcp").iterdir()) == []
 
     # Its own persistent session, in its own folder; never a team.
