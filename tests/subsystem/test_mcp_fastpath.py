@@ -14,27 +14,16 @@ import pytest
 import trio
 import trio.testing
 
+from fakes.scripted_irisd import ScriptedIrisd
 from iris_mcp.shim import Shim, StateSeal
 from iris_mcp.stdio import Front
 from protocol.framing import LineFramer
 from protocol.messages import (
-    ApprovalInfo,
-    ApprovalReply,
-    ApprovalsReply,
     CancelTell,
     Decide,
     Event,
-    GetTell,
-    ListApprovals,
     Reply,
     Request,
-    Tell,
-    TellInfo,
-    TellPhase,
-    TellPhaseEvent,
-    TellReply,
-    TellState,
-    TellText,
 )
 
 MODERN = "2026-07-28"
@@ -43,25 +32,12 @@ PLAIN = {"io.modelcontextprotocol/protocolVersion": MODERN,
          "io.modelcontextprotocol/clientCapabilities": {}}
 FORMS = {**PLAIN, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
 
-WAITING = TellPhase(name="awaiting_approval", tool="Bash", detail="ls", approval_id="a-1")
-APPROVAL = ApprovalInfo(
-    id="a-1", from_team="alpha", to_team="gated", tell_id="t-1", tool_name="Bash", input={"command": "ls"},
-    status="pending", created_at=0.0, expires_at=600.0,
-)
-
-
-def info(tell_id: str, to_team: str, text: str, status: Any = "completed") -> TellInfo:
-    return TellInfo(id=tell_id, from_team="alpha", to_team=to_team, message="m", status=status, text=text)
-
-
-class ScriptLink:
-    """irisd as the shim sees it: ``echo`` answers (one text event first), ``slow`` is
-    named and runs until cancelled, ``gated`` waits for approval a-1 until it is decided."""
+class ScriptLink(ScriptedIrisd):
+    """irisd as the shim sees it (tests/fakes/scripted_irisd.py), remembering each request."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.sent: list[Request] = []
-        self.slow_running = trio.Event()
-        self.cancelled = trio.Event()
 
     async def call(
         self,
@@ -72,35 +48,7 @@ class ScriptLink:
         start_daemon: bool = True,
     ) -> Reply:
         self.sent.append(request)
-        match request:
-            case Tell(to_team="echo"):
-                if on_event is not None:
-                    await on_event(TellText(tell_id="t-2", text="hello"))
-                return TellReply(status="completed", tell=info("t-2", "echo", "hello"))
-            case Tell(to_team="behind"):  # queued behind another tell: progress says so at once
-                if on_event is not None:
-                    await on_event(TellPhaseEvent(tell_id="t-4", phase=TellPhase(name="queued", ahead=1)))
-                    await on_event(TellText(tell_id="t-4", text="hello"))
-                return TellReply(status="completed", tell=info("t-4", "behind", "hello"))
-            case Tell(to_team="slow"):
-                assert on_event is not None
-                await on_event(TellState(tell_id="t-3", status="running"))
-                self.slow_running.set()
-                await trio.sleep_forever()
-            case Tell(to_team="gated"):
-                assert on_event is not None
-                await on_event(TellPhaseEvent(tell_id="t-1", phase=WAITING))
-                await trio.sleep_forever()
-            case CancelTell():
-                self.cancelled.set()
-                return TellReply(status="completed", tell=info("t-3", "slow", "", "cancelled"), cancelled=True)
-            case ListApprovals():
-                return ApprovalsReply(approvals=[APPROVAL])
-            case Decide():
-                return ApprovalReply(approval=APPROVAL)
-            case GetTell():
-                return TellReply(status="completed", tell=info("t-1", "gated", "done"))
-        raise AssertionError(f"unexpected {request}")
+        return await self.reply(request, on_event)
 
 
 class Client:

@@ -14,26 +14,15 @@ from typing import Any
 import trio
 import trio.testing
 
+from fakes.scripted_irisd import ScriptedIrisd
 from irisd.caller import OWNER, Caller
 from irisd.http.gate import CALLER_KEY
 from irisd.http.mcp import ERROR_HTTP_STATUS, McpEndpoint
 from protocol.messages import (
-    ApprovalInfo,
-    ApprovalReply,
-    ApprovalsReply,
     CancelTell,
     Decide,
-    GetTell,
-    ListApprovals,
     Reply,
     Request,
-    Tell,
-    TellInfo,
-    TellPhase,
-    TellPhaseEvent,
-    TellReply,
-    TellState,
-    TellText,
 )
 
 MODERN = "2026-07-28"
@@ -42,60 +31,17 @@ CLAUDE = {"io.modelcontextprotocol/protocolVersion": MODERN,
           "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
 PLAIN = {**CLAUDE, "io.modelcontextprotocol/clientCapabilities": {}}
 CHILD = Caller.child("alpha", "external->alpha")
-WAITING = TellPhase(name="awaiting_approval", tool="Bash", detail="ls", approval_id="a-1")
-APPROVAL = ApprovalInfo(
-    id="a-1", from_team="alpha", to_team="gated", tell_id="t-1", tool_name="Bash", input={"command": "ls"},
-    status="pending", created_at=0.0, expires_at=600.0,
-)
-
-
-def info(tell_id: str, to_team: str, text: str, status: Any = "completed") -> TellInfo:
-    return TellInfo(id=tell_id, from_team="alpha", to_team=to_team, message="m", status=status, text=text)
-
-
-class ScriptServing:
-    """irisd's Serving as /mcp's tools see it: ``echo`` answers, ``behind`` says it is queued
-    first, ``late`` answers after 40 s, ``slow`` runs until cancelled, ``gated`` waits for
-    approval a-1."""
+class ScriptServing(ScriptedIrisd):
+    """irisd's Serving as /mcp's tools see it (tests/fakes/scripted_irisd.py), remembering
+    each request and its caller."""
 
     def __init__(self) -> None:
+        super().__init__(echo_text="héllo", behind_text=False)
         self.sent: list[tuple[Request, Caller]] = []
-        self.slow_running = trio.Event()
-        self.cancelled = trio.Event()
 
     async def serve(self, request: Request, caller: Caller, on_event: Any = None) -> Reply:
         self.sent.append((request, caller))
-        match request:
-            case Tell(to_team="echo"):
-                if on_event is not None:
-                    await on_event(TellText(tell_id="t-2", text="héllo"))
-                return TellReply(status="completed", tell=info("t-2", "echo", "héllo"))
-            case Tell(to_team="behind"):
-                if on_event is not None:
-                    await on_event(TellPhaseEvent(tell_id="t-4", phase=TellPhase(name="queued", ahead=1)))
-                return TellReply(status="completed", tell=info("t-4", "behind", "hello"))
-            case Tell(to_team="late"):
-                await trio.sleep(40)
-                return TellReply(status="completed", tell=info("t-5", "late", "at last"))
-            case Tell(to_team="slow"):
-                assert on_event is not None
-                await on_event(TellState(tell_id="t-3", status="running"))
-                self.slow_running.set()
-                await trio.sleep_forever()
-            case Tell(to_team="gated"):
-                assert on_event is not None
-                await on_event(TellPhaseEvent(tell_id="t-1", phase=WAITING))
-                await trio.sleep_forever()
-            case CancelTell():
-                self.cancelled.set()
-                return TellReply(status="completed", tell=info("t-3", "slow", "", "cancelled"), cancelled=True)
-            case ListApprovals():
-                return ApprovalsReply(approvals=[APPROVAL])
-            case Decide():
-                return ApprovalReply(approval=APPROVAL)
-            case GetTell():
-                return TellReply(status="completed", tell=info("t-1", "gated", "done"))
-        raise AssertionError(f"unexpected {request}")
+        return await self.reply(request, on_event)
 
 
 def call(name: str, arguments: dict[str, Any] | None, meta: dict[str, Any], **extra: Any) -> dict[str, Any]:
