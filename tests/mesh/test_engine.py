@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import socket
 import struct
+from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -23,6 +25,14 @@ from mesh.nats import NatsCluster, NatsServer, free_port
 
 def mesh_of(*urls: str, user: str = "", password: str = "") -> Mesh:
     return Mesh(servers=urls, name="ws-1", user=user, password=password)
+
+
+@pytest.fixture
+def collect_left_sockets() -> Iterator[None]:
+    """Collect, at the test's end (its warning filters still on), what a refused connect left
+    to the garbage collector (nats-py's socket and asyncio stream, in reference cycles)."""
+    yield
+    gc.collect()
 
 
 async def test_a_publish_is_acked_by_jetstream_and_dedup_by_message_id(nats_server: NatsServer) -> None:
@@ -70,10 +80,11 @@ def test_iris_mesh_status_and_doctor_with_no_server_say_why_without_a_traceback(
     assert "Traceback" not in out.err + out.out and not caplog.records, (out.err, caplog.records)
 
 
-# nats-py leaves the socket of a connect cancelled on the refusal for the garbage collector
-# (a ResourceWarning at some later moment, in whichever test runs then); not Iris's to close.
+# nats-py leaves the socket of a connect cancelled on the refusal for the garbage collector:
+# not Iris's to close. Collected here (``collect_left_sockets``), while its ResourceWarning is
+# ignored; left to the collector, it failed whichever test ran when it came.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-async def test_refused_credentials_say_so(tmp_path: Path) -> None:
+async def test_refused_credentials_say_so(tmp_path: Path, collect_left_sockets: None) -> None:
     server = NatsServer(tmp_path, config='authorization { user: ws-1, password: right }\n').start()
     try:
         async with open_bridge() as bridge:
@@ -85,10 +96,11 @@ async def test_refused_credentials_say_so(tmp_path: Path) -> None:
         server.stop()
 
 
-# nats-py leaves the socket of a connect cancelled on the refusal for the garbage collector
-# (a ResourceWarning at some later moment, in whichever test runs then); not Iris's to close.
+# As above: nats-py's socket of the refused connect, collected here.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-async def test_a_refusal_is_named_though_the_next_attempts_read_a_reset(nursery: trio.Nursery) -> None:
+async def test_a_refusal_is_named_though_the_next_attempts_read_a_reset(
+    nursery: trio.Nursery, collect_left_sockets: None
+) -> None:
     """A server that refuses the credentials writes its -ERR and closes; a client whose
     PING meets the closed socket reads "Connection reset by peer" instead (the race behind
     the test above failing under load). This server gives the first attempt the -ERR and
