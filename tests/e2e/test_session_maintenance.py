@@ -52,6 +52,10 @@ def test_iris_compacts_between_tells_and_the_next_tell_continues_the_conversatio
     assert done["session_id"] == answered["session_id"]
     assert done["text"].endswith(": and pears") and not done["text"].startswith("echo #1:"), done
     session = wait_for(lambda: (s := session_of(iris, "alpha")).get("compactions") == 2 and s, what="recorded")
+    # The second compaction (asked by the second tell) may still have run when the history was
+    # read: read it again once that one has ended, with its cost.
+    history = wait_for(lambda: (h := sorted(iris.cli_json("report", "alpha"), key=lambda t: t["created_at"]))
+                       and h[3]["status"] == "completed" and h, what="the second compaction's end")
     assert session["status"] == "active" and session["compact_trigger"] == "iris"
     assert session["last_compacted_at"] >= history[3]["started_at"]
     assert session["compact_tokens_before"] > 0 and session["compact_tokens_after"] > 0
