@@ -226,6 +226,9 @@ class Front:
         if self.server is None:
             import msgspec
 
+            from iris_mcp.sdk import import_server
+
+            await trio.to_thread.run_sync(import_server)  # fast calls under way go on meanwhile
             self._load_sdk()
             if self.opening is not None:  # the fast path opened the era: tell the SDK's server
                 prime = {"jsonrpc": "2.0", "id": self._prime_id, "method": "server/discover",

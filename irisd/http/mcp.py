@@ -33,6 +33,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -102,7 +103,9 @@ class McpEndpoint:
         task_status.started()
         await self._wanted.wait()
         started = trio.current_time()
-        await trio.to_thread.run_sync(_import_sdk)
+        from iris_mcp.sdk import import_server
+
+        await trio.to_thread.run_sync(partial(import_server, http=True))
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
         from iris_mcp.shim import build_server
@@ -278,12 +281,6 @@ def _principal(ctx: ServerRequestContext[Any]) -> str:
     (a child's token, another team) cannot answer it."""
     caller: Caller = ctx.request.scope[CALLER_KEY]  # type: ignore[union-attr]  # set by the gate
     return f"{caller.kind}:{caller.team or ''}:{caller.pair}"
-
-
-def _import_sdk() -> None:
-    # iris_mcp.shim first: it loads the SDK lean (iris_mcp/sdk.py), without its client parts.
-    import iris_mcp.shim  # noqa: F401, I001
-    import mcp.server.streamable_http_manager  # noqa: F401
 
 
 def _discover(caller: Caller) -> dict[str, Any]:

@@ -8,8 +8,8 @@ import sys
 
 PROGRAM = """
 import sys
-from irisd.http.mcp import _import_sdk  # iris_mcp.shim loads the SDK lean (iris_mcp/sdk.py)
-_import_sdk()
+from iris_mcp.sdk import import_server  # it loads the SDK lean (iris_mcp/sdk.py), as irisd does for /mcp
+import_server(http=True)
 loaded = sorted(m for m in sys.modules if m.startswith(("mcp.client", "mcp.server.mcpserver")))
 assert not loaded, loaded
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
