@@ -51,7 +51,7 @@ def import_server(http: bool = False) -> None:
     """Import what serving with the SDK needs (about 0.8 s of CPU), with ``http`` its
     streamable HTTP transport too: both faces call it in a worker thread, so that their
     event loop serves on meanwhile (the fast calls under way)."""
-    import iris_mcp.shim  # noqa: F401, I001  (it loads the SDK lean: lean() above)
+    lean()
     import mcp.server.lowlevel
     import mcp.shared.message
     import mcp_types  # noqa: F401
