@@ -61,6 +61,11 @@ HANDLED_WAIT_S = 10.0  # a running tell saves a final result in this time, or it
 RECENTLY_ENDED = 4096  # remote tells ended here whose stored result may still come (kept in memory)
 
 
+def unconfirmed(why: str) -> str:
+    """The phase of a tell published without JetStream's ack (yet): it may be stored."""
+    return f"sent, not confirmed yet ({why}); its result comes when the home runs it: do not send it again"
+
+
 class MeshService:
     def __init__(
         self,
@@ -282,7 +287,7 @@ class MeshService:
             if lane is not None and lane.connected and mesh is not None:
                 if report is not None and not sent:
                     sent = True
-                    await report.sent()
+                    await report.sent(lambda: unconfirmed(self.unreachable_words(home) or "no ack from the mesh yet"))
                 try:
                     await lane.js_publish(tell_subject(home, mesh.name), payload, headers=headers)
                     return
@@ -290,11 +295,7 @@ class MeshService:
                     log.warning("mesh: tell not stored yet", extra={"error": str(exc)})
             if report is not None:
                 words = self.unreachable_words(home) or "no answer from the mesh"
-                report.phase(
-                    f"sent, not confirmed yet ({words}); its result comes when the home runs it: do not send it again"
-                    if sent else f"waiting for the mesh to store it: {words}",
-                    queued=True,
-                )
+                report.phase(unconfirmed(words) if sent else f"waiting for the mesh to store it: {words}", queued=True)
             with trio.move_on_after(RETRY_S):
                 await self._connected.wait()
                 await trio.lowlevel.checkpoint()

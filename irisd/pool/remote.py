@@ -156,11 +156,13 @@ class TellReport:
         may be answered from here on (never before)."""
         await self._pair.apply(self._tell, self._tell.machine.remote_accepted(trio.current_time()))
 
-    async def sent(self) -> None:
+    async def sent(self, unconfirmed: Callable[[], str]) -> None:
         """The tell left for the far side, not yet held there as far as this side knows
         (a publish that may or may not have been stored): from now on it may run there,
         so it is never failed "not sent"; at ``HANDOFF_TIMEOUT_S`` its caller hears it in
-        progress, its phase saying so, and the far side's result settles it."""
+        progress, its phase the words ``unconfirmed()`` gives then (why it is unknown,
+        what to do), and the far side's result settles it."""
+        self._pair.unconfirmed[self._tell.id] = unconfirmed
         await self._pair.apply(self._tell, self._tell.machine.remote_sent(trio.current_time()))
 
     async def started(self, *, silence_s: float | None = None) -> None:
@@ -246,6 +248,8 @@ class RemotePair:
         self.last_used_at: float | None = None
         self._runs: dict[str, trio.CancelScope] = {}
         self._changed: dict[str, trio.Event] = {}
+        # A sent tell's words for when its handoff time passes unconfirmed (TellReport.sent).
+        self.unconfirmed: dict[str, Callable[[], str]] = {}
         self._nursery: trio.Nursery | None = None
         self._closed = False
         self._done = trio.Event()  # closed, and its last tell ended
@@ -351,6 +355,7 @@ class RemotePair:
                     await self.apply(tell, tell.machine.interrupt(trio.current_time(), reason))
             self._runs.pop(tell.id, None)
             self._changed.pop(tell.id, None)
+            self.unconfirmed.pop(tell.id, None)
 
     async def _keep_time(self, tell: ActiveTell) -> None:
         """The tell's deadlines (the caller's patience; the far side's silence)."""
@@ -361,7 +366,12 @@ class RemotePair:
                 await changed.wait()
             now = trio.current_time()
             if now >= tell.machine.next_deadline() and not tell.machine.is_final:
-                await self.apply(tell, tell.machine.handle_timer(now))
+                actions = tell.machine.handle_timer(now)
+                if tell.machine.handoff_unconfirmed and (words := self.unconfirmed.get(tell.id)) is not None:
+                    # Before the reply: a caller answered now reads why its tell is in
+                    # progress, whichever of the executor's own timers runs first.
+                    tell.set_phase(TellPhase(name="queued", detail=words()))
+                await self.apply(tell, actions)
 
     def _post(self, tell: ActiveTell, actions: list[tell_machine.Action]) -> None:
         """Apply actions from another task: the saving happens in the tell's own task,

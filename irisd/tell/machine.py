@@ -112,6 +112,7 @@ class TellMachine:
         self._handoff_deadline: float | None = None
         self._handoff_s = 0.0
         self._handoff_sent = False  # it left for the far side: it may be held there
+        self.handoff_unconfirmed = False  # sent, the handoff time passed, not held there as far as we know
 
     # --- queries ------------------------------------------------------------------
 
@@ -247,6 +248,7 @@ class TellMachine:
 
     def remote_accepted(self, now: float) -> list[Action]:
         """The far side, or a durable queue on the way to it, holds the tell now."""
+        self.handoff_unconfirmed = False
         if self._handoff_deadline is None or self.is_final:
             return []
         self._handoff_deadline = None
@@ -257,6 +259,7 @@ class TellMachine:
         side says nothing for that long (None: the far side keeps its own timeouts)."""
         self._require("remote_started", "queued")
         self._handoff_deadline = None  # what runs there is held there
+        self.handoff_unconfirmed = False
         self.status = "running"
         self._remote_silence_s = silence_s
         self._response_deadline = math.inf if silence_s is None else now + silence_s
@@ -301,6 +304,7 @@ class TellMachine:
                 return []  # the caller hears nothing before the tell is held on the far side
             if self._handoff_sent:  # unknown: failing it "not sent" would have it sent twice
                 self._handoff_deadline = None
+                self.handoff_unconfirmed = True
                 return self.handle_timer(now)
             why = (
                 f"not sent: the remote team did not take it within {self._handoff_s:g} s; send it again once "

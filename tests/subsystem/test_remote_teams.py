@@ -75,6 +75,13 @@ class ScriptedExecutor:
                     await trio.sleep(4)
                     await report.accepted()
                     await trio.sleep_forever()
+                case "sent unconfirmed":  # published; the ack is late, and its own timer later still
+                    await report.sent(lambda: "sent, not confirmed yet: do not send it again")
+                    await trio.sleep(HANDOFF_TIMEOUT_S + 5)
+                    report.phase("no ack from the mesh", queued=True)
+                    await trio.sleep(10)
+                    await report.accepted()
+                    await report.finished("completed", "ran once")
                 case "never stored":
                     report.phase("waiting for the mesh to store it", queued=True)
                     await trio.sleep_forever()
@@ -206,6 +213,19 @@ async def test_a_caller_that_does_not_wait_hears_of_the_tell_only_once_the_far_s
     assert lost.status == "failed" and "not sent: the remote team did not take it within 30 s" in lost.tell.error
     await trio.testing.wait_all_tasks_blocked()
     assert lost.tell.id in executor.cancelled  # it stopped trying
+
+
+async def test_a_sent_tell_unconfirmed_at_the_handoff_time_is_heard_in_progress_saying_why(
+    core: tuple[Dispatcher, ScriptedExecutor], autojump_clock: trio.testing.MockClock
+) -> None:
+    dispatcher, _ = core
+    start = trio.current_time()
+    unknown = await dispatcher.tells.tell(Tell(to_team="far", message="sent unconfirmed", timeout_ms=-1), ignore)
+    assert trio.current_time() - start == HANDOFF_TIMEOUT_S  # the handoff time, not the executor's own timer
+    assert unknown.status == "in_progress" and unknown.tell.status == "queued", unknown
+    assert unknown.tell.phase.detail == "sent, not confirmed yet: do not send it again"
+    settled = await dispatcher.dispatch(GetTell(tell_id=unknown.tell.id, wait_ms=60_000), OWNER, ignore)
+    assert isinstance(settled, TellReply) and settled.tell.status == "completed" and settled.tell.text == "ran once"
 
 
 async def test_a_misspelt_remote_team_gets_its_did_you_mean(core: tuple[Dispatcher, ScriptedExecutor]) -> None:

@@ -282,7 +282,9 @@ def test_a_remote_tell_that_left_is_never_failed_not_sent_but_settled_by_the_far
     assert waiting.handle_timer(29.9) == []  # no caller hears of it before the handoff time
     assert waiting.handle_timer(30.0) == [ReplyToCaller()]  # in progress: unknown, not "not sent"
     assert not waiting.is_final and waiting.reply_status() == "in_progress" and not waiting.error
+    assert waiting.handoff_unconfirmed  # its runner says why in its phase
     assert waiting.remote_accepted(40.0) == []  # confirmed later: goes on as any remote tell
+    assert not waiting.handoff_unconfirmed
     waiting.remote_started(41.0)
     assert waiting.remote_finished(42.0, "completed", "the answer") == []  # its caller was answered
     assert waiting.status == "completed" and waiting.text == "the answer"
