@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from functools import partial
+from typing import TypeVar
 
 import msgspec
 import nats.errors
@@ -44,11 +47,15 @@ from protocol.errors import IrisError
 
 log = logging.getLogger("irisd.mesh")
 
+T = TypeVar("T")
+
 TELLS = "IRIS_TELLS"
 REPLIES = "IRIS_REPLIES"
 DEDUP_WINDOW_S = 24 * 3600.0  # a caller that resends a tell within a day is not heard twice
 ACK_WAIT_S = 10.0  # a message not acked in this time goes to the consumer again (acks come in ms)
 CONNECT_TIMEOUT_S = 2
+SETUP_ATTEMPTS = 5  # a stream or bucket refused, then not found: tried again this often
+SETUP_RETRY_S = 0.5
 FIRST_CONNECT_S = 5.0
 
 
@@ -179,11 +186,6 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
 
 
 async def _ensure_stream(bridge: Bridge, js: JetStreamContext, name: str, subjects: str, replicas: int) -> None:
-    try:
-        await _scale_up(bridge, js, name, replicas)
-        return
-    except nats.js.errors.NotFoundError:
-        pass
     config = StreamConfig(
         name=name,
         subjects=[subjects],
@@ -192,26 +194,42 @@ async def _ensure_stream(bridge: Bridge, js: JetStreamContext, name: str, subjec
         num_replicas=replicas,
         duplicate_window=DEDUP_WINDOW_S,
     )
-    try:
+
+    async def make() -> None:
         await bridge.call(js.add_stream, config)
-    except nats.js.errors.BadRequestError:  # another irisd made it just now
-        await bridge.call(js.stream_info, name)
-    log.info("mesh stream created", extra={"stream": name, "replicas": replicas})
+        log.info("mesh stream created", extra={"stream": name, "replicas": replicas})
+
+    await _found_or_made(partial(_scale_up, bridge, js, name, replicas), make)
 
 
 async def _ensure_bucket(bridge: Bridge, js: JetStreamContext, bucket: str, replicas: int) -> KeyValue:
-    try:
+    async def find() -> KeyValue:
         kv = await bridge.call(js.key_value, bucket)
-    except nats.js.errors.BucketNotFoundError:
-        pass
-    else:
         await _scale_up(bridge, js, f"KV_{bucket}", replicas)  # a bucket is the stream KV_<bucket>
         return kv
+
     config = KeyValueConfig(bucket=bucket, history=1, replicas=replicas, storage=StorageType.FILE)
-    try:
-        return await bridge.call(js.create_key_value, config)
-    except nats.js.errors.BadRequestError:
-        return await bridge.call(js.key_value, bucket)
+    return await _found_or_made(find, partial(bridge.call, js.create_key_value, config))
+
+
+async def _found_or_made(find: Callable[[], Awaitable[T]], make: Callable[[], Awaitable[T]]) -> T:
+    """What ``find`` finds (it raises NotFoundError when it is not there), else what
+    ``make`` makes. ``make`` refused (BadRequestError) is read again: another irisd made
+    it just now, or a cluster that has just formed refused it and takes it a moment later."""
+    refusal: nats.js.errors.BadRequestError | None = None
+    for attempt in range(SETUP_ATTEMPTS):
+        try:
+            return await find()
+        except nats.js.errors.NotFoundError:
+            pass
+        if attempt:
+            await trio.sleep(SETUP_RETRY_S)
+        try:
+            return await make()
+        except nats.js.errors.BadRequestError as exc:
+            refusal = exc
+    assert refusal is not None
+    raise refusal
 
 
 async def _scale_up(bridge: Bridge, js: JetStreamContext, stream: str, replicas: int) -> None:

@@ -223,6 +223,7 @@ async def test_a_sent_tell_unconfirmed_at_the_handoff_time_is_heard_in_progress_
     unknown = await dispatcher.tells.tell(Tell(to_team="far", message="sent unconfirmed", timeout_ms=-1), ignore)
     assert trio.current_time() - start == HANDOFF_TIMEOUT_S  # the handoff time, not the executor's own timer
     assert unknown.status == "in_progress" and unknown.tell.status == "queued", unknown
+    assert unknown.tell.phase is not None
     assert unknown.tell.phase.detail == "sent, not confirmed yet: do not send it again"
     settled = await dispatcher.dispatch(GetTell(tell_id=unknown.tell.id, wait_ms=60_000), OWNER, ignore)
     assert isinstance(settled, TellReply) and settled.tell.status == "completed" and settled.tell.text == "ran once"
