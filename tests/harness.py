@@ -4,16 +4,18 @@ IRIS_HOME, socket, database, CLAUDE_CONFIG_DIR and team folders."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -205,6 +207,26 @@ class Iris:
     def watch(self, *args: str) -> Watcher:
         """``iris watch --json ARGS``, returned once irisd has subscribed it (its first event)."""
         return Watcher([sys.executable, "-m", "iris_cli", "watch", *args, "--json"], env=self.env, cwd=self.root)
+
+
+@contextlib.contextmanager
+def started(root: Path, *, model_url: str, claude: Path | str, teams: dict[str, dict[str, Any]],
+            settings: dict[str, Any] | None = None) -> Iterator[Iris]:
+    """An Iris with ``teams`` (name: ``add_team``'s options) and ``settings``, started, and
+    stopped at the end: the daemon that the tests of a module share (a module-scoped
+    fixture), where a test does not need one of its own. Such tests leave it as they
+    found it: no approval pending, no tell running, no team or rule added."""
+    iris = Iris(root, model_url=model_url, claude=claude)
+    for name, options in teams.items():
+        iris.add_team(name, **options)
+    iris.settings.update(settings or {})
+    iris.start()
+    try:
+        yield iris
+    finally:
+        if iris.process is not None:
+            iris.stop(timeout=30)
+        shutil.rmtree(iris.socket.parent, ignore_errors=True)
 
 
 class Watcher:

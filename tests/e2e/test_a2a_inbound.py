@@ -6,7 +6,6 @@ own pair, so its own conversation) unless it is about the owner's."""
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,22 +30,21 @@ from a2a.types import (
     TaskState,
 )
 
-from harness import Http, Iris, wait_for
+from harness import Http, Iris, started, wait_for
 from protocol.messages import GetTell, ListTells, TellReply
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
 
+ALPHA = "The alpha project: answers questions about alpha"
+
+
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
-    instance = Iris(tmp_path_factory.mktemp("a2a"), model_url=model.base_url, claude=claude_bin)
-    instance.add_team("alpha", description="The alpha project: answers questions about alpha")
-    instance.add_team("beta")
-    instance.start()
-    yield instance
-    instance.stop(timeout=30)
-    shutil.rmtree(instance.socket.parent, ignore_errors=True)
+    with started(tmp_path_factory.mktemp("a2a"), model_url=model.base_url, claude=claude_bin,
+                 teams={"alpha": {"description": ALPHA}, "beta": {}}) as iris:
+        yield iris
 
 
 def agent_token(iris: Iris, name: str) -> str:

@@ -17,7 +17,7 @@ import pytest
 import trio
 from trio_websocket import open_websocket_url
 
-from harness import Http, Iris
+from harness import Http, Iris, started
 from irisd.http import api
 from irisd.http.api import MAX_ASK_BODY_BYTES
 from irisd.http.app import MAX_BODY_BYTES
@@ -31,13 +31,9 @@ pytestmark = pytest.mark.claude
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
-    instance = Iris(tmp_path_factory.mktemp("http"), model_url=model.base_url, claude=claude_bin)
-    instance.add_team("alpha")
-    instance.add_team("beta")
-    instance.start()
-    yield instance
-    instance.stop(timeout=30)
-    shutil.rmtree(instance.socket.parent, ignore_errors=True)
+    with started(tmp_path_factory.mktemp("http"), model_url=model.base_url, claude=claude_bin,
+                 teams={"alpha": {}, "beta": {}}) as iris:
+        yield iris
 
 
 def error_code(answer: Any) -> str:
