@@ -96,10 +96,10 @@ FROM = {"--from": ("from_team", "str")}
 # Command name -> its plain form.
 FORMS: dict[str, Form] = {
     # 'iris tell TEAM MESSAGE': the hot path (no Typer, no rich, only the tell's own Structs);
-    # '-' for standard input, --persist, --thread and the rest are Typer's.
+    # '-' for standard input, --persist, --max-budget-usd and the rest are Typer's.
     "tell": Form(
-        "tell", arguments=("team", "message"), required=2, options={**FROM, "--timeout": ("timeout", "int")},
-        single=("team",),
+        "tell", arguments=("team", "message"), required=2,
+        options={**FROM, "--timeout": ("timeout", "int"), "--thread": ("thread", "str")}, single=("team",),
     ),
     "result": Form("result", arguments=("tell_id",), required=1, options={"--wait": ("wait", "int")}),
     "report": Form(

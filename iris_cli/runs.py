@@ -62,11 +62,15 @@ def thread_named(thread: str, as_json: bool) -> str:
     return thread
 
 
-def tell(team: str, message: str, from_team: str | None = None, timeout: int = 0, as_json: bool = False) -> None:
+def tell(
+    team: str, message: str, from_team: str | None = None, timeout: int = 0, thread: str = "", as_json: bool = False
+) -> None:
     """``iris tell TEAM MESSAGE``: the tell streamed, its answer printed (``iris_cli.tell_cmd``)."""
     from iris_cli.tell_cmd import run_tell
 
-    run_tell(team, message, from_team=caller(from_team), timeout=timeout, max_budget_usd=None, as_json=as_json)
+    thread = thread_named(thread, as_json)
+    run_tell(team, message, from_team=caller(from_team), timeout=timeout, max_budget_usd=None, as_json=as_json,
+             thread=thread)
 
 
 def result(tell_id: str, wait: int = 0, as_json: bool = False) -> None:

@@ -105,6 +105,7 @@ def test_a_command_imports_only_what_it_needs() -> None:
     plain_tell = loaded_all("tell", "alpha", "hi", "--json")  # the plain form needs no Typer and no rich
     assert "typer" not in plain_tell and "rich" not in plain_tell
     assert "typer" not in loaded_all("tell", "alpha", "hi", "--timeout", "5000", "--from", "beta")  # a plain form too
+    assert "typer" not in loaded_all("tell", "alpha", "hi", "--thread", "auth-refactor")
     assert "typer" in loaded_all("tell", "alpha", "hi", "--persist")  # the other options: Typer parses them
 
 
