@@ -3,7 +3,12 @@ that waits for an approval comes back as an MCP ``input_required`` form (2026-07
 multi-round-trip input), and the answer decides the approval through the same path as
 ``iris approve``/``deny``. Driven by the MCP SDK's client with an elicitation callback,
 over the stdio ``iris mcp`` and irisd's ``/mcp``; a real irisd, the real claude against
-the scripted model (it asks for Bash)."""
+the scripted model (it asks for Bash).
+
+One daemon (``shared``) serves the tests that leave it as they found it, its pairs' claudes
+staying warm from test to test; each such test looks only at the approvals and tells it
+made (``Since``). The chain-budget tests share a daemon of their own (its budget is
+global), and the one that shortens ``approvalTimeout`` has its own."""
 
 from __future__ import annotations
 
@@ -27,9 +32,20 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from harness import Iris, wait_for, wait_until
-from protocol.messages import ApprovalInfo, ApprovalsReply, Decide, GetTell, ListApprovals, ListTells, TellReply
+from harness import Iris, started, wait_for, wait_until
+from protocol.core_messages import UNFINISHED_TELL_STATUSES, TellInfo
+from protocol.messages import (
+    ApprovalInfo,
+    ApprovalsReply,
+    Decide,
+    GetTell,
+    ListApprovals,
+    ListTells,
+    ReportReply,
+    TellReply,
+)
 from protocol.phases import describe
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
@@ -88,17 +104,96 @@ def pending(iris: Iris) -> list[str]:
     return [a.id for a in reply.approvals]
 
 
-def start(iris: Iris) -> tuple[Path, Path]:
-    alpha, beta = iris.add_team("alpha"), iris.add_team("beta")
-    iris.start()
-    return alpha, beta
+def every_approval(iris: Iris) -> list[ApprovalInfo]:
+    reply = iris.request(ListApprovals(include_decided=True))
+    assert isinstance(reply, ApprovalsReply)
+    return reply.approvals
+
+
+def tells(iris: Iris, to_team: str | None = None) -> list[TellInfo]:
+    reply = iris.request(ListTells(to_team=to_team, limit=1000))
+    assert isinstance(reply, ReportReply)
+    return reply.tells
+
+
+class Since:
+    """What one test did on a daemon it shares: the approvals and tells new since it began."""
+
+    def __init__(self, iris: Iris) -> None:
+        self.iris = iris
+        self.approvals_before = {a.id for a in every_approval(iris)}
+        self.tells_before = {t.id for t in tells(iris)}
+
+    def approvals(self) -> list[ApprovalInfo]:
+        return [a for a in every_approval(self.iris) if a.id not in self.approvals_before]
+
+    def tells(self, to_team: str) -> list[TellInfo]:
+        return [t for t in tells(self.iris, to_team) if t.id not in self.tells_before]
+
+
+def leave_as_found(iris: Iris) -> Iterator[Since]:
+    """A test on a shared daemon: it starts with no ``made.txt`` in any team's folder and no
+    approval pending; at its end anything it left pending is denied (an error of the test)
+    and its tells are waited for, so that the next test finds the pairs idle."""
+    for team in iris.teams.values():
+        (Path(team["path"]) / "made.txt").unlink(missing_ok=True)
+    assert not pending(iris), "an approval was left pending before this test"
+    left: list[str] = []
+    try:
+        yield Since(iris)
+    finally:
+        left = pending(iris)
+        for approval_id in left:
+            iris.request(Decide(approval_id=approval_id, allow=False, by="cleanup"))
+        wait_for(lambda: not [t for t in tells(iris) if t.status in UNFINISHED_TELL_STATUSES],
+                 timeout=120, what="the test's tells to end", every=0.1)
+    assert not left, f"the test left approvals pending: {left}"
+
+
+ASKER = Path(__file__).parents[1] / "fakes" / "asking_mcp.py"
+ASKING: dict[str, Any] = {"allowedTools": ["mcp__asker__pick"]}
+
+
+def asker_files(iris: Iris, folder: Path) -> None:
+    """The team in ``folder`` gets its own MCP server ``asker``, which asks its person
+    "Which database?" (tests/fakes/asking_mcp.py); claude starts it without asking."""
+    import sys
+
+    server = {"type": "stdio", "command": sys.executable, "args": [str(ASKER)]}
+    (folder / ".mcp.json").write_text(json.dumps({"mcpServers": {"asker": server}}))
+    iris.claude_config.mkdir(parents=True, exist_ok=True)
+    (iris.claude_config / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    """alpha, beta and gamma, and delta, whose own MCP server asks (its claude is started by
+    the first tell to it, after the files are written)."""
+    teams: dict[str, dict[str, Any]] = {"alpha": {}, "beta": {}, "gamma": {}, "delta": ASKING}
+    with started(tmp_path_factory.mktemp("elicit"), model_url=model.base_url, claude=claude_bin,
+                 teams=teams) as iris:
+        asker_files(iris, folder(iris, "delta"))
+        yield iris
+
+
+@pytest.fixture
+def since(shared: Iris) -> Iterator[Since]:
+    yield from leave_as_found(shared)
+
+
+def folder(iris: Iris, team: str) -> Path:
+    return Path(iris.teams[team]["path"])
+
+
+def teams(iris: Iris, *names: str) -> tuple[Path, ...]:
+    return tuple(folder(iris, name) for name in names)
 
 
 @FACES
-async def test_accept_runs_the_tool_and_the_call_returns_the_answer(iris: Iris, face: str) -> None:
-    alpha, beta = start(iris)
+async def test_accept_runs_the_tool_and_the_call_returns_the_answer(shared: Iris, since: Since, face: str) -> None:
+    alpha, beta = teams(shared, "alpha", "beta")
     forms, elicit = answering("accept", {"decision": "approve"})
-    async with client(iris, face, elicit, alpha) as mcp:
+    async with client(shared, face, elicit, alpha) as mcp:
         result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
     assert not result.is_error, text_of(result)
     assert text_of(result).startswith("tool Bash said:")
@@ -108,39 +203,39 @@ async def test_accept_runs_the_tool_and_the_call_returns_the_answer(iris: Iris, 
     assert "beta wants to run Bash `echo hi > made.txt` in beta's folder" in form.message
     assert form.requested_schema["properties"]["decision"]["enum"] == ["approve", "deny", "approve and remember"]
     # Decided through the one path every front end uses, by this session.
-    reply = iris.request(ListApprovals(include_decided=True))
-    assert isinstance(reply, ApprovalsReply)
-    (approval,) = reply.approvals
+    (approval,) = since.approvals()
     assert approval.status == "allowed"
     assert approval.decided_by == ("alpha (Claude Code)" if face == "stdio" else "external (Claude Code)")
 
 
 @FACES
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-async def test_no_decision_leaves_the_approval_to_the_other_front_ends(iris: Iris, face: str, action: str) -> None:
-    alpha, beta = start(iris)
+async def test_no_decision_leaves_the_approval_to_the_other_front_ends(
+    shared: Iris, since: Since, face: str, action: str
+) -> None:
+    alpha, beta = teams(shared, "alpha", "beta")
     forms, elicit = answering(action)
-    async with client(iris, face, elicit, alpha) as mcp:
+    async with client(shared, face, elicit, alpha) as mcp:
         result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
-    (approval_id,) = pending(iris)
+    (approval_id,) = pending(shared)
     assert len(forms) == 1 and not result.is_error
     said = text_of(result)
     assert f"iris approve {approval_id}" in said and f"iris deny {approval_id}" in said, said
     tell_id = result.structured_content["id"]
     assert result.structured_content["tell_status"] == "awaiting_approval"
     # Another front end decides it: the tell goes on.
-    iris.request(Decide(approval_id=approval_id, allow=True, by="test"))
-    done = iris.request(GetTell(tell_id=tell_id, wait_ms=120_000))
+    shared.request(Decide(approval_id=approval_id, allow=True, by="test"))
+    done = shared.request(GetTell(tell_id=tell_id, wait_ms=120_000))
     assert isinstance(done, TellReply) and done.tell.status == "completed"
     assert (beta / "made.txt").exists()
 
 
 @FACES
-async def test_a_forged_or_replayed_request_state_is_refused(iris: Iris, face: str) -> None:
-    alpha, beta = start(iris)
+async def test_a_forged_or_replayed_request_state_is_refused(shared: Iris, since: Since, face: str) -> None:
+    alpha, beta = teams(shared, "alpha", "beta")
     _, elicit = answering("accept", {"decision": "deny", "reason": "not now"})
     arguments = {"toTeam": "beta", "message": WRITE, "timeout": 0}
-    async with client(iris, face, elicit, alpha) as mcp:
+    async with client(shared, face, elicit, alpha) as mcp:
         asked = await mcp.session.call_tool("team_tell", arguments, allow_input_required=True)
         assert isinstance(asked, types.InputRequiredResult) and asked.request_state and asked.input_requests
         state = asked.request_state
@@ -156,7 +251,7 @@ async def test_a_forged_or_replayed_request_state_is_refused(iris: Iris, face: s
         other = {**arguments, "message": "@tool:Bash {\"command\": \"rm -rf /\"}"}
         with pytest.raises(MCPError, match="Invalid or expired requestState"):  # bound to its call's arguments
             await mcp.session.call_tool("team_tell", other, input_responses=deny, request_state=state)
-        assert pending(iris), "nothing was decided by the refused calls"
+        assert pending(shared), "nothing was decided by the refused calls"
 
         first = await mcp.session.call_tool("team_tell", arguments, input_responses=deny, request_state=state)
         assert isinstance(first, types.CallToolResult), first
@@ -164,42 +259,40 @@ async def test_a_forged_or_replayed_request_state_is_refused(iris: Iris, face: s
         assert isinstance(replayed, types.CallToolResult) and replayed.is_error
         assert "already given" in text_of(replayed)
     assert not (beta / "made.txt").exists()
-    reply = iris.request(ListApprovals(include_decided=True))
-    assert isinstance(reply, ApprovalsReply)
-    assert [(a.status, a.reason) for a in reply.approvals] == [("denied", "not now")]
+    assert [(a.status, a.reason) for a in since.approvals()] == [("denied", "not now")]
 
 
-async def test_a_client_without_elicitation_is_told_how_to_decide(iris: Iris) -> None:
+async def test_a_client_without_elicitation_is_told_how_to_decide(shared: Iris, since: Since) -> None:
     """Today's behaviour (the call waits as long as it was told to), and a reply that has
     the model ask its person to decide."""
-    alpha, _ = start(iris)
-    async with client(iris, "stdio", None, alpha) as mcp:
-        started = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": -1})
-        tell_id = started.structured_content["id"]
+    (alpha,) = teams(shared, "alpha")
+    async with client(shared, "stdio", None, alpha) as mcp:
+        sent = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": -1})
+        tell_id = sent.structured_content["id"]
         with trio.fail_after(120):
-            await wait_until(lambda: pending(iris), every=0.1)
+            await wait_until(lambda: pending(shared), every=0.1)
         result = await mcp.call_tool("team_result", {"tellId": tell_id, "wait": 1000})
-    (approval_id,) = pending(iris)
+    (approval_id,) = pending(shared)
     said = text_of(result)
     assert not result.is_error and f"ask your person to run `iris approve {approval_id}`" in said, said
-    iris.request(Decide(approval_id=approval_id, allow=False, by="test"))
+    shared.request(Decide(approval_id=approval_id, allow=False, by="test"))
 
 
-async def test_the_answer_already_given_elsewhere_wins(iris: Iris) -> None:
+async def test_the_answer_already_given_elsewhere_wins(shared: Iris, since: Since) -> None:
     """The person answers in the session after someone else decided: the first answer
     stands, and the call still follows the tell to its end."""
-    alpha, beta = start(iris)
+    alpha, beta = teams(shared, "alpha", "beta")
     decided = trio.Event()
 
     async def elicit(
         context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        (approval_id,) = pending(iris)
-        iris.request(Decide(approval_id=approval_id, allow=True, by="cli"))
+        (approval_id,) = pending(shared)
+        shared.request(Decide(approval_id=approval_id, allow=True, by="cli"))
         decided.set()
         return types.ElicitResult(action="accept", content={"decision": "deny"})
 
-    async with client(iris, "stdio", elicit, alpha) as mcp:
+    async with client(shared, "stdio", elicit, alpha) as mcp:
         result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": WRITE, "timeout": 0})
     assert decided.is_set()
     said = text_of(result)
@@ -207,15 +300,13 @@ async def test_the_answer_already_given_elsewhere_wins(iris: Iris) -> None:
     assert (beta / "made.txt").exists()
 
 
-
-async def test_an_approval_further_down_the_chain_is_asked_too(iris: Iris) -> None:
+async def test_an_approval_further_down_the_chain_is_asked_too(shared: Iris, since: Since) -> None:
     """alpha's session asks beta, whose claude asks gamma (over /mcp), whose claude wants
     Bash: the form reaches alpha's session, and its answer runs gamma's tool."""
-    alpha, _, gamma = (iris.add_team(name) for name in ("alpha", "beta", "gamma"))
-    iris.start()
+    alpha, gamma = teams(shared, "alpha", "gamma")
     forms, elicit = answering("accept", {"decision": "approve"})
     nested = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "gamma", "message": WRITE, "timeout": 0})
-    async with client(iris, "stdio", elicit, alpha) as mcp:
+    async with client(shared, "stdio", elicit, alpha) as mcp:
         result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": nested, "timeout": 0})
     assert not result.is_error, text_of(result)
     (form,) = forms
@@ -223,9 +314,8 @@ async def test_an_approval_further_down_the_chain_is_asked_too(iris: Iris) -> No
     assert "gamma wants to run Bash `echo hi > made.txt` in gamma's folder" in form.message
     assert "tool Bash said:" in text_of(result), text_of(result)
     assert (gamma / "made.txt").read_text() == "hi\n"
-    reply = iris.request(ListApprovals(include_decided=True))
-    assert isinstance(reply, ApprovalsReply)
-    assert [(a.from_team, a.to_team, a.status) for a in reply.approvals] == [("beta", "gamma", "allowed")]
+    assert [(a.from_team, a.to_team, a.status) for a in since.approvals()] == [("beta", "gamma", "allowed")]
+
 
 # --- the real claude as the person's Claude Code session ----------------------------------
 
@@ -298,9 +388,9 @@ def tell_through_claude(to_team: str, message: str) -> str:
     return f"@tool:{TELL_TOOL} " + json.dumps(arguments)
 
 
-def test_claude_passes_the_form_to_its_host_and_the_answer_runs_the_tool(iris: Iris) -> None:
-    alpha, beta = start(iris)
-    session = Session(iris, alpha, host=True)
+def test_claude_passes_the_form_to_its_host_and_the_answer_runs_the_tool(shared: Iris, since: Since) -> None:
+    alpha, beta = teams(shared, "alpha", "beta")
+    session = Session(shared, alpha, host=True)
     try:
         approve = {"action": "accept", "content": {"decision": "approve"}}
         said, forms = session.ask(tell_through_claude("beta", WRITE), approve)
@@ -312,31 +402,28 @@ def test_claude_passes_the_form_to_its_host_and_the_answer_runs_the_tool(iris: I
     assert form["requested_schema"]["properties"]["decision"]["enum"][0] == "approve"
     assert said.startswith(f"tool {TELL_TOOL} said:") and "tool Bash said:" in said, said
     assert (beta / "made.txt").read_text() == "hi\n"
-    reply = iris.request(ListApprovals(include_decided=True))
-    assert isinstance(reply, ApprovalsReply)
-    assert [(a.status, a.decided_by) for a in reply.approvals] == [("allowed", "alpha (Claude Code)")]
+    assert [(a.status, a.decided_by) for a in since.approvals()] == [("allowed", "alpha (Claude Code)")]
 
 
-def test_plain_claude_p_cancels_and_the_model_learns_how_to_decide(iris: Iris) -> None:
-    alpha, beta = start(iris)
-    session = Session(iris, alpha, host=False)
+def test_plain_claude_p_cancels_and_the_model_learns_how_to_decide(shared: Iris, since: Since) -> None:
+    alpha, beta = teams(shared, "alpha", "beta")
+    session = Session(shared, alpha, host=False)
     try:
         said, forms = session.ask(tell_through_claude("beta", WRITE))
     finally:
         session.close()
     assert forms == []
-    (approval_id,) = pending(iris)
+    (approval_id,) = pending(shared)
     assert said.startswith(f"tool {TELL_TOOL} said:") and f"iris approve {approval_id}" in said, said
     assert not (beta / "made.txt").exists()
-    iris.request(Decide(approval_id=approval_id, allow=False, by="test"))
+    shared.request(Decide(approval_id=approval_id, allow=False, by="test"))
 
 
-def test_iris_mcp_speaks_2026_07_28_as_claude_does(iris: Iris) -> None:
+def test_iris_mcp_speaks_2026_07_28_as_claude_does(shared: Iris) -> None:
     """What claude 2.1.330 sends (probed): ``server/discover``, then no ``initialize``; the
     version and capabilities in each request's ``_meta``; results carry ``resultType``."""
     from e2e.test_mcp_shim import iris_command
 
-    start(iris)
     meta = {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
@@ -350,7 +437,7 @@ def test_iris_mcp_speaks_2026_07_28_as_claude_does(iris: Iris) -> None:
     ]
     with subprocess.Popen(
         [*iris_command(), "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-        text=True, env=iris.env, cwd=iris.root,
+        text=True, env=shared.env, cwd=shared.root,
     ) as process:
         assert process.stdin is not None and process.stdout is not None
         try:
@@ -372,21 +459,8 @@ def test_iris_mcp_speaks_2026_07_28_as_claude_does(iris: Iris) -> None:
 
 
 # --- a team's own MCP server asks for input -------------------------------------------------
-
-ASKER = Path(__file__).parents[1] / "fakes" / "asking_mcp.py"
-
-
-def with_asker(iris: Iris, **options: Any) -> Path:
-    """Team beta, whose own MCP server ``asker`` asks its person "Which database?"."""
-    import sys
-
-    beta = iris.add_team("beta", allowedTools=["mcp__asker__pick"], **options)
-    server = {"type": "stdio", "command": sys.executable, "args": [str(ASKER)]}
-    (beta / ".mcp.json").write_text(json.dumps({"mcpServers": {"asker": server}}))
-    iris.claude_config.mkdir(parents=True, exist_ok=True)
-    (iris.claude_config / "settings.json").write_text(json.dumps({"enableAllProjectMcpServers": True}))
-    return beta
-
+# On the shared daemon that team is delta; the test that shortens approvalTimeout (a global
+# setting) starts a daemon of its own, whose beta asks.
 
 PICK = "@tool:mcp__asker__pick {}"
 
@@ -403,44 +477,39 @@ def waiting_input(iris: Iris) -> ApprovalInfo:
     return asked
 
 
-def test_a_teams_own_mcp_server_asks_the_person_and_the_answer_reaches_it(iris: Iris) -> None:
+def test_a_teams_own_mcp_server_asks_the_person_and_the_answer_reaches_it(shared: Iris, since: Since) -> None:
     """The team's claude passes its MCP server's form to irisd (a ``control_request`` of
     subtype ``elicitation``): it waits as an input request, the tell says so, and the
     person's answer (``iris approve ID --field``) reaches the server: the tool says it."""
-    with_asker(iris)
-    iris.start()
-    started = iris.cli_json("tell", "beta", PICK, "--timeout", "-1")
-    asked = waiting_input(iris)
+    sent = shared.cli_json("tell", "delta", PICK, "--timeout", "-1")
+    asked = waiting_input(shared)
     assert (asked.tool_name, asked.message) == ("asker", "Which database?")
     assert asked.schema["required"] == ["name"]
-    tell = iris.request(GetTell(tell_id=started["id"], wait_ms=0))
+    tell = shared.request(GetTell(tell_id=sent["id"], wait_ms=0))
     assert isinstance(tell, TellReply) and tell.tell.status == "awaiting_approval"
     assert tell.tell.phase is not None and describe(tell.tell.phase) == "waiting for your input: asker: Which database?"
-    listed = iris.cli("approvals").stdout
+    listed = shared.cli("approvals").stdout
     assert "asks for your input through its MCP server asker" in listed and "name (Database: string) *" in listed
     # A wrong answer is refused and the form stays pending; a right one reaches the server.
-    refused = iris.cli("approve", asked.id, "--field", "colour=red")
+    refused = shared.cli("approve", asked.id, "--field", "colour=red")
     assert refused.returncode != 0 and "the form has no field 'colour'" in refused.stderr, refused.stderr
-    assert iris.cli("approve", asked.id[:10], "--field", "name=postgres").stdout.strip() == "asker: answered"
-    done = iris.request(GetTell(tell_id=started["id"], wait_ms=120_000))
+    assert shared.cli("approve", asked.id[:10], "--field", "name=postgres").stdout.strip() == "asker: answered"
+    done = shared.request(GetTell(tell_id=sent["id"], wait_ms=120_000))
     assert isinstance(done, TellReply) and done.tell.status == "completed", done
     assert done.tell.text == 'tool mcp__asker__pick said: accept: {"name": "postgres"}'
-    reply = iris.request(ListApprovals(include_decided=True))
-    assert isinstance(reply, ApprovalsReply)
-    assert [(a.status, a.content) for a in reply.approvals] == [("allowed", {"name": "postgres"})]
-
+    assert [(a.status, a.content) for a in since.approvals()] == [("allowed", {"name": "postgres"})]
 
     # Asked again: 'iris deny' declines the form.
-    again = iris.cli_json("tell", "beta", PICK, "--timeout", "-1")
-    second = waiting_input(iris)
-    assert iris.cli("deny", second.id).stdout.strip() == "asker: declined"
-    done = iris.request(GetTell(tell_id=again["id"], wait_ms=120_000))
+    again = shared.cli_json("tell", "delta", PICK, "--timeout", "-1")
+    second = waiting_input(shared)
+    assert shared.cli("deny", second.id).stdout.strip() == "asker: declined"
+    done = shared.request(GetTell(tell_id=again["id"], wait_ms=120_000))
     assert isinstance(done, TellReply) and done.tell.text == "tool mcp__asker__pick said: decline: null", done
 
 
 def test_an_unanswered_input_request_answers_decline(iris: Iris) -> None:
     """Nobody answering within ``approvalTimeout`` declines the form."""
-    with_asker(iris)
+    asker_files(iris, iris.add_team("beta", **ASKING))
     iris.settings["approvalTimeout"] = 2500
     iris.start()
     told = iris.cli_json("tell", "beta", PICK, "--timeout", "150000")
@@ -451,13 +520,13 @@ def test_an_unanswered_input_request_answers_decline(iris: Iris) -> None:
     assert (status, by) == ("denied", "timeout") and reason.endswith("the request was declined"), reason
 
 
-async def test_the_servers_form_reaches_the_session_that_asked_and_its_answer_the_server(iris: Iris) -> None:
+async def test_the_servers_form_reaches_the_session_that_asked_and_its_answer_the_server(
+    shared: Iris, since: Since
+) -> None:
     """``team_tell`` from an MCP client that declared elicitation: the team's MCP server's
     form comes back as the call's ``input_required`` form (its schema as the server asked
     it), and the person's answer reaches the server; a wrong answer is refused and asked again."""
-    alpha = iris.add_team("alpha")
-    with_asker(iris)
-    iris.start()
+    (alpha,) = teams(shared, "alpha")
     # Over stdio only: over /mcp the SDK client leaves the SSE streams of a call it retried
     # unclosed, and their finalizers run later, in whatever test then runs (pytest's
     # unraisable-warning check fails it). The shim's code is the same on both faces.
@@ -470,30 +539,26 @@ async def test_the_servers_form_reaches_the_session_that_asked_and_its_answer_th
         forms.append(params)
         return types.ElicitResult(action="accept", content=next(answers))
 
-    async with client(iris, "stdio", elicit, alpha) as mcp:
-        result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": PICK, "timeout": 0})
+    async with client(shared, "stdio", elicit, alpha) as mcp:
+        result = await mcp.call_tool("team_tell", {"toTeam": "delta", "message": PICK, "timeout": 0})
     assert not result.is_error, text_of(result)
     assert text_of(result) == 'tool mcp__asker__pick said: accept: {"name": "sqlite"}'
     first, again = forms
     assert isinstance(first, types.ElicitRequestFormParams) and again.message == first.message
-    assert "beta's MCP server asker asks for your input" in first.message and first.message.endswith("Which database?")
+    assert "delta's MCP server asker asks for your input" in first.message and first.message.endswith("Which database?")
     assert first.requested_schema["properties"]["name"] == {"type": "string", "title": "Database"}
-    reply = iris.request(ListApprovals(include_decided=True))
-    assert isinstance(reply, ApprovalsReply)
-    (approval,) = reply.approvals
+    (approval,) = since.approvals()
     assert (approval.kind, approval.status, approval.content) == ("input", "allowed", {"name": "sqlite"})
 
 
-def test_the_servers_form_reaches_the_host_of_the_claude_that_asked(iris: Iris) -> None:
-    """The whole way with the real claude on both ends: beta's MCP server asks, beta's
+def test_the_servers_form_reaches_the_host_of_the_claude_that_asked(shared: Iris, since: Since) -> None:
+    """The whole way with the real claude on both ends: delta's MCP server asks, delta's
     claude passes it to irisd, alpha's ``team_tell`` (in alpha's claude) returns it as a
-    form, alpha's claude passes it to its host, and the host's answer reaches beta's server."""
-    alpha = iris.add_team("alpha")
-    with_asker(iris)
-    iris.start()
-    session = Session(iris, alpha, host=True)
+    form, alpha's claude passes it to its host, and the host's answer reaches delta's server."""
+    (alpha,) = teams(shared, "alpha")
+    session = Session(shared, alpha, host=True)
     try:
-        said, forms = session.ask(tell_through_claude("beta", PICK), {"action": "accept", "content": {"name": "pg"}})
+        said, forms = session.ask(tell_through_claude("delta", PICK), {"action": "accept", "content": {"name": "pg"}})
     finally:
         session.close()
     (form,) = forms
@@ -505,18 +570,33 @@ def test_the_servers_form_reaches_the_host_of_the_claude_that_asked(iris: Iris) 
 
 
 # --- a chain of nested tells at its budget (settings.budget.askToExceed) ----------------------
+# The budget is global: these two share a daemon of their own.
+
+
+@pytest.fixture(scope="module")
+def budgeted(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    with started(tmp_path_factory.mktemp("budget"), model_url=model.base_url, claude=claude_bin,
+                 teams={"alpha": {}, "beta": {}, "gamma": {}},
+                 settings={"budget": {"chainUsd": 0, "askToExceed": 0.5}}) as iris:
+        yield iris
+
+
+@pytest.fixture
+def since_budgeted(budgeted: Iris) -> Iterator[Since]:
+    yield from leave_as_found(budgeted)
+
 
 @pytest.mark.parametrize("decision", ["continue", "stop"])
-async def test_a_chain_at_its_budget_asks_the_session_whether_to_go_on(iris: Iris, decision: str) -> None:
+async def test_a_chain_at_its_budget_asks_the_session_whether_to_go_on(
+    budgeted: Iris, since_budgeted: Since, decision: str
+) -> None:
     """alpha's session asks beta, whose claude asks gamma; the chain's budget (chainUsd 0) is
     reached: the form asks "continue for up to $0.5 more?". continue: gamma's tell is sent;
     stop: it is refused, and beta's model reads why."""
-    alpha, _, _ = (iris.add_team(name) for name in ("alpha", "beta", "gamma"))
-    iris.settings["budget"] = {"chainUsd": 0, "askToExceed": 0.5}
-    iris.start()
+    (alpha,) = teams(budgeted, "alpha")
     forms, elicit = answering("accept", {"decision": decision})
     nested = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "gamma", "message": "hello", "timeout": 0})
-    async with client(iris, "stdio", elicit, alpha) as mcp:
+    async with client(budgeted, "stdio", elicit, alpha) as mcp:
         result = await mcp.call_tool("team_tell", {"toTeam": "beta", "message": nested, "timeout": 0})
     assert not result.is_error, text_of(result)
     (form,) = forms
@@ -524,27 +604,24 @@ async def test_a_chain_at_its_budget_asks_the_session_whether_to_go_on(iris: Iri
     assert "its next tell goes to gamma. Continue for up to $0.5 more?" in form.message, form.message
     assert form.requested_schema["properties"]["decision"]["enum"] == ["continue", "stop"]
     said = text_of(result)
-    reply = iris.request(ListApprovals(include_decided=True))
-    assert isinstance(reply, ApprovalsReply)
-    (approval,) = reply.approvals
+    (approval,) = since_budgeted.approvals()
     assert (approval.kind, approval.from_team, approval.to_team) == ("budget", "alpha", "beta")
+    to_gamma = [(t.from_team, t.status) for t in since_budgeted.tells("gamma")]
     if decision == "continue":
         assert approval.status == "allowed" and "not sent" not in said, said
-        listed = iris.request(ListTells(to_team="gamma"))
-        assert [(t.from_team, t.status) for t in listed.tells] == [("beta", "completed")], listed
+        assert to_gamma == [("beta", "completed")], to_gamma
     else:
         assert approval.status == "denied"
         assert "not sent: this chain of nested tells has spent" in said, said
         assert "(you were asked to let it go on and did not)" in said, said
 
 
-async def test_a_fan_out_asks_each_decision_one_form_at_a_time(iris: Iris) -> None:
+async def test_a_fan_out_asks_each_decision_one_form_at_a_time(shared: Iris, since: Since) -> None:
     """``toTeams``: beta's and gamma's claudes both want Bash; the session gets one form per
     approval, one after the other, and then every team's answer."""
-    alpha, beta, gamma = (iris.add_team(name) for name in ("alpha", "beta", "gamma"))
-    iris.start()
+    alpha, beta, gamma = teams(shared, "alpha", "beta", "gamma")
     forms, elicit = answering("accept", {"decision": "approve"})
-    async with client(iris, "stdio", elicit, alpha) as mcp:
+    async with client(shared, "stdio", elicit, alpha) as mcp:
         result = await mcp.call_tool("team_tell", {"toTeams": ["beta", "gamma"], "message": WRITE, "timeout": 0})
     assert not result.is_error, text_of(result)
     asked = sorted(f.message.split(" wants to run")[0].removeprefix("Iris: ") for f in forms)
@@ -552,6 +629,4 @@ async def test_a_fan_out_asks_each_decision_one_form_at_a_time(iris: Iris) -> No
     said = text_of(result)
     assert "## beta (completed)" in said and "## gamma (completed)" in said and said.count("tool Bash said:") == 2, said
     assert (beta / "made.txt").read_text() == (gamma / "made.txt").read_text() == "hi\n"
-    reply = iris.request(ListApprovals(include_decided=True))
-    assert isinstance(reply, ApprovalsReply)
-    assert sorted((a.to_team, a.status) for a in reply.approvals) == [("beta", "allowed"), ("gamma", "allowed")]
+    assert sorted((a.to_team, a.status) for a in since.approvals()) == [("beta", "allowed"), ("gamma", "allowed")]
