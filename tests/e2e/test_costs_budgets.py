@@ -15,7 +15,7 @@ import pytest
 
 from harness import Iris, started, wait_for
 from iris_common.money import usd
-from protocol.messages import ReadTranscript
+from protocol.messages import GetStatus, ReadTranscript, StatusReply, TranscriptReply
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -33,15 +33,23 @@ def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claud
         yield iris
 
 
+def result_line(iris: Iris, tell_id: str) -> tuple[TranscriptReply, dict[str, Any]]:
+    """A tell's transcript and its result line, as claude printed it (read over the socket:
+    an ``iris cache read`` for each costs a Python start)."""
+    transcript = iris.request(ReadTranscript(tell_id=tell_id))
+    assert isinstance(transcript, TranscriptReply), transcript
+    (result,) = [json.loads(e.raw) for e in transcript.entries if e.type == "result"]
+    return transcript, result
+
+
 def reported_costs(iris: Iris, tell_ids: list[str]) -> dict[str, float]:
     """What claude's result lines said, per tell: claude reports its process's running
     total, so a tell's figure is the difference from the same process's previous result."""
     costs: dict[str, float] = {}
     previous: dict[str, float] = {}  # per process (pid unknown here: per pair, one process each)
     for tell_id in tell_ids:
-        transcript = iris.cli_json("cache", "read", tell_id)
-        pair = f"{transcript['tell'].get('from_team')}->{transcript['tell']['to_team']}"
-        (result,) = [json.loads(e["raw"]) for e in transcript["entries"] if e["type"] == "result"]
+        transcript, result = result_line(iris, tell_id)
+        pair = f"{transcript.tell.from_team}->{transcript.tell.to_team}"
         total = result["total_cost_usd"]
         costs[tell_id] = total - previous.get(pair, 0.0)
         previous[pair] = total
@@ -150,10 +158,11 @@ def test_rate_limit_per_pair(iris: Iris) -> None:
 
 
 def pair_pid(iris: Iris, team: str) -> int | None:
-    status = iris.cli_json("status")
-    (process,) = [p for p in status["processes"] if p["to_team"] == team and p.get("from_team") is None]
-    pid: int | None = process.get("pid")
-    return pid
+    """The pid of the claude of external->``team`` (asked over the socket: cheap to poll)."""
+    status = iris.request(GetStatus())
+    assert isinstance(status, StatusReply), status
+    (process,) = [p for p in status.processes if p.to_team == team and p.from_team is None]
+    return process.pid
 
 
 def test_a_tell_s_own_budget_runs_on_a_claude_of_its_own_in_the_same_conversation(shared: Iris) -> None:
@@ -195,9 +204,7 @@ def test_a_max_budget_that_is_no_budget_is_refused_with_what_to_give(shared: Iri
 
 def session_total(iris: Iris, tell_id: str) -> float:
     """claude's running total of the session, as the tell's result line says."""
-    entries = iris.cli_json("cache", "read", tell_id)["entries"]
-    (result,) = [json.loads(e["raw"]) for e in entries if e["type"] == "result"]
-    total: float = result["total_cost_usd"]
+    total: float = result_line(iris, tell_id)[1]["total_cost_usd"]
     return total
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness import Iris, started
+from protocol.messages import ReadTranscript, TranscriptReply
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -185,9 +186,11 @@ def tool(name: str, **arguments: Any) -> str:
 
 
 def permission_modes(iris: Iris, tell_id: str) -> set[str]:
-    """The permission mode claude reported for the turn (its system/init lines)."""
-    entries = iris.cli_json("cache", "read", tell_id)["entries"]
-    lines = [json.loads(e["raw"]) for e in entries if e["type"] == "system"]
+    """The permission mode claude reported for the turn (its system/init lines; read over
+    the socket: an ``iris cache read`` for each costs a Python start)."""
+    transcript = iris.request(ReadTranscript(tell_id=tell_id))
+    assert isinstance(transcript, TranscriptReply), transcript
+    lines = [json.loads(e.raw) for e in transcript.entries if e.type == "system"]
     return {line["permissionMode"] for line in lines if line.get("subtype") == "init"}
 
 
