@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness import Iris, started
-from protocol.messages import ReadTranscript, TranscriptReply
+from protocol.messages import ApprovalsReply, Decide, ListApprovals, ReadTranscript, TranscriptReply
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -26,7 +26,7 @@ WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
 
 
 @pytest.fixture(scope="module")
-def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+def daemon(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
     """The irisd most tests share. Its approvals wait 2 minutes: a test that should never
     be asked fails within its own timeout if it is."""
     teams: dict[str, dict[str, Any]] = {
@@ -43,6 +43,17 @@ def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claud
     with started(tmp_path_factory.mktemp("permissions"), model_url=model.base_url, claude=claude_bin, teams=teams,
                  settings={"approvalTimeout": 120000}, env=env) as iris:
         yield iris
+
+
+@pytest.fixture
+def shared(daemon: Iris) -> Iterator[Iris]:
+    """The shared irisd; an approval a failed test left pending is denied after it, so
+    that the next test's approval is the only one."""
+    yield daemon
+    pending = daemon.request(ListApprovals())
+    assert isinstance(pending, ApprovalsReply), pending
+    for approval in pending.approvals:
+        daemon.request(Decide(approval_id=approval.id, allow=False, reason="the test before ended"))
 
 
 def folder_of(iris: Iris, team: str) -> Path:
