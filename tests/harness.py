@@ -211,15 +211,19 @@ class Iris:
 
 @contextlib.contextmanager
 def started(root: Path, *, model_url: str, claude: Path | str, teams: dict[str, dict[str, Any]],
-            settings: dict[str, Any] | None = None) -> Iterator[Iris]:
-    """An Iris with ``teams`` (name: ``add_team``'s options) and ``settings``, started, and
-    stopped at the end: the daemon that the tests of a module share (a module-scoped
-    fixture), where a test does not need one of its own. Such tests leave it as they
-    found it: no approval pending, no tell running, no team or rule added."""
+            settings: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> Iterator[Iris]:
+    """An Iris with ``teams`` (name: ``add_team``'s options), ``settings`` and ``env`` (more
+    variables for irisd), started, and stopped at the end: the daemon that the tests of a
+    module share (a module-scoped fixture), where a test does not need one of its own. Such
+    tests leave it as they found it: no approval pending, no tell running, no team or rule added."""
     iris = Iris(root, model_url=model_url, claude=claude)
     for name, options in teams.items():
-        iris.add_team(name, **options)
+        if "a2a" in options:  # an A2A agent as the team: no folder
+            iris.teams[name] = dict(options)
+        else:
+            iris.add_team(name, **options)
     iris.settings.update(settings or {})
+    iris.env.update(env or {})
     iris.start()
     try:
         yield iris

@@ -1,18 +1,45 @@
-"""The cost ledger and budgets end to end: real irisd, real claude, the scripted model."""
+"""The cost ledger and budgets end to end: real irisd, real claude, the scripted model.
+
+The tests of a team's own budget or a tell's share one irisd (``shared``), each through
+teams of its own; those that read the whole ledger, set a budget or limit for all, or
+restart irisd start their own."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import Iris, wait_for
+from harness import Iris, started, wait_for
 from iris_common.money import usd
-from protocol.messages import ReadTranscript
+from protocol.messages import GetStatus, ReadTranscript, StatusReply, TranscriptReply
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    teams: dict[str, dict[str, Any]] = {
+        "capped": {"budget": {"dailyUsd": 0.0001}},
+        "beta": {},
+        "spender": {},
+        "frugal": {},
+    }
+    with started(tmp_path_factory.mktemp("costs"), model_url=model.base_url, claude=claude_bin, teams=teams) as iris:
+        yield iris
+
+
+def result_line(iris: Iris, tell_id: str) -> tuple[TranscriptReply, dict[str, Any]]:
+    """A tell's transcript and its result line, as claude printed it (read over the socket:
+    an ``iris cache read`` for each costs a Python start)."""
+    transcript = iris.request(ReadTranscript(tell_id=tell_id))
+    assert isinstance(transcript, TranscriptReply), transcript
+    (result,) = [json.loads(e.raw) for e in transcript.entries if e.type == "result"]
+    return transcript, result
 
 
 def reported_costs(iris: Iris, tell_ids: list[str]) -> dict[str, float]:
@@ -21,9 +48,8 @@ def reported_costs(iris: Iris, tell_ids: list[str]) -> dict[str, float]:
     costs: dict[str, float] = {}
     previous: dict[str, float] = {}  # per process (pid unknown here: per pair, one process each)
     for tell_id in tell_ids:
-        transcript = iris.cli_json("cache", "read", tell_id)
-        pair = f"{transcript['tell'].get('from_team')}->{transcript['tell']['to_team']}"
-        (result,) = [json.loads(e["raw"]) for e in transcript["entries"] if e["type"] == "result"]
+        transcript, result = result_line(iris, tell_id)
+        pair = f"{transcript.tell.from_team}->{transcript.tell.to_team}"
         total = result["total_cost_usd"]
         costs[tell_id] = total - previous.get(pair, 0.0)
         previous[pair] = total
@@ -82,14 +108,12 @@ def test_a_tell_over_the_daily_budget_is_refused_before_any_model_request(iris: 
     assert len(model.messages_requests()) == requests_before  # no claude turn, not even a request
 
 
-def test_a_team_budget_refuses_only_that_team(iris: Iris) -> None:
-    iris.add_team("alpha", budget={"dailyUsd": 0.0001})
-    iris.add_team("beta")
-    iris.start()
-    assert iris.cli_json("tell", "alpha", "hello")["status"] == "completed"
-    refused = iris.cli_json("tell", "alpha", "again", ok=False)
-    assert refused["error"]["code"] == "budget" and "teams.alpha.budget.dailyUsd" in refused["error"]["message"]
-    assert iris.cli_json("tell", "beta", "hello")["status"] == "completed"
+def test_a_team_budget_refuses_only_that_team(shared: Iris) -> None:
+    # teams capped (budget.dailyUsd: 0.0001) and beta
+    assert shared.cli_json("tell", "capped", "hello")["status"] == "completed"
+    refused = shared.cli_json("tell", "capped", "again", ok=False)
+    assert refused["error"]["code"] == "budget" and "teams.capped.budget.dailyUsd" in refused["error"]["message"]
+    assert shared.cli_json("tell", "beta", "hello")["status"] == "completed"
 
 
 def test_a_chain_over_its_budget_stops_at_its_next_hop(iris: Iris, model: ScriptedModel) -> None:
@@ -134,58 +158,53 @@ def test_rate_limit_per_pair(iris: Iris) -> None:
 
 
 def pair_pid(iris: Iris, team: str) -> int | None:
-    status = iris.cli_json("status")
-    (process,) = [p for p in status["processes"] if p["to_team"] == team and p.get("from_team") is None]
-    pid: int | None = process.get("pid")
-    return pid
+    """The pid of the claude of external->``team`` (asked over the socket: cheap to poll)."""
+    status = iris.request(GetStatus())
+    assert isinstance(status, StatusReply), status
+    (process,) = [p for p in status.processes if p.to_team == team and p.from_team is None]
+    return process.pid
 
 
-def test_a_tell_s_own_budget_runs_on_a_claude_of_its_own_in_the_same_conversation(
-    iris: Iris, model: ScriptedModel
-) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    assert iris.cli_json("tell", "alpha", "hello")["text"] == "echo #1: hello"
-    warm_pid = pair_pid(iris, "alpha")
+def test_a_tell_s_own_budget_runs_on_a_claude_of_its_own_in_the_same_conversation(shared: Iris) -> None:
+    # team spender
+    assert shared.cli_json("tell", "spender", "hello")["text"] == "echo #1: hello"
+    warm_pid = pair_pid(shared, "spender")
 
     # One scripted turn costs more than $0.0001: claude stops the tell at its budget.
-    stopped = iris.cli_json("tell", "alpha", "spend", "--max-budget-usd", "0.0001", ok=False)
+    stopped = shared.cli_json("tell", "spender", "spend", "--max-budget-usd", "0.0001", ok=False)
     assert stopped["status"] == "failed" and stopped["max_budget_usd"] == 0.0001
     assert "Reached maximum budget ($0.0001)" in stopped["error"] and "--max-budget-usd" in stopped["error"]
     assert stopped["text"] == "echo #2: spend"  # what it wrote before the budget stopped it is kept
     assert stopped["cost_usd"] > 0.0001
-    human = iris.cli("tell", "alpha", "again", "--max-budget-usd", "0.0001")
+    human = shared.cli("tell", "spender", "again", "--max-budget-usd", "0.0001")
     assert human.returncode == 1 and "Send it again with a higher --max-budget-usd" in human.stderr
 
     # The warm claude made way for the budgeted ones, and the tell after them gets one
     # with no budget: the same conversation all along.
-    after = iris.cli_json("tell", "alpha", "after")
+    after = shared.cli_json("tell", "spender", "after")
     assert after["status"] == "completed" and after["text"] == "echo #4: after"
-    assert pair_pid(iris, "alpha") not in (None, warm_pid)
-    assert iris.cli_json("tell", "alpha", "roomy", "--max-budget-usd", "5")["status"] == "completed"
-    costs = iris.cli_json("costs", "--by", "pair")["total"]
+    assert pair_pid(shared, "spender") not in (None, warm_pid)
+    assert shared.cli_json("tell", "spender", "roomy", "--max-budget-usd", "5")["status"] == "completed"
+    costs = {row["key"]: row for row in shared.cli_json("costs", "--by", "pair")["rows"]}["external->spender"]
     assert costs["tells"] == 5 and costs["cost_usd"] > 0
 
 
-def test_a_max_budget_that_is_no_budget_is_refused_with_what_to_give(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
+def test_a_max_budget_that_is_no_budget_is_refused_with_what_to_give(shared: Iris) -> None:
+    # team frugal
     for budget in ("0", "-1", "nan", "inf", "20000"):
-        refused = iris.cli_json("tell", "alpha", "hi", "--max-budget-usd", budget, ok=False)
+        refused = shared.cli_json("tell", "frugal", "hi", "--max-budget-usd", budget, ok=False)
         assert refused["error"]["code"] == "invalid_request", budget
         assert f"--max-budget-usd {float(budget):g} is out of range; use more than 0, up to 10000" in (
             refused["error"]["message"]
         ), budget
-    stored = iris.cli_json("tell", "alpha", "hi", "--persist", "--max-budget-usd", "1", ok=False)
+    stored = shared.cli_json("tell", "frugal", "hi", "--persist", "--max-budget-usd", "1", ok=False)
     assert "persist" in stored["error"]["message"]
-    assert iris.cli_json("report", "alpha") == []  # nothing was stored or run
+    assert shared.cli_json("report", "frugal") == []  # nothing was stored or run
 
 
 def session_total(iris: Iris, tell_id: str) -> float:
     """claude's running total of the session, as the tell's result line says."""
-    entries = iris.cli_json("cache", "read", tell_id)["entries"]
-    (result,) = [json.loads(e["raw"]) for e in entries if e["type"] == "result"]
-    total: float = result["total_cost_usd"]
+    total: float = result_line(iris, tell_id)[1]["total_cost_usd"]
     return total
 
 

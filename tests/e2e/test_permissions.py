@@ -1,29 +1,77 @@
 """Permission relay with the real claude: the scripted model asks for Bash to write a
-file; a person (or a policy) decides through irisd."""
+file; a person (or a policy) decides through irisd.
+
+Most tests share one irisd (``shared``), each through teams of its own, except alpha, whose
+warm claude several share (each leaves its folder as it found it, and no rule remembered);
+those that need another approvalTimeout or restart irisd start their own."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import Iris
+from harness import Iris, started
+from protocol.messages import ApprovalsReply, Decide, ListApprovals, ReadTranscript, TranscriptReply
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
 WRITE = '@tool:Bash {"command": "echo hi > made.txt"}'
 
 
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    """The irisd most tests share. Its approvals wait 2 minutes: a test that should never
+    be asked fails within its own timeout if it is."""
+    teams: dict[str, dict[str, Any]] = {
+        "alpha": {},  # asks; its claude is shared (see the module's docstring)
+        "canceller": {},
+        "remembering": {},  # a claude of its own: it starts in the test, saying its permission mode
+        "denier": {"permissions": "deny"},
+        "skipper": {"skipPermissions": True},
+        "allowed": {"allowedTools": ["Read", "Bash"]},
+        "refused": {"folder": "b", "disallowedTools": ["Bash"]},
+    }
+    # claude refuses to skip permissions as root otherwise
+    env = {"IS_SANDBOX": "1"} if os.geteuid() == 0 else {}
+    with started(tmp_path_factory.mktemp("permissions"), model_url=model.base_url, claude=claude_bin, teams=teams,
+                 settings={"approvalTimeout": 120000}, env=env) as iris:
+        yield iris
+
+
+@pytest.fixture
+def shared(daemon: Iris) -> Iterator[Iris]:
+    """The shared irisd; an approval a failed test left pending is denied after it, so
+    that the next test's approval is the only one."""
+    yield daemon
+    pending = daemon.request(ListApprovals())
+    assert isinstance(pending, ApprovalsReply), pending
+    for approval in pending.approvals:
+        daemon.request(Decide(approval_id=approval.id, allow=False, reason="the test before ended"))
+
+
+def folder_of(iris: Iris, team: str) -> Path:
+    return Path(iris.teams[team]["path"])
+
+
+def approvals_of(iris: Iris, *tell_ids: str) -> list[dict[str, Any]]:
+    """The approvals ever asked for these tells (``iris approvals --all``)."""
+    return [a for a in iris.cli_json("approvals", "--all") if a["tell_id"] in tell_ids]
+
+
 def pending_approval(iris: Iris, timeout: float = 60.0) -> dict[str, Any]:
     return iris.wait_for_approval(timeout)
 
 
-def ask(iris: Iris) -> tuple[dict[str, Any], dict[str, Any]]:
+def ask(iris: Iris, team: str = "alpha") -> tuple[dict[str, Any], dict[str, Any]]:
     """Start the file-writing tell; return it (awaiting approval) and its approval."""
-    started = iris.cli_json("tell", "alpha", WRITE, "--timeout", "-1")
+    started = iris.cli_json("tell", team, WRITE, "--timeout", "-1")
     approval = pending_approval(iris)
     told = iris.cli_json("result", started["id"])
     assert told["tell_status"] == "awaiting_approval" and told["approval_id"] == approval["id"]
@@ -31,30 +79,31 @@ def ask(iris: Iris) -> tuple[dict[str, Any], dict[str, Any]]:
     return started, approval
 
 
-def test_ask_then_approve_runs_the_tool(iris: Iris) -> None:
-    folder = iris.add_team("alpha")
-    iris.start()
-    started, approval = ask(iris)
-    human = iris.cli("approvals")
-    assert "$ echo hi > made.txt" in human.stdout and f"iris approve {approval['id'][:10]} " in human.stdout
-    line = next(line for line in human.stdout.splitlines() if "iris approve" in line)
-    assert len(line) <= 80, line  # the approve and deny commands fit a terminal
-    decided = iris.cli_json("approve", approval["id"][:6])  # any unique prefix of its id
-    assert decided["id"] == approval["id"]
-    assert decided["status"] == "allowed" and "(cli)" in decided["decided_by"]
-    done = iris.cli_json("result", started["id"], "--wait", "60000")
-    assert done["status"] == "completed" and done["text"].startswith("tool Bash said:")
-    assert (folder / "made.txt").read_text() == "hi\n"
-    again = iris.cli("approve", approval["id"])
-    assert again.returncode == 1 and "already allowed" in again.stderr
+def test_ask_then_approve_runs_the_tool(shared: Iris) -> None:
+    folder = folder_of(shared, "alpha")
+    try:
+        started, approval = ask(shared)
+        human = shared.cli("approvals")
+        assert "$ echo hi > made.txt" in human.stdout and f"iris approve {approval['id'][:10]} " in human.stdout
+        line = next(line for line in human.stdout.splitlines() if "iris approve" in line)
+        assert len(line) <= 80, line  # the approve and deny commands fit a terminal
+        decided = shared.cli_json("approve", approval["id"][:6])  # any unique prefix of its id
+        assert decided["id"] == approval["id"]
+        assert decided["status"] == "allowed" and "(cli)" in decided["decided_by"]
+        done = shared.cli_json("result", started["id"], "--wait", "60000")
+        assert done["status"] == "completed" and done["text"].startswith("tool Bash said:")
+        assert (folder / "made.txt").read_text() == "hi\n"
+        again = shared.cli("approve", approval["id"])
+        assert again.returncode == 1 and "already allowed" in again.stderr
+    finally:
+        (folder / "made.txt").unlink(missing_ok=True)
 
 
-def test_ask_then_deny_tells_the_model_why(iris: Iris) -> None:
-    folder = iris.add_team("alpha")
-    iris.start()
-    started, approval = ask(iris)
-    iris.cli_json("deny", approval["id"], "--reason", "not on a Friday")
-    done = iris.cli_json("result", started["id"], "--wait", "60000")
+def test_ask_then_deny_tells_the_model_why(shared: Iris) -> None:
+    folder = folder_of(shared, "alpha")
+    started, approval = ask(shared)
+    shared.cli_json("deny", approval["id"], "--reason", "not on a Friday")
+    done = shared.cli_json("result", started["id"], "--wait", "60000")
     assert done["status"] == "completed"
     assert "tool Bash failed:" in done["text"] and "not on a Friday" in done["text"]
     assert not (folder / "made.txt").exists()
@@ -104,44 +153,42 @@ def test_remember_allows_the_same_request_without_asking(iris: Iris) -> None:
     ask(iris)  # asked again
 
 
-def test_deny_mode_refuses_without_asking(iris: Iris) -> None:
-    folder = iris.add_team("alpha", permissions="deny")
-    iris.start()
-    done = iris.cli_json("tell", "alpha", WRITE)
+def test_deny_mode_refuses_without_asking(shared: Iris) -> None:
+    folder = folder_of(shared, "denier")  # permissions: deny
+    done = shared.cli_json("tell", "denier", WRITE)
     assert "tool Bash failed:" in done["text"] and "permissions: deny" in done["text"]
-    assert not (folder / "made.txt").exists() and iris.cli_json("approvals", "--all") == []
+    assert not (folder / "made.txt").exists() and approvals_of(shared, done["id"]) == []
 
 
-def test_skip_mode_runs_tools_unchecked(iris: Iris) -> None:
-    folder = iris.add_team("alpha", skipPermissions=True)
-    if os.geteuid() == 0:
-        iris.env["IS_SANDBOX"] = "1"  # claude refuses to skip permissions as root otherwise
-    iris.start()
-    done = iris.cli_json("tell", "alpha", WRITE)
-    assert done["text"].startswith("tool Bash said:") and (folder / "made.txt").exists()
+def test_skip_mode_runs_tools_unchecked(shared: Iris) -> None:
+    folder = folder_of(shared, "skipper")  # skipPermissions: true
+    try:
+        done = shared.cli_json("tell", "skipper", WRITE)
+        assert done["text"].startswith("tool Bash said:") and (folder / "made.txt").exists()
+    finally:
+        (folder / "made.txt").unlink(missing_ok=True)
 
 
-def test_allow_and_deny_lists_decide_without_asking(iris: Iris) -> None:
-    allowed = iris.add_team("alpha", allowedTools=["Read", "Bash"])
-    refused = iris.add_team("beta", folder="b", disallowedTools=["Bash"])
-    iris.settings["approvalTimeout"] = 5000  # were anyone asked, the test would fail fast
-    iris.start()
-    done = iris.cli_json("tell", "alpha", WRITE)
-    assert done["text"].startswith("tool Bash said:") and (allowed / "made.txt").exists()
-    other = iris.cli_json("tell", "beta", WRITE)
-    assert "tool Bash failed:" in other["text"] and not (refused / "made.txt").exists()
-    assert iris.cli_json("approvals", "--all") == []
+def test_allow_and_deny_lists_decide_without_asking(shared: Iris) -> None:
+    # were anyone asked, the tell would wait for the shared irisd's approvalTimeout and fail
+    allowed, refused = folder_of(shared, "allowed"), folder_of(shared, "refused")
+    try:
+        done = shared.cli_json("tell", "allowed", WRITE)
+        assert done["text"].startswith("tool Bash said:") and (allowed / "made.txt").exists()
+        other = shared.cli_json("tell", "refused", WRITE)
+        assert "tool Bash failed:" in other["text"] and not (refused / "made.txt").exists()
+        assert approvals_of(shared, done["id"], other["id"]) == []
+    finally:
+        (allowed / "made.txt").unlink(missing_ok=True)
 
 
-def test_a_cancelled_tell_expires_its_approval(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    started, _ = ask(iris)
-    cancelled = iris.cli_json("cancel", started["id"])
+def test_a_cancelled_tell_expires_its_approval(shared: Iris) -> None:
+    started, _ = ask(shared, "canceller")
+    cancelled = shared.cli_json("cancel", started["id"])
     assert cancelled["tell_status"] == "interrupted"
-    (expired,) = iris.cli_json("approvals", "--all")
+    (expired,) = approvals_of(shared, started["id"])
     assert expired["status"] == "expired"
-    unknown = iris.cli("approve", "a-" + "0" * 32)
+    unknown = shared.cli("approve", "a-" + "0" * 32)
     assert unknown.returncode == 1 and "no approval with id" in unknown.stderr
 
 
@@ -150,21 +197,33 @@ def tool(name: str, **arguments: Any) -> str:
 
 
 def permission_modes(iris: Iris, tell_id: str) -> set[str]:
-    """The permission mode claude reported for the turn (its system/init lines)."""
-    entries = iris.cli_json("cache", "read", tell_id)["entries"]
-    lines = [json.loads(e["raw"]) for e in entries if e["type"] == "system"]
+    """The permission mode claude reported for the turn (its system/init lines; read over
+    the socket: an ``iris cache read`` for each costs a Python start)."""
+    transcript = iris.request(ReadTranscript(tell_id=tell_id))
+    assert isinstance(transcript, TranscriptReply), transcript
+    lines = [json.loads(e.raw) for e in transcript.entries if e.type == "system"]
     return {line["permissionMode"] for line in lines if line.get("subtype") == "init"}
 
 
-def test_remember_allows_exactly_the_request_approved_and_nothing_more(iris: Iris) -> None:
+def test_remember_allows_exactly_the_request_approved_and_nothing_more(shared: Iris) -> None:
     """The security bug of issue 20: remembering ``touch x`` once switched the pair's claude
     to acceptEdits and wrote a ``Bash(touch x *)`` rule into the team's repository."""
-    folder = iris.add_team("alpha")
+    folder = folder_of(shared, "remembering")
+    made = [folder / name for name in ("notes.txt", "x", "y", "new.txt")]
+    try:
+        remember_exactly(shared, folder)
+    finally:  # its folder as it was, and no rule left that a later tell could meet
+        for path in made:
+            path.unlink(missing_ok=True)
+        for rule in shared.cli_json("approvals", "rules"):
+            shared.cli_json("approvals", "forget", rule["id"])
+
+
+def remember_exactly(iris: Iris, folder: Path) -> None:
+    team = "remembering"
     (folder / "notes.txt").write_text("hello\n")
-    iris.settings["approvalTimeout"] = 120000
-    iris.start()
     touch_x = tool("Bash", command="touch x")
-    started = iris.cli_json("tell", "alpha", touch_x, "--timeout", "-1")
+    started = iris.cli_json("tell", team, touch_x, "--timeout", "-1")
     approval = pending_approval(iris)
     assert approval["input"] == {"command": "touch x"}
     iris.cli_json("approve", approval["id"], "--remember")
@@ -173,13 +232,13 @@ def test_remember_allows_exactly_the_request_approved_and_nothing_more(iris: Iri
     modes = permission_modes(iris, started["id"])
 
     (folder / "x").unlink()
-    again = iris.cli_json("tell", "alpha", touch_x)  # the same request, on the same warm claude
+    again = iris.cli_json("tell", team, touch_x)  # the same request, on the same warm claude
     assert again["text"].startswith("tool Bash said:") and (folder / "x").exists()
-    assert len(iris.cli_json("approvals", "--all")) == 1  # nobody was asked
+    assert len(approvals_of(iris, started["id"], again["id"])) == 1  # nobody was asked again
     modes |= permission_modes(iris, again["id"])
 
     def asks(request: str) -> None:
-        told = iris.cli_json("tell", "alpha", request, "--timeout", "-1")
+        told = iris.cli_json("tell", team, request, "--timeout", "-1")
         waiting = pending_approval(iris)
         assert waiting["tell_id"] == told["id"], (request, waiting)
         iris.cli_json("deny", waiting["id"], "--reason", "not this one")
@@ -190,7 +249,7 @@ def test_remember_allows_exactly_the_request_approved_and_nothing_more(iris: Iri
     asks(tool("Bash", command="touch y"))
     asks(tool("Bash", command="rm x"))
     asks(tool("Bash", command="touch x; rm -f notes.txt"))
-    read = iris.cli_json("tell", "alpha", tool("Read", file_path=str(folder / "notes.txt")))
+    read = iris.cli_json("tell", team, tool("Read", file_path=str(folder / "notes.txt")))
     assert "hello" in read["text"]  # read in this folder needs no approval; Edit wants it read first
     asks(tool("Edit", file_path=str(folder / "notes.txt"), old_string="hello", new_string="bye"))
     asks(tool("Write", file_path=str(folder / "new.txt"), content="made"))
