@@ -220,14 +220,12 @@ def test_a_missing_team_folder_makes_that_team_unavailable_and_irisd_serves_the_
     assert iris.cli_json("tell", "later", "hi")["text"] == "echo #1: hi"
 
 
-def test_irisd_knows_the_claude_it_runs_and_refuses_one_too_old(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    status = iris.cli_json("status")
+def test_irisd_knows_the_claude_it_runs_and_refuses_one_too_old(shared: Iris, iris: Iris) -> None:
+    status = shared.cli_json("status")
     assert status["claude_version"] == claude_under_test_version() and status["claude_tested"] == CLAUDE_VERSION
-    assert f"claude: {claude_under_test_version()}" in iris.cli("status").stdout
-    assert "tested_with" in iris.log() and claude_under_test_version() in iris.log()
-    iris.stop()
+    assert f"claude: {claude_under_test_version()}" in shared.cli("status").stdout
+    assert "tested_with" in shared.log() and claude_under_test_version() in shared.log()
+    iris.add_team("alpha")  # an irisd of its own, which is to refuse to start
     old = iris.root / "old-claude"
     old.write_text("#!/bin/sh\necho '2.1.100 (Claude Code)'\n")
     old.chmod(0o755)
