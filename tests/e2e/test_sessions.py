@@ -83,8 +83,8 @@ def test_idle_process_is_reaped_and_the_pair_resumes(shared: Iris) -> None:
 def test_a_child_killed_mid_tell_is_noticed_at_once(shared: Iris) -> None:
     iris = shared
     tell(iris, "killed", "warm up")
-    started = iris.request(Tell(to_team="killed", message="@slow:500 @chunks:20 a long answer", timeout_ms=-1))
-    tell_id = started.tell.id
+    slow = iris.request(Tell(to_team="killed", message="@slow:500 @chunks:20 a long answer", timeout_ms=-1))
+    tell_id = slow.tell.id
     pid = wait_for(lambda: pair_state(iris, "killed").pid, what="pid")
     wait_for(lambda: iris.request(_get(tell_id)).tell.text, what="first streamed text")
     os.kill(pid, signal.SIGKILL)
@@ -95,7 +95,7 @@ def test_a_child_killed_mid_tell_is_noticed_at_once(shared: Iris) -> None:
     assert ended.tell.text  # what it had said is kept
     assert pair_state(iris, "killed").state == "stopped"
     after = tell(iris, "killed", "are you back?")
-    assert after["status"] == "completed" and after["session_id"] == started.tell.session_id
+    assert after["status"] == "completed" and after["session_id"] == slow.tell.session_id
     assert not after.get("new_session")
 
 
