@@ -1,6 +1,9 @@
 """A new user's first hour (issue 12), on a pseudo-terminal where the output is for
 people: claude is found with no PATH or config edit, a tell says what it waits for
-(an approval with its commands), root + skip is refused up front with the fix."""
+(an approval with its commands), root + skip is refused up front with the fix.
+
+Most tests share one irisd (``shared``), each with teams of its own; those that stop it,
+start it with another claude or run their own have theirs."""
 
 from __future__ import annotations
 
@@ -9,10 +12,16 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from harness import CLAUDE_VERSION, Iris, claude_under_test_version, run_in_pty, wait_for_daemon
+import pytest
+
+from harness import CLAUDE_VERSION, Iris, claude_under_test_version, run_in_pty, started, wait_for_daemon
 from iris_common.environment import root_skip_problem
+from protocol.messages import ApprovalsReply, Decide, ListApprovals
+from scripted_model import ScriptedModel
 
 
 def plain(output: str) -> str:
@@ -23,9 +32,30 @@ def plain(output: str) -> str:
 TOUCH = '@tool:Bash {"command": "touch made.txt"}'
 
 
-def test_an_approval_is_shown_with_its_commands_and_the_wait_is_named(iris: Iris) -> None:
-    folder = iris.add_team("alpha")
-    iris.start()
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    """alpha: the approval tests' (each decides its approval: none stays pending); skipping:
+    permissions skip; here, and later, whose folder is missing at start (e.g. a repository
+    not cloned yet on this machine)."""
+    root = tmp_path_factory.mktemp("first-hour")
+    teams: dict[str, dict[str, Any]] = {
+        "alpha": {}, "skipping": {"permissions": "skip"}, "here": {}, "later": {"path": str(root / "not-cloned")}}
+    with started(root, model_url=model.base_url, claude=claude_bin, teams=teams) as iris:
+        yield iris
+
+
+def deny_what_is_left(iris: Iris) -> None:
+    """Denies the approvals a failed test left pending: none waits for the next test."""
+    reply = iris.request(ListApprovals())
+    assert isinstance(reply, ApprovalsReply), reply
+    for approval in reply.approvals:
+        iris.request(Decide(approval_id=approval.id, allow=False, reason="left by a failed test"))
+
+
+def test_an_approval_is_shown_with_its_commands_and_the_wait_is_named(shared: Iris) -> None:
+    iris = shared
+    folder = Path(iris.teams["alpha"]["path"])
+    (folder / "made.txt").unlink(missing_ok=True)
     seen: dict[str, str] = {}
 
     def decide(output: str) -> bool:
@@ -33,7 +63,7 @@ def test_an_approval_is_shown_with_its_commands_and_the_wait_is_named(iris: Iris
         if found is None:
             return False
         approval = found.group(1)
-        tell_id = iris.cli_json("approvals")[0]["tell_id"]
+        (tell_id,) = [a["tell_id"] for a in iris.cli_json("approvals") if a["id"].startswith(approval)]
         shown = iris.cli("result", tell_id)
         seen["result"] = shown.stderr
         seen["json"] = iris.cli("result", tell_id, "--json").stdout
@@ -41,7 +71,10 @@ def test_an_approval_is_shown_with_its_commands_and_the_wait_is_named(iris: Iris
         assert approve.returncode == 0, approve.stderr
         return True
 
-    code, output = iris.cli_pty("tell", "alpha", TOUCH, react=decide)
+    try:
+        code, output = iris.cli_pty("tell", "alpha", TOUCH, react=decide)
+    finally:
+        deny_what_is_left(iris)
     assert code == 0, output
     assert (folder / "made.txt").exists()
     # the live status line: a spinner, the phase, the time
@@ -55,31 +88,32 @@ def test_an_approval_is_shown_with_its_commands_and_the_wait_is_named(iris: Iris
     assert '"name": "awaiting_approval"' in seen["json"] and '"approval_id": "a-' in seen["json"]
 
 
-def test_without_a_terminal_the_approval_commands_still_reach_stderr(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
+def test_without_a_terminal_the_approval_commands_still_reach_stderr(shared: Iris) -> None:
+    iris = shared
     with subprocess.Popen(
         [sys.executable, "-m", "iris_cli", "tell", "alpha", TOUCH],
         env=iris.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=iris.root,
     ) as tell:
         assert tell.stderr is not None
-        line = tell.stderr.readline()
-        assert line.startswith("awaiting your approval: Bash `touch made.txt`"), line
-        approval = re.findall(r"iris deny (a-[0-9a-f]+)", tell.stderr.readline())[0]
-        assert iris.cli("deny", approval, "--reason", "not now").returncode == 0
+        try:
+            line = tell.stderr.readline()
+            assert line.startswith("awaiting your approval: Bash `touch made.txt`"), line
+            approval = re.findall(r"iris deny (a-[0-9a-f]+)", tell.stderr.readline())[0]
+            assert iris.cli("deny", approval, "--reason", "not now").returncode == 0
+        finally:
+            deny_what_is_left(iris)
         out, _ = tell.communicate(timeout=120)
     assert tell.returncode == 0 and "tool Bash failed:" in out and "not now" in out
 
 
-def test_root_with_skip_is_refused_up_front_naming_the_fix(iris: Iris) -> None:
-    iris.add_team("alpha", permissions="skip")
-    iris.start()
-    result = iris.cli("tell", "alpha", "hi")
+def test_root_with_skip_is_refused_up_front_naming_the_fix(shared: Iris) -> None:
+    iris = shared
+    result = iris.cli("tell", "skipping", "hi")
     if os.geteuid() == 0:  # claude itself refuses: Iris says so before trying
         assert result.returncode == 1
         assert "refuses to run as root" in result.stderr and "IS_SANDBOX=1" in result.stderr
         assert "keeps crashing" not in result.stderr and "new conversation" not in result.stderr
-        assert iris.cli_json("report", "alpha") == []  # nothing was queued
+        assert iris.cli_json("report", "skipping") == []  # nothing was queued
     else:
         assert result.returncode == 0 and result.stdout == "echo #1: hi\n"
     assert root_skip_problem("alpha", "skip", euid=0, env={}) is not None
@@ -159,9 +193,8 @@ def test_a_command_is_checked_against_what_claude_knows_and_shows_its_output(iri
     assert compacted.stdout.strip() == "Compacted"
 
 
-def test_doctor_checks_the_credentials_irisd_gives_its_claude_not_the_shells(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()  # its environment has the key and ANTHROPIC_BASE_URL (the scripted model)
+def test_doctor_checks_the_credentials_irisd_gives_its_claude_not_the_shells(shared: Iris) -> None:
+    iris = shared  # its environment has the key and ANTHROPIC_BASE_URL (the scripted model)
     shell = {k: v for k, v in iris.env.items() if k not in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")}
     ran = subprocess.run([sys.executable, "-m", "iris_cli", "doctor", "--json"], env=shell, capture_output=True,
                          text=True, cwd=iris.root, timeout=120)
@@ -171,32 +204,28 @@ def test_doctor_checks_the_credentials_irisd_gives_its_claude_not_the_shells(iri
     assert credentials["detail"] == "irisd's claude processes get ANTHROPIC_API_KEY (through ANTHROPIC_BASE_URL)"
 
 
-def test_a_missing_team_folder_makes_that_team_unavailable_and_irisd_serves_the_others(iris: Iris) -> None:
-    iris.add_team("alpha")
-    later = iris.add_team("beta")
-    later.rmdir()  # e.g. a repository not cloned yet on this machine
-    iris.start()
-    assert iris.cli_json("tell", "alpha", "hi")["text"] == "echo #1: hi"
-    refused = iris.cli("tell", "beta", "hi")
+def test_a_missing_team_folder_makes_that_team_unavailable_and_irisd_serves_the_others(shared: Iris) -> None:
+    iris = shared
+    later = Path(iris.teams["later"]["path"])  # missing when irisd started
+    assert iris.cli_json("tell", "here", "hi")["text"] == "echo #1: hi"
+    refused = iris.cli("tell", "later", "hi")
     assert refused.returncode == 1
-    assert f"team 'beta' is unavailable: its folder {later} does not exist; create it" in refused.stderr
+    assert f"team 'later' is unavailable: its folder {later} does not exist; create it" in refused.stderr
     teams = {t["name"]: t for t in iris.cli_json("teams")}
-    assert "does not exist" in teams["beta"]["unavailable"] and "unavailable" not in teams["alpha"]
-    assert "* team 'beta' is unavailable" in iris.cli("status").stdout
+    assert "does not exist" in teams["later"]["unavailable"] and "unavailable" not in teams["here"]
+    assert "* team 'later' is unavailable" in iris.cli("status").stdout
     code, output = iris.cli_pty("doctor", columns=200)
-    assert code == 1 and "team folders" in output and "team 'beta' is unavailable" in output
+    assert code == 1 and "team folders" in output and "team 'later' is unavailable" in output
     later.mkdir()  # no restart needed
-    assert iris.cli_json("tell", "beta", "hi")["text"] == "echo #1: hi"
+    assert iris.cli_json("tell", "later", "hi")["text"] == "echo #1: hi"
 
 
-def test_irisd_knows_the_claude_it_runs_and_refuses_one_too_old(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    status = iris.cli_json("status")
+def test_irisd_knows_the_claude_it_runs_and_refuses_one_too_old(shared: Iris, iris: Iris) -> None:
+    status = shared.cli_json("status")
     assert status["claude_version"] == claude_under_test_version() and status["claude_tested"] == CLAUDE_VERSION
-    assert f"claude: {claude_under_test_version()}" in iris.cli("status").stdout
-    assert "tested_with" in iris.log() and claude_under_test_version() in iris.log()
-    iris.stop()
+    assert f"claude: {claude_under_test_version()}" in shared.cli("status").stdout
+    assert "tested_with" in shared.log() and claude_under_test_version() in shared.log()
+    iris.add_team("alpha")  # an irisd of its own, which is to refuse to start
     old = iris.root / "old-claude"
     old.write_text("#!/bin/sh\necho '2.1.100 (Claude Code)'\n")
     old.chmod(0o755)

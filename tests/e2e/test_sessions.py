@@ -1,5 +1,8 @@
 """Sessions and supervision with the real claude: persistence across restarts, the pool
-under maxProcesses, idle reaping, crashes, wake and sleep per pair, no leaks."""
+under maxProcesses, idle reaping, crashes, wake and sleep per pair, no leaks.
+
+The tests that neither restart irisd, change its settings, count its processes or pairs
+nor read its log share one (``shared``), each with teams of its own."""
 
 from __future__ import annotations
 
@@ -7,13 +10,15 @@ import json
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness import Iris, child_pids, transcript_file, wait_for
+from harness import Iris, child_pids, started, transcript_file, wait_for
 from protocol.messages import GetPair, GetStatus, GetTell, ProcessInfo, Sleep, Tell, Wake
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
@@ -30,6 +35,12 @@ def pair_state(iris: Iris, team: str, from_team: str | None = None) -> ProcessIn
     return reply.process  # type: ignore[no-any-return]
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    teams: dict[str, dict[str, Any]] = {"reaped": {"idleTimeout": 1000}, "killed": {}, "alpha": {}, "beta": {}}
+    with started(tmp_path_factory.mktemp("sessions"), model_url=model.base_url, claude=claude_bin,
+                 teams=teams) as iris:
+        yield iris
 
 
 def test_conversation_continues_across_a_daemon_restart(iris: Iris) -> None:
@@ -62,21 +73,19 @@ def test_lru_eviction_keeps_busy_pairs_and_the_evicted_pair_resumes(iris: Iris) 
     assert sum(p.pid is not None for p in status.processes) == 2
 
 
-def test_idle_process_is_reaped_and_the_pair_resumes(iris: Iris) -> None:
-    iris.add_team("alpha", idleTimeout=1000)
-    iris.start()
-    tell(iris, "alpha", "one")
-    wait_for(lambda: pair_state(iris, "alpha").state == "stopped", what="idle reaping")
-    assert tell(iris, "alpha", "two")["text"] == "echo #2: two"
+def test_idle_process_is_reaped_and_the_pair_resumes(shared: Iris) -> None:
+    iris = shared  # reaped: idleTimeout 1000
+    tell(iris, "reaped", "one")
+    wait_for(lambda: pair_state(iris, "reaped").state == "stopped", what="idle reaping")
+    assert tell(iris, "reaped", "two")["text"] == "echo #2: two"
 
 
-def test_a_child_killed_mid_tell_is_noticed_at_once(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    tell(iris, "alpha", "warm up")
-    started = iris.request(Tell(to_team="alpha", message="@slow:500 @chunks:20 a long answer", timeout_ms=-1))
-    tell_id = started.tell.id
-    pid = wait_for(lambda: pair_state(iris, "alpha").pid, what="pid")
+def test_a_child_killed_mid_tell_is_noticed_at_once(shared: Iris) -> None:
+    iris = shared
+    tell(iris, "killed", "warm up")
+    slow = iris.request(Tell(to_team="killed", message="@slow:500 @chunks:20 a long answer", timeout_ms=-1))
+    tell_id = slow.tell.id
+    pid = wait_for(lambda: pair_state(iris, "killed").pid, what="pid")
     wait_for(lambda: iris.request(_get(tell_id)).tell.text, what="first streamed text")
     os.kill(pid, signal.SIGKILL)
     killed_at = time.monotonic()
@@ -84,9 +93,9 @@ def test_a_child_killed_mid_tell_is_noticed_at_once(iris: Iris) -> None:
     assert time.monotonic() - killed_at < 1.0
     assert ended.tell.status == "interrupted" and "SIGKILL" in ended.tell.error
     assert ended.tell.text  # what it had said is kept
-    assert pair_state(iris, "alpha").state == "stopped"
-    after = tell(iris, "alpha", "are you back?")
-    assert after["status"] == "completed" and after["session_id"] == started.tell.session_id
+    assert pair_state(iris, "killed").state == "stopped"
+    after = tell(iris, "killed", "are you back?")
+    assert after["status"] == "completed" and after["session_id"] == slow.tell.session_id
     assert not after.get("new_session")
 
 
@@ -166,10 +175,8 @@ def test_a_transcript_claude_cannot_resume_is_replaced_once(iris: Iris) -> None:
     assert fresh["session_id"] != first["session_id"]
 
 
-def test_session_reset_starts_a_fresh_conversation(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.add_team("beta")
-    iris.start()
+def test_session_reset_starts_a_fresh_conversation(shared: Iris) -> None:
+    iris = shared  # beta->alpha is this test's
     tell(iris, "alpha", "one", "--from", "beta")
     reset = iris.cli("session", "reset", "beta", "alpha")
     assert reset.returncode == 0, reset.stderr

@@ -1,52 +1,73 @@
 """Around a tell, with the real claude: partial and async answers, interrupts, the
-response timeout, queues, notifications that survive kill -9, commands, reports, watch."""
+response timeout, queues, notifications that survive kill -9, commands, reports, watch.
+
+Most tests share one irisd (``shared``); each gives its pairs only what it may: ``alpha``
+(external->alpha, kept warm from test to test, so its answers' turn numbers are counted
+from the test's own first tell), or a team of its own where it needs a cold pair, a
+conversation of its own or a setting. The tests that stop or kill irisd start their own."""
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
 
-from harness import Iris, wait_for
+from harness import Iris, started, wait_for
 from protocol.messages import CancelTell, GetPair, GetTell, Tell
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
 
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    # queueLimit 2: only the queue test has more than one tell waiting for a pair.
+    teams = {"alpha": {}, "hasty": {"responseTimeout": 1500}, "compacted": {}, "reported": {}, "watched": {}}
+    with started(tmp_path_factory.mktemp("semantics"), model_url=model.base_url, claude=claude_bin,
+                 teams=teams, settings={"queueLimit": 2}) as iris:
+        yield iris
 
 
-def test_caller_timeout_returns_the_partial_answer_and_result_fetches_the_rest(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    iris.cli_json("tell", "alpha", "warm up")
+def turn(answer: dict[str, Any]) -> int:
+    """The turn number of the scripted model's echo: ``echo #N: ...``."""
+    found = re.match(r"echo #(\d+): ", answer["text"])
+    assert found, answer
+    return int(found.group(1))
+
+
+def test_caller_timeout_returns_the_partial_answer_and_result_fetches_the_rest(shared: Iris) -> None:
+    iris = shared
+    whole = f"echo #{turn(iris.cli_json('tell', 'alpha', 'warm up')) + 1}: one two three four five six seven"
     partial = iris.cli_json("tell", "alpha", "@slow:250 @chunks:12 one two three four five six seven",
                        "--timeout", "1000")
     assert partial["status"] == "in_progress" and partial["tell_status"] == "running"
-    assert partial["text"] and partial["text"] != "echo #2: one two three four five six seven"
-    assert "echo #2: one two three four five six seven".startswith(partial["text"])  # token by token
+    assert partial["text"] and partial["text"] != whole
+    assert whole.startswith(partial["text"])  # token by token
     done = iris.cli_json("result", partial["id"], "--wait", "60000")
-    assert done["status"] == "completed" and done["text"] == "echo #2: one two three four five six seven"
+    assert done["status"] == "completed" and done["text"] == whole
 
 
-def test_async_tell_returns_its_id_at_once(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    started = time.monotonic()
+def test_async_tell_returns_its_id_at_once(shared: Iris) -> None:
+    iris = shared
+    began = time.monotonic()
     result = iris.cli("tell", "alpha", "in the background", "--timeout", "-1")
-    assert result.returncode == 0 and time.monotonic() - started < 5
+    assert result.returncode == 0 and time.monotonic() - began < 5
     tell_id = result.stdout.strip()
     done = iris.cli_json("result", tell_id, "--wait", "60000")
-    assert done["status"] == "completed" and done["text"] == "echo #1: in the background"
+    assert done["status"] == "completed" and re.fullmatch(r"echo #\d+: in the background", done["text"]), done
 
 
-def test_cancel_interrupts_without_killing_the_warm_child(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
+def test_cancel_interrupts_without_killing_the_warm_child(shared: Iris) -> None:
+    iris = shared
     iris.cli_json("tell", "alpha", "warm up")
     pid = iris.request(GetPair(to_team="alpha")).process.pid
     hung = iris.request(Tell(to_team="alpha", message="@hang never answers", timeout_ms=-1))
@@ -62,33 +83,30 @@ def test_cancel_interrupts_without_killing_the_warm_child(iris: Iris) -> None:
     assert too_late.stdout == f"tell {after['id']} had already ended (completed); nothing to cancel\n"
 
 
-def test_response_timeout_on_a_model_that_never_answers(iris: Iris) -> None:
-    iris.add_team("alpha", responseTimeout=1500)
-    iris.start()
-    first = iris.cli_json("tell", "alpha", "hello")
-    timed_out = iris.cli("tell", "alpha", "@hang are you there?", "--json")
+def test_response_timeout_on_a_model_that_never_answers(shared: Iris) -> None:
+    iris = shared  # team hasty has responseTimeout 1500
+    first = iris.cli_json("tell", "hasty", "hello")
+    timed_out = iris.cli("tell", "hasty", "@hang are you there?", "--json")
     assert timed_out.returncode == 1
     answer = json.loads(timed_out.stdout)
     assert answer["status"] == "timed_out" and "1.5 s (responseTimeout)" in answer["error"]
     # Not before the timeout; how much after depends on the machine's load (the exact times
     # are tests/subsystem/test_pair_timing.py's, on trio's virtual clock).
     assert answer["finished_at"] - answer["started_at"] >= 1.5
-    again = iris.cli_json("tell", "alpha", "and now?")  # a new child resumes the conversation
+    again = iris.cli_json("tell", "hasty", "and now?")  # a new child resumes the conversation
     assert again["status"] == "completed" and again["session_id"] == first["session_id"]
 
 
-def test_tells_to_a_pair_are_served_in_order_and_a_full_queue_refuses(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.settings["queueLimit"] = 2
-    iris.start()
-    iris.cli_json("tell", "alpha", "warm up")
+def test_tells_to_a_pair_are_served_in_order_and_a_full_queue_refuses(shared: Iris) -> None:
+    iris = shared  # queueLimit 2
+    warm = turn(iris.cli_json("tell", "alpha", "warm up"))
     slow = [Tell(to_team="alpha", message=f"@slow:600 m{n}", timeout_ms=-1) for n in range(3)]
     ids = [iris.request(request).tell.id for request in slow]
     refused = iris.cli("tell", "alpha", "one too many", "--timeout", "-1")
     assert refused.returncode == 1
     assert "queue of external->alpha is full (2 tells waiting)" in refused.stderr
     finished = [iris.cli_json("result", i, "--wait", "60000") for i in ids]
-    assert [f["text"] for f in finished] == [f"echo #{n + 2}: m{n}" for n in range(3)]
+    assert [f["text"] for f in finished] == [f"echo #{warm + 1 + n}: m{n}" for n in range(3)]
     assert [f["started_at"] for f in finished] == sorted(f["started_at"] for f in finished)
     running = iris.request(Tell(to_team="alpha", message="@slow:300 x", timeout_ms=-1))
     behind = iris.request(Tell(to_team="alpha", message="y", timeout_ms=-1))
@@ -116,40 +134,38 @@ def test_a_persisted_tell_survives_kill_9_of_the_daemon(iris: Iris) -> None:
     assert iris.cli_json("notifications") == []  # nothing pending
 
 
-def test_slash_command_goes_through_the_queue(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    iris.cli_json("tell", "alpha", "something to compact")
-    compacted = iris.cli_json("command", "alpha", "compact")
+def test_slash_command_goes_through_the_queue(shared: Iris) -> None:
+    iris = shared
+    iris.cli_json("tell", "compacted", "something to compact")
+    compacted = iris.cli_json("command", "compacted", "compact")
     assert compacted["status"] == "completed" and compacted["kind"] == "command"
     assert compacted["message"] == "/compact"
-    bad = iris.cli("command", "alpha", "rm -rf")
+    bad = iris.cli("command", "compacted", "rm -rf")
     assert bad.returncode == 1 and "is not a slash command name" in bad.stderr
 
 
-def test_report_transcript_and_cache_clear(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    told = iris.cli_json("tell", "alpha", "@chunks:3 report me")
-    report = iris.cli_json("report", "alpha")
+def test_report_transcript_and_cache_clear(shared: Iris) -> None:
+    iris = shared
+    told = iris.cli_json("tell", "reported", "@chunks:3 report me")
+    report = iris.cli_json("report", "reported")
     assert [t["id"] for t in report] == [told["id"]] and report[0]["cost_usd"] is not None
     transcript = iris.cli_json("cache", "read", told["id"])
     types = [e["type"] for e in transcript["entries"]]
     # the token deltas were streamed live, not stored; the assistant line holds the text
     assert types[0] == "system" and types[-1] == "result" and "stream_event" not in types and "assistant" in types
     assert json.loads(transcript["entries"][-1]["raw"])["result"] == "echo #1: report me"
-    assert iris.cli_json("cache", "clear", "alpha")["count"] == 1
-    assert iris.cli_json("report", "alpha") == []
+    assert iris.cli_json("cache", "clear", "reported")["count"] == 1
+    assert iris.cli_json("report", "reported") == []
     gone = iris.cli("result", told["id"])
     assert gone.returncode == 1 and "no tell with id" in gone.stderr
-    assert iris.cli_json("tell", "alpha", "still remembers")["text"] == "echo #2: still remembers"
+    assert iris.cli_json("tell", "reported", "still remembers")["text"] == "echo #2: still remembers"
 
 
-def test_watch_follows_tells_live(iris: Iris) -> None:
-    iris.add_team("alpha")
-    iris.start()
-    with iris.watch("alpha") as watcher:
-        told = iris.cli_json("tell", "alpha", "@chunks:3 watch this")
+def test_watch_follows_tells_live(shared: Iris) -> None:
+    iris = shared
+    logged = len(iris.log())
+    with iris.watch("watched") as watcher:
+        told = iris.cli_json("tell", "watched", "@chunks:3 watch this")
         watcher.until(lambda e: e.get("status") == "completed", what="the tell's end")
         events = watcher.seen[1:]
     states = [e["status"] for e in events if e["type"] == "tell_state"]
@@ -158,8 +174,8 @@ def test_watch_follows_tells_live(iris: Iris) -> None:
     assert processes[:1] == ["spawning"] and "processing" in processes  # the pair's claude, as it changed
     assert all(e["tell_id"] == told["id"] for e in events if e["type"] != "process_state")
     assert "".join(e["text"] for e in events if e["type"] == "tell_text") == "echo #1: watch this"
-    iris.cli_json("tell", "alpha", "after the watcher left")  # its events meet a closed socket
-    assert "request failed" not in iris.log()  # a watcher leaving is no failure
+    iris.cli_json("tell", "watched", "after the watcher left")  # its events meet a closed socket
+    assert "request failed" not in iris.log()[logged:]  # a watcher leaving is no failure
 
 
 def test_a_watcher_is_told_when_irisd_stops(iris: Iris) -> None:
