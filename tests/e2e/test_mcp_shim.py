@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -25,7 +24,7 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from harness import Iris, started, wait_until
+from harness import Iris, echoed, started, wait_until
 from iris_cli.daemon_control import Layout, read_pid_file, stop_pid
 from protocol.messages import (
     UNFINISHED_TELL_STATUSES,
@@ -92,16 +91,6 @@ def two_teams(iris: Iris) -> tuple[Path, Path]:
 def folders(iris: Iris) -> tuple[Path, Path]:
     """The folders of the shared daemon's two teams, alpha and beta."""
     return Path(iris.teams["alpha"]["path"]), Path(iris.teams["beta"]["path"])
-
-
-ECHO = re.compile(r"echo #(\d+): (.*)", re.DOTALL)
-
-
-def echoed(text: str) -> tuple[int, str]:
-    """The turn and the words of the scripted model's ``echo #N: words``."""
-    match = ECHO.fullmatch(text)
-    assert match is not None, text
-    return int(match[1]), match[2]
 
 
 def leftovers(iris: Iris) -> list[str]:
