@@ -8,6 +8,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -374,6 +375,17 @@ async def wait_until(condition: Callable[..., Any], *, every: float) -> Any:
         if value:
             return value
         await trio.sleep(every)
+
+
+ECHO = re.compile(r"echo #(\d+): (.*)", re.DOTALL)
+
+
+def echoed(text: str) -> tuple[int, str]:
+    """The turn and the words of the scripted model's ``echo #N: words``. A warm pair that
+    tests share goes on counting from test to test: compare turns, do not fix them."""
+    match = ECHO.fullmatch(text)
+    assert match is not None, text
+    return int(match[1]), match[2]
 
 
 def transcript_file(iris: Iris, folder: Path, session_id: str) -> Path:

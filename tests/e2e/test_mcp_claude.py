@@ -7,16 +7,23 @@ tool error), so each answer shows what travelled back through every hop.
 
 Needs the daemon side: irisd gives each claude child ``--mcp-config`` with
 ``iris mcp --team <team>``, ``IRIS_PARENT_PAIR`` and permission for the iris tools.
+
+The tests that go through alpha, beta and gamma share one daemon and its warm pairs
+(each checks its own tells, by the chain its outer tell started); the hop-limit test
+has a daemon of its own (its own setting, every stored tell counted).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from harness import Iris, wait_for
+from harness import Iris, echoed, started, wait_for
 from protocol.messages import Report, ReportReply, TellInfo
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
@@ -56,36 +63,38 @@ def latest(iris: Iris, from_team: str, to_team: str) -> TellInfo:
     return report.tells[0]
 
 
-def three_teams(iris: Iris) -> None:
-    for name in ("alpha", "beta", "gamma"):
-        iris.add_team(name)
-    iris.start()
+@pytest.fixture(scope="module")
+def three_teams(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    """One daemon with alpha, beta and gamma, for the tests that only tell."""
+    with started(tmp_path_factory.mktemp("mcp-claude"), model_url=model.base_url, claude=claude_bin,
+                 teams={"alpha": {}, "beta": {}, "gamma": {}}) as iris:
+        yield iris
 
 
-def test_a_team_asks_another_through_the_shim(iris: Iris) -> None:
-    three_teams(iris)
+def test_a_team_asks_another_through_the_shim(three_teams: Iris) -> None:
+    iris = three_teams
     answer = tell(iris, "alpha", ask("beta", "ping"))
     assert answer["status"] == "completed", answer
-    assert unwrap(answer["text"]) == "echo #1: ping"
+    assert echoed(unwrap(answer["text"]))[1] == "ping"
 
     asked = latest(iris, "alpha", "beta")  # the shim spoke as alpha, linked to the outer tell
     assert asked.message == "ping" and asked.status == "completed"
     assert (asked.chain_id, asked.hops) == (answer["id"], 1)
 
 
-def test_nested_tells_go_two_hops_deep(iris: Iris) -> None:
-    three_teams(iris)
+def test_nested_tells_go_two_hops_deep(three_teams: Iris) -> None:
+    iris = three_teams
     answer = tell(iris, "alpha", ask("beta", ask("gamma", "deep")))
     assert answer["status"] == "completed", answer
-    assert unwrap(unwrap(answer["text"])) == "echo #1: deep"
+    assert echoed(unwrap(unwrap(answer["text"])))[1] == "deep"
 
     innermost = latest(iris, "beta", "gamma")
     assert innermost.message == "deep"
     assert (innermost.chain_id, innermost.hops) == (answer["id"], 2)
 
 
-def test_the_loop_guard_refuses_a_tell_back_to_a_waiting_team(iris: Iris) -> None:
-    three_teams(iris)
+def test_the_loop_guard_refuses_a_tell_back_to_a_waiting_team(three_teams: Iris) -> None:
+    iris = three_teams
     answer = tell(iris, "alpha", ask("beta", ask("alpha", "are you there?")))
     assert answer["status"] == "completed", answer  # alpha still answers, from what it knows
     from_beta = unwrap(answer["text"])  # beta's answer: its tell to alpha was refused

@@ -1,4 +1,8 @@
-"""``iris mcp install|uninstall``: the shim registered with the real Claude Code CLI."""
+"""``iris mcp install|uninstall``: the shim registered with the real Claude Code CLI.
+
+The tests that register it at user scope share one daemon (teams alpha and backend) and
+one claude configuration, which each leaves as it found it: nothing registered, its
+``settings.json`` as it was. The project-scope test needs no daemon."""
 
 from __future__ import annotations
 
@@ -7,11 +11,13 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from harness import Iris
+from harness import Iris, started
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
@@ -51,9 +57,39 @@ def test_project_scope_writes_and_cleans_the_projects_mcp_json(iris: Iris) -> No
     assert not config.exists()  # it only ever held Iris
 
 
-def test_user_scope_goes_through_claude_which_can_start_the_shim(iris: Iris, claude_bin: Path) -> None:
-    iris.add_team("alpha")
-    iris.start()
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    with started(tmp_path_factory.mktemp("mcp-install"), model_url=model.base_url, claude=claude_bin,
+                 teams={"alpha": {}, "backend": {}}) as iris:
+        yield iris
+
+
+def registered(iris: Iris) -> bool:
+    """Whether claude's user scope ($CLAUDE_CONFIG_DIR/.claude.json) holds the shim."""
+    state = iris.claude_config / ".claude.json"
+    return state.exists() and "iris" in json.loads(state.read_text()).get("mcpServers", {})
+
+
+@pytest.fixture
+def shared(daemon: Iris, claude_bin: Path) -> Iterator[Iris]:
+    """The module's daemon; after the test, the shim unregistered and claude's settings
+    as they were (a test that fails half-way leaves the next one a clean start)."""
+    settings = daemon.claude_config / "settings.json"
+    before = settings.read_text() if settings.exists() else None
+    try:
+        yield daemon
+    finally:
+        if registered(daemon):
+            daemon.cli("mcp", "uninstall", "--claude", str(claude_bin))
+        if before is None:
+            settings.unlink(missing_ok=True)
+        else:
+            settings.write_text(before)
+
+
+def test_user_scope_goes_through_claude_which_can_start_the_shim(shared: Iris, claude_bin: Path) -> None:
+    iris = shared
+    assert not registered(iris)
     installed = iris.cli("mcp", "install", "--claude", str(claude_bin))
     assert installed.returncode == 0, installed.stderr
     assert iris.cli("mcp", "install", "--claude", str(claude_bin)).returncode == 0  # replaces
@@ -69,15 +105,14 @@ def test_user_scope_goes_through_claude_which_can_start_the_shim(iris: Iris, cla
     removed = iris.cli("mcp", "uninstall", "--claude", str(claude_bin))
     assert removed.returncode == 0 and "removed 'iris'" in removed.stdout
     again = iris.cli("mcp", "uninstall", "--claude", str(claude_bin))
-    assert again.returncode == 0 and "nothing to remove" in again.stdout
+    assert again.returncode == 0 and "nothing to remove" in again.stdout and not registered(iris)
 
     missing = iris.cli("mcp", "install", "--claude", str(iris.root / "no-claude"))
     assert missing.returncode == 1 and "--scope project" in missing.stderr
 
 
-def test_headless_claude_can_use_the_iris_tools_once_allowed(iris: Iris, claude_bin: Path) -> None:
-    iris.add_team("alpha")
-    iris.start()
+def test_headless_claude_can_use_the_iris_tools_once_allowed(shared: Iris, claude_bin: Path) -> None:
+    iris = shared
     asked = "@tool:mcp__iris__team_teams {}"
 
     def headless() -> str:
@@ -102,7 +137,7 @@ def test_headless_claude_can_use_the_iris_tools_once_allowed(iris: Iris, claude_
     assert not (iris.root / ".claude").exists()  # nothing written into a project folder
 
 
-def test_the_readmes_headless_command_works_as_written(iris: Iris, claude_bin: Path) -> None:
+def test_the_readmes_headless_command_works_as_written(shared: Iris, claude_bin: Path) -> None:
     # The README's per-run recipe, taken from README.md itself: its words in its order, the
     # placeholder prompt ("ask backend ...") made one the scripted model acts on.
     readme = (Path(__file__).parents[2] / "README.md").read_text()
@@ -111,8 +146,7 @@ def test_the_readmes_headless_command_works_as_written(iris: Iris, claude_bin: P
     (placeholder,) = [i for i, word in enumerate(argv) if word.endswith("...")]
     argv[placeholder] = "@tool:mcp__iris__team_tell " + json.dumps({"toTeam": "backend", "message": "hi"})
     argv[0] = str(claude_bin)
-    iris.add_team("backend")
-    iris.start()
+    iris = shared
     assert iris.cli("mcp", "install", "--claude", str(claude_bin)).returncode == 0  # no --allow-tools
     ran = subprocess.run(argv, env=iris.env, cwd=iris.root, capture_output=True, text=True, timeout=180)
     assert ran.returncode == 0, ran.stdout + ran.stderr

@@ -1,5 +1,10 @@
 """``iris mcp`` driven by the MCP SDK's own client over stdio, as Claude Code drives it:
-a real shim subprocess, a real irisd, the real claude against the scripted model."""
+a real shim subprocess, a real irisd, the real claude against the scripted model.
+
+One daemon (teams alpha and beta) serves the tests that leave it as they found it; its
+pairs stay warm from test to test, so the tests compare turn numbers, never fix them.
+The tests that need an irisd of their own (other teams, a cold pair, one they start,
+stop or restart) keep the ``iris`` fixture."""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,9 +24,21 @@ import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from harness import Iris, wait_until
+from harness import Iris, echoed, started, wait_until
 from iris_cli.daemon_control import Layout, read_pid_file, stop_pid
-from protocol.messages import GetTell, Report, ReportReply, TellReply
+from protocol.messages import (
+    UNFINISHED_TELL_STATUSES,
+    ApprovalsReply,
+    CancelTell,
+    Decide,
+    GetTell,
+    ListApprovals,
+    ListTells,
+    Report,
+    ReportReply,
+    TellReply,
+)
+from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
@@ -63,16 +80,51 @@ async def call(client: Client, tool: str, **arguments: Any) -> tuple[str, dict[s
     return content.text, result.structured_content, result.is_error
 
 
+TEAMS = {"alpha": {"description": "The web app"}, "beta": {"description": "The API"}}
+
+
 def two_teams(iris: Iris) -> tuple[Path, Path]:
-    alpha = iris.add_team("alpha", description="The web app")
-    beta = iris.add_team("beta", description="The API")
+    alpha, beta = (iris.add_team(name, **options) for name, options in TEAMS.items())
     return alpha, beta
 
 
-async def test_initialize_and_list_the_tools(iris: Iris) -> None:
-    two_teams(iris)
-    iris.start()
-    async with shim(iris) as client:
+def folders(iris: Iris) -> tuple[Path, Path]:
+    """The folders of the shared daemon's two teams, alpha and beta."""
+    return Path(iris.teams["alpha"]["path"]), Path(iris.teams["beta"]["path"])
+
+
+def leftovers(iris: Iris) -> list[str]:
+    """What a test left unfinished on the shared daemon (a tell not finished, an approval
+    pending), cancelled or denied here so that the next test is not queued behind it."""
+    tells = iris.request(ListTells(limit=200))
+    approvals = iris.request(ListApprovals())
+    assert isinstance(tells, ReportReply) and isinstance(approvals, ApprovalsReply)
+    left = [f"tell {t.id} ({t.status}): {t.message}" for t in tells.tells if t.status in UNFINISHED_TELL_STATUSES]
+    left += [f"approval {a.id} of {a.tool_name}" for a in approvals.approvals]
+    for approval in approvals.approvals:
+        iris.request(Decide(approval_id=approval.id, allow=False, reason="left by a test"))
+    for tell in tells.tells:
+        if tell.status in UNFINISHED_TELL_STATUSES:
+            iris.request(CancelTell(tell_id=tell.id))
+    return left
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
+    with started(tmp_path_factory.mktemp("shim"), model_url=model.base_url, claude=claude_bin, teams=TEAMS) as iris:
+        yield iris
+
+
+@pytest.fixture
+def shared(daemon: Iris) -> Iterator[Iris]:
+    """The module's daemon, for a test that must leave nothing unfinished on it."""
+    yield daemon
+    left = leftovers(daemon)
+    assert not left, f"the test left this unfinished on the shared daemon: {left}"
+
+
+async def test_initialize_and_list_the_tools(shared: Iris) -> None:
+    async with shim(shared) as client:
         assert client.server_info is not None and client.server_info.name == "iris"
         assert "team_tell" in (client.instructions or "")
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -83,10 +135,8 @@ async def test_initialize_and_list_the_tools(iris: Iris) -> None:
     assert tools["team_teams"].annotations is not None and tools["team_teams"].annotations.read_only_hint
 
 
-async def test_the_newer_protocol_era_works_too(iris: Iris) -> None:
-    two_teams(iris)
-    iris.start()
-    async with shim(iris, mode="auto") as client:
+async def test_the_newer_protocol_era_works_too(shared: Iris) -> None:
+    async with shim(shared, mode="auto") as client:
         assert len((await client.list_tools()).tools) == len(TOOL_NAMES)
         _text, data, is_error = await call(client, "team_teams")
     assert not is_error and [t["name"] for t in data["teams"]] == ["alpha", "beta"]
@@ -112,24 +162,24 @@ async def test_identity_comes_from_the_folder_or_the_team_option(iris: Iris) -> 
         assert (data["team"], data["source"]) == (team, source), cwd
 
 
-async def test_tell_result_and_timeouts(iris: Iris) -> None:
-    alpha, _ = two_teams(iris)
-    iris.start()
-    async with shim(iris, cwd=alpha) as client:
+async def test_tell_result_and_timeouts(shared: Iris) -> None:
+    alpha, _ = folders(shared)
+    async with shim(shared, cwd=alpha) as client:
         text, data, is_error = await call(client, "team_tell", toTeam="beta", message="hello")
-        assert (text, is_error) == ("echo #1: hello", False)
+        turn, words = echoed(text)
+        assert (words, is_error) == ("hello", False)
         assert (data["from_team"], data["to_team"], data["status"]) == ("alpha", "beta", "completed")
-        first = data["id"]
+        first, said = data["id"], text
 
         # fromTeam may repeat who we are; the same pair's conversation goes on.
         text, _, _ = await call(client, "team_tell", toTeam="beta", message="again", fromTeam="alpha")
-        assert text == "echo #2: again"
+        assert text == f"echo #{turn + 1}: again"
 
         # -1: the id at once; the answer later.
         text, data, is_error = await call(client, "team_tell", toTeam="beta", message="later", timeout=-1)
         assert not is_error and data["status"] == "in_progress" and "team_result" in text
         text, data, _ = await call(client, "team_result", tellId=data["id"], wait=30_000)
-        assert (text, data["status"]) == ("echo #3: later", "completed")
+        assert (text, data["status"]) == (f"echo #{turn + 2}: later", "completed")
 
         # N ms: the answer so far, then the rest with team_result.
         slow = "@chunks:8 @slow:500 one two three four five six seven eight"
@@ -137,10 +187,10 @@ async def test_tell_result_and_timeouts(iris: Iris) -> None:
         assert not is_error and data["status"] == "in_progress"
         assert f'team_result {{"tellId": "{data["id"]}"}}' in text
         text, data, _ = await call(client, "team_result", tellId=data["id"], wait=60_000)
-        assert data["status"] == "completed" and text == "echo #4: one two three four five six seven eight"
+        assert data["status"] == "completed" and text == f"echo #{turn + 3}: one two three four five six seven eight"
 
         text, data, _ = await call(client, "team_result", tellId=first)
-        assert text == "echo #1: hello"
+        assert text == said
 
 
 # Claude Code 2.1.330 speaks the 2026-07-28 era ("auto" negotiates it); older clients the
@@ -149,21 +199,20 @@ ERAS = pytest.mark.parametrize("mode", ["auto", "legacy"])
 
 
 @ERAS
-async def test_progress_notifications_carry_the_streamed_text(iris: Iris, mode: str) -> None:
-    alpha, _ = two_teams(iris)
-    iris.start()
+async def test_progress_notifications_carry_the_streamed_text(shared: Iris, mode: str) -> None:
+    alpha, _ = folders(shared)
     seen: list[tuple[float, float, str]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((trio.current_time(), progress, message or ""))
 
-    async with shim(iris, cwd=alpha, mode=mode) as client:
+    async with shim(shared, cwd=alpha, mode=mode) as client:
         arguments = {"toTeam": "beta", "message": "@chunks:5 @slow:600 one two three four five"}  # batches: 0.25 s+
         result = await client.call_tool("team_tell", arguments, progress_callback=on_progress)
         answered = trio.current_time()
     assert not result.is_error
     final = result.structured_content["text"]
-    assert final == "echo #1: one two three four five"
+    assert echoed(final)[1] == "one two three four five"
     progress = [p for _, p, _ in seen]
     assert progress == sorted(set(progress))  # strictly increasing
     texts = [m for _, _, m in seen if m.startswith("echo")]
@@ -174,9 +223,9 @@ async def test_progress_notifications_carry_the_streamed_text(iris: Iris, mode: 
 
 
 @ERAS
-async def test_cancelling_the_call_interrupts_the_tell(iris: Iris, mode: str) -> None:
-    alpha, _ = two_teams(iris)
-    iris.start()
+async def test_cancelling_the_call_interrupts_the_tell(shared: Iris, mode: str) -> None:
+    iris = shared
+    alpha, _ = folders(iris)
     working = trio.Event()
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -218,12 +267,12 @@ async def test_cancelling_the_call_interrupts_the_tell(iris: Iris, mode: str) ->
 
 
 @ERAS
-async def test_a_call_without_a_progress_token_cancelled_cancels_its_tell_too(iris: Iris, mode: str) -> None:
+async def test_a_call_without_a_progress_token_cancelled_cancels_its_tell_too(shared: Iris, mode: str) -> None:
     """A client that asks no progress gets no events of its tell but the one that names it
     (``Tell.announce``): its cancelled call still interrupts the tell. In the 2026-07-28 era
     ("auto": the client discovers first) the call takes ``iris mcp``'s fast path."""
-    alpha, _ = two_teams(iris)
-    iris.start()
+    iris = shared
+    alpha, _ = folders(iris)
 
     def running() -> str | None:
         report = iris.request(Report(to_team="beta", from_team="alpha"))
@@ -295,9 +344,9 @@ async def test_pairs_reports_transcripts_and_commands(iris: Iris) -> None:
         assert not is_error and data["notification"]["status"] in ("pending", "delivering", "delivered")
 
 
-async def test_errors_are_tool_errors_that_say_what_to_do(iris: Iris) -> None:
-    alpha, _ = two_teams(iris)
-    iris.start()
+async def test_errors_are_tool_errors_that_say_what_to_do(shared: Iris) -> None:
+    iris = shared
+    alpha, _ = folders(iris)
     async with shim(iris, cwd=alpha) as client:
         text, data, is_error = await call(client, "team_tell", toTeam="bakend", message="hi")
         assert is_error and "team 'bakend' is not configured; known teams: alpha, beta" in text
@@ -362,9 +411,8 @@ async def test_a_daemon_restart_between_calls_is_invisible(iris: Iris) -> None:
         assert (text, is_error) == ("echo #1: still there", False)
 
 
-def test_stdout_carries_nothing_but_json_rpc(iris: Iris) -> None:
-    two_teams(iris)
-    iris.start()
+def test_stdout_carries_nothing_but_json_rpc(shared: Iris) -> None:
+    iris = shared
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -396,12 +444,12 @@ def test_stdout_carries_nothing_but_json_rpc(iris: Iris) -> None:
     assert "iris.mcp" in log.read_text()  # the logs went to stderr
 
 
-async def test_the_person_at_another_claude_code_decides_approvals(iris: Iris) -> None:
-    alpha, beta = two_teams(iris)
-    iris.start()
+async def test_the_person_at_another_claude_code_decides_approvals(shared: Iris) -> None:
+    iris = shared
+    alpha, beta = folders(iris)
     from protocol.messages import GetTell, Tell
 
-    asked = iris.request(Tell(to_team="beta", message='@tool:Bash {"command": "echo hi > made.txt"}', timeout_ms=-1))
+    asked = iris.request(Tell(to_team="beta", message='@tool:Bash {"command": "echo hi > allowed.txt"}', timeout_ms=-1))
     async with shim(iris, cwd=alpha) as client:
         for _ in range(600):
             text, data, is_error = await call(client, "team_approvals")
@@ -409,22 +457,22 @@ async def test_the_person_at_another_claude_code_decides_approvals(iris: Iris) -
                 break
             await trio.sleep(0.1)
         (approval,) = data["approvals"]
-        assert not is_error and "$ echo hi > made.txt" in text and approval["tool_name"] == "Bash"
+        assert not is_error and "$ echo hi > allowed.txt" in text and approval["tool_name"] == "Bash"
         text, data, is_error = await call(client, "team_approve", approvalId=approval["id"])
         assert not is_error and data["approval"]["status"] == "allowed"
         assert data["approval"]["decided_by"] == "alpha (Claude Code)"
         text, _, is_error = await call(client, "team_deny", approvalId=approval["id"])
         assert is_error and "already allowed" in text
     done = iris.request(GetTell(tell_id=asked.tell.id, wait_ms=60_000))
-    assert done.tell.status == "completed" and (beta / "made.txt").exists()
+    assert done.tell.status == "completed" and (beta / "allowed.txt").exists()
 
 
-async def test_a_tell_queued_behind_an_approval_asks_the_calling_model_to_get_it_decided(iris: Iris) -> None:
-    _, beta = two_teams(iris)
-    iris.start()
+async def test_a_tell_queued_behind_an_approval_asks_the_calling_model_to_get_it_decided(shared: Iris) -> None:
+    iris = shared
+    _, beta = folders(iris)
     from protocol.messages import Tell
 
-    asked = iris.request(Tell(to_team="beta", message='@tool:Bash {"command": "echo hi > made.txt"}', timeout_ms=-1))
+    asked = iris.request(Tell(to_team="beta", message='@tool:Bash {"command": "echo hi > ahead.txt"}', timeout_ms=-1))
     approval = iris.wait_for_approval(120)["id"]
     seen: list[str] = []
 
@@ -436,13 +484,13 @@ async def test_a_tell_queued_behind_an_approval_asks_the_calling_model_to_get_it
         result = await client.call_tool("team_tell", arguments, progress_callback=on_progress)
     (content,) = result.content
     assert isinstance(content, types.TextContent) and not result.is_error
-    behind = f"queued behind 1 tell; tell {asked.tell.id[:10]} ahead awaits your approval of Bash `echo hi > made.txt`"
+    behind = f"queued behind 1 tell; tell {asked.tell.id[:10]} ahead awaits your approval of Bash `echo hi > ahead.txt`"
     assert behind in content.text and f"run 'iris approve {approval[:10]}'" in content.text, content.text
     assert f"ask your person to run `iris approve {approval}`" in content.text
     assert any(behind in message and "ask your person" in message for message in seen), seen
     assert iris.cli("approve", approval).returncode == 0
     assert iris.cli_json("result", result.structured_content["id"], "--wait", "60000")["status"] == "completed"
-    assert (beta / "made.txt").exists()
+    assert (beta / "ahead.txt").exists()
 
 
 ENVELOPE = {
@@ -458,11 +506,11 @@ def imported_modules(stderr: str) -> set[str]:
     return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
 
 
-def test_a_session_of_the_newer_era_never_loads_the_sdk(iris: Iris) -> None:
+def test_a_session_of_the_newer_era_never_loads_the_sdk(shared: Iris) -> None:
     """What Claude Code 2.1.330 sends (discover, list, a call with progress, a cancelled
     call) answered by ``iris mcp`` without importing the MCP SDK or pydantic."""
-    alpha, _ = two_teams(iris)
-    iris.start()
+    iris = shared
+    alpha, _ = folders(iris)
     log = iris.root / "lean-shim.log"
     env = {**iris.env, "PYTHONPROFILEIMPORTTIME": "1"}
 
@@ -511,19 +559,20 @@ def test_a_session_of_the_newer_era_never_loads_the_sdk(iris: Iris) -> None:
                 process.kill()
     assert discovered["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "iris"
     assert {tool["name"] for tool in listed["result"]["tools"]} == TOOL_NAMES
-    assert answered["result"]["structuredContent"]["text"] == "echo #1: one two three"
+    assert echoed(answered["result"]["structuredContent"]["text"])[1] == "one two three"
     assert progress and all(line["params"]["progressToken"] == 3 for line in progress)
     assert all(line.get("id") != 4 for line in after)  # the cancelled call is not answered
     report = iris.request(Report(to_team="beta", from_team="alpha"))
     assert isinstance(report, ReportReply) and report.tells[0].status in ("interrupted", "running")
+    ended = iris.request(GetTell(tell_id=report.tells[0].id, wait_ms=30_000))  # its interrupt may take a moment
+    assert isinstance(ended, TellReply) and ended.tell.status == "interrupted", ended
     loaded = imported_modules(log.read_text())
     assert "iris_mcp.fastpath" in loaded  # the report is there
     assert not [m for m in loaded if m.startswith(SDK_MODULES)], sorted(m for m in loaded if m.startswith(SDK_MODULES))
 
 
-def test_an_initialize_first_loads_the_sdk_and_it_serves_the_session(iris: Iris) -> None:
-    two_teams(iris)
-    iris.start()
+def test_an_initialize_first_loads_the_sdk_and_it_serves_the_session(shared: Iris) -> None:
+    iris = shared
     log = iris.root / "sdk-shim.log"
     requests = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
