@@ -21,7 +21,7 @@ from typing import Any
 import apsw
 import pytest
 
-from harness import Iris, started, wait_for
+from harness import Iris, echoed, started, wait_for
 from protocol.messages import CancelTell, GetPair, GetTell, Tell
 from scripted_model import ScriptedModel
 
@@ -39,9 +39,7 @@ def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claud
 
 def turn(answer: dict[str, Any]) -> int:
     """The turn number of the scripted model's echo: ``echo #N: ...``."""
-    found = re.match(r"echo #(\d+): ", answer["text"])
-    assert found, answer
-    return int(found.group(1))
+    return echoed(answer["text"])[0]
 
 
 def test_caller_timeout_returns_the_partial_answer_and_result_fetches_the_rest(shared: Iris) -> None:
