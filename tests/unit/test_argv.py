@@ -23,6 +23,8 @@ def test_a_plain_form_gives_its_runner_the_arguments_given() -> None:
         "tell", {"team": "alpha", "message": "hi", "as_json": True})
     assert plain_form(["tell", "alpha", "hi", "--timeout", "-1", "--from", "beta"]) == (
         "tell", {"team": "alpha", "message": "hi", "timeout": -1, "from_team": "beta"})
+    assert plain_form(["tell", "alpha", "hi", "--thread", "auth-refactor"]) == (
+        "tell", {"team": "alpha", "message": "hi", "thread": "auth-refactor"})
     assert plain_form(["approve", "ap-1", "--remember"]) == ("approve", {"approval_id": "ap-1", "remember": True})
     assert plain_form(["deny", "ap-1", "--reason", "not now"]) == (
         "deny", {"approval_id": "ap-1", "reason": "not now"})
@@ -35,7 +37,7 @@ def test_a_plain_form_gives_its_runner_the_arguments_given() -> None:
     ["dashboard"],  # not a command with a plain form
     ["tell", "alpha,beta", "hi"],  # several teams: Typer's (iris_cli.commands.fanout)
     ["tell", "alpha", "-"],  # standard input
-    ["tell", "alpha", "hi", "--persist"], ["tell", "alpha", "hi", "--thread", "t"],  # options of Typer's only
+    ["tell", "alpha", "hi", "--persist"], ["tell", "alpha", "hi", "--max-budget-usd", "1"],  # Typer's only
     ["tell", "alpha", "hi", "--timeout", "--json"],  # --timeout forgot its value
     ["report"],  # TEAM missing: Typer's usage error names it
     ["report", "alpha", "beta"],  # one argument too many
