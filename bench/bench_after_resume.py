@@ -98,6 +98,8 @@ def main() -> None:
                         help="the same tells back to back on claudes that stay up (no sleep, no restart)")
     parser.add_argument("--kept", action="store_true",
                         help="the protocol client keeps one connection for all its tells (as 'iris mcp' does)")
+    parser.add_argument("--pause", type=float, default=0.0,
+                        help="milliseconds between one tell's answer and the next tell (untimed), on every side")
     parser.add_argument("--baseline", help="also an irisd of this git revision (its own claude), e.g. main")
     args = parser.parse_args()
     header("1b. warm tells soon after a resume: through irisd vs straight to claude")
@@ -137,6 +139,7 @@ def main() -> None:
                 request(daemon, Sleep(to_team="alpha"))
             cold[side].append(timed(tell, f"resumed {round_}"))
             for k in range(args.after):
+                time.sleep(args.pause / 1000)
                 warm[side][k].append(timed(tell, f"round {round_}, tell {k}"))
 
         def through_irisd(round_: int) -> None:
@@ -154,6 +157,7 @@ def main() -> None:
                 resumed.turn(f"resumed {round_}")
                 cold["direct"].append(time.perf_counter() - started)
                 for k in range(args.after):
+                    time.sleep(args.pause / 1000)
                     warm["direct"][k].append(timed(resumed.turn, f"round {round_}, tell {k}"))
             finally:
                 if args.no_resume:

@@ -97,6 +97,11 @@ class Pair:
         self.parked = Parked(self.label)  # requests the machine answers later
         # What the database refused (a full disk...): retried by the actor's timer.
         self.writes = PendingWrites(store, owner=self.label)
+        # Whether the stored state says a claude runs (idle or processing; else "stopped"):
+        # what a start after a crash resets (core.reconcile). Only its changes are written,
+        # not each idle <-> processing of a turn: listings show the live state
+        # (irisd/pairs.py), and a second commit at the end of every tell held up the next.
+        self._stored_running = False
         self.desk = ApprovalDesk(
             from_team=from_team, to_team=team.name, mode=team.permissions, store=store, hub=hub,
             timeout_s=config.settings.approval_timeout / 1000, writes=self.writes,
@@ -410,8 +415,10 @@ class Pair:
                         self.slots.pair_changed()
                     if self.hub is not None:
                         self.hub.publish(ProcessEvent(process=self.statistics()), self.from_team, self.team.name)
-                    await self.writes.save("state", partial(sessions.set_process_state, thread=self.thread),
-                                           self.from_team, self.team.name, state)
+                    if (running := state in ("idle", "processing")) != self._stored_running:
+                        self._stored_running = running
+                        await self.writes.save("state", partial(sessions.set_process_state, thread=self.thread),
+                                               self.from_team, self.team.name, state if running else "stopped")
                 case pm.RequestSlot() | pm.ProbeSession() | pm.Spawn():
                     assert self._nursery is not None
                     self.spawner.start(action, self._nursery, lambda: (self.team, self.launcher))

@@ -19,9 +19,9 @@ from fakes.child import child_got_turn as child
 from fakes.core import no_events, running_core, teams_config
 from irisd.caller import Caller
 from irisd.dispatch import Dispatcher
-from irisd.store import lines, tells
+from irisd.store import lines, sessions, tells
 from irisd.tell.transcript import SAVE_AFTER_S, Inits, TurnLines, not_stored
-from protocol.messages import Event, ReadTranscript, Tell, TellReply, TranscriptPage, TranscriptReply
+from protocol.messages import Event, ReadTranscript, Sleep, Tell, TellReply, TranscriptPage, TranscriptReply
 
 INIT = {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "tools": ["Bash"] * 200}
 
@@ -217,9 +217,10 @@ async def test_a_running_tell_read_in_pages_while_it_writes_shows_each_line_once
 async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_in_one_transaction(
     core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """On an idle claude: the tell's row, then its turn to claude, then the pair's state and
-    the tell's start in one commit; at the result, the exchange, the transcript and the end
-    in one commit, then the pair's state (7 commits a tell before, 3 of them ahead of the turn)."""
+    """On an idle claude: the tell's row, then its turn to claude, then the tell's start in
+    one commit; at the result, the exchange, the transcript and the end in one commit (7
+    commits a tell before, 3 of them ahead of the turn; then 4, the pair's idle <-> processing
+    each its own at the end). The stored pair state changes only as its claude starts and stops."""
     happened: list[str] = []
 
     def committing() -> bool:
@@ -256,8 +257,13 @@ async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_i
         assert happened == []  # nothing written during the turn
         await claude.result("the second answer")
     await trio.testing.wait_all_tasks_blocked()
-    assert happened == ["reply completed", "commit", "commit"]
+    assert happened == ["reply completed", "commit"]
     row = await core.store.call(tells.get, replies[-1].tell.id)
+    (pair,) = await core.store.call(sessions.list_all)
+    assert pair.process_state != "stopped"  # a claude runs: a start after a crash resets it
+    await core.pairs.sleep(Sleep(to_team="alpha"))
+    (pair,) = await core.store.call(sessions.list_all)
+    assert pair.process_state == "stopped"
     assert row is not None and row.status == "completed" and row.text == "the second answer"
     assert stored(core, row.id) == ["system", "assistant", "result"]
 
