@@ -193,8 +193,9 @@ class Pair:
         )
 
     def find(self, tell_id: str) -> ActiveTell | None:
-        """An unfinished tell of this pair (its handle: wait on it, read its info)."""
-        return self.tells.get(tell_id)
+        """An unfinished tell of this pair, or one whose end is not written yet (its
+        handle: wait on it, read its info)."""
+        return self.tells.find(tell_id)
 
     def refresh_phases(self) -> None:
         """Tell the queued tells what they wait for. Called whenever that may change (after

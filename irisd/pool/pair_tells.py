@@ -50,6 +50,10 @@ from protocol.messages import TellNotice, TellPhase
 
 log = logging.getLogger("irisd.pair")
 
+# How long a tell's end may wait to be written with the start of a tell sent right after
+# its answer (a client's round trip is well under this); then it is written alone.
+HOLD_END_S = 0.01
+
 Run = Callable[[list[Action]], Awaitable[None]]  # carries out the process machine's actions
 Send = Callable[[bytes], Awaitable[None]]  # writes to the child's stdin (if there is one)
 NewCompaction = Callable[[], ActiveTell]  # a compaction tell for the pair (``/compact``, kind ``compaction``)
@@ -88,6 +92,7 @@ class PairTells:
         self._run, self._send = run, send
         self.compacting = compacting or Compacting()
         self.by_id: dict[str, ActiveTell] = {}  # in arrival order
+        self.ending: dict[str, ActiveTell] = {}  # ended, the end held to go with the next tell's start
         self.inits = Inits()  # the init lines of the pair's claude: only a new one is stored
         self.spent_usd = 0.0  # what the pair's tells have cost, all time (the actor reads the ledger)
         self.last_used_at: float | None = None  # wall clock, for people: when a tell last ended
@@ -99,6 +104,10 @@ class PairTells:
 
     def get(self, tell_id: str | None) -> ActiveTell | None:
         return self.by_id.get(tell_id or "")
+
+    def find(self, tell_id: str) -> ActiveTell | None:
+        """A tell of this pair that is not finished, or whose end is not written yet."""
+        return self.by_id.get(tell_id) or self.ending.get(tell_id)
 
     def queued(self) -> list[ActiveTell]:
         return [tell for tell in self.by_id.values() if tell.machine.status == "queued"]
@@ -217,7 +226,7 @@ class PairTells:
                     await self.writes.save(None, self._turn, self.from_team, self.to_team, time.time(),
                                            size.tokens if size else None, size.window if size else None)
                     await self._compact_if_due(tell, size)
-                    await self.apply(tell, actions)
+                    await self.apply(tell, actions, hold_end_s=HOLD_END_S)
             return
         await self.apply(tell, actions)
 
@@ -282,8 +291,9 @@ class PairTells:
 
     # --- carrying out a tell machine's actions, and the end -----------------------------------
 
-    async def apply(self, tell: ActiveTell, actions: list[tell_machine.Action]) -> None:
-        """Carry out a tell machine's actions, then save the tell (and end it, if final)."""
+    async def apply(self, tell: ActiveTell, actions: list[tell_machine.Action], *, hold_end_s: float = 0.0) -> None:
+        """Carry out a tell machine's actions, then save the tell (and end it, if final;
+        ``hold_end_s``: its end held for the next tell's start, ``save_tell``)."""
         for action in actions:
             match action:
                 case tell_machine.ReplyToCaller():
@@ -293,7 +303,7 @@ class PairTells:
                 case tell_machine.SendInterrupt():
                     if tell.id == self.machine.current:
                         await self._send(interrupt_request(f"interrupt-{tell.id}"))
-        await save_tell(self.store, tell, self.writes)  # where a final tell ends
+        await save_tell(self.store, tell, self.writes, hold_end_s=hold_end_s, ending=self.ending)  # where it ends
         if tell.machine.is_final and self.by_id.pop(tell.id, None) is not None:
             if tell.kind == "compaction":  # done (its boundary line recorded it), or given up
                 await self.writes.save(None, self._status, self.from_team, self.to_team, sessions.ACTIVE)

@@ -304,7 +304,8 @@ class ActiveTell:
 
 
 async def save_tell(
-    store: Store, tell: ActiveTell, writes: PendingWrites | None = None, *, flush: bool = False
+    store: Store, tell: ActiveTell, writes: PendingWrites | None = None, *, flush: bool = False,
+    hold_end_s: float = 0.0, ending: dict[str, ActiveTell] | None = None,
 ) -> None:
     """The one place a tell's change is saved: when its status changed, it ended, its
     unsaved lines are due (``TurnLines``) or ``flush`` says so, its transcript lines are
@@ -313,10 +314,18 @@ async def save_tell(
     change without lines waits for the batch's end, but lines and an end are written
     (with what the batch held) before this returns. The first time it is saved ended, it
     ends: whoever waits on it is woken and its end hook is called (before they run: the
-    hook sees who waited), once the end is written."""
+    hook sees who waited), once the end is written.
+
+    ``hold_end_s`` (inside a batch of ``writes``): its end is held, to be written with the
+    next batch of the pair (a tell sent at once goes to claude first) or that much later
+    (``PendingWrites.hold``); meanwhile it is found in ``ending`` (its lines a reader adds,
+    its state for ``iris result``), and it ends once the end is written."""
     changed = tell.note_status()
+    holding = False
+    taken = 0
     if changed or flush or tell.machine.is_final or tell.transcript.due(trio.current_time()):
         lines = tell.transcript.take()
+        taken = len(lines)
         usage = None
         if tell.machine.result is not None and tell.machine.result.usage is not None:
             usage = msgspec.json.encode(tell.machine.result.usage)
@@ -325,17 +334,36 @@ async def save_tell(
                 if lines:
                     await writes.save(None, tells.append_messages, tell.id, lines)
                 await writes.save(f"tell:{tell.id}", tells.update, tell.info(), usage)
-                if lines or tell.machine.is_final:  # readers and those who act on the end find them stored
-                    await writes.flush()
+                holding = bool(hold_end_s) and tell.machine.is_final and not tell._ended and writes.batching
+                if not holding and (lines or tell.machine.is_final):
+                    await writes.flush()  # readers and those who act on the end find them stored
             else:
                 if lines:
                     await store.call(tells.append_messages, tell.id, lines)
                 await store.call(tells.update, tell.info(), usage)
         finally:
-            tell.transcript.written(len(lines))
+            if not holding:
+                tell.transcript.written(taken)
     if not tell.machine.is_final or tell._ended:
         return
     tell._ended = True
+    if holding and writes is not None:
+        if ending is not None:
+            ending[tell.id] = tell
+
+        async def written() -> None:
+            tell.transcript.written(taken)
+            if ending is not None:
+                ending.pop(tell.id, None)
+            await _ended(tell)
+
+        writes.hold(hold_end_s, written)
+        return
+    await _ended(tell)
+
+
+async def _ended(tell: ActiveTell) -> None:
+    """Its end is written: whoever waits on it is woken, its end hook called."""
     tell.reply_due()
     tell.finished.set()
     if tell.on_end is not None:

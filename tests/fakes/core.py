@@ -56,3 +56,14 @@ async def running_core(
 
 async def no_events(event: Event) -> None:
     """A caller that does not stream."""
+
+
+async def past_the_hold() -> None:
+    """On the autojump clock: past the time a tell's end is held for the start of a tell
+    sent right after its answer (``HOLD_END_S``); none came, so it is written alone."""
+    import trio.testing
+
+    from irisd.pool.pair_tells import HOLD_END_S
+
+    await trio.sleep(HOLD_END_S)
+    await trio.testing.wait_all_tasks_blocked()

@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from fakes.child import FakeChild
-from fakes.core import no_events, running_core, teams_config
+from fakes.core import no_events, past_the_hold, running_core, teams_config
 from harness import wait_until
 from iris_common.paths import session_file
 from irisd.caller import Caller
@@ -65,5 +65,5 @@ async def test_a_resumed_claudes_first_tell_costs_what_it_added(
     resumed = await told(core, 1, resumed_total)  # the session's running total, as claude restored it
     assert resumed.tell.session_id == first.tell.session_id
     assert resumed.tell.cost_usd == pytest.approx(0.2)
-    await trio.testing.wait_all_tasks_blocked()  # the answer leaves first; the pair then books the end
+    await past_the_hold()  # the answer leaves first; the pair then books the end (held for a next tell)
     assert await core.store.call(ledger.spent_since, 0.0) == pytest.approx(0.7)

@@ -16,12 +16,12 @@ import trio.testing
 
 from fakes.child import FakeChild
 from fakes.child import child_got_turn as child
-from fakes.core import no_events, running_core, teams_config
+from fakes.core import no_events, past_the_hold, running_core, teams_config
 from irisd.caller import Caller
 from irisd.dispatch import Dispatcher
 from irisd.store import lines, sessions, tells
 from irisd.tell.transcript import SAVE_AFTER_S, Inits, TurnLines, not_stored
-from protocol.messages import Event, ReadTranscript, Sleep, Tell, TellReply, TranscriptPage, TranscriptReply
+from protocol.messages import Event, GetTell, ReadTranscript, Sleep, Tell, TellReply, TranscriptPage, TranscriptReply
 
 INIT = {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "tools": ["Bash"] * 200}
 
@@ -96,13 +96,18 @@ async def test_a_turn_is_written_once_with_its_state_without_deltas_or_a_repeate
         assert [e.type for e in shown.entries] == ["system", "assistant"]
         await claude.result("the first answer")
         await trio.testing.wait_all_tasks_blocked()
+        shown = await core.dispatch(ReadTranscript(tell_id=tell_id), Caller(), no_events)
+        assert isinstance(shown, TranscriptReply)  # its end held for a next tell: a reader sees it whole
+        assert [e.type for e in shown.entries] == ["system", "assistant", "result"]
+        assert shown.tell.status == "completed"
+        await past_the_hold()  # none came: written alone
         assert stored(core, tell_id) == ["system", "assistant", "result"]  # no stream_event
 
         nursery.start_soon(tell, "two")
         await trio.testing.wait_all_tasks_blocked()
         await turn(claude, "u2", "again")  # the same init line, a new uuid: not kept
         await claude.result("again")
-        await trio.testing.wait_all_tasks_blocked()
+        await past_the_hold()
         second = replies[-1].tell.id
         assert stored(core, second) == ["assistant", "result"]
 
@@ -110,7 +115,7 @@ async def test_a_turn_is_written_once_with_its_state_without_deltas_or_a_repeate
         await trio.testing.wait_all_tasks_blocked()
         await turn(claude, "u3", "changed", model="another")  # a changed init line is kept
         await claude.result("changed")
-    await trio.testing.wait_all_tasks_blocked()  # the pair's actor writes the end after the answer left
+    await past_the_hold()  # the pair's actor writes the end after the answer left
     assert stored(core, replies[-1].tell.id) == ["system", "assistant", "result"]
     final = await core.dispatch(ReadTranscript(tell_id=replies[0].tell.id, steps=True), Caller(), no_events)
     assert isinstance(final, TranscriptReply)
@@ -164,7 +169,7 @@ async def test_the_answer_leaves_before_the_end_is_written(
         claude = await child(0)
         await turn(claude, "u1", "hello")
         await claude.result("hello")
-    await trio.testing.wait_all_tasks_blocked()  # the pair's actor writes the end
+    await past_the_hold()  # the pair's actor writes the end (held for a next tell that did not come)
     assert replied and replied[0].tell.status == "completed"
     assert saved_when[-1] == ("completed", 1)  # the caller had its answer when the end was written
     assert await core.store.call(tells.get, replied[0].tell.id) is not None
@@ -220,7 +225,8 @@ async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_i
     """On an idle claude: the tell's row, then its turn to claude, then the tell's start in
     one commit; at the result, the exchange, the transcript and the end in one commit (7
     commits a tell before, 3 of them ahead of the turn; then 4, the pair's idle <-> processing
-    each its own at the end). The stored pair state changes only as its claude starts and stops."""
+    each its own at the end), held ``HOLD_END_S`` for a next tell's start (the next test).
+    The stored pair state changes only as its claude starts and stops."""
     happened: list[str] = []
 
     def committing() -> bool:
@@ -257,7 +263,9 @@ async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_i
         assert happened == []  # nothing written during the turn
         await claude.result("the second answer")
     await trio.testing.wait_all_tasks_blocked()
-    assert happened == ["reply completed", "commit"]
+    assert happened == ["reply completed"]  # its end held for a tell sent right after
+    await past_the_hold()
+    assert happened == ["reply completed", "commit"]  # none came: written alone
     row = await core.store.call(tells.get, replies[-1].tell.id)
     (pair,) = await core.store.call(sessions.list_all)
     assert pair.process_state != "stopped"  # a claude runs: a start after a crash resets it
@@ -266,6 +274,56 @@ async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_i
     assert pair.process_state == "stopped"
     assert row is not None and row.status == "completed" and row.text == "the second answer"
     assert stored(core, row.id) == ["system", "assistant", "result"]
+
+
+async def test_a_tell_sent_right_after_an_answer_goes_to_claude_before_the_end_is_written(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Back to back: the end of one tell and the start of the next in one commit, after the
+    next turn went to claude; until then the first is found as it ended (``iris result``)."""
+    happened: list[str] = []
+
+    def committing() -> bool:
+        happened.append("commit")
+        return False
+
+    sending = FakeChild.send
+
+    async def send(self: FakeChild, data: bytes) -> None:
+        happened.append("turn")
+        await sending(self, data)
+
+    monkeypatch.setattr(FakeChild, "send", send)
+    replies: list[TellReply] = []
+
+    async def tell(message: str) -> None:
+        replies.append(await core.tells.tell(Tell(to_team="alpha", message=message), no_events))
+        happened.append(f"reply {replies[-1].status}")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "one")
+        claude = await child(0)
+        await claude.result("first")
+    await past_the_hold()
+    core.store._connection.set_commit_hook(committing)
+    happened.clear()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "two")
+        await trio.testing.wait_all_tasks_blocked()
+        await claude.result("second")
+        await trio.testing.wait_all_tasks_blocked()
+        assert happened == ["commit", "turn", "commit", "reply completed"]  # its row, its turn, its start
+        first = replies[-1].tell.id
+        found = await core.dispatch(GetTell(tell_id=first), Caller(), no_events)
+        assert isinstance(found, TellReply) and found.tell.status == "completed"  # held, found as it ended
+        nursery.start_soon(tell, "three")  # at once, as a client that had its answer
+        await trio.testing.wait_all_tasks_blocked()
+        # its row, its turn, then the end of "two" and the start of "three" in one commit
+        assert happened == ["commit", "turn", "commit", "reply completed", "commit", "turn", "commit"]
+        assert (await core.store.call(tells.get, first)).status == "completed"  # type: ignore[union-attr]
+        await claude.result("third")
+    await past_the_hold()
+    assert happened[-2:] == ["reply completed", "commit"]
 
 
 async def test_the_lines_of_a_turn_cost_the_pair_no_cancel_scope_each(

@@ -129,3 +129,53 @@ def test_a_batch_is_one_transaction_at_its_end_and_a_refused_one_waits_in_order(
         assert refusing.written == [("f",), ("g",)] and len(writes) == 0
 
     trio.run(main)
+
+
+def test_a_held_batch_goes_with_the_next_one_or_alone_once_its_time_has_passed(tmp_path: Any) -> None:
+    """``hold``: a tell's end waits for the start of a tell sent right after its answer (one
+    commit for both), or for the owner's timer; what follows it runs once it is written."""
+    from irisd.store.db import open_database
+
+    connection = open_database(tmp_path / "iris.db")
+    connection.execute("CREATE TABLE written (value TEXT)")
+    commits: list[int] = []
+
+    def committing() -> bool:
+        commits.append(1)
+        return False
+
+    connection.set_commit_hook(committing)
+    writes = PendingWrites(Store(connection, inline=True), owner="external->api")
+    followed: list[list[str]] = []
+
+    def write(db: Any, value: str) -> None:
+        db.execute("INSERT INTO written VALUES (?)", (value,))
+
+    def rows() -> list[str]:
+        return [value for (value,) in connection.execute("SELECT value FROM written")]
+
+    async def follow() -> None:
+        followed.append(rows())
+
+    async def main() -> None:
+        async with writes.batch():
+            await writes.save(None, write, "end of one")
+            writes.hold(0.01, follow)
+        assert rows() == [] and followed == [] and writes.next_deadline() == pytest.approx(trio.current_time() + 0.01)
+        async with writes.batch():
+            await writes.save(None, write, "start of two")
+        assert rows() == ["end of one", "start of two"] and len(commits) == 1  # one commit for both
+        assert followed == [["end of one", "start of two"]] and writes.next_deadline() == math.inf
+        async with writes.batch():
+            await writes.save(None, write, "end of two")
+            writes.hold(0.01, follow)
+        await writes.retry(trio.current_time())  # its time has not come
+        assert rows() == ["end of one", "start of two"]
+        await writes.retry(trio.current_time() + 0.01)  # none came in time: written alone
+        assert rows()[-1] == "end of two" and len(commits) == 2 and len(followed) == 2
+        async with writes.batch():  # nothing to write: what follows runs at the timer all the same
+            writes.hold(0.01, follow)
+        await writes.retry(math.inf)
+        assert len(followed) == 3 and len(commits) == 2
+
+    trio.run(main)
