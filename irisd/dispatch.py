@@ -109,6 +109,11 @@ class Dispatcher:
         """Serve one request of ``caller`` (decided by its connection: see irisd/caller.py);
         raises IrisError subclasses for the client to see."""
         request = await with_whole_ids(caller.apply(request), self._ids_starting_with)
+        # A reader of the database finds a tell's end written (held for a next tell's start
+        # at most HOLD_END_S); a tell, a watch, a tell's state or lines need not wait (a held
+        # tell is found from memory, its lines with it).
+        if not isinstance(request, Tell | Watch | GetTell | ReadTranscript):
+            await self.supervisor.write_held()
         if caller.proposes(request) and self.agent_actions is not None:  # an approval, unless allowed
             assert isinstance(request, Tell | Wake | Sleep | CancelTell | AnswerQuestion)
             return await self.agent_actions.act(request, lambda r: HANDLERS[type(r)](self, r, send_event))

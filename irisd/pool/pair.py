@@ -52,7 +52,7 @@ from irisd.store.retry import PendingWrites
 from irisd.tell import machine as tell_machine
 from irisd.tell.active import ActiveTell
 from irisd.tokens import Access
-from protocol.errors import ClaudeError, IrisError, NotFoundError
+from protocol.errors import BusyError, ClaudeError, IrisError, NotFoundError
 from protocol.messages import ApprovalInfo, ProcessEvent, ProcessInfo, TellPhase
 from protocol.pairs import pair_label
 
@@ -253,6 +253,13 @@ class Pair:
         assert request.asked is not None
         return request.asked
 
+    async def write_held(self) -> None:
+        """Have the actor write what it holds (a tell's end held for a next tell's start),
+        for a reader of the database; at once if it holds nothing."""
+        if self.writes.holding:
+            with contextlib.suppress(BusyError):  # stopping: it writes what it holds as it ends
+                await self.inbox.ask(ev.WriteHeldRequest())
+
     async def request_stop(self, reason: str) -> None:
         """For eviction: ask the actor to stop the child if it is idle, without waiting for
         the answer (the pool watches the pair's state). Never dropped: it waits for room
@@ -339,6 +346,9 @@ class Pair:
                 await self.tells.decide(event)
             case ev.AskBudgetRequest():
                 await self.tells.ask_budget(event)
+            case ev.WriteHeldRequest():
+                await self.writes.flush()
+                event.finish()
             case ev.SlotGranted():
                 await self._run(self.machine.slot_granted(now))
             case ev.SessionProbed(probe):

@@ -94,6 +94,11 @@ class ResetRequest(Request):
     pass
 
 
+class WriteHeldRequest(Request):
+    """Write what the pair holds (a tell's end held for a next tell's start) before a
+    reader of the database reads."""
+
+
 class DecideRequest(Request):
     approval_id: str = ""
     allow: bool = False
@@ -153,6 +158,7 @@ PairEvent = (
     | ResetRequest
     | DecideRequest
     | AskBudgetRequest
+    | WriteHeldRequest
     | Reporting
     | ChildEvent
 )

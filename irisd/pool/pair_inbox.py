@@ -21,6 +21,7 @@ from irisd.pool.pair_events import (
     Spawned,
     StopRequest,
     WakeRequest,
+    WriteHeldRequest,
 )
 from irisd.pool.policy import PairKey
 from irisd.pool.process_machine import Answer, AwaitExit, AwaitStart, StoppersDone, WakersDone
@@ -45,7 +46,9 @@ class Inbox:
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise BusyError(f"{self.label} stopped while this was on its way; send it again") from None
 
-    async def ask(self, request: WakeRequest | StopRequest | ResetRequest | DecideRequest | AskBudgetRequest) -> str:
+    async def ask(
+        self, request: WakeRequest | StopRequest | ResetRequest | DecideRequest | AskBudgetRequest | WriteHeldRequest
+    ) -> str:
         """Post ``request`` and wait for the actor's answer (its error is raised)."""
         self.post(request)
         await request.done.wait()

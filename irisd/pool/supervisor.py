@@ -290,6 +290,12 @@ class Supervisor:
         """The pair's actor if it runs (none is started)."""
         return self.pairs.get(key)
 
+    async def write_held(self) -> None:
+        """What the pairs hold to write (a tell's end held for the next tell's start: at
+        most ``HOLD_END_S``), written before a reader of the database reads."""
+        for pair in [pair for pair in self.pairs.values() if pair.writes.holding]:
+            await pair.write_held()
+
     def snapshots(self) -> list[PairSnapshot]:
         return [pair.snapshot() for pair in self._runners()]
 

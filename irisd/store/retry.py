@@ -69,6 +69,11 @@ class PendingWrites:
     def batching(self) -> bool:
         return self._batch is not None
 
+    @property
+    def holding(self) -> bool:
+        """A held batch waits to be written (``hold``)."""
+        return bool(self._held or self._then)
+
     def next_deadline(self) -> float:
         return min(self._retry_at, self._held_until)
 

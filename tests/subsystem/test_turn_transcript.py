@@ -21,7 +21,18 @@ from irisd.caller import Caller
 from irisd.dispatch import Dispatcher
 from irisd.store import lines, sessions, tells
 from irisd.tell.transcript import SAVE_AFTER_S, Inits, TurnLines, not_stored
-from protocol.messages import Event, GetTell, ReadTranscript, Sleep, Tell, TellReply, TranscriptPage, TranscriptReply
+from protocol.messages import (
+    Event,
+    GetTell,
+    ListSessions,
+    ReadTranscript,
+    SessionsReply,
+    Sleep,
+    Tell,
+    TellReply,
+    TranscriptPage,
+    TranscriptReply,
+)
 
 INIT = {"type": "system", "subtype": "init", "session_id": "s", "model": "m", "tools": ["Bash"] * 200}
 
@@ -322,8 +333,11 @@ async def test_a_tell_sent_right_after_an_answer_goes_to_claude_before_the_end_i
         assert happened == ["commit", "turn", "commit", "reply completed", "commit", "turn", "commit"]
         assert (await core.store.call(tells.get, first)).status == "completed"  # type: ignore[union-attr]
         await claude.result("third")
-    await past_the_hold()
-    assert happened[-2:] == ["reply completed", "commit"]
+    await trio.testing.wait_all_tasks_blocked()
+    assert happened[-1] == "reply completed"  # the end of "three" is held...
+    listed = await core.dispatch(ListSessions(to_team="alpha"), Caller(), no_events)
+    assert happened[-1] == "commit"  # ... and written before a reader of the database reads
+    assert isinstance(listed, SessionsReply) and [s.message_count for s in listed.sessions] == [3]
 
 
 async def test_the_lines_of_a_turn_cost_the_pair_no_cancel_scope_each(
