@@ -6,7 +6,7 @@ written (fake children on trio's autojump clock, the real core and store)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -230,21 +230,23 @@ async def test_a_running_tell_read_in_pages_while_it_writes_shows_each_line_once
         await claude.result("done")
 
 
-async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_in_one_transaction(
-    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On an idle claude: the tell's row, then its turn to claude, then the tell's start in
-    one commit; at the result, the exchange, the transcript and the end in one commit (7
-    commits a tell before, 3 of them ahead of the turn; then 4, the pair's idle <-> processing
-    each its own at the end), held ``HOLD_END_S`` for a next tell's start (the next test).
-    The stored pair state changes only as its claude starts and stops."""
-    happened: list[str] = []
+def committed(happened: list[str]) -> Callable[[], bool]:
+    """A commit hook that notes each commit in ``happened`` (and lets it go ahead)."""
 
     def committing() -> bool:
         happened.append("commit")
-        return False  # it goes ahead
+        return False
 
-    core.store._connection.set_commit_hook(committing)
+    return committing
+
+
+def recording(
+    core: Dispatcher, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], list[TellReply], Callable[[str], Awaitable[None]]]:
+    """What happens, in order ("turn": a turn written to claude, "reply STATUS": a caller
+    answered; with ``committed``, "commit"), the replies, and a caller that tells alpha."""
+    happened: list[str] = []
+    replies: list[TellReply] = []
     sending = FakeChild.send
 
     async def send(self: FakeChild, data: bytes) -> None:
@@ -253,11 +255,23 @@ async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_i
 
     monkeypatch.setattr(FakeChild, "send", send)
 
-    replies: list[TellReply] = []
-
     async def tell(message: str) -> None:
         replies.append(await core.tells.tell(Tell(to_team="alpha", message=message), no_events))
         happened.append(f"reply {replies[-1].status}")
+
+    return happened, replies, tell
+
+
+async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_in_one_transaction(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On an idle claude: the tell's row, then its turn to claude, then the tell's start in
+    one commit; at the result, the exchange, the transcript and the end in one commit (7
+    commits a tell before, 3 of them ahead of the turn; then 4, the pair's idle <-> processing
+    each its own at the end), held ``HOLD_END_S`` for a next tell's start (the next test).
+    The stored pair state changes only as its claude starts and stops."""
+    happened, replies, tell = recording(core, monkeypatch)
+    core.store._connection.set_commit_hook(committed(happened))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tell, "one")  # starts the claude
@@ -292,31 +306,14 @@ async def test_a_tell_sent_right_after_an_answer_goes_to_claude_before_the_end_i
 ) -> None:
     """Back to back: the end of one tell and the start of the next in one commit, after the
     next turn went to claude; until then the first is found as it ended (``iris result``)."""
-    happened: list[str] = []
-
-    def committing() -> bool:
-        happened.append("commit")
-        return False
-
-    sending = FakeChild.send
-
-    async def send(self: FakeChild, data: bytes) -> None:
-        happened.append("turn")
-        await sending(self, data)
-
-    monkeypatch.setattr(FakeChild, "send", send)
-    replies: list[TellReply] = []
-
-    async def tell(message: str) -> None:
-        replies.append(await core.tells.tell(Tell(to_team="alpha", message=message), no_events))
-        happened.append(f"reply {replies[-1].status}")
+    happened, replies, tell = recording(core, monkeypatch)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tell, "one")
         claude = await child(0)
         await claude.result("first")
     await past_the_hold()
-    core.store._connection.set_commit_hook(committing)
+    core.store._connection.set_commit_hook(committed(happened))
     happened.clear()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tell, "two")

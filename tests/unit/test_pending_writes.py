@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -72,7 +73,12 @@ def test_after_a_refused_write_the_retry_saves_it_and_says_so(caplog: pytest.Log
     assert recovery_lines(caplog) == ["the database takes writes again; saved what waited"]
 
 
-def test_a_batch_is_one_transaction_at_its_end_and_a_refused_one_waits_in_order(tmp_path: Any) -> None:
+def write(db: Any, value: str) -> None:
+    db.execute("INSERT INTO written VALUES (?)", (value,))
+
+
+def database(tmp_path: Any) -> tuple[Store, list[int], Callable[[], list[str]]]:
+    """A store with a table ``written``, the commits made to it, and its rows."""
     from irisd.store.db import open_database
 
     connection = open_database(tmp_path / "iris.db")
@@ -84,14 +90,16 @@ def test_a_batch_is_one_transaction_at_its_end_and_a_refused_one_waits_in_order(
         return False
 
     connection.set_commit_hook(committing)
-    store = Store(connection, inline=True)
-    writes = PendingWrites(store, owner="external->api")
-
-    def write(db: Any, value: str) -> None:
-        db.execute("INSERT INTO written VALUES (?)", (value,))
 
     def rows() -> list[str]:
         return [value for (value,) in connection.execute("SELECT value FROM written")]
+
+    return Store(connection, inline=True), commits, rows
+
+
+def test_a_batch_is_one_transaction_at_its_end_and_a_refused_one_waits_in_order(tmp_path: Any) -> None:
+    store, commits, rows = database(tmp_path)
+    writes = PendingWrites(store, owner="external->api")
 
     async def main() -> None:
         async with writes.batch():
@@ -134,25 +142,9 @@ def test_a_batch_is_one_transaction_at_its_end_and_a_refused_one_waits_in_order(
 def test_a_held_batch_goes_with_the_next_one_or_alone_once_its_time_has_passed(tmp_path: Any) -> None:
     """``hold``: a tell's end waits for the start of a tell sent right after its answer (one
     commit for both), or for the owner's timer; what follows it runs once it is written."""
-    from irisd.store.db import open_database
-
-    connection = open_database(tmp_path / "iris.db")
-    connection.execute("CREATE TABLE written (value TEXT)")
-    commits: list[int] = []
-
-    def committing() -> bool:
-        commits.append(1)
-        return False
-
-    connection.set_commit_hook(committing)
-    writes = PendingWrites(Store(connection, inline=True), owner="external->api")
+    store, commits, rows = database(tmp_path)
+    writes = PendingWrites(store, owner="external->api")
     followed: list[list[str]] = []
-
-    def write(db: Any, value: str) -> None:
-        db.execute("INSERT INTO written VALUES (?)", (value,))
-
-    def rows() -> list[str]:
-        return [value for (value,) in connection.execute("SELECT value FROM written")]
 
     async def follow() -> None:
         followed.append(rows())
