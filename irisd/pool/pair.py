@@ -347,8 +347,10 @@ class Pair:
             case ev.AskBudgetRequest():
                 await self.tells.ask_budget(event)
             case ev.WriteHeldRequest():
-                await self.writes.flush()
-                event.finish()
+                try:
+                    await self.writes.flush()
+                finally:  # the reader waits on it: answered whatever happens
+                    event.finish()
             case ev.SlotGranted():
                 await self._run(self.machine.slot_granted(now))
             case ev.SessionProbed(probe):

@@ -7,15 +7,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import mcp_types as types
+import msgspec
 import pytest
 import trio
 from mcp import Client
 from mcp.client.context import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
+from fakes.scripted_irisd import APPROVAL as GATED
+from fakes.scripted_irisd import WAITING
 from iris_mcp.shim import Shim, build_server
 from protocol.messages import (
-    ApprovalInfo,
     ApprovalReply,
     ApprovalsReply,
     Decide,
@@ -26,16 +28,11 @@ from protocol.messages import (
     Request,
     Tell,
     TellInfo,
-    TellPhase,
     TellPhaseEvent,
     TellReply,
 )
 
-WAITING = TellPhase(name="awaiting_approval", tool="Bash", detail="ls", approval_id="a-1")
-APPROVAL = ApprovalInfo(
-    id="a-1", from_team="alpha", to_team="beta", tell_id="t-1", tool_name="Bash", input={"command": "ls"},
-    status="pending", created_at=0.0, expires_at=600.0,
-)
+APPROVAL = msgspec.structs.replace(GATED, to_team="beta")  # the scripted irisd's approval a-1, asked by beta
 DONE = TellInfo(id="t-1", from_team="alpha", to_team="beta", message="m", status="completed", text="done")
 
 

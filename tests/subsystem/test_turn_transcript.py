@@ -362,3 +362,29 @@ async def test_the_lines_of_a_turn_cost_the_pair_no_cancel_scope_each(
         monkeypatch.undo()
         await claude.result("done")
     assert entered < 10  # 100 and more before
+
+
+async def test_a_held_end_is_written_when_irisd_stops_within_the_hold(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """irisd asked to stop right after an answer: the end held for a next tell is written
+    as the pair ends, not lost (README Reliability)."""
+    from irisd.pool import pair_tells
+    from irisd.store.db import open_database
+
+    monkeypatch.setattr(pair_tells, "HOLD_END_S", 60.0)  # the stop certainly comes within it
+    async with running_core(tmp_path, teams_config(tmp_path)) as core:
+        replies: list[TellReply] = []
+
+        async def tell() -> None:
+            replies.append(await core.tells.tell(Tell(to_team="alpha", message="hi"), no_events))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tell)
+            claude = await child(0)
+            await turn(claude, "u1", "the answer")
+            await claude.result("the answer")
+        await trio.testing.wait_all_tasks_blocked()
+        assert core.supervisor.pairs[(None, "alpha", "")].writes.holding  # held, not written yet
+    row = tells.get(open_database(tmp_path / "iris.db"), replies[0].tell.id)
+    assert row is not None and row.status == "completed" and row.text == "the answer"
