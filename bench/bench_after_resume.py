@@ -23,8 +23,16 @@ tells (as ``iris mcp`` does), instead of a new connection and hello for each.
 ``--baseline REV``: an irisd of that revision too (its own claude, the same tells), a third
 side in the same rounds.
 
+``--control``: a second direct claude (``direct-b``, its own session of the same length) as
+one more side: ``direct-b / direct`` is what two claudes alike differ by in this run, the
+noise floor of a ratio between two processes (claude's own speed varies from one process
+to the next). ``--fresh-every N`` (with ``--no-resume``): every N rounds each side's claude
+is started again (irisd's pair slept and resumed, the direct ones restarted with
+``--resume``), its first tell untimed, so a run's ratio is over several claudes a side,
+not one.
+
 Run: .venv/bin/python bench/bench_after_resume.py [--rounds N] [--after K] [--no-resume] [--kept]
-     [--baseline REV]
+     [--baseline REV] [--control] [--fresh-every N]
 """
 
 from __future__ import annotations
@@ -101,9 +109,15 @@ def main() -> None:
     parser.add_argument("--pause", type=float, default=0.0,
                         help="milliseconds between one tell's answer and the next tell (untimed), on every side")
     parser.add_argument("--baseline", help="also an irisd of this git revision (its own claude), e.g. main")
+    parser.add_argument("--control", action="store_true",
+                        help="a second direct claude as one more side: the ratio two claudes alike differ by")
+    parser.add_argument("--fresh-every", type=int, default=0, metavar="N",
+                        help="with --no-resume: start every side's claude again every N rounds (first tell untimed)")
     args = parser.parse_args()
+    if args.fresh_every and not args.no_resume:
+        parser.error("--fresh-every goes with --no-resume (without it every round starts each claude again)")
     header("1b. warm tells soon after a resume: through irisd vs straight to claude")
-    names = ["irisd", "direct", *(["baseline"] if args.baseline else [])]
+    names = ["irisd", "direct", *(["direct-b"] if args.control else []), *(["baseline"] if args.baseline else [])]
     cold: dict[str, list[float]] = {side: [] for side in names}
     warm: dict[str, list[list[float]]] = {side: [[] for _ in range(args.after)] for side in names}
     with contextlib.ExitStack() as stack:
@@ -115,10 +129,11 @@ def main() -> None:
             old.env["PYTHONPATH"] = str(old_code)  # ahead of the editable install of this checkout
             old.start()
             request(old, Tell(to_team="alpha", message="the conversation begins"))
-        session_id = str(uuid.uuid4())
-        claude = DirectClaude(iris.claude, str(iris.teams_dir / "alpha"), iris.env, session_id=session_id)
-        claude.turn("the conversation begins")
-        claude.close()
+        sessions = {side: str(uuid.uuid4()) for side in ("direct", "direct-b") if side in names}
+        for session_id in sessions.values():
+            claude = DirectClaude(iris.claude, str(iris.teams_dir / "alpha"), iris.env, session_id=session_id)
+            claude.turn("the conversation begins")
+            claude.close()
         request(iris, Tell(to_team="alpha", message="the conversation begins"))
         request(iris, Sleep(to_team="alpha"))
         request(iris, Tell(to_team="alpha", message="resumed once"))  # a child with --resume to copy
@@ -133,10 +148,16 @@ def main() -> None:
                 return kept[side].tell
             return lambda text: via_socket(daemon, text)
 
+        def fresh(round_: int) -> bool:
+            """Whether this round starts each side's claude again."""
+            return not args.no_resume or (args.fresh_every > 0 and round_ > 0 and round_ % args.fresh_every == 0)
+
         def through(side: str, daemon: Iris, round_: int) -> None:
             tell = teller(side, daemon)
-            if not args.no_resume:
+            if fresh(round_):
                 request(daemon, Sleep(to_team="alpha"))
+                if args.no_resume:  # --fresh-every: the resuming tell is not one of the timed ones
+                    tell(f"resumed {round_}")
             cold[side].append(timed(tell, f"resumed {round_}"))
             for k in range(args.after):
                 time.sleep(args.pause / 1000)
@@ -147,25 +168,33 @@ def main() -> None:
             through("irisd", iris, round_)
             child = ChildAsItRuns(iris)  # its token is the one the pair holds now
 
-        staying: DirectClaude | None = None  # --no-resume: the direct claude that stays up
+        staying: dict[str, DirectClaude] = {}  # --no-resume: the direct claudes that stay up
 
-        def direct(round_: int) -> None:
-            nonlocal staying
-            started = time.perf_counter()
-            resumed = staying or resume_direct(iris, child, session_id)  # spawned here, as irisd spawns it on the tell
-            try:
-                resumed.turn(f"resumed {round_}")
-                cold["direct"].append(time.perf_counter() - started)
-                for k in range(args.after):
-                    time.sleep(args.pause / 1000)
-                    warm["direct"][k].append(timed(resumed.turn, f"round {round_}, tell {k}"))
-            finally:
-                if args.no_resume:
-                    staying = resumed
-                else:
-                    resumed.close()
+        def straight(side: str) -> Callable[[int], None]:
+            def direct(round_: int) -> None:
+                if fresh(round_) and side in staying:
+                    staying.pop(side).close()
+                started = time.perf_counter()
+                resumed = staying.get(side)
+                if resumed is None:  # spawned here, as irisd spawns it on the tell
+                    resumed = resume_direct(iris, child, sessions[side])
+                    if args.no_resume and round_ > 0:  # --fresh-every: the resuming turn is untimed
+                        resumed.turn(f"resumed {round_}")
+                        started = time.perf_counter()
+                try:
+                    resumed.turn(f"resumed {round_}")
+                    cold[side].append(time.perf_counter() - started)
+                    for k in range(args.after):
+                        time.sleep(args.pause / 1000)
+                        warm[side][k].append(timed(resumed.turn, f"round {round_}, tell {k}"))
+                finally:
+                    if args.no_resume:
+                        staying[side] = resumed
+                    else:
+                        resumed.close()
+            return direct
 
-        sides: list[Callable[[int], None]] = [through_irisd, direct]
+        sides: list[Callable[[int], None]] = [through_irisd, *(straight(side) for side in sessions)]
         if old is not None:
             baseline = old
             sides.append(lambda round_: through("baseline", baseline, round_))
@@ -174,8 +203,8 @@ def main() -> None:
             for run in sides[shift:] + sides[:shift]:
                 run(round_)
             print(".", end="", flush=True, file=sys.stderr)
-        if staying is not None:
-            staying.close()
+        for claude in staying.values():
+            claude.close()
     print()
     print("ratios, irisd / direct (medians; target: the warm tell at most 1.02x):")
     for k in range(args.after):
@@ -184,12 +213,19 @@ def main() -> None:
     every_direct = [t for samples in warm["direct"] for t in samples]
     print(f"  every warm tell after a resume          {versus(every_irisd, every_direct)}")
     print(f"  the resuming tell itself (cold)         {versus(cold['irisd'], cold['direct'])}")
+    if args.control:
+        every_b = [t for samples in warm["direct-b"] for t in samples]
+        print(f"  control: direct-b / direct, every warm tell  {versus(every_b, every_direct)}"
+              "  (two claudes alike: the noise floor of one run)")
+        print(f"  control: irisd / direct-b, every warm tell   {versus(every_irisd, every_b)}")
     if args.baseline:
         every_old = [t for samples in warm["baseline"] for t in samples]
         print(f"  {args.baseline}: every warm tell          {versus(every_old, every_direct)}")
         print(f"  this code / {args.baseline}, every warm tell  {versus(every_irisd, every_old)}")
+    staying_up = (f"claudes started again every {args.fresh_every} rounds" if args.fresh_every
+                  else "claudes that stay up")
     print(f"({'one kept connection' if args.kept else 'a new connection and hello'} for each tell; "
-          f"{'back to back on claudes that stay up' if args.no_resume else 'each round after a resume'})")
+          f"{'back to back on ' + staying_up if args.no_resume else 'each round after a resume'})")
     print("absolute:")
     for side in names:
         print(describe(f"{side}: the resuming tell", cold[side]))
