@@ -62,6 +62,9 @@ class ChildAsItRuns:
         self.argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
         pairs = Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")[:-1]
         self.env = dict(pair.split("=", 1) for pair in pairs)
+        # Not the child's marker: irisd stops every process that has it when the pair stops
+        # its claude (README "What is stopped, and when"), a direct claude up at the time too.
+        self.env.pop("IRIS_RUN", None)
 
     def resumed(self, session_id: str, cwd: str) -> subprocess.Popen[bytes]:
         """The same claude resuming ``session_id`` instead of the child's session."""

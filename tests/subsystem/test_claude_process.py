@@ -183,3 +183,42 @@ async def test_a_burst_of_lines_reaches_the_owner_without_a_wake_up_of_the_child
             child.stop()
     assert all(isinstance(event, ChildLine) for event in got)
     assert steps.count < 50  # a step or two a read of stdout; 200 and more before
+
+
+async def test_what_is_sent_reaches_the_child_whole_and_in_order(reaper: Reaper | None) -> None:
+    """A small input is written at once, before any yield (irisd's warm path), one longer
+    than a pipe holds the locked way; each arrives whole, in order."""
+    child, receive = await started("cat", reaper)
+    long = b"L" * (512 * 1024)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(child.run)
+        await child.send(b"first\n")
+        await child.send(long + b"\n")
+        await child.send(b"second\n")
+        assert [await first_line(receive) for _ in range(3)] == [b"first", long, b"second"]
+        child.stop()
+
+
+async def test_a_small_send_waits_for_a_send_under_way(reaper: Reaper | None) -> None:
+    """While a send holds the pipe (one longer than the pipe, waiting for claude to read), a
+    small one waits its turn instead of landing in the middle of it."""
+    child, receive = await started("cat", reaper)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(child.run)
+        async with child._send_lock:  # as a send under way holds it
+            nursery.start_soon(child.send, b"second\n")
+            await trio.testing.wait_all_tasks_blocked()  # it ran as far as it may
+            assert child._stdin is not None
+            await child._stdin.send_all(b"under way\n")  # what the send under way writes
+        assert [await first_line(receive) for _ in range(2)] == [b"under way", b"second"]
+        child.stop()
+
+
+async def test_a_send_to_a_child_that_closed_its_input_is_a_claude_error(reaper: Reaper | None) -> None:
+    child, receive = await started("exec 0<&-; echo closed; sleep 30", reaper)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(child.run)
+        assert await first_line(receive) == b"closed"
+        with pytest.raises(ClaudeError, match="closed its input"):
+            await child.send(b"a turn\n")
+        child.stop()
