@@ -101,6 +101,19 @@ class KeptConnection:
             self.client = None
 
 
+def generation_ratios(samples: list[list[float]], base: list[list[float]], rounds: int) -> list[float]:
+    """The ratio of two sides' medians over each generation of claudes (``rounds`` rounds
+    each; ``samples[k][r]`` is the k-th warm tell of round r): a generation's claudes are
+    compared with each other, so one claude process faster than another by chance (the
+    control shows by how much) weighs as one generation, not as the whole run."""
+    generations = len(samples[0]) // rounds
+    return [
+        median([t for tells in samples for t in tells[g * rounds:(g + 1) * rounds]])
+        / median([t for tells in base for t in tells[g * rounds:(g + 1) * rounds]])
+        for g in range(generations)
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
@@ -132,7 +145,7 @@ def main() -> None:
             old.env["PYTHONPATH"] = str(old_code)  # ahead of the editable install of this checkout
             old.start()
             request(old, Tell(to_team="alpha", message="the conversation begins"))
-        sessions = {side: str(uuid.uuid4()) for side in ("direct", "direct-b") if side in names}
+        sessions: dict[str, str] = {side: str(uuid.uuid4()) for side in ("direct", "direct-b") if side in names}
         for session_id in sessions.values():
             claude = DirectClaude(iris.claude, str(iris.teams_dir / "alpha"), iris.env, session_id=session_id)
             claude.turn("the conversation begins")
@@ -216,6 +229,12 @@ def main() -> None:
     every_direct = [t for samples in warm["direct"] for t in samples]
     print(f"  every warm tell after a resume          {versus(every_irisd, every_direct)}")
     print(f"  the resuming tell itself (cold)         {versus(cold['irisd'], cold['direct'])}")
+    if args.fresh_every:
+        print(f"  per generation of claudes (started again every {args.fresh_every} rounds), every warm tell:")
+        for side, base in (("irisd", "direct"), *((("direct-b", "direct"),) if args.control else ())):
+            ratios = generation_ratios(warm[side], warm[base], args.fresh_every)
+            print(f"    {side} / {base}: median {median(ratios):.3f}x of {len(ratios)} "
+                  f"({' '.join(f'{r:.2f}' for r in ratios)})")
     if args.control:
         every_b = [t for samples in warm["direct-b"] for t in samples]
         print(f"  control: direct-b / direct, every warm tell  {versus(every_b, every_direct)}"
