@@ -5,7 +5,7 @@ tells sent soon after a pair resumes, where the gap is largest": a claude just s
 housekeeping of its own for seconds, and irisd does its part of a start (the session's rows,
 the MCP listing of the new child) on the same cores.
 
-Each round, on both sides in turn (each first as often as the other):
+Each round, every side in turn (the order shuffled: each side first, and after each other, as often as the others):
 
 * irisd:  ``Sleep`` the pair (its claude stops), then a tell (claude resumes with
           ``--resume``: the cold tell), then ``--after`` tells at once, each timed, from a
@@ -39,12 +39,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
+import random
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from _common import describe, header, median, request, revision, running_iris, status, timed
 from bench_daemon_overhead import DirectClaude, versus, via_socket
@@ -52,6 +55,8 @@ from bench_daemon_overhead import DirectClaude, versus, via_socket
 from harness import Iris
 from iris_cli.client import Client
 from protocol.messages import Sleep, Tell, TellReply
+
+T = TypeVar("T")
 
 
 class ChildAsItRuns:
@@ -101,6 +106,21 @@ class KeptConnection:
             self.client = None
 
 
+class Rotation(Generic[T]):
+    """The order of the sides in each round: blocks of rounds that run every
+    ordering once, each block shuffled (``seed``: the same orders run after run)."""
+
+    def __init__(self, sides: list[T], *, seed: int) -> None:
+        self.orders = [list(order) for order in itertools.permutations(sides)]
+        self.random = random.Random(seed)
+        self.block: list[list[T]] = []
+
+    def permutation(self, round_: int) -> list[T]:
+        if round_ % len(self.orders) == 0:
+            self.block = self.random.sample(self.orders, len(self.orders))
+        return self.block[round_ % len(self.orders)]
+
+
 def generation_ratios(samples: list[list[float]], base: list[list[float]], rounds: int) -> list[float]:
     """The ratio of two sides' medians over each generation of claudes (``rounds`` rounds
     each; ``samples[k][r]`` is the k-th warm tell of round r): a generation's claudes are
@@ -127,6 +147,7 @@ def main() -> None:
     parser.add_argument("--baseline", help="also an irisd of this git revision (its own claude), e.g. main")
     parser.add_argument("--control", action="store_true",
                         help="a second direct claude as one more side: the ratio two claudes alike differ by")
+    parser.add_argument("--seed", type=int, default=1, help="of the shuffled order of the sides in each round")
     parser.add_argument("--fresh-every", type=int, default=0, metavar="N",
                         help="with --no-resume: start every side's claude again every N rounds (first tell untimed)")
     args = parser.parse_args()
@@ -214,9 +235,12 @@ def main() -> None:
         if old is not None:
             baseline = old
             sides.append(lambda round_: through("baseline", baseline, round_))
+        order = Rotation(sides, seed=args.seed)
         for round_ in range(args.rounds):
-            shift = round_ % len(sides)  # each side first as often as the others
-            for run in sides[shift:] + sides[:shift]:
+            # Each side first as often as the others, and after each other side as often: in
+            # a fixed rotation one side always followed the same one (and what that one
+            # left running, such as irisd's held end, written 10 ms after its last answer).
+            for run in order.permutation(round_):
                 run(round_)
             print(".", end="", flush=True, file=sys.stderr)
         for claude in staying.values():
