@@ -264,6 +264,8 @@ def main() -> None:
         print(f"  control: direct-b / direct, every warm tell  {versus(every_b, every_direct)}"
               "  (two claudes alike: the noise floor of one run)")
         print(f"  control: irisd / direct-b, every warm tell   {versus(every_irisd, every_b)}")
+        print(f"  irisd / both direct claudes, every warm tell {versus(every_irisd, every_direct + every_b)}"
+              "  (two claudes for the floor: the run's figure)")
     if args.baseline:
         every_old = [t for samples in warm["baseline"] for t in samples]
         print(f"  {args.baseline}: every warm tell          {versus(every_old, every_direct)}")
