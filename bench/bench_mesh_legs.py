@@ -65,6 +65,8 @@ class Side:
         self.caller.add_team("asker")
         self.home.add_team(self.far)
         self.remote: list[TellInfo] = []
+        self.local: list[TellInfo] = []
+        self.parts: dict[str, list[float]] = {}
         self.samples: dict[str, list[float]] = {"local": [], "remote": []}
         self.cpu = {"local": 0.0, "remote caller": 0.0, "remote home": 0.0}
 
@@ -103,17 +105,28 @@ class Side:
             self.cpu["remote caller"] += after[0] - before[0]
             self.cpu["remote home"] += after[1] - before[1]
         else:
+            self.local.append(info)
             self.cpu["local"] += after[0] - before[0]
 
     def legs(self) -> list[float]:
+        """The mesh's legs of each remote tell; also where the rest of each tell's time went
+        (``self.parts``), from both irisds' records and the client's clock."""
         reply = request(self.home, Report(to_team=self.far, all_callers=True, limit=1000))
         assert isinstance(reply, ReportReply)
         there = {t.message: t for t in reply.tells}
         legs = []
-        for mine in self.remote:
+        names = ("local: in irisd", "local: outside it", "remote: on the home", "remote: outside the caller")
+        self.parts = {name: [] for name in names}
+        for mine, took in zip(self.remote, self.samples["remote"], strict=True):
             far = there[mine.message]
             assert far.finished_at is not None and mine.finished_at is not None
             legs.append((far.created_at - mine.created_at) + (mine.finished_at - far.finished_at))
+            self.parts["remote: on the home"].append(far.finished_at - far.created_at)
+            self.parts["remote: outside the caller"].append(took - (mine.finished_at - mine.created_at))
+        for info, took in zip(self.local, self.samples["local"], strict=True):
+            assert info.finished_at is not None
+            self.parts["local: in irisd"].append(info.finished_at - info.created_at)
+            self.parts["local: outside it"].append(took - (info.finished_at - info.created_at))
         return legs
 
     def stop(self) -> None:
@@ -243,7 +256,7 @@ def main() -> None:
         ratio = median(legs[sides[0].label]) / median(legs[sides[1].label])
         print(f"  legs, this checkout / {sides[1].label}: {ratio:.2f}x")
     for side in sides:
-        for name, values in (*side.samples.items(), ("legs", legs[side.label])):
+        for name, values in (*side.samples.items(), ("legs", legs[side.label]), *side.parts.items()):
             print(describe(f"[{side.label}] {name}", values))
 
 
