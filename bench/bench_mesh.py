@@ -15,7 +15,15 @@ claude and the scripted model; ws-1 has the local team ``near``, ws-2 is the hom
 
 With ``--warm-only`` just the first (two claude children instead of about thirty).
 
-Run: .venv/bin/python bench/bench_mesh.py [--rounds N] [--warm-only]
+One claude process is faster than another by chance by a few per cent (benchmark 1b), as
+much as the target on a 40 ms turn, and local and remote tells run on two claudes:
+``--control`` adds a second local team (``near-b``, its own claude) as one more side,
+whose difference from ``near`` is the floor of one run, and compares the remote tells
+with both local ones pooled; ``--fresh-every N`` starts every side's claude again every
+N rounds (its pair slept, the next tell untimed), so a run has several claudes a side.
+The sides' order is shuffled each round.
+
+Run: .venv/bin/python bench/bench_mesh.py [--rounds N] [--warm-only [--control] [--fresh-every N]]
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import argparse
 import concurrent.futures
 import functools
 import os
+import random
 import shutil
 import tempfile
 import time
@@ -34,7 +43,17 @@ from _common import describe, header, median, ms, request, status, timed
 
 from harness import Iris, claude_binary, wait_for
 from mesh.nats import NatsServer  # tests/ is on the path (_common)
-from protocol.messages import GetTell, ListTeams, Report, ReportReply, TeamsReply, Tell, TellInfo, TellReply
+from protocol.messages import (
+    GetTell,
+    ListTeams,
+    Report,
+    ReportReply,
+    Sleep,
+    TeamsReply,
+    Tell,
+    TellInfo,
+    TellReply,
+)
 from scripted_model import ScriptedModel
 
 CALLERS = [f"c{index}" for index in range(10)]
@@ -71,7 +90,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--warm-only", action="store_true", help="only the warm tells, local vs remote")
+    parser.add_argument("--control", action="store_true",
+                        help="with --warm-only: a second local team (its own claude), the floor of one run")
+    parser.add_argument("--fresh-every", type=int, default=0, metavar="N",
+                        help="with --warm-only: start every side's claude again every N rounds")
     args = parser.parse_args()
+    if (args.control or args.fresh_every) and not args.warm_only:
+        parser.error("--control and --fresh-every go with --warm-only")
     load = [os.getloadavg()[0]]
     root = Path(tempfile.mkdtemp(prefix="iris-bench-mesh-"))
     server = NatsServer(root).start()
@@ -87,6 +112,8 @@ def main() -> None:
 
             caller, home, plain = irisd("ws-1", True), irisd("ws-2", True), irisd("plain", False)
             caller.add_team("near")
+            if args.control:
+                caller.add_team("near-b")
             for name in CALLERS:
                 caller.add_team(name)
                 plain.add_team(name)
@@ -100,25 +127,46 @@ def main() -> None:
                 return isinstance(teams, TeamsReply) and any(t.name == "far" for t in teams.teams)
 
             wait_for(far_listed, timeout=30, what="far listed on ws-1")
-            tell(caller, "near", "warm up")
-            tell(caller, "far", "warm up")
+            locals_ = ["near", *(["near-b"] if args.control else [])]
+            for team in (*locals_, "far"):
+                tell(caller, team, "warm up")
+            (far_pair,) = [p for p in status(home).processes if p.to_team == "far"]
             if not args.warm_only:
                 tell(plain, "near", "warm up")  # the same work as ws-1's, less the mesh: memory to compare
                 at_once(plain, "near")
                 at_once(caller, "near")
                 at_once(caller, "far")
             samples: dict[str, list[float]] = {"local": [], "remote": [], "10 local": [], "10 remote": []}
+            if args.control:
+                samples["local b"] = []
             remote_tells: list[TellInfo] = []
 
             def remote(text: str) -> None:
                 remote_tells.append(tell(caller, "far", text))
 
+            def fresh_claudes(round_: int) -> None:
+                """Every side's claude stops, and starts again on an untimed tell."""
+                before = {p.pid for iris in (caller, home) for p in status(iris).processes if p.pid}
+                for team in locals_:
+                    request(caller, Sleep(to_team=team))
+                request(home, Sleep(to_team="far", from_team=far_pair.from_team))
+                for team in locals_:
+                    tell(caller, team, f"fresh {round_}")
+                remote(f"fresh {round_}")
+                after = {p.pid for iris in (caller, home) for p in status(iris).processes if p.pid}
+                assert not before & after, f"a claude was not started again: {before & after}"
+
+            shuffle = random.Random(11).shuffle
             for round_ in range(args.rounds):
+                if args.fresh_every and round_ and round_ % args.fresh_every == 0:
+                    fresh_claudes(round_)
                 sides: list[tuple[str, Callable[[], object]]] = [
                     ("local", functools.partial(tell, caller, "near", "hello")),
                     ("remote", functools.partial(remote, f"hello {round_}")),
+                    *([("local b", functools.partial(tell, caller, "near-b", "hello"))] if args.control else []),
                 ]
-                for name, action in sides if round_ % 2 == 0 else reversed(sides):
+                shuffle(sides)
+                for name, action in sides:
                     samples[name].append(timed(action))
             samples["mesh legs of a remote tell"] = mesh_legs(remote_tells, home)
             load.append(os.getloadavg()[0])
@@ -174,6 +222,13 @@ def report(samples: dict[str, list[float]], load: list[float], *, done: bool = T
     print(f"  warm tell, remote - local: {extra * 1000:+.1f} ms (target <= +3 ms: {verdict}); the mesh's own legs "
           f"(recorded -> taken on the home, finished there -> finished here): "
           f"{ms(median(samples['mesh legs of a remote tell']))}")
+    if "local b" in samples:
+        both = samples["local"] + samples["local b"]
+        floor = median(samples["local b"]) - median(samples["local"])
+        pooled = median(samples["remote"]) - median(both)
+        verdict = "met" if pooled <= 0.003 else "NOT met"
+        print(f"  control: local b - local {floor * 1000:+.1f} ms (two local claudes alike: the floor of one run); "
+              f"remote - both local {pooled * 1000:+.1f} ms (target <= +3 ms: {verdict})")
     if done:
         for name, values in samples.items():
             print(describe(name, values))
