@@ -212,7 +212,11 @@ class TellReport:
         if tell.machine.is_final:
             return
         if ran_s is not None and tell.machine.status == "queued":
-            await self.started()
+            # Started and ended as this side hears it (a short tell's start comes with its
+            # end): the start is written with the end, in one transaction after the answer
+            # left, not in one of its own before it (0.2 ms on a remote tell's way).
+            tell.machine.remote_started(trio.current_time())
+            tell.note_status()  # its listeners and watchers see it running, as ever
             # Its start as the far side's own clock measured it (the end is now): else the
             # record says it waited in its queue until it ended.
             tell.started_wall = max(tell.created_wall, time.time() - max(ran_s, 0.0))

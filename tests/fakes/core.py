@@ -67,3 +67,13 @@ async def past_the_hold() -> None:
 
     await trio.sleep(HOLD_END_S)
     await trio.testing.wait_all_tasks_blocked()
+
+
+def note_commits(core: Dispatcher, happened: list[str]) -> None:
+    """From now on, each commit of ``core``'s database appends "commit" to ``happened``."""
+
+    def committing() -> bool:
+        happened.append("commit")
+        return False  # and it goes ahead
+
+    core.store._connection.set_commit_hook(committing)

@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio.testing
 
-from fakes.core import no_events, running_core, teams_config
+from fakes.core import no_events, note_commits, running_core, teams_config
 from iris_common.config import Team
 from iris_common.mesh import HEARTBEAT_S
 from irisd.dispatch import Dispatcher
@@ -21,7 +21,7 @@ from irisd.mesh.executor import Delivery, MeshExecutor, Route
 from irisd.mesh.wire import CancelMsg, FinalMsg, LiveMsg, RemoteTellMsg
 from irisd.pool.remote import RemoteTell, TellReport
 from irisd.store import tells as stored_tells
-from protocol.messages import Event, Tell, TellPhaseEvent
+from protocol.messages import Event, Tell, TellPhaseEvent, TellState
 
 
 class FakeMesh:
@@ -175,14 +175,30 @@ async def test_a_tell_whose_end_came_before_its_start_is_dated_by_the_homes_run_
     # there (ran_s), it did not wait in a queue all along ("45 ms queued" in `iris report`).
     dispatcher, face = mesh
 
-    async def home() -> None:
+    happened: list[str] = []
+    statuses: list[str] = []
+
+    async def home_answers() -> None:
         await trio.testing.wait_all_tasks_blocked()
         (tell_id,) = face.routes
+        happened.append("final")
+        note_commits(dispatcher, happened)
         await deliver(face, FinalMsg(id=tell_id, status="completed", text="hello", ran_s=ran_s))
 
+    async def on_event(event: Event) -> None:
+        if isinstance(event, TellState):
+            statuses.append(event.status)
+
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(home)
-        reply = await dispatcher.tells.tell(Tell(to_team="far", from_team="alpha", message="hi"), no_events)
+        nursery.start_soon(home_answers)
+        request = Tell(to_team="far", from_team="alpha", message="hi", stream=True)
+        reply = await dispatcher.tells.tell(request, on_event)
+        happened.append("reply")
+    await trio.testing.wait_all_tasks_blocked()
+    # Its start is written with its end, after the answer left (not in a commit of its own
+    # before it), and is seen as ever.
+    assert happened == ["final", "reply", "commit"]
+    assert statuses == ["queued", "running", "completed"]
     tell = reply.tell
     assert reply.status == "completed" and tell.started_at is not None and tell.finished_at is not None
     if ran_s == 0.0:  # it ran no time there: started as it ended

@@ -16,7 +16,7 @@ import trio.testing
 
 from fakes.child import FakeChild
 from fakes.child import child_got_turn as child
-from fakes.core import no_events, past_the_hold, running_core, teams_config
+from fakes.core import no_events, note_commits, past_the_hold, running_core, teams_config
 from irisd.caller import Caller
 from irisd.dispatch import Dispatcher
 from irisd.store import lines, sessions, tells
@@ -230,16 +230,6 @@ async def test_a_running_tell_read_in_pages_while_it_writes_shows_each_line_once
         await claude.result("done")
 
 
-def committed(happened: list[str]) -> Callable[[], bool]:
-    """A commit hook that notes each commit in ``happened`` (and lets it go ahead)."""
-
-    def committing() -> bool:
-        happened.append("commit")
-        return False
-
-    return committing
-
-
 def recording(
     core: Dispatcher, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[str], list[TellReply], Callable[[str], Awaitable[None]]]:
@@ -271,7 +261,7 @@ async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_i
     each its own at the end), held ``HOLD_END_S`` for a next tell's start (the next test).
     The stored pair state changes only as its claude starts and stops."""
     happened, replies, tell = recording(core, monkeypatch)
-    core.store._connection.set_commit_hook(committed(happened))
+    note_commits(core, happened)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tell, "one")  # starts the claude
@@ -313,7 +303,7 @@ async def test_a_tell_sent_right_after_an_answer_goes_to_claude_before_the_end_i
         claude = await child(0)
         await claude.result("first")
     await past_the_hold()
-    core.store._connection.set_commit_hook(committed(happened))
+    note_commits(core, happened)
     happened.clear()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tell, "two")
