@@ -219,7 +219,9 @@ def main() -> None:
         sides.append(Side(root, "this", server.url, REPO))
         if args.revision:
             other = checkout(args.revision, root)
-            sides.append(Side(root, args.revision[:12], server.url, other))
+            label = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", args.revision], check=True,
+                                   capture_output=True, text=True).stdout.strip()  # a name teams may carry
+            sides.append(Side(root, label, server.url, other))
         for side in sides:
             side.start()
         # Each round every (checkout, local/remote) once, in a shuffled order: a tell right
