@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import msgspec
 import trio
@@ -71,13 +71,14 @@ class Home:
     """Serves this irisd's offered teams to the mesh until cancelled."""
 
     def __init__(self, link: Link, lane: Lane, store: Store, dispatch: Dispatch,
-                 config: Callable[[], IrisConfig]) -> None:
+                 config: Callable[[], IrisConfig], end_written: Callable[[str], Awaitable[None]]) -> None:
         self.link = link
         self.lane = lane
         self.name = link.mesh.name
         self.store = store
         self.dispatch = dispatch
         self.config = config
+        self.end_written = end_written
         self.following: dict[str, tuple[str, str]] = {}  # local tell id -> (remote id, caller)
         self.replied = RepliedNotes(store)
 
@@ -197,6 +198,10 @@ class Home:
             if reply.tell.status in UNFINISHED_TELL_STATUSES:  # answered before its end (it should not be)
                 await self._follow(local, tell.id, caller)
                 return
+            # Its end written first (a tell from afar is never held for the next one), so a
+            # restart of this irisd can never contradict the result its caller has: killed
+            # before, it records the tell interrupted and sends that instead.
+            await self.end_written(local)
             await self._send_final(caller, final_of(tell.id, reply.tell))
         finally:
             self.following.pop(local, None)

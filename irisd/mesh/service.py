@@ -13,6 +13,7 @@ changes ``settings.mesh`` reconnects with the new settings.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -74,6 +75,7 @@ class MeshService:
         store: Store,
         remote_teams: RemoteTeams,
         dispatch: Dispatch,
+        end_written: Callable[[str], Awaitable[None]],
         hub: EventHub | None = None,
         on_end: OnEnd | None = None,
     ) -> None:
@@ -83,6 +85,7 @@ class MeshService:
         self.on_end = on_end  # and its end hook (pending questions): irisd/tell/active.py
         self.remote_teams = remote_teams
         self.dispatch = dispatch
+        self.end_written = end_written  # a home's final result waits for it (Home._serve)
         self.routes: dict[str, Route] = {}
         # Remote tells that ended here on a final result (the live subject's copy, as a
         # rule), by id -> their home: the stored copy of that result, which comes after,
@@ -180,7 +183,7 @@ class MeshService:
                 await directory.announce(self._offered())  # once the watch has read the others' claims
                 nursery.start_soon(directory.serve_heartbeat)
                 nursery.start_soon(self._announce_on_change, directory)
-                self.home = Home(link, lane, self.store, self.dispatch, lambda: self.config)
+                self.home = Home(link, lane, self.store, self.dispatch, lambda: self.config, self.end_written)
                 await nursery.start(self.home.run)
                 await nursery.start(self._serve_replies, link, lane)
                 lane.listen(f"iris.live.{mesh.name}.*", self._on_live)

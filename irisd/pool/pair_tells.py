@@ -226,7 +226,7 @@ class PairTells:
                     await self.writes.save(None, self._turn, self.from_team, self.to_team, time.time(),
                                            size.tokens if size else None, size.window if size else None)
                     await self._compact_if_due(tell, size)
-                    await self.apply(tell, actions, hold_end_s=HOLD_END_S)
+                    await self.apply(tell, actions, hold_end_s=0.0 if tell.from_afar else HOLD_END_S)
             return
         await self.apply(tell, actions)
 

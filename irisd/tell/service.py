@@ -271,6 +271,7 @@ class TellService:
             on_end=self.on_end,
             parent=self.pool.find_tell(parent.id) if parent is not None else None,
             thread=thread,
+            from_afar=across is not None and kind != "notification",  # a chain from another irisd, an A2A agent
         )
         await self.store.call(tells.insert, tell.info())
         if listen:
@@ -492,6 +493,13 @@ class TellService:
                 await _follow(active, wait_ms / 1000, send_event)
         info = await self.find(tell_id)
         return TellReply(status=reply_status(info), tell=info)
+
+    async def end_written(self, tell_id: str) -> None:
+        """Until the end of tell ``tell_id`` is written (at once if it is not running here):
+        for one that acts on an answer where this irisd cannot take it back (a mesh home)."""
+        active = self.pool.find_tell(tell_id)
+        if active is not None:
+            await active.finished.wait()
 
     async def cancel(self, tell_id: str) -> TellReply:
         """Cancel a queued or running tell and wait for its end; a tell that already

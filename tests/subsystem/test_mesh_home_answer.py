@@ -1,8 +1,8 @@
-"""A home irisd sends a remote tell's final result as a local caller gets its answer: on
-claude's result line, read from the tell in memory, before the home writes the tell's
-end (irisd/mesh/home.py), first on the caller's live subject, then stored; and the
-record says the tell was answered once that is stored (within ``REPLIED_NOTE_S``: the
-notes are written together)."""
+"""A home irisd sends a remote tell's final result once it wrote the tell's end, which it
+never holds for the pair's next tell (irisd/mesh/home.py): a restart of the home can
+never contradict a result its caller has. First on the caller's live subject, then
+stored; and the record says the tell was answered once that is stored (within
+``REPLIED_NOTE_S``: the notes are written together)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 import msgspec
 import trio
+import trio.testing
 
 from fakes.child import child_got_turn
 from fakes.core import running_core, teams_config
@@ -21,6 +22,7 @@ from irisd.mesh import records
 from irisd.mesh.home import Home
 from irisd.mesh.lane import PubAck
 from irisd.mesh.wire import FINAL, FinalMsg, RemoteTellMsg, live_subject, read, reply_subject
+from irisd.pool.pair_tells import HOLD_END_S
 from irisd.store import tells
 from irisd.store.db import open_database
 from irisd.store.facade import Store
@@ -61,7 +63,9 @@ class RecordingLane:
             self.live_finals.append((final, self._status_of(final)))
 
 
-async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_path: Path) -> None:
+async def test_the_final_result_leaves_once_the_home_wrote_the_tells_end(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
     config = teams_config(tmp_path, f"  mesh:\n    url: nats://127.0.0.1:4222\n    name: {HOME}\n", teams="alpha")
     db = open_database(tmp_path / "iris.db")
     async with running_core(tmp_path, config, connection=db) as dispatcher:
@@ -69,7 +73,8 @@ async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_
         await store.call(records.ensure)
         lane = RecordingLane(store, db)
         link: Any = SimpleNamespace(mesh=SimpleNamespace(name=HOME))
-        home = Home(link, lane, store, dispatcher.dispatch, lambda: config)  # type: ignore[arg-type]
+        home = Home(link, lane, store, dispatcher.dispatch, lambda: config,  # type: ignore[arg-type]
+                    dispatcher.tells.end_written)
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
                 home._nursery = nursery
@@ -77,20 +82,23 @@ async def test_the_final_result_leaves_before_the_home_writes_the_tells_end(tmp_
                 await home._tell(RemoteTellMsg(id="r-1", from_team="web", to_team="alpha", message="hi"), CALLER)
                 child = await child_got_turn()
                 await child.text("he")
+                answered = trio.current_time()
                 await child.result("hello")
                 await lane.sent.wait()
+                # At once: a tell from another irisd is not held for the pair's next tell.
+                assert trio.current_time() - answered < HOLD_END_S / 2
                 known = await wait_until(lambda: replied(store), every=0.001)  # the record says it left
                 nursery.cancel_scope.cancel()
         [(final, status_then)] = lane.live_finals
         assert (final.id, final.status, final.text) == ("r-1", "completed", "hello")
-        assert status_then == "running"  # its end not written yet: it left on the result line
+        assert status_then == "completed"  # its end written first, at once (not held for a next tell)
         assert [stored for stored, _ in lane.finals] == [final]  # then stored, the same result
         # Its first copy left on the caller's live subject, the same bytes, before it was stored.
         stored, *live = lane.live_before_stored
         assert (live_subject(CALLER, HOME), stored[1]) == live[-1]
         assert stored[0] == reply_subject(CALLER, HOME)
         row = await store.call(tells.get, known.local_id or "")
-        assert row is not None and (row.status, row.text) == ("completed", "hello")  # written after
+        assert row is not None and (row.status, row.text) == ("completed", "hello")
 
 
 async def replied(store: Store) -> records.Inbound | None:
