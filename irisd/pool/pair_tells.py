@@ -68,6 +68,14 @@ class Compacting(msgspec.Struct, frozen=True):
     new: NewCompaction | None = None
 
 
+
+def waited_for(tell: ActiveTell) -> bool:
+    """Whether somebody waits for the end of ``tell`` to be written: a reader of its result
+    (``iris result --wait``, the A2A face following it) or a caller from afar (a mesh home
+    sends the final result once it is): its end is written at once, not held for the
+    pair's next tell."""
+    return tell.from_afar or tell.result_waiters > 0
+
 class PairTells:
     def __init__(
         self,
@@ -226,7 +234,7 @@ class PairTells:
                     await self.writes.save(None, self._turn, self.from_team, self.to_team, time.time(),
                                            size.tokens if size else None, size.window if size else None)
                     await self._compact_if_due(tell, size)
-                    await self.apply(tell, actions, hold_end_s=0.0 if tell.from_afar else HOLD_END_S)
+                    await self.apply(tell, actions, hold_end_s=0.0 if waited_for(tell) else HOLD_END_S)
             return
         await self.apply(tell, actions)
 

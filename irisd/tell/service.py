@@ -210,6 +210,7 @@ class TellService:
         max_budget_usd: float | None = None,
         across: ChainRef | None = None,
         thread: str = "",
+        from_afar: bool = False,
     ) -> ActiveTell:
         """Admit and queue a tell on its pair's ``thread`` (its own conversation; "" the
         pair's default one); returns it at once (it runs on). A thread is its pair's for
@@ -271,7 +272,7 @@ class TellService:
             on_end=self.on_end,
             parent=self.pool.find_tell(parent.id) if parent is not None else None,
             thread=thread,
-            from_afar=across is not None and kind != "notification",  # a chain from another irisd, an A2A agent
+            from_afar=from_afar,
         )
         await self.store.call(tells.insert, tell.info())
         if listen:
@@ -383,8 +384,9 @@ class TellService:
 
     # --- the caller's reply ----------------------------------------------------------------
 
-    async def tell(self, request: Tell, send_event: SendEvent) -> TellReply:
-        """A tell, answered when its caller's wait says (pushing its events if it streams)."""
+    async def tell(self, request: Tell, send_event: SendEvent, *, from_afar: bool = False) -> TellReply:
+        """A tell, answered when its caller's wait says (pushing its events if it streams).
+        ``from_afar``: its caller acts on the answer elsewhere (``Caller.afar``)."""
         tell = await self.submit(
             request.to_team,
             request.message,
@@ -395,6 +397,7 @@ class TellService:
             max_budget_usd=request.max_budget_usd,
             across=request.across,
             thread=request.thread,
+            from_afar=from_afar,
         )
         if request.announce and not request.stream:
             info = tell.info()

@@ -25,7 +25,9 @@ from protocol.messages import (
     Event,
     GetTell,
     ListSessions,
+    ListTells,
     ReadTranscript,
+    ReportReply,
     SessionsReply,
     Sleep,
     Tell,
@@ -325,6 +327,41 @@ async def test_a_tell_sent_right_after_an_answer_goes_to_claude_before_the_end_i
     listed = await core.dispatch(ListSessions(to_team="alpha"), Caller(), no_events)
     assert happened[-1] == "commit"  # ... and written before a reader of the database reads
     assert isinstance(listed, SessionsReply) and [s.message_count for s in listed.sessions] == [3]
+
+
+@pytest.mark.parametrize("who", ["a reader of its result", "a caller from another irisd"])
+async def test_the_end_of_a_tell_somebody_waits_to_see_written_is_not_held(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, who: str
+) -> None:
+    """``iris result --wait``, the A2A face, a mesh home: each acts on the end once it is
+    written, so a tell one of them waits for is written at once, not held ``HOLD_END_S`` for
+    a next tell that may never come."""
+    _, _, tell = recording(core, monkeypatch)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "one")  # starts the claude
+        claude = await child(0)
+        await claude.result("first")
+    await past_the_hold()
+    written: list[float] = []
+
+    async def two() -> None:  # (a mesh home's own test: test_mesh_home_answer.py)
+        reply = await core.tells.tell(Tell(to_team="alpha", message="two"), no_events,
+                                      from_afar=who == "a caller from another irisd")
+        await core.tells.end_written(reply.tell.id)  # as a mesh home does before its final result
+        written.append(trio.current_time())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(two)
+        await trio.testing.wait_all_tasks_blocked()
+        if who == "a reader of its result":
+            listed = await core.dispatch(ListTells(to_team="alpha", status="running"), Caller(), no_events)
+            assert isinstance(listed, ReportReply)
+            (running,) = listed.tells
+            nursery.start_soon(core.dispatch, GetTell(tell_id=running.id, wait_ms=60_000), Caller(), no_events)
+            await trio.testing.wait_all_tasks_blocked()
+        answered = trio.current_time()
+        await claude.result("second")
+    assert written == [answered]  # no virtual time passed: not held
 
 
 async def test_the_lines_of_a_turn_cost_the_pair_no_cancel_scope_each(
