@@ -107,7 +107,8 @@ class Courier:
             return "delivered"  # past its TTL while earlier ones were delivered: the sweep expires it
         try:
             tell = await self.tells.submit(
-                item.to_team, item.message, item.from_team, 0, kind="notification", across=item.chain
+                item.to_team, item.message, item.from_team, 0, kind="notification", across=item.chain,
+                end_awaited=True,  # the pair's next delivery waits for it (below)
             )
         except StoreError as exc:  # nothing was queued; the notification stays pending
             log.warning("notification not delivered yet: the database refuses writes",

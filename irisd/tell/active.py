@@ -67,14 +67,15 @@ class ActiveTell:
         on_end: OnEnd | None = None,
         parent: ActiveTell | None = None,
         thread: str = "",
-        from_afar: bool = False,
+        end_awaited: bool = False,
     ) -> None:
         self.id = new_tell_id()
         self.thread = thread  # the pair's conversation it goes to ("": the default thread)
-        # Sent by another irisd of the mesh or an A2A agent, which acts on its answer where
-        # a restart of this irisd cannot reach it: its end is written at once, never held
-        # for the pair's next tell (a home sends the final result once it is written).
-        self.from_afar = from_afar
+        # Its submitter acts on its end once that is written: another irisd of the mesh or
+        # an A2A agent (where a restart of this irisd cannot take the answer back: a home
+        # sends the final result then), the courier (then it delivers the pair's next one).
+        # So its end is written at once, never held for the pair's next tell.
+        self.end_awaited = end_awaited
         # The tell whose claude sent this one (a nested tell), if it runs here: an approval
         # this one waits for shows on it too (``nested_phase``).
         self.parent = parent

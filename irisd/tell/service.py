@@ -210,7 +210,7 @@ class TellService:
         max_budget_usd: float | None = None,
         across: ChainRef | None = None,
         thread: str = "",
-        from_afar: bool = False,
+        end_awaited: bool = False,
     ) -> ActiveTell:
         """Admit and queue a tell on its pair's ``thread`` (its own conversation; "" the
         pair's default one); returns it at once (it runs on). A thread is its pair's for
@@ -272,7 +272,7 @@ class TellService:
             on_end=self.on_end,
             parent=self.pool.find_tell(parent.id) if parent is not None else None,
             thread=thread,
-            from_afar=from_afar,
+            end_awaited=end_awaited,
         )
         await self.store.call(tells.insert, tell.info())
         if listen:
@@ -397,7 +397,7 @@ class TellService:
             max_budget_usd=request.max_budget_usd,
             across=request.across,
             thread=request.thread,
-            from_afar=from_afar,
+            end_awaited=from_afar,
         )
         if request.announce and not request.stream:
             info = tell.info()

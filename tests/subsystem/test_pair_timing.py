@@ -17,6 +17,7 @@ from harness import wait_until
 from iris_common.config import IrisConfig
 from irisd.caller import OWNER
 from irisd.dispatch import Dispatcher
+from irisd.pool.pair_tells import HOLD_END_S
 from protocol.errors import BusyError
 from protocol.messages import Tell, TellReply
 
@@ -317,3 +318,19 @@ async def test_requests_to_a_pair_whose_actor_ended_are_answered_never_left_wait
     with pytest.raises(BusyError, match="stopped while this was on its way; send it again"):
         await pair.wake()
     assert trio.current_time() == started  # at once
+
+
+async def test_the_next_notification_of_a_pair_goes_at_once_after_the_answer(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The courier delivers a pair's notifications in order, each once the last one's end is
+    written: that end is written at once, not held for a next tell (which is the courier's
+    own, waiting for it)."""
+    await notify(core, "alpha", "first")
+    await notify(core, "alpha", "second")
+    alpha = await child_got_turn(0)
+    await alpha.result("got the first")
+    answered = trio.current_time()
+    await wait_until(lambda: len(alpha.sent) >= 2, every=0.0005)
+    assert trio.current_time() - answered < HOLD_END_S / 2
+    assert await sent_texts(alpha, 2) == ["first", "second"]
