@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -511,7 +512,7 @@ class TellService:
         if active is None:
             info = await self.find(tell_id)  # NotFoundError for an unknown id
             return TellReply(status=reply_status(info), tell=info)
-        await active.finished.wait()
+        await active.wait_result(math.inf)  # as a reader: its end is written at once, not held
         info = active.info()  # it may have ended otherwise as the cancel came
         return TellReply(status=active.machine.reply_status(), tell=info, cancelled=info.status == "interrupted")
 
