@@ -218,7 +218,9 @@ async def test_progress_notifications_carry_the_streamed_text(shared: Iris, mode
     texts = [m for _, _, m in seen if m.startswith("echo")]
     assert len(texts) >= 3, seen
     assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
-    assert texts[-1] == final
+    # The answer so far, to the last one sent: one held when the result comes is dropped (the
+    # result says more), so the last may be the whole answer or, on a busy machine, a part.
+    assert final.startswith(texts[-1])
     assert seen[0][0] < answered - 0.6  # they arrived while the tell ran, not with the answer
 
 
