@@ -137,13 +137,6 @@ class Caller(msgspec.Struct, frozen=True):
     def is_owner(self) -> bool:
         return self.kind == "owner"
 
-    @property
-    def afar(self) -> bool:
-        """Another irisd of the mesh or an A2A agent: it acts on a tell's answer where a
-        restart of this irisd cannot take it back, so its tells' ends are written at once
-        (never held for the pair's next tell) and it hears an end once it is written."""
-        return self.kind in ("remote", "agent")
-
     def proposes(self, request: Request) -> bool:
         """Whether ``request`` (as ``apply`` returned it) is an action iris-agent proposes:
         the person (or settings.agent.allow) decides it, the dispatcher does not just serve it."""

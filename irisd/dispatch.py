@@ -120,9 +120,6 @@ class Dispatcher:
         if caller.kind in policy.EVERYONE:
             return await HANDLERS[type(request)](self, request, send_event)
         await self._check_owned(request, caller)
-        if isinstance(request, Tell) and caller.afar and not request.persist:
-            reply = await self.tells.tell(request, send_event, from_afar=True)
-            return policy.visible(reply, caller, self._chains(caller))
         if isinstance(request, Watch):
             wanted = policy.event_filter(caller, lambda: self._chains(caller))
             return await self.watch(request.team, send_event, wanted)

@@ -68,13 +68,12 @@ class Compacting(msgspec.Struct, frozen=True):
     new: NewCompaction | None = None
 
 
-
 def waited_for(tell: ActiveTell) -> bool:
     """Whether somebody waits for the end of ``tell`` to be written: a reader of its result
-    (``iris result --wait``, the A2A face following it), a caller from afar (a mesh home
-    sends the final result once it is), the courier: its end is written at once, not held
-    for the pair's next tell."""
+    (``iris result --wait``, the A2A face, a mesh home, a cancel: ``TellService._read_end``)
+    or the courier: its end is written at once, not held for the pair's next tell."""
     return tell.end_awaited or tell.result_waiters > 0
+
 
 class PairTells:
     def __init__(

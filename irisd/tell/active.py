@@ -71,10 +71,9 @@ class ActiveTell:
     ) -> None:
         self.id = new_tell_id()
         self.thread = thread  # the pair's conversation it goes to ("": the default thread)
-        # Its submitter acts on its end once that is written: another irisd of the mesh or
-        # an A2A agent (where a restart of this irisd cannot take the answer back: a home
-        # sends the final result then), the courier (then it delivers the pair's next one).
-        # So its end is written at once, never held for the pair's next tell.
+        # The courier delivers the pair's next notification once this one's end is written
+        # (not as a reader of its answer: a question in it is for a person): so its end is
+        # written at once, never held for the pair's next tell (readers: ``result_waiters``).
         self.end_awaited = end_awaited
         # The tell whose claude sent this one (a nested tell), if it runs here: an approval
         # this one waits for shows on it too (``nested_phase``).

@@ -136,6 +136,10 @@ class Pool(Protocol):
 
     def waiting_for_slot(self, key: PairKey) -> int: ...
 
+    async def write_held(self) -> None:
+        """Have the pairs write what they hold (a tell's end held for a next tell's start)."""
+        ...
+
     async def ask_budget(self, tell_id: str, question: str, details: dict[str, Any]) -> BudgetAsked | None:
         """Ask the person whether the chain of the running tell ``tell_id`` may go on beyond
         its budget (None: no local pair runs it)."""
@@ -385,9 +389,8 @@ class TellService:
 
     # --- the caller's reply ----------------------------------------------------------------
 
-    async def tell(self, request: Tell, send_event: SendEvent, *, from_afar: bool = False) -> TellReply:
-        """A tell, answered when its caller's wait says (pushing its events if it streams).
-        ``from_afar``: its caller acts on the answer elsewhere (``Caller.afar``)."""
+    async def tell(self, request: Tell, send_event: SendEvent) -> TellReply:
+        """A tell, answered when its caller's wait says (pushing its events if it streams)."""
         tell = await self.submit(
             request.to_team,
             request.message,
@@ -398,7 +401,6 @@ class TellService:
             max_budget_usd=request.max_budget_usd,
             across=request.across,
             thread=request.thread,
-            end_awaited=from_afar,
         )
         if request.announce and not request.stream:
             info = tell.info()
@@ -492,18 +494,27 @@ class TellService:
             raise InvalidRequestError(problem)
         if wait_ms and (active := self.pool.find_tell(tell_id)) is not None:
             if send_event is None:
-                await active.wait_result(wait_ms / 1000)
+                await self._read_end(active, wait_ms / 1000)
             else:
                 await _follow(active, wait_ms / 1000, send_event)
         info = await self.find(tell_id)
         return TellReply(status=reply_status(info), tell=info)
 
     async def end_written(self, tell_id: str) -> None:
-        """Until the end of tell ``tell_id`` is written (at once if it is not running here):
-        for one that acts on an answer where this irisd cannot take it back (a mesh home)."""
+        """Until the end of tell ``tell_id`` is written (at once if it is not running here),
+        as a reader of its answer: for one that acts on the answer where this irisd cannot
+        take it back (a mesh home sends the final result then)."""
         active = self.pool.find_tell(tell_id)
         if active is not None:
-            await active.finished.wait()
+            await self._read_end(active, math.inf)
+
+    async def _read_end(self, active: ActiveTell, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the end of ``active`` to be written, as a reader of
+        its answer. A reader's tell is not held for its pair's next tell (``waited_for``);
+        one held before the reader came is written now. (No yield between the two unless
+        something was held: the pair cannot start holding it unseen in between.)"""
+        await self.pool.write_held()
+        await active.wait_result(timeout_s)
 
     async def cancel(self, tell_id: str) -> TellReply:
         """Cancel a queued or running tell and wait for its end; a tell that already
@@ -512,7 +523,7 @@ class TellService:
         if active is None:
             info = await self.find(tell_id)  # NotFoundError for an unknown id
             return TellReply(status=reply_status(info), tell=info)
-        await active.wait_result(math.inf)  # as a reader: its end is written at once, not held
+        await self._read_end(active, math.inf)
         info = active.info()  # it may have ended otherwise as the cancel came
         return TellReply(status=active.machine.reply_status(), tell=info, cancelled=info.status == "interrupted")
 

@@ -329,13 +329,14 @@ async def test_a_tell_sent_right_after_an_answer_goes_to_claude_before_the_end_i
     assert isinstance(listed, SessionsReply) and [s.message_count for s in listed.sessions] == [3]
 
 
-@pytest.mark.parametrize("who", ["a reader of its result", "a caller from another irisd"])
+@pytest.mark.parametrize("who", ["a reader while it runs", "its caller once answered", "a reader once it is held"])
 async def test_the_end_of_a_tell_somebody_waits_to_see_written_is_not_held(
     core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, who: str
 ) -> None:
-    """``iris result --wait``, the A2A face, a mesh home: each acts on the end once it is
-    written, so a tell one of them waits for is written at once, not held ``HOLD_END_S`` for
-    a next tell that may never come."""
+    """``iris result --wait``, the A2A face, a mesh home, a cancel: each acts on the end once
+    it is written, so a tell one of them waits for is written at once, not held
+    ``HOLD_END_S`` for a next tell that may never come; one held before the reader came is
+    written as it comes."""
     _, _, tell = recording(core, monkeypatch)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tell, "one")  # starts the claude
@@ -343,25 +344,38 @@ async def test_the_end_of_a_tell_somebody_waits_to_see_written_is_not_held(
         await claude.result("first")
     await past_the_hold()
     written: list[float] = []
+    replies: list[TellReply] = []
 
-    async def two() -> None:  # (a mesh home's own test: test_mesh_home_answer.py)
-        reply = await core.tells.tell(Tell(to_team="alpha", message="two"), no_events,
-                                      from_afar=who == "a caller from another irisd")
-        await core.tells.end_written(reply.tell.id)  # as a mesh home does before its final result
-        written.append(trio.current_time())
+    async def two() -> None:
+        replies.append(await core.tells.tell(Tell(to_team="alpha", message="two"), no_events))
+        if who == "its caller once answered":  # as a mesh home does before its final result
+            await core.tells.end_written(replies[0].tell.id)
+            written.append(trio.current_time())
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(two)
         await trio.testing.wait_all_tasks_blocked()
-        if who == "a reader of its result":
+        if who == "a reader while it runs":
             listed = await core.dispatch(ListTells(to_team="alpha", status="running"), Caller(), no_events)
             assert isinstance(listed, ReportReply)
             (running,) = listed.tells
-            nursery.start_soon(core.dispatch, GetTell(tell_id=running.id, wait_ms=60_000), Caller(), no_events)
+
+            async def reader() -> None:
+                await core.dispatch(GetTell(tell_id=running.id, wait_ms=60_000), Caller(), no_events)
+                written.append(trio.current_time())
+
+            nursery.start_soon(reader)
             await trio.testing.wait_all_tasks_blocked()
         answered = trio.current_time()
         await claude.result("second")
-    assert written == [answered]  # no virtual time passed: not held
+    if who == "a reader once it is held":
+        await trio.testing.wait_all_tasks_blocked()
+        assert core.supervisor.pairs[(None, "alpha", "")].writes.holding  # nobody waited: held
+        await core.tells.end_written(replies[0].tell.id)
+        written.append(trio.current_time())
+    assert written == [answered]  # no virtual time passed: not held, or no longer
+    row = await core.store.call(tells.get, replies[0].tell.id)
+    assert row is not None and row.status == "completed"
 
 
 async def test_the_lines_of_a_turn_cost_the_pair_no_cancel_scope_each(
