@@ -429,10 +429,33 @@ def test_the_inbox_shows_questions_beside_approvals_and_answers_them(page: Page,
     assert problems.unexpected("404") == []
 
 
+class HeldRoutes:
+    """Requests to one route, held until the test answers them.
+
+    Sync Playwright hands a route to its handler only while the test is inside a Playwright call,
+    so the page can show a request's effect before the handler has run: `taken` pumps until it has.
+    """
+
+    def __init__(self, page: Page, url: str) -> None:
+        self.page = page
+        self.routes: list[Route] = []
+        page.route(url, self._hold)
+
+    def _hold(self, route: Route) -> None:
+        self.routes.append(route)
+
+    def taken(self, count: int) -> Route:
+        deadline = time.monotonic() + 10
+        while len(self.routes) < count:
+            assert time.monotonic() < deadline, f"request {count} never reached the route"
+            self.page.evaluate("0")  # one round trip: Playwright dispatches what arrived meanwhile
+        assert len(self.routes) == count, f"{len(self.routes)} requests, {count} expected"
+        return self.routes[count - 1]
+
+
 def test_ask_iris_shows_it_thinking_then_the_answer_as_text_and_errors(page: Page, fake: FakeIris) -> None:
     problems = PageProblems(page)
-    held: list[Route] = []
-    page.route(f"{BASE}/api/ask", lambda route: held.append(route))  # answered below, when the test says so
+    held = HeldRoutes(page, f"{BASE}/api/ask")  # answered below, when the test says so
     page.goto(f"{BASE}/#/ask")
     box = page.get_by_label("Question for Iris")
     box.fill("which teams are busy?")
@@ -441,10 +464,10 @@ def test_ask_iris_shows_it_thinking_then_the_answer_as_text_and_errors(page: Pag
     expect(view).to_have_attribute("data-ask", "thinking")
     expect(view.locator(".thinking-now")).to_have_text("thinking…")
     expect(view.locator(".question")).to_contain_text("which teams are busy?")
-    assert len(held) == 1
-    assert held[0].request.post_data_json == {"question": "which teams are busy?", "new_session": False}
+    first = held.taken(1)
+    assert first.request.post_data_json == {"question": "which teams are busy?", "new_session": False}
     reply = AskReply(text=f"backend is idle. {HOSTILE}", session_id="s-a", tools=["team_status", "team_status"])
-    held[0].fulfill(status=200, body=msgspec.json.encode(reply), headers=JSON)
+    first.fulfill(status=200, body=msgspec.json.encode(reply), headers=JSON)
     expect(view).to_have_attribute("data-ask", "idle")
     answer = view.locator("[data-ask-answer]")
     expect(answer.locator(".text")).to_have_text(f"backend is idle. {HOSTILE}")
@@ -455,15 +478,16 @@ def test_ask_iris_shows_it_thinking_then_the_answer_as_text_and_errors(page: Pag
     box.press("Control+Enter")
     expect(view).to_have_attribute("data-ask", "thinking")
     error = {"type": "error", "code": "claude_failed", "message": "iris-agent ended without an answer: exit code 1"}
-    held[1].fulfill(status=502, json=error)
+    held.taken(2).fulfill(status=502, json=error)
     expect(view.locator("[data-ask-answer].failed")).to_contain_text("iris-agent ended without an answer")
     view.get_by_role("button", name="New conversation").click()
     expect(view.locator("[data-ask-answer]")).to_have_count(0)
     box.fill("hello")
     page.locator("main button[type=submit]").click()
     expect(view).to_have_attribute("data-ask", "thinking")
-    assert held[2].request.post_data_json == {"question": "hello", "new_session": True}
-    held[2].fulfill(status=200, body=msgspec.json.encode(AskReply(text="hi")), headers=JSON)
+    third = held.taken(3)
+    assert third.request.post_data_json == {"question": "hello", "new_session": True}
+    third.fulfill(status=200, body=msgspec.json.encode(AskReply(text="hi")), headers=JSON)
     expect(view.locator("[data-ask-answer] .text")).to_have_text("hi")
     assert problems.unexpected("404", "502") == []
 
