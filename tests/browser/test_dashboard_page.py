@@ -12,7 +12,7 @@ import json
 import mimetypes
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -109,10 +109,21 @@ TRANSCRIPT = [
 ]
 
 
+def pump_until(page: Page, done: Callable[[], bool], what: str) -> None:
+    """Wait until ``done()``, for what a handler of the test does. Sync Playwright runs a
+    route's handler only while the test is inside a Playwright call, so the page can show a
+    request's effect before its handler has run: each round trip here lets it run."""
+    deadline = time.monotonic() + 10
+    while not done():
+        assert time.monotonic() < deadline, f"waited 10 s for {what}"
+        page.evaluate("0")
+
+
 class FakeIris:
     """Answers the page's requests: static files, canned API replies, a scripted socket."""
 
     def __init__(self, page: Page) -> None:
+        self.page = page
         self.replies: dict[str, msgspec.Struct] = {}
         self.posts: list[tuple[str, Any]] = []
         self.sockets: list[WebSocketRoute] = []
@@ -144,6 +155,8 @@ class FakeIris:
         route.fulfill(status=200, body=msgspec.json.encode(reply), headers={"Content-Type": "application/json"})
 
     def push(self, event: msgspec.Struct) -> None:
+        """Send ``event`` on the page's event socket (once the page has opened it)."""
+        pump_until(self.page, lambda: bool(self.sockets), "the page to open its event socket")
         self.sockets[-1].send(msgspec.json.encode(event).decode())
 
 
@@ -430,11 +443,7 @@ def test_the_inbox_shows_questions_beside_approvals_and_answers_them(page: Page,
 
 
 class HeldRoutes:
-    """Requests to one route, held until the test answers them.
-
-    Sync Playwright hands a route to its handler only while the test is inside a Playwright call,
-    so the page can show a request's effect before the handler has run: `taken` pumps until it has.
-    """
+    """Requests to one route, held until the test answers them."""
 
     def __init__(self, page: Page, url: str) -> None:
         self.page = page
@@ -445,10 +454,7 @@ class HeldRoutes:
         self.routes.append(route)
 
     def taken(self, count: int) -> Route:
-        deadline = time.monotonic() + 10
-        while len(self.routes) < count:
-            assert time.monotonic() < deadline, f"request {count} never reached the route"
-            self.page.evaluate("0")  # one round trip: Playwright dispatches what arrived meanwhile
+        pump_until(self.page, lambda: len(self.routes) >= count, f"request {count} to reach the route")
         assert len(self.routes) == count, f"{len(self.routes)} requests, {count} expected"
         return self.routes[count - 1]
 
