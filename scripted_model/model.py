@@ -145,7 +145,7 @@ class _Handler(BaseHTTPRequestHandler):
             msg_id, tool_id = f"msg_scripted_{number:06d}", f"toolu_scripted_{number:06d}"
             if streamed:
                 self._stream(reply, stream_events(reply, body, msg_id, tool_id))
-            elif self._pause(reply.delay_s * len(deltas(reply))):
+            elif self._pass_gate(reply.gate) and self._pause(reply.delay_s * len(deltas(reply))):
                 self._send_json(200, message_json(reply, body, msg_id, tool_id))
 
     def _stream(self, reply: Reply, events: list[Event]) -> None:
@@ -155,6 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
+        gate = reply.gate
         for name, data in events:
             if name == "content_block_delta" and not self._pause(reply.delay_s):
                 return
@@ -163,6 +164,10 @@ class _Handler(BaseHTTPRequestHandler):
             if name == "content_block_delta" and reply.mode == "stall":
                 self._hold()
                 return
+            if name == "content_block_delta" and gate:
+                if not self._pass_gate(gate):
+                    return
+                gate = ""  # after the first delta only
 
     # -- waiting -----------------------------------------------------------
 
@@ -170,6 +175,23 @@ class _Handler(BaseHTTPRequestHandler):
         """Sleep unless the server stops first; False if it is stopping."""
         stopping = self.server.model._stopping
         return not (stopping.wait(seconds) if seconds > 0 else stopping.is_set())
+
+    def _pass_gate(self, name: str) -> bool:
+        """Wait until gate ``name`` is open ("": none); False if the client left or the
+        server stops first."""
+        if not name:
+            return True
+        model = self.server.model
+        gate = model._gate(name)
+        model._count_waiting(name, +1)
+        try:
+            while not gate.wait(_POLL_S):
+                if model._stopping.is_set() or _peer_closed(self.connection):
+                    self.close_connection = True
+                    return False
+            return True
+        finally:
+            model._count_waiting(name, -1)
 
     def _hold(self) -> None:
         """Hold the connection until the client leaves or the server stops."""
@@ -256,6 +278,8 @@ class ScriptedModel:
         self._connections: set[socket.socket] = set()
         self._ids = 0
         self._attempts: dict[tuple[str, int], int] = {}
+        self._gates: dict[str, threading.Event] = {}
+        self._waiting: dict[str, int] = {}  # gate -> answers held there
 
     @property
     def base_url(self) -> str:
@@ -317,6 +341,23 @@ class ScriptedModel:
         with self._lock:
             self._attempts[turn] = self._attempts.get(turn, 0) + 1
             return self._attempts[turn]
+
+    def open_gate(self, name: str) -> None:
+        """Let the answers held by ``@gate:NAME`` go on (and any that come later pass)."""
+        self._gate(name).set()
+
+    def waiting_at(self, name: str) -> int:
+        """How many answers wait at gate ``name`` now."""
+        with self._lock:
+            return self._waiting.get(name, 0)
+
+    def _count_waiting(self, name: str, change: int) -> None:
+        with self._lock:
+            self._waiting[name] = self._waiting.get(name, 0) + change
+
+    def _gate(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._gates.setdefault(name, threading.Event())
 
     def _next_id(self) -> int:
         with self._lock:

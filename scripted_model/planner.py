@@ -33,6 +33,12 @@ carry tool results add nothing). The second turn of a session answers
     input in one delta.
 ``@slow:MS``
     Sleep MS milliseconds before each delta.
+``@gate:NAME``
+    Send the status line and everything up to the first delta, then hold
+    until the test calls ``ScriptedModel.open_gate(NAME)`` (at once if it
+    already did), then send the rest (a non-streamed request: the whole
+    message once the gate is open). For a partial answer that waits for the
+    test, not for the clock.
 ``@hang``
     Never answer: read the request, send nothing (not even a status line)
     and hold the connection until the client goes away or ``stop()`` is
@@ -74,7 +80,7 @@ tool-result message; so a ``@tool`` turn never loops. Only ``@chunks`` and
 
 Precedence: ``@flaky`` (its first K requests), then ``@error``, then the tool follow-up, then ``@tool``, then
 ``@long`` (the words) and ``@ask`` (wraps them). ``@hang``, ``@stall``,
-``@chunks`` and ``@slow`` shape how the answer is delivered (``@stall`` on a
+``@gate``, ``@chunks`` and ``@slow`` shape how the answer is delivered (``@stall`` on a
 non-streamed request holds like ``@hang``). A directive with a bad argument
 (``@chunks:x``, ``@tool:Bash not-json``) gets a plain text reply starting
 with ``scripted model:`` that says what is wrong.
@@ -161,7 +167,7 @@ SIDE_REPLY = "ok"
 _CLI_TEXTS = ("<system-reminder>", "[Request interrupted by user")
 """Text blocks that start like this are the CLI's, not the user's."""
 _DIRECTIVE = re.compile(r"@([a-z]+)(?::(\S*))?(?=\s|$)")
-_KNOWN = frozenset({"chunks", "slow", "hang", "stall", "ask", "tool", "long", "error", "flaky", "again"})
+_KNOWN = frozenset({"chunks", "slow", "hang", "stall", "gate", "ask", "tool", "long", "error", "flaky", "again"})
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -211,6 +217,7 @@ class Reply:
     error_status: int | None = None
     fail_first: int = 0  # answer 529 to this many requests of the turn first
     side: bool = False  # a side request (see the module docstring)
+    gate: str = ""  # after the first delta, wait for ``ScriptedModel.open_gate(gate)``
 
 
 def parse_directives(text: str) -> tuple[list[Directive], str]:
@@ -381,7 +388,10 @@ def _plan_answer(body: JSON) -> Reply:
         text = f"echo #{count_turns(body)}: {free_text}"
     if "ask" in by_name:
         text = f"Do you want me to go ahead? ({text})"
-    return Reply(text=text, chunks=chunks, delay_s=delay_s, mode=mode)
+    gate = by_name["gate"].arg or "" if "gate" in by_name else ""
+    if "gate" in by_name and not gate:
+        raise BadDirective("@gate needs a name: @gate:NAME")
+    return Reply(text=text, chunks=chunks, delay_s=delay_s, mode=mode, gate=gate)
 
 
 def plan_reply(body: JSON, *, tck: bool = False) -> Reply:

@@ -329,6 +329,27 @@ def test_stall_sends_a_first_chunk_then_nothing(model: ScriptedModel) -> None:
     conn.close()
 
 
+def test_gate_holds_after_the_first_chunk_until_the_test_opens_it(model: ScriptedModel) -> None:
+    conn = _raw_request(model, body(user("@gate:g1 one two three")))
+    response = conn.getresponse()
+    lines = [response.readline() for _ in range(9)]  # three frames of event, data, blank
+    events = parse_sse(b"".join(lines).decode())
+    assert [name for name, _ in events] == ["message_start", "content_block_start", "content_block_delta"]
+    assert events[2][1]["delta"] == {"type": "text_delta", "text": "echo "}
+    wait_for(lambda: model.waiting_at("g1") == 1, 5, "the answer to wait at its gate")
+    model.open_gate("g1")
+    rest = parse_sse(response.read().decode())
+    assert "".join(data["delta"]["text"] for name, data in rest if name == "content_block_delta") == "#1: one two three"
+    assert rest[-1][0] == "message_stop" and model.waiting_at("g1") == 0
+    conn.close()
+    # An open gate lets later answers through at once; a non-streamed one waits like a streamed one.
+    assert text_of(stream(model, body(user("@gate:g1 again")))) == "echo #1: again"
+    model.open_gate("g2")
+    status, message = post(model, body(user("@gate:g2 whole"), stream=False))
+    assert status == 200 and message["content"] == [{"type": "text", "text": "echo #1: whole"}]
+    assert text_of(stream(model, body(user("@gate nameless")))).startswith("scripted model: @gate needs a name")
+
+
 def test_malformed_requests_get_400_and_the_server_lives_on(model: ScriptedModel) -> None:
     status, error = post(model, b"{not json")
     assert status == 400 and error["error"]["type"] == "invalid_request_error"
