@@ -119,7 +119,7 @@ class Services:
         self.mesh = MeshService(
             config=config, store=store, remote_teams=self.remote_teams, hub=hub, on_end=self.questions.on_tell_end,
             dispatch=lambda request, caller, send_event: self.dispatcher.dispatch(request, caller, send_event),
-            end_written=self.tells.end_written,
+            ends=self.tells,
         )
         # Approvals, questions and health warnings reach a person who is not looking.
         self.notifier = Notifier(settings=lambda: self.current.config.settings.notify, hub=hub)

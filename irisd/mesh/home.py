@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from typing import Protocol
 
 import msgspec
 import trio
@@ -67,18 +68,25 @@ REPLIED_NOTE_S = 0.5  # the stored final results are noted in one write per this
 
 
 
+class TellEnds(Protocol):
+    """The tell service's part in a home's final result (``irisd.tell.service.TellService``)."""
+
+    def end_awaited(self, tell_id: str) -> None: ...
+    async def end_written(self, tell_id: str) -> None: ...
+
+
 class Home:
     """Serves this irisd's offered teams to the mesh until cancelled."""
 
     def __init__(self, link: Link, lane: Lane, store: Store, dispatch: Dispatch,
-                 config: Callable[[], IrisConfig], end_written: Callable[[str], Awaitable[None]]) -> None:
+                 config: Callable[[], IrisConfig], ends: TellEnds) -> None:
         self.link = link
         self.lane = lane
         self.name = link.mesh.name
         self.store = store
         self.dispatch = dispatch
         self.config = config
-        self.end_written = end_written
+        self.ends = ends
         self.following: dict[str, tuple[str, str]] = {}  # local tell id -> (remote id, caller)
         self.replied = RepliedNotes(store)
 
@@ -181,6 +189,7 @@ class Home:
             if isinstance(event, TellState) and not local:
                 local = event.tell_id
                 self.following[local] = (tell.id, caller)  # before any await: its first events are near
+                self.ends.end_awaited(local)  # its end is written as the answer leaves (below)
                 taken.local, taken.status = local, event.status
                 taken.done.set()
 
@@ -198,10 +207,10 @@ class Home:
             if reply.tell.status in UNFINISHED_TELL_STATUSES:  # answered before its end (it should not be)
                 await self._follow(local, tell.id, caller)
                 return
-            # Its end written first (a tell from afar is never held for the next one), so a
+            # Its end written first (awaited, so never held for the pair's next tell), so a
             # restart of this irisd can never contradict the result its caller has: killed
             # before, it records the tell interrupted and sends that instead.
-            await self.end_written(local)
+            await self.ends.end_written(local)
             await self._send_final(caller, final_of(tell.id, reply.tell))
         finally:
             self.following.pop(local, None)

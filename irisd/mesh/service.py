@@ -13,7 +13,6 @@ changes ``settings.mesh`` reconnects with the new settings.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import trio
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
     from irisd.mesh.bridge import Bridge
     from irisd.mesh.directory import Directory
     from irisd.mesh.engine import Link
-    from irisd.mesh.home import Home
+    from irisd.mesh.home import Home, TellEnds
     from irisd.mesh.lane import Lane
     from irisd.mesh.nats_wire import Message
 
@@ -75,7 +74,7 @@ class MeshService:
         store: Store,
         remote_teams: RemoteTeams,
         dispatch: Dispatch,
-        end_written: Callable[[str], Awaitable[None]],
+        ends: TellEnds,
         hub: EventHub | None = None,
         on_end: OnEnd | None = None,
     ) -> None:
@@ -85,7 +84,7 @@ class MeshService:
         self.on_end = on_end  # and its end hook (pending questions): irisd/tell/active.py
         self.remote_teams = remote_teams
         self.dispatch = dispatch
-        self.end_written = end_written  # a home's final result waits for it (Home._serve)
+        self.ends = ends  # a home's final result waits for its tell's end (Home._serve)
         self.routes: dict[str, Route] = {}
         # Remote tells that ended here on a final result (the live subject's copy, as a
         # rule), by id -> their home: the stored copy of that result, which comes after,
@@ -183,7 +182,7 @@ class MeshService:
                 await directory.announce(self._offered())  # once the watch has read the others' claims
                 nursery.start_soon(directory.serve_heartbeat)
                 nursery.start_soon(self._announce_on_change, directory)
-                self.home = Home(link, lane, self.store, self.dispatch, lambda: self.config, self.end_written)
+                self.home = Home(link, lane, self.store, self.dispatch, lambda: self.config, self.ends)
                 await nursery.start(self.home.run)
                 await nursery.start(self._serve_replies, link, lane)
                 lane.listen(f"iris.live.{mesh.name}.*", self._on_live)

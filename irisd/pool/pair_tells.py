@@ -70,8 +70,9 @@ class Compacting(msgspec.Struct, frozen=True):
 
 def waited_for(tell: ActiveTell) -> bool:
     """Whether somebody waits for the end of ``tell`` to be written: a reader of its result
-    (``iris result --wait``, the A2A face, a mesh home, a cancel: ``TellService._read_end``)
-    or the courier: its end is written at once, not held for the pair's next tell."""
+    (``iris result --wait``, the A2A face, a cancel: ``TellService._read_end``), the courier
+    or a mesh home (``end_awaited``): its end is written at once, not held for the pair's
+    next tell."""
     return tell.end_awaited or tell.result_waiters > 0
 
 

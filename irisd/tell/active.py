@@ -71,9 +71,10 @@ class ActiveTell:
     ) -> None:
         self.id = new_tell_id()
         self.thread = thread  # the pair's conversation it goes to ("": the default thread)
-        # The courier delivers the pair's next notification once this one's end is written
-        # (not as a reader of its answer: a question in it is for a person): so its end is
-        # written at once, never held for the pair's next tell (readers: ``result_waiters``).
+        # Somebody acts on its end once written, after its answer: the courier (the pair's
+        # next notification; not a reader of its answer: a question in it is for a person),
+        # a mesh home (its final result): so its end is written at once, never held for the
+        # pair's next tell (readers: ``result_waiters``).
         self.end_awaited = end_awaited
         # The tell whose claude sent this one (a nested tell), if it runs here: an approval
         # this one waits for shows on it too (``nested_phase``).

@@ -500,6 +500,14 @@ class TellService:
         info = await self.find(tell_id)
         return TellReply(status=reply_status(info), tell=info)
 
+    def end_awaited(self, tell_id: str) -> None:
+        """Somebody will wait for the end of tell ``tell_id`` to be written once it is
+        answered (``end_written``): it is written at once, as the answer leaves, not held
+        for its pair's next tell and written when asked."""
+        active = self.pool.find_tell(tell_id)
+        if active is not None:
+            active.end_awaited = True
+
     async def end_written(self, tell_id: str) -> None:
         """Until the end of tell ``tell_id`` is written (at once if it is not running here),
         as a reader of its answer: for one that acts on the answer where this irisd cannot

@@ -59,7 +59,7 @@ async def test_the_caller_answers_from_the_live_copy_and_acks_the_stored_one_at_
         await store.call(records.ensure)
         lane = FakeLane()
         mesh = MeshService(config=config, store=store, remote_teams=dispatcher.supervisor.remote_teams,
-                           dispatch=dispatcher.dispatch, end_written=dispatcher.tells.end_written)
+                           dispatch=dispatcher.dispatch, ends=dispatcher.tells)
         mesh.lane = lane  # type: ignore[assignment]
         lane.listen(f"iris.live.{CALLER}.*", mesh._on_live)  # as MeshService._serve does
         dispatcher.supervisor.remote_teams.register(MeshExecutor(team, HOME, mesh))

@@ -74,13 +74,16 @@ async def test_the_final_result_leaves_once_the_home_wrote_the_tells_end(
         lane = RecordingLane(store, db)
         link: Any = SimpleNamespace(mesh=SimpleNamespace(name=HOME))
         home = Home(link, lane, store, dispatcher.dispatch, lambda: config,  # type: ignore[arg-type]
-                    dispatcher.tells.end_written)
+                    dispatcher.tells)
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
                 home._nursery = nursery
                 nursery.start_soon(home.replied.run)  # as Home.run starts it: notes what was stored
                 await home._tell(RemoteTellMsg(id="r-1", from_team="web", to_team="alpha", message="hi"), CALLER)
                 child = await child_got_turn()
+                (local,) = home.following
+                running = dispatcher.supervisor.find_tell(local)
+                assert running is not None and running.end_awaited  # written as the answer leaves
                 await child.text("he")
                 answered = trio.current_time()
                 await child.result("hello")

@@ -329,6 +329,33 @@ async def test_a_tell_sent_right_after_an_answer_goes_to_claude_before_the_end_i
     assert isinstance(listed, SessionsReply) and [s.message_count for s in listed.sessions] == [3]
 
 
+async def test_a_tell_whose_end_is_awaited_has_it_written_as_the_answer_leaves(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mesh home says, once its tell is queued, that it will wait for the end
+    (``end_awaited``): the pair writes it with the answer, not held for a next tell and
+    then written when the home asks (one trip through the pair's inbox on the way of the
+    final result)."""
+    _, _, tell = recording(core, monkeypatch)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "one")  # starts the claude
+        claude = await child(0)
+        await claude.result("first")
+    await past_the_hold()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "two")
+        await trio.testing.wait_all_tasks_blocked()
+        listed = await core.dispatch(ListTells(to_team="alpha", status="running"), Caller(), no_events)
+        assert isinstance(listed, ReportReply)
+        (running,) = listed.tells
+        core.tells.end_awaited(running.id)
+        await claude.result("second")
+        await trio.testing.wait_all_tasks_blocked()
+        assert not core.supervisor.pairs[(None, "alpha", "")].writes.holding
+        row = await core.store.call(tells.get, running.id)
+        assert row is not None and row.status == "completed"
+
+
 @pytest.mark.parametrize("who", ["a reader while it runs", "its caller once answered", "a reader once it is held"])
 async def test_the_end_of_a_tell_somebody_waits_to_see_written_is_not_held(
     core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch, who: str
