@@ -90,7 +90,7 @@ def test_a_child_killed_mid_tell_is_noticed_at_once(shared: Iris) -> None:
     os.kill(pid, signal.SIGKILL)
     killed_at = time.monotonic()
     ended = wait_for(lambda: (r := iris.request(_get(tell_id))).tell.status != "running" and r, what="end")
-    assert time.monotonic() - killed_at < 1.0
+    assert time.monotonic() - killed_at < 5.0  # its exit noticed, not its silence (the response timeout: 120 s)
     assert ended.tell.status == "interrupted" and "SIGKILL" in ended.tell.error
     assert ended.tell.text  # what it had said is kept
     assert pair_state(iris, "killed").state == "stopped"
