@@ -254,6 +254,16 @@ def recording(
     return happened, replies, tell
 
 
+async def warm_claude(tell: Callable[[str], Awaitable[None]]) -> FakeChild:
+    """Alpha's claude, started by a first tell, answered, its end written."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "one")
+        claude = await child(0)
+        await claude.result("first")
+    await past_the_hold()
+    return claude
+
+
 async def test_a_warm_tell_goes_to_claude_before_its_start_is_written_and_ends_in_one_transaction(
     core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -300,11 +310,7 @@ async def test_a_tell_sent_right_after_an_answer_goes_to_claude_before_the_end_i
     next turn went to claude; until then the first is found as it ended (``iris result``)."""
     happened, replies, tell = recording(core, monkeypatch)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(tell, "one")
-        claude = await child(0)
-        await claude.result("first")
-    await past_the_hold()
+    claude = await warm_claude(tell)
     note_commits(core, happened)
     happened.clear()
     async with trio.open_nursery() as nursery:
@@ -337,11 +343,7 @@ async def test_a_tell_whose_end_is_awaited_has_it_written_as_the_answer_leaves(
     then written when the home asks (one trip through the pair's inbox on the way of the
     final result)."""
     _, _, tell = recording(core, monkeypatch)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(tell, "one")  # starts the claude
-        claude = await child(0)
-        await claude.result("first")
-    await past_the_hold()
+    claude = await warm_claude(tell)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tell, "two")
         await trio.testing.wait_all_tasks_blocked()
@@ -365,11 +367,7 @@ async def test_the_end_of_a_tell_somebody_waits_to_see_written_is_not_held(
     ``HOLD_END_S`` for a next tell that may never come; one held before the reader came is
     written as it comes."""
     _, _, tell = recording(core, monkeypatch)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(tell, "one")  # starts the claude
-        claude = await child(0)
-        await claude.result("first")
-    await past_the_hold()
+    claude = await warm_claude(tell)
     written: list[float] = []
     replies: list[TellReply] = []
 
