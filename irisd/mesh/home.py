@@ -67,7 +67,6 @@ RETRY_S = 1.0
 REPLIED_NOTE_S = 0.5  # the stored final results are noted in one write per this long
 
 
-
 class TellEnds(Protocol):
     """The tell service's part in a home's final result (``irisd.tell.service.TellService``)."""
 
