@@ -77,3 +77,16 @@ def note_commits(core: Dispatcher, happened: list[str]) -> None:
         return False  # and it goes ahead
 
     core.store._connection.set_commit_hook(committing)
+
+
+class NoTellEnds:
+    """A mesh's ``TellEnds`` where no tell may run to its end (a test of the records alone)."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+    def end_awaited(self, tell_id: str) -> None:
+        raise AssertionError(f"{self.why}: {tell_id}")
+
+    async def end_written(self, tell_id: str) -> None:
+        raise AssertionError(f"{self.why}: {tell_id}")

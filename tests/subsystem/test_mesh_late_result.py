@@ -9,7 +9,7 @@ from pathlib import Path
 
 import trio
 
-from fakes.core import teams_config
+from fakes.core import NoTellEnds, teams_config
 from irisd.caller import Caller
 from irisd.events import EventHub, SendEvent
 from irisd.mesh import records
@@ -25,16 +25,6 @@ from protocol.messages import Event, Reply, Request, TellInfo, TellState
 HOME = "ws-2"
 
 
-class NoEnds:
-    """No tell runs on this side (the caller's)."""
-
-    def end_awaited(self, tell_id: str) -> None:
-        raise AssertionError(f"no tell runs on this side: {tell_id}")
-
-    async def end_written(self, tell_id: str) -> None:
-        raise AssertionError(f"no tell runs on this side: {tell_id}")
-
-
 async def _no_dispatch(request: Request, caller: Caller, send_event: SendEvent) -> Reply:
     raise AssertionError("a late result dispatches nothing")
 
@@ -45,7 +35,7 @@ async def test_a_late_result_replaces_interrupted_and_is_announced_and_may_ask(t
     hub = EventHub()
     desk = QuestionDesk(config=config, store=store, hub=hub)
     mesh = MeshService(config=config, store=store, remote_teams=RemoteTeams(), dispatch=_no_dispatch,
-                       ends=NoEnds(), hub=hub, on_end=desk.on_tell_end)
+                       ends=NoTellEnds("no tell runs on this side"), hub=hub, on_end=desk.on_tell_end)
     await store.call(records.ensure)
     told = TellInfo(id="t-far", from_team="alpha", to_team="far", message="which port?", status="interrupted",
                     created_at=1.0, started_at=2.0, finished_at=3.0, error="irisd restarted", chain_id="t-far")
@@ -74,7 +64,7 @@ async def test_a_late_result_for_a_tell_that_ended_here_changes_nothing(tmp_path
     store = Store(open_database(tmp_path / "iris.db"), inline=True)
     hub = EventHub()
     mesh = MeshService(config=config, store=store, remote_teams=RemoteTeams(), dispatch=_no_dispatch,
-                       ends=NoEnds(), hub=hub)
+                       ends=NoTellEnds("no tell runs on this side"), hub=hub)
     await store.call(records.ensure)
     told = TellInfo(id="t-done", from_team="alpha", to_team="far", message="hi", status="completed", text="hello",
                     created_at=1.0, finished_at=3.0)

@@ -10,7 +10,7 @@ from typing import Any
 
 import trio
 
-from fakes.core import teams_config
+from fakes.core import NoTellEnds, teams_config
 from irisd.caller import Caller
 from irisd.events import SendEvent
 from irisd.mesh import records
@@ -28,10 +28,6 @@ async def _no_dispatch(request: Request, caller: Caller, send_event: SendEvent) 
     raise AssertionError(f"a redelivered tell runs nothing again: {request!r}")
 
 
-async def _written(tell_id: str) -> None:
-    raise AssertionError(f"a redelivered tell sends no final result of a run: {tell_id}")
-
-
 async def test_a_redelivered_tell_adopts_the_local_tell_it_had_submitted(tmp_path: Path) -> None:
     config = teams_config(tmp_path)
     store = Store(open_database(tmp_path / "iris.db"), inline=True)
@@ -42,7 +38,8 @@ async def test_a_redelivered_tell_adopts_the_local_tell_it_had_submitted(tmp_pat
     await store.call(tells.insert, local)  # ... after submitting it, before recording that
     link: Any = SimpleNamespace(mesh=SimpleNamespace(name="ws-2"))
     lane: Any = SimpleNamespace()  # nothing is sent: the tell is adopted
-    home = Home(link, lane, store, _no_dispatch, lambda: config, _written)
+    home = Home(link, lane, store, _no_dispatch, lambda: config,
+                NoTellEnds("a redelivered tell sends no final result of a run"))
     home.following[local.id] = ("r-1", CALLER)  # already followed: no answer task to start here
     async with trio.open_nursery() as nursery:
         home._nursery = nursery
