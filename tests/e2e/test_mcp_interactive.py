@@ -156,8 +156,11 @@ def test_the_interactive_claude_shows_the_form_and_keys_answer_it(iris: Iris) ->
             return (f"{iris.request(ListApprovals(include_decided=True))}\n{iris.log()[-3000:]}\n"
                     f"{shim_log.read_text() if shim_log.exists() else ''}")
 
-        terminal.read_until(lambda: (beta / "made.txt").exists(), "the approved tool to run", detail)
-    assert (beta / "made.txt").read_text() == "hi\n"
+        made = beta / "made.txt"
+        # Its whole line: the shell creates the file, then writes to it.
+        terminal.read_until(lambda: made.exists() and made.read_text().endswith("\n"), "the approved tool to run",
+                            detail)
+    assert made.read_text() == "hi\n"
     reply = iris.request(ListApprovals(include_decided=True))
     assert isinstance(reply, ApprovalsReply)
     assert [(a.status, a.decided_by) for a in reply.approvals] == [("allowed", "alpha (Claude Code)")]
