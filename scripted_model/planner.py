@@ -378,9 +378,12 @@ def _plan_answer(body: JSON) -> Reply:
     if follow_up is not None:
         return Reply(text=follow_up, chunks=chunks, delay_s=delay_s)
     mode: Mode = "hang" if "hang" in by_name else "stall" if "stall" in by_name else "answer"
+    gate = by_name["gate"].arg or "" if "gate" in by_name else ""
+    if "gate" in by_name and not gate:
+        raise BadDirective("@gate needs a name: @gate:NAME")
     if "tool" in by_name:
         tool = _tool_call(by_name["tool"], free_text)
-        return Reply(tool=tool, chunks=chunks, delay_s=delay_s, mode=mode)
+        return Reply(tool=tool, chunks=chunks, delay_s=delay_s, mode=mode, gate=gate)
     if "long" in by_name:
         count = _int_arg(by_name["long"], 1, 1_000_000)
         text = " ".join(f"word{i}" for i in range(1, count + 1))
@@ -388,9 +391,6 @@ def _plan_answer(body: JSON) -> Reply:
         text = f"echo #{count_turns(body)}: {free_text}"
     if "ask" in by_name:
         text = f"Do you want me to go ahead? ({text})"
-    gate = by_name["gate"].arg or "" if "gate" in by_name else ""
-    if "gate" in by_name and not gate:
-        raise BadDirective("@gate needs a name: @gate:NAME")
     return Reply(text=text, chunks=chunks, delay_s=delay_s, mode=mode, gate=gate)
 
 

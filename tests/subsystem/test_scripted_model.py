@@ -21,7 +21,7 @@ import pytest
 
 from harness import wait_for
 from scripted_model.model import ScriptedModel
-from scripted_model.planner import parse_directives, split_chunks
+from scripted_model.planner import parse_directives, plan_reply, split_chunks
 
 JSON = dict[str, Any]
 REPO = Path(__file__).resolve().parents[2]
@@ -348,6 +348,7 @@ def test_gate_holds_after_the_first_chunk_until_the_test_opens_it(model: Scripte
     status, message = post(model, body(user("@gate:g2 whole"), stream=False))
     assert status == 200 and message["content"] == [{"type": "text", "text": "echo #1: whole"}]
     assert text_of(stream(model, body(user("@gate nameless")))).startswith("scripted model: @gate needs a name")
+    assert plan_reply(body(user('@gate:g3 @tool:Read {"file_path": "/x"}'))).gate == "g3"  # a tool call's too
 
 
 def test_malformed_requests_get_400_and_the_server_lives_on(model: ScriptedModel) -> None:
