@@ -80,6 +80,27 @@ def mesh_legs(caller_tells: list[TellInfo], home: Iris) -> list[float]:
     return legs
 
 
+def runs(told: dict[str, list[TellInfo]], home: Iris) -> dict[str, list[float]]:
+    """Where each warm tell's time goes, from the irisds' records: a local tell's run in
+    its irisd (recorded -> finished), a remote one's on the home (the same for its local
+    tell there) and in the caller irisd (recorded -> finished, the home's run and the legs
+    inside it)."""
+    reply = request(home, Report(to_team="far", all_callers=True, limit=500))
+    assert isinstance(reply, ReportReply)
+    there = {t.message: t for t in reply.tells}
+
+    def run(info: TellInfo) -> float:
+        assert info.finished_at is not None
+        return info.finished_at - info.created_at
+
+    local = [run(t) for side in ("local", "local b") for t in told[side]]
+    return {
+        "local and local b: in irisd": local,
+        "remote: on the home": [run(there[t.message]) for t in told["remote"]],
+        "remote: in the caller irisd": [run(t) for t in told["remote"]],
+    }
+
+
 def at_once(iris: Iris, team: str) -> None:
     with concurrent.futures.ThreadPoolExecutor(len(CALLERS)) as pool:
         for future in [pool.submit(tell, iris, team, "hi", caller) for caller in CALLERS]:
@@ -140,9 +161,16 @@ def main() -> None:
             if args.control:
                 samples["local b"] = []
             remote_tells: list[TellInfo] = []
+            told: dict[str, list[TellInfo]] = {"local": [], "local b": [], "remote": []}  # the timed ones
 
-            def remote(text: str) -> None:
+            def remote(text: str) -> TellInfo:
                 remote_tells.append(tell(caller, "far", text))
+                return remote_tells[-1]
+
+            def timed_tell(side: str, action: Callable[[], TellInfo]) -> float:
+                started = time.perf_counter()
+                told[side].append(action())
+                return time.perf_counter() - started
 
             def fresh_claudes(round_: int) -> None:
                 """Every side's claude stops, and starts again on an untimed tell."""
@@ -160,15 +188,16 @@ def main() -> None:
             for round_ in range(args.rounds):
                 if args.fresh_every and round_ and round_ % args.fresh_every == 0:
                     fresh_claudes(round_)
-                sides: list[tuple[str, Callable[[], object]]] = [
+                sides: list[tuple[str, Callable[[], TellInfo]]] = [
                     ("local", functools.partial(tell, caller, "near", "hello")),
                     ("remote", functools.partial(remote, f"hello {round_}")),
                     *([("local b", functools.partial(tell, caller, "near-b", "hello"))] if args.control else []),
                 ]
                 shuffle(sides)
                 for name, action in sides:
-                    samples[name].append(timed(action))
+                    samples[name].append(timed_tell(name, action))
             samples["mesh legs of a remote tell"] = mesh_legs(remote_tells, home)
+            samples.update(runs(told, home))
             load.append(os.getloadavg()[0])
             if args.warm_only:
                 for name in ("10 local", "10 remote"):
@@ -176,10 +205,10 @@ def main() -> None:
                 report(samples, load)
                 return
             for round_ in range(max(3, args.rounds // 4)):
-                sides = [("10 local", functools.partial(at_once, caller, "near")),
-                         ("10 remote", functools.partial(at_once, caller, "far"))]
-                for name, action in sides if round_ % 2 == 0 else reversed(sides):
-                    samples[name].append(timed(action))
+                many = [("10 local", functools.partial(at_once, caller, "near")),
+                        ("10 remote", functools.partial(at_once, caller, "far"))]
+                for name, at_once_to in many if round_ % 2 == 0 else reversed(many):
+                    samples[name].append(timed(at_once_to))
 
             def through_one_pair(team: str) -> float:
                 """Tells per second: 20 sent at once (not waiting) to one pair, read back."""
@@ -229,6 +258,13 @@ def report(samples: dict[str, list[float]], load: list[float], *, done: bool = T
         verdict = "met" if pooled <= 0.003 else "NOT met"
         print(f"  control: local b - local {floor * 1000:+.1f} ms (two local claudes alike: the floor of one run); "
               f"remote - both local {pooled * 1000:+.1f} ms (target <= +3 ms: {verdict})")
+    if "remote: on the home" in samples:
+        home = median(samples["remote: on the home"]) - median(samples["local and local b: in irisd"])
+        outside = (median(samples["remote"]) - median(samples["remote: in the caller irisd"])) - (
+            median(samples["local"] + samples.get("local b", [])) - median(samples["local and local b: in irisd"]))
+        print(f"  from the records: the home's run - a local run in irisd {home * 1000:+.2f} ms (the same turn on "
+              "another claude, as each irisd saw it); outside the caller irisd, remote - local "
+              f"{outside * 1000:+.2f} ms")
     if done:
         for name, values in samples.items():
             print(describe(name, values))
