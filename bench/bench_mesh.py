@@ -93,11 +93,17 @@ def runs(told: dict[str, list[TellInfo]], home: Iris) -> dict[str, list[float]]:
         assert info.finished_at is not None
         return info.finished_at - info.created_at
 
-    local = [run(t) for side in ("local", "local b") for t in told[side]]
+    def turn(info: TellInfo) -> float:
+        return (info.duration_ms or 0) / 1000
+
+    local = [t for side in ("local", "local b") for t in told[side]]
+    far = [there[t.message] for t in told["remote"]]
     return {
-        "local and local b: in irisd": local,
-        "remote: on the home": [run(there[t.message]) for t in told["remote"]],
+        "local and local b: in irisd": [run(t) for t in local],
+        "remote: on the home": [run(t) for t in far],
         "remote: in the caller irisd": [run(t) for t in told["remote"]],
+        "local and local b: claude's own turn": [turn(t) for t in local],
+        "remote: claude's own turn on the home": [turn(t) for t in far],
     }
 
 
@@ -262,9 +268,11 @@ def report(samples: dict[str, list[float]], load: list[float], *, done: bool = T
         home = median(samples["remote: on the home"]) - median(samples["local and local b: in irisd"])
         outside = (median(samples["remote"]) - median(samples["remote: in the caller irisd"])) - (
             median(samples["local"] + samples.get("local b", [])) - median(samples["local and local b: in irisd"]))
+        turns = median(samples["remote: claude's own turn on the home"]) - median(
+            samples["local and local b: claude's own turn"])
         print(f"  from the records: the home's run - a local run in irisd {home * 1000:+.2f} ms (the same turn on "
-              "another claude, as each irisd saw it); outside the caller irisd, remote - local "
-              f"{outside * 1000:+.2f} ms")
+              f"another claude, as each irisd saw it; claude's own figure for its turn {turns * 1000:+.1f} ms); "
+              f"outside the caller irisd, remote - local {outside * 1000:+.2f} ms")
     if done:
         for name, values in samples.items():
             print(describe(name, values))
