@@ -21,7 +21,9 @@ much as the target on a 40 ms turn, and local and remote tells run on two claude
 whose difference from ``near`` is the floor of one run, and compares the remote tells
 with both local ones pooled; ``--fresh-every N`` starts every side's claude again every
 N rounds (its pair slept, the next tell untimed), so a run has several claudes a side.
-The sides' order is shuffled each round.
+The sides' order is shuffled each round. With ``--warm-only`` it also splits the warm
+tells' time by both irisds' records: the legs, the home's run against a local run in
+irisd (and claude's own figure for its turn on each), and what is outside the caller irisd.
 
 Run: .venv/bin/python bench/bench_mesh.py [--rounds N] [--warm-only [--control] [--fresh-every N]]
 """
