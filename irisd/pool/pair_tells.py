@@ -117,6 +117,10 @@ class PairTells:
         """A tell of this pair that is not finished, or whose end is not written yet."""
         return self.by_id.get(tell_id) or self.ending.get(tell_id)
 
+    def holds(self, tell_id: str) -> bool:
+        """Whether the end of tell ``tell_id`` waits here to be written."""
+        return tell_id in self.ending
+
     def queued(self) -> list[ActiveTell]:
         return [tell for tell in self.by_id.values() if tell.machine.status == "queued"]
 

@@ -290,11 +290,13 @@ class Supervisor:
         """The pair's actor if it runs (none is started)."""
         return self.pairs.get(key)
 
-    async def write_held(self) -> None:
+    async def write_held(self, tell_id: str | None = None) -> None:
         """What the pairs hold to write (a tell's end held for the next tell's start: at
-        most ``HOLD_END_S``), written before a reader of the database reads."""
+        most ``HOLD_END_S``), written before a reader of the database reads; with
+        ``tell_id``, only the pair that holds that tell's end (a reader of that tell)."""
         for pair in [pair for pair in self.pairs.values() if pair.writes.holding]:
-            await pair.write_held()
+            if tell_id is None or pair.tells.holds(tell_id):
+                await pair.write_held()
 
     def snapshots(self) -> list[PairSnapshot]:
         return [pair.snapshot() for pair in self._runners()]

@@ -136,8 +136,9 @@ class Pool(Protocol):
 
     def waiting_for_slot(self, key: PairKey) -> int: ...
 
-    async def write_held(self) -> None:
-        """Have the pairs write what they hold (a tell's end held for a next tell's start)."""
+    async def write_held(self, tell_id: str | None = None) -> None:
+        """Have the pairs write what they hold (a tell's end held for a next tell's start);
+        with ``tell_id``, the pair that holds that tell's end."""
         ...
 
     async def ask_budget(self, tell_id: str, question: str, details: dict[str, Any]) -> BudgetAsked | None:
@@ -519,9 +520,9 @@ class TellService:
     async def _read_end(self, active: ActiveTell, timeout_s: float) -> None:
         """Wait up to ``timeout_s`` for the end of ``active`` to be written, as a reader of
         its answer. A reader's tell is not held for its pair's next tell (``waited_for``);
-        one held before the reader came is written now. (No yield between the two unless
+        one held before the reader came is written now (its pair's, no other). (No yield between the two unless
         something was held: the pair cannot start holding it unseen in between.)"""
-        await self.pool.write_held()
+        await self.pool.write_held(active.id)
         await active.wait_result(timeout_s)
 
     async def cancel(self, tell_id: str) -> TellReply:

@@ -403,6 +403,31 @@ async def test_the_end_of_a_tell_somebody_waits_to_see_written_is_not_held(
     assert row is not None and row.status == "completed"
 
 
+async def test_a_reader_has_only_its_own_tells_pair_write_what_it_holds(
+    core: Dispatcher, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Waiting for one tell's end writes what that tell's pair holds, not what other pairs
+    hold for their next tells."""
+    replies: dict[str, TellReply] = {}
+
+    async def tell(team: str) -> None:
+        replies[team] = await core.tells.tell(Tell(to_team=team, message="one"), no_events)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tell, "alpha")
+        alpha = await child(0)
+        nursery.start_soon(tell, "beta")
+        beta = await child(1)
+        await alpha.result("from alpha")
+        await beta.result("from beta")
+    await trio.testing.wait_all_tasks_blocked()
+    pairs = core.supervisor.pairs
+    assert pairs[(None, "alpha", "")].writes.holding and pairs[(None, "beta", "")].writes.holding
+    await core.tells.end_written(replies["alpha"].tell.id)
+    assert not pairs[(None, "alpha", "")].writes.holding
+    assert pairs[(None, "beta", "")].writes.holding  # beta's end waits for beta's next tell, as before
+
+
 async def test_the_lines_of_a_turn_cost_the_pair_no_cancel_scope_each(
     core: Dispatcher, autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
