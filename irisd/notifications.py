@@ -107,8 +107,7 @@ class Courier:
             return "delivered"  # past its TTL while earlier ones were delivered: the sweep expires it
         try:
             tell = await self.tells.submit(
-                item.to_team, item.message, item.from_team, 0, kind="notification", across=item.chain,
-                end_awaited=True,  # the pair's next delivery waits for it (below)
+                item.to_team, item.message, item.from_team, 0, kind="notification", across=item.chain
             )
         except StoreError as exc:  # nothing was queued; the notification stays pending
             log.warning("notification not delivered yet: the database refuses writes",
@@ -122,6 +121,7 @@ class Courier:
             await self._mark(item.id, "pending", error=exc.message)
             log.warning("notification not delivered", extra={"id": item.id, "error": exc.message})
             return "failed"
+        self.tells.end_awaited(tell.id)  # the pair's next delivery waits for it (below)
         # Best effort: if this write fails, the row says pending and is picked again anyway.
         await self._mark(item.id, "delivering", tell_id=tell.id)
         await tell.finished.wait()

@@ -67,15 +67,14 @@ class ActiveTell:
         on_end: OnEnd | None = None,
         parent: ActiveTell | None = None,
         thread: str = "",
-        end_awaited: bool = False,
     ) -> None:
         self.id = new_tell_id()
         self.thread = thread  # the pair's conversation it goes to ("": the default thread)
         # Somebody acts on its end once written, after its answer: the courier (the pair's
         # next notification; not a reader of its answer: a question in it is for a person),
         # a mesh home (its final result): so its end is written at once, never held for the
-        # pair's next tell (readers: ``result_waiters``).
-        self.end_awaited = end_awaited
+        # pair's next tell (readers: ``result_waiters``). Set by ``TellService.end_awaited``.
+        self.end_awaited = False
         # The tell whose claude sent this one (a nested tell), if it runs here: an approval
         # this one waits for shows on it too (``nested_phase``).
         self.parent = parent

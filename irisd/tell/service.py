@@ -216,7 +216,6 @@ class TellService:
         max_budget_usd: float | None = None,
         across: ChainRef | None = None,
         thread: str = "",
-        end_awaited: bool = False,
     ) -> ActiveTell:
         """Admit and queue a tell on its pair's ``thread`` (its own conversation; "" the
         pair's default one); returns it at once (it runs on). A thread is its pair's for
@@ -278,7 +277,6 @@ class TellService:
             on_end=self.on_end,
             parent=self.pool.find_tell(parent.id) if parent is not None else None,
             thread=thread,
-            end_awaited=end_awaited,
         )
         await self.store.call(tells.insert, tell.info())
         if listen:
