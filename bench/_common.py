@@ -9,8 +9,10 @@ ratios first, then the absolute numbers for context.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -19,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
@@ -39,6 +41,23 @@ from protocol.messages import (  # noqa: E402
 )
 from protocol.transcript import entries  # noqa: E402
 from scripted_model import ScriptedModel  # noqa: E402
+
+T = TypeVar("T")
+
+
+class Rotation(Generic[T]):
+    """The order of the sides in each round: blocks of rounds that run every
+    ordering once, each block shuffled (``seed``: the same orders run after run)."""
+
+    def __init__(self, sides: list[T], *, seed: int) -> None:
+        self.orders = [list(order) for order in itertools.permutations(sides)]
+        self.random = random.Random(seed)
+        self.block: list[list[T]] = []
+
+    def permutation(self, round_: int) -> list[T]:
+        if round_ % len(self.orders) == 0:
+            self.block = self.random.sample(self.orders, len(self.orders))
+        return self.block[round_ % len(self.orders)]
 
 
 @contextlib.contextmanager

@@ -39,24 +39,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import itertools
-import random
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Generic, TypeVar
 
-from _common import describe, header, median, request, revision, running_iris, status, timed
+from _common import Rotation, describe, header, median, request, revision, running_iris, status, timed
 from bench_daemon_overhead import DirectClaude, versus, via_socket
 
 from harness import Iris
 from iris_cli.client import Client
 from protocol.messages import Sleep, Tell, TellReply
-
-T = TypeVar("T")
 
 
 class ChildAsItRuns:
@@ -104,21 +99,6 @@ class KeptConnection:
         if self.client is not None:
             self.client.close()
             self.client = None
-
-
-class Rotation(Generic[T]):
-    """The order of the sides in each round: blocks of rounds that run every
-    ordering once, each block shuffled (``seed``: the same orders run after run)."""
-
-    def __init__(self, sides: list[T], *, seed: int) -> None:
-        self.orders = [list(order) for order in itertools.permutations(sides)]
-        self.random = random.Random(seed)
-        self.block: list[list[T]] = []
-
-    def permutation(self, round_: int) -> list[T]:
-        if round_ % len(self.orders) == 0:
-            self.block = self.random.sample(self.orders, len(self.orders))
-        return self.block[round_ % len(self.orders)]
 
 
 def generation_ratios(samples: list[list[float]], base: list[list[float]], rounds: int) -> list[float]:

@@ -34,14 +34,13 @@ import argparse
 import concurrent.futures
 import functools
 import os
-import random
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _common import describe, header, median, ms, request, status, timed
+from _common import Rotation, describe, header, median, ms, request, status, timed
 
 from harness import Iris, claude_binary, wait_for
 from mesh.nats import NatsServer  # tests/ is on the path (_common)
@@ -192,18 +191,17 @@ def main() -> None:
                 after = {p.pid for iris in (caller, home) for p in status(iris).processes if p.pid}
                 assert not before & after, f"a claude was not started again: {before & after}"
 
-            shuffle = random.Random(11).shuffle
+            order = Rotation(["local", "remote", *(["local b"] if args.control else [])], seed=11)
             for round_ in range(args.rounds):
                 if args.fresh_every and round_ and round_ % args.fresh_every == 0:
                     fresh_claudes(round_)
-                sides: list[tuple[str, Callable[[], TellInfo]]] = [
-                    ("local", functools.partial(tell, caller, "near", "hello")),
-                    ("remote", functools.partial(remote, f"hello {round_}")),
-                    *([("local b", functools.partial(tell, caller, "near-b", "hello"))] if args.control else []),
-                ]
-                shuffle(sides)
-                for name, action in sides:
-                    samples[name].append(timed_tell(name, action))
+                sides: dict[str, Callable[[], TellInfo]] = {
+                    "local": functools.partial(tell, caller, "near", "hello"),
+                    "remote": functools.partial(remote, f"hello {round_}"),
+                    "local b": functools.partial(tell, caller, "near-b", "hello"),
+                }
+                for name in order.permutation(round_):
+                    samples[name].append(timed_tell(name, sides[name]))
             samples["mesh legs of a remote tell"] = mesh_legs(remote_tells, home)
             samples.update(runs(told, home))
             load.append(os.getloadavg()[0])

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -42,7 +41,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import REPO, SimIris, describe, header, median, ms, request, thread_cpu_seconds, wait_quiet
+from _common import (
+    REPO,
+    Rotation,
+    SimIris,
+    describe,
+    header,
+    median,
+    ms,
+    request,
+    thread_cpu_seconds,
+    wait_quiet,
+)
 
 from harness import claude_binary
 from mesh.nats import NatsServer  # tests/ is on the path (_common)
@@ -228,11 +238,9 @@ def main() -> None:
         # after one of the same kind on the same irisds is faster (a fixed order, each side
         # first in turn, gave one checkout's remote tells that place: 0.1 to 0.9 ms of bias
         # with the same code on both sides).
-        shuffle = random.Random(30).shuffle
+        order = Rotation([(side, kind) for side in sides for kind in ("local", "remote")], seed=30)
         for index in range(args.rounds):
-            order = [(side, kind) for side in sides for kind in ("local", "remote")]
-            shuffle(order)
-            for side, kind in order:
+            for side, kind in order.permutation(index):
                 side.one(kind, index)
         load.append(os.getloadavg()[0])
         legs = {side.label: side.legs() for side in sides}
