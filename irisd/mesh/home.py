@@ -118,7 +118,7 @@ class Home:
             return
         match inbound:
             case RemoteTellMsg():
-                await self._tell(inbound, caller)
+                await self._tell(inbound, caller)  # its status, if taken, goes in one write with the ack
             case CancelMsg(id=remote_id):
                 await self._cancel(remote_id, caller)
         ack(self.lane, message)  # once recorded; a lost ack is a redelivery the record answers
@@ -159,13 +159,16 @@ class Home:
         taken = Taken()  # (a task started with start_soon and this: not Nursery.start's nursery per tell)
         self._nursery.start_soon(self._serve, tell, caller, taken)
         await taken.done.wait()
+        # The pair's task, woken in the same step as this one, hands the tell to claude
+        # before the record and the caller's news below (they are not on its way).
+        await trio.lowlevel.checkpoint()
         if taken.refused:  # refused (admission, a budget, the rate limit...)
             await self._send_final(caller, FinalMsg(id=tell.id, status="failed", error=taken.refused))
             return
         if not taken.local:  # its task failed first (that error ends the home): not acked, it comes again
             raise RuntimeError(f"remote tell {tell.id}: its task ended before the dispatcher answered")
         await self.store.call(records.submitted, tell.id, taken.local)
-        self._live(caller, LiveMsg(id=tell.id, status=taken.status))
+        self._live(caller, LiveMsg(id=tell.id, status=taken.status), flush=False)  # with the ack, just after
 
     async def _serve(self, tell: RemoteTellMsg, caller: str, taken: Taken) -> None:
         """Run the tell as a caller that waits for its end, then send its final result.
@@ -302,7 +305,7 @@ class Home:
         irisd knew could be stored first under it, and this result dropped as its
         duplicate; a second copy of a result changes nothing."""
         payload = ENCODER.encode(final)
-        self._live(caller, payload)  # the same bytes, in the same write as the publish below
+        self._live(caller, payload, flush=False)  # the same bytes, in the same write as the publish below
         while True:
             try:
                 await self.lane.js_publish(reply_subject(caller, self.name), payload)
@@ -341,12 +344,13 @@ class Home:
                 log.warning("mesh: the live view of remote tells watches again", extra={"error": exc.message})
                 await trio.sleep(RETRY_S)
 
-    def _live(self, caller: str, live: LiveMsg | bytes) -> None:
+    def _live(self, caller: str, live: LiveMsg | bytes, *, flush: bool = True) -> None:
         """Sent without waiting: the live view is best effort (a lane that is down loses
-        it); the final result is durable."""
+        it); the final result is durable. ``flush=False``: it leaves with the publish the
+        caller makes next, in the same step (``Lane.publish_nowait``)."""
         payload = live if isinstance(live, bytes) else ENCODER.encode(live)
         try:
-            self.lane.publish_nowait(live_subject(caller, self.name), payload)
+            self.lane.publish_nowait(live_subject(caller, self.name), payload, flush=flush)
         except LaneError:
             pass
 

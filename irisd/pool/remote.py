@@ -251,7 +251,9 @@ class RemotePair:
         self.tells: dict[str, ActiveTell] = {}
         self.last_used_at: float | None = None
         self._runs: dict[str, trio.CancelScope] = {}
-        self._changed: dict[str, trio.Event] = {}
+        # Each tell's timer task waits on its event until the deadline it names (the
+        # earliest of the machine's): woken only when a change brings a deadline nearer.
+        self._changed: dict[str, tuple[trio.Event, float]] = {}
         # A sent tell's words for when its handoff time passes unconfirmed (TellReport.sent).
         self.unconfirmed: dict[str, Callable[[], str]] = {}
         self._nursery: trio.Nursery | None = None
@@ -364,8 +366,9 @@ class RemotePair:
     async def _keep_time(self, tell: ActiveTell) -> None:
         """The tell's deadlines (the caller's patience; the far side's silence)."""
         while not tell.machine.is_final:
-            changed = self._changed.setdefault(tell.id, trio.Event())
             deadline = tell.machine.next_deadline()
+            changed = trio.Event()
+            self._changed[tell.id] = (changed, deadline)
             with trio.move_on_at(deadline if math.isfinite(deadline) else math.inf):
                 await changed.wait()
             now = trio.current_time()
@@ -416,9 +419,12 @@ class RemotePair:
                     scope.cancel()  # the executor tells the far side as it unwinds
 
     def _wake(self, tell: ActiveTell) -> None:
-        event = self._changed.pop(tell.id, None)
-        if event is not None:
-            event.set()
+        """Wake the tell's timer task if a deadline came nearer than the one it waits for
+        (a later one it finds when it wakes; an ended tell's task is cancelled with its run)."""
+        waiting = self._changed.get(tell.id)
+        if waiting is not None and tell.machine.next_deadline() < waiting[1]:
+            del self._changed[tell.id]
+            waiting[0].set()
 
     def _changes(self) -> None:
         if self.on_change is not None:
