@@ -125,12 +125,16 @@ class Side:
         assert isinstance(reply, ReportReply)
         there = {t.message: t for t in reply.tells}
         legs = []
-        names = ("local: in irisd", "local: outside it", "remote: on the home", "remote: outside the caller")
+        names = ("legs: out", "legs: back", "local: in irisd", "local: outside it", "remote: on the home",
+                 "remote: outside the caller")
         self.parts = {name: [] for name in names}
         for mine, took in zip(self.remote, self.samples["remote"], strict=True):
             far = there[mine.message]
             assert far.finished_at is not None and mine.finished_at is not None
-            legs.append((far.created_at - mine.created_at) + (mine.finished_at - far.finished_at))
+            out, back = far.created_at - mine.created_at, mine.finished_at - far.finished_at
+            legs.append(out + back)
+            self.parts["legs: out"].append(out)
+            self.parts["legs: back"].append(back)
             self.parts["remote: on the home"].append(far.finished_at - far.created_at)
             self.parts["remote: outside the caller"].append(took - (mine.finished_at - mine.created_at))
         for info, took in zip(self.local, self.samples["local"], strict=True):

@@ -376,17 +376,23 @@ async def _ended(tell: ActiveTell) -> None:
             await tell.on_end(tell)
         except Exception:  # a bug there must not break the actor that ended the tell
             log.exception("handling the end of a tell failed", extra={"tell": tell.id})
+    if tell.end_awaited:  # who acts on the end takes its step first (as in ``reply_first``)
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
 
 async def reply_first(tell: ActiveTell) -> None:
     """The caller's answer is due: wake it and let its task take its step (write its reply,
     built from the tell in memory) before the writes that follow. Two checkpoints: in
-    whichever order trio runs the next batch, the caller's task has run by then. Never
-    raises Cancelled (what follows must be written)."""
+    whichever order trio runs the next batch, the caller's task has run by then (none for
+    a tell whose end is awaited: its caller waits for the writes anyway). Never raises
+    Cancelled (what follows must be written)."""
     if tell.replied.is_set():
         return
     tell.note_status()  # the end's wall time and state first: the reply is built from them
     tell.reply_due()
+    if tell.end_awaited:  # its caller acts only once the end is written: no step to give it first
+        return
     await trio.lowlevel.cancel_shielded_checkpoint()
     await trio.lowlevel.cancel_shielded_checkpoint()
 

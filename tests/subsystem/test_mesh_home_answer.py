@@ -6,6 +6,7 @@ stored; and the record says the tell was answered once that is stored (within
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -42,6 +43,7 @@ class RecordingLane:
         self.sent = trio.Event()
         self.live: list[tuple[str, bytes]] = []
         self.live_before_stored: list[tuple[str, bytes]] = []  # what had left live when a result was stored
+        self.on_final: Callable[[], None] = lambda: None  # called as a final result is stored
 
     def _status_of(self, final: FinalMsg) -> str:
         known = records.get(self.db, final.id)
@@ -52,6 +54,7 @@ class RecordingLane:
     async def js_publish(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None) -> PubAck:
         final = msgspec.json.decode(payload, type=FinalMsg)
         self.finals.append((final, self._status_of(final)))
+        self.on_final()
         self.live_before_stored = [(subject, payload), *self.live]
         self.sent.set()
         return PubAck(stream="IRIS_REPLIES", seq=len(self.finals))
@@ -107,3 +110,38 @@ async def test_the_final_result_leaves_once_the_home_wrote_the_tells_end(
 async def replied(store: Store) -> records.Inbound | None:
     known = await store.call(records.get, "r-1")
     return known if known is not None and known.replied else None
+
+
+async def test_the_final_result_leaves_before_the_pair_goes_on_to_its_next_tell(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Those who act on a tell's end (here the home, sending its final result) take their
+    step as soon as the end is written, before its pair's next tell goes to claude: the
+    caller's answer is not behind the next tell's start."""
+    config = teams_config(tmp_path, f"  mesh:\n    url: nats://127.0.0.1:4222\n    name: {HOME}\n", teams="alpha")
+    db = open_database(tmp_path / "iris.db")
+    async with running_core(tmp_path, config, connection=db) as dispatcher:
+        store = dispatcher.store
+        await store.call(records.ensure)
+        lane = RecordingLane(store, db)
+        link: Any = SimpleNamespace(mesh=SimpleNamespace(name=HOME))
+        home = Home(link, lane, store, dispatcher.dispatch, lambda: config,  # type: ignore[arg-type]
+                    dispatcher.tells)
+        turns_when_sent: list[int] = []
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                home._nursery = nursery
+                await home._tell(RemoteTellMsg(id="r-1", from_team="web", to_team="alpha", message="one"), CALLER)
+                child = await child_got_turn()
+                await home._tell(RemoteTellMsg(id="r-2", from_team="web", to_team="alpha", message="two"), CALLER)
+
+                def user_turns() -> list[object]:
+                    return [m["message"] for m in child.sent if m.get("type") == "user"]
+
+                lane.on_final = lambda: turns_when_sent.append(len(user_turns()))
+                await child.result("first")
+                await lane.sent.wait()
+                await wait_until(lambda: len(user_turns()) == 2, every=0.001)  # then the next tell goes on
+                nursery.cancel_scope.cancel()
+        assert [final.id for final, _ in lane.finals] == ["r-1"]
+        assert turns_when_sent == [1]  # it left while claude had only the first tell's turn
