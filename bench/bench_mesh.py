@@ -25,7 +25,7 @@ The sides' order is shuffled each round. With ``--warm-only`` it also splits the
 tells' time by both irisds' records: the legs, the home's run against a local run in
 irisd (and claude's own figure for its turn on each), and what is outside the caller irisd.
 
-Run: .venv/bin/python bench/bench_mesh.py [--rounds N] [--warm-only [--control] [--fresh-every N]]
+Run: .venv/bin/python bench/bench_mesh.py [--rounds N] [--warm-only [--control] [--fresh-every N] [--pause MS]]
 """
 
 from __future__ import annotations
@@ -126,6 +126,9 @@ def main() -> None:
                         help="with --warm-only: a second local team (its own claude), the floor of one run")
     parser.add_argument("--fresh-every", type=int, default=0, metavar="N",
                         help="with --warm-only: start every side's claude again every N rounds")
+    parser.add_argument("--pause", type=float, default=0.0, metavar="MS",
+                        help="with --warm-only: milliseconds between one tell's answer and the next tell "
+                             "(untimed; claude works on for a few ms after its answer)")
     args = parser.parse_args()
     if (args.control or args.fresh_every) and not args.warm_only:
         parser.error("--control and --fresh-every go with --warm-only")
@@ -205,6 +208,7 @@ def main() -> None:
                     "local b": functools.partial(tell, caller, "near-b", "hello"),
                 }
                 for name in order.permutation(round_):
+                    time.sleep(args.pause / 1000)
                     samples[name].append(timed_tell(name, sides[name]))
             samples.update(mesh_legs(remote_tells, home))
             samples.update(runs(told, home))

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness import Iris, wait_for
+from protocol.messages import GetStatus, StatusReply
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -33,8 +35,30 @@ def outsider(iris: Iris, prompt: str, *args: str) -> str:
     return done.stdout
 
 
+def peers_registered(iris: Iris) -> None:
+    """Until every pair's child has registered for cross-session messaging: claude does it
+    shortly after it starts, also while its first turn already runs (a child started for
+    a tell just sent may not have yet). Its session file names its socket, which is there."""
+
+    def registered() -> bool:
+        reply = iris.request(GetStatus())
+        assert isinstance(reply, StatusReply)
+        pids = [p.pid for p in reply.processes if p.pid]
+        for pid in pids:
+            try:
+                session = json.loads((Path(iris.env["CLAUDE_CONFIG_DIR"]) / "sessions" / f"{pid}.json").read_text())
+            except (OSError, ValueError):  # not written yet, or half written
+                return False
+            if not Path(session.get("messagingSocketPath") or "/nonexistent").exists():
+                return False
+        return bool(pids)
+
+    wait_for(registered, timeout=60, what="the pair's claude registered as a peer")
+
+
 def send_from_outside(iris: Iris, team_folder: str) -> None:
     """List the peers (the pair's child must be one), then message it with SendMessage."""
+    peers_registered(iris)
     listed = outsider(iris, "@tool:ListAgents {}")
     found = re.search(rf"^\s+({re.escape(team_folder)}-\w+) \[", listed, re.MULTILINE)
     assert found, f"the pair's child is not listed as a peer (did claude change?):\n{listed}"
