@@ -6,7 +6,8 @@ stored; and the record says the tell was answered once that is stored (within
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -66,18 +67,26 @@ class RecordingLane:
             self.live_finals.append((final, self._status_of(final)))
 
 
-async def test_the_final_result_leaves_once_the_home_wrote_the_tells_end(
-    tmp_path: Path, autojump_clock: trio.testing.MockClock
-) -> None:
+@contextlib.asynccontextmanager
+async def serving_home(tmp_path: Path) -> AsyncIterator[tuple[Any, RecordingLane, Home]]:
+    """A home irisd's core with team ``alpha`` (fake children) and a ``Home`` on a lane
+    that records; the test starts the home's tasks it needs, in its own nursery."""
     config = teams_config(tmp_path, f"  mesh:\n    url: nats://127.0.0.1:4222\n    name: {HOME}\n", teams="alpha")
     db = open_database(tmp_path / "iris.db")
     async with running_core(tmp_path, config, connection=db) as dispatcher:
-        store = dispatcher.store
-        await store.call(records.ensure)
-        lane = RecordingLane(store, db)
+        await dispatcher.store.call(records.ensure)
+        lane = RecordingLane(dispatcher.store, db)
         link: Any = SimpleNamespace(mesh=SimpleNamespace(name=HOME))
-        home = Home(link, lane, store, dispatcher.dispatch, lambda: config,  # type: ignore[arg-type]
+        home = Home(link, lane, dispatcher.store, dispatcher.dispatch, lambda: config,  # type: ignore[arg-type]
                     dispatcher.tells)
+        yield dispatcher, lane, home
+
+
+async def test_the_final_result_leaves_once_the_home_wrote_the_tells_end(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    async with serving_home(tmp_path) as (dispatcher, lane, home):
+        store = dispatcher.store
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
                 home._nursery = nursery
@@ -118,15 +127,7 @@ async def test_the_final_result_leaves_before_the_pair_goes_on_to_its_next_tell(
     """Those who act on a tell's end (here the home, sending its final result) take their
     step as soon as the end is written, before its pair's next tell goes to claude: the
     caller's answer is not behind the next tell's start."""
-    config = teams_config(tmp_path, f"  mesh:\n    url: nats://127.0.0.1:4222\n    name: {HOME}\n", teams="alpha")
-    db = open_database(tmp_path / "iris.db")
-    async with running_core(tmp_path, config, connection=db) as dispatcher:
-        store = dispatcher.store
-        await store.call(records.ensure)
-        lane = RecordingLane(store, db)
-        link: Any = SimpleNamespace(mesh=SimpleNamespace(name=HOME))
-        home = Home(link, lane, store, dispatcher.dispatch, lambda: config,  # type: ignore[arg-type]
-                    dispatcher.tells)
+    async with serving_home(tmp_path) as (_, lane, home):
         turns_when_sent: list[int] = []
         with trio.fail_after(10):
             async with trio.open_nursery() as nursery:
