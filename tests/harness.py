@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -327,6 +328,22 @@ def wait_for_daemon(process: subprocess.Popen[bytes], socket_path: Path, log_pat
 
 def log_tail(path: Path, lines: int = 40) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else "(no log)"
+
+
+_ports_given: set[int] = set()
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on now, and never one this process gave out
+    before: the kernel may give two probes in a row the same free port (a NATS cluster's
+    nine ports once had one server's monitor port as another's route port)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
 
 
 def wait_for(

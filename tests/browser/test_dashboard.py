@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from browser.chromium import PageProblems
-from harness import REPO, Iris, wait_for
+from harness import REPO, Iris, free_port, wait_for
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
@@ -37,14 +37,6 @@ def iris(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_
     if instance.process is not None:
         instance.stop(timeout=30)
     shutil.rmtree(instance.socket.parent, ignore_errors=True)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -6,21 +6,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
-from harness import wait_for
+from harness import free_port, wait_for
 
 BINARY = Path(sys.executable).parent / "nats-server"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class NatsServer:
@@ -57,7 +50,11 @@ class NatsServer:
         self.process = subprocess.Popen(self.argv(), stdout=log, stderr=log, stdin=subprocess.DEVNULL)
         log.close()
         if wait:
-            self.wait_ready()
+            try:
+                self.wait_ready()
+            except BaseException:  # not left running for the rest of the worker's tests
+                self.stop()
+                raise
         return self
 
     def healthy(self) -> bool:
@@ -115,14 +112,19 @@ class NatsCluster:
         return [server.url for server in self.servers]
 
     def start(self) -> NatsCluster:
-        for server in self.servers:
-            server.start(wait=False)
-        for server in self.servers:
-            server.wait_ready(timeout=60)
-        # A meta leader needs two of three; a client must learn of all three (its INFO's
-        # connect_urls), or irisd would make its streams with fewer replicas.
-        size = len(self.servers)
-        wait_for(lambda: all(s.knows() == size for s in self.servers), timeout=60, what="the cluster fully routed")
+        try:
+            for server in self.servers:
+                server.start(wait=False)
+            for server in self.servers:
+                server.wait_ready(timeout=60)
+            # A meta leader needs two of three; a client must learn of all three (its INFO's
+            # connect_urls), or irisd would make its streams with fewer replicas.
+            size = len(self.servers)
+            wait_for(lambda: all(s.knows() == size for s in self.servers), timeout=60,
+                     what="the cluster fully routed")
+        except BaseException:  # not left running for the rest of the worker's tests
+            self.stop()
+            raise
         return self
 
     def stop(self) -> None:

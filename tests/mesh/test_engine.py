@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from harness import free_port
 from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh
 from irisd.mesh.bridge import open_bridge
 from irisd.mesh.engine import REPLIES, TELLS, MeshError, open_link
 from irisd.mesh.wire import tell_subject
-from mesh.nats import NatsCluster, NatsServer, free_port
+from mesh.nats import NatsCluster, NatsServer
 
 
 def mesh_of(*urls: str, user: str = "", password: str = "") -> Mesh:

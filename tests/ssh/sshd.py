@@ -20,15 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness import free_port
+
 SSHD = "/usr/sbin/sshd"
 USER_PREFIX = "irisr"  # irisr<pid>: one user per test process, so xdist workers never share one
 HOME_PREFIX = "iris-remote-home-"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _run(*argv: str) -> None:
