@@ -44,7 +44,16 @@ def run() -> NoReturn:
 def main() -> None:
     try:
         try:
-            _main(sys.argv[1:])
+            try:
+                _main(sys.argv[1:])
+            except Exception as exc:  # an Iris error a command met before asking irisd: its words, no traceback
+                from protocol.errors import IrisError
+
+                if not isinstance(exc, IrisError):
+                    raise
+                from iris_cli.calls import fail
+
+                fail(exc, "--json" in sys.argv[1:])
         finally:
             if sys.stdout is not None:  # None: started with stdout closed
                 sys.stdout.flush()  # here, where a reader gone away is caught (also on sys.exit)

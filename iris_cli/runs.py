@@ -171,10 +171,14 @@ def wake(team: str, from_team: str | None = None, thread: str = "", as_json: boo
 def approve(approval_id: str, remember: bool = False, as_json: bool = False, field: list[str] | None = None) -> None:
     """``iris approve ID``: allow a team's tool use (or answer its MCP server's form)."""
     from iris_cli.calls import me
+    from protocol.errors import InvalidRequestError
     from protocol.forms import parse_fields
     from protocol.messages import Decide
 
-    content = parse_fields(field or [])
+    try:
+        content = parse_fields(field or [])
+    except InvalidRequestError as exc:
+        fail(exc, as_json)
     decide(Decide(approval_id=approval_id, allow=True, remember=remember, by=me(), content=content), as_json)
 
 

@@ -432,3 +432,37 @@ def test_each_plain_form_takes_what_its_typer_command_takes() -> None:
         for argument in runner.values():
             default = params[argument.name].default
             assert argument.default is inspect.Parameter.empty or argument.default == default, (name, argument.name)
+
+
+def test_a_malformed_field_of_an_approval_is_an_error_in_cli_terms() -> None:
+    result = CliRunner().invoke(app, ["approve", "ap-1", "--field", "=x"])
+    assert result.exit_code == 1 and "--field takes NAME=VALUE (got '=x')" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)  # no traceback
+    result = CliRunner().invoke(app, ["approve", "ap-1", "--field", "a", "--json"])
+    assert result.exit_code == 1
+    assert json.loads(result.output)["error"] == {"code": "invalid_request",
+                                                  "message": "--field takes NAME=VALUE (got 'a')"}
+
+
+def test_an_iris_error_a_command_meets_before_asking_irisd_is_said_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The net under every command: a check of its own that raises an IrisError (as
+    ``--field`` did) ends it with the error's words and exit code 1 (in JSON with --json)."""
+    import sys
+
+    from iris_cli import entry
+    from protocol.errors import InvalidRequestError
+
+    def command(args: list[str]) -> None:
+        raise InvalidRequestError("--thing takes a number; use --thing 3")
+
+    monkeypatch.setattr(entry, "_main", command)
+    for argv, said in ((["iris", "thing"], "error: --thing takes a number; use --thing 3"),
+                       (["iris", "thing", "--json"], '"code": "invalid_request"')):
+        monkeypatch.setattr(sys, "argv", argv)
+        with pytest.raises(SystemExit) as ended:
+            entry.main()
+        assert ended.value.code == 1
+        captured = capsys.readouterr()
+        assert said in captured.err and "Traceback" not in captured.err
