@@ -83,7 +83,7 @@ def encode(message: msgspec.Struct, max_size: int = DEFAULT_MAX_FRAME) -> bytear
     """One framed message, ready to send: encoded after room for its header, so a long
     transcript is not copied again to put the header in front."""
     frame = bytearray(HEADER.size)
-    _encoder.encode_into(message, frame, HEADER.size)
+    _encode_into(message, frame, HEADER.size)
     check_body_size(len(frame) - HEADER.size, max_size)
     HEADER.pack_into(frame, 0, len(frame) - HEADER.size)
     return frame
@@ -96,11 +96,30 @@ def encode_many(messages: Iterable[msgspec.Struct], max_size: int = DEFAULT_MAX_
     for message in messages:
         start = len(frames)
         frames += _HEADER_ROOM
-        _encoder.encode_into(message, frames, start + HEADER.size)
+        _encode_into(message, frames, start + HEADER.size)
         size = len(frames) - start - HEADER.size
         check_body_size(size, max_size)
         HEADER.pack_into(frames, start, size)
     return frames
+
+
+def _encode_into(message: msgspec.Struct, buffer: bytearray, offset: int) -> None:
+    try:
+        _encoder.encode_into(message, buffer, offset)
+    except OverflowError:  # a number past 64 bits (``--timeout 99999999999999999999``): no wire can carry it
+        raise InvalidRequestError(f"invalid request: {_too_large(message)}") from None
+
+
+def _too_large(message: msgspec.Struct) -> str:
+    """Which field of ``message`` holds a number too large to send, in the words (and with
+    the fix) a decoder gives for a value out of its declared range."""
+    try:
+        msgspec.convert(msgspec.structs.asdict(message), type(message))
+    except msgspec.ValidationError as exc:
+        return explain(exc, (type(message),)) or str(exc)
+    fields = [name for name in message.__struct_fields__ if isinstance(getattr(message, name), int)
+              and not -(2**63) <= getattr(message, name) < 2**64]
+    return f"a number too large to send (at `$.{fields[0] if fields else '?'}`); use a smaller one"
 
 
 def decode_request(body: bytes | bytearray) -> Request:

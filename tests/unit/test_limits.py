@@ -119,6 +119,15 @@ def test_a_value_of_the_wrong_type_is_a_broken_message_not_a_range() -> None:
         decode_request(frame)
 
 
+def test_a_number_too_large_to_send_is_refused_as_out_of_range_before_it_leaves() -> None:
+    """``iris tell TEAM MSG --timeout 99999999999999999999``: past 64 bits no frame carries
+    it; the client says what a decoder would (the field, its range, the fix), no traceback."""
+    with pytest.raises(InvalidRequestError) as error:
+        encode(Tell(to_team="alpha", message="hi", timeout_ms=10**20))
+    assert error.value.message == (f"invalid request: Expected `int` <= {MAX_WAIT_MS} - at `$.timeout_ms`; use -1 "
+                                   f"(return at once), 0 (wait for the answer) or 1000 to {MAX_WAIT_MS} ms")
+
+
 def test_the_budget_error_says_what_to_give() -> None:
     with pytest.raises(InvalidRequestError, match="positive number of dollars up to 10000"):
         decode_request(encode(Tell(to_team="alpha", message="hi", max_budget_usd=float("nan")))[4:])
