@@ -38,8 +38,13 @@ TEAM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MINUTE_MS = 60_000
 
 
+# No setting means anything past this (31 years in ms): a larger number would break the
+# messages that carry it (msgpack and SQLite stop at 64 bits; ``iris status`` failed).
+MAX_SETTING = 10**12
+
+
 def _at_least(minimum: int, fix: str = "") -> msgspec.Meta:
-    return msgspec.Meta(ge=minimum, extra={"fix": fix} if fix else {})
+    return msgspec.Meta(ge=minimum, le=MAX_SETTING, extra={"fix": fix} if fix else {})
 
 
 # The numeric settings' limits, on their types: decoding the file checks them, and
@@ -395,7 +400,7 @@ def _explain(msgspec_message: str, prefix: str = "", data: Any = None, struct: t
     key = ".".join(p for p in (prefix, ".".join(path)) if p)
     if (bound := _RANGE.match(problem)) and key:
         value, fix = _value_at(data, path), _fix_at(struct, path)
-        limit = f"{float(bound[2]):g}"
+        limit = bound[2] if bound[2].lstrip("-").isdigit() else f"{float(bound[2]):g}"  # an int's bound whole
         return f"key {key!r} is {value}; it must be {_BOUND_WORDS[bound[1]]} {limit}" + (f"; {fix}" if fix else "")
     unknown = re.match(r"Object contains unknown field `(.+)`", problem)
     if unknown:

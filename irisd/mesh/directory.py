@@ -255,6 +255,8 @@ def name_taken(current: HomeEntry, *, here: Process, now: float, alive: Callable
 
 
 def _alive(pid: int) -> bool:
+    if not 0 < pid < 2**31:  # no process (0 and -1 would mean process groups; past 2**31 os.kill overflows)
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -73,6 +73,10 @@ def test_empty_file_is_an_empty_config() -> None:
         # The numeric settings' limits are on their types (one check, the decoder's), with their fix.
         ("settings:\n  httpPort: 70000\n", "'settings.httpPort' is 70000; it must be at most 65535; use a port from 1"),
         ("settings:\n  rateLimit: 0\n", "'settings.rateLimit' is 0; it must be at least 1; use at least 1 tell"),
+        # a number past every sensible value (and past 64 bits: 'iris status' failed on it)
+        ("settings:\n  maxProcesses: 99999999999999999999999\n",
+         "'settings.maxProcesses' is 99999999999999999999999; it must be at most 1000000000000"),
+        ("teams:\n  a:\n    path: /tmp\n    idleTimeout: 10000000000000\n", "it must be at most 1000000000000"),
         ("settings:\n  budget:\n    chainUsd: -1\n", "'settings.budget.chainUsd' is -1; it must be at least 0"),
         ("settings:\n  retentionDays: 0\n", "'settings.retentionDays' is 0; it must be more than 0"),
         ("settings:\n  questions:\n    ttl: 5\n", "'settings.questions.ttl' is 5; it must be at least 1000"),

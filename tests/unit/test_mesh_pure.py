@@ -3,6 +3,7 @@ cancelled tell told apart from one that irisd's stop interrupts, the wire's shap
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -225,3 +226,13 @@ def test_a_claim_counts_only_under_its_homes_own_key_and_the_earliest_holds_a_na
     homes = team_homes({"ws6.books": (9, ws6), "ws5.books": (4, ws5), "ws6.ops": (10, ops)})
     assert homes == {"books": ws5, "ops": ops}  # the later claim of books does not take it over
     assert team_homes({"ws6.books": (9, ws6)}) == {"books": ws6}  # once ws5 let it go
+
+
+def test_a_pid_that_names_no_process_is_not_alive() -> None:
+    """A heartbeat's pid (another irisd's word): 0 and -1 would be process groups to
+    ``kill``, a number past 2**31 overflows it; none is a process."""
+    from irisd.mesh.directory import _alive
+
+    assert _alive(os.getpid())
+    for pid in (0, -1, 2**31, 10**30):
+        assert not _alive(pid)
