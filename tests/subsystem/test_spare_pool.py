@@ -242,6 +242,9 @@ async def test_a_spare_that_does_not_answer_its_hook_in_time_is_never_offered(
         await nursery.start(pool.run)
         await wait_until(lambda: FakeChild.instances and len(FakeChild.instances[0].sent) == 3, every=0.001)
         asked = trio.current_time()
+        # To just before its time in one jump (a 1 ms poll over a minute took 10 s of real time)
+        await trio.sleep(WARM_UP_S - 0.01)
+        assert FakeChild.instances[0].stopped_at > 1e9
         await wait_until(lambda: FakeChild.instances[0].stopped_at < 1e9, every=0.001)
         assert FakeChild.instances[0].stopped_at == pytest.approx(asked + WARM_UP_S, abs=0.002)
         assert pool.pids() == {} and pool.take("alpha") is None
@@ -258,6 +261,8 @@ async def test_a_spare_that_does_not_answer_its_warm_up_is_offered_after_a_while
         await nursery.start(pool.run)
         await wait_until(lambda: FakeChild.instances and FakeChild.instances[0].sent, every=0.001)
         asked = trio.current_time()
+        await trio.sleep(WARM_UP_S - 0.01)  # to just before its time in one jump, as above
+        assert "alpha" not in pool.pids()
         await wait_until(lambda: "alpha" in pool.pids(), every=0.001)
         assert trio.current_time() == pytest.approx(asked + WARM_UP_S, abs=0.002)
         spare = pool.take("alpha")
