@@ -196,6 +196,34 @@ def team_homes(claims: dict[str, tuple[int, TeamEntry]]) -> dict[str, TeamEntry]
     return {name: entry for name, (_, entry) in first.items()}
 
 
+class FirstReading:
+    """Whether a bucket's watch has delivered every value the bucket held as it began.
+
+    nats-py marks that moment with a None update, and may send it before the values: it
+    goes by the watch consumer's pending count, which the server can give as 0 while the
+    values are still on their way (under load `iris mesh status` once listed no team).
+    Each entry's own ``delta`` (the values after it, counted as the server sent it) is
+    exact; the marker is believed only for a bucket that holds nothing."""
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def entry(self, delta: int | None) -> bool:
+        """An entry came; True when it ends the first reading."""
+        return self._end(delta == 0)
+
+    def marker(self, held: int) -> bool:
+        """nats-py's marker came while the bucket held ``held`` values; True when it ends
+        the first reading."""
+        return self._end(held == 0)
+
+    def _end(self, last: bool) -> bool:
+        if self.done or not last:
+            return False
+        self.done = True
+        return True
+
+
 def inbox_prefix(name: str) -> str:
     """The inboxes (replies to requests, pulled messages) of irisd ``name``: under its own
     name, so the permissions let only its credentials subscribe to them."""

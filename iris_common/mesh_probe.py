@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from iris_common.mesh import (
     HOMES_BUCKET,
     TEAMS_BUCKET,
+    FirstReading,
     HomeEntry,
     Mesh,
     TeamEntry,
@@ -20,6 +22,9 @@ from iris_common.mesh import (
     read_claim,
     team_homes,
 )
+
+if TYPE_CHECKING:
+    from nats.js.kv import KeyValue
 
 TIMEOUT_S = 5.0
 SKEW_LIMIT_S = 2.0  # clocks further apart than this make "since" and "last seen" misleading
@@ -85,10 +90,7 @@ async def _look(mesh: Mesh) -> MeshView:
                 kv = await js.key_value(bucket)
             except nats.js.errors.BucketNotFoundError:
                 continue  # no irisd has joined yet
-            watcher = await kv.watchall()
-            async for entry in watcher:
-                if entry is None:
-                    break
+            for entry in await first_values(kv):
                 if entry.value is None or entry.operation in ("DEL", "PURGE"):
                     continue
                 if bucket == TEAMS_BUCKET:
@@ -103,8 +105,25 @@ async def _look(mesh: Mesh) -> MeshView:
                     created: object = entry.created
                     home.server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
                 view.homes[entry.key] = home
-            await watcher.stop()  # type: ignore[no-untyped-call]
         view.teams = team_homes(claims)
     finally:
         await client.close()
     return view
+
+
+async def first_values(kv: KeyValue) -> list[KeyValue.Entry]:
+    """Every entry of the bucket as it is now (deletions too), read with a watch."""
+    watcher = await kv.watchall()
+    entries: list[KeyValue.Entry] = []
+    reading = FirstReading()
+    try:
+        while not reading.done:
+            entry = await watcher.updates(timeout=TIMEOUT_S)  # type: ignore[no-untyped-call]
+            if entry is None:
+                reading.marker((await kv.status()).values)
+            else:
+                entries.append(entry)
+                reading.entry(entry.delta)
+    finally:
+        await watcher.stop()  # type: ignore[no-untyped-call]
+    return entries

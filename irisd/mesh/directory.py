@@ -36,6 +36,7 @@ from nats.js.kv import KeyValue
 from iris_common.config import Team
 from iris_common.mesh import (
     HEARTBEAT_S,
+    FirstReading,
     HomeEntry,
     TeamEntry,
     claim_key,
@@ -168,20 +169,25 @@ class Directory:
     ) -> None:
         bridge = self.link.bridge
         watcher = await bridge.call(kv.watchall)
+        reading = FirstReading()
         while True:
             try:
                 entry = await bridge.call(watcher.updates, 30)
             except nats.errors.TimeoutError:
                 continue
-            if entry is None:  # the initial values are all in
-                read.set()
+            if entry is None:  # nats-py's word that the first values are in: not always true
+                if not reading.done and reading.marker((await bridge.call(kv.status)).values):
+                    read.set()
                 continue
+            last = reading.entry(entry.delta)
             deleted = entry.operation in ("DEL", "PURGE")
             created = entry.created
             server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
             changed = apply(entry.key, None if deleted else entry.value, server_at, entry.revision or 0)
             if changed and self.loaded.is_set():
                 self._changed.set()
+            if last:
+                read.set()
 
     def _on_team(self, key: str, value: bytes | None, server_at: float, revision: int) -> bool:
         claim = read_claim(key, value) if value is not None else None
