@@ -368,8 +368,8 @@ def judge_mesh(name: str, view: Any, running_pid: int | None) -> Check:
     from iris_common.mesh_probe import SKEW_LIMIT_S
 
     if view.problem:
-        fix = ("start it with JetStream (nats-server -js -sd DIR)" if "JetStream" in view.problem
-               else "start the NATS server, or fix settings.mesh.url and the credentials in config.yaml")
+        fix = view.fix or ("start it with JetStream (nats-server -js -sd DIR)" if "JetStream" in view.problem
+                           else "start the NATS server, or fix settings.mesh.url and the credentials in config.yaml")
         return Check("mesh", "fail", view.problem, fix)
     mine = view.homes.get(name)
     if mine is not None and reachable(mine, view.read_at) and running_pid is not None and mine.pid != running_pid:

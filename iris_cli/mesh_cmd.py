@@ -39,7 +39,7 @@ def status(as_json: JsonOption = False) -> None:
              as_json)
     view = look(config.mesh)
     if view.problem:
-        fail(IrisError(view.problem), as_json)
+        fail(IrisError(f"{view.problem}; {view.fix}" if view.fix else view.problem), as_json)
     now = view.read_at
     if as_json:
         homes = [{**msgspec.to_builtins(home), "reachable": reachable(home, now), "skew_s": home.skew_s}

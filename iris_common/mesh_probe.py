@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
@@ -24,7 +25,10 @@ from iris_common.mesh import (
 )
 
 if TYPE_CHECKING:
+    from nats.js import JetStreamContext
     from nats.js.kv import KeyValue
+
+T = TypeVar("T")
 
 TIMEOUT_S = 5.0
 SKEW_LIMIT_S = 2.0  # clocks further apart than this make "since" and "last seen" misleading
@@ -33,6 +37,7 @@ SKEW_LIMIT_S = 2.0  # clocks further apart than this make "since" and "last seen
 class MeshView(msgspec.Struct):
     server: str = ""
     problem: str = ""  # why the mesh could not be read ("" when it could)
+    fix: str = ""  # what to do about ``problem``, where the probe knows better than its readers
     jetstream: bool = False
     homes: dict[str, HomeEntry] = msgspec.field(default_factory=dict)
     teams: dict[str, TeamEntry] = msgspec.field(default_factory=dict)
@@ -58,9 +63,13 @@ async def _look(mesh: Mesh) -> MeshView:
     view = MeshView(read_at=time.time())
     errors: list[Exception] = []
 
+    refused = asyncio.Event()  # the server refused a request: nats-py would wait out its timeout
+
     async def on_error(exc: Exception) -> None:
         # Kept for the problem's words; nats-py's default logs each one with a traceback.
         errors.append(exc)
+        if _refusal(exc):
+            refused.set()
 
     try:
         client = await nats.connect(
@@ -79,36 +88,80 @@ async def _look(mesh: Mesh) -> MeshView:
         view.server = url.netloc if url else ""
         js = client.jetstream(timeout=TIMEOUT_S)
         try:
-            await js.account_info()
+            await _unless(refused, js.account_info())
             view.jetstream = True
         except (nats.js.errors.ServiceUnavailableError, nats.errors.NoRespondersError, nats.errors.TimeoutError):
-            view.problem = f"the NATS server at {view.server} has no JetStream; start it with -js"
+            if not _refused(view, errors, mesh):
+                view.problem = f"the NATS server at {view.server} has no JetStream; start it with -js"
             return view
-        claims: dict[str, tuple[int, TeamEntry]] = {}
-        for bucket in (HOMES_BUCKET, TEAMS_BUCKET):
-            try:
-                kv = await js.key_value(bucket)
-            except nats.js.errors.BucketNotFoundError:
-                continue  # no irisd has joined yet
-            for entry in await first_values(kv):
-                if entry.value is None or entry.operation in ("DEL", "PURGE"):
-                    continue
-                if bucket == TEAMS_BUCKET:
-                    if (claim := read_claim(entry.key, entry.value)) is not None:
-                        claims[entry.key] = (entry.revision or 0, claim)
-                    continue
-                try:
-                    home = msgspec.json.decode(entry.value, type=HomeEntry)
-                except msgspec.ValidationError:
-                    continue
-                if entry.created is not None:
-                    created: object = entry.created
-                    home.server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
-                view.homes[entry.key] = home
-        view.teams = team_homes(claims)
+        try:
+            await _unless(refused, _read_directory(js, view))
+        except (nats.errors.Error, TimeoutError) as exc:  # a refusal comes as a request nobody answers
+            if not _refused(view, errors, mesh):
+                view.problem = (f"the NATS server at {view.server} did not give the mesh's directory: "
+                                f"{type(exc).__name__}" + (f": {exc}" if str(exc) else ""))
     finally:
         await client.close()
     return view
+
+
+async def _unless(refused: asyncio.Event, work: Awaitable[T]) -> T:
+    """``work``'s result, or TimeoutError as soon as the server refuses a request (its
+    answer never comes: nats-py would wait ``TIMEOUT_S`` for it)."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(refused.wait())
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if not task.done():
+        task.cancel()
+        raise TimeoutError("refused")
+    return task.result()
+
+
+def _refusal(error: Exception) -> bool:
+    return "permissions violation" in str(error).lower()
+
+
+def _refused(view: MeshView, errors: list[Exception], mesh: Mesh) -> bool:
+    """Say in ``view`` what the server refused this irisd's user, and the fix (False
+    when it refused nothing)."""
+    denied = [str(error).strip() for error in errors if _refusal(error)]
+    if not denied:
+        return False
+    who = f"user `{mesh.user}`" if mesh.user else "this irisd's credentials"
+    view.problem = f"the NATS server at {view.server} refused {who}: {denied[-1]}"
+    view.fix = f"give {who} the permissions of the template in README 'Teams on many hosts'"
+    return True
+
+
+async def _read_directory(js: JetStreamContext, view: MeshView) -> None:
+    """Both buckets into ``view`` (a bucket not made yet: no irisd has joined)."""
+    import nats.js.errors
+
+    claims: dict[str, tuple[int, TeamEntry]] = {}
+    for bucket in (HOMES_BUCKET, TEAMS_BUCKET):
+        try:
+            kv = await js.key_value(bucket)
+        except nats.js.errors.BucketNotFoundError:
+            continue
+        for entry in await first_values(kv):
+            if entry.value is None or entry.operation in ("DEL", "PURGE"):
+                continue
+            if bucket == TEAMS_BUCKET:
+                if (claim := read_claim(entry.key, entry.value)) is not None:
+                    claims[entry.key] = (entry.revision or 0, claim)
+                continue
+            try:
+                home = msgspec.json.decode(entry.value, type=HomeEntry)
+            except msgspec.ValidationError:
+                continue
+            if entry.created is not None:
+                created: object = entry.created
+                home.server_at = created.timestamp() if hasattr(created, "timestamp") else 0.0
+            view.homes[entry.key] = home
+    view.teams = team_homes(claims)
 
 
 async def first_values(kv: KeyValue) -> list[KeyValue.Entry]:

@@ -81,6 +81,35 @@ def test_iris_mesh_status_and_doctor_with_no_server_say_why_without_a_traceback(
     assert "Traceback" not in out.err + out.out and not caplog.records, (out.err, caplog.records)
 
 
+async def test_iris_mesh_status_names_what_the_server_refused_its_user_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user without the README's permissions: `iris mesh status` and `iris doctor` say
+    what the server refused and what to give the user, at once (nats-py waits out its
+    request timeout for a refused request: it said "did not answer in time", after 5 s)."""
+    from iris_common import mesh_probe
+    from iris_common.mesh_probe import look
+
+    monkeypatch.setattr(mesh_probe, "TIMEOUT_S", 60.0)  # waited out, it would be a minute
+    users = ('authorization { users: [\n  { user: ws-1, password: all },\n'
+             '  { user: narrow, password: pw, permissions: { publish: { allow: ["$JS.API.INFO"] }, '
+             'subscribe: { allow: ["_INBOX.ws-1.>"] } } }\n] }\n')
+    server = NatsServer(tmp_path, config=users).start()
+    try:
+        async with open_bridge() as bridge:  # the buckets, made by an irisd with every permission
+            link = await open_link(bridge, mesh_of(server.url, user="ws-1", password="all"))
+            await link.close()
+        began = trio.current_time()
+        view = await trio.to_thread.run_sync(look, mesh_of(server.url, user="narrow", password="pw"))
+        assert view.problem.startswith(f"the NATS server at 127.0.0.1:{server.port} refused user `narrow`: ")
+        assert "permissions violation for publish to" in view.problem
+        assert view.fix == "give user `narrow` the permissions of the template in README 'Teams on many hosts'"
+        assert trio.current_time() - began < 30  # not the minute of a request nobody answers
+        assert not (await trio.to_thread.run_sync(look, mesh_of(server.url, user="ws-1", password="all"))).problem
+    finally:
+        server.stop()
+
+
 # nats-py leaves the socket of a connect cancelled on the refusal for the garbage collector:
 # not Iris's to close. Collected here (``collect_left_sockets``), while its ResourceWarning is
 # ignored; left to the collector, it failed whichever test ran when it came.
