@@ -224,6 +224,12 @@ class FirstReading:
         return True
 
 
+def permission_words(mesh: Mesh) -> tuple[str, str]:
+    """Who the NATS server refused a permission (this irisd's user), and the fix."""
+    who = f"user `{mesh.user}`" if mesh.user else "this irisd's credentials"
+    return who, f"give {who} the permissions of the template in README 'Teams on many hosts'"
+
+
 def inbox_prefix(name: str) -> str:
     """The inboxes (replies to requests, pulled messages) of irisd ``name``: under its own
     name, so the permissions let only its credentials subscribe to them."""

@@ -20,6 +20,7 @@ from iris_common.mesh import (
     Mesh,
     TeamEntry,
     inbox_prefix,
+    permission_words,
     read_claim,
     team_homes,
 )
@@ -130,9 +131,8 @@ def _refused(view: MeshView, errors: list[Exception], mesh: Mesh) -> bool:
     denied = [str(error).strip() for error in errors if _refusal(error)]
     if not denied:
         return False
-    who = f"user `{mesh.user}`" if mesh.user else "this irisd's credentials"
+    who, view.fix = permission_words(mesh)
     view.problem = f"the NATS server at {view.server} refused {who}: {denied[-1]}"
-    view.fix = f"give {who} the permissions of the template in README 'Teams on many hosts'"
     return True
 
 

@@ -99,6 +99,10 @@ async def test_iris_mesh_status_names_what_the_server_refused_its_user_and_the_f
         async with open_bridge() as bridge:  # the buckets, made by an irisd with every permission
             link = await open_link(bridge, mesh_of(server.url, user="ws-1", password="all"))
             await link.close()
+            # irisd itself, with that user: the same words in `iris status` and its log
+            with pytest.raises(MeshError, match=r"refused user `narrow` a step of setting up Iris's streams: "
+                               r".*permissions violation.*; give user `narrow` the permissions of the template"):
+                await open_link(bridge, mesh_of(server.url, user="narrow", password="pw"))
         began = trio.current_time()
         view = await trio.to_thread.run_sync(look, mesh_of(server.url, user="narrow", password="pw"))
         assert view.problem.startswith(f"the NATS server at 127.0.0.1:{server.port} refused user `narrow`: ")
