@@ -165,18 +165,20 @@ def test_a_turn_that_got_in_is_recorded_shown_and_not_given_to_the_next_tell(
 
 
 def test_a_message_that_got_in_while_a_tell_ran_is_kept_out_of_the_tell_queued_behind(
-    iris: Iris,
+    iris: Iris, model: ScriptedModel,
 ) -> None:
     """claude queues the message while busy and runs it when the running turn ends: just
     when irisd writes the next tell. Whichever runs first, each answer is its own."""
     iris.add_team("alpha")
     iris.settings["claudePath"] = without_the_setting(iris)
     iris.start()
-    long = iris.cli_json("tell", "alpha", "@slow:1000 @long:20", "--timeout", "-1")
+    gate = f"kept-out-{iris.root.name}"  # the model is shared: a gate of this test's own
+    long = iris.cli_json("tell", "alpha", f"@gate:{gate} @long:20", "--timeout", "-1")
     queued = iris.cli_json("tell", "alpha", "second 2", "--timeout", "-1")
     iris.wait_for_tell_status(long["id"], "running")
-    send_from_outside(iris, "alpha")
-    assert iris.cli_json("result", long["id"])["tell_status"] == "running", "sent too late to test this"
+    send_from_outside(iris, "alpha")  # while the model holds the turn's answer after its first word
+    assert iris.cli_json("result", long["id"])["tell_status"] == "running"
+    model.open_gate(gate)
     first = iris.cli_json("result", long["id"], "--wait", "120000")
     second = iris.cli_json("result", queued["id"], "--wait", "120000")
     assert first["status"] == "completed" and first["text"].endswith("word20"), first
