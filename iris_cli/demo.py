@@ -78,6 +78,9 @@ def _environment(root: Path, base_url: str) -> dict[str, str]:
         IRIS_HOME=str(root / "iris"),
         IRIS_SOCKET=str(root / "irisd.sock"),
         CLAUDE_CONFIG_DIR=str(root / "claude-config"),
+        # claude keeps its MCP logs per project folder under the cache: the demo's folders
+        # go with it, not into the user's ~/.cache
+        XDG_CACHE_HOME=str(root / "cache"),
         ANTHROPIC_BASE_URL=base_url,
         ANTHROPIC_API_KEY="iris-demo",
         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",

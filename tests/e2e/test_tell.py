@@ -279,3 +279,6 @@ def test_the_demo_runs_offline_and_cleans_up(iris: Iris, claude_bin: Path) -> No
     assert "echo #1: What does GET /users return?" in result.stdout
     assert "echo #2: And is the email optional?" in result.stdout  # frontend -> backend continued
     assert set(Path(tempfile.gettempdir()).glob("iris-demo-*")) == before  # nothing left behind
+    caches = [iris.user_home / ".cache", *([Path(iris.env["XDG_CACHE_HOME"])] if "XDG_CACHE_HOME" in iris.env else [])]
+    left = [path for cache in caches for path in cache.glob("claude-cli-nodejs/*iris-demo*")]
+    assert left == [], left  # nor claude's logs of the demo's folders in the user's cache
