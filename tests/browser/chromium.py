@@ -6,6 +6,8 @@ open, ``asyncio.get_running_loop()`` finds that loop there. The tests that use i
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,8 +27,13 @@ CHROMIUM_ARGS = [
 
 @contextmanager
 def open_browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+    # A home of its own: chromium writes its crash-report database and dconf settings
+    # under the user's ~/.config and ~/.cache, which no test may touch.
+    with tempfile.TemporaryDirectory(prefix="iris-chromium-") as home, sync_playwright() as playwright:
+        env: dict[str, str | float | bool] = {
+            **os.environ, "HOME": home, "XDG_CONFIG_HOME": f"{home}/.config", "XDG_CACHE_HOME": f"{home}/.cache",
+        }
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, env=env)
         try:
             yield browser
         finally:
