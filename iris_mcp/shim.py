@@ -545,6 +545,7 @@ class Shim:
             args=args.args,
             from_team=await self.sender(args.from_team),
             timeout_ms=args.timeout,
+            thread=args.thread,
         )
         grace = max(args.timeout, 0) / 1000 + TELL_GRACE_S if args.timeout != 0 else float("inf")
         try:

@@ -150,6 +150,7 @@ class CommandArgs(_Args):
     args: Annotated[str, msgspec.Meta(description="The command's arguments, if any.")] = ""
     from_team: FromTeam = None
     timeout: Timeout = DEFAULT_TELL_TIMEOUT_MS
+    thread: ThreadName = ""  # the conversation of that thread ("": the default one)
 
 
 class CacheReadArgs(_Args):

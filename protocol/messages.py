@@ -334,6 +334,7 @@ class Command(_Message, tag="command"):
     args: str = ""
     from_team: str | None = None
     timeout_ms: TimeoutMs = 0
+    thread: ThreadName = ""  # "": the pair's default conversation
 
 
 class ListTeams(_Message, tag="list_teams"):

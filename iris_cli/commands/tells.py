@@ -131,6 +131,7 @@ def command(
     args: Annotated[str, typer.Argument(metavar="ARGS", help="Its arguments.")] = "",
     from_team: FromOption = None,
     timeout: Annotated[int, typer.Option(help="Milliseconds to wait, as for 'iris tell'.")] = 0,
+    thread: ThreadOption = "",
     as_json: JsonOption = False,
 ) -> None:
     """Send a slash command (such as /compact) to a pair's session, through its queue."""
@@ -138,7 +139,9 @@ def command(
     from iris_cli.text import ANSWERED, tell_data
     from protocol.messages import Command, TellReply
 
-    request = Command(to_team=team, command=name, args=args, from_team=caller(from_team), timeout_ms=timeout)
+    thread = thread_named(thread, as_json)
+    request = Command(to_team=team, command=name, args=args, from_team=caller(from_team), timeout_ms=timeout,
+                      thread=thread)
     reply = send(request, as_json)
     assert isinstance(reply, TellReply)
     if as_json:

@@ -27,7 +27,8 @@ async def send_command(request: Command, *, config: IrisConfig, store: Store, se
             f"a tell refreshes it); it knows: {', '.join(sorted(known))}"
         )
     text = f"/{name} {request.args.strip()}".strip()
-    tell = await service.submit(request.to_team, text, request.from_team, request.timeout_ms, kind="command")
+    tell = await service.submit(request.to_team, text, request.from_team, request.timeout_ms, kind="command",
+                                thread=request.thread)
     return await service.reply(tell, None)
 
 

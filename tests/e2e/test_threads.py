@@ -23,7 +23,7 @@ pytestmark = pytest.mark.claude
 
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory, model: ScriptedModel, claude_bin: Path) -> Iterator[Iris]:
-    teams: dict[str, dict[str, Any]] = {"alpha": {}, "gamma": {}, "asker": {}, "beta": {}}
+    teams: dict[str, dict[str, Any]] = {"alpha": {}, "gamma": {}, "asker": {}, "beta": {}, "delta": {}}
     with started(tmp_path_factory.mktemp("threads"), model_url=model.base_url, claude=claude_bin,
                  teams=teams) as iris:
         yield iris
@@ -74,6 +74,22 @@ def test_two_threads_of_one_pair_keep_separate_conversations(shared: Iris) -> No
         per_thread[day.get("thread", "")] = per_thread.get(day.get("thread", ""), 0) + day["tells"]
     assert per_thread == {"": 2, "auth-refactor": 3, "docs": 1}
     assert "external->alpha#auth-refactor" in iris.cli("sessions", "--stats").stdout
+
+
+def test_a_slash_command_goes_to_the_conversation_of_its_thread(shared: Iris) -> None:
+    iris = shared  # delta is this test's
+    tell(iris, "delta", "default one")
+    tell(iris, "delta", "work one", "--thread", "work")
+    compacted = iris.cli_json("command", "delta", "compact", "--thread", "work")
+    assert compacted["status"] == "completed" and compacted["kind"] == "command", compacted
+    assert compacted["thread"] == "work" and compacted["message"] == "/compact"
+    sessions = {s.thread: s for s in iris.request(ListSessions(to_team="delta")).sessions}
+    assert (sessions["work"].compactions, sessions[""].compactions) == (1, 0)
+    assert sessions["work"].compact_trigger == "manual"  # claude's word for a /compact
+    # the thread's conversation goes on after it, the default one untouched
+    assert tell(iris, "delta", "default two")["text"] == "echo #2: default two"
+    bad = iris.cli("command", "delta", "compact", "--thread", "no such thread!")
+    assert bad.returncode == 1 and "is not a thread name" in bad.stderr
 
 
 def test_threads_share_max_processes_and_the_evicted_thread_resumes(iris: Iris) -> None:
