@@ -20,6 +20,13 @@ async def send_command(request: Command, *, config: IrisConfig, store: Store, se
     name = request.command.strip().removeprefix("/")
     if not COMMAND_NAME.match(name):
         raise InvalidRequestError(f"{request.command!r} is not a slash command name; use e.g. 'compact' or '/compact'")
+    if (remote := service.remote_teams.get(request.to_team)) is not None:
+        # Its conversation is not held here: a home irisd's own settings compact it, and an
+        # A2A agent has no slash commands.
+        keeper = "its home compacts its conversations as its settings say" if remote.kind == "mesh" else (
+            "an agent of another kind has no slash commands")
+        raise InvalidRequestError(f"team {request.to_team!r} is {remote.where}: a slash command reaches only "
+                                  f"the claude of a team of this irisd ({keeper})")
     known = await slash_commands(request.to_team, config=config, store=store)
     if known is not None and name not in known:
         raise InvalidRequestError(

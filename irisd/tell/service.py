@@ -112,6 +112,12 @@ class RemoteTeam(Protocol):
     @property
     def team(self) -> Team: ...
 
+    @property
+    def kind(self) -> str: ...  # "a2a" or "mesh"
+
+    @property
+    def where(self) -> str: ...  # for people: an agent's URL, the home irisd's name
+
 
 class RemoteTeams(Protocol):
     """The registry of remote teams (``irisd.pool.remote.RemoteTeams``)."""

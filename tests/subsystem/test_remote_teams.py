@@ -20,6 +20,7 @@ from protocol.errors import InvalidRequestError, UnknownTeamError
 from protocol.messages import (
     CancelTell,
     ClearCache,
+    Command,
     Event,
     GetTell,
     ListApprovals,
@@ -234,6 +235,20 @@ async def test_a_misspelt_remote_team_gets_its_did_you_mean(core: tuple[Dispatch
     for request in (Tell(to_team="fra", message="hi"), Report(to_team="fra")):
         with pytest.raises(UnknownTeamError, match="did you mean 'far'\\? known teams: alpha, far"):
             await dispatcher.dispatch(request, OWNER, ignore)
+
+
+async def test_a_slash_command_for_a_remote_team_says_where_it_is_and_runs_nothing(
+    core: tuple[Dispatcher, ScriptedExecutor], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dispatcher, executor = core
+    with pytest.raises(InvalidRequestError, match=r"team 'far' is http://agent\.example/: a slash command reaches "
+                       r"only the claude of a team of this irisd \(an agent of another kind has no slash commands\)"):
+        await dispatcher.dispatch(Command(to_team="far", command="compact"), OWNER, ignore)
+    monkeypatch.setattr(executor, "kind", "mesh")
+    monkeypatch.setattr(executor, "where", "irisd ws-2")
+    with pytest.raises(InvalidRequestError, match=r"team 'far' is irisd ws-2: .*\(its home compacts its conversations"):
+        await dispatcher.dispatch(Command(to_team="far", command="compact"), OWNER, ignore)
+    assert executor.seen == []  # nothing sent on
 
 
 async def test_the_handoff_timeout_is_the_settings_and_a_reload_changes_it(
