@@ -17,6 +17,7 @@ from irisd.pool.pair import Pair
 from irisd.pool.supervisor import Supervisor
 from irisd.store import ledger, sessions, tells, unsolicited
 from irisd.store.facade import Store
+from irisd.tell.service import not_here
 from protocol.errors import InvalidRequestError, NotFoundError
 from protocol.messages import (
     ClearCache,
@@ -73,12 +74,13 @@ class Pairs:
         ]
         return PairsReply(processes=wanted, errors=errors)
 
+    def _kept_here(self, team: str) -> None:
+        """Refuse a remote team: its conversations are kept where it lives."""
+        if (remote := self.current.remote_teams.get(team)) is not None:
+            raise not_here(team, remote, "its conversations are kept where it lives, not here")
+
     async def clear_cache(self, request: ClearCache) -> CountReply:
-        if (remote := self.current.remote_teams.get(request.to_team)) is not None:
-            raise InvalidRequestError(
-                f"{request.to_team} is a remote team ({remote.kind}: {remote.where}): its conversations are "
-                "kept where it lives, not here"
-            )
+        self._kept_here(request.to_team)
         self.current.config.team(request.to_team)
         self.current.check_from(request.from_team)
         count = await self.store.call(tells.clear_finished, request.to_team, request.from_team)
@@ -117,6 +119,7 @@ class Pairs:
 
     async def archive_session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionReply:
         """Archive the conversation of the pair (or its thread) now (refused while it has work)."""
+        self._kept_here(to_team)
         self.current.check_team(to_team)
         self.current.check_from(from_team)
         await self.archiver.archive((from_team, to_team, thread), time.time(), why="by hand ('iris session archive')")
@@ -124,6 +127,7 @@ class Pairs:
 
     async def restore_session(self, from_team: str | None, to_team: str, thread: str = "") -> SessionReply:
         """Restore an archived conversation (a new one with settings.sessions.restore: fresh)."""
+        self._kept_here(to_team)
         self.current.check_team(to_team)
         self.current.check_from(from_team)
         fresh = self.current.config.settings.sessions.restore == "fresh"

@@ -23,6 +23,7 @@ from irisd.pool.spares import SparePool
 from irisd.store import approvals
 from irisd.store.facade import Store
 from irisd.tell.active import ActiveTell
+from irisd.tell.service import not_here
 from irisd.tokens import Access
 from protocol.errors import InvalidRequestError, NotFoundError
 from protocol.messages import ApprovalReply, Decide, ProcessInfo
@@ -110,10 +111,8 @@ class Supervisor:
         first use. Each thread is a pair of its own for the pool: its own claude, counted
         against maxProcesses and evicted least recently used like any other."""
         if (executor := self.remote_teams.get(to_team)) is not None:
-            raise InvalidRequestError(
-                f"{to_team} is a remote team ({executor.kind}: {executor.where}): it has no claude "
-                "process here to wake, stop, reset or decide for; ask it with 'iris tell'"
-            )
+            raise not_here(to_team, executor, "it has no claude process here to wake, stop, reset or decide for; "
+                           "ask it with 'iris tell'")
         key: PairKey = (from_team, to_team, thread)
         while key not in self.pairs:
             pending = self._creating.get(key)

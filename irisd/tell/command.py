@@ -9,7 +9,7 @@ from iris_common.config import IrisConfig
 from irisd.claude.wire import SystemLine, decode_line
 from irisd.store import tells
 from irisd.store.facade import Store
-from irisd.tell.service import TellService
+from irisd.tell.service import TellService, not_here
 from protocol.errors import InvalidRequestError
 from protocol.messages import Command, TellReply
 
@@ -21,12 +21,10 @@ async def send_command(request: Command, *, config: IrisConfig, store: Store, se
     if not COMMAND_NAME.match(name):
         raise InvalidRequestError(f"{request.command!r} is not a slash command name; use e.g. 'compact' or '/compact'")
     if (remote := service.remote_teams.get(request.to_team)) is not None:
-        # Its conversation is not held here: a home irisd's own settings compact it, and an
-        # A2A agent has no slash commands.
-        keeper = "its home compacts its conversations as its settings say" if remote.kind == "mesh" else (
-            "an agent of another kind has no slash commands")
-        raise InvalidRequestError(f"team {request.to_team!r} is {remote.where}: a slash command reaches only "
-                                  f"the claude of a team of this irisd ({keeper})")
+        keeper = "its home compacts its conversations as its own settings say" if remote.kind == "mesh" else (
+            "an agent has no slash commands")
+        raise not_here(request.to_team, remote, f"a slash command reaches only the claude of a team of this irisd; "
+                                                f"{keeper}")
     known = await slash_commands(request.to_team, config=config, store=store)
     if known is not None and name not in known:
         raise InvalidRequestError(

@@ -119,6 +119,12 @@ class RemoteTeam(Protocol):
     def where(self) -> str: ...  # for people: an agent's URL, the home irisd's name
 
 
+def not_here(team: str, remote: RemoteTeam, why: str) -> InvalidRequestError:
+    """The refusal, for a remote team, of what only a team of this irisd has (a claude
+    process, a conversation kept here): where the team is, and ``why``."""
+    return InvalidRequestError(f"{team} is a remote team ({remote.kind}: {remote.where}): {why}")
+
+
 class RemoteTeams(Protocol):
     """The registry of remote teams (``irisd.pool.remote.RemoteTeams``)."""
 

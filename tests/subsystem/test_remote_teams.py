@@ -3,6 +3,7 @@ for an A2A agent or another irisd; the daemon's services run on trio's autojump 
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from irisd.dispatch import Dispatcher
 from irisd.pool.remote import HANDOFF_TIMEOUT_S, RemoteTell, TellReport
 from protocol.errors import InvalidRequestError, UnknownTeamError
 from protocol.messages import (
+    ArchiveSession,
     CancelTell,
     ClearCache,
     Command,
@@ -29,6 +31,8 @@ from protocol.messages import (
     ListSessions,
     ListTells,
     Report,
+    Request,
+    RestoreSession,
     Tell,
     TellPhaseEvent,
     TellReply,
@@ -237,16 +241,25 @@ async def test_a_misspelt_remote_team_gets_its_did_you_mean(core: tuple[Dispatch
             await dispatcher.dispatch(request, OWNER, ignore)
 
 
-async def test_a_slash_command_for_a_remote_team_says_where_it_is_and_runs_nothing(
+async def test_what_only_a_local_team_has_is_refused_for_a_remote_team_saying_where_it_is(
     core: tuple[Dispatcher, ScriptedExecutor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dispatcher, executor = core
-    with pytest.raises(InvalidRequestError, match=r"team 'far' is http://agent\.example/: a slash command reaches "
-                       r"only the claude of a team of this irisd \(an agent of another kind has no slash commands\)"):
-        await dispatcher.dispatch(Command(to_team="far", command="compact"), OWNER, ignore)
+    where = r"far is a remote team \(a2a: http://agent\.example/\): "
+    refused: list[tuple[Request, str]] = [
+        (Command(to_team="far", command="compact"),
+         "a slash command reaches only the claude of a team of this irisd; an agent has no slash commands"),
+        (ArchiveSession(to_team="far"), "its conversations are kept where it lives, not here"),
+        (RestoreSession(to_team="far"), "its conversations are kept where it lives, not here"),
+        (ClearCache(to_team="far"), "its conversations are kept where it lives, not here"),
+        (Wake(to_team="far"), "it has no claude process here to wake, stop, reset or decide for"),
+    ]
+    for request, why in refused:
+        with pytest.raises(InvalidRequestError, match=where + re.escape(why)):
+            await dispatcher.dispatch(request, OWNER, ignore)
     monkeypatch.setattr(executor, "kind", "mesh")
     monkeypatch.setattr(executor, "where", "irisd ws-2")
-    with pytest.raises(InvalidRequestError, match=r"team 'far' is irisd ws-2: .*\(its home compacts its conversations"):
+    with pytest.raises(InvalidRequestError, match=r"\(mesh: irisd ws-2\): .*; its home compacts its conversations"):
         await dispatcher.dispatch(Command(to_team="far", command="compact"), OWNER, ignore)
     assert executor.seen == []  # nothing sent on
 
