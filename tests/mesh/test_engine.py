@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import socket
 import struct
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 
@@ -26,14 +24,6 @@ from mesh.nats import NatsCluster, NatsServer
 
 def mesh_of(*urls: str, user: str = "", password: str = "") -> Mesh:
     return Mesh(servers=urls, name="ws-1", user=user, password=password)
-
-
-@pytest.fixture
-def collect_left_sockets() -> Iterator[None]:
-    """Collect, at the test's end (its warning filters still on), what a refused connect left
-    to the garbage collector (nats-py's socket and asyncio stream, in reference cycles)."""
-    yield
-    gc.collect()
 
 
 async def test_a_publish_is_acked_by_jetstream_and_dedup_by_message_id(nats_server: NatsServer) -> None:
@@ -115,10 +105,10 @@ async def test_iris_mesh_status_names_what_the_server_refused_its_user_and_the_f
 
 
 # nats-py leaves the socket of a connect cancelled on the refusal for the garbage collector:
-# not Iris's to close. Collected here (``collect_left_sockets``), while its ResourceWarning is
-# ignored; left to the collector, it failed whichever test ran when it came.
+# not Iris's to close. Collected after the test, quietly (conftest's ``collect_nats_leftovers``);
+# should the collector come during the test, its warning is ignored here.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-async def test_refused_credentials_say_so(tmp_path: Path, collect_left_sockets: None) -> None:
+async def test_refused_credentials_say_so(tmp_path: Path) -> None:
     server = NatsServer(tmp_path, config='authorization { user: ws-1, password: right }\n').start()
     try:
         async with open_bridge() as bridge:
@@ -130,10 +120,10 @@ async def test_refused_credentials_say_so(tmp_path: Path, collect_left_sockets: 
         server.stop()
 
 
-# As above: nats-py's socket of the refused connect, collected here.
+# As above: nats-py's socket of the refused connect.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_a_refusal_is_named_though_the_next_attempts_read_a_reset(
-    nursery: trio.Nursery, collect_left_sockets: None
+    nursery: trio.Nursery
 ) -> None:
     """A server that refuses the credentials writes its -ERR and closes; a client whose
     PING meets the closed socket reads "Connection reset by peer" instead (the race behind
