@@ -41,6 +41,7 @@ from protocol.messages import (
     Ask,
     AskReply,
     CancelTell,
+    Command,
     CostGrouping,
     Costs,
     CostsReply,
@@ -125,6 +126,17 @@ class PairBody(_In):
 
 class SleepBody(PairBody):
     force: bool = False
+
+
+class CommandBody(_In):
+    """A slash command for the pair's session (its default thread's, or ``thread``'s)."""
+
+    command: Annotated[str, msgspec.Meta(min_length=1, max_length=256,
+                                         description='The command, with or without "/", e.g. "compact".')]
+    args: Annotated[str, msgspec.Meta(max_length=10_000, description="Its arguments, if any.")] = ""
+    from_team: FromTeam = None
+    timeout_ms: TimeoutMs = 0
+    thread: ThreadName = ""
 
 
 class ApproveBody(_In):
@@ -285,6 +297,15 @@ ROUTES: tuple[ApiRoute, ...] = (
         (PairReply,),
         "Stop the pair's claude (a busy one only with force)",
         body=SleepBody,
+    ),
+    ApiRoute(
+        "POST",
+        "/api/teams/{team}/command",
+        lambda p, q, b: Command(to_team=p["team"], command=b.command, args=b.args, from_team=b.from_team,
+                                timeout_ms=b.timeout_ms, thread=b.thread),
+        (TellReply,),
+        "A slash command (such as compact) for the pair's session, through its queue: the tell that ran it",
+        body=CommandBody,
     ),
     ApiRoute(
         "POST",

@@ -184,6 +184,20 @@ def test_the_owners_api_tell_returns_the_answer_and_the_api_shows_it(shared: Iri
     assert http.json("POST", "/api/teams/alpha/sleep", {"from_team": "beta"})[0] == 200
 
 
+def test_a_slash_command_over_http_runs_in_the_pairs_queue_of_its_thread(shared: Iris) -> None:
+    http = Http(shared)
+    told = http.json("POST", "/api/teams/beta/tell", {"message": "in a thread", "thread": "ops"})[1]
+    assert told["tell"]["thread"] == "ops"
+    status, ran = http.json("POST", "/api/teams/beta/command", {"command": "compact", "thread": "ops"})
+    assert status == 200 and ran["type"] == "tell_reply" and ran["status"] == "completed", ran
+    assert (ran["tell"]["kind"], ran["tell"]["message"], ran["tell"]["thread"]) == ("command", "/compact", "ops")
+    sessions = http.json("GET", "/api/sessions?team=beta")[1]["sessions"]
+    assert [s["compactions"] for s in sessions if s.get("thread") == "ops"] == [1]
+    status, refused = http.json("POST", "/api/teams/beta/command", {"command": "rm -rf"})
+    assert status == 400 and error_code(refused) == "invalid_request"
+    assert "is not a slash command name" in refused["message"]
+
+
 def test_status_teams_approvals_notifications_and_persisted_tells(shared: Iris) -> None:
     http = Http(shared)
     status = http.json("GET", "/api/status")[1]
