@@ -97,6 +97,13 @@ ThreadName = Annotated[
 ]
 _THREAD = re.compile(THREAD_PATTERN)
 
+MAX_COMMAND_NAME_CHARS = 256
+SlashCommand = Annotated[
+    str,
+    msgspec.Meta(max_length=MAX_COMMAND_NAME_CHARS, description='The command, with or without "/", e.g. "compact".'),
+]
+SlashArgs = Annotated[str, msgspec.Meta(max_length=MAX_MESSAGE_CHARS, description="Its arguments, if any.")]
+
 
 def thread_problem(thread: str) -> str:
     """Why ``thread`` is not a thread name; "" if it is one (or "", the default thread)."""

@@ -52,6 +52,8 @@ from protocol.limits import (
     ListLimit,
     MessageText,
     ResultWaitMs,
+    SlashArgs,
+    SlashCommand,
     ThreadName,
     TimeoutMs,
 )
@@ -330,8 +332,8 @@ class Command(_Message, tag="command"):
     """A slash command (``/compact`` ...) for the pair's session, through its queue."""
 
     to_team: str
-    command: str
-    args: str = ""
+    command: SlashCommand
+    args: SlashArgs = ""
     from_team: str | None = None
     timeout_ms: TimeoutMs = 0
     thread: ThreadName = ""  # "": the pair's default conversation

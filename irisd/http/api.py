@@ -25,6 +25,8 @@ from protocol.limits import (
     ListLimit,
     MessageText,
     ResultWaitMs,
+    SlashArgs,
+    SlashCommand,
     ThreadName,
     TimeoutMs,
     TtlDays,
@@ -131,9 +133,8 @@ class SleepBody(PairBody):
 class CommandBody(_In):
     """A slash command for the pair's session (its default thread's, or ``thread``'s)."""
 
-    command: Annotated[str, msgspec.Meta(min_length=1, max_length=256,
-                                         description='The command, with or without "/", e.g. "compact".')]
-    args: Annotated[str, msgspec.Meta(max_length=10_000, description="Its arguments, if any.")] = ""
+    command: SlashCommand
+    args: SlashArgs = ""
     from_team: FromTeam = None
     timeout_ms: TimeoutMs = 0
     thread: ThreadName = ""
