@@ -76,6 +76,8 @@ def test_the_tool_set_and_its_schemas() -> None:
     assert tell["properties"]["timeout"]["default"] == DEFAULT_TELL_TIMEOUT_MS
     assert tell["properties"]["timeout"]["minimum"] == -1
     assert "default" not in tell["properties"]["fromTeam"]
+    command = input_schema(TOOLS_BY_NAME["team_command"].args)
+    assert command["properties"]["thread"]["pattern"] == THREAD_PATTERN  # a thread's conversation too
 
 
 def test_arguments_are_checked_with_messages_a_model_can_act_on() -> None:
