@@ -54,9 +54,10 @@ def connect_error(exc: OSError, socket_path: str | os.PathLike[str]) -> DaemonNo
         )
     if isinstance(exc, PermissionError):  # a daemon is there: starting another would not help
         return DaemonNotRunningError(f"no permission to connect to {socket_path}; it belongs to another user")
-    if len(os.fsencode(socket_path)) > 107:  # the kernel's limit (sun_path), said as irisd says it
-        return DaemonUnreachable(f"socket path {socket_path} is too long for a Unix socket; set a shorter "
-                                 "IRIS_SOCKET (irisd refuses to start on it too)")
+    from iris_common.paths import socket_path_problem  # only on the way to an error
+
+    if (too_long := socket_path_problem(socket_path)) is not None:  # as irisd says it, refusing to start on it
+        return DaemonUnreachable(too_long)
     return DaemonUnreachable(f"cannot connect to irisd on {socket_path}: {exc.strerror or exc}")
 
 

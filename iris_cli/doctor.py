@@ -20,7 +20,7 @@ from typing import Any, Literal
 from iris_common import locate, ssh
 from iris_common.config import IrisConfig, load_config, team_unavailable
 from iris_common.environment import root_skip_problem
-from iris_common.paths import IrisPaths, socket_dir_problem
+from iris_common.paths import IrisPaths, socket_dir_problem, socket_path_problem
 from protocol.errors import ConfigError
 
 Verdict = Literal["ok", "warn", "fail", "skip"]
@@ -244,9 +244,9 @@ def check_socket_folder(ctx: Context) -> Check:
     problem = socket_dir_problem(folder)
     if problem is not None:
         return Check("socket folder", "fail", problem.split(";")[0], problem.split("; ", 1)[1])
-    if len(os.fsencode(ctx.paths.socket)) > 107:
-        return Check("socket folder", "fail", f"{ctx.paths.socket} is too long for a Unix socket",
-                     "set a shorter IRIS_SOCKET")
+    if (too_long := socket_path_problem(ctx.paths.socket)) is not None:
+        what, fix = too_long.split("; ", 1)
+        return Check("socket folder", "fail", what, fix)
     state = "is safe (yours, 0700)" if folder.exists() else "does not exist yet (irisd creates it 0700)"
     return Check("socket folder", "ok", f"{folder} {state}")
 

@@ -224,6 +224,12 @@ class FirstReading:
         return True
 
 
+def permission_refused(words: str) -> bool:
+    """Whether an error of the NATS client says the server refused a permission (the
+    request it was for is then never answered)."""
+    return "permissions violation" in words.lower()
+
+
 def permission_words(mesh: Mesh) -> tuple[str, str]:
     """Who the NATS server refused a permission (this irisd's user), and the fix."""
     who = f"user `{mesh.user}`" if mesh.user else "this irisd's credentials"

@@ -20,6 +20,7 @@ from iris_common.mesh import (
     Mesh,
     TeamEntry,
     inbox_prefix,
+    permission_refused,
     permission_words,
     read_claim,
     team_homes,
@@ -69,7 +70,7 @@ async def _look(mesh: Mesh) -> MeshView:
     async def on_error(exc: Exception) -> None:
         # Kept for the problem's words; nats-py's default logs each one with a traceback.
         errors.append(exc)
-        if _refusal(exc):
+        if permission_refused(str(exc)):
             refused.set()
 
     try:
@@ -121,14 +122,10 @@ async def _unless(refused: asyncio.Event, work: Awaitable[T]) -> T:
     return task.result()
 
 
-def _refusal(error: Exception) -> bool:
-    return "permissions violation" in str(error).lower()
-
-
 def _refused(view: MeshView, errors: list[Exception], mesh: Mesh) -> bool:
     """Say in ``view`` what the server refused this irisd's user, and the fix (False
     when it refused nothing)."""
-    denied = [str(error).strip() for error in errors if _refusal(error)]
+    denied = [str(error).strip() for error in errors if permission_refused(str(error))]
     if not denied:
         return False
     who, view.fix = permission_words(mesh)

@@ -68,6 +68,16 @@ def existing(files: list[Path | None]) -> list[bool]:
     return [file is not None and file.exists() for file in files]
 
 
+MAX_SOCKET_PATH_BYTES = 107  # a Unix socket's path (sun_path) with its closing NUL: 108 bytes
+
+
+def socket_path_problem(path: str | os.PathLike[str]) -> str | None:
+    """Why no Unix socket can be at ``path`` (too long), with the fix; None when one can."""
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+        return f"socket path {os.fspath(path)} is too long for a Unix socket; set a shorter IRIS_SOCKET"
+    return None
+
+
 def socket_dir_problem(folder: Path) -> str | None:
     """Why irisd must not put its socket in ``folder`` (another user's, or writable by
     others), with the fix; None when it is safe or does not exist yet (irisd creates it 0700)."""

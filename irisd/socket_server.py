@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 import trio
 
-from iris_common.paths import socket_dir_problem
+from iris_common.paths import socket_dir_problem, socket_path_problem
 from irisd.caller import OWNER
 from irisd.events import BatchSender
 from irisd.fds import CAPACITY_ERRNOS, FDS_FOR_THE_REST, open_file_limit, out_of_descriptors
@@ -448,8 +448,8 @@ def prepare_socket_dir(folder: Path) -> None:
 
 async def open_unix_listener(path: Path) -> trio.SocketListener:
     """Bind the daemon's socket (0600), replacing a stale one; refuses if a daemon runs."""
-    if len(os.fsencode(path)) > 107:
-        raise SocketError(f"socket path {path} is too long for a Unix socket; set a shorter IRIS_SOCKET")
+    if (too_long := socket_path_problem(path)) is not None:
+        raise SocketError(too_long)
     prepare_socket_dir(path.parent)
     if os.path.lexists(path):  # noqa: ASYNC240 - start-up, nothing else runs yet
         if await _is_live(path):

@@ -40,7 +40,7 @@ from nats.js.api import (
 )
 from nats.js.kv import KeyValue
 
-from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh, inbox_prefix, permission_words
+from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh, inbox_prefix, permission_refused, permission_words
 from irisd.mesh.bridge import Bridge
 from irisd.mesh.lane import Credentials, Lane
 from protocol.errors import IrisError
@@ -181,7 +181,7 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
     except (nats.errors.Error, TimeoutError) as exc:
         await bridge.call(client.close)
         # A refused request is one nobody answers (a refused scale-up is not fatal: _scale_up).
-        if "permissions violation" in state.problem.lower():
+        if permission_refused(state.problem):
             who, fix = permission_words(mesh)
             raise MeshError(f"NATS at {state.server} refused {who} a step of setting up Iris's streams: "
                             f"{state.problem}; {fix}") from None
