@@ -22,6 +22,8 @@ from protocol.limits import (
     MIN_WAIT_MS,
     BudgetUsd,
     MessageText,
+    SlashArgs,
+    SlashCommand,
     ThreadName,
     TimeoutMs,
     TtlDays,
@@ -144,10 +146,8 @@ class CommandArgs(_Args):
     to shrink a long conversation. It waits its turn behind that pair's tells."""
 
     team: Team
-    command: Annotated[
-        str, msgspec.Meta(min_length=1, description='The command, with or without "/", e.g. "compact".')
-    ]
-    args: Annotated[str, msgspec.Meta(description="The command's arguments, if any.")] = ""
+    command: SlashCommand
+    args: SlashArgs = ""
     from_team: FromTeam = None
     timeout: Timeout = DEFAULT_TELL_TIMEOUT_MS
     thread: ThreadName = ""  # the conversation of that thread ("": the default one)

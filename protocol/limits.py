@@ -100,7 +100,12 @@ _THREAD = re.compile(THREAD_PATTERN)
 MAX_COMMAND_NAME_CHARS = 256
 SlashCommand = Annotated[
     str,
-    msgspec.Meta(max_length=MAX_COMMAND_NAME_CHARS, description='The command, with or without "/", e.g. "compact".'),
+    msgspec.Meta(
+        min_length=1,
+        max_length=MAX_COMMAND_NAME_CHARS,
+        description='The command, with or without "/", e.g. "compact".',
+        extra={"fix": "use e.g. 'compact' or '/compact'"},
+    ),
 ]
 SlashArgs = Annotated[str, msgspec.Meta(max_length=MAX_MESSAGE_CHARS, description="Its arguments, if any.")]
 
