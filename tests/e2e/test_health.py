@@ -26,6 +26,10 @@ def test_a_silent_tell_is_found_stuck_named_with_its_fix_and_cancelled_with_reco
     iris.start()
     hung = iris.cli_json("tell", "alpha", "@hang say nothing", "--timeout", "-1")
     tell_id = hung["id"]
+    # Silence counts from claude's last line: a claude slow to start (a loaded machine) has
+    # printed nothing for stuckAfter before its first line, which then ends that silence.
+    wait_for(lambda: (iris.cli_json("result", tell_id, ok=False).get("phase") or {}).get("name")
+             == "waiting_for_model", 60, "claude to start on the tell")
 
     finding = wait_for(lambda: stuck(iris, tell_id), 60, "the stuck finding")
     assert finding["severity"] == "warning" and finding["team"] == "alpha"
