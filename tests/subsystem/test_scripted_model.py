@@ -301,11 +301,10 @@ def test_hang_sends_nothing_until_stop(model: ScriptedModel) -> None:
     waiter.start()
     waiter.join(0.5)
     assert outcome == []  # still nothing after half a second
-    started = time.monotonic()
     model.stop()
-    waiter.join(5)
+    waiter.join(30)
     conn.close()
-    assert time.monotonic() - started < 1.0
+    assert not waiter.is_alive()  # ended by stop(): a held request is never answered otherwise
     assert outcome == ["disconnected"]
 
 
