@@ -33,14 +33,19 @@ log = logging.getLogger("irisd.mesh")
 
 KIND = "mesh"
 CANCEL_GRACE_S = 5.0
+# What the home sent for one tell and its task has not read yet. Live changes past it are
+# dropped (best effort, as on core NATS: the final result comes again from IRIS_REPLIES),
+# so a home that floods one tell holds neither the lane nor this irisd's memory.
+LIVE_BACKLOG = 256
 
 
-class Route(msgspec.Struct, frozen=True):
+class Route(msgspec.Struct):
     """Where the messages of one running remote tell go, and the one irisd that may send
     them: its home."""
 
     home: str
     send: trio.MemorySendChannel[Delivery]
+    dropped: bool = False  # live changes were dropped (LIVE_BACKLOG): said once in the log
 
 
 class Delivery(msgspec.Struct):
@@ -86,7 +91,7 @@ class MeshExecutor:
         return f"irisd {self.home}" + (f" ({words})" if words else "")
 
     async def run(self, tell: RemoteTell, report: TellReport) -> None:
-        send, receive = trio.open_memory_channel[Delivery](math.inf)
+        send, receive = trio.open_memory_channel[Delivery](LIVE_BACKLOG)
         route = self.service.routes[tell.id] = Route(self.home, send)
         answered = False
         try:

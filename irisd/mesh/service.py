@@ -317,7 +317,13 @@ class MeshService:
             log.warning("mesh: dropped a live message from an irisd that is not the tell's home",
                         extra={"from": sender, "tell": live.id, "home": route.home})
             return
-        route.send.send_nowait(Delivery(live, trio.Event()))
+        try:
+            route.send.send_nowait(Delivery(live, trio.Event()))
+        except trio.WouldBlock:  # its task is behind: a live change is best effort (LIVE_BACKLOG)
+            if not route.dropped:
+                route.dropped = True
+                log.warning("mesh: a remote tell's live changes came faster than it read them; dropped some "
+                            "(its final result is whole)", extra={"tell": live.id, "home": sender})
 
     async def _serve_replies(self, link: Link, lane: Lane,
                              *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -354,8 +360,8 @@ class MeshService:
             return
         if route is not None:
             delivery = Delivery(final, trio.Event())
-            route.send.send_nowait(delivery)
             with trio.move_on_after(HANDLED_WAIT_S):
+                await route.send.send(delivery)  # room behind the live changes: they are read at once
                 await delivery.handled.wait()
             if delivery.handled.is_set():
                 return

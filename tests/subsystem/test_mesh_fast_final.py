@@ -6,7 +6,8 @@ of a result the caller has saved already is acked at once, with no database read
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,13 @@ import trio
 from fakes.core import no_events, running_core, teams_config
 from harness import wait_until
 from iris_common.config import Team
+from irisd.dispatch import Dispatcher
 from irisd.mesh import records
-from irisd.mesh.executor import MeshExecutor
+from irisd.mesh.executor import LIVE_BACKLOG, MeshExecutor
 from irisd.mesh.lane import PubAck
 from irisd.mesh.nats_wire import Message
 from irisd.mesh.service import MeshService
-from irisd.mesh.wire import ENCODER, FinalMsg, live_subject
+from irisd.mesh.wire import ENCODER, FinalMsg, LiveMsg, live_subject
 from irisd.store import tells
 from protocol.messages import Tell
 
@@ -43,26 +45,33 @@ class FakeLane:
     async def js_publish(self, subject: str, payload: bytes, *, headers: dict[str, str] | None = None) -> PubAck:
         return PubAck(stream="IRIS_TELLS", seq=1)
 
-    def from_home(self, message: FinalMsg) -> None:
+    def from_home(self, message: FinalMsg | LiveMsg) -> None:
         assert self.handle is not None
         self.handle(Message(subject=live_subject(CALLER, HOME), sid=2, reply="", data=ENCODER.encode(message)))
+
+
+@contextlib.asynccontextmanager
+async def caller_mesh(tmp_path: Path) -> AsyncIterator[tuple[Dispatcher, MeshService, FakeLane]]:
+    """The mesh face under test, on the core of an irisd that has none of its own; team
+    ``far`` is homed on ``HOME``."""
+    config = teams_config(tmp_path, f"  mesh:\n    url: nats://127.0.0.1:4222\n    name: {CALLER}\n", teams="alpha")
+    team = Team(name="far", path="", idle_timeout_ms=1, response_timeout_ms=60_000)
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha")) as dispatcher:
+        await dispatcher.store.call(records.ensure)
+        lane = FakeLane()
+        mesh = MeshService(config=config, store=dispatcher.store, remote_teams=dispatcher.supervisor.remote_teams,
+                           dispatch=dispatcher.dispatch, ends=dispatcher.tells)
+        mesh.lane = lane  # type: ignore[assignment]
+        lane.listen(f"iris.live.{CALLER}.*", mesh._on_live)  # as MeshService._serve does
+        dispatcher.supervisor.remote_teams.register(MeshExecutor(team, HOME, mesh))
+        yield dispatcher, mesh, lane
 
 
 async def test_the_caller_answers_from_the_live_copy_and_acks_the_stored_one_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The mesh face under test, on the core of an irisd that has none of its own.
-    config = teams_config(tmp_path, f"  mesh:\n    url: nats://127.0.0.1:4222\n    name: {CALLER}\n", teams="alpha")
-    team = Team(name="far", path="", idle_timeout_ms=1, response_timeout_ms=60_000)
-    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha")) as dispatcher:
+    async with caller_mesh(tmp_path) as (dispatcher, mesh, lane):
         store = dispatcher.store
-        await store.call(records.ensure)
-        lane = FakeLane()
-        mesh = MeshService(config=config, store=store, remote_teams=dispatcher.supervisor.remote_teams,
-                           dispatch=dispatcher.dispatch, ends=dispatcher.tells)
-        mesh.lane = lane  # type: ignore[assignment]
-        lane.listen(f"iris.live.{CALLER}.*", mesh._on_live)  # as MeshService._serve does
-        dispatcher.supervisor.remote_teams.register(MeshExecutor(team, HOME, mesh))
 
         async def home() -> None:
             (tell_id,) = await wait_until(lambda: list(mesh.routes), every=0.001)
@@ -87,3 +96,29 @@ async def test_the_caller_answers_from_the_live_copy_and_acks_the_stored_one_at_
         with trio.fail_after(1):
             await mesh._take_final(FinalMsg(id=reply.tell.id, status="completed", text="hello"), HOME)
         assert reply.tell.id not in mesh._ended  # once: a third copy would go the database's way
+
+
+async def test_a_home_that_floods_a_tell_with_live_changes_holds_neither_the_lane_nor_memory(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What waits for a remote tell's task is bounded: the changes past LIVE_BACKLOG are
+    dropped as the lane reads them (it never waits), said once in the log, and the stored
+    final result still ends the tell with the whole answer."""
+    async with caller_mesh(tmp_path) as (dispatcher, mesh, lane):
+
+        async def home() -> None:
+            (tell_id,) = await wait_until(lambda: list(mesh.routes), every=0.001)
+            route = mesh.routes[tell_id]
+            lane.from_home(LiveMsg(id=tell_id, status="running"))
+            for _ in range(10 * LIVE_BACKLOG):  # in one step: the tell's task reads none of them meanwhile
+                lane.from_home(LiveMsg(id=tell_id, text="x"))
+            assert route.send.statistics().current_buffer_used == LIVE_BACKLOG
+            await mesh._take_final(FinalMsg(id=tell_id, status="completed", text="the whole answer"), HOME)
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(home)
+                reply = await dispatcher.tells.tell(Tell(to_team="far", from_team="alpha", message="hi"), no_events)
+        assert (reply.status, reply.tell.text) == ("completed", "the whole answer")
+        dropped = [r for r in caplog.records if "came faster than it read them" in r.getMessage()]
+        assert len(dropped) == 1 and dropped[0].tell == reply.tell.id  # type: ignore[attr-defined]
