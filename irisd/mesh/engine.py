@@ -56,7 +56,9 @@ ACK_WAIT_S = 10.0  # a message not acked in this time goes to the consumer again
 CONNECT_TIMEOUT_S = 2
 SETUP_ATTEMPTS = 5  # a stream or bucket refused, then not found: tried again this often
 SETUP_RETRY_S = 0.5
+SCALE_UP_API = "$JS.API.STREAM.UPDATE."  # the subject of a stream's scale-up, the one refusal that is not fatal
 FIRST_CONNECT_S = 5.0
+JS_TIMEOUT_S = 5.0  # a JetStream API request unanswered this long failed (a refused one is never answered)
 
 
 class MeshError(IrisError):
@@ -108,10 +110,17 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
     state = LinkState()
     refusal = ""  # the server refused the credentials during the first connection
     first = trio.CancelScope()
+    setup_refusal = ""  # the server refused a step of laying out the streams and buckets
+    setup = trio.CancelScope()
 
     def noted(words: str) -> None:
-        nonlocal refusal
+        nonlocal refusal, setup_refusal
         state.note(state.connected, "", words)
+        # A refused request is one nobody answers: stop waiting for it at once, naming it
+        # (a refused scale-up is not fatal: _scale_up goes on without it).
+        if permission_refused(words) and SCALE_UP_API.lower() not in words.lower() and not setup_refusal:
+            setup_refusal = words
+            setup.cancel()  # a no-op once the set-up is done
         # Credentials refused once are refused again: say so now rather than try for
         # FIRST_CONNECT_S. Trying on would also hide it: the server closes right after its
         # "-ERR 'Authorization Violation'", and a client whose next write meets the closed
@@ -166,26 +175,25 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
         raise MeshError(_connect_problem(servers, refusal))
     url = client.connected_url
     state.note(True, url.netloc if url else "")
-    js = client.jetstream(timeout=5)
+    js = client.jetstream(timeout=JS_TIMEOUT_S)
     replicas = min(3, len({uri.netloc for uri in client.servers}))
+    failure = ""
     try:
-        await _ensure_stream(bridge, js, TELLS, "iris.tell.>", replicas)
-        await _ensure_stream(bridge, js, REPLIES, "iris.reply.>", replicas)
-        teams = await _ensure_bucket(bridge, js, TEAMS_BUCKET, replicas)
-        homes = await _ensure_bucket(bridge, js, HOMES_BUCKET, replicas)
+        with setup:
+            await _ensure_stream(bridge, js, TELLS, "iris.tell.>", replicas)
+            await _ensure_stream(bridge, js, REPLIES, "iris.reply.>", replicas)
+            teams = await _ensure_bucket(bridge, js, TEAMS_BUCKET, replicas)
+            homes = await _ensure_bucket(bridge, js, HOMES_BUCKET, replicas)
     except nats.js.errors.ServiceUnavailableError:
-        await bridge.call(client.close)
-        raise MeshError(
-            f"the NATS server at {state.server} has no JetStream; start it with -js (and -sd DIR for its store)"
-        ) from None
+        failure = f"the NATS server at {state.server} has no JetStream; start it with -js (and -sd DIR for its store)"
     except (nats.errors.Error, TimeoutError) as exc:
+        failure = f"NATS at {state.server} refused to set up Iris's streams: {_words(exc)}"
+    if setup.cancelled_caught:
+        who, fix = permission_words(mesh)
+        failure = f"NATS at {state.server} refused {who} a step of setting up Iris's streams: {setup_refusal}; {fix}"
+    if failure:
         await bridge.call(client.close)
-        # A refused request is one nobody answers (a refused scale-up is not fatal: _scale_up).
-        if permission_refused(state.problem):
-            who, fix = permission_words(mesh)
-            raise MeshError(f"NATS at {state.server} refused {who} a step of setting up Iris's streams: "
-                            f"{state.problem}; {fix}") from None
-        raise MeshError(f"NATS at {state.server} refused to set up Iris's streams: {_words(exc)}") from None
+        raise MeshError(failure)
     return Link(mesh=mesh, bridge=bridge, client=client, js=js, teams=teams, homes=homes, replicas=replicas,
                 state=state)
 

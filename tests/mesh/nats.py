@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from pathlib import Path
 from harness import free_port, wait_for
 
 BINARY = Path(sys.executable).parent / "nats-server"
+README = Path(__file__).parents[2] / "README.md"
 
 
 class NatsServer:
@@ -100,8 +102,8 @@ class NatsCluster:
     """Three servers routed to each other (cluster ``iris``); streams made on it get 3
     replicas, so one server may die without losing what JetStream acknowledged."""
 
-    def __init__(self, root: Path, size: int = 3) -> None:
-        self.servers = [NatsServer(root, f"n{index + 1}") for index in range(size)]
+    def __init__(self, root: Path, size: int = 3, *, config: str = "") -> None:
+        self.servers = [NatsServer(root, f"n{index + 1}", config=config) for index in range(size)]
         routes = ",".join(f"nats://127.0.0.1:{s.cluster_port}" for s in self.servers)
         for server in self.servers:
             server.extra = ["--cluster_name", "iris", "--cluster", f"nats://127.0.0.1:{server.cluster_port}",
@@ -130,3 +132,16 @@ class NatsCluster:
     def stop(self) -> None:
         for server in self.servers:
             server.stop()
+
+
+def users_of_readme(*names: str) -> str:
+    """The README's `authorization` block with its one user entry (irisd `ws-1`) written
+    for each of ``names``, and an `admin` user the test reads the streams with."""
+    block = re.search(r"```\n(authorization \{ users: \[\n.*?\n\] \})\n```", README.read_text(), re.S)
+    assert block is not None, "the NATS permission template is no longer in README.md"
+    head, *entry, tail = block.group(1).splitlines()
+    template = "\n".join(line for line in entry if line.strip() != "...")  # "and so on for each irisd"
+    template = re.sub(r'password: ("secret"|\.\.\.)', "password: PASSWORD", template)
+    users = [template.replace("ws-1", name).replace("PASSWORD", f'"pw-{name}"') for name in names]
+    users.append('  { user: admin, password: "pw-admin" }')
+    return "\n".join([head, *users, tail]) + "\n"

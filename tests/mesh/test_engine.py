@@ -16,10 +16,11 @@ import trio
 
 from harness import free_port
 from iris_common.mesh import HOMES_BUCKET, TEAMS_BUCKET, Mesh
+from irisd.mesh import engine
 from irisd.mesh.bridge import open_bridge
 from irisd.mesh.engine import REPLIES, TELLS, MeshError, open_link
 from irisd.mesh.wire import tell_subject
-from mesh.nats import NatsCluster, NatsServer
+from mesh.nats import NatsCluster, NatsServer, users_of_readme
 
 
 def mesh_of(*urls: str, user: str = "", password: str = "") -> Mesh:
@@ -81,6 +82,7 @@ async def test_iris_mesh_status_names_what_the_server_refused_its_user_and_the_f
     from iris_common.mesh_probe import look
 
     monkeypatch.setattr(mesh_probe, "TIMEOUT_S", 60.0)  # waited out, it would be a minute
+    monkeypatch.setattr(engine, "JS_TIMEOUT_S", 60.0)  # the same for irisd's set-up
     users = ('authorization { users: [\n  { user: ws-1, password: all },\n'
              '  { user: narrow, password: pw, permissions: { publish: { allow: ["$JS.API.INFO"] }, '
              'subscribe: { allow: ["_INBOX.ws-1.>"] } } }\n] }\n')
@@ -90,9 +92,13 @@ async def test_iris_mesh_status_names_what_the_server_refused_its_user_and_the_f
             link = await open_link(bridge, mesh_of(server.url, user="ws-1", password="all"))
             await link.close()
             # irisd itself, with that user: the same words in `iris status` and its log
+            began = trio.current_time()
             with pytest.raises(MeshError, match=r"refused user `narrow` a step of setting up Iris's streams: "
-                               r".*permissions violation.*; give user `narrow` the permissions of the template"):
+                               r"Error: nats: permissions violation for publish to "
+                               r"\"\$js\.api\.stream\.info\.iris_tells\"; "
+                               r"give user `narrow` the permissions of the template"):
                 await open_link(bridge, mesh_of(server.url, user="narrow", password="pw"))
+            assert trio.current_time() - began < 30  # at the refusal, not after the minute of waiting
         began = trio.current_time()
         view = await trio.to_thread.run_sync(look, mesh_of(server.url, user="narrow", password="pw"))
         assert view.problem.startswith(f"the NATS server at 127.0.0.1:{server.port} refused user `narrow`: ")
@@ -174,6 +180,34 @@ async def test_a_server_without_jetstream_is_named(tmp_path: Path) -> None:
                 await open_link(bridge, mesh_of(plain.url))
     finally:
         plain.stop()
+
+
+async def test_a_scale_up_that_the_readme_template_refuses_is_not_fatal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The next irisd to connect scales up a stream made with fewer replicas than the
+    cluster has; a user of README's template may not update Iris's streams: that one
+    refusal is logged and irisd goes on with the replicas there are (it does not stop at
+    it, as it does at any other refusal of its set-up)."""
+    cluster = NatsCluster(tmp_path, config=users_of_readme("ws-1")).start()
+    try:
+        async with open_bridge() as bridge:
+            admin = await open_link(bridge, mesh_of(cluster.urls[1], user="admin", password="pw-admin"))
+            try:
+                config = (await bridge.call(admin.js.stream_info, TELLS)).config
+                await bridge.call(admin.js.update_stream, dataclasses.replace(config, num_replicas=1))
+            finally:
+                await admin.close()
+            link = await open_link(bridge, mesh_of(cluster.urls[0], user="ws-1", password="pw-ws-1"))
+            try:
+                assert link.replicas == 3
+                assert (await bridge.call(link.js.stream_info, TELLS)).config.num_replicas == 1
+            finally:
+                await link.close()
+    finally:
+        cluster.stop()
+    (warning,) = [r for r in caplog.records if "not scaled up" in r.getMessage()]
+    assert (warning.stream, warning.replicas, warning.wanted) == (TELLS, 1, 3)  # type: ignore[attr-defined]
 
 
 async def test_on_a_cluster_the_streams_are_replicated_three_times(nats_cluster: NatsCluster) -> None:

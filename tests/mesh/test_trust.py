@@ -12,7 +12,6 @@ import asyncio
 import concurrent.futures
 import gc
 import json
-import re
 import signal
 import time
 import warnings
@@ -30,26 +29,12 @@ from nats.aio.msg import Msg
 from harness import Iris, wait_for
 from iris_common.mesh import TeamEntry
 from irisd.mesh.wire import CancelMsg, FinalMsg, LiveMsg
-from mesh.nats import NatsServer
+from mesh.nats import NatsServer, users_of_readme
 from scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.claude
 
-README = Path(__file__).parents[2] / "README.md"
 T = TypeVar("T")
-
-
-def users_of_readme(*names: str) -> str:
-    """The README's `authorization` block with its one user entry (irisd `ws-1`) written
-    for each of ``names``, and an `admin` user the test reads the streams with."""
-    block = re.search(r"```\n(authorization \{ users: \[\n.*?\n\] \})\n```", README.read_text(), re.S)
-    assert block is not None, "the NATS permission template is no longer in README.md"
-    head, *entry, tail = block.group(1).splitlines()
-    template = "\n".join(line for line in entry if line.strip() != "...")  # "and so on for each irisd"
-    template = re.sub(r'password: ("secret"|\.\.\.)', "password: PASSWORD", template)
-    users = [template.replace("ws-1", name).replace("PASSWORD", f'"pw-{name}"') for name in names]
-    users.append('  { user: admin, password: "pw-admin" }')
-    return "\n".join([head, *users, tail]) + "\n"
 
 
 def on_mesh(root: Path, name: str, url: str, model: ScriptedModel, claude: Path, **mesh: Any) -> Iris:
