@@ -50,6 +50,7 @@ from irisd.mesh.engine import Link
 log = logging.getLogger("irisd.mesh")
 
 SETTLE_S = 0.05  # claims that come this close together are one change of the directory
+STATUS_RETRY_S = 1.0  # a bucket's size not given (the server away for a moment): asked again after this
 
 
 class Directory:
@@ -176,7 +177,7 @@ class Directory:
             except nats.errors.TimeoutError:
                 continue
             if entry is None:  # nats-py's word that the first values are in: not always true
-                if not reading.done and reading.marker((await bridge.call(kv.status)).values):
+                if not reading.done and reading.marker(await self._held(kv)):
                     read.set()
                 continue
             last = reading.entry(entry.delta)
@@ -188,6 +189,17 @@ class Directory:
                 self._changed.set()
             if last:
                 read.set()
+
+    async def _held(self, kv: KeyValue) -> int:
+        """How many values ``kv`` holds, asked until the server answers (the watch goes on
+        where it was: a moment without the server is not a failure of the mesh)."""
+        while True:
+            try:
+                return int((await self.link.bridge.call(kv.status)).values)
+            except (nats.errors.Error, TimeoutError) as exc:
+                log.info("mesh: a directory bucket's size not given yet; asking again",
+                         extra={"error": str(exc) or type(exc).__name__})
+                await trio.sleep(STATUS_RETRY_S)
 
     def _on_team(self, key: str, value: bytes | None, server_at: float, revision: int) -> bool:
         claim = read_claim(key, value) if value is not None else None
