@@ -119,7 +119,7 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
         # A refused request is one nobody answers: stop waiting for it at once, naming it
         # (a refused scale-up is not fatal: _scale_up goes on without it).
         if permission_refused(words) and SCALE_UP_API.lower() not in words.lower() and not setup_refusal:
-            setup_refusal = words
+            setup_refusal = words.removeprefix("Error: ")  # nats-py's class name says nothing
             setup.cancel()  # a no-op once the set-up is done
         # Credentials refused once are refused again: say so now rather than try for
         # FIRST_CONNECT_S. Trying on would also hide it: the server closes right after its

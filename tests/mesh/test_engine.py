@@ -94,7 +94,7 @@ async def test_iris_mesh_status_names_what_the_server_refused_its_user_and_the_f
             # irisd itself, with that user: the same words in `iris status` and its log
             began = trio.current_time()
             with pytest.raises(MeshError, match=r"refused user `narrow` a step of setting up Iris's streams: "
-                               r"Error: nats: permissions violation for publish to "
+                               r"nats: permissions violation for publish to "
                                r"\"\$js\.api\.stream\.info\.iris_tells\"; "
                                r"give user `narrow` the permissions of the template"):
                 await open_link(bridge, mesh_of(server.url, user="narrow", password="pw"))
