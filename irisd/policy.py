@@ -35,8 +35,10 @@ import msgspec
 
 from irisd.caller import Caller
 from protocol.errors import PermissionDeniedError
+from protocol.health import Finding, worst
 from protocol.messages import (
     ApprovalsReply,
+    HealthReply,
     NotificationsReply,
     PairsReply,
     QuestionsReply,
@@ -159,13 +161,32 @@ def visible(reply: Reply, caller: Caller, chains: frozenset[str]) -> Reply:
             return SessionStatsReply(pairs=[p for p in reply.pairs if seen(p)], days=[d for d in reply.days if seen(d)])
         case PairsReply():
             return msgspec.structs.replace(reply, processes=[p for p in reply.processes if seen(p)])
-        case StatusReply() if caller.kind in ("child", "agent", "remote"):
+        case StatusReply() if caller.kind not in EVERYONE:
             return msgspec.structs.replace(
                 reply,
                 processes=[p for p in reply.processes if seen(p)],
                 unsolicited=[u for u in reply.unsolicited if seen(u)],
+                findings=findings_seen(caller, reply.findings),
+                recoveries=[],  # each names a tell or a pair it acted on
+                recent_errors=[],  # irisd's log, of every pair: the person's
             )
+        case HealthReply() if caller.kind not in EVERYONE:
+            found = findings_seen(caller, reply.findings)
+            return msgspec.structs.replace(reply, findings=found, worst=worst(found), recoveries=[])
     return reply
+
+
+# Findings about one tell, approval or question: their pair is not in the finding.
+ITEM_FINDINGS = frozenset({"stuck_tell", "approval_waiting", "question_waiting"})
+
+
+def findings_seen(caller: Caller, findings: list[Finding]) -> list[Finding]:
+    """What a caller who does not see every tell may see of the health monitor's findings:
+    those of irisd as a whole (its claude, its database, every team's budget) and of its
+    own team, none about one tell, approval or question."""
+    if caller.kind in EVERYONE:
+        return findings
+    return [f for f in findings if f.kind not in ITEM_FINDINGS and f.team in ("", caller.team)]
 
 
 def event_filter(caller: Caller, chains: Callable[[], frozenset[str]]) -> EventFilter | None:

@@ -472,6 +472,49 @@ async def test_a_childs_status_sessions_and_costs_show_only_its_own(tmp_path: Pa
         assert all("alpha" in (p.from_team, p.to_team) for p in status.processes)
 
 
+async def test_a_childs_health_findings_are_irisds_and_its_teams_without_other_pairs_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The health monitor's findings name tells, approvals and questions of every pair, and
+    irisd's log and recoveries are of every pair: a team's claude gets irisd's own findings
+    and its team's (status and health alike), the person everything."""
+    from irisd.logs import recent_problems
+    from protocol.health import Finding, Recovery
+    from protocol.messages import GetHealth, GetStatus, HealthReply, StatusReply
+    from protocol.status_messages import LogEntry
+
+    found = [
+        Finding(kind="stuck_tell", severity="warning", subject="t-gamma", team="alpha", summary="tell t-gamma"),
+        Finding(kind="crash_loop", severity="error", subject="gamma->beta", team="beta", summary="beta failed"),
+        Finding(kind="budget", severity="warning", subject="alpha", team="alpha", summary="alpha spent 90%"),
+        Finding(kind="claude_version", severity="info", subject="claude", summary="claude 9.9.9"),
+    ]
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha beta gamma")) as core:
+        health = core.status.health
+        assert health is not None
+
+        async def look() -> list[Finding]:
+            return found
+
+        monkeypatch.setattr(health, "look", look)
+        health.recoveries.appendleft(Recovery(at=1.0, action="cancel_tell", subject="t-gamma", reason="stuck",
+                                              outcome="cancelled"))
+        monkeypatch.setattr(recent_problems, "entries", lambda: [LogEntry(at=1.0, level="WARNING", logger="irisd",
+                                                                          message="gamma->beta failed")])
+        child = Caller.child("alpha", "external->alpha")
+        status = await core.dispatch(GetStatus(), child, no_events)
+        assert isinstance(status, StatusReply)
+        assert [f.kind for f in status.findings] == ["budget", "claude_version"]
+        assert status.recoveries == [] and status.recent_errors == []
+        seen = await core.dispatch(GetHealth(), child, no_events)
+        assert isinstance(seen, HealthReply)
+        assert [f.kind for f in seen.findings] == ["budget", "claude_version"]
+        assert seen.worst == "warning" and seen.recoveries == []
+        everything = await core.dispatch(GetHealth(), OWNER, no_events)
+        assert isinstance(everything, HealthReply)
+        assert everything.findings == found and everything.worst == "error" and len(everything.recoveries) == 1
+
+
 async def test_a_childs_session_stats_show_only_its_own_pairs(tmp_path: Path) -> None:
     """The analytics are lists of pairs and of pairs' days: a child sees its own pairs' only."""
     from irisd.store import ledger, sessions
