@@ -108,7 +108,8 @@ class Dispatcher:
     async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
         """Serve one request of ``caller`` (decided by its connection: see irisd/caller.py);
         raises IrisError subclasses for the client to see."""
-        request = await with_whole_ids(caller.apply(request), self._ids_starting_with)
+        request = await with_whole_ids(caller.apply(request), self._ids_starting_with,
+                                       name_matches=caller.kind in policy.EVERYONE)
         # A reader of the database finds a tell's end written (held for a next tell's start
         # at most HOLD_END_S); a tell, a watch, a tell's state or lines need not wait (a held
         # tell is found from memory, its lines with it).

@@ -39,8 +39,10 @@ ID_FIELDS: dict[type, tuple[str, str]] = {
 Lookup = Callable[[str, str], Awaitable[list[str]]]  # (kind, prefix) -> matching ids
 
 
-async def with_whole_ids(request: Request, lookup: Lookup) -> Request:
-    """``request`` with a unique id prefix replaced by the whole id."""
+async def with_whole_ids(request: Request, lookup: Lookup, *, name_matches: bool = True) -> Request:
+    """``request`` with a unique id prefix replaced by the whole id. ``name_matches``: an
+    ambiguous prefix's refusal lists the ids it starts (not for a caller who may not see
+    every tell: they may be other pairs')."""
     field = ID_FIELDS.get(type(request))
     if field is None:
         return request
@@ -56,6 +58,9 @@ async def with_whole_ids(request: Request, lookup: Lookup) -> Request:
     if len(prefix) < MIN_PREFIX:  # an id starts so, but this is too little to name one
         raise InvalidRequestError(f"{kind} id {prefix!r} is too short: give at least {MIN_PREFIX} characters of it")
     if len(found) > 1:
+        if not name_matches:
+            raise InvalidRequestError(f"{kind} id {prefix!r} is ambiguous: it starts more than one id; "
+                                      "give more of the id")
         listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
         raise InvalidRequestError(f"{kind} id {prefix!r} is ambiguous: it starts {listed}; give more of the id")
     return msgspec.structs.replace(request, **{name: found[0]})

@@ -39,7 +39,7 @@ from irisd.store import approvals, questions, tells
 from irisd.tokens import Access
 from protocol import PROTOCOL_VERSION
 from protocol.codec import decode_server_message, encode
-from protocol.errors import IrisError
+from protocol.errors import InvalidRequestError, IrisError
 from protocol.messages import (
     AnswerQuestion,
     ApprovalInfo,
@@ -470,6 +470,21 @@ async def test_a_childs_status_sessions_and_costs_show_only_its_own(tmp_path: Pa
         status = await core.dispatch(GetStatus(), child, no_events)
         assert isinstance(status, StatusReply)
         assert all("alpha" in (p.from_team, p.to_team) for p in status.processes)
+
+
+async def test_an_ambiguous_id_prefix_names_the_ids_only_to_a_caller_who_sees_every_tell(tmp_path: Path) -> None:
+    from irisd.store import tells
+    from protocol.messages import GetTell
+
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha beta gamma")) as core:
+        for tell_id, from_team, to_team in (("abcd0001", "gamma", "beta"), ("abcd0002", "beta", "gamma")):
+            await core.store.call(tells.insert, _tell(tell_id, from_team, to_team))
+        child = Caller.child("alpha", "external->alpha")
+        with pytest.raises(InvalidRequestError) as refused:
+            await core.dispatch(GetTell(tell_id="abcd"), child, no_events)
+        assert "abcd0001" not in refused.value.message and "more than one id" in refused.value.message
+        with pytest.raises(InvalidRequestError, match="it starts abcd0001, abcd0002"):
+            await core.dispatch(GetTell(tell_id="abcd"), OWNER, no_events)
 
 
 async def test_a_childs_health_findings_are_irisds_and_its_teams_without_other_pairs_ids(

@@ -37,6 +37,13 @@ async def test_an_ambiguous_prefix_lists_the_matches_and_the_rest_goes_on_unchan
     assert await with_whole_ids(whole, lookup) == whole
 
 
+async def test_an_ambiguous_prefix_from_a_caller_who_does_not_see_every_tell_names_no_id() -> None:
+    # A team's claude: the ids its prefix starts may be other pairs' tells.
+    with pytest.raises(InvalidRequestError) as refused:
+        await with_whole_ids(GetTell(tell_id="0123"), lookup, name_matches=False)
+    assert refused.value.message == "tell id '0123' is ambiguous: it starts more than one id; give more of the id"
+
+
 async def test_a_prefix_too_short_to_stand_for_an_id_says_how_long_one_must_be() -> None:
     # 'iris result 89a' was answered "no tell with id '89a'", though a tell starts so
     with pytest.raises(InvalidRequestError, match=r"tell id '89a' is too short: give at least 4 characters of it"):
