@@ -1,6 +1,7 @@
 """Any unique prefix of an id stands for the id, on every front end: a request naming a
 tell, an approval, a rule, a question or an unsolicited turn by the start of its id is
-served as if it named the whole id. An ambiguous prefix is refused with the matches, and
+served as if it named the whole id. An ambiguous prefix is refused with the matches (to a
+caller who sees every tell; to others without them), and
 so is one shorter than MIN_PREFIX that some id starts with; a prefix that matches nothing
 goes on unchanged, so its handler says "no ... with id"."""
 
