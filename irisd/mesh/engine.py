@@ -110,17 +110,12 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
     state = LinkState()
     refusal = ""  # the server refused the credentials during the first connection
     first = trio.CancelScope()
-    setup_refusal = ""  # the server refused a step of laying out the streams and buckets
-    setup = trio.CancelScope()
+    refusals = SetupRefusals()
 
     def noted(words: str) -> None:
-        nonlocal refusal, setup_refusal
+        nonlocal refusal
         state.note(state.connected, "", words)
-        # A refused request is one nobody answers: stop waiting for it at once, naming it
-        # (a refused scale-up is not fatal: _scale_up goes on without it).
-        if permission_refused(words) and SCALE_UP_API.lower() not in words.lower() and not setup_refusal:
-            setup_refusal = words.removeprefix("Error: ")  # nats-py's class name says nothing
-            setup.cancel()  # a no-op once the set-up is done
+        refusals.heard(words)
         # Credentials refused once are refused again: say so now rather than try for
         # FIRST_CONNECT_S. Trying on would also hide it: the server closes right after its
         # "-ERR 'Authorization Violation'", and a client whose next write meets the closed
@@ -177,20 +172,21 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
     state.note(True, url.netloc if url else "")
     js = client.jetstream(timeout=JS_TIMEOUT_S)
     replicas = min(3, len({uri.netloc for uri in client.servers}))
+    setup = Setup(bridge, js, replicas, refusals)
     failure = ""
     try:
-        with setup:
-            await _ensure_stream(bridge, js, TELLS, "iris.tell.>", replicas)
-            await _ensure_stream(bridge, js, REPLIES, "iris.reply.>", replicas)
-            teams = await _ensure_bucket(bridge, js, TEAMS_BUCKET, replicas)
-            homes = await _ensure_bucket(bridge, js, HOMES_BUCKET, replicas)
+        with refusals.setup:
+            await setup.stream(TELLS, "iris.tell.>")
+            await setup.stream(REPLIES, "iris.reply.>")
+            teams = await setup.bucket(TEAMS_BUCKET)
+            homes = await setup.bucket(HOMES_BUCKET)
     except nats.js.errors.ServiceUnavailableError:
         failure = f"the NATS server at {state.server} has no JetStream; start it with -js (and -sd DIR for its store)"
     except (nats.errors.Error, TimeoutError) as exc:
         failure = f"NATS at {state.server} refused to set up Iris's streams: {_words(exc)}"
-    if setup.cancelled_caught:
+    if refusals.setup.cancelled_caught:
         who, fix = permission_words(mesh)
-        failure = f"NATS at {state.server} refused {who} a step of setting up Iris's streams: {setup_refusal}; {fix}"
+        failure = f"NATS at {state.server} refused {who} a step of setting up Iris's streams: {refusals.step}; {fix}"
     if failure:
         await bridge.call(client.close)
         raise MeshError(failure)
@@ -198,31 +194,86 @@ async def open_link(bridge: Bridge, mesh: Mesh) -> Link:
                 state=state)
 
 
-async def _ensure_stream(bridge: Bridge, js: JetStreamContext, name: str, subjects: str, replicas: int) -> None:
-    config = StreamConfig(
-        name=name,
-        subjects=[subjects],
-        retention=RetentionPolicy.WORK_QUEUE,
-        storage=StorageType.FILE,
-        num_replicas=replicas,
-        duplicate_window=DEDUP_WINDOW_S,
-    )
+class SetupRefusals:
+    """What the server refuses while a link lays out its streams and buckets. A refused
+    request is one nobody answers (nats-py would wait JS_TIMEOUT_S for it), so a refusal
+    stops the wait at once: a refused step ends the set-up (``setup`` is cancelled,
+    ``step`` names it), a refused scale-up ends only itself (the README template does not
+    allow one; the stream works on with the replicas it has)."""
 
-    async def make() -> None:
-        await bridge.call(js.add_stream, config)
-        log.info("mesh stream created", extra={"stream": name, "replicas": replicas})
+    def __init__(self) -> None:
+        self.setup = trio.CancelScope()
+        self.step = ""
+        self.scale_up: trio.CancelScope | None = None  # while a scale-up waits for its answer
 
-    await _found_or_made(partial(_scale_up, bridge, js, name, replicas), make)
+    def heard(self, words: str) -> None:
+        """An error the client reported (any: only a permission refusal counts here)."""
+        if not permission_refused(words):
+            return
+        if SCALE_UP_API.lower() in words.lower():  # nats-py writes the subject in lower case
+            if self.scale_up is not None:
+                self.scale_up.cancel()
+        elif not self.step:
+            self.step = words.removeprefix("Error: ")  # nats-py's class name says nothing
+            self.setup.cancel()  # a no-op once the set-up is done
 
 
-async def _ensure_bucket(bridge: Bridge, js: JetStreamContext, bucket: str, replicas: int) -> KeyValue:
-    async def find() -> KeyValue:
-        kv = await bridge.call(js.key_value, bucket)
-        await _scale_up(bridge, js, f"KV_{bucket}", replicas)  # a bucket is the stream KV_<bucket>
-        return kv
+class Setup:
+    """Lays out Iris's streams and buckets with ``replicas`` each (found, else made)."""
 
-    config = KeyValueConfig(bucket=bucket, history=1, replicas=replicas, storage=StorageType.FILE)
-    return await _found_or_made(find, partial(bridge.call, js.create_key_value, config))
+    def __init__(self, bridge: Bridge, js: JetStreamContext, replicas: int, refusals: SetupRefusals) -> None:
+        self.bridge = bridge
+        self.js = js
+        self.replicas = replicas
+        self.refusals = refusals
+
+    async def stream(self, name: str, subjects: str) -> None:
+        config = StreamConfig(
+            name=name,
+            subjects=[subjects],
+            retention=RetentionPolicy.WORK_QUEUE,
+            storage=StorageType.FILE,
+            num_replicas=self.replicas,
+            duplicate_window=DEDUP_WINDOW_S,
+        )
+
+        async def make() -> None:
+            await self.bridge.call(self.js.add_stream, config)
+            log.info("mesh stream created", extra={"stream": name, "replicas": self.replicas})
+
+        await _found_or_made(partial(self.scale_up, name), make)
+
+    async def bucket(self, bucket: str) -> KeyValue:
+        async def find() -> KeyValue:
+            kv = await self.bridge.call(self.js.key_value, bucket)
+            await self.scale_up(f"KV_{bucket}")  # a bucket is the stream KV_<bucket>
+            return kv
+
+        config = KeyValueConfig(bucket=bucket, history=1, replicas=self.replicas, storage=StorageType.FILE)
+        return await _found_or_made(find, partial(self.bridge.call, self.js.create_key_value, config))
+
+    async def scale_up(self, stream: str) -> None:
+        """Give an existing ``stream`` the replicas if it has fewer (never fewer: a server
+        that is away for now does not shrink what the others keep). Raises NotFoundError."""
+        info = await self.bridge.call(self.js.stream_info, stream)
+        have = info.config.num_replicas or 1
+        if have >= self.replicas:
+            return
+        error = "refused by the server (the user's permissions)"
+        with trio.CancelScope() as self.refusals.scale_up:
+            try:
+                await self.bridge.call(self.js.update_stream, replace(info.config, num_replicas=self.replicas))
+                error = ""
+            except (nats.errors.Error, TimeoutError) as exc:
+                error = _words(exc)
+        self.refusals.scale_up = None
+        if error:  # it keeps working with fewer
+            log.warning(
+                "mesh stream has fewer replicas than the cluster offers; not scaled up",
+                extra={"stream": stream, "replicas": have, "wanted": self.replicas, "error": error},
+            )
+            return
+        log.info("mesh stream scaled up", extra={"stream": stream, "replicas": self.replicas, "was": have})
 
 
 async def _found_or_made(find: Callable[[], Awaitable[T]], make: Callable[[], Awaitable[T]]) -> T:
@@ -243,24 +294,6 @@ async def _found_or_made(find: Callable[[], Awaitable[T]], make: Callable[[], Aw
             refusal = exc
     assert refusal is not None
     raise refusal
-
-
-async def _scale_up(bridge: Bridge, js: JetStreamContext, stream: str, replicas: int) -> None:
-    """Give an existing ``stream`` ``replicas`` if it has fewer (never fewer: a server that
-    is away for now does not shrink what the others keep). Raises NotFoundError."""
-    info = await bridge.call(js.stream_info, stream)
-    have = info.config.num_replicas or 1
-    if have >= replicas:
-        return
-    try:
-        await bridge.call(js.update_stream, replace(info.config, num_replicas=replicas))
-    except (nats.errors.Error, TimeoutError) as exc:  # it keeps working with fewer
-        log.warning(
-            "mesh stream has fewer replicas than the cluster offers; not scaled up",
-            extra={"stream": stream, "replicas": have, "wanted": replicas, "error": _words(exc)},
-        )
-        return
-    log.info("mesh stream scaled up", extra={"stream": stream, "replicas": replicas, "was": have})
 
 
 async def ensure_consumer(link: Link, stream: str, config: ConsumerConfig) -> str:

@@ -183,12 +183,13 @@ async def test_a_server_without_jetstream_is_named(tmp_path: Path) -> None:
 
 
 async def test_a_scale_up_that_the_readme_template_refuses_is_not_fatal(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The next irisd to connect scales up a stream made with fewer replicas than the
     cluster has; a user of README's template may not update Iris's streams: that one
-    refusal is logged and irisd goes on with the replicas there are (it does not stop at
-    it, as it does at any other refusal of its set-up)."""
+    refusal is logged at once and irisd goes on with the replicas there are (it does not
+    stop at it, as it does at any other refusal of its set-up)."""
+    monkeypatch.setattr(engine, "JS_TIMEOUT_S", 60.0)  # waited out, each start would take a minute more
     cluster = NatsCluster(tmp_path, config=users_of_readme("ws-1")).start()
     try:
         async with open_bridge() as bridge:
@@ -198,7 +199,9 @@ async def test_a_scale_up_that_the_readme_template_refuses_is_not_fatal(
                 await bridge.call(admin.js.update_stream, dataclasses.replace(config, num_replicas=1))
             finally:
                 await admin.close()
+            began = trio.current_time()
             link = await open_link(bridge, mesh_of(cluster.urls[0], user="ws-1", password="pw-ws-1"))
+            assert trio.current_time() - began < 30  # at the refusal, not after the minute of waiting
             try:
                 assert link.replicas == 3
                 assert (await bridge.call(link.js.stream_info, TELLS)).config.num_replicas == 1
@@ -208,6 +211,7 @@ async def test_a_scale_up_that_the_readme_template_refuses_is_not_fatal(
         cluster.stop()
     (warning,) = [r for r in caplog.records if "not scaled up" in r.getMessage()]
     assert (warning.stream, warning.replicas, warning.wanted) == (TELLS, 1, 3)  # type: ignore[attr-defined]
+    assert warning.error == "refused by the server (the user's permissions)"  # type: ignore[attr-defined]
 
 
 async def test_on_a_cluster_the_streams_are_replicated_three_times(nats_cluster: NatsCluster) -> None:
