@@ -30,9 +30,9 @@ from irisd.tell.admission import parent_tell
 from irisd.tell.command import send_command
 from irisd.tell.service import TellService
 from irisd.tokens import Access
-from irisd.whole_ids import with_whole_ids
+from irisd.whole_ids import unknown, with_whole_ids
 from protocol import PROTOCOL_VERSION, messages
-from protocol.errors import InvalidRequestError
+from protocol.errors import InvalidRequestError, PermissionDeniedError
 from protocol.messages import (
     AnswerQuestion,
     Ask,
@@ -108,8 +108,8 @@ class Dispatcher:
     async def dispatch(self, request: Request, caller: Caller, send_event: SendEvent) -> Reply:
         """Serve one request of ``caller`` (decided by its connection: see irisd/caller.py);
         raises IrisError subclasses for the client to see."""
-        request = await with_whole_ids(caller.apply(request), self._ids_starting_with,
-                                       name_matches=caller.kind in policy.EVERYONE)
+        asked = caller.apply(request)
+        request = await with_whole_ids(asked, self._ids_starting_with, name_matches=caller.kind in policy.EVERYONE)
         # A reader of the database finds a tell's end written (held for a next tell's start
         # at most HOLD_END_S); a tell, a watch, a tell's state or lines need not wait (a held
         # tell is found from memory, its lines with it).
@@ -120,7 +120,12 @@ class Dispatcher:
             return await self.agent_actions.act(request, lambda r: HANDLERS[type(r)](self, r, send_event))
         if caller.kind in policy.EVERYONE:
             return await HANDLERS[type(request)](self, request, send_event)
-        await self._check_owned(request, caller)
+        try:
+            await self._check_owned(request, caller)
+        except PermissionDeniedError:
+            if request is not asked:  # a prefix stood for it: the caller is not told it exists
+                raise unknown(asked) from None
+            raise
         if isinstance(request, Watch):
             wanted = policy.event_filter(caller, lambda: self._chains(caller))
             return await self.watch(request.team, send_event, wanted)

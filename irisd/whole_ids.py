@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from protocol.errors import InvalidRequestError
+from protocol.errors import InvalidRequestError, NotFoundError
 from protocol.messages import (
     AnswerQuestion,
     CancelTell,
@@ -65,3 +65,14 @@ async def with_whole_ids(request: Request, lookup: Lookup, *, name_matches: bool
         listed = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
         raise InvalidRequestError(f"{kind} id {prefix!r} is ambiguous: it starts {listed}; give more of the id")
     return msgspec.structs.replace(request, **{name: found[0]})
+
+
+def unknown(request: Request) -> NotFoundError:
+    """The answer to a caller whose id prefix stood for an id it may not see: as if no id
+    started so (the refusal would name the whole id and whose it is, so prefixes would
+    list another pair's tells one by one)."""
+    name, kind = ID_FIELDS[type(request)]
+    prefix: str = getattr(request, name)
+    if kind == "tell" and prefix.startswith("u-"):
+        kind = "turn"
+    return NotFoundError(f"no {kind} with id {prefix!r}")

@@ -487,6 +487,26 @@ async def test_an_ambiguous_id_prefix_names_the_ids_only_to_a_caller_who_sees_ev
             await core.dispatch(GetTell(tell_id="abcd"), OWNER, no_events)
 
 
+async def test_an_id_prefix_that_stands_for_anothers_tell_is_no_tell_to_its_caller(tmp_path: Path) -> None:
+    """Else a caller could list other pairs' tells prefix by prefix: the refusal of a tell it
+    may not read names the whole id and whose it is."""
+    from irisd.store import tells
+    from protocol.errors import NotFoundError, PermissionDeniedError
+    from protocol.messages import CancelTell, GetTell, TellReply
+
+    async with running_core(tmp_path, teams_config(tmp_path, teams="alpha beta gamma")) as core:
+        await core.store.call(tells.insert, _tell("feed0001beef", "gamma", "beta"))
+        for caller in (Caller.child("alpha", "external->alpha"), Caller.agent("crm")):
+            for request in (GetTell(tell_id="feed0"), CancelTell(tell_id="feed0")):
+                with pytest.raises(NotFoundError) as unknown:
+                    await core.dispatch(request, caller, no_events)
+                assert unknown.value.message == "no tell with id 'feed0'"
+            with pytest.raises(PermissionDeniedError, match="it is gamma's tell to beta"):  # its whole id: as before
+                await core.dispatch(GetTell(tell_id="feed0001beef"), caller, no_events)
+        owned = await core.dispatch(GetTell(tell_id="feed0"), OWNER, no_events)
+        assert isinstance(owned, TellReply) and owned.tell.id == "feed0001beef"
+
+
 async def test_a_childs_health_findings_are_irisds_and_its_teams_without_other_pairs_ids(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
