@@ -30,6 +30,7 @@ import msgspec
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 MAX_AUTH_FAILURES = 20  # per client address, within the window
 AUTH_FAILURE_WINDOW_S = 60.0
+MAX_TRACKED_ADDRESSES = 10_000  # past it (a flood from many addresses), the longest-known are forgotten
 
 
 def is_loopback(host: str) -> bool:
@@ -98,6 +99,7 @@ class FailedAuthLimiter(msgspec.Struct):
 
     max_failures: int = MAX_AUTH_FAILURES
     window_s: float = AUTH_FAILURE_WINDOW_S
+    max_addresses: int = MAX_TRACKED_ADDRESSES
     _failures: dict[str, collections.deque[float]] = msgspec.field(default_factory=dict)
 
     def limited(self, client: str, now: float) -> bool:
@@ -114,6 +116,8 @@ class FailedAuthLimiter(msgspec.Struct):
     def _recent(self, client: str, now: float) -> collections.deque[float]:
         if len(self._failures) > 1000:  # many addresses (IPv6): forget the quiet ones
             self._forget_idle(now)
+        while len(self._failures) >= self.max_addresses and client not in self._failures:
+            del self._failures[next(iter(self._failures))]  # bounded: the first seen go first
         found = self._failures.setdefault(client, collections.deque())
         while found and found[0] <= now - self.window_s:
             found.popleft()

@@ -93,6 +93,17 @@ def test_failed_authentications_are_limited_per_address_within_a_window() -> Non
     assert not limiter.limited("a", 10.5)  # the first failure left the window
 
 
+def test_the_auth_limiter_remembers_a_bounded_number_of_addresses() -> None:
+    """A flood of failures from ever new addresses (an IPv6 range) within the window keeps
+    at most ``max_addresses`` of them; the newest are limited as ever."""
+    limiter = FailedAuthLimiter(max_failures=2, window_s=60.0, max_addresses=100)
+    for n in range(5000):
+        limiter.failed(f"2001:db8::{n:x}", 1.0)
+        limiter.failed(f"2001:db8::{n:x}", 1.0)
+    assert len(limiter._failures) <= 100
+    assert limiter.limited("2001:db8::1387", 2.0)  # the last one: still limited
+
+
 # --- tokens --------------------------------------------------------------------------------
 
 
