@@ -44,15 +44,12 @@ async def with_whole_ids(request: Request, lookup: Lookup, *, name_matches: bool
     """``request`` with a unique id prefix replaced by the whole id. ``name_matches``: an
     ambiguous prefix's refusal lists the ids it starts (not for a caller who may not see
     every tell: they may be other pairs')."""
-    field = ID_FIELDS.get(type(request))
-    if field is None:
+    named = _named_id(request)
+    if named is None:
         return request
-    name, kind = field
-    prefix: str = getattr(request, name)
+    name, kind, prefix = named
     if not prefix:
         return request  # no id: the request names what it is about otherwise, or its handler says what is missing
-    if kind == "tell" and prefix.startswith("u-"):
-        kind = "turn"  # ``iris cache read`` takes an unsolicited turn's id too
     found = await lookup(kind, prefix)
     if prefix in found or not found:
         return request
@@ -71,8 +68,20 @@ def unknown(request: Request) -> NotFoundError:
     """The answer to a caller whose id prefix stood for an id it may not see: as if no id
     started so (the refusal would name the whole id and whose it is, so prefixes would
     list another pair's tells one by one)."""
-    name, kind = ID_FIELDS[type(request)]
-    prefix: str = getattr(request, name)
-    if kind == "tell" and prefix.startswith("u-"):
-        kind = "turn"
+    named = _named_id(request)
+    assert named is not None, "only a request that names an id stands for one"
+    _, kind, prefix = named
     return NotFoundError(f"no {kind} with id {prefix!r}")
+
+
+def _named_id(request: Request) -> tuple[str, str, str] | None:
+    """The field of ``request`` that names an id, the kind of id and what it holds (None:
+    the request names none)."""
+    field = ID_FIELDS.get(type(request))
+    if field is None:
+        return None
+    name, kind = field
+    value: str = getattr(request, name)
+    if kind == "tell" and value.startswith("u-"):
+        kind = "turn"  # ``iris cache read`` takes an unsolicited turn's id too
+    return name, kind, value
