@@ -166,12 +166,12 @@ def visible(reply: Reply, caller: Caller, chains: frozenset[str]) -> Reply:
                 reply,
                 processes=[p for p in reply.processes if seen(p)],
                 unsolicited=[u for u in reply.unsolicited if seen(u)],
-                findings=findings_seen(caller, reply.findings),
+                findings=_findings_seen(caller, reply.findings),
                 recoveries=[],  # each names a tell or a pair it acted on
                 recent_errors=[],  # irisd's log, of every pair: the person's
             )
         case HealthReply() if caller.kind not in EVERYONE:
-            found = findings_seen(caller, reply.findings)
+            found = _findings_seen(caller, reply.findings)
             return msgspec.structs.replace(reply, findings=found, worst=worst(found), recoveries=[])
     return reply
 
@@ -180,12 +180,10 @@ def visible(reply: Reply, caller: Caller, chains: frozenset[str]) -> Reply:
 ITEM_FINDINGS = frozenset({"stuck_tell", "approval_waiting", "question_waiting"})
 
 
-def findings_seen(caller: Caller, findings: list[Finding]) -> list[Finding]:
+def _findings_seen(caller: Caller, findings: list[Finding]) -> list[Finding]:
     """What a caller who does not see every tell may see of the health monitor's findings:
     those of irisd as a whole (its claude, its database, every team's budget) and of its
     own team, none about one tell, approval or question."""
-    if caller.kind in EVERYONE:
-        return findings
     return [f for f in findings if f.kind not in ITEM_FINDINGS and f.team in ("", caller.team)]
 
 
